@@ -1,0 +1,66 @@
+/**
+ * Bearer-token authentication for the read API and the admin API.
+ * Missing or malformed header: 401 with `WWW-Authenticate: Bearer`. Unknown, revoked or expired
+ * token: 401. Valid token without the route's scope (route config `scope`): 403.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import { authenticateToken, looksLikeToken, type AuthenticatedToken, type Scope } from '../../tokens/token.service.ts';
+import { ApiError } from '../problem.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The token that authenticated this request (set by bearer-auth). */
+    token?: AuthenticatedToken;
+  }
+  interface FastifyContextConfig {
+    /** Scope a token needs for this route. */
+    scope?: Scope;
+    /** Which rate-limit budget the route counts against. */
+    rateLimitClass?: 'standard' | 'export';
+  }
+}
+
+const challenge = (error?: string) => ({
+  'WWW-Authenticate': error ? `Bearer realm="store-api", error="${error}"` : 'Bearer realm="store-api"',
+});
+
+/** Parses `Authorization: Bearer <token>`; throws the 401 of a missing or malformed header. */
+export function bearerTokenOf(request: FastifyRequest): string {
+  const header = request.headers.authorization;
+  if (!header) {
+    throw new ApiError('unauthorized', 'Missing Authorization header. Send "Authorization: Bearer <API token>".', undefined, challenge());
+  }
+  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+  if (!match || !looksLikeToken(match[1]!)) {
+    throw new ApiError('unauthorized', 'Malformed Authorization header. Expected "Bearer sia_…".', undefined, challenge('invalid_request'));
+  }
+  return match[1]!;
+}
+
+/** Authenticates the request's bearer token and checks `scope`; sets request.token. */
+export async function requireToken(db: Kysely<Database>, request: FastifyRequest, scope: Scope | undefined): Promise<AuthenticatedToken> {
+  const presented = bearerTokenOf(request);
+  const result = await authenticateToken(db, presented);
+  if (typeof result === 'string') {
+    const detail = { unknown: 'The API token is not valid.', revoked: 'The API token has been revoked.', expired: 'The API token has expired.' }[result];
+    throw new ApiError('unauthorized', detail, undefined, challenge('invalid_token'));
+  }
+  request.token = result;
+  if (scope && !result.scopes.includes(scope)) {
+    throw new ApiError('forbidden', `The API token lacks the scope '${scope}' this endpoint needs.`, undefined, challenge('insufficient_scope'));
+  }
+  return result;
+}
+
+/**
+ * onRequest hook for the scope it is registered in (fastify-plugin: the caller's scope): every route
+ * there needs a token. `request.token` is decorated once by the app factory.
+ */
+export const bearerAuthPlugin = fp<{ db: Kysely<Database> }>(async function bearerAuth(app: FastifyInstance, { db }) {
+  app.addHook('onRequest', async (request: FastifyRequest, _reply: FastifyReply) => {
+    await requireToken(db, request, request.routeOptions.config.scope);
+  });
+});

@@ -1,0 +1,86 @@
+/**
+ * Turns every error into RFC 9457 problem+json: schema validation failures name the parameter,
+ * framework errors keep their 4xx status, anything unexpected is a 500 whose body says nothing
+ * internal (the log has the detail).
+ */
+import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
+import fp from 'fastify-plugin';
+import { ApiError, errorCodes, problemBody, type ErrorCode, type ParamError } from '../problem.ts';
+
+/** Sends a problem+json response. */
+export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string, errors?: ParamError[], headers?: Record<string, string>) {
+  const body = problemBody(code, detail, errors);
+  if (headers) reply.headers(headers);
+  return reply.code(body.status).type('application/problem+json').send(JSON.stringify(body));
+}
+
+interface AjvError {
+  instancePath: string;
+  keyword: string;
+  params: Record<string, unknown>;
+  message?: string;
+}
+
+function paramErrors(context: string | undefined, validation: AjvError[]): ParamError[] {
+  return validation.map((v) => {
+    let path = v.instancePath.replace(/^\//, '').replace(/\//g, '.');
+    let message = v.message ?? 'is invalid';
+    if (v.keyword === 'additionalProperties') {
+      path = [path, String(v.params.additionalProperty)].filter(Boolean).join('.');
+      message = context === 'querystring' ? 'unknown query parameter' : 'unknown property';
+    } else if (v.keyword === 'required') {
+      path = [path, String(v.params.missingProperty)].filter(Boolean).join('.');
+      message = 'is required';
+    } else if (v.keyword === 'enum' || v.keyword === 'anyOf') {
+      const allowed = (v.params.allowedValues as unknown[] | undefined)?.join(', ');
+      if (allowed) message = `must be one of: ${allowed}`;
+    }
+    const param = context === 'body' ? (path ? `body.${path}` : 'body') : path || context || 'request';
+    return { param, message };
+  });
+}
+
+/** Fastify error codes that are the client's fault, with our code for them. */
+const frameworkCodes: Record<string, ErrorCode> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_parameter',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_parameter',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'invalid_parameter',
+  FST_ERR_BAD_URL: 'invalid_parameter',
+  FST_ERR_ASYNC_CONSTRAINT: 'invalid_parameter',
+};
+
+function codeForStatus(status: number): ErrorCode {
+  const match = (Object.keys(errorCodes) as ErrorCode[]).find((c) => errorCodes[c].status === status);
+  return match ?? (status >= 500 ? 'internal_error' : 'invalid_parameter');
+}
+
+export const errorHandlerPlugin = fp(async function errorHandler(app: FastifyInstance) {
+  app.setErrorHandler((error: FastifyError & { validationContext?: string; headers?: Record<string, string> }, request, reply) => {
+    if (error instanceof ApiError) {
+      return sendProblem(reply, error.code, error.detail, error.errors, error.headers);
+    }
+    if (error.validation) {
+      const errors = paramErrors(error.validationContext, error.validation as AjvError[]);
+      const first = errors[0]!;
+      return sendProblem(reply, 'invalid_parameter', `Invalid value for '${first.param}': ${first.message}`, errors);
+    }
+    const frameworkCode = error.code ? frameworkCodes[error.code] : undefined;
+    if (frameworkCode) {
+      const param = error.code === 'FST_ERR_BAD_URL' ? 'url' : 'body';
+      return sendProblem(reply, frameworkCode, error.message, frameworkCode === 'invalid_parameter' ? [{ param, message: error.message }] : undefined);
+    }
+    if (error instanceof SyntaxError || (error.statusCode && error.statusCode >= 400 && error.statusCode < 500)) {
+      const status = error.statusCode ?? 400;
+      const code = codeForStatus(status);
+      return sendProblem(reply, code, error.message, code === 'invalid_parameter' ? [{ param: 'body', message: error.message }] : undefined, error.headers);
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return sendProblem(reply, 'internal_error', 'The server could not complete the request. It has been logged.');
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    return sendProblem(reply, 'not_found', `No route ${request.method} ${request.url.split('?')[0]!.slice(0, 200)}.`);
+  });
+});

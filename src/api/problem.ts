@@ -1,0 +1,77 @@
+/**
+ * The one registry of error codes (RFC 9457 problem+json). Every error response is built here;
+ * 5xx bodies never carry internal detail (stack, SQL).
+ */
+export const errorCodes = {
+  unauthorized: { status: 401, title: 'Unauthorized' },
+  forbidden: { status: 403, title: 'Forbidden' },
+  not_found: { status: 404, title: 'Not Found' },
+  invalid_parameter: { status: 400, title: 'Invalid Parameter' },
+  invalid_body: { status: 400, title: 'Invalid Request Body' },
+  method_not_allowed: { status: 405, title: 'Method Not Allowed' },
+  payload_too_large: { status: 413, title: 'Payload Too Large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported Media Type' },
+  conflict: { status: 409, title: 'Conflict' },
+  rate_limited: { status: 429, title: 'Too Many Requests' },
+  internal_error: { status: 500, title: 'Internal Server Error' },
+  service_unavailable: { status: 503, title: 'Service Unavailable' },
+} as const;
+
+export type ErrorCode = keyof typeof errorCodes;
+
+export interface ParamError {
+  param: string;
+  message: string;
+}
+
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  errors?: ParamError[];
+}
+
+/** An error that becomes a problem+json response with its code's status. */
+export class ApiError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    readonly detail: string,
+    readonly errors?: ParamError[],
+    readonly headers?: Record<string, string>,
+  ) {
+    super(detail);
+    this.name = 'ApiError';
+  }
+
+  get status(): number {
+    return errorCodes[this.code].status;
+  }
+}
+
+/** Builds the problem body of `code`. */
+export function problemBody(code: ErrorCode, detail: string, errors?: ParamError[]): Problem {
+  const { status, title } = errorCodes[code];
+  return {
+    type: `https://store-api.dev/problems/${code.replace(/_/g, '-')}`,
+    title,
+    status,
+    detail,
+    code,
+    ...(errors && errors.length > 0 ? { errors } : {}),
+  };
+}
+
+/** Shorthand for the most common client error: one bad parameter. */
+export function invalidParameter(param: string, message: string): ApiError {
+  return new ApiError('invalid_parameter', `Invalid value for '${param}': ${message}`, [{ param, message }]);
+}
+
+export function notFound(what: string, id: string): ApiError {
+  return new ApiError('not_found', `No ${what} with id '${id}'.`);
+}
+
+export function conflict(detail: string): ApiError {
+  return new ApiError('conflict', detail);
+}

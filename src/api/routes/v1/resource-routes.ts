@@ -1,0 +1,153 @@
+/**
+ * Route builders shared by every resource of the read API: a list, a single GET and an NDJSON
+ * export, each from the resource's ListSource. Pages are assembled from JSON text built in SQL.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TSchema } from '@sinclair/typebox';
+import { sql, type RawBuilder } from 'kysely';
+import { Readable } from 'node:stream';
+import { fetchPage, fetchPageKeys, streamPage, type ListSource, type PageRequest } from '../../../db/keyset-page.ts';
+import { readHorizon } from '../../../db/write-clock.ts';
+import type { Scope } from '../../../tokens/token.service.ts';
+import { formatCursor, parseCursor } from '../../cursor.ts';
+import { invalidParameter, notFound } from '../../problem.ts';
+import { IdParams, ProblemSchema, listOf, listQuery, single } from '../../schemas.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Checks a UUID-valued parameter; 400 naming it when malformed. */
+export function requireUuid(value: string, param: string): string {
+  if (!UUID.test(value)) throw invalidParameter(param, 'must be a UUID');
+  return value.toLowerCase();
+}
+
+export interface ResourceDefinition {
+  /** URL segment, e.g. 'products'. */
+  path: string;
+  /** Human name for messages, e.g. 'product'. */
+  noun: string;
+  scope: Scope;
+  tag: string;
+  source: ListSource;
+  record: TSchema;
+  /** Query filters beyond limit/cursor/order. */
+  filters: Record<string, TSchema>;
+  /** Builds SQL conditions from the parsed query (validated by the schema already). */
+  conditions(query: Record<string, unknown>): RawBuilder<unknown>[];
+  /** Condition identifying one record by id for the single GET; omit for no single GET. */
+  byId?: (id: string) => RawBuilder<unknown>;
+  description: { list: string; get?: string; export: string };
+}
+
+type ListQuery = { limit: number; cursor?: string; order?: 'asc' | 'desc' } & Record<string, unknown>;
+
+const errorResponses = {
+  400: ProblemSchema,
+  401: ProblemSchema,
+  403: ProblemSchema,
+  429: ProblemSchema,
+};
+
+async function pageRequest(app: FastifyInstance, def: ResourceDefinition, query: ListQuery): Promise<PageRequest> {
+  const cursor = query.cursor === undefined ? undefined : parseCursor(query.cursor);
+  return {
+    cursor,
+    limit: query.limit,
+    order: query.order ?? 'asc',
+    horizon: await readHorizon(app.ctx.database.db),
+    filters: def.conditions(query),
+  };
+}
+
+/** The pagination object; an empty page hands the given cursor back so polling can resume. */
+function pagination(query: ListQuery, last: { iso: string; id: string } | undefined, hasMore: boolean) {
+  return {
+    next_cursor: last ? formatCursor(last.iso, last.id) : (query.cursor ?? null),
+    has_more: hasMore,
+    limit: query.limit,
+  };
+}
+
+/** Registers GET /{path}, GET /{path}/export and (with byId) GET /{path}/:id. */
+export function registerResource(app: FastifyInstance, def: ResourceDefinition): void {
+  const config = (rateLimitClass: 'standard' | 'export') => ({ scope: def.scope, rateLimitClass });
+
+  app.get(`/${def.path}`, {
+    config: config('standard'),
+    schema: {
+      tags: [def.tag],
+      summary: def.description.list,
+      security: [{ bearerAuth: [def.scope] }],
+      querystring: listQuery(def.filters),
+      response: { 200: listOf(def.record), ...errorResponses },
+    },
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      const query = request.query as ListQuery;
+      const req = await pageRequest(app, def, query);
+      const { rows, hasMore } = await fetchPage(app.ctx.database.db, def.source, req);
+      const body = `{"data":[${rows.map((r) => r.json).join(',')}],"pagination":${JSON.stringify(pagination(query, rows[rows.length - 1], hasMore))}}`;
+      return reply.type('application/json; charset=utf-8').send(body);
+    },
+  });
+
+  app.get(`/${def.path}/export`, {
+    config: config('export'),
+    schema: {
+      tags: [def.tag],
+      summary: def.description.export,
+      security: [{ bearerAuth: [def.scope] }],
+      querystring: listQuery(def.filters, true),
+      produces: ['application/x-ndjson'],
+      response: {
+        200: {
+          description: 'NDJSON: one record per line. Headers X-Next-Cursor and X-Has-More.',
+          content: { 'application/x-ndjson': { schema: def.record } },
+          headers: {
+            'X-Next-Cursor': { type: 'string', description: 'cursor for the next page' },
+            'X-Has-More': { type: 'string', enum: ['true', 'false'] },
+          },
+        },
+        ...errorResponses,
+      },
+    },
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      const query = request.query as ListQuery;
+      const req = await pageRequest(app, def, query);
+      const db = app.ctx.database.db;
+      // Fix the page's bounds first (keys only) so the headers are known before the body streams.
+      const { keys, hasMore } = await fetchPageKeys(db, def.source, req);
+      const last = keys[keys.length - 1];
+      const { next_cursor } = pagination(query, last, hasMore);
+      reply.header('X-Next-Cursor', next_cursor ?? '');
+      reply.header('X-Has-More', String(hasMore));
+      reply.type('application/x-ndjson; charset=utf-8');
+      if (!last) return reply.send('');
+      const chunks = streamPage(db, def.source, req, last);
+      return reply.send(Readable.from((async function* () {
+        for await (const rows of chunks) yield rows.map((r) => r.json).join('\n') + '\n';
+      })()));
+    },
+  });
+
+  if (def.byId) {
+    const byId = def.byId;
+    app.get(`/${def.path}/:id`, {
+      config: config('standard'),
+      schema: {
+        tags: [def.tag],
+        summary: def.description.get,
+        security: [{ bearerAuth: [def.scope] }],
+        params: IdParams,
+        response: { 200: single(def.record), 404: ProblemSchema, ...errorResponses },
+      },
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        const id = requireUuid((request.params as { id: string }).id, 'id');
+        const { rows } = await sql<{ json: string }>`
+          SELECT ${def.source.json}::text AS json FROM ${def.source.from} WHERE ${byId(id)}
+        `.execute(app.ctx.database.db);
+        if (rows.length === 0) throw notFound(def.noun, id);
+        return reply.type('application/json; charset=utf-8').send(`{"data":${rows[0]!.json}}`);
+      },
+    });
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * The one factory of the HTTP application. It builds and never listens (main/ does that), so tests
+ * inject requests into exactly what production runs.
+ *
+ * Layout of the URL space:
+ *   /api/v1/...          read API (bearer token with read scopes)
+ *   /admin/api/v1/...    admin API (admin-scoped token or dashboard session)
+ *   /admin               dashboard
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type {} from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { AppContext } from './app-context.ts';
+import { errorHandlerPlugin } from './api/plugins/error-handler.ts';
+import { readApiRoutes } from './api/routes/v1/index.ts';
+import { adminApiRoutes } from './admin/admin-api.routes.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Configuration, database and logger of this process. */
+    ctx: AppContext;
+  }
+}
+
+export type App = FastifyInstance;
+
+/** Builds the application for `ctx`. Call `app.close()` to release it (the database is the caller's). */
+export async function buildApp(ctx: AppContext): Promise<App> {
+  const app = Fastify({
+    loggerInstance: ctx.logger as FastifyBaseLogger,
+    trustProxy: true,
+    bodyLimit: 10 * 1024 * 1024,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    ajv: {
+      customOptions: {
+        // Unknown query parameters and body properties are errors, never silently dropped.
+        removeAdditional: false,
+        coerceTypes: 'array',
+        useDefaults: true,
+        allErrors: false,
+        // Money is validated with multipleOf 0.01; compare with a tolerance, not float equality.
+        multipleOfPrecision: 8,
+      },
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.decorate('ctx', ctx);
+  app.decorateRequest('token', undefined);
+  await app.register(errorHandlerPlugin);
+
+  await app.register(readApiRoutes, { prefix: '/api/v1' });
+  await app.register(adminApiRoutes, { prefix: '/admin/api/v1' });
+
+  return app;
+}

@@ -1,0 +1,31 @@
+/** `store-api demo generate`: fills the store with realistic demo data of a chosen size. */
+import type { Command } from 'commander';
+import { generateDemoStore } from '../demo/demo-store.ts';
+import { progressBar } from '../demo/demo-seed.ts';
+import { withContext } from './run-command.ts';
+
+const positive = (name: string) => (value: string) => {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number ≥ 0, got ${value}`);
+  return n;
+};
+
+export function registerDemoCommands(program: Command): void {
+  const demo = program.command('demo').description('Demo data');
+  demo
+    .command('generate')
+    .description('Generate a demo store: products of every type with variants and images, customers, orders in every status, stock movements')
+    .option('--products <n>', 'number of products', positive('--products'), 1000)
+    .option('--customers <n>', 'number of customers (default: products / 3)', positive('--customers'))
+    .option('--orders <n>', 'number of orders (default: products / 2, at most 2000)', positive('--orders'))
+    .option('--seed <n>', 'random seed (same seed, same store)', positive('--seed'), 42)
+    .action((opts: { products: number; customers?: number; orders?: number; seed: number }) =>
+      withContext(async (ctx) => {
+        const bar = progressBar(true);
+        const started = Date.now();
+        const summary = await generateDemoStore(ctx.database.db, { ...opts, onProgress: (d, t, phase) => bar.update(d, t, phase) });
+        bar.stop();
+        process.stdout.write(`Generated ${summary.products} products, ${summary.customers} customers, ${summary.orders} orders in ${((Date.now() - started) / 1000).toFixed(1)} s.\n`);
+      }),
+    );
+}

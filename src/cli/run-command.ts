@@ -1,0 +1,38 @@
+/**
+ * Shared frame of CLI commands: load config, open the database, run, close, and turn known
+ * failures (bad configuration, locked data directory, API errors) into one clear line and exit 1.
+ */
+import type { AppContext } from '../app-context.ts';
+import { ConfigError, loadConfig } from '../config/config.ts';
+import { DataDirLockedError } from '../db/data-dir-lock.ts';
+import { MigrationError } from '../db/migrate.ts';
+import { ApiError } from '../api/problem.ts';
+import { createLogger, openContext } from '../main/runtime.ts';
+
+/** Prints a known failure plainly and exits 1; rethrows the unknown. */
+export function exitWithError(error: unknown): never {
+  if (error instanceof ConfigError || error instanceof DataDirLockedError || error instanceof MigrationError) {
+    process.stderr.write(`${error.message}\n`);
+  } else if (error instanceof ApiError) {
+    process.stderr.write(`Error (${error.code}): ${error.detail}\n`);
+  } else {
+    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  }
+  process.exit(1);
+}
+
+/** Runs `fn` with an opened context (database migrated), closing it afterwards. */
+export async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
+  try {
+    const config = loadConfig();
+    const logger = createLogger({ ...config, LOG_LEVEL: config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL });
+    const ctx = await openContext(config, logger, { applicationName: 'store-api-cli' });
+    try {
+      return await fn(ctx);
+    } finally {
+      await ctx.database.close();
+    }
+  } catch (error) {
+    exitWithError(error);
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * The one place that reads the environment. `loadConfig()` validates every variable against one
+ * schema and returns a frozen, typed object; a bad variable stops the start with its name.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+import { existsSync, readFileSync } from 'node:fs';
+import { parse as parseDotenv } from 'dotenv';
+
+const Int = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER, description = '') =>
+  Type.Integer({ default: def, minimum: min, maximum: max, description });
+const Bool = (def: boolean, description = '') => Type.Boolean({ default: def, description });
+
+/** The environment schema; every key is an environment variable of the same name. */
+export const EnvSchema = Type.Object({
+  PORT: Int(3000, 0, 65535, 'TCP port of the HTTP server'),
+  HOST: Type.String({ default: '127.0.0.1', description: 'Interface the HTTP server binds to' }),
+  DATA_DIR: Type.String({ default: './data', description: 'Embedded (PGlite) data directory, used when DATABASE_URL is unset' }),
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL connection string; replaces the embedded database' })),
+  DATABASE_POOL_SIZE: Int(10, 1, 200, 'Maximum PostgreSQL connections per process'),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis for state shared by several API processes (rate limits)' })),
+  LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
+  PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://', description: 'Base URL printed and used in Link headers; default http://HOST:PORT' })),
+  SEED_DEMO: Bool(true, 'Seed a small demo store when the database is empty at start (embedded default)'),
+  SEED_DEMO_PRODUCTS: Int(300, 1, 1_000_000, 'Number of demo products seeded at first start'),
+  RATE_LIMIT_STANDARD: Int(60, 1, 1_000_000, 'Requests per window per token on standard endpoints'),
+  RATE_LIMIT_EXPORT: Int(10, 1, 1_000_000, 'Requests per window per token on export endpoints'),
+  RATE_LIMIT_WINDOW_MS: Int(60_000, 100, 86_400_000, 'Rate-limit window length in milliseconds'),
+  WEBHOOK_POLL_INTERVAL_MS: Int(3000, 10, 3_600_000, 'How often the event log is checked for new events'),
+  WEBHOOK_RETRY_SCHEDULE_MS: Type.String({ default: '60000,300000,1800000,7200000,43200000', pattern: '^\\d+(,\\d+)*$', description: 'Delays before each retry, comma-separated milliseconds' }),
+  WEBHOOK_TIMEOUT_MS: Int(10_000, 10, 600_000, 'Timeout of one delivery attempt'),
+  WEBHOOK_BREAKER_THRESHOLD: Int(10, 1, 10_000, 'Consecutive failures that pause an endpoint'),
+  WEBHOOK_BREAKER_PAUSE_MS: Int(1_800_000, 10, 86_400_000, 'How long a tripped endpoint stays paused'),
+  WEBHOOK_SECRET_OVERLAP_MS: Int(86_400_000, 0, 604_800_000, 'How long a rotated-out signing secret keeps signing'),
+  WEBHOOK_CONCURRENCY: Int(16, 1, 1000, 'Deliveries in flight per worker process'),
+  WEBHOOK_ENDPOINT_CONCURRENCY: Int(4, 1, 100, 'Deliveries in flight per endpoint per worker process'),
+  WEBHOOK_LEASE_MS: Int(60_000, 100, 3_600_000, 'How long a claimed delivery stays locked to its worker'),
+  WEBHOOK_ALLOW_PRIVATE_URLS: Bool(false, 'Allow webhook URLs on loopback and private networks'),
+  SHUTDOWN_TIMEOUT_MS: Int(25_000, 100, 600_000, 'Grace period for in-flight work on SIGTERM'),
+  ADMIN_SESSION_TTL_MS: Int(43_200_000, 60_000, 2_592_000_000, 'Admin dashboard session lifetime'),
+  COOKIE_SECURE: Bool(false, 'Mark the dashboard session cookie Secure (set when served over HTTPS)'),
+});
+
+export type Config = Readonly<Static<typeof EnvSchema>> & {
+  /** Parsed WEBHOOK_RETRY_SCHEDULE_MS. */
+  readonly webhookRetryScheduleMs: readonly number[];
+};
+
+export class ConfigError extends Error {}
+
+/**
+ * Validates `env` (default: process.env merged over an optional `.env` file in the working
+ * directory) and returns the frozen configuration. Throws ConfigError naming each bad variable.
+ */
+export function loadConfig(env: Record<string, string | undefined> = readEnvironment()): Config {
+  const known = Object.keys(EnvSchema.properties);
+  const input: Record<string, unknown> = {};
+  for (const key of known) {
+    const value = env[key];
+    if (value !== undefined && value !== '') input[key] = value;
+  }
+  const converted = Value.Default(EnvSchema, Value.Convert(EnvSchema, input)) as Record<string, unknown>;
+  const problems = [...Value.Errors(EnvSchema, converted)].map((e) => {
+    const name = e.path.replace(/^\//, '') || '(environment)';
+    return `${name}=${JSON.stringify(input[name] ?? '')}: ${e.message}`;
+  });
+  if (problems.length > 0) {
+    throw new ConfigError(`Invalid configuration:\n  ${[...new Set(problems)].join('\n  ')}`);
+  }
+  const parsed = converted as Static<typeof EnvSchema>;
+  return Object.freeze({
+    ...parsed,
+    webhookRetryScheduleMs: Object.freeze(parsed.WEBHOOK_RETRY_SCHEDULE_MS.split(',').map(Number)),
+  });
+}
+
+/** process.env over the variables of an optional `.env` file (process.env wins). */
+export function readEnvironment(): Record<string, string | undefined> {
+  const fromFile = existsSync('.env') ? parseDotenv(readFileSync('.env')) : {};
+  return { ...fromFile, ...process.env };
+}
+
+/** Base URL clients should use, for printed messages and Link headers. */
+export function publicUrl(config: Config, port = config.PORT): string {
+  if (config.PUBLIC_URL) return config.PUBLIC_URL.replace(/\/$/, '');
+  const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? 'localhost' : config.HOST;
+  return `http://${host}:${port}`;
+}

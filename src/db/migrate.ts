@@ -1,0 +1,35 @@
+/**
+ * Numbered, forward-only migrations. The list is static (no directory scanning) so it works the
+ * same from source, from tests and from any working directory. Add a file to migrations/ and a line
+ * here; never edit a migration that has shipped.
+ */
+import type { Kysely } from 'kysely';
+import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migration';
+import * as core from './migrations/0001-core.ts';
+
+const migrations: Record<string, Migration> = {
+  '0001-core': core,
+};
+
+function migrator(db: Kysely<any>): Migrator {
+  return new Migrator({ db, provider: { getMigrations: async () => migrations } });
+}
+
+export class MigrationError extends Error {}
+
+/** Applies every pending migration; throws MigrationError (with the failing name) on failure. */
+export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResultSet> {
+  const result = await migrator(db).migrateToLatest();
+  if (result.error) {
+    const failed = result.results?.find((r) => r.status === 'Error');
+    const cause = result.error instanceof Error ? result.error.message : String(result.error);
+    throw new MigrationError(`Migration ${failed?.migrationName ?? '(unknown)'} failed: ${cause}`);
+  }
+  return result;
+}
+
+/** Names of migrations not yet applied (empty when the schema is current). */
+export async function pendingMigrations(db: Kysely<any>): Promise<string[]> {
+  const all = await migrator(db).getMigrations();
+  return all.filter((m) => m.executedAt === undefined).map((m) => m.name);
+}

@@ -1,0 +1,146 @@
+/**
+ * The Database type: one interface per table, as Kysely sees it. Timestamps are text (see
+ * database.ts), numeric and int8 are numbers. Keep in step with migrations/.
+ */
+import type { ColumnType, Generated } from 'kysely';
+
+type Timestamp = ColumnType<string, string | undefined, string>;
+type NullableText = string | null;
+
+export interface ProductTable {
+  id: string;
+  name: string;
+  slug: string;
+  product_type: string;
+  barcode: NullableText;
+  sku: NullableText;
+  price: ColumnType<number, number | string, number | string>;
+  cost_price: ColumnType<number | null, number | string | null, number | string | null>;
+  /** Stock of a product without variants; ignored while it has active variants. */
+  own_stock: number;
+  /** Maintained: Σ active variants' stock when it has any, else own_stock. */
+  stock: number;
+  category_id: NullableText;
+  thumbnail_url: NullableText;
+  is_active: boolean;
+  created_at: Timestamp;
+  last_modified: Timestamp;
+}
+
+export interface VariantTable {
+  id: string;
+  product_id: string;
+  name: string;
+  sku: NullableText;
+  price: ColumnType<number, number | string, number | string>;
+  stock: number;
+  attributes: ColumnType<Record<string, string>, string, string>;
+  position: number;
+  is_active: boolean;
+  created_at: Timestamp;
+}
+
+export interface ImageTable {
+  id: string;
+  product_id: string;
+  image_url: string;
+  is_primary: boolean;
+  position: number;
+  is_active: boolean;
+  created_at: Timestamp;
+}
+
+export interface CustomerTable {
+  id: string;
+  name: string;
+  phone: NullableText;
+  email: NullableText;
+  city: NullableText;
+  is_active: boolean;
+  created_at: Timestamp;
+  last_modified: Timestamp;
+}
+
+export interface OrderTable {
+  id: string;
+  source: string;
+  status: string;
+  payment_status: string;
+  payment_method: NullableText;
+  customer_id: NullableText;
+  customer_name: NullableText;
+  customer_phone: NullableText;
+  subtotal: ColumnType<number, number | string, number | string>;
+  discount: ColumnType<number, number | string, number | string>;
+  delivery_fee: ColumnType<number, number | string, number | string>;
+  total: ColumnType<number, number | string, number | string>;
+  created_at: Timestamp;
+  last_modified: Timestamp;
+}
+
+export interface OrderItemTable {
+  id: string;
+  order_id: string;
+  product_id: NullableText;
+  variant_id: NullableText;
+  product_name: string;
+  variant_name: NullableText;
+  quantity: number;
+  unit_price: ColumnType<number, number | string, number | string>;
+  total: ColumnType<number, number | string, number | string>;
+  position: number;
+}
+
+export interface StockMovementTable {
+  id: string;
+  product_id: string;
+  variant_id: NullableText;
+  sku: NullableText;
+  reason: string;
+  quantity_change: number;
+  stock_before: number;
+  stock_after: number;
+  order_id: NullableText;
+  note: NullableText;
+  created_at: Timestamp;
+  last_modified: Timestamp;
+}
+
+export interface EventTable {
+  id: string;
+  /** Insertion order inside one stamp; the poller orders by (created_at, seq). */
+  seq: Generated<number>;
+  type: string;
+  resource_type: string;
+  resource_id: string;
+  data: ColumnType<unknown, string, string>;
+  created_at: Timestamp;
+}
+
+export interface ApiTokenTable {
+  id: string;
+  name: string;
+  /** First characters of the token, shown in lists so an admin can tell tokens apart. */
+  prefix: string;
+  token_hash: string;
+  scopes: ColumnType<string[], string[], string[]>;
+  rate_limit_standard: number | null;
+  rate_limit_export: number | null;
+  created_at: Timestamp;
+  expires_at: ColumnType<string | null, string | null | undefined, string | null>;
+  revoked_at: ColumnType<string | null, string | null | undefined, string | null>;
+  last_used_at: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+export interface Database {
+  products: ProductTable;
+  variants: VariantTable;
+  images: ImageTable;
+  customers: CustomerTable;
+  orders: OrderTable;
+  order_items: OrderItemTable;
+  stock_movements: StockMovementTable;
+  events: EventTable;
+  api_tokens: ApiTokenTable;
+  // Tables of other features are added to this interface by module augmentation in their folders.
+}

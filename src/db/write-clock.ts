@@ -1,0 +1,60 @@
+/**
+ * The write clock and the read horizon: how an incremental pull never misses a change.
+ *
+ * Problem: a writer stamps `last_modified = T` and commits later. A reader that ran in between
+ * returned rows up to some T' > T and handed out a cursor past T; the late commit lands behind the
+ * cursor and is never seen.
+ *
+ * Protocol:
+ *  - Writer (`runWrite`): first takes a *shared* transaction-level advisory lock WRITE_LOCK_KEY, then
+ *    reads `clock_timestamp()` as its stamp. Every row it writes carries that stamp. Writers do not
+ *    block each other (shared lock).
+ *  - Reader (`readHorizon`): first reads `clock_timestamp()` = t, then the oldest `xact_start` of any
+ *    backend holding the write lock. horizon = min(t, that xact_start). Lists return only rows with
+ *    `last_modified < horizon`.
+ *  Why it holds: a writer holding the lock when the reader looked has stamp ≥ its xact_start ≥
+ *  horizon. A writer that took the lock after the reader looked read its stamp after that, so stamp
+ *  > t ≥ horizon. Either way no row can still commit below the horizon. The cost is a wait of at most
+ *  one write transaction's length before a change shows up in lists.
+ *
+ * PGlite has one connection that Kysely serialises, so a reader never runs inside someone else's
+ * open write and the lock table is empty; the same code holds there trivially.
+ */
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from './schema.ts';
+
+/** Advisory lock key shared by all writers of store data ('SIAW' as an int). */
+export const WRITE_LOCK_KEY = 0x53494157;
+
+export interface WriteContext {
+  readonly trx: Transaction<Database>;
+  /** The stamp of this transaction: the `last_modified` of everything it writes (timestamptz text). */
+  readonly stamp: string;
+}
+
+/**
+ * Runs `fn` in one transaction that takes part in the write-clock protocol. Keep it short and never
+ * do network I/O inside: PGlite runs one query at a time for the whole process.
+ */
+export async function runWrite<T>(db: Kysely<Database>, fn: (ctx: WriteContext) => Promise<T>): Promise<T> {
+  return db.transaction().execute(async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock_shared(${WRITE_LOCK_KEY}::bigint)`.execute(trx);
+    const { rows } = await sql<{ stamp: string }>`SELECT clock_timestamp() AS stamp`.execute(trx);
+    return fn({ trx, stamp: rows[0]!.stamp });
+  });
+}
+
+/** The read horizon (timestamptz text): rows with `last_modified < horizon` are final. */
+export async function readHorizon(db: Kysely<Database> | Transaction<Database>): Promise<string> {
+  // Two statements on purpose: t must be read before the lock table (see the protocol above).
+  const { rows: now } = await sql<{ t: string }>`SELECT clock_timestamp() AS t`.execute(db);
+  // A bigint advisory key shows as classid = high 32 bits, objid = low 32 bits, objsubid = 1.
+  const { rows } = await sql<{ horizon: string }>`
+    SELECT least(${now[0]!.t}::timestamptz, min(a.xact_start)) AS horizon
+    FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+    WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+      AND l.classid = 0 AND l.objid = ${WRITE_LOCK_KEY}::bigint::oid
+      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+  `.execute(db);
+  return rows[0]!.horizon;
+}

@@ -1,0 +1,36 @@
+/**
+ * First start of the embedded default: when the store is empty, seed a small demo store and create
+ * a demo token with all read scopes, so `npm start` shows something real at once.
+ */
+import { SingleBar, Presets } from 'cli-progress';
+import type { AppContext } from '../app-context.ts';
+import { createToken } from '../tokens/token.service.ts';
+import { generateDemoStore, storeIsEmpty, type DemoSummary } from './demo-store.ts';
+
+/** A progress bar on stderr for long generator runs (no-op when not a terminal). */
+export function progressBar(enabled: boolean) {
+  if (!enabled) return { update: () => {}, stop: () => {} };
+  const bar = new SingleBar({ format: ' {phase} [{bar}] {percentage}% | {value}/{total}', hideCursor: true, stream: process.stderr }, Presets.shades_classic);
+  let started = false;
+  return {
+    update(done: number, total: number, phase: string) {
+      if (!started) {
+        bar.start(total, 0, { phase });
+        started = true;
+      }
+      bar.update(done, { phase: phase.padEnd(9) });
+    },
+    stop: () => started && bar.stop(),
+  };
+}
+
+export async function seedDemoStoreIfEmpty(ctx: AppContext, { products, progress }: { products: number; progress: boolean }): Promise<(DemoSummary & { token: string }) | undefined> {
+  const db = ctx.database.db;
+  if (!(await storeIsEmpty(db))) return undefined;
+  process.stdout.write(`Empty store: seeding a demo store with ${products} products…\n`);
+  const bar = progressBar(progress);
+  const summary = await generateDemoStore(db, { products, onProgress: (d, t, phase) => bar.update(d, t, phase) });
+  bar.stop();
+  const { token } = await createToken(db, { name: 'demo (created at first start)' });
+  return { ...summary, token };
+}

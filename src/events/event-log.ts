@@ -1,0 +1,56 @@
+/**
+ * The append-only event log. Every write appends its events in the same transaction as the change
+ * (see db/write-clock.ts), stamped with the transaction's stamp, so the log and the data never
+ * disagree. Product, order and customer events carry the full resource as `data`, built by the same
+ * SQL as the read API.
+ *
+ * Event types (DECISIONS.md): product.created, product.updated, order.created, order.updated,
+ * customer.created, customer.updated, inventory.updated, stock_movement.created, ping.
+ */
+import { sql, type RawBuilder } from 'kysely';
+import { randomUUID } from 'node:crypto';
+import type { WriteContext } from '../db/write-clock.ts';
+
+export const EVENT_TYPES = [
+  'product.created',
+  'product.updated',
+  'order.created',
+  'order.updated',
+  'customer.created',
+  'customer.updated',
+  'inventory.updated',
+  'stock_movement.created',
+  'ping',
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+/** The resource kind of each event type (the first part of the type). */
+export function resourceTypeOf(type: EventType): string {
+  return type.split('.')[0]!;
+}
+
+/**
+ * Appends one event per row of `source`: `source` is a SELECT returning columns `resource_id` and
+ * `data` (json). One statement whatever the row count, so a bulk import of thousands stays cheap.
+ * Returns the number of events appended.
+ */
+export async function appendEvents(ctx: WriteContext, type: EventType, source: RawBuilder<unknown>): Promise<number> {
+  const result = await sql`
+    INSERT INTO events (id, type, resource_type, resource_id, data, created_at)
+    SELECT gen_random_uuid(), ${type}, ${resourceTypeOf(type)}, s.resource_id::text, s.data::jsonb, ${ctx.stamp}::timestamptz
+    FROM (${source}) AS s
+    ORDER BY s.resource_id
+  `.execute(ctx.trx);
+  return Number(result.numAffectedRows ?? 0);
+}
+
+/** Appends one event with the given JSON data. Returns its id. */
+export async function appendEvent(ctx: WriteContext, type: EventType, resourceId: string, data: unknown): Promise<string> {
+  const id = randomUUID();
+  await sql`
+    INSERT INTO events (id, type, resource_type, resource_id, data, created_at)
+    VALUES (${id}, ${type}, ${resourceTypeOf(type)}, ${resourceId}, ${JSON.stringify(data)}::jsonb, ${ctx.stamp}::timestamptz)
+  `.execute(ctx.trx);
+  return id;
+}

@@ -1,0 +1,42 @@
+/**
+ * The events each kind of change appends, built from the same JSON SQL as the read API so an event's
+ * `data` is exactly what a GET would have returned at that moment.
+ */
+import { sql } from 'kysely';
+import type { WriteContext } from '../db/write-clock.ts';
+import { productJson } from '../catalog/product.json-sql.ts';
+import { inventoryJson, movementJson, stockTrackedCondition } from '../inventory/inventory.json-sql.ts';
+import { orderJson } from '../orders/order.json-sql.ts';
+import { customerJson } from '../customers/customer.json-sql.ts';
+import { appendEvents } from './event-log.ts';
+
+const uuids = (ids: readonly string[]) => sql`${[...new Set(ids)]}::uuid[]`;
+
+export async function productsChanged(ctx: WriteContext, ids: readonly string[], created = false): Promise<void> {
+  if (ids.length === 0) return;
+  await appendEvents(ctx, created ? 'product.created' : 'product.updated',
+    sql`SELECT p.id AS resource_id, ${productJson} AS data FROM products p WHERE p.id = ANY(${uuids(ids)})`);
+}
+
+/** inventory.updated for the stock-tracked ones among `productIds`. */
+export async function inventoryChanged(ctx: WriteContext, productIds: readonly string[]): Promise<void> {
+  if (productIds.length === 0) return;
+  await appendEvents(ctx, 'inventory.updated',
+    sql`SELECT p.id AS resource_id, ${inventoryJson} AS data FROM products p WHERE p.id = ANY(${uuids(productIds)}) AND ${stockTrackedCondition}`);
+}
+
+export async function movementsCreated(ctx: WriteContext, movementIds: readonly string[]): Promise<void> {
+  if (movementIds.length === 0) return;
+  await appendEvents(ctx, 'stock_movement.created',
+    sql`SELECT m.id AS resource_id, ${movementJson} AS data FROM stock_movements m WHERE m.id = ANY(${uuids(movementIds)})`);
+}
+
+export async function orderChanged(ctx: WriteContext, id: string, created = false): Promise<void> {
+  await appendEvents(ctx, created ? 'order.created' : 'order.updated',
+    sql`SELECT o.id AS resource_id, ${orderJson} AS data FROM orders o WHERE o.id = ${id}::uuid`);
+}
+
+export async function customerChanged(ctx: WriteContext, id: string, created = false): Promise<void> {
+  await appendEvents(ctx, created ? 'customer.created' : 'customer.updated',
+    sql`SELECT c.id AS resource_id, ${customerJson} AS data FROM customers c WHERE c.id = ${id}::uuid`);
+}

@@ -1,0 +1,239 @@
+/**
+ * Every stock change goes through `applyStockChanges`: it locks the stock rows it touches, computes
+ * each change's before/after in order, writes the new stock, appends one stock movement per change,
+ * recomputes the products' stock (Σ active variants, or own stock), moves their last_modified and
+ * appends the events — all set-based, so a CSV import of thousands of rows is a handful of
+ * statements in one transaction.
+ *
+ * Only stock-tracked product types (physical, food, digital_card) have stock; changes to others are
+ * ignored (an order of a service takes no stock).
+ */
+import { sql } from 'kysely';
+import { randomUUID } from 'node:crypto';
+import { parse as parseCsv } from 'csv-parse/sync';
+import type { Insertable, Kysely } from 'kysely';
+import type { Database, StockMovementTable } from '../db/schema.ts';
+import { runWrite, type WriteContext } from '../db/write-clock.ts';
+import { isStockTracked } from '../catalog/product.json-sql.ts';
+import { ApiError, conflict, invalidParameter, notFound, type ParamError } from '../api/problem.ts';
+import { inventoryChanged, movementsCreated, productsChanged } from '../events/resource-events.ts';
+import type { MovementReason } from './inventory.json-sql.ts';
+
+export interface StockChange {
+  productId: string;
+  /** The variant whose stock changes; null for a product without variants. */
+  variantId: string | null;
+  /** Signed change. */
+  delta: number;
+  reason: MovementReason;
+  orderId?: string | null;
+  note?: string | null;
+}
+
+export interface StockChangeResult {
+  movementIds: string[];
+  productIds: string[];
+}
+
+/** Reasons that may not take stock below zero. Restocks (cancel, refund) only add. */
+const GUARDED: ReadonlySet<MovementReason> = new Set(['sale', 'adjustment', 'bulk_import']);
+
+const CHUNK = 1000;
+function chunks<T>(items: readonly T[], size = CHUNK): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/** Applies `changes` in order inside the caller's write transaction (see module comment). */
+export async function applyStockChanges(ctx: WriteContext, changes: readonly StockChange[]): Promise<StockChangeResult> {
+  const { trx, stamp } = ctx;
+  if (changes.length === 0) return { movementIds: [], productIds: [] };
+  const productIds = [...new Set(changes.map((c) => c.productId))];
+  const variantIds = [...new Set(changes.flatMap((c) => (c.variantId ? [c.variantId] : [])))];
+
+  // Lock in a fixed order (products, then variants, by id) so concurrent writers cannot deadlock.
+  const products = await trx.selectFrom('products').select(['id', 'product_type', 'sku', 'own_stock'])
+    .where('id', 'in', productIds).orderBy('id').forUpdate().execute();
+  const variants = variantIds.length === 0 ? [] : await trx.selectFrom('variants')
+    .select(['id', 'product_id', 'sku', 'stock']).where('id', 'in', variantIds).orderBy('id').forUpdate().execute();
+  const productById = new Map(products.map((p) => [p.id, p]));
+  const variantById = new Map(variants.map((v) => [v.id, v]));
+
+  const productStock = new Map<string, number>();
+  const variantStock = new Map<string, number>();
+  const movements: Insertable<StockMovementTable>[] = [];
+  for (const change of changes) {
+    const product = productById.get(change.productId);
+    if (!product) throw notFound('product', change.productId);
+    if (!isStockTracked(product.product_type) || change.delta === 0) continue;
+    let before: number;
+    let sku: string | null;
+    if (change.variantId) {
+      const variant = variantById.get(change.variantId);
+      if (!variant || variant.product_id !== product.id) throw notFound('variant of this product', change.variantId);
+      before = variantStock.get(variant.id) ?? variant.stock;
+      sku = variant.sku;
+      variantStock.set(variant.id, before + change.delta);
+    } else {
+      before = productStock.get(product.id) ?? product.own_stock;
+      sku = product.sku;
+      productStock.set(product.id, before + change.delta);
+    }
+    const after = before + change.delta;
+    if (after < 0 && GUARDED.has(change.reason)) {
+      throw conflict(`Insufficient stock for ${sku ?? change.variantId ?? product.id}: ${before} available, change of ${change.delta}.`);
+    }
+    if (!Number.isSafeInteger(after) || Math.abs(after) > 2_147_483_647) throw conflict(`Stock of ${sku ?? product.id} would overflow.`);
+    movements.push({
+      id: randomUUID(),
+      product_id: product.id,
+      variant_id: change.variantId,
+      sku,
+      reason: change.reason,
+      quantity_change: change.delta,
+      stock_before: before,
+      stock_after: after,
+      order_id: change.orderId ?? null,
+      note: change.note ?? null,
+      created_at: stamp,
+      last_modified: stamp,
+    });
+  }
+  if (movements.length === 0) return { movementIds: [], productIds: [] };
+
+  for (const part of chunks([...variantStock])) {
+    await sql`UPDATE variants v SET stock = x.stock
+      FROM unnest(${part.map(([id]) => id)}::uuid[], ${part.map(([, s]) => s)}::int[]) AS x(id, stock)
+      WHERE v.id = x.id`.execute(trx);
+  }
+  for (const part of chunks([...productStock])) {
+    await sql`UPDATE products p SET own_stock = x.stock
+      FROM unnest(${part.map(([id]) => id)}::uuid[], ${part.map(([, s]) => s)}::int[]) AS x(id, stock)
+      WHERE p.id = x.id`.execute(trx);
+  }
+  for (const part of chunks(movements)) {
+    await trx.insertInto('stock_movements').values(part).execute();
+  }
+  const touched = [...new Set(movements.map((m) => m.product_id))];
+  await refreshProducts(ctx, touched);
+  await movementsCreated(ctx, movements.map((m) => m.id));
+  await inventoryChanged(ctx, touched);
+  await productsChanged(ctx, touched);
+  return { movementIds: movements.map((m) => m.id), productIds: touched };
+}
+
+/**
+ * Recomputes `stock` of the products (Σ active variants' stock when they have any, else own stock)
+ * and moves their last_modified to this transaction's stamp. Call after any change to a product or
+ * anything nested in it.
+ */
+export async function refreshProducts(ctx: WriteContext, productIds: readonly string[]): Promise<void> {
+  for (const part of chunks(productIds)) {
+    await sql`UPDATE products p SET
+        stock = coalesce((SELECT sum(v.stock)::int FROM variants v WHERE v.product_id = p.id AND v.is_active), p.own_stock),
+        last_modified = ${ctx.stamp}::timestamptz
+      WHERE p.id = ANY(${part}::uuid[])`.execute(ctx.trx);
+  }
+}
+
+export interface AdjustmentInput {
+  product_id: string;
+  variant_id?: string | null;
+  quantity_change: number;
+  note?: string | null;
+}
+
+/** A manual stock adjustment (reason `adjustment`). Returns the movement's id. */
+export async function adjustStock(db: Kysely<Database>, input: AdjustmentInput): Promise<string> {
+  return runWrite(db, async (ctx) => {
+    const product = await ctx.trx.selectFrom('products').select(['id', 'product_type']).where('id', '=', input.product_id).executeTakeFirst();
+    if (!product) throw notFound('product', input.product_id);
+    if (!isStockTracked(product.product_type)) throw conflict(`Products of type '${product.product_type}' have no stock.`);
+    const variantId = await resolveStockTarget(ctx, input.product_id, input.variant_id ?? null);
+    const { movementIds } = await applyStockChanges(ctx, [
+      { productId: input.product_id, variantId, delta: input.quantity_change, reason: 'adjustment', note: input.note ?? null },
+    ]);
+    if (movementIds.length === 0) throw invalidParameter('quantity_change', 'must not be 0');
+    return movementIds[0]!;
+  });
+}
+
+/** A product with active variants keeps stock on its variants: a change must name one. */
+async function resolveStockTarget(ctx: WriteContext, productId: string, variantId: string | null): Promise<string | null> {
+  if (variantId) return variantId;
+  const active = await ctx.trx.selectFrom('variants').select('id').where('product_id', '=', productId).where('is_active', '=', true).limit(1).execute();
+  if (active.length > 0) throw invalidParameter('variant_id', 'is required: this product keeps its stock on its variants');
+  return null;
+}
+
+export interface ImportSummary {
+  rows: number;
+  movements: number;
+  products: number;
+}
+
+/**
+ * CSV bulk stock import (reason `bulk_import`), all rows in one transaction: either every row
+ * applies or none does. Columns: `sku` and either `stock` (set the absolute level) or
+ * `quantity_change` (signed change); optional `note`. A bad row is a 400 naming its line.
+ */
+export async function importStockCsv(db: Kysely<Database>, csv: string): Promise<ImportSummary> {
+  let records: Record<string, string>[];
+  try {
+    records = parseCsv(csv, { columns: (h: string[]) => h.map((c) => c.trim().toLowerCase()), skip_empty_lines: true, trim: true, bom: true });
+  } catch (error) {
+    throw invalidParameter('body', `not valid CSV: ${(error as Error).message}`);
+  }
+  if (records.length === 0) throw invalidParameter('body', 'the CSV has no data rows (first line is the header: sku,stock or sku,quantity_change)');
+  const header = Object.keys(records[0]!);
+  if (!header.includes('sku') || (header.includes('stock') === header.includes('quantity_change'))) {
+    throw invalidParameter('body', 'the header must have `sku` and exactly one of `stock` or `quantity_change`');
+  }
+  const absolute = header.includes('stock');
+  const errors: ParamError[] = [];
+  const rows = records.map((r, i) => {
+    const line = i + 2;
+    const value = absolute ? r.stock : r.quantity_change;
+    const n = Number(value);
+    if (!r.sku) errors.push({ param: `line ${line}`, message: 'sku is empty' });
+    if (value === undefined || value === '' || !Number.isInteger(n) || Math.abs(n) > 2_147_483_647 || (absolute && n < 0)) {
+      errors.push({ param: `line ${line}`, message: `${absolute ? 'stock' : 'quantity_change'} must be a${absolute ? ' non-negative' : ''} whole number` });
+    }
+    return { line, sku: r.sku ?? '', value: n, note: r.note || null };
+  });
+  if (errors.length > 0) throw new ApiError('invalid_parameter', `${errors.length} invalid row(s) in the CSV; nothing was imported.`, errors.slice(0, 100));
+
+  return runWrite(db, async (ctx) => {
+    const skus = [...new Set(rows.map((r) => r.sku))];
+    const targets = new Map<string, { productId: string; variantId: string | null; stock: number; type: string }>();
+    for (const part of chunks(skus)) {
+      const { rows: found } = await sql<{ sku: string; product_id: string; variant_id: string | null; stock: number; product_type: string }>`
+        SELECT v.sku, v.product_id, v.id AS variant_id, v.stock, p.product_type
+          FROM variants v JOIN products p ON p.id = v.product_id WHERE v.sku = ANY(${part}::text[])
+        UNION ALL
+        SELECT p.sku, p.id, NULL, p.own_stock, p.product_type FROM products p WHERE p.sku = ANY(${part}::text[])
+      `.execute(ctx.trx);
+      for (const f of found) targets.set(f.sku, { productId: f.product_id, variantId: f.variant_id, stock: f.stock, type: f.product_type });
+    }
+    const missing = rows.filter((r) => !targets.has(r.sku));
+    const untracked = rows.filter((r) => targets.has(r.sku) && !isStockTracked(targets.get(r.sku)!.type));
+    const problems = [
+      ...missing.map((r) => ({ param: `line ${r.line}`, message: `unknown sku '${r.sku}'` })),
+      ...untracked.map((r) => ({ param: `line ${r.line}`, message: `sku '${r.sku}' is a product type without stock` })),
+    ];
+    if (problems.length > 0) throw new ApiError('invalid_parameter', `${problems.length} row(s) name an unknown or untracked sku; nothing was imported.`, problems.slice(0, 100));
+
+    // Absolute levels become deltas against the running level, so repeated skus apply in order.
+    const running = new Map<string, number>();
+    const changes: StockChange[] = rows.map((r) => {
+      const t = targets.get(r.sku)!;
+      const current = running.get(r.sku) ?? t.stock;
+      const delta = absolute ? r.value - current : r.value;
+      running.set(r.sku, current + delta);
+      return { productId: t.productId, variantId: t.variantId, delta, reason: 'bulk_import' as const, note: r.note };
+    });
+    const result = await applyStockChanges(ctx, changes);
+    return { rows: rows.length, movements: result.movementIds.length, products: result.productIds.length };
+  });
+}

@@ -1,0 +1,22 @@
+/**
+ * `store-api` command line. Every command is one file in src/cli/; this file only wires them.
+ * Run `store-api --help` for the list.
+ */
+import { Command } from 'commander';
+import { registerServerCommands } from '../cli/server.command.ts';
+import { registerTokenCommands } from '../cli/tokens.command.ts';
+import { registerDatabaseCommands } from '../cli/database.command.ts';
+import { registerDemoCommands } from '../cli/demo.command.ts';
+
+const program = new Command();
+program
+  .name('store-api')
+  .description('Store Integration API: read API, exports and webhooks for a store\'s data.\nConfiguration comes from environment variables (see README).')
+  .showHelpAfterError();
+
+registerServerCommands(program);
+registerDatabaseCommands(program);
+registerTokenCommands(program);
+registerDemoCommands(program);
+
+await program.parseAsync(process.argv);

@@ -1,0 +1,168 @@
+/**
+ * Order writes: place an order (items priced from the catalog unless given, stock taken with `sale`
+ * movements), move its status along the allowed transitions (cancel/refund restore stock with
+ * `cancel`/`refund` movements) and move its payment status. Money is computed in cents; the
+ * invariants item total = quantity × unit_price, subtotal = Σ items, total = subtotal − discount +
+ * delivery_fee hold by construction and by CHECK constraints.
+ */
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import { runWrite } from '../db/write-clock.ts';
+import { conflict, invalidParameter, notFound } from '../api/problem.ts';
+import { centsToDecimal, toCents } from '../shared/money.ts';
+import { orderChanged } from '../events/resource-events.ts';
+import { applyStockChanges, type StockChange } from '../inventory/stock.service.ts';
+import {
+  canMoveOrder, canMovePayment, ORDER_TRANSITIONS, PAYMENT_TRANSITIONS, restockReasonFor,
+  type OrderStatus, type PaymentStatus,
+} from './order-status.ts';
+import { orderJson } from './order.json-sql.ts';
+
+export interface OrderItemInput {
+  product_id: string;
+  variant_id?: string | null;
+  quantity: number;
+  /** Defaults to the variant's (or product's) current price. */
+  unit_price?: number;
+}
+
+export interface OrderInput {
+  source: 'pos' | 'online';
+  payment_method?: string | null;
+  customer_id?: string | null;
+  customer_name?: string | null;
+  customer_phone?: string | null;
+  discount?: number;
+  delivery_fee?: number;
+  items: OrderItemInput[];
+}
+
+export async function orderById(db: Kysely<Database>, id: string): Promise<unknown> {
+  const { rows } = await sql<{ json: unknown }>`SELECT ${orderJson} AS json FROM orders o WHERE o.id = ${id}::uuid`.execute(db);
+  if (rows.length === 0) throw notFound('order', id);
+  return rows[0]!.json;
+}
+
+function cents(value: number, param: string): number {
+  const c = toCents(value);
+  if (c === undefined || c < 0) throw invalidParameter(param, 'must be a non-negative amount with at most 2 decimals');
+  return c;
+}
+
+/** Places an order in status pending / payment pending; returns its JSON. */
+export async function placeOrder(db: Kysely<Database>, input: OrderInput): Promise<unknown> {
+  if (input.items.length === 0) throw invalidParameter('body.items', 'must have at least one item');
+  return runWrite(db, async (ctx) => {
+    const { trx, stamp } = ctx;
+    let customerName = input.customer_name ?? null;
+    let customerPhone = input.customer_phone ?? null;
+    if (input.customer_id) {
+      const customer = await trx.selectFrom('customers').select(['name', 'phone']).where('id', '=', input.customer_id).executeTakeFirst();
+      if (!customer) throw invalidParameter('body.customer_id', `no customer with id '${input.customer_id}'`);
+      customerName ??= customer.name;
+      customerPhone ??= customer.phone;
+    }
+    const productIds = [...new Set(input.items.map((i) => i.product_id))];
+    const products = await trx.selectFrom('products').select(['id', 'name', 'price', 'is_active']).where('id', 'in', productIds).execute();
+    const variantIds = input.items.flatMap((i) => (i.variant_id ? [i.variant_id] : []));
+    const variants = variantIds.length === 0 ? [] : await trx.selectFrom('variants').select(['id', 'product_id', 'name', 'price', 'is_active']).where('id', 'in', variantIds).execute();
+    const withVariants = new Set((await trx.selectFrom('variants').select('product_id').where('product_id', 'in', productIds).where('is_active', '=', true).execute()).map((v) => v.product_id));
+    const productById = new Map(products.map((p) => [p.id, p]));
+    const variantById = new Map(variants.map((v) => [v.id, v]));
+
+    const orderId = randomUUID();
+    const stock: StockChange[] = [];
+    const items = input.items.map((item, index) => {
+      const param = `body.items[${index}]`;
+      const product = productById.get(item.product_id);
+      if (!product) throw invalidParameter(`${param}.product_id`, `no product with id '${item.product_id}'`);
+      if (!product.is_active) throw conflict(`Product '${product.name}' is not active and cannot be ordered.`);
+      let variant: (typeof variants)[number] | undefined;
+      if (item.variant_id) {
+        variant = variantById.get(item.variant_id);
+        if (!variant || variant.product_id !== product.id || !variant.is_active) throw invalidParameter(`${param}.variant_id`, 'is not an active variant of the product');
+      } else if (withVariants.has(product.id)) {
+        throw invalidParameter(`${param}.variant_id`, 'is required: the product has variants');
+      }
+      const unitCents = cents(item.unit_price ?? Number(variant?.price ?? product.price), `${param}.unit_price`);
+      stock.push({ productId: product.id, variantId: variant?.id ?? null, delta: -item.quantity, reason: 'sale', orderId });
+      return {
+        id: randomUUID(),
+        order_id: orderId,
+        product_id: product.id,
+        variant_id: variant?.id ?? null,
+        product_name: product.name,
+        variant_name: variant?.name ?? null,
+        quantity: item.quantity,
+        unit_price: centsToDecimal(unitCents),
+        total: centsToDecimal(unitCents * item.quantity),
+        position: index,
+        totalCents: unitCents * item.quantity,
+      };
+    });
+    const subtotal = items.reduce((sum, i) => sum + i.totalCents, 0);
+    const discount = cents(input.discount ?? 0, 'body.discount');
+    const deliveryFee = cents(input.delivery_fee ?? 0, 'body.delivery_fee');
+    if (discount > subtotal + deliveryFee) throw invalidParameter('body.discount', 'must not exceed subtotal + delivery_fee');
+    await trx.insertInto('orders').values({
+      id: orderId,
+      source: input.source,
+      status: 'pending',
+      payment_status: 'pending',
+      payment_method: input.payment_method ?? null,
+      customer_id: input.customer_id ?? null,
+      customer_name: customerName,
+      customer_phone: customerPhone,
+      subtotal: centsToDecimal(subtotal),
+      discount: centsToDecimal(discount),
+      delivery_fee: centsToDecimal(deliveryFee),
+      total: centsToDecimal(subtotal - discount + deliveryFee),
+      created_at: stamp,
+      last_modified: stamp,
+    }).execute();
+    await trx.insertInto('order_items').values(items.map(({ totalCents: _, ...row }) => row)).execute();
+    await orderChanged(ctx, orderId, true);
+    await applyStockChanges(ctx, stock);
+    return orderById(trx, orderId);
+  });
+}
+
+/** Moves an order's status; 409 when the transition is not allowed. Returns its JSON. */
+export async function changeOrderStatus(db: Kysely<Database>, id: string, to: OrderStatus, note?: string | null): Promise<unknown> {
+  return runWrite(db, async (ctx) => {
+    const order = await ctx.trx.selectFrom('orders').select(['id', 'status']).where('id', '=', id).forUpdate().executeTakeFirst();
+    if (!order) throw notFound('order', id);
+    const from = order.status as OrderStatus;
+    if (!canMoveOrder(from, to)) {
+      const allowed = ORDER_TRANSITIONS[from];
+      throw conflict(`An order cannot move from '${from}' to '${to}'. Allowed from '${from}': ${allowed.length ? allowed.join(', ') : 'none (final state)'}.`);
+    }
+    await ctx.trx.updateTable('orders').set({ status: to, last_modified: ctx.stamp }).where('id', '=', id).execute();
+    await orderChanged(ctx, id);
+    const reason = restockReasonFor(to);
+    if (reason) {
+      const items = await ctx.trx.selectFrom('order_items').select(['product_id', 'variant_id', 'quantity']).where('order_id', '=', id).orderBy('position').execute();
+      await applyStockChanges(ctx, items.filter((i) => i.product_id).map((i) => ({
+        productId: i.product_id!, variantId: i.variant_id, delta: i.quantity, reason, orderId: id, note: note ?? null,
+      })));
+    }
+    return orderById(ctx.trx, id);
+  });
+}
+
+/** Moves an order's payment status; 409 when the transition is not allowed. Returns its JSON. */
+export async function changePaymentStatus(db: Kysely<Database>, id: string, to: PaymentStatus): Promise<unknown> {
+  return runWrite(db, async (ctx) => {
+    const order = await ctx.trx.selectFrom('orders').select(['id', 'payment_status']).where('id', '=', id).forUpdate().executeTakeFirst();
+    if (!order) throw notFound('order', id);
+    const from = order.payment_status as PaymentStatus;
+    if (!canMovePayment(from, to)) {
+      const allowed = PAYMENT_TRANSITIONS[from];
+      throw conflict(`A payment cannot move from '${from}' to '${to}'. Allowed from '${from}': ${allowed.length ? allowed.join(', ') : 'none (final state)'}.`);
+    }
+    await ctx.trx.updateTable('orders').set({ payment_status: to, last_modified: ctx.stamp }).where('id', '=', id).execute();
+    await orderChanged(ctx, id);
+    return orderById(ctx.trx, id);
+  });
+}
