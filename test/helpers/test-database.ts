@@ -1,0 +1,58 @@
+/**
+ * Databases for tests. Every test that touches the database runs against each back end in
+ * `backends`: PGlite always, PostgreSQL when TEST_DATABASE_URL is set. Each call gives a fresh,
+ * migrated database cloned from the run's template (see global-setup.ts).
+ */
+import { PGlite } from '@electric-sql/pglite';
+import { readFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { openDatabase, typeParsers, type Backend, type DatabaseHandle } from '../../src/db/database.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    pgliteTemplate: string;
+    postgresTemplate: string;
+  }
+}
+
+/** The back ends this run tests against. */
+export const backends: Backend[] = process.env.TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
+
+export interface TestDatabase extends DatabaseHandle {
+  /** PostgreSQL connection string of this database (postgres back end only). */
+  readonly url?: string;
+}
+
+/** A fresh migrated database of `backend`. Close it in afterAll. */
+export async function openTestDatabase(backend: Backend, { poolSize = 5 } = {}): Promise<TestDatabase> {
+  if (backend === 'pglite') {
+    const tarball = readFileSync(inject('pgliteTemplate'));
+    const pglite = await PGlite.create({ loadDataDir: new Blob([tarball]), parsers: typeParsers });
+    return openDatabase({ pglite });
+  }
+  const base = process.env.TEST_DATABASE_URL!;
+  const name = `store_api_test_${process.ppid}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${inject('postgresTemplate')}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  const handle = await openDatabase({ databaseUrl: url.toString(), poolSize });
+  return {
+    ...handle,
+    url: url.toString(),
+    close: async () => {
+      await handle.close();
+      const dropper = new pg.Client({ connectionString: base });
+      await dropper.connect();
+      await dropper.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+      await dropper.end();
+    },
+  };
+}
