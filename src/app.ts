@@ -14,6 +14,7 @@ import type { AppContext } from './app-context.ts';
 import { errorHandlerPlugin } from './api/plugins/error-handler.ts';
 import { readApiRoutes } from './api/routes/v1/index.ts';
 import { adminApiRoutes } from './admin/admin-api.routes.ts';
+import { dashboardPlugin } from './admin/dashboard/dashboard.plugin.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -49,6 +50,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   await app.register(errorHandlerPlugin);
 
   await app.register(readApiRoutes, { prefix: '/api/v1' });
+  await app.register(dashboardPlugin); // before the admin API: its cookie parser serves both
   await app.register(adminApiRoutes, { prefix: '/admin/api/v1' });
 
   return app;

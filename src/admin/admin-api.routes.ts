@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { authenticateAdmin } from './admin-auth.ts';
 import { tokenAdminRoutes } from './routes/token.admin-routes.ts';
 import { storeAdminRoutes } from './routes/store.admin-routes.ts';
+import { overviewAdminRoutes } from './routes/overview.admin-routes.ts';
 
 export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   app.decorateRequest('admin', undefined);
@@ -15,4 +16,5 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   });
   await app.register(tokenAdminRoutes);
   await app.register(storeAdminRoutes);
+  await app.register(overviewAdminRoutes);
 }

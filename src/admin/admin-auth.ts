@@ -1,9 +1,17 @@
 /**
- * Who may use the admin API: a bearer token with the `admin` scope. (The dashboard adds its
- * session cookie here, so both ways in are decided in one place.)
+ * Who may use the admin API, decided in one place. Two ways in:
+ *  - a bearer token with the `admin` scope (scripts, the CLI's peers): no CSRF check, since a
+ *    browser never attaches an Authorization header on its own;
+ *  - a dashboard session cookie: state-changing methods (anything but GET, HEAD, OPTIONS) must also
+ *    carry the session's CSRF token in X-CSRF-Token, else 403. The cookie being SameSite=Lax and
+ *    JSON bodies needing a CORS preflight are further layers, not the defence.
+ * An Authorization header wins over a cookie, so a bad token is never rescued by a session.
  */
 import type { FastifyRequest } from 'fastify';
 import { requireToken } from '../api/plugins/bearer-auth.ts';
+import { ApiError } from '../api/problem.ts';
+import { csrfTokenMatches, findAdminSession } from './sessions/admin-session.service.ts';
+import { CSRF_HEADER, sessionIdOf } from './sessions/session-cookie.ts';
 
 /** The identity of an admin request, for audit and logs. */
 export interface AdminPrincipal {
@@ -19,9 +27,24 @@ declare module 'fastify' {
   }
 }
 
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
 /** Authenticates an admin API request or throws 401/403. */
 export async function authenticateAdmin(request: FastifyRequest): Promise<AdminPrincipal> {
-  const token = await requireToken(request.server.ctx.database.db, request, 'admin');
-  request.admin = { kind: 'token', id: token.id, name: token.name };
+  const db = request.server.ctx.database.db;
+  const sessionId = sessionIdOf(request);
+  if (request.headers.authorization !== undefined || sessionId === undefined) {
+    const token = await requireToken(db, request, 'admin');
+    request.admin = { kind: 'token', id: token.id, name: token.name };
+    return request.admin;
+  }
+  const session = await findAdminSession(db, sessionId);
+  if (!session) {
+    throw new ApiError('unauthorized', 'The dashboard session has expired or was signed out. Sign in again.');
+  }
+  if (!SAFE_METHODS.has(request.method) && !csrfTokenMatches(request.headers[CSRF_HEADER], session.csrfToken)) {
+    throw new ApiError('forbidden', `Missing or wrong CSRF token. Requests made with a dashboard session must send the session's token in the ${CSRF_HEADER} header.`);
+  }
+  request.admin = { kind: 'session', id: session.adminUserId, name: session.email };
   return request.admin;
 }

@@ -11,6 +11,7 @@ import { createLogger, openContext } from '../main/runtime.ts';
 import { seedDemoStoreIfEmpty } from '../demo/demo-seed.ts';
 import { startWebhookWorker, type WebhookWorker } from '../webhooks/webhook-worker.ts';
 import { exitWithError } from './run-command.ts';
+import { adminSignInHint } from '../admin/dashboard/sign-in-hint.ts';
 
 type Role = 'serve' | 'worker' | 'all';
 
@@ -40,6 +41,7 @@ async function run(role: Role): Promise<void> {
     app = await buildApp(ctx);
     await app.listen({ port: config.PORT, host: config.HOST });
     process.stdout.write(`Store Integration API listening on ${publicUrl(config, (app.server.address() as { port: number }).port)}\n`);
+    process.stdout.write(await adminSignInHint(ctx, app));
   }
   if (role !== 'serve') {
     worker = await startWebhookWorker(ctx);

@@ -39,6 +39,9 @@ export const EnvSchema = Type.Object({
   SHUTDOWN_TIMEOUT_MS: Int(25_000, 100, 600_000, 'Grace period for in-flight work on SIGTERM'),
   ADMIN_SESSION_TTL_MS: Int(43_200_000, 60_000, 2_592_000_000, 'Admin dashboard session lifetime'),
   COOKIE_SECURE: Bool(false, 'Mark the dashboard session cookie Secure (set when served over HTTPS)'),
+  ADMIN_SIGN_IN_MAX_FAILURES: Int(5, 1, 1000, 'Failed dashboard sign-ins per email and client address before sign-in is refused for a while'),
+  ADMIN_SIGN_IN_WINDOW_MS: Int(900_000, 1000, 86_400_000, 'Window over which failed dashboard sign-ins are counted'),
+  ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 1, description: 'Password for `store-api admin create` when --password is not given (never read by the server)' })),
 });
 
 export type Config = Readonly<Static<typeof EnvSchema>> & {

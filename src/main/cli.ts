@@ -7,6 +7,7 @@ import { registerServerCommands } from '../cli/server.command.ts';
 import { registerTokenCommands } from '../cli/tokens.command.ts';
 import { registerDatabaseCommands } from '../cli/database.command.ts';
 import { registerDemoCommands } from '../cli/demo.command.ts';
+import { registerAdminCommands } from '../cli/admin.command.ts';
 
 const program = new Command();
 program
@@ -18,5 +19,6 @@ registerServerCommands(program);
 registerDatabaseCommands(program);
 registerTokenCommands(program);
 registerDemoCommands(program);
+registerAdminCommands(program);
 
 await program.parseAsync(process.argv);

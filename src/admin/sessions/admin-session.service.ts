@@ -1,0 +1,74 @@
+/**
+ * Dashboard sessions. The cookie carries a random 256-bit id; the table keeps only its SHA-256, so a
+ * leaked table cannot be replayed as cookies. Each session has its own CSRF token (synchronizer
+ * token pattern): the dashboard reads it from GET /admin/session and sends it back in the
+ * X-CSRF-Token header of every state-changing request. Sessions end at a fixed time after sign-in
+ * (ADMIN_SESSION_TTL_MS; no sliding renewal) or at sign-out.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import type {} from './admin-user.table.ts';
+
+export interface AdminSession {
+  adminUserId: string;
+  email: string;
+  csrfToken: string;
+  expiresAt: string;
+}
+
+const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
+
+function hashSessionId(sessionId: string): string {
+  return createHash('sha256').update(sessionId).digest('hex');
+}
+
+/** Starts a session for an administrator; returns the cookie value (shown to nobody else). */
+export async function createAdminSession(
+  db: Kysely<Database>,
+  input: { adminUserId: string; ttlMs: number; userAgent?: string },
+): Promise<{ sessionId: string; session: AdminSession }> {
+  const sessionId = randomBytes(32).toString('base64url');
+  await db
+    .insertInto('admin_sessions')
+    .values({
+      id_hash: hashSessionId(sessionId),
+      admin_user_id: input.adminUserId,
+      csrf_token: randomBytes(32).toString('base64url'),
+      created_at: sql<string>`now()` as unknown as string,
+      expires_at: sql<string>`now() + make_interval(secs => ${input.ttlMs / 1000})` as unknown as string,
+      user_agent: input.userAgent?.slice(0, 300) ?? null,
+    })
+    .execute();
+  // Sign-in is rare; sweeping expired sessions here keeps the table small without a timer.
+  await db.deleteFrom('admin_sessions').where('expires_at', '<=', sql<string>`now()`).execute();
+  return { sessionId, session: (await findAdminSession(db, sessionId))! };
+}
+
+/** The live session of a cookie value, or undefined (unknown, malformed or expired). */
+export async function findAdminSession(db: Kysely<Database>, sessionId: string): Promise<AdminSession | undefined> {
+  if (!SESSION_ID.test(sessionId)) return undefined;
+  const row = await db
+    .selectFrom('admin_sessions as s')
+    .innerJoin('admin_users as u', 'u.id', 's.admin_user_id')
+    .select(['s.admin_user_id', 'u.email', 's.csrf_token', sql<string>`iso_utc(s.expires_at)`.as('expires_at')])
+    .where('s.id_hash', '=', hashSessionId(sessionId))
+    .where('s.expires_at', '>', sql<string>`now()`)
+    .executeTakeFirst();
+  if (!row) return undefined;
+  return { adminUserId: row.admin_user_id, email: row.email, csrfToken: row.csrf_token, expiresAt: row.expires_at };
+}
+
+/** Ends a session (sign-out). Unknown ids are ignored. */
+export async function deleteAdminSession(db: Kysely<Database>, sessionId: string): Promise<void> {
+  if (!SESSION_ID.test(sessionId)) return;
+  await db.deleteFrom('admin_sessions').where('id_hash', '=', hashSessionId(sessionId)).execute();
+}
+
+/** Constant-time comparison of a presented CSRF token with the session's. */
+export function csrfTokenMatches(presented: string | string[] | undefined, expected: string): boolean {
+  if (typeof presented !== 'string') return false;
+  const a = Buffer.from(presented);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}

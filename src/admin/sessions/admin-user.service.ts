@@ -1,0 +1,135 @@
+/**
+ * Administrators of the dashboard: created from the CLI (`store-api admin create`), signed in with
+ * email and password. Passwords are hashed with argon2id (memory-hard) at the OWASP baseline cost;
+ * the parameters travel inside each hash, so raising them later still verifies old hashes.
+ */
+import { randomUUID } from 'node:crypto';
+import { hash, verify, type Algorithm } from '@node-rs/argon2';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import type {} from './admin-user.table.ts';
+import { ApiError, conflict, invalidParameter } from '../../api/problem.ts';
+
+/** argon2id, 19 MiB, 2 passes, 1 lane: the OWASP Password Storage Cheat Sheet minimum. */
+const ARGON2_OPTIONS = {
+  // `Algorithm` is a const enum in the typings (not importable under isolated modules); 2 = Argon2id.
+  algorithm: 2 as Algorithm,
+  memoryCost: 19_456,
+  timeCost: 2,
+  parallelism: 1,
+};
+
+/** Shortest password accepted (NIST SP 800-63B asks for at least 8; we ask a little more). */
+export const MIN_PASSWORD_LENGTH = 10;
+/** Longest password accepted; bounds the work one sign-in request can cause. */
+export const MAX_PASSWORD_LENGTH = 256;
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+export interface AdminUser {
+  id: string;
+  email: string;
+  created_at: string;
+  last_sign_in_at: string | null;
+}
+
+/** The one normal form of an email address: trimmed, lower case. */
+export function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+/** Throws invalid_parameter when `email` is not an address or `password` is too short or long. */
+export function validateCredentials(email: string, password: string): void {
+  if (!EMAIL.test(normalizeEmail(email)) || email.length > 254) throw invalidParameter('email', 'must be an email address');
+  if (password.length < MIN_PASSWORD_LENGTH) throw invalidParameter('password', `must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  if (password.length > MAX_PASSWORD_LENGTH) throw invalidParameter('password', `must be at most ${MAX_PASSWORD_LENGTH} characters`);
+}
+
+export function hashPassword(password: string): Promise<string> {
+  return hash(password, ARGON2_OPTIONS);
+}
+
+/** Creates an administrator; 409 when the email is taken. */
+export async function createAdminUser(db: Kysely<Database>, input: { email: string; password: string }): Promise<AdminUser> {
+  validateCredentials(input.email, input.password);
+  const email = normalizeEmail(input.email);
+  const passwordHash = await hashPassword(input.password);
+  const id = randomUUID();
+  const inserted = await db
+    .insertInto('admin_users')
+    .values({
+      id,
+      email,
+      password_hash: passwordHash,
+      created_at: sql<string>`now()` as unknown as string,
+      password_changed_at: sql<string>`now()` as unknown as string,
+    })
+    .onConflict((oc) => oc.column('email').doNothing())
+    .returning('id')
+    .executeTakeFirst();
+  if (!inserted) throw conflict(`An administrator with the email '${email}' already exists.`);
+  return (await findAdminUser(db, email))!;
+}
+
+/** Sets a new password and signs the administrator out everywhere (their sessions are deleted). */
+export async function setAdminPassword(db: Kysely<Database>, input: { email: string; password: string }): Promise<AdminUser> {
+  validateCredentials(input.email, input.password);
+  const email = normalizeEmail(input.email);
+  const passwordHash = await hashPassword(input.password);
+  return db.transaction().execute(async (trx) => {
+    const updated = await trx
+      .updateTable('admin_users')
+      .set({ password_hash: passwordHash, password_changed_at: sql<string>`now()` as unknown as string })
+      .where('email', '=', email)
+      .returning('id')
+      .executeTakeFirst();
+    if (!updated) throw new ApiError('not_found', `No administrator with the email '${email}'.`);
+    await trx.deleteFrom('admin_sessions').where('admin_user_id', '=', updated.id).execute();
+    return (await findAdminUser(trx, email))!;
+  });
+}
+
+export async function findAdminUser(db: Kysely<Database>, email: string): Promise<AdminUser | undefined> {
+  return db
+    .selectFrom('admin_users')
+    .select(['id', 'email', sql<string>`iso_utc(created_at)`.as('created_at'), sql<string | null>`iso_utc(last_sign_in_at)`.as('last_sign_in_at')])
+    .where('email', '=', normalizeEmail(email))
+    .executeTakeFirst();
+}
+
+export async function listAdminUsers(db: Kysely<Database>): Promise<AdminUser[]> {
+  return db
+    .selectFrom('admin_users')
+    .select(['id', 'email', sql<string>`iso_utc(created_at)`.as('created_at'), sql<string | null>`iso_utc(last_sign_in_at)`.as('last_sign_in_at')])
+    .orderBy('email')
+    .execute();
+}
+
+export async function countAdminUsers(db: Kysely<Database>): Promise<number> {
+  const row = await db.selectFrom('admin_users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/**
+ * A hash of a password nobody knows, verified when the email is unknown so that a wrong email and
+ * a wrong password take the same time (no account enumeration by timing).
+ */
+let decoyHash: Promise<string> | undefined;
+
+/** The administrator whose email and password these are, or undefined. */
+export async function verifyAdminCredentials(db: Kysely<Database>, email: string, password: string): Promise<AdminUser | undefined> {
+  if (password.length > MAX_PASSWORD_LENGTH) return undefined;
+  const row = await db
+    .selectFrom('admin_users')
+    .select(['id', 'email', 'password_hash'])
+    .where('email', '=', normalizeEmail(email))
+    .executeTakeFirst();
+  if (!row) {
+    decoyHash ??= hashPassword(randomUUID());
+    await verify(await decoyHash, password);
+    return undefined;
+  }
+  if (!(await verify(row.password_hash, password))) return undefined;
+  await db.updateTable('admin_users').set({ last_sign_in_at: sql<string>`now()` as unknown as string }).where('id', '=', row.id).execute();
+  return findAdminUser(db, row.email);
+}

@@ -1,0 +1,39 @@
+/** Kysely types of the dashboard sign-in tables (migration 0003-admin-users), merged into Database. */
+import type { ColumnType, Generated } from 'kysely';
+
+type Timestamp = ColumnType<string, string | undefined, string>;
+type NullableTimestamp = ColumnType<string | null, string | null | undefined, string | null>;
+
+export interface AdminUserTable {
+  id: string;
+  email: string;
+  password_hash: string;
+  created_at: Timestamp;
+  password_changed_at: Timestamp;
+  last_sign_in_at: NullableTimestamp;
+}
+
+export interface AdminSessionTable {
+  /** SHA-256 (hex) of the cookie's session id; the id itself is never stored. */
+  id_hash: string;
+  admin_user_id: string;
+  csrf_token: string;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+  user_agent: string | null;
+}
+
+export interface AdminSignInFailureTable {
+  id: Generated<number>;
+  email: string;
+  client_ip: string;
+  failed_at: Timestamp;
+}
+
+declare module '../../db/schema.ts' {
+  interface Database {
+    admin_users: AdminUserTable;
+    admin_sessions: AdminSessionTable;
+    admin_sign_in_failures: AdminSignInFailureTable;
+  }
+}

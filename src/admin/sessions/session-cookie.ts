@@ -1,0 +1,32 @@
+/**
+ * The dashboard session cookie: HttpOnly (scripts never see it), SameSite=Lax (not sent on
+ * cross-site subrequests), Path=/admin (not sent to the read API), Secure when COOKIE_SECURE.
+ * Needs @fastify/cookie, registered by the dashboard plugin before the admin API.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type {} from '@fastify/cookie';
+import type { Config } from '../../config/config.ts';
+
+export const SESSION_COOKIE = 'store_admin_session';
+export const SESSION_COOKIE_PATH = '/admin';
+/** Header in which the dashboard returns its session's CSRF token on state-changing requests. */
+export const CSRF_HEADER = 'x-csrf-token';
+
+/** The session id the request presents, if any. */
+export function sessionIdOf(request: FastifyRequest): string | undefined {
+  return request.cookies?.[SESSION_COOKIE] || undefined;
+}
+
+export function setSessionCookie(reply: FastifyReply, config: Config, sessionId: string): void {
+  reply.setCookie(SESSION_COOKIE, sessionId, {
+    path: SESSION_COOKIE_PATH,
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: config.COOKIE_SECURE,
+    maxAge: Math.floor(config.ADMIN_SESSION_TTL_MS / 1000),
+  });
+}
+
+export function clearSessionCookie(reply: FastifyReply, config: Config): void {
+  reply.clearCookie(SESSION_COOKIE, { path: SESSION_COOKIE_PATH, httpOnly: true, sameSite: 'lax', secure: config.COOKIE_SECURE });
+}
