@@ -7,13 +7,20 @@
  *   /admin/api/v1/...    admin API (admin-scoped token or dashboard session)
  *   /admin               dashboard
  */
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from './app-context.ts';
 import { errorHandlerPlugin } from './api/plugins/error-handler.ts';
 import { readApiRoutes } from './api/routes/v1/index.ts';
 import { adminApiRoutes } from './admin/admin-api.routes.ts';
+import { observabilityPlugin } from './ops/observability.plugin.ts';
+import { opsRoutes } from './ops/ops.routes.ts';
+import { generateRequestId, REQUEST_ID_LOG_LABEL } from './ops/request-id.ts';
+import { conditionalGetPlugin } from './api/plugins/conditional-get.ts';
+import { compressionPlugin } from './api/plugins/compression.ts';
+import { rateLimitPlugin } from './api/plugins/rate-limit.ts';
+import { openApiPlugin } from './api/plugins/openapi.ts';
 import { dashboardPlugin } from './admin/dashboard/dashboard.plugin.ts';
 
 declare module 'fastify' {
@@ -30,6 +37,10 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   const app = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
     trustProxy: true,
+    // generateRequestId reads X-Request-Id itself, keeping it only when it looks like an id.
+    requestIdHeader: false,
+    logController: new LogController({ requestIdLogLabel: REQUEST_ID_LOG_LABEL }),
+    genReqId: generateRequestId,
     bodyLimit: 10 * 1024 * 1024,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     ajv: {
@@ -48,6 +59,14 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   app.decorate('ctx', ctx);
   app.decorateRequest('token', undefined);
   await app.register(errorHandlerPlugin);
+  // Order matters: the ETag hook must see the body before compression; rate limiting hooks in after
+  // bearer-auth; swagger must be registered before the routes it documents.
+  await app.register(observabilityPlugin);
+  await app.register(conditionalGetPlugin);
+  await app.register(compressionPlugin);
+  await app.register(rateLimitPlugin);
+  await app.register(openApiPlugin);
+  await app.register(opsRoutes);
 
   await app.register(readApiRoutes, { prefix: '/api/v1' });
   await app.register(dashboardPlugin); // before the admin API: its cookie parser serves both

@@ -1,75 +1,117 @@
 /**
  * Process roles: `serve` (HTTP API only), `worker` (event poller + webhook dispatcher only) and
- * `all` (both; what `npm start` runs). On SIGTERM/SIGINT: stop accepting, finish in-flight requests
- * and deliveries, close the database, exit 0.
+ * `all` (both; what `npm start` runs). Every role migrates the schema at start (idempotent; on
+ * PostgreSQL concurrent starts serialise on Kysely's migration lock, and a fleet runs
+ * `store-api migrate` before rolling out).
+ *
+ * Shutdown on SIGTERM/SIGINT, in this order:
+ *   1. the HTTP server stops accepting (listener closed, idle keep-alive sockets closed, new requests
+ *      on open sockets answered 503) and in-flight requests — streamed exports included — finish;
+ *      at the same time the worker stops claiming deliveries and finishes the ones in flight;
+ *   2. the worker's metrics listener closes, then the database;
+ *   3. exit 0. If that takes longer than SHUTDOWN_TIMEOUT_MS the process exits 1, and the deliveries
+ *      it abandoned are retried by another worker when their lease ends (at-least-once).
+ * A signal during start-up is honoured as soon as the start has finished.
  */
 import type { Command } from 'commander';
+import type { FastifyInstance } from 'fastify';
 import { buildApp, type App } from '../app.ts';
 import type { AppContext } from '../app-context.ts';
 import { loadConfig, publicUrl } from '../config/config.ts';
 import { createLogger, openContext } from '../main/runtime.ts';
 import { seedDemoStoreIfEmpty } from '../demo/demo-seed.ts';
 import { startWebhookWorker, type WebhookWorker } from '../webhooks/webhook-worker.ts';
+import { buildOpsServer } from '../ops/ops-server.ts';
 import { exitWithError } from './run-command.ts';
-import { adminSignInHint } from '../admin/dashboard/sign-in-hint.ts';
 
 type Role = 'serve' | 'worker' | 'all';
 
+interface Running {
+  ctx?: AppContext;
+  app?: App;
+  worker?: WebhookWorker;
+  opsServer?: FastifyInstance;
+}
+
+/** Releases what `running` holds, in the order of the file comment. */
+async function stopAll(running: Running): Promise<void> {
+  await Promise.all([running.app?.close(), running.worker?.stop()]);
+  await running.opsServer?.close();
+  await running.ctx?.database.close();
+}
+
 async function run(role: Role): Promise<void> {
-  let ctx: AppContext;
-  try {
-    const config = loadConfig();
-    ctx = await openContext(config, createLogger(config), { applicationName: `store-api-${role}` });
-  } catch (error) {
-    exitWithError(error);
-  }
-  const { config, logger } = ctx;
-  let app: App | undefined;
-  let worker: WebhookWorker | undefined;
-
-  if (role !== 'worker') {
-    if (role === 'all' && config.SEED_DEMO) {
-      const seeded = await seedDemoStoreIfEmpty(ctx, { products: config.SEED_DEMO_PRODUCTS, progress: process.stdout.isTTY });
-      if (seeded) {
-        process.stdout.write(
-          `\nSeeded a demo store: ${seeded.products} products, ${seeded.orders} orders, ${seeded.customers} customers.\n` +
-            `Demo API token (all read scopes; shown once):\n\n  ${seeded.token}\n\n` +
-            `Try: curl -H "Authorization: Bearer ${seeded.token}" ${publicUrl(config)}/api/v1/products?limit=2\n\n`,
-        );
-      }
-    }
-    app = await buildApp(ctx);
-    await app.listen({ port: config.PORT, host: config.HOST });
-    process.stdout.write(`Store Integration API listening on ${publicUrl(config, (app.server.address() as { port: number }).port)}\n`);
-    process.stdout.write(await adminSignInHint(ctx, app));
-  }
-  if (role !== 'serve') {
-    worker = await startWebhookWorker(ctx);
-    logger.info('webhook worker started');
-  }
-
+  const running: Running = {};
+  let starting = true;
+  let stopRequested: string | undefined;
   let stopping = false;
+
   const shutdown = async (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down');
+    const logger = running.ctx?.logger;
+    logger?.info({ signal, role }, 'shutting down: finishing in-flight requests and deliveries');
+    const timeoutMs = running.ctx?.config.SHUTDOWN_TIMEOUT_MS ?? 25_000;
     const timer = setTimeout(() => {
-      logger.error('shutdown timed out; exiting');
+      logger?.error({ timeoutMs }, 'shutdown timed out; exiting with work abandoned');
       process.exit(1);
-    }, config.SHUTDOWN_TIMEOUT_MS);
+    }, timeoutMs);
     timer.unref();
     try {
-      await app?.close();
-      await worker?.stop();
-      await ctx.database.close();
+      await stopAll(running);
+      logger?.info({ role }, 'shut down cleanly');
+      await new Promise<void>((resolve) => (logger ? logger.flush(() => resolve()) : resolve()));
       process.exit(0);
     } catch (error) {
-      logger.error({ err: error }, 'shutdown failed');
+      logger?.error({ err: error }, 'shutdown failed');
       process.exit(1);
     }
   };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  const onSignal = (signal: string) => {
+    if (starting) stopRequested ??= signal;
+    else void shutdown(signal);
+  };
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+
+  try {
+    const config = loadConfig();
+    running.ctx = await openContext(config, createLogger(config), { applicationName: `store-api-${role}` });
+    const ctx = running.ctx;
+
+    if (role !== 'worker') {
+      if (role === 'all' && config.SEED_DEMO) {
+        const seeded = await seedDemoStoreIfEmpty(ctx, { products: config.SEED_DEMO_PRODUCTS, progress: process.stdout.isTTY });
+        if (seeded) {
+          process.stdout.write(
+            `\nSeeded a demo store: ${seeded.products} products, ${seeded.orders} orders, ${seeded.customers} customers.\n` +
+              `Demo API token (all read scopes; shown once):\n\n  ${seeded.token}\n\n` +
+              `Try: curl -H "Authorization: Bearer ${seeded.token}" ${publicUrl(config)}/api/v1/products?limit=2\n\n`,
+          );
+        }
+      }
+      running.app = await buildApp(ctx);
+      await running.app.listen({ port: config.PORT, host: config.HOST });
+      const port = (running.app.server.address() as { port: number }).port;
+      process.stdout.write(`Store Integration API listening on ${publicUrl(config, port)}\n`);
+    }
+    if (role !== 'serve') {
+      running.worker = await startWebhookWorker(ctx);
+      ctx.logger.info('webhook worker started');
+      if (role === 'worker' && config.METRICS_PORT !== undefined) {
+        running.opsServer = await buildOpsServer(ctx);
+        await running.opsServer.listen({ port: config.METRICS_PORT, host: config.HOST });
+        const port = (running.opsServer.server.address() as { port: number }).port;
+        process.stdout.write(`Worker metrics listening on ${publicUrl(config, port)}/metrics\n`);
+      }
+      process.stdout.write('Webhook worker started\n');
+    }
+  } catch (error) {
+    await stopAll(running).catch(() => {});
+    exitWithError(error);
+  }
+  starting = false;
+  if (stopRequested) void shutdown(stopRequested);
 }
 
 export function registerServerCommands(program: Command): void {

@@ -19,6 +19,8 @@ export const EnvSchema = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL connection string; replaces the embedded database' })),
   DATABASE_POOL_SIZE: Int(10, 1, 200, 'Maximum PostgreSQL connections per process'),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis for state shared by several API processes (rate limits)' })),
+  REDIS_KEY_PREFIX: Type.String({ default: 'store-api:', minLength: 1, maxLength: 100, description: 'Prefix of every Redis key this deployment writes (several deployments may share one Redis)' }),
+  METRICS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: 'Port of the /metrics, /healthz and /readyz listener of the `worker` role (the API roles serve them on PORT)' })),
   LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
   PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://', description: 'Base URL printed and used in Link headers; default http://HOST:PORT' })),
   SEED_DEMO: Bool(true, 'Seed a small demo store when the database is empty at start (embedded default)'),

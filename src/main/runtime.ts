@@ -8,24 +8,44 @@ import type { Config } from '../config/config.ts';
 import { openDatabase } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 
-/** Paths whose values never reach a log line. */
+/**
+ * Paths whose values never reach a log line: credentials in headers (API tokens, session cookies,
+ * CSRF tokens), and token or secret fields in any logged object up to two levels deep (API tokens
+ * in admin responses, webhook signing secrets). Request logs carry no headers or bodies anyway
+ * (Fastify's request serializer: method, URL, host, address); these paths guard what code logs by
+ * hand. The test in test/production/logging.test.ts greps captured output for a live token.
+ */
 export const LOG_REDACT_PATHS = [
   'req.headers.authorization',
   'req.headers.cookie',
   'req.headers["x-csrf-token"]',
+  'req.headers["x-api-key"]',
   'res.headers["set-cookie"]',
+  'headers.authorization',
+  'headers.cookie',
+  '*.headers.authorization',
+  '*.headers.cookie',
+  'authorization',
   'token',
   'secret',
+  'secrets',
+  'signing_secret',
   'password',
   '*.token',
   '*.secret',
+  '*.secrets',
+  '*.signing_secret',
   '*.password',
+  '*.*.token',
+  '*.*.secret',
+  '*.*.signing_secret',
 ];
 
 export function createLogger(config: Config, destination?: NodeJS.WritableStream): Logger {
   return pino(
     {
       level: config.LOG_LEVEL,
+      timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: LOG_REDACT_PATHS, censor: '[redacted]' },
     },
     destination as never,

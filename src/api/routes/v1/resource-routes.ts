@@ -12,6 +12,7 @@ import type { Scope } from '../../../tokens/token.service.ts';
 import { formatCursor, parseCursor } from '../../cursor.ts';
 import { invalidParameter, notFound } from '../../problem.ts';
 import { IdParams, ProblemSchema, listOf, listQuery, single } from '../../schemas.ts';
+import { setNextLink } from '../../plugins/pagination-links.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -85,7 +86,9 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       const query = request.query as ListQuery;
       const req = await pageRequest(app, def, query);
       const { rows, hasMore } = await fetchPage(app.ctx.database.db, def.source, req);
-      const body = `{"data":[${rows.map((r) => r.json).join(',')}],"pagination":${JSON.stringify(pagination(query, rows[rows.length - 1], hasMore))}}`;
+      const page = pagination(query, rows[rows.length - 1], hasMore);
+      setNextLink(request, reply, page.next_cursor, hasMore);
+      const body = `{"data":[${rows.map((r) => r.json).join(',')}],"pagination":${JSON.stringify(page)}}`;
       return reply.type('application/json; charset=utf-8').send(body);
     },
   });
@@ -120,6 +123,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       const { next_cursor } = pagination(query, last, hasMore);
       reply.header('X-Next-Cursor', next_cursor ?? '');
       reply.header('X-Has-More', String(hasMore));
+      setNextLink(request, reply, next_cursor, hasMore);
       reply.type('application/x-ndjson; charset=utf-8');
       if (!last) return reply.send('');
       const chunks = streamPage(db, def.source, req, last);
@@ -132,7 +136,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
   if (def.byId) {
     const byId = def.byId;
     app.get(`/${def.path}/:id`, {
-      config: config('standard'),
+      config: { ...config('standard'), etag: true },
       schema: {
         tags: [def.tag],
         summary: def.description.get,

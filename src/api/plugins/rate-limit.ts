@@ -1,0 +1,119 @@
+/**
+ * Rate limits of the read API (spec §8, DECISIONS.md): per token, two budgets counted separately —
+ * `standard` (lists, single GETs) and `export` — chosen by the route's `rateLimitClass` config.
+ * Limits: the token's own override (`rate_limit_standard` / `rate_limit_export`) or the deployment's
+ * RATE_LIMIT_STANDARD / RATE_LIMIT_EXPORT per RATE_LIMIT_WINDOW_MS.
+ *
+ * Counting is @fastify/rate-limit's fixed window (the window starts with a token's first request in
+ * it): in process memory by default; in Redis with REDIS_URL, so every API process of a deployment
+ * shares one count per token (an atomic INCR + PEXPIRE script, keys `${REDIS_KEY_PREFIX}rate-limit:…`).
+ *
+ * Every counted response carries
+ *   X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset (Unix epoch seconds of the window's end)
+ *   RateLimit-Policy: "standard";q=60;w=60   and   RateLimit: "standard";r=59;t=42
+ *     (IETF draft-ietf-httpapi-ratelimit-headers: quota, window s, remaining, seconds to reset)
+ * and a refused one is 429 problem+json `rate_limited` with Retry-After (seconds).
+ *
+ * The check runs in a preParsing hook at the root: after every onRequest hook, so after bearer-auth
+ * has set `request.token` (the key is the token id), and before validation, so a request with a bad
+ * parameter still counts and still gets the headers. Unauthenticated requests are not counted.
+ * When Redis cannot be reached the request is served uncounted (logged, and counted in
+ * `store_api_rate_limit_store_errors_total`): a limiter outage must not take the API down.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import rateLimit from '@fastify/rate-limit';
+import { Redis } from 'ioredis';
+import { ApiError } from '../problem.ts';
+import { rateLimitRejections, rateLimitStoreErrors } from '../../ops/metrics.ts';
+
+export type RateLimitClass = 'standard' | 'export';
+
+interface LimitState {
+  isAllowed: boolean;
+  max?: number;
+  remaining?: number;
+  ttl?: number;
+  ttlInSeconds?: number;
+  timeWindow?: number;
+  isExceeded?: boolean;
+}
+
+/** The headers of a counted request; exported for the OpenAPI document and tests. */
+export const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'] as const;
+
+/** Header values for a window of `max` requests over `windowMs`, `remaining` left, ending in `ttlMs`. */
+export function rateLimitHeaders(rateClass: RateLimitClass, max: number, windowMs: number, remaining: number, ttlMs: number, now = Date.now()): Record<string, string> {
+  const secondsLeft = Math.max(0, Math.ceil(ttlMs / 1000));
+  return {
+    'X-RateLimit-Limit': String(max),
+    'X-RateLimit-Remaining': String(remaining),
+    'X-RateLimit-Reset': String(Math.ceil((now + ttlMs) / 1000)),
+    'RateLimit-Policy': `"${rateClass}";q=${max};w=${Math.ceil(windowMs / 1000)}`,
+    'RateLimit': `"${rateClass}";r=${remaining};t=${secondsLeft}`,
+  };
+}
+
+function classOf(request: FastifyRequest): RateLimitClass | undefined {
+  return request.routeOptions.config?.rateLimitClass;
+}
+
+export const rateLimitPlugin = fp(async function rateLimiting(app: FastifyInstance) {
+  const config = app.ctx.config;
+  const redis = config.REDIS_URL
+    ? new Redis(config.REDIS_URL, {
+      // Fail a command fast when Redis is away instead of queueing requests behind a reconnect.
+      maxRetriesPerRequest: 1,
+      connectTimeout: 2000,
+      enableAutoPipelining: true,
+    })
+    : undefined;
+  redis?.on('error', (error) => app.log.warn({ err: error }, 'rate-limit store (Redis) error'));
+
+  await app.register(rateLimit, {
+    global: false,
+    hook: 'preParsing',
+    timeWindow: config.RATE_LIMIT_WINDOW_MS,
+    skipOnError: false,
+    keyGenerator: (request: FastifyRequest) => `${classOf(request)}:${request.token!.id}`,
+    max: (request: FastifyRequest) => {
+      const token = request.token!;
+      return classOf(request) === 'export'
+        ? (token.rateLimitExport ?? config.RATE_LIMIT_EXPORT)
+        : (token.rateLimitStandard ?? config.RATE_LIMIT_STANDARD);
+    },
+    ...(redis ? { redis, nameSpace: `${config.REDIS_KEY_PREFIX}rate-limit:` } : {}),
+  });
+  const check = app.createRateLimit() as (request: FastifyRequest) => Promise<LimitState>;
+
+  app.addHook('preParsing', async (request: FastifyRequest, reply: FastifyReply) => {
+    const rateClass = classOf(request);
+    if (!rateClass || !request.token) return;
+    let state: LimitState;
+    try {
+      state = await check(request);
+    } catch (error) {
+      rateLimitStoreErrors.inc();
+      request.log.warn({ err: error }, 'rate-limit check failed; serving the request uncounted');
+      return;
+    }
+    if (state.isAllowed || state.max === undefined) return;
+    const headers = rateLimitHeaders(rateClass, state.max, state.timeWindow ?? config.RATE_LIMIT_WINDOW_MS, state.remaining ?? 0, state.ttl ?? 0);
+    if (!state.isExceeded) {
+      reply.headers(headers);
+      return;
+    }
+    rateLimitRejections.inc({ class: rateClass });
+    const retryAfter = Math.max(1, state.ttlInSeconds ?? 1);
+    throw new ApiError(
+      'rate_limited',
+      `Rate limit of ${state.max} ${rateClass} requests per ${Math.ceil((state.timeWindow ?? config.RATE_LIMIT_WINDOW_MS) / 1000)} s exceeded for this token; retry in ${retryAfter} s.`,
+      undefined,
+      { ...headers, 'Retry-After': String(retryAfter) },
+    );
+  });
+
+  app.addHook('onClose', async () => {
+    if (redis) await redis.quit().catch(() => redis.disconnect());
+  });
+}, { name: 'store-api-rate-limit' });

@@ -1,0 +1,33 @@
+/**
+ * Cross-cutting observability of the HTTP app: echoes the request id, records request counts and
+ * latency by route template (`routeOptions.url`, so `/api/v1/products/:id` is one series however many
+ * ids are asked for) and reports the database pool while the app is open.
+ */
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { httpRequestDuration, httpRequestsTotal, trackDatabasePool } from './metrics.ts';
+import { REQUEST_ID_HEADER } from './request-id.ts';
+
+/** Route label of requests that matched no route (404s): one series, not one per probed URL. */
+export const UNMATCHED_ROUTE = 'unmatched';
+
+export const observabilityPlugin = fp(async function observability(app: FastifyInstance) {
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header(REQUEST_ID_HEADER, request.id);
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const labels = {
+      method: request.method,
+      route: request.routeOptions.url ?? UNMATCHED_ROUTE,
+      status_code: String(reply.statusCode),
+    };
+    httpRequestsTotal.inc(labels);
+    httpRequestDuration.observe(labels, reply.elapsedTime / 1000);
+  });
+
+  const untrack = trackDatabasePool(app.ctx.database);
+  app.addHook('onClose', async () => {
+    untrack();
+  });
+}, { name: 'observability' });

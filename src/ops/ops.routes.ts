@@ -1,0 +1,88 @@
+/**
+ * Operational endpoints, outside /api/v1 and without a token (probes and scrapers carry none; keep
+ * them off the public internet at the load balancer if that matters — see docs/operations.md):
+ *   GET /healthz   the process is up and serving (liveness)
+ *   GET /readyz    the database answers and its schema is current (readiness); 503 problem+json otherwise
+ *   GET /metrics   Prometheus text format, prom-client's default registry
+ */
+import type { FastifyInstance } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { sql } from 'kysely';
+import { pendingMigrations } from '../db/migrate.ts';
+import { ProblemSchema } from '../api/schemas.ts';
+import { sendProblem } from '../api/plugins/error-handler.ts';
+import { metricsRegistry } from './metrics.ts';
+
+/** How long /readyz waits for the database before calling it unreachable. */
+const READINESS_TIMEOUT_MS = 2000;
+
+const HealthBody = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
+const ReadyBody = Type.Object({
+  status: Type.Literal('ready'),
+  database: Type.Literal('ok'),
+  migrations: Type.Literal('current'),
+}, { additionalProperties: false });
+
+async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export async function opsRoutes(app: FastifyInstance): Promise<void> {
+  const db = app.ctx.database.db;
+
+  app.get('/healthz', {
+    schema: {
+      tags: ['Operations'],
+      summary: 'Liveness: the process is up (no token)',
+      response: { 200: HealthBody },
+    },
+  }, async () => ({ status: 'ok' as const }));
+
+  app.get('/readyz', {
+    schema: {
+      tags: ['Operations'],
+      summary: 'Readiness: the database is reachable and its migrations are current (no token)',
+      response: { 200: ReadyBody, 503: ProblemSchema },
+    },
+  }, async (request, reply) => {
+    let pending: string[];
+    try {
+      pending = await withTimeout((async () => {
+        await sql`SELECT 1`.execute(db);
+        return pendingMigrations(db);
+      })(), READINESS_TIMEOUT_MS);
+    } catch (error) {
+      request.log.warn({ err: error }, 'readiness check: database unreachable');
+      return sendProblem(reply, 'service_unavailable', 'The database is unreachable.');
+    }
+    if (pending.length > 0) {
+      return sendProblem(reply, 'service_unavailable', `Database migrations are pending: ${pending.join(', ')}. Run \`store-api migrate\`.`);
+    }
+    return { status: 'ready' as const, database: 'ok' as const, migrations: 'current' as const };
+  });
+
+  app.get('/metrics', {
+    schema: {
+      tags: ['Operations'],
+      summary: 'Prometheus metrics of this process (no token)',
+      produces: ['text/plain'],
+      response: {
+        200: {
+          description: 'Prometheus text exposition format 0.0.4',
+          content: { 'text/plain': { schema: { type: 'string' } } },
+        },
+      },
+    },
+  }, async (_request, reply) => {
+    const body = await metricsRegistry.metrics();
+    return reply.type(metricsRegistry.contentType).send(body);
+  });
+}
