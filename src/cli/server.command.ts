@@ -23,6 +23,7 @@ import { seedDemoStoreIfEmpty } from '../demo/demo-seed.ts';
 import { startWebhookWorker, type WebhookWorker } from '../webhooks/webhook-worker.ts';
 import { buildOpsServer } from '../ops/ops-server.ts';
 import { exitWithError } from './run-command.ts';
+import { adminSignInHint } from '../admin/dashboard/sign-in-hint.ts';
 
 type Role = 'serve' | 'worker' | 'all';
 
@@ -94,6 +95,7 @@ async function run(role: Role): Promise<void> {
       await running.app.listen({ port: config.PORT, host: config.HOST });
       const port = (running.app.server.address() as { port: number }).port;
       process.stdout.write(`Store Integration API listening on ${publicUrl(config, port)}\n`);
+      process.stdout.write(await adminSignInHint(ctx, running.app));
     }
     if (role !== 'serve') {
       running.worker = await startWebhookWorker(ctx);
