@@ -10,6 +10,9 @@ import { loadConfig } from '../../src/config/config.ts';
 import { createToken, type Scope } from '../../src/tokens/token.service.ts';
 import { openTestDatabase, type TestDatabase } from './test-database.ts';
 
+/** Env that lifts the rate limits, for tests that page through large stores. */
+export const UNLIMITED = { RATE_LIMIT_STANDARD: '1000000', RATE_LIMIT_EXPORT: '1000000' } as const;
+
 export interface TestApp {
   app: App;
   ctx: AppContext;
