@@ -64,7 +64,8 @@ export function loadConfig(env: Record<string, string | undefined> = readEnviron
     const value = env[key];
     if (value !== undefined && value !== '') input[key] = value;
   }
-  const converted = Value.Default(EnvSchema, Value.Convert(EnvSchema, input)) as Record<string, unknown>;
+  // Convert mutates its argument; keep `input` as given so messages quote the raw value.
+  const converted = Value.Default(EnvSchema, Value.Convert(EnvSchema, { ...input })) as Record<string, unknown>;
   const problems = [...Value.Errors(EnvSchema, converted)].map((e) => {
     const name = e.path.replace(/^\//, '') || '(environment)';
     return `${name}=${JSON.stringify(input[name] ?? '')}: ${e.message}`;

@@ -175,8 +175,10 @@ export function completeDocument(generated: Json): Json {
       const isSingle = /\{[^}]+\}$/.test(path);
       for (const [status, response] of Object.entries(operation.responses) as [string, Json][]) {
         const code = Number(status);
-        if (code >= 400 && response.content?.['application/json']) {
-          response.content = { 'application/problem+json': response.content['application/json'] };
+        if (code >= 400 && response.content) {
+          // Errors are problem+json whatever the route produces (`produces` applies to every status).
+          const first = Object.values(response.content as Json)[0];
+          response.content = { 'application/problem+json': response.content['application/json'] ?? first };
         }
         response.headers = { ...(response.headers ?? {}), 'X-Request-Id': ref('headers', 'X-Request-Id') };
         if (!isApi) continue;

@@ -1,0 +1,79 @@
+/**
+ * Structured JSON logs: every line logged for a request carries its request id (the caller's
+ * X-Request-Id when acceptable, echoed back), and no token or secret ever reaches the output —
+ * the test captures everything at trace level and greps for the live secrets.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Writable } from 'node:stream';
+import { buildApp, type App } from '../../src/app.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { createLogger } from '../../src/main/runtime.ts';
+import { createToken } from '../../src/tokens/token.service.ts';
+import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
+
+describe.each(backends)('logs (%s)', (backend) => {
+  let database: TestDatabase;
+  let app: App;
+  const lines: string[] = [];
+  beforeAll(async () => {
+    database = await openTestDatabase(backend);
+    const config = loadConfig({ LOG_LEVEL: 'trace', SEED_DEMO: 'false' });
+    const sink = new Writable({
+      write(chunk, _encoding, callback) {
+        lines.push(...chunk.toString().split('\n').filter(Boolean));
+        callback();
+      },
+    });
+    app = await buildApp({ config, database, logger: createLogger(config, sink) });
+    await app.ready();
+  });
+  afterAll(async () => {
+    await app?.close();
+    await database?.close();
+  });
+
+  const parsed = () => lines.map((line) => JSON.parse(line) as Record<string, any>);
+
+  it('writes JSON lines carrying the request id, and echoes the id in X-Request-Id', async () => {
+    const { token } = await createToken(database.db, { name: 'logging' });
+    const mine = await app.inject({ url: '/api/v1/products', headers: { authorization: `Bearer ${token}`, 'x-request-id': 'erp-sync-42' } });
+    expect(mine.headers['x-request-id']).toBe('erp-sync-42');
+    const generated = await app.inject({ url: '/api/v1/products', headers: { authorization: `Bearer ${token}` } });
+    expect(generated.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    // An id that could forge log content is replaced, not logged.
+    const hostile = await app.inject({ url: '/healthz', headers: { 'x-request-id': 'x"\nfake line' } });
+    expect(hostile.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+
+    const requestLines = parsed().filter((l) => l.req || l.res);
+    expect(requestLines.length).toBeGreaterThanOrEqual(6);
+    for (const line of requestLines) expect(line.request_id, JSON.stringify(line)).toEqual(expect.any(String));
+    const ofMine = parsed().filter((l) => l.request_id === 'erp-sync-42').map((l) => l.msg);
+    expect(ofMine).toEqual(expect.arrayContaining(['incoming request', 'request completed']));
+    expect(parsed().some((l) => l.request_id === generated.headers['x-request-id'])).toBe(true);
+    for (const line of parsed()) expect(typeof line.time === 'string' && typeof line.level === 'number').toBe(true);
+  });
+
+  it('never logs a token, a cookie or a secret', async () => {
+    const { token: admin } = await createToken(database.db, { name: 'admin', scopes: ['admin'] });
+    const { token: reader } = await createToken(database.db, { name: 'reader' });
+    const revokedProbe = `sia_${'A'.repeat(43)}`;
+    await app.inject({ url: '/api/v1/products', headers: { authorization: `Bearer ${reader}`, cookie: 'store_admin_session=cookie-secret-value' } });
+    await app.inject({ url: '/api/v1/products', headers: { authorization: `Bearer ${revokedProbe}` } });
+    await app.inject({ url: '/api/v1/products', headers: { authorization: `Bearer ${reader}x` } });
+    await app.inject({ url: '/api/v1/products?cursor=bad', headers: { authorization: `Bearer ${reader}` } });
+    const created = await app.inject({ method: 'POST', url: '/admin/api/v1/tokens', headers: { authorization: `Bearer ${admin}` }, payload: { name: 'from admin' } });
+    expect(created.statusCode).toBe(201);
+    const createdSecret = JSON.stringify(created.json()).match(/sia_[A-Za-z0-9_-]{43}/)?.[0];
+    expect(createdSecret).toBeDefined();
+    // Code that logs an object holding credentials by hand gets them redacted.
+    app.log.info({ token: reader, endpoint: { url: 'https://erp.example', secret: 'whsec_c2VjcmV0LXZhbHVl' }, headers: { authorization: `Bearer ${reader}` } }, 'hand-written log line');
+
+    const output = lines.join('\n');
+    expect(output).toContain('hand-written log line');
+    for (const secret of [admin, reader, revokedProbe, createdSecret!, 'cookie-secret-value', 'whsec_c2VjcmV0LXZhbHVl']) {
+      expect(output.includes(secret), `log output contains ${secret.slice(0, 8)}…`).toBe(false);
+    }
+    expect(output).not.toMatch(/sia_[A-Za-z0-9_-]{20,}/);
+    expect(output).not.toMatch(/Bearer /);
+  });
+});

@@ -1,0 +1,142 @@
+/**
+ * The OpenAPI 3.1 document at /api/v1/openapi.json: valid under @readme/openapi-parser, covering
+ * every read API endpoint with its parameters, responses (problem+json errors), headers and security,
+ * the operational endpoints, and the webhook payloads; and the offline reference at /docs.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compileErrors, validate } from '@readme/openapi-parser';
+import { backends } from '../helpers/test-database.ts';
+import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
+
+/** Every route of the read API (README "Read API" table) and the operational ones. */
+const API_OPERATIONS: Array<[path: string, scope: string, kind: 'list' | 'export' | 'single', query: string[]]> = [
+  ['/api/v1/products', 'products:read', 'list', ['limit', 'cursor', 'order', 'include_inactive']],
+  ['/api/v1/products/{id}', 'products:read', 'single', []],
+  ['/api/v1/products/export', 'products:read', 'export', ['limit', 'cursor', 'order', 'include_inactive']],
+  ['/api/v1/orders', 'orders:read', 'list', ['limit', 'cursor', 'order', 'status', 'source', 'since']],
+  ['/api/v1/orders/{id}', 'orders:read', 'single', []],
+  ['/api/v1/orders/export', 'orders:read', 'export', ['limit', 'cursor', 'order', 'status', 'source', 'since']],
+  ['/api/v1/customers', 'customers:read', 'list', ['limit', 'cursor', 'order']],
+  ['/api/v1/customers/{id}', 'customers:read', 'single', []],
+  ['/api/v1/customers/export', 'customers:read', 'export', ['limit', 'cursor', 'order']],
+  ['/api/v1/inventory', 'inventory:read', 'list', ['limit', 'cursor', 'order', 'include_inactive']],
+  ['/api/v1/inventory/export', 'inventory:read', 'export', ['limit', 'cursor', 'order', 'include_inactive']],
+  ['/api/v1/inventory/movements', 'inventory:read', 'list', ['limit', 'cursor', 'order', 'product_id', 'since']],
+  ['/api/v1/inventory/movements/export', 'inventory:read', 'export', ['limit', 'cursor', 'order', 'product_id', 'since']],
+];
+const OPS_PATHS = ['/healthz', '/readyz', '/metrics'];
+const EVENT_TYPES = ['product.created', 'product.updated', 'order.created', 'order.updated', 'customer.created', 'customer.updated', 'inventory.updated', 'stock_movement.created', 'ping'];
+
+type Json = Record<string, any>;
+
+describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
+  let t: TestApp;
+  let doc: Json;
+  beforeAll(async () => {
+    t = await buildTestApp(backend);
+    const res = await t.app.inject({ url: '/api/v1/openapi.json' });
+    expect(res.statusCode).toBe(200);
+    doc = res.json();
+  });
+  afterAll(async () => t?.close());
+
+  const resolve = (node: Json): Json => {
+    if (!node?.$ref) return node;
+    const [, kind, name] = /^#\/components\/(\w+)\/(.+)$/.exec(node.$ref)!;
+    return doc.components[kind!][name!];
+  };
+
+  it('is served without a token and validates as OpenAPI 3.1', async () => {
+    expect(doc.openapi).toBe('3.1.0');
+    const result = await validate(structuredClone(doc));
+    expect(result.valid, result.valid ? '' : compileErrors(result)).toBe(true);
+  });
+
+  it('documents exactly the read API and operational endpoints, each a real route', async () => {
+    const expected = [...API_OPERATIONS.map(([path]) => path), ...OPS_PATHS].sort();
+    expect(Object.keys(doc.paths).sort()).toEqual(expected);
+    for (const path of Object.keys(doc.paths)) {
+      expect(Object.keys(doc.paths[path]), path).toEqual(['get']);
+      expect(t.app.hasRoute({ method: 'GET', url: path.replace(/\{(\w+)\}/g, ':$1') }), path).toBe(true);
+    }
+    const ids = Object.values(doc.paths).map((item: Json) => item.get.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+  });
+
+  it.each(API_OPERATIONS)('%s: parameters, security, responses, errors and headers', (path, scope, kind, query) => {
+    const op = doc.paths[path].get;
+    expect(op.security).toEqual([{ bearerAuth: [scope] }]);
+    const params = op.parameters.map(resolve);
+    expect(params.filter((p: Json) => p.in === 'query').map((p: Json) => p.name).sort()).toEqual([...query].sort());
+    if (kind === 'single') {
+      expect(params.find((p: Json) => p.in === 'path')).toMatchObject({ name: 'id', required: true });
+      expect(params.find((p: Json) => p.in === 'header')).toMatchObject({ name: 'If-None-Match' });
+      expect(op.responses['304'].headers.ETag).toBeDefined();
+      expect(op.responses['200'].headers.ETag).toBeDefined();
+      expect(op.responses['404'].content['application/problem+json']).toBeDefined();
+    }
+    const limit = params.find((p: Json) => p.name === 'limit');
+    if (kind === 'list') expect(limit.schema).toMatchObject({ minimum: 1, maximum: 200, default: 50 });
+    if (kind === 'export') expect(limit.schema).toMatchObject({ minimum: 1, maximum: 500, default: 500 });
+
+    const ok = op.responses['200'];
+    if (kind === 'export') {
+      expect(Object.keys(ok.content)).toEqual(['application/x-ndjson']);
+      expect(ok.headers['X-Next-Cursor']).toBeDefined();
+      expect(ok.headers['X-Has-More']).toBeDefined();
+    } else {
+      const schema = ok.content['application/json'].schema;
+      expect(schema.properties.data).toBeDefined();
+      if (kind === 'list') expect(schema.properties.pagination).toEqual({ $ref: '#/components/schemas/Pagination' });
+    }
+    if (kind !== 'single') expect(ok.headers.Link).toEqual({ $ref: '#/components/headers/Link' });
+    for (const header of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit']) {
+      expect(ok.headers[header], header).toEqual({ $ref: `#/components/headers/${header}` });
+      expect(op.responses['429'].headers[header], header).toBeDefined();
+    }
+    expect(op.responses['429'].headers['Retry-After']).toBeDefined();
+    for (const status of ['400', '401', '403', '429']) {
+      expect(Object.keys(op.responses[status].content), status).toEqual(['application/problem+json']);
+      expect(op.responses[status].content['application/problem+json'].schema).toEqual({ $ref: '#/components/schemas/Problem' });
+    }
+    expect(resolve(op.responses['500']).content['application/problem+json']).toBeDefined();
+  });
+
+  it('names the resource schemas as components, with every field of the spec', () => {
+    const schemas = doc.components.schemas;
+    expect(Object.keys(schemas)).toEqual(expect.arrayContaining(['Product', 'Variant', 'Image', 'Order', 'OrderItem', 'Customer', 'InventoryRecord', 'StockMovement', 'Pagination', 'Problem']));
+    expect(Object.keys(schemas.Product.properties)).toEqual(expect.arrayContaining(['id', 'name', 'slug', 'product_type', 'barcode', 'sku', 'price', 'cost_price', 'stock', 'category_id', 'thumbnail_url', 'is_active', 'variants', 'images', 'created_at', 'last_modified']));
+    expect(schemas.Product.properties.variants.items).toEqual({ $ref: '#/components/schemas/Variant' });
+    expect(Object.keys(schemas.Problem.properties)).toEqual(expect.arrayContaining(['type', 'title', 'status', 'detail', 'code', 'errors']));
+    expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
+  });
+
+  it('describes every webhook event with its payload and signature headers', () => {
+    expect(Object.keys(doc.webhooks).sort()).toEqual([...EVENT_TYPES].sort());
+    for (const type of EVENT_TYPES) {
+      const post = doc.webhooks[type].post;
+      const body = post.requestBody.content['application/json'].schema;
+      expect(body.required).toEqual(['id', 'type', 'created_at', 'data']);
+      expect(body.properties.type).toEqual({ type: 'string', const: type });
+      expect(post.parameters.map((p: Json) => p.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
+    }
+    expect(doc.webhooks['order.updated'].post.requestBody.content['application/json'].schema.properties.data).toEqual({ $ref: '#/components/schemas/Order' });
+    expect(doc.webhooks['stock_movement.created'].post.requestBody.content['application/json'].schema.properties.data).toEqual({ $ref: '#/components/schemas/StockMovement' });
+  });
+
+  it('serves the interactive reference at /docs from its own assets, without a token', async () => {
+    const page = await t.app.inject({ url: '/docs/' });
+    expect(page.statusCode).toBe(200);
+    expect(page.headers['content-type']).toMatch(/text\/html/);
+    // Every script and stylesheet is served by this process (works offline).
+    const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    expect(assets.length).toBeGreaterThan(0);
+    for (const asset of assets) {
+      expect(asset, asset).not.toMatch(/^(?:https?:)?\/\//);
+      const res = await t.app.inject({ url: new URL(asset, 'http://x/docs/').pathname });
+      expect(res.statusCode, asset).toBe(200);
+    }
+    const json = await t.app.inject({ url: '/docs/json' });
+    expect(json.json().openapi).toBe('3.1.0');
+  });
+});
