@@ -11,7 +11,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from './app-context.ts';
-import { errorHandlerPlugin } from './api/plugins/error-handler.ts';
+import { errorHandlerPlugin, frameworkErrorHandler } from './api/plugins/error-handler.ts';
 import { readApiRoutes } from './api/routes/v1/index.ts';
 import { adminApiRoutes } from './admin/admin-api.routes.ts';
 import { observabilityPlugin } from './ops/observability.plugin.ts';
@@ -37,6 +37,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   const app = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
     trustProxy: true,
+    frameworkErrors: frameworkErrorHandler,
     // generateRequestId reads X-Request-Id itself, keeping it only when it looks like an id.
     requestIdHeader: false,
     logController: new LogController({ requestIdLogLabel: REQUEST_ID_LOG_LABEL }),

@@ -10,6 +10,7 @@ export const errorCodes = {
   invalid_body: { status: 400, title: 'Invalid Request Body' },
   method_not_allowed: { status: 405, title: 'Method Not Allowed' },
   payload_too_large: { status: 413, title: 'Payload Too Large' },
+  uri_too_long: { status: 414, title: 'URI Too Long' },
   unsupported_media_type: { status: 415, title: 'Unsupported Media Type' },
   conflict: { status: 409, title: 'Conflict' },
   rate_limited: { status: 429, title: 'Too Many Requests' },

@@ -56,6 +56,17 @@ function codeForStatus(status: number): ErrorCode {
   return match ?? (status >= 500 ? 'internal_error' : 'invalid_parameter');
 }
 
+/**
+ * Errors the router raises before any route runs (undecodable URL, a path parameter over
+ * maxParamLength): passed to Fastify as `frameworkErrors` so they are problem+json too.
+ */
+export function frameworkErrorHandler(error: FastifyError, _request: unknown, reply: FastifyReply) {
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return sendProblem(reply, 'uri_too_long', 'A path parameter is longer than 200 characters.', [{ param: 'path', message: 'is too long' }]);
+  }
+  return sendProblem(reply, 'invalid_parameter', 'The URL could not be decoded.', [{ param: 'url', message: error.message }]);
+}
+
 export const errorHandlerPlugin = fp(async function errorHandler(app: FastifyInstance) {
   app.setErrorHandler((error: FastifyError & { validationContext?: string; headers?: Record<string, string> }, request, reply) => {
     if (error instanceof ApiError) {
