@@ -9,7 +9,7 @@
  * ignored (an order of a service takes no stock).
  */
 import { sql } from 'kysely';
-import { randomUUID } from 'node:crypto';
+import { uuidv7 } from '../shared/uuid-v7.ts';
 import { parse as parseCsv } from 'csv-parse/sync';
 import type { Insertable, Kysely } from 'kysely';
 import type { Database, StockMovementTable } from '../db/schema.ts';
@@ -86,7 +86,7 @@ export async function applyStockChanges(ctx: WriteContext, changes: readonly Sto
     }
     if (!Number.isSafeInteger(after) || Math.abs(after) > 2_147_483_647) throw conflict(`Stock of ${sku ?? product.id} would overflow.`);
     movements.push({
-      id: randomUUID(),
+      id: uuidv7(),
       product_id: product.id,
       variant_id: change.variantId,
       sku,
