@@ -1,0 +1,137 @@
+/**
+ * The CLI as an operator runs it: real processes on a real data directory (PGlite) or database
+ * (PostgreSQL). Tokens are created, listed and revoked; a data directory held by a running server is
+ * refused with a plain message and nothing changes.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
+
+const BIN = join(import.meta.dirname, '../../bin/store-api.js');
+
+function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** Starts a long-running command and resolves once its stdout matches `ready`. */
+function start(args: string[], env: Record<string, string>, ready: RegExp): Promise<ChildProcess> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      if (ready.test(out)) resolve(child);
+    });
+    child.on('close', (code) => reject(new Error(`exited ${code} before ready: ${out}`)));
+  });
+}
+
+describe('store-api --help', () => {
+  it('lists the commands', async () => {
+    const { code, stdout } = await run(['--help'], {});
+    expect(code).toBe(0);
+    for (const cmd of ['all', 'serve', 'worker', 'migrate', 'tokens', 'demo']) expect(stdout).toContain(cmd);
+  });
+});
+
+describe.each(backends)('tokens CLI (%s)', (backend) => {
+  let env: Record<string, string>;
+  let dataDir: string | undefined;
+  let database: TestDatabase | undefined;
+  beforeAll(async () => {
+    if (backend === 'pglite') {
+      dataDir = mkdtempSync(join(tmpdir(), 'store-api-cli-'));
+      env = { DATA_DIR: dataDir };
+    } else {
+      database = await openTestDatabase('postgres', { poolSize: 1 });
+      env = { DATABASE_URL: database.url! };
+    }
+  });
+  afterAll(async () => {
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await database?.close();
+  });
+
+  it('creates a token shown once, lists it without the secret, revokes it', async () => {
+    const created = await run(['tokens', 'create', '--name', 'erp', '--scopes', 'products:read,orders:read', '--json'], env);
+    expect(created.code, created.stderr).toBe(0);
+    const token = JSON.parse(created.stdout) as { id: string; token: string; scopes: string[] };
+    expect(token.token).toMatch(/^sia_[A-Za-z0-9_-]{43}$/);
+    expect(token.scopes).toEqual(['products:read', 'orders:read']);
+
+    const listed = await run(['tokens', 'list'], env);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain('erp');
+    expect(listed.stdout).not.toContain(token.token);
+
+    const revoked = await run(['tokens', 'revoke', token.id], env);
+    expect(revoked.code).toBe(0);
+    expect((await run(['tokens', 'list', '--json'], env)).stdout).toContain('"status":"revoked"');
+    const again = await run(['tokens', 'revoke', token.id], env);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toMatch(/already revoked/);
+  });
+
+  it('rejects a bad scope plainly', async () => {
+    const res = await run(['tokens', 'create', '--name', 'x', '--scopes', 'everything'], env);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/Unknown scope\(s\): everything/);
+  });
+});
+
+describe('embedded data directory held by a running server', () => {
+  let dataDir: string;
+  let server: ChildProcess | undefined;
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'store-api-lock-'));
+    server = await start(['serve'], { DATA_DIR: dataDir, PORT: '0', SEED_DEMO: 'false' }, /listening on/);
+  });
+  afterAll(async () => {
+    if (server && server.exitCode === null) {
+      const closed = new Promise((r) => server!.once('close', r));
+      server.kill('SIGTERM');
+      await closed;
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('makes the CLI say so and how to proceed, without hanging or touching the data', async () => {
+    const res = await run(['tokens', 'create', '--name', 'blocked'], { DATA_DIR: dataDir });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain(`in use by another process (pid ${server!.pid})`);
+    expect(res.stderr).toMatch(/stop that process|admin API/);
+    expect(res.stdout).toBe('');
+  });
+
+  it('works again once the server has stopped', async () => {
+    const closed = new Promise<number | null>((r) => server!.once('close', (code) => r(code)));
+    server!.kill('SIGTERM');
+    expect(await closed).toBe(0);
+    const res = await run(['tokens', 'create', '--name', 'after', '--json'], { DATA_DIR: dataDir });
+    expect(res.code, res.stderr).toBe(0);
+  });
+});
+
+describe('demo generate', () => {
+  it('builds a store of the chosen size with a progress report', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'store-api-demo-'));
+    try {
+      const res = await run(['demo', 'generate', '--products', '60', '--orders', '20', '--customers', '10'], { DATA_DIR: dataDir });
+      expect(res.code, res.stderr).toBe(0);
+      expect(res.stdout).toMatch(/Generated 60 products, 10 customers, \d+ orders/);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
