@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { authenticateAdmin } from './admin-auth.ts';
 import { tokenAdminRoutes } from './routes/token.admin-routes.ts';
 import { storeAdminRoutes } from './routes/store.admin-routes.ts';
+import { webhookAdminRoutes } from './routes/webhook.admin-routes.ts';
 import { overviewAdminRoutes } from './routes/overview.admin-routes.ts';
 
 export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
@@ -16,5 +17,6 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   });
   await app.register(tokenAdminRoutes);
   await app.register(storeAdminRoutes);
+  await app.register(webhookAdminRoutes);
   await app.register(overviewAdminRoutes);
 }

@@ -6,10 +6,12 @@
 import type { Kysely } from 'kysely';
 import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migration';
 import * as core from './migrations/0001-core.ts';
+import * as webhooks from './migrations/0002-webhooks.ts';
 import * as adminUsers from './migrations/0003-admin-users.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
+  '0002-webhooks': webhooks,
   '0003-admin-users': adminUsers,
 };
 

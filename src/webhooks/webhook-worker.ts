@@ -1,13 +1,319 @@
 /**
- * Placeholder until the webhooks feature lands: the worker role starts nothing yet.
- * (Replaced by the event poller + dispatcher; see issue "Webhooks".)
+ * The webhook worker: the event poller and the delivery dispatcher of one process. It runs in
+ * `store-api all` (npm start) and `store-api worker`; several workers may share one PostgreSQL
+ * database (claims use SKIP LOCKED and leases, so no attempt is sent twice at once).
+ *
+ * States of the worker (each loop runs until STOPPING):
+ *   POLL_WAITING     The poll loop sleeps WEBHOOK_POLL_INTERVAL_MS, or until woken (NOTIFY from the
+ *                    `events` trigger on PostgreSQL).
+ *   POLLING          One poller transaction: read events below the horizon, queue deliveries,
+ *                    advance the position (event-poller.ts). A full batch polls again at once.
+ *   DISPATCH_WAITING The dispatch loop sleeps until the next delivery falls due (capped at the poll
+ *                    interval), or until woken: the poller queued deliveries, an attempt finished and
+ *                    freed a slot, an admin made deliveries due (in process or by NOTIFY).
+ *   CLAIMING         One claim transaction takes as many due deliveries as there are free slots
+ *                    (WEBHOOK_CONCURRENCY overall, WEBHOOK_ENDPOINT_CONCURRENCY per endpoint) and
+ *                    starts each; a full claim claims again at once.
+ *   STOPPING         stop(): no further polls or claims; attempts in flight finish and settle; the
+ *                    LISTEN connection and the HTTP pool close. Then STOPPED.
+ * An attempt in flight: sign → POST (webhook-http-client.ts) → settle (delivery-queue.ts), never
+ * inside a database transaction.
  */
+import { EventEmitter } from 'node:events';
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import pg from 'pg';
 import type { AppContext } from '../app-context.ts';
+import type { BreakerPolicy } from './circuit-breaker.ts';
+import type { RetryPolicy } from './retry-policy.ts';
+import { claimDueDeliveries, nextDueAt, queueDepth, settleDelivery, type ClaimedDelivery, type Settlement } from './delivery-queue.ts';
+import { pollEvents, type PollResult } from './event-poller.ts';
+import { WebhookHttpClient, type HttpAttemptResult } from './webhook-http-client.ts';
+import { signatureHeaders } from './webhook-signing.ts';
+import { DELIVERIES_CHANNEL, EVENTS_CHANNEL, localWakeups } from './webhook-wakeup.ts';
+import {
+  attemptDuration, deliveriesAttempted, deliveriesDeadLettered, deliveriesFailed, deliveriesSucceeded,
+  deliveryLatency, eventsQueued, setQueueDepthSource,
+} from './webhook-metrics.ts';
+
+/** What one finished attempt did, as the worker reports it. */
+export interface AttemptReport {
+  readonly deliveryId: string;
+  readonly endpointId: string;
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly attemptNumber: number;
+  readonly result: HttpAttemptResult;
+  /** The delivery's new state; absent when the lease had been lost (nothing recorded). */
+  readonly settlement?: Settlement;
+  readonly endpointDisabled: boolean;
+}
+
+/** Typed events a worker emits (tests wait on them instead of sleeping). */
+export interface WebhookWorkerEvents {
+  polled: [PollResult];
+  claimed: [readonly ClaimedDelivery[]];
+  attempt: [AttemptReport];
+  /** A loop step failed (logged too); the loop carries on after the poll interval. */
+  loopError: [unknown];
+}
 
 export interface WebhookWorker {
+  readonly id: string;
+  readonly events: EventEmitter<WebhookWorkerEvents>;
+  /** Stops polling and claiming, waits for attempts in flight to settle, releases connections. */
   stop(): Promise<void>;
 }
 
-export async function startWebhookWorker(_ctx: AppContext): Promise<WebhookWorker> {
-  return { stop: async () => {} };
+export interface WebhookWorkerOptions {
+  /** Epoch ms; default Date.now. */
+  clock?: () => number;
+  workerId?: string;
+  /** PostgreSQL URL to LISTEN on for wake-ups; default DATABASE_URL (PostgreSQL back end only). */
+  listenUrl?: string;
+}
+
+/** Starts the poller and dispatcher of this process. */
+export async function startWebhookWorker(ctx: AppContext, options: WebhookWorkerOptions = {}): Promise<WebhookWorker> {
+  const { config } = ctx;
+  if (config.WEBHOOK_LEASE_MS < config.WEBHOOK_TIMEOUT_MS + 1000) {
+    throw new Error(`WEBHOOK_LEASE_MS (${config.WEBHOOK_LEASE_MS}) must exceed WEBHOOK_TIMEOUT_MS (${config.WEBHOOK_TIMEOUT_MS}) by at least 1000 ms, or a slow attempt could be sent twice at once`);
+  }
+  const worker = new DeliveryWorker(ctx, options);
+  await worker.start();
+  return worker;
+}
+
+class Wakeable {
+  #pending = false;
+  #resolve: (() => void) | undefined;
+
+  wake(): void {
+    if (this.#resolve) {
+      const resolve = this.#resolve;
+      this.#resolve = undefined;
+      resolve();
+    } else {
+      this.#pending = true;
+    }
+  }
+
+  wait(ms: number): Promise<void> {
+    if (this.#pending) {
+      this.#pending = false;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#resolve = undefined;
+        resolve();
+      }, Math.max(1, ms));
+      this.#resolve = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+}
+
+class DeliveryWorker implements WebhookWorker {
+  readonly id: string;
+  readonly events = new EventEmitter<WebhookWorkerEvents>();
+  readonly #ctx: AppContext;
+  readonly #clock: () => number;
+  readonly #listenUrl: string | undefined;
+  readonly #retry: RetryPolicy;
+  readonly #breaker: BreakerPolicy;
+  readonly #http: WebhookHttpClient;
+  readonly #pollWake = new Wakeable();
+  readonly #dispatchWake = new Wakeable();
+  readonly #inFlight = new Map<string, Promise<void>>();
+  readonly #perEndpoint = new Map<string, number>();
+  #stopping = false;
+  #loops: Promise<void>[] = [];
+  #listener: pg.Client | undefined;
+  #listenRetry: NodeJS.Timeout | undefined;
+  readonly #onLocalWake = () => this.#dispatchWake.wake();
+
+  constructor(ctx: AppContext, options: WebhookWorkerOptions) {
+    this.#ctx = ctx;
+    this.#clock = options.clock ?? Date.now;
+    this.id = options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+    this.#listenUrl = ctx.database.backend === 'postgres' ? options.listenUrl ?? ctx.config.DATABASE_URL : undefined;
+    this.#retry = { scheduleMs: ctx.config.webhookRetryScheduleMs };
+    this.#breaker = { threshold: ctx.config.WEBHOOK_BREAKER_THRESHOLD, pauseMs: ctx.config.WEBHOOK_BREAKER_PAUSE_MS };
+    this.#http = new WebhookHttpClient({
+      timeoutMs: ctx.config.WEBHOOK_TIMEOUT_MS,
+      allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE_URLS,
+      connectionsPerOrigin: ctx.config.WEBHOOK_ENDPOINT_CONCURRENCY,
+      now: this.#clock,
+    });
+  }
+
+  async start(): Promise<void> {
+    localWakeups.on('deliveries', this.#onLocalWake);
+    if (this.#listenUrl) await this.#listen(this.#listenUrl);
+    setQueueDepthSource(() => queueDepth(this.#ctx.database.db));
+    this.#loops = [this.#pollLoop(), this.#dispatchLoop()];
+  }
+
+  async stop(): Promise<void> {
+    if (this.#stopping) return;
+    this.#stopping = true;
+    localWakeups.off('deliveries', this.#onLocalWake);
+    this.#pollWake.wake();
+    this.#dispatchWake.wake();
+    await Promise.all(this.#loops);
+    await Promise.allSettled([...this.#inFlight.values()]);
+    clearTimeout(this.#listenRetry);
+    await this.#listener?.end().catch(() => {});
+    this.#listener = undefined;
+    setQueueDepthSource(undefined);
+    await this.#http.close();
+  }
+
+  async #pollLoop(): Promise<void> {
+    const interval = this.#ctx.config.WEBHOOK_POLL_INTERVAL_MS;
+    while (!this.#stopping) {
+      let more = false;
+      try {
+        const result = await pollEvents(this.#ctx.database.db, this.#clock());
+        if (result.events > 0) eventsQueued.inc(result.events);
+        if (result.deliveries > 0) this.#dispatchWake.wake();
+        more = result.more;
+        this.events.emit('polled', result);
+      } catch (error) {
+        this.#loopError('event poll failed', error);
+      }
+      if (this.#stopping) break;
+      if (!more) await this.#pollWake.wait(interval);
+    }
+  }
+
+  async #dispatchLoop(): Promise<void> {
+    const { config } = this.#ctx;
+    const interval = config.WEBHOOK_POLL_INTERVAL_MS;
+    while (!this.#stopping) {
+      const free = config.WEBHOOK_CONCURRENCY - this.#inFlight.size;
+      let claimedAll = false;
+      let waitMs = interval;
+      try {
+        if (free > 0) {
+          const freeSlots = new Map<string, number>();
+          for (const [endpointId, n] of this.#perEndpoint) freeSlots.set(endpointId, config.WEBHOOK_ENDPOINT_CONCURRENCY - n);
+          const claimed = await claimDueDeliveries(this.#ctx.database.db, {
+            workerId: this.id,
+            now: this.#clock(),
+            leaseMs: config.WEBHOOK_LEASE_MS,
+            limit: free,
+            freeSlots,
+            endpointCapacity: config.WEBHOOK_ENDPOINT_CONCURRENCY,
+            breaker: this.#breaker,
+          });
+          if (claimed.length > 0) this.events.emit('claimed', claimed);
+          for (const delivery of claimed) this.#begin(delivery);
+          claimedAll = claimed.length === free;
+          if (!claimedAll && !this.#stopping) {
+            const due = await nextDueAt(this.#ctx.database.db, this.#breaker);
+            const now = this.#clock();
+            if (due !== null && due > now) waitMs = Math.min(interval, due - now);
+          }
+        }
+      } catch (error) {
+        this.#loopError('delivery claim failed', error);
+      }
+      if (this.#stopping) break;
+      if (!claimedAll) await this.#dispatchWake.wait(waitMs);
+    }
+  }
+
+  #begin(delivery: ClaimedDelivery): void {
+    this.#perEndpoint.set(delivery.endpointId, (this.#perEndpoint.get(delivery.endpointId) ?? 0) + 1);
+    const run = this.#attempt(delivery)
+      .catch((error) => this.#loopError('delivery attempt failed', error))
+      .finally(() => {
+        this.#inFlight.delete(delivery.id);
+        const left = (this.#perEndpoint.get(delivery.endpointId) ?? 1) - 1;
+        if (left <= 0) this.#perEndpoint.delete(delivery.endpointId);
+        else this.#perEndpoint.set(delivery.endpointId, left);
+        this.#dispatchWake.wake();
+      });
+    this.#inFlight.set(delivery.id, run);
+  }
+
+  async #attempt(delivery: ClaimedDelivery): Promise<void> {
+    const { event } = delivery;
+    const body = JSON.stringify({ id: event.id, type: event.type, created_at: event.created_at, data: event.data });
+    const startedAt = this.#clock();
+    const headers = signatureHeaders(delivery.secrets, event.id, Math.floor(startedAt / 1000), body);
+    const result = await this.#http.post(delivery.url, body, headers);
+    deliveriesAttempted.inc({ outcome: result.outcome });
+    attemptDuration.observe({ outcome: result.outcome }, result.durationMs / 1000);
+
+    const settleOptions = { workerId: this.id, startedAt, retry: this.#retry, breaker: this.#breaker };
+    let settled;
+    try {
+      settled = await settleDelivery(this.#ctx.database.db, delivery, result, { ...settleOptions, now: this.#clock() });
+    } catch (error) {
+      // One more try (a dropped connection); if that fails too the lease expires and another claim sends it again.
+      this.#ctx.logger.warn({ err: error, deliveryId: delivery.id }, 'settling a webhook delivery failed; retrying once');
+      settled = await settleDelivery(this.#ctx.database.db, delivery, result, { ...settleOptions, now: this.#clock() });
+    }
+    if (!settled.settled) {
+      this.#ctx.logger.warn({ deliveryId: delivery.id, workerId: this.id }, 'webhook delivery lease lost before settling; the new holder sends it again');
+    } else if (settled.settlement.status === 'succeeded') {
+      deliveriesSucceeded.inc();
+      deliveryLatency.observe(Math.max(0, this.#clock() - delivery.eventCreatedAtMs) / 1000);
+    } else {
+      deliveriesFailed.inc();
+      if (settled.settlement.status === 'dead') deliveriesDeadLettered.inc();
+      this.#ctx.logger.info({
+        deliveryId: delivery.id, endpointId: delivery.endpointId, attempt: delivery.attemptNumber,
+        outcome: result.outcome, statusCode: result.statusCode, status: settled.settlement.status,
+      }, 'webhook delivery attempt failed');
+    }
+    if (settled.endpointDisabled) this.#ctx.logger.warn({ endpointId: delivery.endpointId }, 'webhook endpoint answered 410 Gone; disabled');
+    this.events.emit('attempt', {
+      deliveryId: delivery.id,
+      endpointId: delivery.endpointId,
+      eventId: event.id,
+      eventType: event.type,
+      attemptNumber: delivery.attemptNumber,
+      result,
+      settlement: settled.settled ? settled.settlement : undefined,
+      endpointDisabled: settled.endpointDisabled,
+    });
+  }
+
+  async #listen(url: string): Promise<void> {
+    const client = new pg.Client({ connectionString: url, application_name: 'store-api-webhook-listener' });
+    client.on('notification', (message) => {
+      if (message.channel === EVENTS_CHANNEL) this.#pollWake.wake();
+      else this.#dispatchWake.wake();
+    });
+    client.on('error', (error) => {
+      this.#ctx.logger.warn({ err: error }, 'webhook LISTEN connection lost; polling only until it is back');
+      if (this.#listener === client) this.#listener = undefined;
+      client.end().catch(() => {});
+      if (!this.#stopping) {
+        this.#listenRetry = setTimeout(() => void this.#listen(url).catch(() => {}), 5000);
+        this.#listenRetry.unref();
+      }
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+      await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
+      if (this.#stopping) await client.end();
+      else this.#listener = client;
+    } catch (error) {
+      this.#ctx.logger.warn({ err: error }, 'webhook LISTEN failed; polling only');
+      await client.end().catch(() => {});
+    }
+  }
+
+  #loopError(message: string, error: unknown): void {
+    this.#ctx.logger.error({ err: error, workerId: this.id }, message);
+    this.events.emit('loopError', error);
+  }
 }

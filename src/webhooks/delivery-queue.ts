@@ -1,0 +1,267 @@
+/**
+ * The delivery queue: a purpose-built table (docs/decisions/0002-webhook-delivery-queue.md) that
+ * workers claim from with `FOR UPDATE SKIP LOCKED` under a lease and settle in one statement
+ * guarded by the claimant. This file holds the delivery's state machine and every statement that
+ * moves it.
+ *
+ * States of a delivery (column `status`; a claimed row keeps its status and gains a lease):
+ *   pending    Queued and never tried, or made due again by hand (retry, replay, ping). Due when
+ *              next_attempt_at ≤ now.
+ *   failed     Its last attempt failed and a retry is scheduled at next_attempt_at (the retry
+ *              policy, retry-policy.ts). Waits like pending.
+ *   succeeded  A 2xx answer was received. Final.
+ *   dead       The last retry failed (attempt 6 by default): a dead letter. Final until an admin
+ *              retries it, which makes it pending again for one more attempt.
+ * The lease (locked_by, locked_at, locked_until) is orthogonal: a worker claims a due pending or
+ * failed row whose lease is free or expired, and only that worker can settle it. A worker killed
+ * mid-attempt leaves its lease to expire; the next claimant records the lost attempt as
+ * `abandoned` and tries again at once (delivery is at-least-once).
+ * Transitions (each ONE statement, guarded by `locked_by = <claimant>`):
+ *   pending|failed --claim-->                   same status, leased, attempt_count + 1
+ *   leased --2xx-->                             succeeded
+ *   leased --failure, retries left-->           failed, next_attempt_at = decided by the policy
+ *   leased --failure, no retry left-->          dead
+ *   dead|failed --admin retry-->                pending, due now (webhook-delivery.repository.ts)
+ * Breaker: endpoints whose breaker is open are not claimed (their due rows wait unchanged); a
+ * half-open endpoint gives one probe (circuit-breaker.ts). The endpoint's breaker state moves in
+ * the same transaction as the settle, with its row locked.
+ */
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import { isoFromMillis } from '../shared/time.ts';
+import { afterFailure, afterSuccess, probeClaimed, type BreakerPolicy, type BreakerState } from './circuit-breaker.ts';
+import { decideAfterFailure, type RetryPolicy } from './retry-policy.ts';
+import type { AttemptOutcome, HttpAttemptResult } from './webhook-http-client.ts';
+import './webhook.tables.ts';
+
+/** A delivery this worker holds, with everything needed to send it. */
+export interface ClaimedDelivery {
+  readonly id: string;
+  readonly attemptNumber: number;
+  readonly endpointId: string;
+  readonly url: string;
+  /** Signing secrets: the current one, then the rotated-out one while it still signs. */
+  readonly secrets: readonly string[];
+  readonly event: { readonly id: string; readonly type: string; readonly created_at: string; readonly data: unknown };
+  /** Epoch ms of the event, for the end-to-end latency metric. */
+  readonly eventCreatedAtMs: number;
+}
+
+export interface ClaimOptions {
+  readonly workerId: string;
+  readonly now: number;
+  readonly leaseMs: number;
+  /** Most rows to claim. */
+  readonly limit: number;
+  /** Free delivery slots of endpoints with deliveries in flight here; others get endpointCapacity. */
+  readonly freeSlots: ReadonlyMap<string, number>;
+  readonly endpointCapacity: number;
+  readonly breaker: BreakerPolicy;
+}
+
+/**
+ * Claims up to `limit` due deliveries in one short transaction (no network I/O inside): first the
+ * probe rights of half-open endpoints (re-arming their pause, so only one worker probes), then the
+ * rows themselves, `FOR UPDATE SKIP LOCKED`, at most the free slots per endpoint and one per probed
+ * endpoint. Rows whose previous lease expired get an `abandoned` attempt recorded.
+ */
+export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOptions): Promise<ClaimedDelivery[]> {
+  if (options.limit <= 0) return [];
+  const now = isoFromMillis(options.now);
+  const leaseUntil = isoFromMillis(options.now + options.leaseMs);
+  const fullEndpoints = [...options.freeSlots].filter(([, free]) => free <= 0).map(([id]) => id);
+  const slots = JSON.stringify(Object.fromEntries(options.freeSlots));
+  const probeUntil = isoFromMillis(probeClaimed(options.breaker, { consecutiveFailures: options.breaker.threshold, pausedUntil: null }, options.now).pausedUntil!);
+
+  return db.transaction().execute(async (trx) => {
+    const { rows: probes } = await sql<{ id: string }>`
+      UPDATE webhook_endpoints e SET paused_until = ${probeUntil}::timestamptz
+      WHERE e.enabled AND e.consecutive_failures >= ${options.breaker.threshold}
+        AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
+        AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))
+        AND EXISTS (
+          SELECT 1 FROM webhook_deliveries d
+          WHERE d.endpoint_id = e.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
+            AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz))
+      RETURNING e.id
+    `.execute(trx);
+    const probeIds = probes.map((p) => p.id);
+
+    const { rows: claimed } = await sql<{ id: string; attempt_count: number; previous_locked_by: string | null; previous_locked_at: string | null; previous_locked_until: string | null }>`
+      WITH ranked AS (
+        SELECT d.id, e.id = ANY(${probeIds}::uuid[]) AS is_probe,
+          row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rn
+        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+        WHERE d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
+          AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
+          AND e.enabled
+          AND (e.id = ANY(${probeIds}::uuid[])
+            OR (e.consecutive_failures < ${options.breaker.threshold}
+              AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
+              AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))))
+      ), picked AS (
+        SELECT d.id, d.locked_by AS previous_locked_by, d.locked_at AS previous_locked_at, d.locked_until AS previous_locked_until
+        FROM webhook_deliveries d JOIN ranked r ON r.id = d.id
+        WHERE r.rn <= CASE WHEN r.is_probe THEN 1
+          ELSE coalesce((${slots}::jsonb ->> d.endpoint_id::text)::int, ${options.endpointCapacity}) END
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT ${options.limit}
+        FOR UPDATE OF d SKIP LOCKED
+      )
+      UPDATE webhook_deliveries d
+      SET locked_by = ${options.workerId}, locked_at = ${now}::timestamptz, locked_until = ${leaseUntil}::timestamptz,
+          attempt_count = d.attempt_count + 1
+      FROM picked p
+      WHERE d.id = p.id AND d.status IN ('pending','failed') AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
+      RETURNING d.id, d.attempt_count, p.previous_locked_by, p.previous_locked_at::text, p.previous_locked_until::text
+    `.execute(trx);
+    if (claimed.length === 0) return [];
+
+    const abandoned = claimed.filter((c) => c.previous_locked_by !== null);
+    for (const row of abandoned) await recordAbandonedAttempt(trx, row.id, row.attempt_count - 1, row.previous_locked_at, row.previous_locked_until);
+
+    const { rows } = await sql<{
+      id: string; attempt_count: number; endpoint_id: string; url: string; secret: string; previous_secret: string | null;
+      event_id: string; event_type: string; event_created_at: string; event_created_at_ms: number; data: unknown;
+    }>`
+      SELECT d.id, d.attempt_count, d.endpoint_id, e.url, e.secret,
+        CASE WHEN e.previous_secret_expires_at > ${now}::timestamptz THEN e.previous_secret END AS previous_secret,
+        ev.id AS event_id, ev.type AS event_type, iso_utc(ev.created_at) AS event_created_at,
+        (extract(epoch FROM ev.created_at) * 1000)::float8 AS event_created_at_ms, ev.data
+      FROM webhook_deliveries d
+      JOIN webhook_endpoints e ON e.id = d.endpoint_id
+      JOIN events ev ON ev.id = d.event_id
+      WHERE d.id = ANY(${claimed.map((c) => c.id)}::uuid[]) AND d.locked_by = ${options.workerId}
+      ORDER BY d.next_attempt_at, d.id
+    `.execute(trx);
+    return rows.map((r) => ({
+      id: r.id,
+      attemptNumber: r.attempt_count,
+      endpointId: r.endpoint_id,
+      url: r.url,
+      secrets: r.previous_secret ? [r.secret, r.previous_secret] : [r.secret],
+      event: { id: r.event_id, type: r.event_type, created_at: r.event_created_at, data: r.data },
+      eventCreatedAtMs: r.event_created_at_ms,
+    }));
+  });
+}
+
+async function recordAbandonedAttempt(trx: Transaction<Database>, deliveryId: string, attemptNumber: number, lockedAt: string | null, lockedUntil: string | null): Promise<void> {
+  if (attemptNumber < 1) return;
+  await sql`
+    INSERT INTO webhook_attempts (id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
+    VALUES (${randomUUID()}, ${deliveryId}, ${attemptNumber}, coalesce(${lockedAt}::timestamptz, now()),
+      coalesce((extract(epoch FROM (${lockedUntil}::timestamptz - ${lockedAt}::timestamptz)) * 1000)::int, 0),
+      NULL, NULL, 'the worker stopped before recording this attempt (its lease expired); sent again', 'abandoned')
+  `.execute(trx);
+}
+
+/** What happens to a delivery after an attempt: the transition chosen, pure. */
+export type Settlement =
+  | { readonly status: 'succeeded' }
+  | { readonly status: 'failed'; readonly nextAttemptAt: number }
+  | { readonly status: 'dead' };
+
+/** The delivery's next state after attempt `attemptNumber` ended with `result` at `now`. */
+export function decideSettlement(policy: RetryPolicy, attemptNumber: number, result: Pick<HttpAttemptResult, 'outcome' | 'retryAfterMs'>, now: number): Settlement {
+  if (result.outcome === 'success') return { status: 'succeeded' };
+  const decision = decideAfterFailure(policy, attemptNumber, now, result.retryAfterMs);
+  return decision.kind === 'dead' ? { status: 'dead' } : { status: 'failed', nextAttemptAt: decision.nextAttemptAt };
+}
+
+/** A 410 Gone says the receiver is gone for good: the endpoint is disabled until an admin re-enables it. */
+export function disablesEndpoint(result: Pick<HttpAttemptResult, 'statusCode'>): boolean {
+  return result.statusCode === 410;
+}
+
+export interface SettleOptions {
+  readonly workerId: string;
+  /** When the attempt started and ended (epoch ms). */
+  readonly startedAt: number;
+  readonly now: number;
+  readonly retry: RetryPolicy;
+  readonly breaker: BreakerPolicy;
+}
+
+export interface SettleResult {
+  /** False when this worker no longer held the lease (nothing was changed). */
+  readonly settled: boolean;
+  readonly settlement: Settlement;
+  readonly endpointDisabled: boolean;
+  readonly breaker: BreakerState | null;
+}
+
+/**
+ * Records the attempt and moves the delivery in ONE statement guarded by the claimant, then (same
+ * transaction, endpoint row locked) moves the endpoint's breaker and, on 410, disables it.
+ */
+export async function settleDelivery(db: Kysely<Database>, delivery: ClaimedDelivery, result: HttpAttemptResult, options: SettleOptions): Promise<SettleResult> {
+  const settlement = decideSettlement(options.retry, delivery.attemptNumber, result, options.now);
+  const now = isoFromMillis(options.now);
+  const next = settlement.status === 'failed' ? isoFromMillis(settlement.nextAttemptAt) : null;
+  const outcome: AttemptOutcome = result.outcome;
+  const disable = disablesEndpoint(result);
+  return db.transaction().execute(async (trx) => {
+    const { rows } = await sql<{ delivery_id: string }>`
+      WITH settled AS (
+        UPDATE webhook_deliveries SET
+          status = ${settlement.status}, next_attempt_at = ${next}::timestamptz,
+          locked_by = NULL, locked_at = NULL, locked_until = NULL,
+          last_status_code = ${result.statusCode}::int, last_error = ${result.error},
+          updated_at = ${now}::timestamptz,
+          succeeded_at = CASE WHEN ${settlement.status} = 'succeeded' THEN ${now}::timestamptz ELSE succeeded_at END,
+          dead_at = CASE WHEN ${settlement.status} = 'dead' THEN ${now}::timestamptz ELSE dead_at END
+        WHERE id = ${delivery.id}::uuid AND locked_by = ${options.workerId}
+        RETURNING id
+      )
+      INSERT INTO webhook_attempts (id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
+      SELECT ${randomUUID()}::uuid, settled.id, ${delivery.attemptNumber}::int, ${isoFromMillis(options.startedAt)}::timestamptz,
+        ${result.durationMs}::int, ${result.statusCode}::int, ${result.responseExcerpt}, ${result.error}, ${outcome}
+      FROM settled
+      RETURNING delivery_id
+    `.execute(trx);
+    if (rows.length === 0) return { settled: false, settlement, endpointDisabled: false, breaker: null };
+
+    const { rows: endpoints } = await sql<{ consecutive_failures: number; paused_until_ms: number | null }>`
+      SELECT consecutive_failures, (extract(epoch FROM paused_until) * 1000)::float8 AS paused_until_ms
+      FROM webhook_endpoints WHERE id = ${delivery.endpointId}::uuid FOR UPDATE
+    `.execute(trx);
+    const current: BreakerState = { consecutiveFailures: endpoints[0]!.consecutive_failures, pausedUntil: endpoints[0]!.paused_until_ms };
+    const breaker = result.outcome === 'success' ? afterSuccess() : afterFailure(options.breaker, current, options.now);
+    const changed = breaker.consecutiveFailures !== current.consecutiveFailures || breaker.pausedUntil !== current.pausedUntil;
+    if (changed || disable) {
+      await sql`
+        UPDATE webhook_endpoints SET
+          consecutive_failures = ${breaker.consecutiveFailures},
+          paused_until = ${breaker.pausedUntil === null ? null : isoFromMillis(breaker.pausedUntil)}::timestamptz,
+          enabled = CASE WHEN ${disable} THEN false ELSE enabled END,
+          disabled_reason = CASE WHEN ${disable} THEN ${'the receiver answered 410 Gone'} ELSE disabled_reason END,
+          updated_at = CASE WHEN ${disable} THEN ${now}::timestamptz ELSE updated_at END
+        WHERE id = ${delivery.endpointId}::uuid
+      `.execute(trx);
+    }
+    return { settled: true, settlement, endpointDisabled: disable, breaker };
+  });
+}
+
+/** Deliveries waiting (pending or failed), for the queue-depth gauge. */
+export async function queueDepth(db: Kysely<Database>): Promise<number> {
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE status IN ('pending','failed')`.execute(db);
+  return rows[0]!.n;
+}
+
+/**
+ * When the next delivery this worker could claim becomes due (epoch ms), or null when none waits:
+ * the later of its due time, its endpoint's pause and its current lease.
+ */
+export async function nextDueAt(db: Kysely<Database>, breaker: BreakerPolicy): Promise<number | null> {
+  const { rows } = await sql<{ t: number | null }>`
+    SELECT (extract(epoch FROM min(greatest(d.next_attempt_at,
+        CASE WHEN e.consecutive_failures >= ${breaker.threshold} OR e.paused_until IS NOT NULL THEN coalesce(e.paused_until, d.next_attempt_at) ELSE d.next_attempt_at END,
+        coalesce(d.locked_until, d.next_attempt_at)))) * 1000)::float8 AS t
+    FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+    WHERE d.status IN ('pending','failed') AND e.enabled
+  `.execute(db);
+  return rows[0]?.t ?? null;
+}

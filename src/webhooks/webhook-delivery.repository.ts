@@ -1,0 +1,213 @@
+/**
+ * SQL of deliveries as the admin API reads and changes them: lists (newest first, keyset by
+ * created_at and id), one delivery with its attempts and event, manual retries, replays and the
+ * hourly statistics. The worker's claim and settle statements are in delivery-queue.ts.
+ */
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import type { WriteContext } from '../db/write-clock.ts';
+import './webhook.tables.ts';
+
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'dead'] as const;
+/** pending: not tried yet (or retried by hand); failed: last attempt failed, retry scheduled; dead: dead letter. */
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
+
+export interface WebhookDelivery {
+  id: string;
+  event_id: string;
+  event_type: string;
+  endpoint_id: string;
+  endpoint_url: string;
+  status: DeliveryStatus;
+  attempt_count: number;
+  next_attempt_at: string | null;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface WebhookAttempt {
+  id: string;
+  attempt_number: number;
+  started_at: string;
+  duration_ms: number;
+  status_code: number | null;
+  response_body_excerpt: string | null;
+  error: string | null;
+  outcome: string;
+}
+
+export interface DeliveryEvent {
+  id: string;
+  type: string;
+  created_at: string;
+  data: unknown;
+}
+
+const deliveryColumns = sql`
+  d.id, d.event_id, d.event_type, d.endpoint_id, e.url AS endpoint_url, d.status, d.attempt_count,
+  iso_utc(d.next_attempt_at) AS next_attempt_at, d.last_status_code, d.last_error,
+  iso_utc(d.created_at) AS created_at, iso_utc(d.updated_at) AS updated_at`;
+
+/** One row → the admin API's Delivery (the SELECT already has its shape). */
+export function deliveryRowToDelivery(row: WebhookDelivery): WebhookDelivery {
+  return {
+    id: row.id,
+    event_id: row.event_id,
+    event_type: row.event_type,
+    endpoint_id: row.endpoint_id,
+    endpoint_url: row.endpoint_url,
+    status: row.status,
+    attempt_count: row.attempt_count,
+    next_attempt_at: row.next_attempt_at,
+    last_status_code: row.last_status_code,
+    last_error: row.last_error,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export interface DeliveryListQuery {
+  endpointId?: string;
+  status?: DeliveryStatus;
+  limit: number;
+  /** Keyset position: deliveries strictly older than (ts, id). */
+  before?: { ts: string; id?: string };
+}
+
+/** A page of deliveries, newest first; `limit + 1` rows are read to tell whether more follow. */
+export async function listDeliveryRows(db: Kysely<Database>, query: DeliveryListQuery): Promise<WebhookDelivery[]> {
+  const conditions = [sql`true`];
+  if (query.endpointId) conditions.push(sql`d.endpoint_id = ${query.endpointId}::uuid`);
+  if (query.status) conditions.push(sql`d.status = ${query.status}`);
+  if (query.before) {
+    conditions.push(query.before.id
+      ? sql`(d.created_at, d.id) < (${query.before.ts}::timestamptz, ${query.before.id}::uuid)`
+      : sql`d.created_at < ${query.before.ts}::timestamptz`);
+  }
+  const { rows } = await sql<WebhookDelivery>`
+    SELECT ${deliveryColumns}
+    FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+    WHERE ${sql.join(conditions, sql` AND `)}
+    ORDER BY d.created_at DESC, d.id DESC
+    LIMIT ${query.limit + 1}
+  `.execute(db);
+  return rows.map(deliveryRowToDelivery);
+}
+
+export async function findDelivery(db: Kysely<Database>, id: string): Promise<WebhookDelivery | undefined> {
+  const { rows } = await sql<WebhookDelivery>`
+    SELECT ${deliveryColumns} FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+    WHERE d.id = ${id}::uuid
+  `.execute(db);
+  return rows[0] && deliveryRowToDelivery(rows[0]);
+}
+
+export async function listAttempts(db: Kysely<Database>, deliveryId: string): Promise<WebhookAttempt[]> {
+  const { rows } = await sql<WebhookAttempt>`
+    SELECT id, attempt_number, iso_utc(started_at) AS started_at, duration_ms, status_code, response_body_excerpt, error, outcome
+    FROM webhook_attempts WHERE delivery_id = ${deliveryId}::uuid ORDER BY attempt_number, started_at
+  `.execute(db);
+  return rows;
+}
+
+export async function findEvent(db: Kysely<Database>, eventId: string): Promise<DeliveryEvent | undefined> {
+  const { rows } = await sql<DeliveryEvent>`
+    SELECT id, type, iso_utc(created_at) AS created_at, data FROM events WHERE id = ${eventId}::uuid
+  `.execute(db);
+  return rows[0];
+}
+
+/**
+ * Makes the dead or failed deliveries among `ids` (or all dead letters of `endpointId`) due now.
+ * A retried dead letter gets one more attempt (its attempt count is past the schedule), a failed
+ * delivery keeps its place in the schedule. Returns the ids retried.
+ */
+export async function retryDeliveries(db: Kysely<Database>, target: { ids: readonly string[] } | { deadOfEndpoint: string }, nowIso: string): Promise<string[]> {
+  const which = 'ids' in target
+    ? sql`id = ANY(${[...new Set(target.ids)]}::uuid[]) AND status IN ('dead','failed')`
+    : sql`endpoint_id = ${target.deadOfEndpoint}::uuid AND status = 'dead'`;
+  const { rows } = await sql<{ id: string }>`
+    UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ${nowIso}, updated_at = ${nowIso}
+    WHERE ${which}
+    RETURNING id
+  `.execute(db);
+  return rows.map((r) => r.id);
+}
+
+/** Queues one delivery of `eventId` to `endpointId`, due at once. */
+export async function insertDelivery(db: Kysely<Database> | WriteContext['trx'], eventId: string, eventType: string, endpointId: string, nowIso: string): Promise<string> {
+  const id = randomUUID();
+  await sql`
+    INSERT INTO webhook_deliveries (id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at)
+    VALUES (${id}, ${eventId}, ${eventType}, ${endpointId}, 'pending', ${nowIso}, ${nowIso}, ${nowIso})
+  `.execute(db);
+  return id;
+}
+
+/** Events of [fromIso, toIso) that `endpointId` subscribes to (never pings), at most `max` + 1 counted. */
+export async function countReplayEvents(db: Kysely<Database>, endpointId: string, fromIso: string, toIso: string, max: number): Promise<number> {
+  const { rows } = await sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM (
+      SELECT 1 FROM events ev JOIN webhook_endpoints e ON e.id = ${endpointId}::uuid
+      WHERE ev.created_at >= ${fromIso}::timestamptz AND ev.created_at < ${toIso}::timestamptz AND ev.type <> 'ping'
+        AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types))
+      LIMIT ${max + 1}
+    ) s
+  `.execute(db);
+  return rows[0]!.n;
+}
+
+/** Queues a new delivery to `endpointId` of every subscribed event of [fromIso, toIso), in log order. */
+export async function insertReplayDeliveries(db: Kysely<Database>, endpointId: string, fromIso: string, toIso: string, nowIso: string): Promise<number> {
+  const result = await sql`
+    INSERT INTO webhook_deliveries (id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at)
+    SELECT gen_random_uuid(), ev.id, ev.type, e.id, 'pending', ${nowIso}::timestamptz, ${nowIso}::timestamptz, ${nowIso}::timestamptz
+    FROM events ev JOIN webhook_endpoints e ON e.id = ${endpointId}::uuid
+    WHERE ev.created_at >= ${fromIso}::timestamptz AND ev.created_at < ${toIso}::timestamptz AND ev.type <> 'ping'
+      AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types))
+    ORDER BY ev.created_at, ev.seq
+  `.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
+
+export interface HourBucket {
+  hour: string;
+  succeeded: number;
+  failed: number;
+  dead: number;
+}
+
+export interface DeliveryStats {
+  buckets: HourBucket[];
+  totals: { succeeded: number; failed: number; dead: number; pending: number };
+}
+
+/**
+ * Activity per hour over the last `hours` hours up to `nowIso` (every hour present, zeros
+ * included): deliveries that succeeded, failed attempts, deliveries dead-lettered. Totals are the
+ * deliveries in each status now (pending counts everything waiting: never tried or retried by hand).
+ */
+export async function deliveryStats(db: Kysely<Database>, hours: number, nowIso: string): Promise<DeliveryStats> {
+  const { rows: buckets } = await sql<HourBucket>`
+    WITH hours AS (
+      SELECT generate_series(date_trunc('hour', ${nowIso}::timestamptz) - make_interval(hours => ${hours - 1}),
+                             date_trunc('hour', ${nowIso}::timestamptz), interval '1 hour') AS hour
+    )
+    SELECT iso_utc(h.hour) AS hour,
+      (SELECT count(*)::int FROM webhook_deliveries d WHERE d.succeeded_at >= h.hour AND d.succeeded_at < h.hour + interval '1 hour') AS succeeded,
+      (SELECT count(*)::int FROM webhook_attempts a WHERE a.started_at >= h.hour AND a.started_at < h.hour + interval '1 hour' AND a.outcome <> 'success') AS failed,
+      (SELECT count(*)::int FROM webhook_deliveries d WHERE d.dead_at >= h.hour AND d.dead_at < h.hour + interval '1 hour') AS dead
+    FROM hours h ORDER BY h.hour
+  `.execute(db);
+  const { rows } = await sql<{ status: DeliveryStatus; n: number }>`
+    SELECT status, count(*)::int AS n FROM webhook_deliveries GROUP BY status
+  `.execute(db);
+  const by = Object.fromEntries(rows.map((r) => [r.status, r.n])) as Partial<Record<DeliveryStatus, number>>;
+  return {
+    buckets,
+    totals: { succeeded: by.succeeded ?? 0, failed: by.failed ?? 0, dead: by.dead ?? 0, pending: by.pending ?? 0 },
+  };
+}

@@ -1,0 +1,154 @@
+/**
+ * SQL of webhook endpoints. Rows become `WebhookEndpoint` (the admin API's shape) through one
+ * mapping function, `endpointRowToEndpoint`.
+ */
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import './webhook.tables.ts';
+
+export type EndpointState = 'active' | 'paused' | 'disabled';
+
+/** An endpoint as the admin API shows it (never with its secret). */
+export interface WebhookEndpoint {
+  id: string;
+  url: string;
+  description: string | null;
+  event_types: string[];
+  enabled: boolean;
+  state: EndpointState;
+  paused_until: string | null;
+  consecutive_failures: number;
+  disabled_reason: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface EndpointSecrets {
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: string | null;
+}
+
+interface EndpointRow {
+  id: string;
+  url: string;
+  description: string | null;
+  event_types: string[];
+  enabled: boolean;
+  paused_until: string | null;
+  paused_until_ms: number | null;
+  consecutive_failures: number;
+  disabled_reason: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+const endpointColumns = sql`
+  e.id, e.url, e.description, e.event_types, e.enabled, iso_utc(e.paused_until) AS paused_until,
+  (extract(epoch FROM e.paused_until) * 1000)::float8 AS paused_until_ms,
+  e.consecutive_failures, e.disabled_reason, iso_utc(e.created_at) AS created_at, iso_utc(e.updated_at) AS updated_at`;
+
+/**
+ * The admin view of a row at `now`: disabled when not enabled; paused while the breaker holds it
+ * (paused_until ahead, or failures at the threshold with the probe still to succeed); else active.
+ */
+export function endpointRowToEndpoint(row: EndpointRow, now: number, breakerThreshold: number): WebhookEndpoint {
+  const paused = (row.paused_until_ms !== null && row.paused_until_ms > now) || row.consecutive_failures >= breakerThreshold;
+  return {
+    id: row.id,
+    url: row.url,
+    description: row.description,
+    event_types: row.event_types,
+    enabled: row.enabled,
+    state: !row.enabled ? 'disabled' : paused ? 'paused' : 'active',
+    paused_until: row.paused_until,
+    consecutive_failures: row.consecutive_failures,
+    disabled_reason: row.disabled_reason,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+export interface EndpointView {
+  now: number;
+  breakerThreshold: number;
+}
+
+export async function listEndpointRows(db: Kysely<Database>, view: EndpointView): Promise<WebhookEndpoint[]> {
+  const { rows } = await sql<EndpointRow>`SELECT ${endpointColumns} FROM webhook_endpoints e ORDER BY e.created_at, e.id`.execute(db);
+  return rows.map((r) => endpointRowToEndpoint(r, view.now, view.breakerThreshold));
+}
+
+export async function findEndpoint(db: Kysely<Database>, id: string, view: EndpointView): Promise<WebhookEndpoint | undefined> {
+  const { rows } = await sql<EndpointRow>`SELECT ${endpointColumns} FROM webhook_endpoints e WHERE e.id = ${id}::uuid`.execute(db);
+  return rows[0] && endpointRowToEndpoint(rows[0], view.now, view.breakerThreshold);
+}
+
+export interface NewEndpoint {
+  url: string;
+  description: string | null;
+  eventTypes: string[];
+  enabled: boolean;
+  secret: string;
+}
+
+/**
+ * Inserts an endpoint. Its created_at is the database's clock, the clock events are stamped with:
+ * the poller sends an endpoint the events stamped at or after its creation.
+ */
+export async function insertEndpoint(db: Kysely<Database>, input: NewEndpoint): Promise<string> {
+  const id = randomUUID();
+  await sql`
+    INSERT INTO webhook_endpoints (id, url, description, event_types, enabled, secret, created_at, updated_at)
+    VALUES (${id}, ${input.url}, ${input.description}, ${input.eventTypes}::text[], ${input.enabled}, ${input.secret}, clock_timestamp(), clock_timestamp())
+  `.execute(db);
+  return id;
+}
+
+export interface EndpointPatch {
+  url?: string;
+  description?: string | null;
+  eventTypes?: string[];
+  enabled?: boolean;
+}
+
+/**
+ * Applies `patch`; `enabled: true` also closes the breaker and clears a disable (410 Gone), so an
+ * admin re-enabling an endpoint gets deliveries flowing at once. Returns false when there is no such
+ * endpoint.
+ */
+export async function updateEndpoint(db: Kysely<Database>, id: string, patch: EndpointPatch, nowIso: string): Promise<boolean> {
+  const reenable = patch.enabled === true;
+  const result = await sql`
+    UPDATE webhook_endpoints SET
+      url = coalesce(${patch.url ?? null}, url),
+      description = CASE WHEN ${patch.description !== undefined} THEN ${patch.description ?? null} ELSE description END,
+      event_types = coalesce(${patch.eventTypes ?? null}::text[], event_types),
+      enabled = coalesce(${patch.enabled ?? null}::boolean, enabled),
+      consecutive_failures = CASE WHEN ${reenable} THEN 0 ELSE consecutive_failures END,
+      paused_until = CASE WHEN ${reenable} THEN NULL ELSE paused_until END,
+      disabled_reason = CASE WHEN ${reenable} THEN NULL WHEN ${patch.enabled === false} THEN 'disabled by an administrator' ELSE disabled_reason END,
+      updated_at = ${nowIso}
+    WHERE id = ${id}::uuid
+  `.execute(db);
+  return Number(result.numAffectedRows ?? 0) > 0;
+}
+
+export async function findEndpointSecrets(db: Kysely<Database>, id: string): Promise<EndpointSecrets | undefined> {
+  const { rows } = await sql<EndpointSecrets>`
+    SELECT secret, previous_secret, iso_utc(previous_secret_expires_at) AS previous_secret_expires_at
+    FROM webhook_endpoints WHERE id = ${id}::uuid
+  `.execute(db);
+  return rows[0];
+}
+
+/** Makes `secret` current; the current one keeps signing until `previousExpiresAtIso`. */
+export async function rotateEndpointSecret(db: Kysely<Database>, id: string, secret: string, previousExpiresAtIso: string, nowIso: string): Promise<boolean> {
+  const result = await sql`
+    UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_at = ${previousExpiresAtIso},
+      secret = ${secret}, updated_at = ${nowIso}
+    WHERE id = ${id}::uuid
+  `.execute(db);
+  return Number(result.numAffectedRows ?? 0) > 0;
+}

@@ -1,0 +1,30 @@
+/**
+ * Standard Webhooks signing (https://www.standardwebhooks.com): headers `webhook-id`,
+ * `webhook-timestamp` (Unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256>` over
+ * `{id}.{timestamp}.{body}`, keyed with the base64-decoded part of a `whsec_<base64>` secret.
+ * During a secret rotation's overlap both signatures are sent, space-separated, newest first.
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+
+const PREFIX = 'whsec_';
+
+/** A new signing secret: `whsec_` + base64 of 24 random bytes. */
+export function generateSecret(): string {
+  return PREFIX + randomBytes(24).toString('base64');
+}
+
+/** `v1,<base64>` signature of `body` for message `id` at `timestampSeconds` with `secret`. */
+export function sign(secret: string, id: string, timestampSeconds: number, body: string): string {
+  const key = Buffer.from(secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret, 'base64');
+  const mac = createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64');
+  return `v1,${mac}`;
+}
+
+/** The three Standard Webhooks headers for `body`, signed with every secret in `secrets`. */
+export function signatureHeaders(secrets: readonly string[], id: string, timestampSeconds: number, body: string): Record<string, string> {
+  return {
+    'webhook-id': id,
+    'webhook-timestamp': String(timestampSeconds),
+    'webhook-signature': secrets.map((s) => sign(s, id, timestampSeconds, body)).join(' '),
+  };
+}

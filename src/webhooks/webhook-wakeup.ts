@@ -1,0 +1,24 @@
+/**
+ * Waking workers sooner than their poll interval. In-process (the `all` role, tests): an event
+ * emitter. Across processes on PostgreSQL: NOTIFY on `webhook_deliveries` (admin actions that make
+ * deliveries due) and `store_events` (sent by a trigger whenever events are appended), which the
+ * worker LISTENs to. PGlite has one process, so the emitter is all it needs.
+ */
+import { EventEmitter } from 'node:events';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db/schema.ts';
+
+/** Channel of the trigger on `events` (migration 0002-webhooks). */
+export const EVENTS_CHANNEL = 'store_events';
+/** Channel announcing deliveries made due by hand (ping, retry, replay). */
+export const DELIVERIES_CHANNEL = 'webhook_deliveries';
+
+/** In-process signals: 'deliveries' when deliveries became due. */
+export const localWakeups = new EventEmitter();
+localWakeups.setMaxListeners(0);
+
+/** Tells every worker that deliveries are due now. */
+export async function announceDueDeliveries(db: Kysely<Database>, backend: 'pglite' | 'postgres'): Promise<void> {
+  localWakeups.emit('deliveries');
+  if (backend === 'postgres') await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(db);
+}

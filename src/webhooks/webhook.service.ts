@@ -1,0 +1,200 @@
+/**
+ * What the admin API does with webhooks, in domain terms: endpoints (validated URL, event-type
+ * filter, secret and its rotation), pings, replays, manual retries, delivery lists and statistics.
+ * Errors are ApiErrors (problem+json); SQL is in the repositories.
+ */
+import type { AppContext } from '../app-context.ts';
+import { ApiError, conflict, invalidParameter, notFound } from '../api/problem.ts';
+import { formatCursor, parseCursor } from '../api/cursor.ts';
+import { appendEvent, EVENT_TYPES } from '../events/event-log.ts';
+import { runWrite } from '../db/write-clock.ts';
+import { isoFromMillis, parseIsoTimestamp } from '../shared/time.ts';
+import {
+  findEndpoint, findEndpointSecrets, insertEndpoint, listEndpointRows, rotateEndpointSecret, updateEndpoint,
+  type EndpointView, type WebhookEndpoint,
+} from './webhook-endpoint.repository.ts';
+import {
+  countReplayEvents, deliveryStats, findDelivery, findEvent, insertDelivery, insertReplayDeliveries, listAttempts,
+  listDeliveryRows, retryDeliveries, type DeliveryStats, type DeliveryStatus, type DeliveryEvent, type WebhookAttempt, type WebhookDelivery,
+} from './webhook-delivery.repository.ts';
+import { generateSecret } from './webhook-signing.ts';
+import { validateWebhookUrl, WebhookUrlError } from './webhook-url-policy.ts';
+import { announceDueDeliveries } from './webhook-wakeup.ts';
+
+/** Event types an endpoint may subscribe to (ping is sent on demand, never by subscription). */
+export const SUBSCRIBABLE_EVENT_TYPES = EVENT_TYPES.filter((t) => t !== 'ping');
+/** Most events one replay may queue (100 000); narrow the time range beyond that. */
+export const MAX_REPLAY_EVENTS = 100_000;
+
+export interface EndpointInput {
+  url: string;
+  event_types?: string[];
+  description?: string | null;
+  enabled?: boolean;
+}
+
+export type EndpointPatchInput = Partial<EndpointInput>;
+
+export interface SecretView {
+  secret: string;
+  previous_secret_expires_at: string | null;
+}
+
+/** The webhook admin operations bound to one process's context; `clock` gives epoch ms. */
+export class WebhookService {
+  constructor(private readonly ctx: AppContext, private readonly clock: () => number = Date.now) {}
+
+  private get db() {
+    return this.ctx.database.db;
+  }
+
+  private view(): EndpointView {
+    return { now: this.clock(), breakerThreshold: this.ctx.config.WEBHOOK_BREAKER_THRESHOLD };
+  }
+
+  async listEndpoints(): Promise<WebhookEndpoint[]> {
+    return listEndpointRows(this.db, this.view());
+  }
+
+  async getEndpoint(id: string): Promise<WebhookEndpoint> {
+    const endpoint = await findEndpoint(this.db, id, this.view());
+    if (!endpoint) throw notFound('webhook endpoint', id);
+    return endpoint;
+  }
+
+  async createEndpoint(input: EndpointInput): Promise<WebhookEndpoint & { secret: string }> {
+    const url = await this.checkUrl(input.url);
+    const secret = generateSecret();
+    const id = await insertEndpoint(this.db, {
+      url,
+      description: input.description ?? null,
+      eventTypes: checkEventTypes(input.event_types),
+      enabled: input.enabled ?? true,
+      secret,
+    });
+    return { ...(await this.getEndpoint(id)), secret };
+  }
+
+  async updateEndpoint(id: string, patch: EndpointPatchInput): Promise<WebhookEndpoint> {
+    const url = patch.url === undefined ? undefined : await this.checkUrl(patch.url);
+    const updated = await updateEndpoint(this.db, id, {
+      url,
+      description: patch.description,
+      eventTypes: patch.event_types === undefined ? undefined : checkEventTypes(patch.event_types),
+      enabled: patch.enabled,
+    }, isoFromMillis(this.clock()));
+    if (!updated) throw notFound('webhook endpoint', id);
+    if (patch.enabled === true) await announceDueDeliveries(this.db, this.ctx.database.backend);
+    return this.getEndpoint(id);
+  }
+
+  async getSecret(id: string): Promise<SecretView> {
+    const secrets = await findEndpointSecrets(this.db, id);
+    if (!secrets) throw notFound('webhook endpoint', id);
+    const overlapActive = secrets.previous_secret_expires_at !== null && Date.parse(secrets.previous_secret_expires_at) > this.clock();
+    return { secret: secrets.secret, previous_secret_expires_at: overlapActive ? secrets.previous_secret_expires_at : null };
+  }
+
+  /** A new secret; the old one keeps signing (second signature) for WEBHOOK_SECRET_OVERLAP_MS. */
+  async rotateSecret(id: string): Promise<SecretView> {
+    const now = this.clock();
+    const expires = isoFromMillis(now + this.ctx.config.WEBHOOK_SECRET_OVERLAP_MS);
+    const rotated = await rotateEndpointSecret(this.db, id, generateSecret(), expires, isoFromMillis(now));
+    if (!rotated) throw notFound('webhook endpoint', id);
+    return this.getSecret(id);
+  }
+
+  /** Appends a `ping` event and queues its delivery to this endpoint only. */
+  async ping(id: string): Promise<{ event_id: string; delivery_id: string }> {
+    const endpoint = await this.getEndpoint(id);
+    if (!endpoint.enabled) throw conflict('The endpoint is disabled; enable it before sending a ping.');
+    const nowIso = isoFromMillis(this.clock());
+    const result = await runWrite(this.db, async (write) => {
+      const eventId = await appendEvent(write, 'ping', id, { endpoint_id: id, message: 'Test event sent on demand from the admin API' });
+      const deliveryId = await insertDelivery(write.trx, eventId, 'ping', id, nowIso);
+      return { event_id: eventId, delivery_id: deliveryId };
+    });
+    await announceDueDeliveries(this.db, this.ctx.database.backend);
+    return result;
+  }
+
+  /** Queues again every subscribed event of [from, to) to this endpoint. */
+  async replay(id: string, from: string, to: string): Promise<{ queued: number }> {
+    await this.getEndpoint(id);
+    const fromIso = parseIsoTimestamp(from);
+    const toIso = parseIsoTimestamp(to);
+    if (!fromIso) throw invalidParameter('from', 'must be an ISO 8601 date or timestamp');
+    if (!toIso) throw invalidParameter('to', 'must be an ISO 8601 date or timestamp');
+    if (Date.parse(toIso) <= Date.parse(fromIso)) throw invalidParameter('to', 'must be after from');
+    const count = await countReplayEvents(this.db, id, fromIso, toIso, MAX_REPLAY_EVENTS);
+    if (count > MAX_REPLAY_EVENTS) {
+      throw invalidParameter('to', `the range holds more than ${MAX_REPLAY_EVENTS} events; replay it in smaller ranges`);
+    }
+    const queued = count === 0 ? 0 : await insertReplayDeliveries(this.db, id, fromIso, toIso, isoFromMillis(this.clock()));
+    if (queued > 0) await announceDueDeliveries(this.db, this.ctx.database.backend);
+    return { queued };
+  }
+
+  async listDeliveries(query: { endpoint_id?: string; status?: DeliveryStatus; limit: number; cursor?: string }): Promise<{
+    data: WebhookDelivery[]; pagination: { next_cursor: string | null; has_more: boolean; limit: number };
+  }> {
+    const before = query.cursor ? parseCursor(query.cursor) : undefined;
+    const rows = await listDeliveryRows(this.db, { endpointId: query.endpoint_id, status: query.status, limit: query.limit, before });
+    const hasMore = rows.length > query.limit;
+    const data = rows.slice(0, query.limit);
+    const last = data[data.length - 1];
+    return {
+      data,
+      pagination: { next_cursor: last ? formatCursor(last.created_at, last.id) : query.cursor ?? null, has_more: hasMore, limit: query.limit },
+    };
+  }
+
+  async getDelivery(id: string): Promise<WebhookDelivery & { attempts: WebhookAttempt[]; event: DeliveryEvent }> {
+    const delivery = await findDelivery(this.db, id);
+    if (!delivery) throw notFound('webhook delivery', id);
+    const [attempts, event] = await Promise.all([listAttempts(this.db, id), findEvent(this.db, delivery.event_id)]);
+    return { ...delivery, attempts, event: event! };
+  }
+
+  /** Makes one dead or failed delivery due now. */
+  async retryDelivery(id: string): Promise<WebhookDelivery> {
+    const delivery = await findDelivery(this.db, id);
+    if (!delivery) throw notFound('webhook delivery', id);
+    const retried = await retryDeliveries(this.db, { ids: [id] }, isoFromMillis(this.clock()));
+    if (retried.length === 0) throw conflict(`Only dead or failed deliveries can be retried; this one is ${delivery.status}.`);
+    await announceDueDeliveries(this.db, this.ctx.database.backend);
+    return (await findDelivery(this.db, id))!;
+  }
+
+  /** Retries a selection, or every dead letter of one endpoint; returns how many became due. */
+  async retryMany(target: { delivery_ids: string[] } | { endpoint_id: string }): Promise<{ retried: number }> {
+    if ('endpoint_id' in target) await this.getEndpoint(target.endpoint_id);
+    const retried = await retryDeliveries(this.db, 'delivery_ids' in target ? { ids: target.delivery_ids } : { deadOfEndpoint: target.endpoint_id }, isoFromMillis(this.clock()));
+    if (retried.length > 0) await announceDueDeliveries(this.db, this.ctx.database.backend);
+    return { retried: retried.length };
+  }
+
+  async stats(hours: number): Promise<DeliveryStats> {
+    return deliveryStats(this.db, hours, isoFromMillis(this.clock()));
+  }
+
+  private async checkUrl(url: string): Promise<string> {
+    try {
+      return await validateWebhookUrl(url, this.ctx.config.WEBHOOK_ALLOW_PRIVATE_URLS);
+    } catch (error) {
+      if (error instanceof WebhookUrlError) throw invalidParameter('url', error.message);
+      throw error;
+    }
+  }
+}
+
+function checkEventTypes(types: string[] | undefined): string[] {
+  const list = [...new Set(types ?? [])];
+  const unknown = list.filter((t) => !(SUBSCRIBABLE_EVENT_TYPES as readonly string[]).includes(t));
+  if (unknown.length > 0) {
+    throw new ApiError('invalid_parameter', `Unknown event type(s): ${unknown.join(', ')}.`, [
+      { param: 'event_types', message: `must be among ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}` },
+    ]);
+  }
+  return list;
+}

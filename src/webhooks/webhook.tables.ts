@@ -1,0 +1,72 @@
+/**
+ * The webhook tables as Kysely sees them (migration 0002-webhooks), added to the Database interface
+ * by module augmentation so the feature stays in its folder.
+ */
+import type { ColumnType, Generated } from 'kysely';
+
+type Timestamp = ColumnType<string, string | undefined, string>;
+type NullableTimestamp = ColumnType<string | null, string | null | undefined, string | null>;
+
+export interface WebhookEndpointTable {
+  id: string;
+  url: string;
+  description: string | null;
+  /** Empty: every event type. */
+  event_types: ColumnType<string[], string[], string[]>;
+  enabled: boolean;
+  secret: string;
+  previous_secret: string | null;
+  previous_secret_expires_at: NullableTimestamp;
+  consecutive_failures: Generated<number>;
+  paused_until: NullableTimestamp;
+  disabled_reason: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface WebhookDeliveryTable {
+  id: string;
+  event_id: string;
+  event_type: string;
+  endpoint_id: string;
+  status: 'pending' | 'succeeded' | 'failed' | 'dead';
+  attempt_count: Generated<number>;
+  next_attempt_at: NullableTimestamp;
+  locked_by: string | null;
+  locked_at: NullableTimestamp;
+  locked_until: NullableTimestamp;
+  last_status_code: number | null;
+  last_error: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  succeeded_at: NullableTimestamp;
+  dead_at: NullableTimestamp;
+}
+
+export interface WebhookAttemptTable {
+  id: string;
+  delivery_id: string;
+  attempt_number: number;
+  started_at: Timestamp;
+  duration_ms: number;
+  status_code: number | null;
+  response_body_excerpt: string | null;
+  error: string | null;
+  outcome: string;
+}
+
+export interface WebhookPollerStateTable {
+  id: number;
+  position_created_at: Timestamp;
+  position_seq: number;
+  updated_at: Timestamp;
+}
+
+declare module '../db/schema.ts' {
+  interface Database {
+    webhook_endpoints: WebhookEndpointTable;
+    webhook_deliveries: WebhookDeliveryTable;
+    webhook_attempts: WebhookAttemptTable;
+    webhook_poller_state: WebhookPollerStateTable;
+  }
+}
