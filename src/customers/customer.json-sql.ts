@@ -2,10 +2,10 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { ListSource } from '../db/keyset-page.ts';
 
-/** JSON of the customer row aliased `c`. */
-export const customerJson: RawBuilder<unknown> = sql`json_build_object(
-  'id', c.id, 'name', c.name, 'phone', c.phone, 'email', c.email, 'city', c.city, 'is_active', c.is_active,
-  'created_at', iso_utc(c.created_at), 'last_modified', iso_utc(c.last_modified))`;
+/** JSON of the customer row aliased `c` (compact, column order). */
+export const customerJson: RawBuilder<unknown> = sql`(SELECT row_to_json(r) FROM (SELECT
+  c.id, c.name, c.phone, c.email, c.city, c.is_active,
+  iso_utc(c.created_at) AS created_at, iso_utc(c.last_modified) AS last_modified) r)`;
 
 export const customerSource: ListSource = {
   from: sql`customers c`,

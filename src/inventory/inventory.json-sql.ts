@@ -6,14 +6,13 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { ListSource } from '../db/keyset-page.ts';
 
-/** JSON of the inventory record of the product row aliased `p`. */
-export const inventoryJson: RawBuilder<unknown> = sql`json_build_object(
-  'product_id', p.id, 'product_name', p.name, 'sku', p.sku, 'stock', p.stock, 'is_active', p.is_active,
-  'variants', coalesce((
-    SELECT json_agg(json_build_object('variant_id', v.id, 'variant_name', v.name, 'sku', v.sku, 'stock', v.stock)
-      ORDER BY v.position, v.id)
-    FROM variants v WHERE v.product_id = p.id AND v.is_active), '[]'::json),
-  'last_modified', iso_utc(p.last_modified))`;
+/** JSON of the inventory record of the product row aliased `p` (compact, column order). */
+export const inventoryJson: RawBuilder<unknown> = sql`(SELECT row_to_json(r) FROM (SELECT
+  p.id AS product_id, p.name AS product_name, p.sku, p.stock, p.is_active,
+  coalesce((SELECT json_agg(row_to_json(v2)) FROM (
+    SELECT v.id AS variant_id, v.name AS variant_name, v.sku, v.stock FROM variants v
+    WHERE v.product_id = p.id AND v.is_active ORDER BY v.position, v.id) v2), '[]'::json) AS variants,
+  iso_utc(p.last_modified) AS last_modified) r)`;
 
 export const stockTrackedCondition: RawBuilder<unknown> = sql`p.product_type IN ('physical','food','digital_card')`;
 
@@ -24,12 +23,10 @@ export const inventorySource: ListSource = {
   json: inventoryJson,
 };
 
-/** JSON of the stock movement row aliased `m`. */
-export const movementJson: RawBuilder<unknown> = sql`json_build_object(
-  'id', m.id, 'product_id', m.product_id, 'variant_id', m.variant_id, 'sku', m.sku, 'reason', m.reason,
-  'quantity_change', m.quantity_change, 'stock_before', m.stock_before, 'stock_after', m.stock_after,
-  'order_id', m.order_id, 'note', m.note,
-  'created_at', iso_utc(m.created_at), 'last_modified', iso_utc(m.last_modified))`;
+/** JSON of the stock movement row aliased `m` (compact, column order). */
+export const movementJson: RawBuilder<unknown> = sql`(SELECT row_to_json(r) FROM (SELECT
+  m.id, m.product_id, m.variant_id, m.sku, m.reason, m.quantity_change, m.stock_before, m.stock_after,
+  m.order_id, m.note, iso_utc(m.created_at) AS created_at, iso_utc(m.last_modified) AS last_modified) r)`;
 
 export const movementSource: ListSource = {
   from: sql`stock_movements m`,

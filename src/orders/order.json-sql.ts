@@ -2,19 +2,16 @@
 import { sql, type RawBuilder } from 'kysely';
 import type { ListSource } from '../db/keyset-page.ts';
 
-/** JSON of the order row aliased `o`. */
-export const orderJson: RawBuilder<unknown> = sql`json_build_object(
-  'id', o.id, 'source', o.source, 'status', o.status, 'payment_status', o.payment_status,
-  'payment_method', o.payment_method, 'customer_id', o.customer_id, 'customer_name', o.customer_name,
-  'customer_phone', o.customer_phone, 'subtotal', o.subtotal, 'discount', o.discount,
-  'delivery_fee', o.delivery_fee, 'total', o.total,
-  'items', coalesce((
-    SELECT json_agg(json_build_object('id', it.id, 'product_id', it.product_id, 'variant_id', it.variant_id,
-      'product_name', it.product_name, 'variant_name', it.variant_name, 'quantity', it.quantity,
-      'unit_price', it.unit_price, 'total', it.total) ORDER BY it.position, it.id)
-    FROM order_items it WHERE it.order_id = o.id), '[]'::json),
-  'created_at', iso_utc(o.created_at),
-  'last_modified', iso_utc(o.last_modified))`;
+/** JSON of the order row aliased `o` (compact, column order; items in their order). */
+export const orderJson: RawBuilder<unknown> = sql`(SELECT row_to_json(r) FROM (SELECT
+  o.id, o.source, o.status, o.payment_status, o.payment_method, o.customer_id, o.customer_name,
+  o.customer_phone, o.subtotal, o.discount, o.delivery_fee, o.total,
+  coalesce((SELECT json_agg(row_to_json(i2)) FROM (
+    SELECT it.id, it.product_id, it.variant_id, it.product_name, it.variant_name, it.quantity,
+      it.unit_price, it.total FROM order_items it
+    WHERE it.order_id = o.id ORDER BY it.position, it.id) i2), '[]'::json) AS items,
+  iso_utc(o.created_at) AS created_at,
+  iso_utc(o.last_modified) AS last_modified) r)`;
 
 export const orderSource: ListSource = {
   from: sql`orders o`,

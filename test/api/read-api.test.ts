@@ -59,7 +59,7 @@ describe.each(backends)('read API (%s)', (backend) => {
       expect(exp.headers['x-has-more']).toBe('false');
       expect(exp.headers['x-next-cursor']).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z_[0-9a-f-]{36}$/);
       const lines = exp.body.split('\n').filter(Boolean);
-      expect(lines.length).toBe(res.json().data.length);
+      expect(lines.length, `${url}: ${exp.body}`).toBe(res.json().data.length);
       for (const line of lines) expectSchema(schema, JSON.parse(line));
     }
     for (const [url, schema] of [[`/api/v1/products/${ids.variantProduct}`, Product], [`/api/v1/orders/${ids.order}`, Order], [`/api/v1/customers/${ids.customer}`, Customer]] as const) {
