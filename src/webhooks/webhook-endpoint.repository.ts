@@ -122,14 +122,14 @@ export async function updateEndpoint(db: Kysely<Database>, id: string, patch: En
   const reenable = patch.enabled === true;
   const result = await sql`
     UPDATE webhook_endpoints SET
-      url = coalesce(${patch.url ?? null}, url),
-      description = CASE WHEN ${patch.description !== undefined} THEN ${patch.description ?? null} ELSE description END,
+      url = coalesce(${patch.url ?? null}::text, url),
+      description = CASE WHEN ${patch.description !== undefined}::boolean THEN ${patch.description ?? null}::text ELSE description END,
       event_types = coalesce(${patch.eventTypes ?? null}::text[], event_types),
       enabled = coalesce(${patch.enabled ?? null}::boolean, enabled),
-      consecutive_failures = CASE WHEN ${reenable} THEN 0 ELSE consecutive_failures END,
-      paused_until = CASE WHEN ${reenable} THEN NULL ELSE paused_until END,
-      disabled_reason = CASE WHEN ${reenable} THEN NULL WHEN ${patch.enabled === false} THEN 'disabled by an administrator' ELSE disabled_reason END,
-      updated_at = ${nowIso}
+      consecutive_failures = CASE WHEN ${reenable}::boolean THEN 0 ELSE consecutive_failures END,
+      paused_until = CASE WHEN ${reenable}::boolean THEN NULL ELSE paused_until END,
+      disabled_reason = CASE WHEN ${reenable}::boolean THEN NULL WHEN ${patch.enabled === false}::boolean THEN 'disabled by an administrator' ELSE disabled_reason END,
+      updated_at = ${nowIso}::timestamptz
     WHERE id = ${id}::uuid
   `.execute(db);
   return Number(result.numAffectedRows ?? 0) > 0;
@@ -147,7 +147,7 @@ export async function findEndpointSecrets(db: Kysely<Database>, id: string): Pro
 export async function rotateEndpointSecret(db: Kysely<Database>, id: string, secret: string, previousExpiresAtIso: string, nowIso: string): Promise<boolean> {
   const result = await sql`
     UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_at = ${previousExpiresAtIso},
-      secret = ${secret}, updated_at = ${nowIso}
+      secret = ${secret}, updated_at = ${nowIso}::timestamptz
     WHERE id = ${id}::uuid
   `.execute(db);
   return Number(result.numAffectedRows ?? 0) > 0;

@@ -15,7 +15,8 @@ const EventTypes = Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...SU
   maxItems: 50, uniqueItems: true, description: 'Event types to receive; omitted or [] = all',
 });
 const Url = Type.String({ minLength: 1, maxLength: 2000, description: 'http or https URL of the receiver' });
-const Description = Type.Union([Type.String({ maxLength: 500 }), Type.Null()]);
+// Null first: with coerceTypes, ajv would turn null into "" for a string branch tried first.
+const Description = Type.Union([Type.Null(), Type.String({ maxLength: 500 })]);
 
 const CreateBody = Type.Object({
   url: Url,

@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { afterFailure, afterSuccess, breakerPhase, probeClaimed, type BreakerState } from '../../src/webhooks/circuit-breaker.ts';
+
+const policy = { threshold: 10, pauseMs: 30 * 60_000 };
+
+/** A fake clock: tests move it by hand. */
+function fakeClock(start = Date.UTC(2026, 0, 1)) {
+  let now = start;
+  return { now: () => now, advance: (ms: number) => { now += ms; } };
+}
+
+describe('circuit breaker (pure, fake clock)', () => {
+  it('stays closed through 9 failures and opens on the 10th for the pause', () => {
+    const clock = fakeClock();
+    let state: BreakerState = afterSuccess();
+    for (let i = 1; i <= 9; i++) {
+      state = afterFailure(policy, state, clock.now());
+      expect(breakerPhase(policy, state, clock.now())).toBe('closed');
+    }
+    state = afterFailure(policy, state, clock.now());
+    expect(state).toEqual({ consecutiveFailures: 10, pausedUntil: clock.now() + policy.pauseMs });
+    expect(breakerPhase(policy, state, clock.now())).toBe('open');
+    clock.advance(policy.pauseMs - 1);
+    expect(breakerPhase(policy, state, clock.now())).toBe('open');
+    clock.advance(1);
+    expect(breakerPhase(policy, state, clock.now())).toBe('half_open');
+  });
+
+  it('half-open: claiming the probe re-arms the pause; a failed probe pauses again, a success resets', () => {
+    const clock = fakeClock();
+    let state: BreakerState = { consecutiveFailures: 10, pausedUntil: clock.now() };
+    expect(breakerPhase(policy, state, clock.now())).toBe('half_open');
+    state = probeClaimed(policy, state, clock.now());
+    expect(breakerPhase(policy, state, clock.now())).toBe('open');
+    clock.advance(2_000);
+    state = afterFailure(policy, state, clock.now());
+    expect(state).toEqual({ consecutiveFailures: 11, pausedUntil: clock.now() + policy.pauseMs });
+    clock.advance(policy.pauseMs);
+    expect(breakerPhase(policy, state, clock.now())).toBe('half_open');
+    state = probeClaimed(policy, state, clock.now());
+    state = afterSuccess();
+    expect(state).toEqual({ consecutiveFailures: 0, pausedUntil: null });
+    expect(breakerPhase(policy, state, clock.now())).toBe('closed');
+  });
+
+  it('a success in between resets the streak: failures must be consecutive', () => {
+    const clock = fakeClock();
+    let state: BreakerState = afterSuccess();
+    for (let i = 0; i < 9; i++) state = afterFailure(policy, state, clock.now());
+    state = afterSuccess();
+    for (let i = 0; i < 9; i++) state = afterFailure(policy, state, clock.now());
+    expect(breakerPhase(policy, state, clock.now())).toBe('closed');
+  });
+});
