@@ -15,6 +15,7 @@ import { errorHandlerPlugin, frameworkErrorHandler } from './api/plugins/error-h
 import { readApiRoutes } from './api/routes/v1/index.ts';
 import { adminApiRoutes } from './admin/admin-api.routes.ts';
 import { observabilityPlugin } from './ops/observability.plugin.ts';
+import { gracefulClosePlugin } from './ops/graceful-close.plugin.ts';
 import { opsRoutes } from './ops/ops.routes.ts';
 import { generateRequestId, REQUEST_ID_LOG_LABEL } from './ops/request-id.ts';
 import { conditionalGetPlugin } from './api/plugins/conditional-get.ts';
@@ -63,6 +64,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   // Order matters: the ETag hook must see the body before compression; rate limiting hooks in after
   // bearer-auth; swagger must be registered before the routes it documents.
   await app.register(observabilityPlugin);
+  await app.register(gracefulClosePlugin);
   await app.register(conditionalGetPlugin);
   await app.register(compressionPlugin);
   await app.register(rateLimitPlugin);

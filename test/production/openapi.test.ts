@@ -48,7 +48,7 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
 
   it('is served without a token and validates as OpenAPI 3.1', async () => {
     expect(doc.openapi).toBe('3.1.0');
-    const result = await validate(structuredClone(doc));
+    const result = await validate(structuredClone(doc) as Parameters<typeof validate>[0]);
     expect(result.valid, result.valid ? '' : compileErrors(result)).toBe(true);
   });
 
@@ -59,7 +59,7 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
       expect(Object.keys(doc.paths[path]), path).toEqual(['get']);
       expect(t.app.hasRoute({ method: 'GET', url: path.replace(/\{(\w+)\}/g, ':$1') }), path).toBe(true);
     }
-    const ids = Object.values(doc.paths).map((item: Json) => item.get.operationId);
+    const ids = (Object.values(doc.paths) as Json[]).map((item) => item.get.operationId);
     expect(new Set(ids).size).toBe(ids.length);
   });
 

@@ -1,0 +1,101 @@
+/**
+ * Process roles and graceful shutdown of the real CLI: `serve` finishes a streaming export that is in
+ * flight when SIGTERM arrives and exits 0; `worker` (with its metrics listener) and `all` exit 0 on
+ * SIGTERM too, releasing the database (the embedded data directory can be opened again at once).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'undici';
+import { openDatabase } from '../../src/db/database.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import { generateDemoStore } from '../../src/demo/demo-store.ts';
+import { createToken } from '../../src/tokens/token.service.ts';
+import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
+import { listeningUrl, startStoreApi, type StoreApiProcess } from './process-helpers.ts';
+
+const PRODUCTS = 500;
+
+describe.each(backends)('roles and graceful shutdown (%s)', (backend) => {
+  let env: Record<string, string>;
+  let token: string;
+  let dataDir: string | undefined;
+  let database: TestDatabase | undefined;
+  const started: StoreApiProcess[] = [];
+
+  beforeAll(async () => {
+    if (backend === 'pglite') {
+      dataDir = mkdtempSync(join(tmpdir(), 'store-api-shutdown-'));
+      const handle = await openDatabase({ dataDir });
+      await migrateToLatest(handle.db);
+      await generateDemoStore(handle.db, { products: PRODUCTS, customers: 20, orders: 36 });
+      token = (await createToken(handle.db, { name: 'shutdown' })).token;
+      await handle.close();
+      env = { DATA_DIR: dataDir };
+    } else {
+      database = await openTestDatabase('postgres');
+      await generateDemoStore(database.db, { products: PRODUCTS, customers: 20, orders: 36 });
+      token = (await createToken(database.db, { name: 'shutdown' })).token;
+      env = { DATABASE_URL: database.url! };
+    }
+  });
+  afterAll(async () => {
+    for (const proc of started) await proc.stop('SIGKILL');
+    await database?.close();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  const start = (role: string, extra: Record<string, string> = {}) => {
+    const proc = startStoreApi([role], { ...env, ...extra }, { name: `${role} (${backend})` });
+    started.push(proc);
+    return proc;
+  };
+
+  it('serve: SIGTERM during a streaming export lets it finish, then exits 0', async () => {
+    const serve = start('serve', { LOG_LEVEL: 'info' });
+    const base = await listeningUrl(serve);
+    const res = await request(`${base}/api/v1/products/export?limit=${PRODUCTS}&include_inactive=true`, { headers: { authorization: `Bearer ${token}` } });
+    expect(res.statusCode).toBe(200);
+    const chunks: Buffer[] = [];
+    const iterator = res.body[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    chunks.push(first.value as Buffer);
+
+    serve.child.kill('SIGTERM');
+    await serve.waitFor(/shutting down/);
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) chunks.push(next.value as Buffer);
+
+    const lines = Buffer.concat(chunks).toString().trim().split('\n');
+    expect(lines).toHaveLength(PRODUCTS);
+    for (const line of lines) expect(JSON.parse(line).id).toEqual(expect.any(String));
+    expect(await serve.exited).toBe(0);
+    expect(serve.output()).toMatch(/shut down cleanly/);
+    // Nothing listens any more.
+    await expect(request(`${base}/healthz`)).rejects.toThrow();
+  });
+
+  it('worker: runs the dispatcher without the API, serves /metrics on METRICS_PORT, exits 0 on SIGTERM', async () => {
+    const worker = start('worker', { METRICS_PORT: '0', WEBHOOK_POLL_INTERVAL_MS: '50' });
+    const base = await listeningUrl(worker, /Worker metrics listening on (http:\/\/\S+)/);
+    await worker.waitFor(/Webhook worker started/);
+    expect(worker.output()).not.toMatch(/Store Integration API listening/);
+    const metrics = await request(`${base}/metrics`);
+    expect(metrics.statusCode).toBe(200);
+    expect(await metrics.body.text()).toContain('store_api_db_pool_connections');
+    const api = await request(`${base}/api/v1/products`);
+    expect(api.statusCode).toBe(404);
+    await api.body.dump();
+    expect(await worker.stop('SIGTERM')).toBe(0);
+  });
+
+  it('all: API and worker in one process, exits 0 on SIGTERM', async () => {
+    const all = start('all');
+    const base = await listeningUrl(all);
+    await all.waitFor(/Webhook worker started/);
+    const res = await request(`${base}/api/v1/customers?limit=1`, { headers: { authorization: `Bearer ${token}` } });
+    expect(res.statusCode).toBe(200);
+    await res.body.dump();
+    expect(await all.stop('SIGTERM')).toBe(0);
+  });
+});
