@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileErrors, validate } from '@readme/openapi-parser';
+import { EVENT_TYPES as LOGGED_EVENT_TYPES } from '../../src/events/event-log.ts';
 import { backends } from '../helpers/test-database.ts';
 import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -113,6 +114,8 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
 
   it('describes every webhook event with its payload and signature headers', () => {
     expect(Object.keys(doc.webhooks).sort()).toEqual([...EVENT_TYPES].sort());
+    // …which are exactly the types the event log writes.
+    expect([...LOGGED_EVENT_TYPES].sort()).toEqual([...EVENT_TYPES].sort());
     for (const type of EVENT_TYPES) {
       const post = doc.webhooks[type].post;
       const body = post.requestBody.content['application/json'].schema;

@@ -105,7 +105,12 @@ function webhookSection(): Json {
   ];
   for (const [type, data] of Object.entries(WEBHOOK_EVENT_TYPES)) {
     const dataSchema = data === 'ping'
-      ? { type: 'object', description: 'Test event sent on demand from the dashboard; its data carries no store record.', additionalProperties: true }
+      ? {
+        type: 'object',
+        description: 'Test event sent on demand (dashboard or admin API) to one endpoint; carries no store record.',
+        required: ['endpoint_id', 'message'],
+        properties: { endpoint_id: { type: 'string', format: 'uuid' }, message: { type: 'string' } },
+      }
       : ref('schemas', (data as Json).title as string);
     webhooks[type] = {
       post: {
