@@ -3,11 +3,11 @@
  * process started with one (from the environment or from `.env`) stops with that message and exit 1.
  */
 import { describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError, EnvSchema, loadConfig } from '../../src/config/config.ts';
-import { startStoreApi } from './process-helpers.ts';
+import { PROJECT_ROOT, startStoreApi } from './process-helpers.ts';
 
 describe('configuration', () => {
   it('has defaults for everything optional, per the spec and DECISIONS.md', () => {
@@ -69,5 +69,12 @@ describe('configuration', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('documents every variable in the one table of the README', () => {
+    const readme = readFileSync(join(PROJECT_ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Configuration'), readme.indexOf('\n## ', readme.indexOf('## Configuration') + 1));
+    const documented = [...section.matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map((m) => m[1]);
+    expect([...documented].sort()).toEqual(Object.keys(EnvSchema.properties).sort());
   });
 });
