@@ -1,0 +1,192 @@
+/**
+ * The dashboard's entry module: finds out who is signed in, draws the frame (sidebar, main area)
+ * and routes by URL fragment:
+ *
+ *   #/overview                      counts and the last 24 h of webhook deliveries
+ *   #/api-keys                      API tokens: list, create (shown once), revoke
+ *   #/webhooks                      webhook endpoints
+ *   #/webhooks/<id>                 one endpoint: secret, ping, enable/disable, its deliveries
+ *   #/deliveries?endpoint_id=&status=   deliveries, filtered; retry one, several, all dead
+ *   #/deliveries/<id>               one delivery: attempts and the event payload
+ *
+ * Each page module exports render(view) and may return a cleanup function (timers), called when
+ * the page is left.
+ */
+import { h, icon, replace } from './lib/dom.js';
+import { get, del, onSessionLost, setCsrfToken } from './lib/api.js';
+import { toast, toastError } from './lib/ui.js';
+import { renderSignIn } from './pages/sign-in.js';
+import { renderOverview } from './pages/overview.js';
+import { renderApiKeys } from './pages/api-keys.js';
+import { renderWebhooks } from './pages/webhooks.js';
+import { renderWebhookEndpoint } from './pages/webhook-endpoint.js';
+import { renderDeliveries } from './pages/deliveries.js';
+import { renderDelivery } from './pages/delivery.js';
+
+const ROUTES = [
+  { path: /^\/(?:overview)?$/, nav: 'overview', title: 'Overview', render: renderOverview },
+  { path: /^\/api-keys$/, nav: 'api-keys', title: 'API keys', render: renderApiKeys },
+  { path: /^\/webhooks$/, nav: 'webhooks', title: 'Webhooks', render: renderWebhooks },
+  { path: /^\/webhooks\/([0-9a-f-]{36})$/i, nav: 'webhooks', title: 'Webhook endpoint', render: renderWebhookEndpoint },
+  { path: /^\/deliveries$/, nav: 'deliveries', title: 'Deliveries', render: renderDeliveries },
+  { path: /^\/deliveries\/([0-9a-f-]{36})$/i, nav: 'deliveries', title: 'Delivery', render: renderDelivery },
+];
+
+const NAV = [
+  { id: 'overview', label: 'Overview', href: '#/overview', icon: 'overview' },
+  { group: 'Integrations' },
+  { id: 'api-keys', label: 'API keys', href: '#/api-keys', icon: 'key' },
+  { id: 'webhooks', label: 'Webhooks', href: '#/webhooks', icon: 'webhook' },
+  { id: 'deliveries', label: 'Deliveries', href: '#/deliveries', icon: 'deliveries' },
+];
+
+const root = document.getElementById('app');
+let session = null;
+let cleanup = null;
+let shell = null;
+/** Where to go after signing in again (the page the session was lost on). */
+let returnTo = null;
+
+function parseHash() {
+  const raw = location.hash.replace(/^#/, '') || '/overview';
+  const [path, search = ''] = raw.split('?');
+  return { path: path || '/overview', query: new URLSearchParams(search) };
+}
+
+export function navigate(hash) {
+  if (location.hash === hash) route();
+  else location.hash = hash;
+}
+
+function buildShell() {
+  const main = h('main', { id: 'main', class: 'main', tabindex: '-1' });
+  const navList = h('ul', { class: 'nav-list' });
+  for (const item of NAV) {
+    if (item.group) {
+      navList.append(h('li', { class: 'nav-group', role: 'presentation' }, h('span', { class: 'nav-group-label', text: item.group })));
+      continue;
+    }
+    navList.append(h('li', {}, h('a', { class: 'nav-link', href: item.href, dataset: { nav: item.id } }, icon(item.icon), h('span', { text: item.label }))));
+  }
+  const initials = session.email.slice(0, 2).toUpperCase();
+  const signOutButton = h('button', { type: 'button', class: 'btn btn-ghost btn-sm sidebar-signout', onClick: signOut }, icon('logout'), h('span', { class: 'btn-label', text: 'Sign out' }));
+  const sidebar = h('aside', { class: 'sidebar' },
+    h('a', { class: 'brand', href: '#/overview' },
+      h('img', { src: '/admin/assets/favicon.svg', alt: '', width: '28', height: '28' }),
+      h('span', { class: 'brand-text' }, h('span', { class: 'brand-name', text: 'Store Integration' }), h('span', { class: 'brand-sub', text: 'Admin' }))),
+    h('nav', { class: 'nav', 'aria-label': 'Main' }, navList),
+    h('div', { class: 'sidebar-footer' },
+      h('div', { class: 'user' }, h('span', { class: 'avatar', 'aria-hidden': 'true', text: initials }), h('span', { class: 'user-email', title: session.email, text: session.email })),
+      signOutButton));
+  replace(root, h('div', { class: 'layout' }, sidebar, main));
+  root.classList.remove('app-loading');
+  root.removeAttribute('aria-busy');
+  return { main, navList };
+}
+
+async function route() {
+  if (!session) return;
+  const { path, query } = parseHash();
+  const match = ROUTES.map((r) => ({ r, m: r.path.exec(path) })).find((x) => x.m);
+  if (typeof cleanup === 'function') cleanup();
+  cleanup = null;
+  if (!shell) shell = buildShell();
+  for (const link of shell.navList.querySelectorAll('.nav-link')) {
+    if (match && link.dataset.nav === match.r.nav) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  const { main } = shell;
+  main.replaceChildren();
+  if (!match) {
+    document.title = 'Not found · Store Integration Admin';
+    main.append(h('div', { class: 'page' }, h('h1', { class: 'page-title', tabindex: '-1', text: 'Page not found' }), h('p', {}, 'There is no page at this address. ', h('a', { href: '#/overview', text: 'Go to the overview' }), '.')));
+    main.querySelector('h1')?.focus();
+    return;
+  }
+  document.title = `${match.r.title} · Store Integration Admin`;
+  const page = h('div', { class: 'page' });
+  main.append(page);
+  const view = {
+    root: page,
+    params: match.m.slice(1),
+    query,
+    session,
+    navigate,
+    /** Sets the window title once the page knows what it shows. */
+    setTitle: (title) => { document.title = `${title} · Store Integration Admin`; },
+  };
+  try {
+    cleanup = await match.r.render(view);
+  } catch (error) {
+    if (error?.status !== 401) toastError(error);
+  }
+  // Move focus to the new page's title so keyboard users start there (not on first load).
+  if (routedOnce) page.querySelector('h1')?.focus({ preventScroll: true });
+  routedOnce = true;
+  main.scrollTop = 0;
+}
+let routedOnce = false;
+
+async function signOut() {
+  try {
+    await del('/admin/session');
+  } catch (error) {
+    toastError(error);
+    return;
+  }
+  session = null;
+  setCsrfToken(null);
+  showSignIn({ notice: null });
+  toast('You are signed out.', { tone: 'info' });
+}
+
+function showSignIn({ notice, setupRequired = false }) {
+  if (typeof cleanup === 'function') cleanup();
+  cleanup = null;
+  shell = null;
+  routedOnce = false;
+  document.title = 'Sign in · Store Integration Admin';
+  root.classList.remove('app-loading');
+  root.removeAttribute('aria-busy');
+  renderSignIn(root, {
+    notice,
+    setupRequired,
+    onSignedIn: (data) => {
+      session = data;
+      setCsrfToken(data.csrf_token);
+      const target = returnTo && returnTo !== '#/sign-in' ? returnTo : (location.hash && location.hash !== '#/sign-in' ? location.hash : '#/overview');
+      returnTo = null;
+      if (location.hash !== target) {
+        history.replaceState(null, '', target);
+      }
+      route();
+    },
+  });
+}
+
+onSessionLost(() => {
+  if (!session) return;
+  session = null;
+  setCsrfToken(null);
+  returnTo = location.hash;
+  showSignIn({ notice: 'Your session has ended. Sign in again to continue.' });
+});
+
+window.addEventListener('hashchange', () => route());
+
+async function boot() {
+  try {
+    const answer = await get('/admin/session');
+    if (answer.data) {
+      session = answer.data;
+      setCsrfToken(session.csrf_token);
+      await route();
+    } else {
+      showSignIn({ notice: null, setupRequired: answer.setup_required });
+    }
+  } catch (error) {
+    replace(root, h('div', { class: 'boot-message', role: 'alert' }, `The dashboard could not start: ${error.message}`));
+  }
+}
+
+boot();

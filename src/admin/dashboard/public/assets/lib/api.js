@@ -1,0 +1,89 @@
+/**
+ * Calls to the service from the dashboard. Same-origin fetch with the session cookie; every
+ * state-changing call carries the session's CSRF token in X-CSRF-Token (the server refuses it
+ * otherwise). Errors arrive as RFC 9457 problem+json and are thrown as ApiProblem.
+ */
+export const ADMIN_API = '/admin/api/v1';
+
+/** An error answer of the service, with its problem body. */
+export class ApiProblem extends Error {
+  constructor(status, problem) {
+    super(problem?.detail || problem?.title || `Request failed with status ${status}`);
+    this.name = 'ApiProblem';
+    this.status = status;
+    this.code = problem?.code;
+    this.errors = problem?.errors ?? [];
+  }
+}
+
+let csrfToken = null;
+let sessionLostHandler = () => {};
+
+export function setCsrfToken(token) {
+  csrfToken = token;
+}
+
+/** Called once with the problem when a request finds the session gone (401). */
+export function onSessionLost(handler) {
+  sessionLostHandler = handler;
+}
+
+/**
+ * request('GET', '/tokens') → parsed JSON body (null for 204). Paths not starting with /admin are
+ * relative to the admin API.
+ */
+export async function request(method, path, body) {
+  const url = path.startsWith('/admin') ? path : `${ADMIN_API}${path}`;
+  const headers = { accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (method !== 'GET' && method !== 'HEAD' && csrfToken) headers['x-csrf-token'] = csrfToken;
+  let response;
+  try {
+    response = await fetch(url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin', cache: 'no-store' });
+  } catch {
+    throw new ApiProblem(0, { detail: 'The service could not be reached. Check that it is running and try again.' });
+  }
+  if (response.status === 204) return null;
+  const text = await response.text();
+  let json = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  if (!response.ok) {
+    const problem = new ApiProblem(response.status, json);
+    if (response.status === 401 && !url.startsWith('/admin/session')) sessionLostHandler(problem);
+    throw problem;
+  }
+  return json;
+}
+
+export const get = (path) => request('GET', path);
+export const post = (path, body) => request('POST', path, body);
+export const patch = (path, body) => request('PATCH', path, body);
+export const del = (path) => request('DELETE', path);
+
+/** Builds a query string from the defined, non-empty values of `params`. */
+export function query(params) {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value !== undefined && value !== null && value !== '') search.set(key, String(value));
+  }
+  const text = search.toString();
+  return text ? `?${text}` : '';
+}
+
+/** Every item of a paginated admin list, following next_cursor (lists here are small: endpoints). */
+export async function listAll(path, maxPages = 20) {
+  const items = [];
+  let cursor = null;
+  for (let page = 0; page < maxPages; page++) {
+    const separator = path.includes('?') ? '&' : '?';
+    const answer = await get(cursor ? `${path}${separator}cursor=${encodeURIComponent(cursor)}` : path);
+    items.push(...(answer.data ?? []));
+    if (!answer.pagination?.has_more || !answer.pagination.next_cursor) break;
+    cursor = answer.pagination.next_cursor;
+  }
+  return items;
+}

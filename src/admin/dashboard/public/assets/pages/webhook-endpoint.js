@@ -1,0 +1,229 @@
+/**
+ * One webhook endpoint: its state and settings, the signing secret (reveal, copy, rotate), ping,
+ * enable/disable, replaying a time range of events, and its deliveries.
+ */
+import { h, replace } from '../lib/dom.js';
+import { get, patch, post } from '../lib/api.js';
+import { formatDateTime, formatNumber } from '../lib/format.js';
+import {
+  button, callout, card, clearFormErrors, code, confirmDialog, copyButton, endpointStateBadge, errorState, field,
+  formError, loadingBlock, openDialog, pageHeader, runBusy, showFormError, showProblemOnForm, timeEl, toast,
+} from '../lib/ui.js';
+import { deliveriesPanel } from '../lib/deliveries-panel.js';
+import { eventTypesSummary, openEndpointDialog } from './webhooks.js';
+
+const MASK = 'whsec_' + '•'.repeat(24);
+
+function secretCard(endpoint) {
+  let secret = null;
+  let previousExpiresAt = null;
+  let revealed = false;
+  const value = h('code', { class: 'code secret-value', text: MASK, 'aria-live': 'polite' });
+  const note = h('p', { class: 'card-note' });
+  const fetchSecret = async () => {
+    if (!secret) {
+      const { data } = await get(`/webhooks/endpoints/${endpoint.id}/secret`);
+      secret = data.secret;
+      previousExpiresAt = data.previous_secret_expires_at;
+    }
+    return secret;
+  };
+  const drawNote = () => {
+    if (previousExpiresAt && Date.parse(previousExpiresAt) > Date.now()) {
+      replace(note, 'The previous secret also signs deliveries until ', h('time', { datetime: previousExpiresAt, text: formatDateTime(previousExpiresAt) }), ', so receivers can switch without missing events.');
+    } else {
+      replace(note, 'Receivers verify the webhook-signature header with this secret (Standard Webhooks, HMAC-SHA256).');
+    }
+  };
+  const reveal = button({
+    label: 'Reveal',
+    icon: 'eye',
+    size: 'sm',
+    onClick: async () => {
+      if (revealed) {
+        revealed = false;
+        value.textContent = MASK;
+      } else {
+        value.textContent = await fetchSecret();
+        revealed = true;
+      }
+      reveal.setAttribute('aria-pressed', String(revealed));
+      reveal.querySelector('.btn-label').textContent = revealed ? 'Hide' : 'Reveal';
+      drawNote();
+    },
+  });
+  reveal.setAttribute('aria-pressed', 'false');
+  const rotate = button({
+    label: 'Rotate…',
+    icon: 'rotate',
+    size: 'sm',
+    onClick: async () => {
+      let rotated = null;
+      const confirmed = await confirmDialog({
+        title: 'Rotate the signing secret?',
+        message: 'A new secret is generated and used from now on. The current secret keeps signing too, for a while, so the receiver can be updated without missing an event.',
+        confirmLabel: 'Rotate secret',
+        action: async () => {
+          rotated = (await post(`/webhooks/endpoints/${endpoint.id}/rotate-secret`)).data;
+        },
+      });
+      if (!confirmed || !rotated) return;
+      secret = rotated.secret;
+      previousExpiresAt = rotated.previous_secret_expires_at;
+      revealed = true;
+      value.textContent = secret;
+      reveal.setAttribute('aria-pressed', 'true');
+      reveal.querySelector('.btn-label').textContent = 'Hide';
+      drawNote();
+      toast('A new signing secret is in use.');
+    },
+  });
+  drawNote();
+  return card({
+    title: 'Signing secret',
+    body: h('div', {},
+      h('div', { class: 'secret-display' }, value),
+      h('div', { class: 'button-row' }, reveal, copyButton(fetchSecret), rotate),
+      note),
+  });
+}
+
+function openReplayDialog(endpoint, onQueued) {
+  const toLocalInput = (ms) => {
+    const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60_000);
+    return d.toISOString().slice(0, 16);
+  };
+  openDialog({
+    title: 'Replay events',
+    description: 'Queue again every event of a time range this endpoint subscribes to, for example after the receiver lost data.',
+    render: (close) => {
+      const from = h('input', { type: 'datetime-local', name: 'from', value: toLocalInput(Date.now() - 3_600_000), autofocus: true });
+      const to = h('input', { type: 'datetime-local', name: 'to', value: toLocalInput(Date.now()) });
+      const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, h('span', { class: 'btn-label', text: 'Replay' }));
+      const form = h('form', { novalidate: true },
+        h('div', { class: 'field-row' },
+          field({ label: 'From', control: from, required: true, hint: 'Your local time, inclusive' }),
+          field({ label: 'To', control: to, required: true, hint: 'Exclusive' })),
+        formError(),
+        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit));
+      form.addEventListener('submit', (event) => {
+        event.preventDefault();
+        clearFormErrors(form);
+        const fromMs = Date.parse(from.value);
+        const toMs = Date.parse(to.value);
+        if (Number.isNaN(fromMs) || Number.isNaN(toMs) || fromMs >= toMs) {
+          showProblemOnForm(form, { errors: [{ param: 'to', message: 'Choose an end after the start.' }] });
+          return;
+        }
+        runBusy(submit, async () => {
+          try {
+            const { data } = await post(`/webhooks/endpoints/${endpoint.id}/replay`, { from: new Date(fromMs).toISOString(), to: new Date(toMs).toISOString() });
+            close();
+            toast(`Queued ${formatNumber(data.queued)} ${data.queued === 1 ? 'delivery' : 'deliveries'}.`);
+            onQueued();
+          } catch (error) {
+            if (!showProblemOnForm(form, error)) showFormError(form, error.message);
+          }
+        });
+      });
+      return form;
+    },
+  });
+}
+
+export async function renderWebhookEndpoint(view) {
+  const [id] = view.params;
+  let panel = null;
+
+  const draw = (endpoint) => {
+    // Redrawing replaces the buttons; keep the keyboard focus on the action that was used.
+    const actions = [...view.root.querySelectorAll('.page-actions .btn')];
+    const focusedAction = actions.indexOf(document.activeElement);
+    view.setTitle(endpoint.url);
+    const enabled = endpoint.enabled !== false && endpoint.state !== 'disabled';
+    const ping = button({
+      label: 'Send ping',
+      icon: 'send',
+      variant: 'secondary',
+      onClick: async () => {
+        const { data } = await post(`/webhooks/endpoints/${endpoint.id}/ping`);
+        toast('Ping queued. It appears in the deliveries below.');
+        panel?.reload();
+        return data;
+      },
+    });
+    const edit = button({ label: 'Edit', icon: 'edit', onClick: () => openEndpointDialog({ endpoint, onSaved: (saved) => draw(saved), navigate: view.navigate }) });
+    const toggle = button({
+      label: enabled ? 'Disable' : 'Enable',
+      icon: 'power',
+      variant: enabled ? 'danger-ghost' : 'primary',
+      dataset: { action: 'toggle' },
+      onClick: async () => {
+        if (enabled) {
+          const ok = await confirmDialog({
+            title: 'Disable this endpoint?',
+            message: 'No events are delivered to it while it is disabled. Enable it again at any time.',
+            confirmLabel: 'Disable endpoint',
+            danger: true,
+            action: async () => draw((await patch(`/webhooks/endpoints/${endpoint.id}`, { enabled: false })).data),
+          });
+          if (ok) {
+            toast('Endpoint disabled.');
+            view.root.querySelector('[data-action="toggle"]')?.focus();
+          }
+        } else {
+          draw((await patch(`/webhooks/endpoints/${endpoint.id}`, { enabled: true })).data);
+          toast('Endpoint enabled.');
+        }
+      },
+    });
+    const replay = button({ label: 'Replay…', icon: 'replay', variant: 'ghost', onClick: () => openReplayDialog(endpoint, () => panel?.reload()) });
+
+    let stateNotice = null;
+    if (endpoint.state === 'paused') {
+      stateNotice = callout({
+        tone: 'warning',
+        title: `Paused by the circuit breaker until ${formatDateTime(endpoint.paused_until, { seconds: true })}`,
+        text: `After ${endpoint.consecutive_failures} failed attempts in a row, deliveries wait (they are not failed). When the pause ends one attempt is made: success resumes delivery, failure pauses again. Enabling the endpoint resumes it now.`,
+      });
+    } else if (!enabled) {
+      stateNotice = callout({ tone: 'neutral', title: 'Disabled', text: endpoint.disabled_reason ? `Reason: ${endpoint.disabled_reason}` : 'No events are delivered to this endpoint.' });
+    }
+
+    const header = pageHeader({
+      title: endpoint.url,
+      description: endpoint.description || undefined,
+      breadcrumbs: [{ label: 'Webhooks', href: '#/webhooks' }, { label: 'Endpoint' }],
+      badges: [endpointStateBadge(endpoint)],
+      actions: [replay, edit, toggle, ping],
+    });
+    header.querySelector('h1')?.classList.add('page-title-url');
+    const details = card({
+      title: 'Settings',
+      body: h('dl', { class: 'meta-list' },
+        h('dt', { text: 'URL' }), h('dd', {}, code(endpoint.url)),
+        h('dt', { text: 'Events' }), h('dd', {}, eventTypesSummary(endpoint.event_types)),
+        h('dt', { text: 'Description' }), h('dd', { text: endpoint.description || '—' }),
+        h('dt', { text: 'Failure streak' }), h('dd', { text: `${endpoint.consecutive_failures ?? 0} consecutive failed attempts` }),
+        h('dt', { text: 'Created' }), h('dd', {}, timeEl(endpoint.created_at)),
+        h('dt', { text: 'Updated' }), h('dd', {}, timeEl(endpoint.updated_at))),
+    });
+    const existingPanel = panel;
+    if (!existingPanel) panel = deliveriesPanel({ endpointId: endpoint.id });
+    replace(view.root,
+      header,
+      stateNotice,
+      h('div', { class: 'detail-grid' }, details, secretCard(endpoint)),
+      card({ title: 'Deliveries', description: 'Newest first. Failed deliveries are retried automatically; dead letters wait for you.', body: panel.element }));
+    if (focusedAction >= 0) view.root.querySelectorAll('.page-actions .btn')[focusedAction]?.focus();
+  };
+
+  replace(view.root, loadingBlock('Loading the endpoint…'));
+  try {
+    const { data } = await get(`/webhooks/endpoints/${id}`);
+    draw(data);
+  } catch (error) {
+    if (error.status !== 401) replace(view.root, pageHeader({ title: 'Webhook endpoint', breadcrumbs: [{ label: 'Webhooks', href: '#/webhooks' }, { label: 'Not available' }] }), errorState(error, () => renderWebhookEndpoint(view)));
+  }
+  return () => panel?.cleanup();
+}

@@ -1,0 +1,296 @@
+/**
+ * The dashboard end to end, in Chromium: sign in, create an API key and read the API with it,
+ * register a webhook endpoint on a loopback receiver, ping it, watch a failing endpoint's
+ * deliveries go dead (retry schedule scaled to 200 ms) and retry them from the page — one, a
+ * selection, all dead letters — then revoke the key (the API answers 401) and sign out. No console
+ * error may appear on the way. Screenshots of each page go to docs/screenshots/.
+ *
+ * Needs Debian's Chromium at /usr/bin/chromium (.ci/run installs it); skipped with a message when
+ * it is missing. Runs on the embedded database only: the server is a child process on a temporary
+ * DATA_DIR.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { Webhook } from 'standardwebhooks';
+import { CHROMIUM, REPO_ROOT, WebhookReceiver, hasChromium, runCli, startServer, type RunningServer } from './dashboard-harness.ts';
+
+const ADMIN_EMAIL = 'admin@example.com';
+const ADMIN_PASSWORD = 'correct horse battery staple';
+const SCREENSHOTS = join(REPO_ROOT, 'docs', 'screenshots');
+const LONG = 30_000;
+
+if (!hasChromium) {
+  console.warn(`Dashboard browser tests SKIPPED: ${CHROMIUM} is missing. Install it with: apt-get install -y chromium`);
+}
+
+describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
+  let dataDir: string;
+  let server: RunningServer;
+  let startOutput: string;
+  const receiver = new WebhookReceiver();
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  const consoleErrors: string[] = [];
+  let apiKey = '';
+  let okEndpointId = '';
+  let okSecret = '';
+  let flakyEndpointId = '';
+
+  /** Saves a screenshot for the docs, after dismissing notifications (with their own buttons). */
+  const shot = async (name: string, { fullPage = false } = {}) => {
+    // With a modal dialog open only its own notifications can be reached (the rest is inert).
+    const scope = (await page.locator('dialog[open]').count()) > 0 ? page.locator('dialog[open]') : page.locator('#toasts');
+    const dismiss = scope.getByRole('button', { name: 'Dismiss notification' });
+    // A notification may also leave on its own timer meanwhile, hence the re-count and the short click timeout.
+    for (let i = 0; i < 20 && (await dismiss.count()) > 0; i++) await dismiss.first().click({ timeout: 2000 }).catch(() => {});
+    await page.evaluate(() => document.querySelector('#main')?.scrollTo(0, 0));
+    await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), animations: 'disabled', fullPage });
+  };
+  const navTo = (name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();
+  const heading = (name: string) => page.getByRole('heading', { level: 1, name, exact: true });
+  const toastSaying = (text: string | RegExp) => page.locator('.toasts .toast', { hasText: text });
+  const readApi = (token: string) => fetch(`${server.url}/api/v1/products?limit=1`, { headers: { authorization: `Bearer ${token}` } });
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'store-api-dashboard-'));
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    const env = {
+      DATA_DIR: dataDir,
+      SEED_DEMO: 'true',
+      SEED_DEMO_PRODUCTS: '24',
+      WEBHOOK_RETRY_SCHEDULE_MS: '200,200,200,200,200',
+      WEBHOOK_POLL_INTERVAL_MS: '50',
+      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+      // Three dead pings are 18 failed attempts in a row; keep the circuit breaker out of the way.
+      WEBHOOK_BREAKER_THRESHOLD: '100',
+    };
+    await runCli(['admin', 'create', '--email', ADMIN_EMAIL], { ...env, ADMIN_PASSWORD });
+    await receiver.start();
+    // Ready once it has said where the dashboard is (printed right after it listens).
+    server = await startServer(env, /Admin dashboard: /);
+    startOutput = server.output();
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    context = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'en-GB', timezoneId: 'UTC' });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+    page = await context.newPage();
+    page.setDefaultTimeout(LONG);
+    page.on('console', (message) => {
+      if (message.type() === 'error') consoleErrors.push(`${message.text()} (${message.location().url})`);
+    });
+    page.on('pageerror', (error) => consoleErrors.push(`uncaught: ${error.message}`));
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+    await receiver.stop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('says at start where the dashboard is', () => {
+    expect(startOutput).toContain(`Admin dashboard: ${server.url}/admin`);
+    expect(startOutput).not.toContain('No administrator exists yet');
+  });
+
+  it('signs in', async () => {
+    await page.goto(`${server.url}/admin`);
+    await page.getByLabel('Email').waitFor();
+    await shot('sign-in');
+    await page.getByLabel('Email').fill(ADMIN_EMAIL);
+    await page.getByLabel('Password').fill(ADMIN_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await heading('Overview').waitFor();
+    await page.locator('.stat-value').first().waitFor();
+    const cookies = await context.cookies();
+    const session = cookies.find((c) => c.name === 'store_admin_session');
+    expect(session?.httpOnly).toBe(true);
+    expect(session?.sameSite).toBe('Lax');
+  });
+
+  it('creates an API key, shown once with a working copy button, and the key reads the API', async () => {
+    await navTo('API keys');
+    await heading('API keys').waitFor();
+    await page.getByRole('button', { name: 'Create API key' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Create API key' });
+    await dialog.getByLabel('Name').fill('ERP production');
+    await expect(dialog.getByLabel(/Products/).isChecked()).resolves.toBe(true);
+    await expect(dialog.getByLabel(/Admin/).isChecked()).resolves.toBe(false);
+    await dialog.getByRole('button', { name: 'Create key' }).click();
+
+    const created = page.getByRole('dialog', { name: 'API key created' });
+    const secret = created.getByLabel('The new API key');
+    await secret.waitFor();
+    apiKey = await secret.inputValue();
+    expect(apiKey).toMatch(/^sia_[A-Za-z0-9_-]{43}$/);
+    await created.getByRole('button', { name: 'Copy' }).click();
+    await toastSaying('Copied to the clipboard.').waitFor();
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(apiKey);
+    await shot('api-key-created');
+    await created.getByRole('button', { name: 'Done' }).click();
+
+    const row = page.locator('#api-keys-table tbody tr', { hasText: 'ERP production' });
+    await row.waitFor();
+    expect(await row.textContent()).toContain(apiKey.slice(0, 12));
+    expect(await row.textContent()).not.toContain(apiKey);
+    await shot('api-keys');
+
+    expect((await readApi(apiKey)).status).toBe(200);
+  });
+
+  it('registers a webhook endpoint on a loopback receiver and delivers a signed ping', async () => {
+    await navTo('Webhooks');
+    await heading('Webhooks').waitFor();
+    await page.getByRole('button', { name: 'Add endpoint' }).first().click();
+    const form = page.getByRole('dialog', { name: 'Add webhook endpoint' });
+    await form.getByLabel('Endpoint URL').fill(`${receiver.url}/hooks/erp`);
+    await form.getByLabel('Description').fill('ERP order sync');
+    await form.getByLabel('Only selected events').check();
+    await form.getByLabel('order.created').check();
+    await form.getByLabel('order.updated').check();
+    await form.getByLabel('product.updated').check();
+    await shot('webhook-endpoint-form');
+    await form.getByRole('button', { name: 'Add endpoint' }).click();
+
+    const added = page.getByRole('dialog', { name: 'Endpoint added' });
+    okSecret = await added.getByLabel('Signing secret').inputValue();
+    expect(okSecret).toMatch(/^whsec_/);
+    await added.getByRole('button', { name: 'Open endpoint' }).click();
+    await page.waitForURL(/#\/webhooks\/[0-9a-f-]{36}$/);
+    okEndpointId = page.url().split('/').pop()!;
+    await page.getByRole('heading', { level: 1, name: `${receiver.url}/hooks/erp` }).waitFor();
+
+    await page.getByRole('button', { name: 'Reveal' }).click();
+    await page.locator('.secret-value', { hasText: okSecret }).waitFor();
+
+    const pinged = receiver.next((r) => r.path === '/hooks/erp' && r.json.type === 'ping');
+    await page.getByRole('button', { name: 'Send ping' }).click();
+    const ping = await pinged;
+    // The receiver can verify it with the public standardwebhooks library and the secret shown.
+    expect(() => new Webhook(okSecret).verify(ping.body, ping.headers as Record<string, string>)).not.toThrow();
+    expect(ping.headers['webhook-id']).toBe(ping.json.id);
+
+    await page.locator('.deliveries-panel tbody tr[data-status="succeeded"]').waitFor();
+    await shot('webhook-endpoint');
+
+    await navTo('Webhooks');
+    await page.locator('#endpoints-table tbody tr', { hasText: '/hooks/erp' }).waitFor();
+  });
+
+  it('shows a failing endpoint\'s deliveries going dead and retries them: one, the selected, all dead letters', async () => {
+    receiver.answer('/hooks/flaky', 500);
+    await page.getByRole('button', { name: 'Add endpoint' }).first().click();
+    const form = page.getByRole('dialog', { name: 'Add webhook endpoint' });
+    await form.getByLabel('Endpoint URL').fill(`${receiver.url}/hooks/flaky`);
+    await form.getByLabel('Description').fill('Warehouse (flaky)');
+    await form.getByRole('button', { name: 'Add endpoint' }).click();
+    await page.getByRole('dialog', { name: 'Endpoint added' }).getByRole('button', { name: 'Open endpoint' }).click();
+    await page.waitForURL(/#\/webhooks\/[0-9a-f-]{36}$/);
+    flakyEndpointId = page.url().split('/').pop()!;
+    expect(flakyEndpointId).not.toBe(okEndpointId);
+
+    // Three pings, each failing its first attempt and all five retries (200 ms apart).
+    const sendPing = page.getByRole('button', { name: 'Send ping' });
+    for (let i = 0; i < 3; i++) {
+      await sendPing.click();
+      await toastSaying('Ping queued').nth(i).waitFor();
+    }
+    const deadRows = page.locator('.deliveries-panel tbody tr[data-status="dead"]');
+    await page.waitForFunction(() => document.querySelectorAll('.deliveries-panel tbody tr[data-status="dead"]').length === 3, undefined, { timeout: LONG });
+    expect(await deadRows.count()).toBe(3);
+    expect(receiver.requests.filter((r) => r.path === '/hooks/flaky' && r.answered === 500)).toHaveLength(18);
+
+    // The Deliveries page, filtered to this endpoint's dead letters.
+    await navTo('Deliveries');
+    await heading('Deliveries').waitFor();
+    await page.getByLabel('Endpoint').selectOption(flakyEndpointId);
+    await page.locator('label.segmented-label', { hasText: 'Dead' }).click();
+    await page.waitForURL(new RegExp(`#/deliveries\\?endpoint_id=${flakyEndpointId}&status=dead$`));
+    await page.waitForFunction(() => document.querySelectorAll('.deliveries-panel tbody tr[data-status="dead"]').length === 3);
+    await shot('deliveries');
+
+    // One: from its own page, after the receiver is fixed.
+    receiver.answer('/hooks/flaky', 200);
+    await page.locator('.deliveries-panel tbody tr').first().locator('a.delivery-link').click();
+    await page.getByRole('heading', { name: /^Attempts \(6\)$/ }).waitFor();
+    const attempts = page.locator('.table-attempts tbody tr');
+    expect(await attempts.count()).toBe(6);
+    expect(await attempts.first().textContent()).toContain('500');
+    await page.locator('.table-attempts details').first().click();
+    await page.locator('.table-attempts pre', { hasText: 'receiver is failing on purpose' }).first().waitFor();
+    const eventId = (await page.locator('dt:text("Event id") + dd code').textContent())!;
+    expect(await page.locator('.payload').textContent()).toContain(`"id": "${eventId}"`);
+    await shot('delivery', { fullPage: true });
+    const firstArrived = receiver.next((r) => r.path === '/hooks/flaky' && r.headers['webhook-id'] === eventId, { status: 200 });
+    await page.getByRole('button', { name: 'Retry now' }).click();
+    await firstArrived;
+    await page.locator('.page-title-line .badge', { hasText: 'Succeeded' }).waitFor();
+
+    // The selected: one of the two remaining dead letters.
+    await page.goBack();
+    await heading('Deliveries').waitFor();
+    await page.waitForFunction(() => document.querySelectorAll('.deliveries-panel tbody tr[data-status="dead"]').length === 2);
+    const selectedRow = page.locator('.deliveries-panel tbody tr[data-status="dead"]').first();
+    const selectedId = (await selectedRow.getAttribute('data-delivery-id'))!;
+    await selectedRow.getByRole('checkbox').check();
+    const selectedArrived = receiver.next((r) => r.path === '/hooks/flaky' && r.json.type === 'ping' && r.headers['webhook-id'] !== eventId, { status: 200 });
+    await page.getByRole('button', { name: 'Retry selected (1)' }).click();
+    await toastSaying('Queued 1 delivery for another attempt.').waitFor();
+    const second = await selectedArrived;
+    await page.waitForFunction((id) => !document.querySelector(`.deliveries-panel tbody tr[data-delivery-id="${id}"]`), selectedId);
+
+    // All dead letters of the endpoint: the last one.
+    const arrivedBefore = receiver.requests.filter((r) => r.path === '/hooks/flaky' && r.answered === 200).length;
+    const lastArrived = receiver.next((r) => r.path === '/hooks/flaky' && r.answered === 200 && r.headers['webhook-id'] !== eventId && r.headers['webhook-id'] !== second.headers['webhook-id']);
+    await page.getByRole('button', { name: 'Retry all dead letters' }).click();
+    await page.getByRole('dialog', { name: 'Retry all dead letters?' }).getByRole('button', { name: 'Retry all' }).click();
+    await toastSaying('Queued 1 dead letter for another attempt.').waitFor();
+    await lastArrived;
+    expect(receiver.requests.filter((r) => r.path === '/hooks/flaky' && r.answered === 200).length).toBeGreaterThanOrEqual(arrivedBefore + 1);
+    await page.locator('.deliveries-panel .empty-state', { hasText: 'No dead deliveries' }).waitFor();
+
+    await navTo('Webhooks');
+    await page.locator('#endpoints-table tbody tr', { hasText: '/hooks/flaky' }).waitFor();
+    expect(await page.locator('#endpoints-table tbody tr').count()).toBe(2);
+    await shot('webhooks');
+  });
+
+  it('shows the store counts and the deliveries of the last 24 hours on the overview', async () => {
+    await navTo('Overview');
+    await heading('Overview').waitFor();
+    await page.locator('.chart .bar-succeeded').first().waitFor();
+    expect(await page.locator('.stat-card', { hasText: 'Products' }).locator('.stat-value').textContent()).not.toBe('0');
+    // 3 pings × 6 failed attempts, then 1 + 3 successful deliveries; the 3 dead letters were all retried.
+    expect(Number(await page.locator('.legend-value[data-series="failed"]').textContent())).toBeGreaterThanOrEqual(18);
+    expect(Number(await page.locator('.legend-value[data-series="succeeded"]').textContent())).toBeGreaterThanOrEqual(4);
+    expect(await page.locator('[data-now="dead"]').textContent()).toBe('0');
+    await page.locator('.endpoint-mini-list li').first().waitFor();
+    await shot('overview');
+  });
+
+  it('revokes the API key after confirmation; the read API then answers 401', async () => {
+    await navTo('API keys');
+    const row = page.locator('#api-keys-table tbody tr', { hasText: 'ERP production' });
+    await row.getByRole('button', { name: 'Revoke API key ERP production' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Revoke API key?' });
+    // The safe choice has the focus.
+    await expect(confirm.getByRole('button', { name: 'Cancel' }).evaluate((b) => b === document.activeElement)).resolves.toBe(true);
+    await confirm.getByRole('button', { name: 'Revoke key' }).click();
+    await row.locator('.badge', { hasText: 'Revoked' }).waitFor();
+    expect((await readApi(apiKey)).status).toBe(401);
+  });
+
+  it('signs out, after which the session cookie no longer opens the admin API', async () => {
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+    const res = await context.request.get(`${server.url}/admin/api/v1/tokens`);
+    expect(res.status()).toBe(401);
+  });
+
+  it('logged no console error on the way', () => {
+    expect(consoleErrors).toEqual([]);
+  });
+});
