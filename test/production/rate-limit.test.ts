@@ -98,6 +98,11 @@ describe.each(backends)('rate limits (%s)', (backend) => {
     const missing = await t.app.inject({ url: '/api/v1/orders/6f1c1b1e-0000-4000-8000-000000000000', headers });
     expect(missing.statusCode).toBe(404);
     expectRateLimitHeaders(missing.headers, 'standard', 60, 58, 60);
+    const ordersOnly = { authorization: `Bearer ${(await createToken(t.database.db, { name: 'orders only', scopes: ['orders:read'] })).token}` };
+    const forbidden = await t.app.inject({ url: '/api/v1/products', headers: ordersOnly });
+    expect(forbidden.statusCode).toBe(403);
+    expectRateLimitHeaders(forbidden.headers, 'standard', 60, 59, 60);
+    expect((await t.app.inject({ url: '/api/v1/orders', headers: ordersOnly })).headers['x-ratelimit-remaining']).toBe('58');
     const anonymous = await t.app.inject({ url: '/api/v1/products' });
     expect(anonymous.statusCode).toBe(401);
     expect(anonymous.headers['x-ratelimit-limit']).toBeUndefined();

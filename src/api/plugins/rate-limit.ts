@@ -16,7 +16,8 @@
  *
  * The check runs in a preParsing hook at the root: after every onRequest hook, so after bearer-auth
  * has set `request.token` (the key is the token id), and before validation, so a request with a bad
- * parameter still counts and still gets the headers. Unauthenticated requests are not counted.
+ * parameter still counts and still gets the headers. Unauthenticated requests (401) are not counted;
+ * a valid token lacking the route's scope (403, refused in onRequest) is counted in onSend instead.
  * When Redis cannot be reached the request is served uncounted (logged, and counted in
  * `store_api_rate_limit_store_errors_total`): a limiter outage must not take the API down.
  */
@@ -86,31 +87,48 @@ export const rateLimitPlugin = fp(async function rateLimiting(app: FastifyInstan
   });
   const check = app.createRateLimit() as (request: FastifyRequest) => Promise<LimitState>;
 
-  app.addHook('preParsing', async (request: FastifyRequest, reply: FastifyReply) => {
+  const counted = new WeakSet<FastifyRequest>();
+
+  /** Counts `request` and sets its headers; returns the refusal when the budget is spent. */
+  const countRequest = async (request: FastifyRequest, reply: FastifyReply): Promise<ApiError | undefined> => {
     const rateClass = classOf(request);
-    if (!rateClass || !request.token) return;
+    if (!rateClass || !request.token || counted.has(request)) return undefined;
+    counted.add(request);
     let state: LimitState;
     try {
       state = await check(request);
     } catch (error) {
       rateLimitStoreErrors.inc();
       request.log.warn({ err: error }, 'rate-limit check failed; serving the request uncounted');
-      return;
+      return undefined;
     }
-    if (state.isAllowed || state.max === undefined) return;
-    const headers = rateLimitHeaders(rateClass, state.max, state.timeWindow ?? config.RATE_LIMIT_WINDOW_MS, state.remaining ?? 0, state.ttl ?? 0);
-    if (!state.isExceeded) {
-      reply.headers(headers);
-      return;
-    }
-    rateLimitRejections.inc({ class: rateClass });
+    if (state.isAllowed || state.max === undefined) return undefined;
+    const windowMs = state.timeWindow ?? config.RATE_LIMIT_WINDOW_MS;
+    const headers = rateLimitHeaders(rateClass, state.max, windowMs, state.remaining ?? 0, state.ttl ?? 0);
+    reply.headers(headers);
+    if (!state.isExceeded) return undefined;
     const retryAfter = Math.max(1, state.ttlInSeconds ?? 1);
-    throw new ApiError(
+    return new ApiError(
       'rate_limited',
-      `Rate limit of ${state.max} ${rateClass} requests per ${Math.ceil((state.timeWindow ?? config.RATE_LIMIT_WINDOW_MS) / 1000)} s exceeded for this token; retry in ${retryAfter} s.`,
+      `Rate limit of ${state.max} ${rateClass} requests per ${Math.ceil(windowMs / 1000)} s exceeded for this token; retry in ${retryAfter} s.`,
       undefined,
       { ...headers, 'Retry-After': String(retryAfter) },
     );
+  };
+
+  app.addHook('preParsing', async (request: FastifyRequest, reply: FastifyReply) => {
+    const refusal = await countRequest(request, reply);
+    if (refusal) {
+      rateLimitRejections.inc({ class: classOf(request)! });
+      throw refusal;
+    }
+  });
+
+  // A token that authenticated but lacks the route's scope is refused (403) in onRequest, before
+  // preParsing: count it here so that response carries the headers too (it stays a 403).
+  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    if (reply.statusCode === 403) await countRequest(request, reply);
+    return payload;
   });
 
   app.addHook('onClose', async () => {
