@@ -65,8 +65,8 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
       WEBHOOK_RETRY_SCHEDULE_MS: '200,200,200,200,200',
       WEBHOOK_POLL_INTERVAL_MS: '50',
       WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
-      // Three dead pings are 18 failed attempts in a row; keep the circuit breaker out of the way.
-      WEBHOOK_BREAKER_THRESHOLD: '100',
+      // Three dead pings are 18 failed attempts in a row: the last one trips the circuit breaker.
+      WEBHOOK_BREAKER_THRESHOLD: '18',
     };
     await runCli(['admin', 'create', '--email', ADMIN_EMAIL], { ...env, ADMIN_PASSWORD });
     await receiver.start();
@@ -203,6 +203,17 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     expect(await deadRows.count()).toBe(3);
     expect(receiver.requests.filter((r) => r.path === '/hooks/flaky' && r.answered === 500)).toHaveLength(18);
 
+    // The 18th failure in a row paused the endpoint; the list says until when, its page lets us resume it.
+    await navTo('Webhooks');
+    const flakyRow = page.locator('#endpoints-table tbody tr', { hasText: '/hooks/flaky' });
+    await flakyRow.locator('.badge', { hasText: /^Paused until \d\d:\d\d$/ }).waitFor();
+    await page.locator('#endpoints-table tbody tr', { hasText: '/hooks/erp' }).locator('.badge', { hasText: 'Active' }).waitFor();
+    await shot('webhooks');
+    await flakyRow.getByRole('link').click();
+    await page.locator('.callout', { hasText: 'Paused by the circuit breaker until' }).waitFor();
+    await page.getByRole('button', { name: 'Resume now' }).click();
+    await page.locator('.page-title-line .badge', { hasText: 'Active' }).waitFor();
+
     // The Deliveries page, filtered to this endpoint's dead letters.
     await navTo('Deliveries');
     await heading('Deliveries').waitFor();
@@ -252,10 +263,16 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     expect(receiver.requests.filter((r) => r.path === '/hooks/flaky' && r.answered === 200).length).toBeGreaterThanOrEqual(arrivedBefore + 1);
     await page.locator('.deliveries-panel .empty-state', { hasText: 'No dead deliveries' }).waitFor();
 
+
+    // Disable the endpoint (after confirming); the list shows it disabled.
     await navTo('Webhooks');
-    await page.locator('#endpoints-table tbody tr', { hasText: '/hooks/flaky' }).waitFor();
-    expect(await page.locator('#endpoints-table tbody tr').count()).toBe(2);
-    await shot('webhooks');
+    await page.locator('#endpoints-table tbody tr', { hasText: '/hooks/flaky' }).getByRole('link').click();
+    await page.getByRole('button', { name: 'Disable' }).click();
+    await page.getByRole('dialog', { name: 'Disable this endpoint?' }).getByRole('button', { name: 'Disable endpoint' }).click();
+    await page.locator('.page-title-line .badge', { hasText: 'Disabled' }).waitFor();
+    await expect(page.getByRole('button', { name: 'Enable' }).evaluate((b) => b === document.activeElement)).resolves.toBe(true);
+    await navTo('Webhooks');
+    await page.locator('#endpoints-table tbody tr', { hasText: '/hooks/flaky' }).locator('.badge', { hasText: 'Disabled' }).waitFor();
   });
 
   it('shows the store counts and the deliveries of the last 24 hours on the overview', async () => {

@@ -30,6 +30,8 @@ function lastResponse(d) {
 
 function whenCell(d) {
   if ((d.status === 'pending' || d.status === 'failed') && d.next_attempt_at) {
+    // Overdue means waiting for a worker, or for a paused endpoint's breaker to let it through.
+    if (Date.parse(d.next_attempt_at) <= Date.now()) return h('span', { class: 'cell-sub-inline', title: `Due since ${formatDateTime(d.next_attempt_at, { seconds: true })}`, text: 'due, waiting' });
     return h('span', {}, h('span', { class: 'cell-sub-inline', text: 'next ' }), timeEl(d.next_attempt_at));
   }
   return timeEl(d.updated_at);

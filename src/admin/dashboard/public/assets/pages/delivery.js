@@ -26,7 +26,7 @@ function attemptsTable(attempts) {
     h('thead', {}, h('tr', {}, ['#', 'Started', 'Duration', 'Status code', 'Outcome', 'Response'].map((c) => h('th', { scope: 'col', class: ['#', 'Duration'].includes(c) ? 'num' : undefined, text: c })))),
     h('tbody', {}, attempts.map((a) => h('tr', {},
       h('th', { scope: 'row', class: 'num', text: String(a.attempt_number) }),
-      h('td', {}, h('time', { datetime: a.started_at, text: formatDateTime(a.started_at, { seconds: true }) })),
+      h('td', { class: 'cell-nowrap' }, h('time', { datetime: a.started_at, text: formatDateTime(a.started_at, { seconds: true }) })),
       h('td', { class: 'num', text: formatDuration(a.duration_ms) }),
       h('td', {}, a.status_code ? h('span', { class: ['http-status', a.status_code < 300 ? 'http-ok' : 'http-bad'], text: String(a.status_code) }) : h('span', { class: 'muted', text: '—' })),
       h('td', {}, outcomeBadge(a.outcome)),

@@ -70,7 +70,7 @@ async function loadEndpoints(slot) {
       h('p', { class: 'muted small', text: needing.length ? `${needing.length} of ${data.length} endpoints need attention.` : `All ${data.length} endpoint${data.length === 1 ? ' is' : 's are'} active.` }),
       h('ul', { class: 'endpoint-mini-list' }, shown.map((e) => h('li', {},
         h('a', { href: `#/webhooks/${e.id}`, class: 'endpoint-mini-url', text: e.url }),
-        endpointStateBadge(e)))));
+        h('span', { class: 'endpoint-mini-state' }, endpointStateBadge(e), e.description ? h('span', { text: e.description }) : null)))));
   } catch (error) {
     replace(slot, errorState(error, () => loadEndpoints(slot)));
   }

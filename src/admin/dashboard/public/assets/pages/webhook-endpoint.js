@@ -177,6 +177,17 @@ export async function renderWebhookEndpoint(view) {
         }
       },
     });
+    const resume = endpoint.state === 'paused'
+      ? button({
+        label: 'Resume now',
+        icon: 'refresh',
+        variant: 'primary',
+        onClick: async () => {
+          draw((await patch(`/webhooks/endpoints/${endpoint.id}`, { enabled: true })).data);
+          toast('The circuit breaker is closed; deliveries resume.');
+        },
+      })
+      : null;
     const replay = button({ label: 'Replay…', icon: 'replay', variant: 'ghost', onClick: () => openReplayDialog(endpoint, () => panel?.reload()) });
 
     let stateNotice = null;
@@ -184,7 +195,7 @@ export async function renderWebhookEndpoint(view) {
       stateNotice = callout({
         tone: 'warning',
         title: `Paused by the circuit breaker until ${formatDateTime(endpoint.paused_until, { seconds: true })}`,
-        text: `After ${endpoint.consecutive_failures} failed attempts in a row, deliveries wait (they are not failed). When the pause ends one attempt is made: success resumes delivery, failure pauses again. Enabling the endpoint resumes it now.`,
+        text: `After ${endpoint.consecutive_failures} failed attempts in a row, deliveries wait (they are not failed). When the pause ends one attempt is made: success resumes delivery, failure pauses again. "Resume now" closes the breaker at once.`,
       });
     } else if (!enabled) {
       stateNotice = callout({ tone: 'neutral', title: 'Disabled', text: endpoint.disabled_reason ? `Reason: ${endpoint.disabled_reason}` : 'No events are delivered to this endpoint.' });
@@ -195,7 +206,7 @@ export async function renderWebhookEndpoint(view) {
       description: endpoint.description || undefined,
       breadcrumbs: [{ label: 'Webhooks', href: '#/webhooks' }, { label: 'Endpoint' }],
       badges: [endpointStateBadge(endpoint)],
-      actions: [replay, edit, toggle, ping],
+      actions: [replay, edit, toggle, resume, ping].filter(Boolean),
     });
     header.querySelector('h1')?.classList.add('page-title-url');
     const details = card({

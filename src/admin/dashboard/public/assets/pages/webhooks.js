@@ -150,7 +150,7 @@ export async function renderWebhooks(view) {
           h('th', { scope: 'row', class: 'cell-endpoint' },
             h('a', { href: `#/webhooks/${e.id}`, class: 'endpoint-link', text: e.url }),
             e.description ? h('span', { class: 'cell-sub', text: e.description }) : null),
-          h('td', {}, eventTypesSummary(e.event_types)),
+          h('td', { class: 'cell-events' }, eventTypesSummary(e.event_types)),
           h('td', {}, endpointStateBadge(e), e.state === 'disabled' && e.disabled_reason ? h('span', { class: 'cell-sub', text: e.disabled_reason }) : null),
           h('td', { class: 'num' }, String(e.consecutive_failures ?? 0)),
           h('td', {}, timeEl(e.created_at))))))));
