@@ -98,19 +98,20 @@ class Wakeable {
     }
   }
 
-  wait(ms: number): Promise<void> {
+  /** Resolves true when woken, false when `ms` passed. */
+  wait(ms: number): Promise<boolean> {
     if (this.#pending) {
       this.#pending = false;
-      return Promise.resolve();
+      return Promise.resolve(true);
     }
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         this.#resolve = undefined;
-        resolve();
+        resolve(false);
       }, Math.max(1, ms));
       this.#resolve = () => {
         clearTimeout(timer);
-        resolve();
+        resolve(true);
       };
     });
   }
@@ -193,17 +194,22 @@ class DeliveryWorker implements WebhookWorker {
   async #dispatchLoop(): Promise<void> {
     const { config } = this.#ctx;
     const interval = config.WEBHOOK_POLL_INTERVAL_MS;
+    let claimNow = true;
     while (!this.#stopping) {
       const free = config.WEBHOOK_CONCURRENCY - this.#inFlight.size;
       let claimedAll = false;
       let waitMs = interval;
       try {
-        if (free > 0) {
+        // Ask first when the next delivery falls due (one cheap query): an idle worker then never
+        // runs the claim transaction, and sleeps until that moment rather than a full interval.
+        const due = claimNow || free <= 0 ? null : await nextDueAt(this.#ctx.database.db, this.#breaker);
+        const now = this.#clock();
+        if (free > 0 && (claimNow || (due !== null && due <= now))) {
           const freeSlots = new Map<string, number>();
           for (const [endpointId, n] of this.#perEndpoint) freeSlots.set(endpointId, config.WEBHOOK_ENDPOINT_CONCURRENCY - n);
           const claimed = await claimDueDeliveries(this.#ctx.database.db, {
             workerId: this.id,
-            now: this.#clock(),
+            now,
             leaseMs: config.WEBHOOK_LEASE_MS,
             limit: free,
             freeSlots,
@@ -213,17 +219,15 @@ class DeliveryWorker implements WebhookWorker {
           if (claimed.length > 0) this.events.emit('claimed', claimed);
           for (const delivery of claimed) this.#begin(delivery);
           claimedAll = claimed.length === free;
-          if (!claimedAll && !this.#stopping) {
-            const due = await nextDueAt(this.#ctx.database.db, this.#breaker);
-            const now = this.#clock();
-            if (due !== null && due > now) waitMs = Math.min(interval, due - now);
-          }
+        } else if (due !== null && due > now) {
+          waitMs = Math.min(interval, due - now);
         }
       } catch (error) {
         this.#loopError('delivery claim failed', error);
       }
       if (this.#stopping) break;
-      if (!claimedAll) await this.#dispatchWake.wait(waitMs);
+      claimNow = claimedAll;
+      if (!claimedAll) claimNow = await this.#dispatchWake.wait(waitMs);
     }
   }
 
