@@ -16,6 +16,11 @@ import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
 import { CHROMIUM, REPO_ROOT, WebhookReceiver, hasChromium, runCli, startServer, type RunningServer } from './dashboard-harness.ts';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+/** axe-core, evaluated in the page by the test (not loaded by the dashboard, whose CSP would refuse it). */
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 const ADMIN_EMAIL = 'admin@example.com';
 const ADMIN_PASSWORD = 'correct horse battery staple';
@@ -40,6 +45,18 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
   let okSecret = '';
   let flakyEndpointId = '';
 
+  const a11yViolations: string[] = [];
+  /** Runs axe (WCAG 2 A and AA rules) on the page as it is now and records any violation. */
+  const checkA11y = async (where: string) => {
+    await page.evaluate(AXE_SOURCE);
+    const found = await page.evaluate(async () => {
+      const axe = (window as unknown as { axe: { run(ctx: Document, options: object): Promise<{ violations: Array<{ id: string; impact: string; help: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
+      const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+      return result.violations.map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')})`);
+    });
+    a11yViolations.push(...found.map((v) => `${where}: ${v}`));
+  };
+
   /** Saves a screenshot for the docs, after dismissing notifications (with their own buttons). */
   const shot = async (name: string, { fullPage = false } = {}) => {
     // With a modal dialog open only its own notifications can be reached (the rest is inert).
@@ -49,6 +66,7 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     for (let i = 0; i < 20 && (await dismiss.count()) > 0; i++) await dismiss.first().click({ timeout: 2000 }).catch(() => {});
     await page.evaluate(() => document.querySelector('#main')?.scrollTo(0, 0));
     await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), animations: 'disabled', fullPage });
+    await checkA11y(name);
   };
   const navTo = (name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();
   const heading = (name: string) => page.getByRole('heading', { level: 1, name, exact: true });
@@ -309,5 +327,9 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
 
   it('logged no console error on the way', () => {
     expect(consoleErrors).toEqual([]);
+  });
+
+  it('has no WCAG 2.1 A/AA violations that axe can find on any page shown', () => {
+    expect(a11yViolations).toEqual([]);
   });
 });

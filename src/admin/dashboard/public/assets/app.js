@@ -60,13 +60,18 @@ export function navigate(hash) {
 
 function buildShell() {
   const main = h('main', { id: 'main', class: 'main', tabindex: '-1' });
-  const navList = h('ul', { class: 'nav-list' });
+  // One list per group, each named by its heading (a group label cannot sit inside a <ul>).
+  const navList = h('div', { class: 'nav-groups' });
+  let list = h('ul', { class: 'nav-list' });
+  navList.append(list);
   for (const item of NAV) {
     if (item.group) {
-      navList.append(h('li', { class: 'nav-group', role: 'presentation' }, h('span', { class: 'nav-group-label', text: item.group })));
+      const labelId = `nav-group-${item.group.toLowerCase()}`;
+      list = h('ul', { class: 'nav-list', 'aria-labelledby': labelId });
+      navList.append(h('p', { class: 'nav-group', id: labelId }, h('span', { class: 'nav-group-label', text: item.group })), list);
       continue;
     }
-    navList.append(h('li', {}, h('a', { class: 'nav-link', href: item.href, dataset: { nav: item.id } }, icon(item.icon), h('span', { text: item.label }))));
+    list.append(h('li', {}, h('a', { class: 'nav-link', href: item.href, dataset: { nav: item.id } }, icon(item.icon), h('span', { text: item.label }))));
   }
   const initials = session.email.slice(0, 2).toUpperCase();
   const signOutButton = h('button', { type: 'button', class: 'btn btn-ghost btn-sm sidebar-signout', onClick: signOut }, icon('logout'), h('span', { class: 'btn-label', text: 'Sign out' }));
