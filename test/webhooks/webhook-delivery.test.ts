@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { backends } from '../helpers/test-database.ts';
 import { createCustomer, updateCustomer } from '../../src/customers/customer.service.ts';
+import client from 'prom-client';
 import { WebhookReceiver, ok } from './webhook-receiver.ts';
 import { waitForAttempts, webhookTestKit, type WebhookTestKit } from './webhook-test-kit.ts';
 
@@ -68,6 +69,7 @@ describe.each(backends)('webhook delivery (%s)', (backend) => {
     };
     const base = receiver.requests.length;
     const endpoint = await kit.createEndpoint(receiver.url, { event_types: ['customer.created'] });
+    const before = await counters();
     const dead = waitForAttempts(kit.worker, 1, (r) => r.endpointId === endpoint.id && r.settlement?.status === 'dead', 30_000);
     const customer = await createCustomer(kit.t.database.db, { name: 'Retry Schedule' }) as { id: string };
     const report = (await dead)[0]!;
@@ -94,6 +96,14 @@ describe.each(backends)('webhook delivery (%s)', (backend) => {
       expect(lateness, `retry ${k}`).toBeGreaterThanOrEqual(-5);
       expect(lateness, `retry ${k}`).toBeLessThan(1000);
     }
+
+    // Metrics in the default registry counted each attempt (this file's worker is the only one).
+    const counted = await counters();
+    expect(counted.attempted - before.attempted).toBe(6);
+    expect(counted.failed - before.failed).toBe(6);
+    expect(counted.dead - before.dead).toBe(1);
+    expect(counted.timeouts - before.timeouts).toBe(1);
+    expect(await client.register.getSingleMetricAsString('store_api_webhook_queue_depth')).toMatch(/store_api_webhook_queue_depth \d+/);
 
     const dlq = await kit.api('GET', `/webhooks/deliveries?endpoint_id=${endpoint.id}&status=dead`);
     expect(dlq.body.data.map((d: { id: string }) => d.id)).toEqual([report.deliveryId]);
@@ -137,3 +147,18 @@ describe.each(backends)('webhook delivery (%s)', (backend) => {
     await kit.api('PATCH', `/webhooks/endpoints/${endpoint.id}`, { enabled: false });
   }, 60_000);
 });
+
+async function counters() {
+  const value = async (name: string, labels: Record<string, string> = {}) => {
+    const metric = await client.register.getSingleMetric(name)!.get();
+    return metric.values
+      .filter((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))
+      .reduce((n, v) => n + v.value, 0);
+  };
+  return {
+    attempted: await value('store_api_webhook_deliveries_attempted_total'),
+    timeouts: await value('store_api_webhook_deliveries_attempted_total', { outcome: 'timeout' }),
+    failed: await value('store_api_webhook_deliveries_failed_total'),
+    dead: await value('store_api_webhook_deliveries_dead_lettered_total'),
+  };
+}
