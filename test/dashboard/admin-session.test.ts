@@ -94,6 +94,16 @@ describe.each(backends)('dashboard sign-in (%s)', (backend) => {
     }
   });
 
+  it('accepts sign-in only as JSON, so another site cannot post a form to sign a browser in', async () => {
+    const form = await t.app.inject({
+      method: 'POST', url: '/admin/session', remoteAddress: nextIp(),
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: `email=${encodeURIComponent(EMAIL)}&password=${encodeURIComponent(PASSWORD)}`,
+    });
+    expect(form.statusCode).toBe(415);
+    expect(form.headers['set-cookie']).toBeUndefined();
+  });
+
   it('rejects a body with unknown properties', async () => {
     const res = await t.app.inject({ method: 'POST', url: '/admin/session', payload: { email: EMAIL, password: PASSWORD, admin: true } });
     expect(res.statusCode).toBe(400);

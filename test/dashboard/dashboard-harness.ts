@@ -24,7 +24,7 @@ function childEnv(env: Record<string, string>): NodeJS.ProcessEnv {
 
 /** Runs a `store-api` CLI command to completion. */
 export async function runCli(args: string[], env: Record<string, string>): Promise<{ stdout: string; stderr: string }> {
-  return promisify(execFile)(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, env: childEnv(env), timeout: 60_000 });
+  return promisify(execFile)(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, env: childEnv(env), timeout: 120_000 });
 }
 
 /** A free TCP port on 127.0.0.1 (asked of the OS, then released for the child to take). */

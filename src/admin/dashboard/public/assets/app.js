@@ -146,6 +146,8 @@ async function signOut() {
 }
 
 function showSignIn({ notice, setupRequired = false }) {
+  // A dialog left open over the old page would cover the sign-in form.
+  for (const dialog of document.querySelectorAll('dialog')) dialog.remove();
   if (typeof cleanup === 'function') cleanup();
   cleanup = null;
   shell = null;
