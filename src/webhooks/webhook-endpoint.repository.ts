@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import type { WriteContext } from '../db/write-clock.ts';
 import './webhook.tables.ts';
 
 export type EndpointState = 'active' | 'paused' | 'disabled';
@@ -94,15 +95,16 @@ export interface NewEndpoint {
 }
 
 /**
- * Inserts an endpoint. Its created_at is the database's clock, the clock events are stamped with:
- * the poller sends an endpoint the events stamped at or after its creation.
+ * Inserts an endpoint inside a write-clock transaction, stamped like events are: the poller sends
+ * an endpoint the events stamped at or after its creation, and the read horizon then also covers
+ * endpoints still being created (the poller never skips past an event a new endpoint should get).
  */
-export async function insertEndpoint(db: Kysely<Database>, input: NewEndpoint): Promise<string> {
+export async function insertEndpoint(write: WriteContext, input: NewEndpoint): Promise<string> {
   const id = randomUUID();
   await sql`
     INSERT INTO webhook_endpoints (id, url, description, event_types, enabled, secret, created_at, updated_at)
-    VALUES (${id}, ${input.url}, ${input.description}, ${input.eventTypes}::text[], ${input.enabled}, ${input.secret}, clock_timestamp(), clock_timestamp())
-  `.execute(db);
+    VALUES (${id}, ${input.url}, ${input.description}, ${input.eventTypes}::text[], ${input.enabled}, ${input.secret}, ${write.stamp}::timestamptz, ${write.stamp}::timestamptz)
+  `.execute(write.trx);
   return id;
 }
 

@@ -65,13 +65,14 @@ export class WebhookService {
   async createEndpoint(input: EndpointInput): Promise<WebhookEndpoint & { secret: string }> {
     const url = await this.checkUrl(input.url);
     const secret = generateSecret();
-    const id = await insertEndpoint(this.db, {
+    const eventTypes = checkEventTypes(input.event_types);
+    const id = await runWrite(this.db, (write) => insertEndpoint(write, {
       url,
       description: input.description ?? null,
-      eventTypes: checkEventTypes(input.event_types),
+      eventTypes,
       enabled: input.enabled ?? true,
       secret,
-    });
+    }));
     return { ...(await this.getEndpoint(id)), secret };
   }
 
