@@ -88,32 +88,40 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
     `.execute(trx);
     const probeIds = probes.map((p) => p.id);
 
+    // Each eligible endpoint's oldest due rows (index walk per endpoint: cost follows the number of
+    // endpoints, not the backlog), at most its free slots (one for a probe), oldest first overall;
+    // then lock what no other worker holds and stamp the lease, re-checking the row under the lock.
     const { rows: claimed } = await sql<{ id: string; attempt_count: number; previous_locked_by: string | null; previous_locked_at: string | null; previous_locked_until: string | null }>`
-      WITH ranked AS (
-        SELECT d.id, e.id = ANY(${probeIds}::uuid[]) AS is_probe,
-          row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS rn
-        FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-        WHERE d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
-          AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
-          AND e.enabled
+      WITH candidates AS (
+        SELECT c.id, c.next_attempt_at
+        FROM webhook_endpoints e
+        CROSS JOIN LATERAL (
+          SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+          WHERE d.endpoint_id = e.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
+            AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
+          ORDER BY d.next_attempt_at, d.id
+          LIMIT CASE WHEN e.id = ANY(${probeIds}::uuid[]) THEN 1
+            ELSE greatest(0, coalesce((${slots}::jsonb ->> e.id::text)::int, ${options.endpointCapacity})) END
+        ) c
+        WHERE e.enabled
           AND (e.id = ANY(${probeIds}::uuid[])
             OR (e.consecutive_failures < ${options.breaker.threshold}
               AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
               AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))))
+        ORDER BY c.next_attempt_at, c.id
+        LIMIT ${options.limit}
       ), picked AS (
         SELECT d.id, d.locked_by AS previous_locked_by, d.locked_at AS previous_locked_at, d.locked_until AS previous_locked_until
-        FROM webhook_deliveries d JOIN ranked r ON r.id = d.id
-        WHERE r.rn <= CASE WHEN r.is_probe THEN 1
-          ELSE coalesce((${slots}::jsonb ->> d.endpoint_id::text)::int, ${options.endpointCapacity}) END
-        ORDER BY d.next_attempt_at, d.id
-        LIMIT ${options.limit}
-        FOR UPDATE OF d SKIP LOCKED
+        FROM webhook_deliveries d
+        WHERE d.id IN (SELECT id FROM candidates)
+        FOR UPDATE SKIP LOCKED
       )
       UPDATE webhook_deliveries d
       SET locked_by = ${options.workerId}, locked_at = ${now}::timestamptz, locked_until = ${leaseUntil}::timestamptz,
           attempt_count = d.attempt_count + 1
       FROM picked p
-      WHERE d.id = p.id AND d.status IN ('pending','failed') AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
+      WHERE d.id = p.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
+        AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
       RETURNING d.id, d.attempt_count, p.previous_locked_by, p.previous_locked_at::text, p.previous_locked_until::text
     `.execute(trx);
     if (claimed.length === 0) return [];
@@ -252,16 +260,25 @@ export async function queueDepth(db: Kysely<Database>): Promise<number> {
 }
 
 /**
- * When the next delivery this worker could claim becomes due (epoch ms), or null when none waits:
- * the later of its due time, its endpoint's pause and its current lease.
+ * When the next delivery could be claimed (epoch ms), or null when none waits: the earliest of each
+ * enabled endpoint's oldest free row (not before the endpoint's pause ends) and of the leases in
+ * force (a dead worker's rows come free when its lease expires). Cheap: one index probe per endpoint.
  */
-export async function nextDueAt(db: Kysely<Database>, breaker: BreakerPolicy): Promise<number | null> {
+export async function nextDueAt(db: Kysely<Database>, now: number): Promise<number | null> {
+  const nowIso = isoFromMillis(now);
   const { rows } = await sql<{ t: number | null }>`
-    SELECT (extract(epoch FROM min(greatest(d.next_attempt_at,
-        CASE WHEN e.consecutive_failures >= ${breaker.threshold} OR e.paused_until IS NOT NULL THEN coalesce(e.paused_until, d.next_attempt_at) ELSE d.next_attempt_at END,
-        coalesce(d.locked_until, d.next_attempt_at)))) * 1000)::float8 AS t
-    FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-    WHERE d.status IN ('pending','failed') AND e.enabled
+    SELECT (extract(epoch FROM least(
+      (SELECT min(greatest(c.next_attempt_at, coalesce(e.paused_until, c.next_attempt_at)))
+       FROM webhook_endpoints e
+       CROSS JOIN LATERAL (
+         SELECT d.next_attempt_at FROM webhook_deliveries d
+         WHERE d.endpoint_id = e.id AND d.status IN ('pending','failed')
+           AND (d.locked_until IS NULL OR d.locked_until <= ${nowIso}::timestamptz)
+         ORDER BY d.next_attempt_at, d.id LIMIT 1
+       ) c
+       WHERE e.enabled),
+      (SELECT min(locked_until) FROM webhook_deliveries WHERE locked_until > ${nowIso}::timestamptz)
+    )) * 1000)::float8 AS t
   `.execute(db);
   return rows[0]?.t ?? null;
 }

@@ -191,16 +191,29 @@ export interface DeliveryStats {
  * deliveries in each status now (pending counts everything waiting: never tried or retried by hand).
  */
 export async function deliveryStats(db: Kysely<Database>, hours: number, nowIso: string): Promise<DeliveryStats> {
+  // One range scan and GROUP BY per table (date_trunc works in the session's time zone, UTC).
   const { rows: buckets } = await sql<HourBucket>`
     WITH hours AS (
       SELECT generate_series(date_trunc('hour', ${nowIso}::timestamptz) - make_interval(hours => ${hours - 1}),
                              date_trunc('hour', ${nowIso}::timestamptz), interval '1 hour') AS hour
+    ), since AS (
+      SELECT date_trunc('hour', ${nowIso}::timestamptz) - make_interval(hours => ${hours - 1}) AS t
+    ), succeeded AS (
+      SELECT date_trunc('hour', succeeded_at) AS hour, count(*)::int AS n FROM webhook_deliveries
+      WHERE succeeded_at >= (SELECT t FROM since) GROUP BY 1
+    ), failed AS (
+      SELECT date_trunc('hour', started_at) AS hour, count(*)::int AS n FROM webhook_attempts
+      WHERE started_at >= (SELECT t FROM since) AND outcome <> 'success' GROUP BY 1
+    ), dead AS (
+      SELECT date_trunc('hour', dead_at) AS hour, count(*)::int AS n FROM webhook_deliveries
+      WHERE dead_at >= (SELECT t FROM since) GROUP BY 1
     )
-    SELECT iso_utc(h.hour) AS hour,
-      (SELECT count(*)::int FROM webhook_deliveries d WHERE d.succeeded_at >= h.hour AND d.succeeded_at < h.hour + interval '1 hour') AS succeeded,
-      (SELECT count(*)::int FROM webhook_attempts a WHERE a.started_at >= h.hour AND a.started_at < h.hour + interval '1 hour' AND a.outcome <> 'success') AS failed,
-      (SELECT count(*)::int FROM webhook_deliveries d WHERE d.dead_at >= h.hour AND d.dead_at < h.hour + interval '1 hour') AS dead
-    FROM hours h ORDER BY h.hour
+    SELECT iso_utc(h.hour) AS hour, coalesce(s.n, 0) AS succeeded, coalesce(f.n, 0) AS failed, coalesce(d.n, 0) AS dead
+    FROM hours h
+    LEFT JOIN succeeded s ON s.hour = h.hour
+    LEFT JOIN failed f ON f.hour = h.hour
+    LEFT JOIN dead d ON d.hour = h.hour
+    ORDER BY h.hour
   `.execute(db);
   const { rows } = await sql<{ status: DeliveryStatus; n: number }>`
     SELECT status, count(*)::int AS n FROM webhook_deliveries GROUP BY status

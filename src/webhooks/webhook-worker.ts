@@ -202,7 +202,7 @@ class DeliveryWorker implements WebhookWorker {
       try {
         // Ask first when the next delivery falls due (one cheap query): an idle worker then never
         // runs the claim transaction, and sleeps until that moment rather than a full interval.
-        const due = claimNow || free <= 0 ? null : await nextDueAt(this.#ctx.database.db, this.#breaker);
+        const due = claimNow || free <= 0 ? null : await nextDueAt(this.#ctx.database.db, this.#clock());
         const now = this.#clock();
         if (free > 0 && (claimNow || (due !== null && due <= now))) {
           const freeSlots = new Map<string, number>();

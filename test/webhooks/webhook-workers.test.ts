@@ -59,6 +59,28 @@ describe.each(backends)('webhook workers (%s)', (backend) => {
     }
   });
 
+  it('one endpoint\'s backlog does not hold up another endpoint', async () => {
+    const slow = await new WebhookReceiver().start();
+    slow.respond = (req, n, res, socket) => void setTimeout(() => ok(req, n, res, socket), 150);
+    receiver.respond = ok;
+    const worker = await kit.startWorker();
+    try {
+      const busy = await kit.createEndpoint(slow.url);
+      const quiet = await kit.createEndpoint(receiver.url);
+      for (let i = 0; i < 40; i++) await kit.api('POST', `/webhooks/endpoints/${busy.id}/ping`);
+      await slow.waitForRequests(1);
+      const quick = waitForAttempts(worker, 1, (r) => r.endpointId === quiet.id);
+      await kit.api('POST', `/webhooks/endpoints/${quiet.id}/ping`);
+      expect((await quick)[0]!.settlement?.status).toBe('succeeded');
+      // At most 4 at a time to the busy endpoint (WEBHOOK_ENDPOINT_CONCURRENCY) at 150 ms each: most of its 40 still wait.
+      expect(slow.requests.length).toBeLessThan(30);
+      for (const e of [busy, quiet]) await kit.api('PATCH', `/webhooks/endpoints/${e.id}`, { enabled: false });
+    } finally {
+      await worker.stop();
+      await slow.close();
+    }
+  });
+
   it('stop() waits for the attempt in flight to finish and settle, then claims nothing more', async () => {
     let answer: (() => void) | undefined;
     receiver.respond = (req, n, res, socket) => { answer = () => ok(req, n, res, socket); };
@@ -85,7 +107,7 @@ describe.each(backends)('webhook workers (%s)', (backend) => {
     await kit.api('PATCH', `/webhooks/endpoints/${endpoint.id}`, { enabled: false });
   });
 
-  it.skipIf(backend === 'pglite')('a worker process killed with SIGKILL mid-delivery: the delivery arrives after a restart (PostgreSQL; the embedded database is one process, see the pglite note)', async () => {
+  it.skipIf(backend === 'pglite')('a worker process killed with SIGKILL mid-delivery: the delivery arrives after a restart (PostgreSQL only: an embedded PGlite directory belongs to one process, so there is no separate worker process to kill)', async () => {
     receiver.respond = (req, n, res, socket) => {
       if (req.json.type === 'ping' && hangFirst) {
         hangFirst = false; // the first try hangs until its worker is killed

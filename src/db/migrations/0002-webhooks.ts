@@ -45,8 +45,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       dead_at timestamptz,
       CHECK ((status IN ('pending','failed')) = (next_attempt_at IS NOT NULL))
     );
-    -- The claim query: due rows of the waiting statuses, oldest due first.
-    CREATE INDEX webhook_deliveries_due_idx ON webhook_deliveries (next_attempt_at, id) WHERE status IN ('pending','failed');
+    -- The claim takes each endpoint's oldest due rows (so one endpoint's backlog never starves another),
+    -- and finds leases to wait for among the few rows in flight.
+    CREATE INDEX webhook_deliveries_endpoint_due_idx ON webhook_deliveries (endpoint_id, next_attempt_at, id) WHERE status IN ('pending','failed');
+    CREATE INDEX webhook_deliveries_leased_idx ON webhook_deliveries (locked_until) WHERE locked_until IS NOT NULL;
     CREATE INDEX webhook_deliveries_created_idx ON webhook_deliveries (created_at DESC, id DESC);
     CREATE INDEX webhook_deliveries_endpoint_created_idx ON webhook_deliveries (endpoint_id, created_at DESC, id DESC);
     CREATE INDEX webhook_deliveries_status_created_idx ON webhook_deliveries (status, created_at DESC, id DESC);
