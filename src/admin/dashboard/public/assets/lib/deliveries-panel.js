@@ -161,7 +161,7 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
       for (const box of tableSlot.querySelectorAll('tbody input[type="checkbox"]:not(:disabled)')) box.checked = allBox.checked;
       syncActions();
     });
-    const headers = ['Status', 'Event', showEndpoint ? 'Endpoint' : null, 'Attempts', 'Last response', 'Updated', 'Created'].filter(Boolean);
+    const headers = ['Status', 'Event', showEndpoint ? 'Endpoint' : null, 'Attempts', 'Last response', 'Next / updated', 'Created'].filter(Boolean);
     const rows = state.items.map((d) => {
       const canRetry = RETRYABLE.has(d.status);
       const box = h('input', {
