@@ -140,6 +140,24 @@ describe.each(backends)('rate limits (%s)', (backend) => {
     }
   });
 
+  it('serves requests uncounted, and says so in the log and metrics, while Redis is unreachable', async () => {
+    // Port 1 on loopback: connection refused at once.
+    const config = loadConfig({ LOG_LEVEL: 'silent', SEED_DEMO: 'false', REDIS_URL: 'redis://127.0.0.1:1' });
+    const app = await buildApp({ config, database: t.database, logger: pino({ level: 'silent' }) });
+    try {
+      const headers = await tokenHeader(t, { rateLimitStandard: 1 });
+      for (let i = 0; i < 3; i++) {
+        const res = await app.inject({ url: '/api/v1/products', headers });
+        expect(res.statusCode).toBe(200);
+        expect(res.headers['x-ratelimit-limit']).toBeUndefined();
+      }
+      const metrics = (await app.inject({ url: '/metrics' })).body;
+      expect(Number(/^store_api_rate_limit_store_errors_total (\d+)/m.exec(metrics)?.[1])).toBeGreaterThanOrEqual(3);
+    } finally {
+      await app.close();
+    }
+  });
+
   describe.skipIf(!REDIS_URL)('with REDIS_URL (TEST_REDIS_URL)', () => {
     let apps: App[] = [];
     beforeAll(async () => {
