@@ -332,4 +332,31 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
   it('has no WCAG 2.1 A/AA violations that axe can find on any page shown', () => {
     expect(a11yViolations).toEqual([]);
   });
+
+  // After the console check on purpose: Chromium logs every 401 answer as a console error.
+  it('refuses a wrong password, and sends a page whose session ended back to sign-in, then to the same page', async () => {
+    await page.getByLabel('Email').fill(ADMIN_EMAIL);
+    await page.getByLabel('Password').fill('not the password at all');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('alert').filter({ hasText: 'Wrong email or password.' }).waitFor();
+    await expect(page.getByLabel('Password').evaluate((input) => input === document.activeElement && (input as HTMLInputElement).value === '')).resolves.toBe(true);
+
+    await page.getByLabel('Password').fill(ADMIN_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await heading('Overview').waitFor();
+    await navTo('Webhooks');
+    await heading('Webhooks').waitFor();
+
+    // The session ends elsewhere (signed out from another tab, or expired).
+    const { data } = await (await context.request.get(`${server.url}/admin/session`)).json();
+    expect((await context.request.delete(`${server.url}/admin/session`, { headers: { 'x-csrf-token': data.csrf_token } })).status()).toBe(204);
+
+    await navTo('Deliveries');
+    await page.getByText('Your session has ended. Sign in again to continue.').waitFor();
+    await page.getByLabel('Email').fill(ADMIN_EMAIL);
+    await page.getByLabel('Password').fill(ADMIN_PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await heading('Deliveries').waitFor();
+    expect(page.url()).toMatch(/#\/deliveries$/);
+  });
 });

@@ -91,6 +91,7 @@ function buildShell() {
 
 async function route() {
   if (!session) return;
+  if (location.hash === '#/sign-in') history.replaceState(null, '', '#/overview'); // already signed in
   const { path, query } = parseHash();
   const match = ROUTES.map((r) => ({ r, m: r.path.exec(path) })).find((x) => x.m);
   if (typeof cleanup === 'function') cleanup();
@@ -141,6 +142,8 @@ async function signOut() {
   }
   session = null;
   setCsrfToken(null);
+  // Signing in again starts from the overview, not from the page signed out of.
+  history.replaceState(null, '', '#/sign-in');
   showSignIn({ notice: null });
   toast('You are signed out.', { tone: 'info' });
 }
