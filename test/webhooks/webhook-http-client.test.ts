@@ -1,0 +1,90 @@
+/**
+ * The dispatcher's HTTP client against misbehaving receivers on loopback: every fault is a failed
+ * attempt with a reason, within the timeout; connections are reused; private targets are refused
+ * at connection time unless allowed.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { WebhookHttpClient } from '../../src/webhooks/webhook-http-client.ts';
+
+describe('webhook HTTP client', () => {
+  let server: Server;
+  let base: string;
+  const sockets = new Set<Socket>();
+  let requests = 0;
+  let connections = 0;
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      requests++;
+      req.resume();
+      req.on('end', () => {
+        switch (req.url) {
+          case '/ok': return res.writeHead(204).end();
+          case '/trickle': {
+            // Headers at once, then one byte every 100 ms: never completes within the timeout.
+            res.writeHead(200, { 'content-type': 'text/plain' });
+            const timer = setInterval(() => res.write('.'), 100);
+            res.on('close', () => clearInterval(timer));
+            return;
+          }
+          case '/huge': return res.writeHead(200).end(Buffer.alloc(1024 * 1024, 'a'));
+          case '/retry-after': return res.writeHead(503, { 'retry-after': '120' }).end('busy');
+          case '/reset': return req.socket.destroy();
+          default: return res.writeHead(404).end();
+        }
+      });
+    });
+    server.on('connection', (s) => { connections++; sockets.add(s); s.on('close', () => sockets.delete(s)); });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    for (const s of sockets) s.destroy();
+    await new Promise((resolve) => server.close(resolve));
+  });
+
+  it('classifies each receiver behaviour and never waits past the timeout', async () => {
+    const client = new WebhookHttpClient({ timeoutMs: 500, allowPrivate: true, connectionsPerOrigin: 2 });
+    try {
+      expect(await client.post(`${base}/ok`, '{}', {})).toMatchObject({ outcome: 'success', statusCode: 204 });
+      const trickle = await client.post(`${base}/trickle`, '{}', {});
+      expect(trickle).toMatchObject({ outcome: 'timeout', statusCode: null });
+      expect(trickle.durationMs).toBeGreaterThanOrEqual(450);
+      expect(trickle.durationMs).toBeLessThan(1500);
+      const huge = await client.post(`${base}/huge`, '{}', {});
+      expect(huge).toMatchObject({ outcome: 'response_too_large', statusCode: 200 });
+      expect(huge.responseExcerpt!.length).toBe(2048);
+      expect(await client.post(`${base}/retry-after`, '{}', {})).toMatchObject({ outcome: 'http_error', statusCode: 503, retryAfterMs: 120_000, responseExcerpt: 'busy' });
+      expect(await client.post(`${base}/reset`, '{}', {})).toMatchObject({ outcome: 'connection_error', statusCode: null });
+      expect(await client.post('http://127.0.0.1:1/closed-port', '{}', {})).toMatchObject({ outcome: 'connection_error' });
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('keeps connections alive across deliveries', async () => {
+    const client = new WebhookHttpClient({ timeoutMs: 2000, allowPrivate: true, connectionsPerOrigin: 1 });
+    try {
+      const before = connections;
+      for (let i = 0; i < 5; i++) expect((await client.post(`${base}/ok`, '{}', {})).outcome).toBe('success');
+      expect(connections - before).toBe(1);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('refuses private targets at connection time unless allowed, by IP or through a hostname', async () => {
+    const client = new WebhookHttpClient({ timeoutMs: 2000, allowPrivate: false, connectionsPerOrigin: 1 });
+    try {
+      const count = requests;
+      const port = new URL(base).port;
+      expect(await client.post(`${base}/ok`, '{}', {})).toMatchObject({ outcome: 'blocked_address' });
+      expect(await client.post(`http://localhost:${port}/ok`, '{}', {})).toMatchObject({ outcome: 'blocked_address' });
+      expect(requests).toBe(count);
+    } finally {
+      await client.close();
+    }
+  });
+});
