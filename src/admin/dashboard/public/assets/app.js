@@ -121,17 +121,27 @@ async function route() {
     /** Sets the window title once the page knows what it shows. */
     setTitle: (title) => { document.title = `${title} · Store Integration Admin`; },
   };
+  const navigation = ++navigations;
+  let pageCleanup;
   try {
-    cleanup = await match.r.render(view);
+    pageCleanup = await match.r.render(view);
   } catch (error) {
     if (error?.status !== 401) toastError(error);
   }
+  if (navigation !== navigations) {
+    // Left before it finished loading: stop what it started; the newer page owns the screen.
+    if (typeof pageCleanup === 'function') pageCleanup();
+    return;
+  }
+  cleanup = pageCleanup;
   // Move focus to the new page's title so keyboard users start there (not on first load).
   if (routedOnce) page.querySelector('h1')?.focus({ preventScroll: true });
   routedOnce = true;
   main.scrollTop = 0;
 }
 let routedOnce = false;
+/** Counts route() calls, so a slow page that was left can tell it is stale. */
+let navigations = 0;
 
 async function signOut() {
   try {

@@ -211,6 +211,7 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
     clearTimeout(state.timer);
     if (!append && !keepPages) replace(tableSlot, loadingBlock('Loading deliveries…'));
     try {
+      const shownBefore = state.items.length;
       if (append) {
         const page = await fetchPage(state.nextCursor);
         state.items.push(...page.data);
@@ -229,6 +230,8 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
       if (state.disposed) return;
       render();
       syncActions();
+      // "Load more" is gone or re-drawn: continue from the first row it added.
+      if (append) tableSlot.querySelector(`tbody tr:nth-child(${shownBefore + 1}) a.delivery-link`)?.focus();
       updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
       if (!keepPages || append) live.textContent = `${state.items.length} ${state.items.length === 1 ? 'delivery' : 'deliveries'} shown.`;
     } catch (error) {
