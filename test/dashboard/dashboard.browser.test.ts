@@ -192,6 +192,21 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     expect(ping.headers['webhook-id']).toBe(ping.json.id);
 
     await page.locator('.deliveries-panel tbody tr[data-status="succeeded"]').waitFor();
+
+    // Rotate the secret: the new one is shown, and the old one still signs for the overlap period.
+    await page.getByRole('button', { name: 'Rotate…' }).click();
+    await page.getByRole('dialog', { name: 'Rotate the signing secret?' }).getByRole('button', { name: 'Rotate secret' }).click();
+    await page.locator('.card-note', { hasText: 'The previous secret also signs deliveries until' }).waitFor();
+    const rotatedSecret = (await page.locator('.secret-value').textContent())!;
+    expect(rotatedSecret).toMatch(/^whsec_/);
+    expect(rotatedSecret).not.toBe(okSecret);
+    const pingedAgain = receiver.next((r) => r.path === '/hooks/erp' && r.json.type === 'ping' && r.json.id !== ping.json.id);
+    await page.getByRole('button', { name: 'Send ping' }).click();
+    const second = await pingedAgain;
+    for (const secret of [rotatedSecret, okSecret]) {
+      expect(() => new Webhook(secret).verify(second.body, second.headers as Record<string, string>)).not.toThrow();
+    }
+    await page.waitForFunction(() => document.querySelectorAll('.deliveries-panel tbody tr[data-status="succeeded"]').length === 2);
     await shot('webhook-endpoint');
 
     await navTo('Webhooks');
