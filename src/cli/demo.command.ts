@@ -1,12 +1,12 @@
 /** `store-api demo generate`: fills the store with realistic demo data of a chosen size. */
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { generateDemoStore } from '../demo/demo-store.ts';
 import { progressBar } from '../demo/demo-seed.ts';
 import { withContext } from './run-command.ts';
 
-const positive = (name: string) => (value: string) => {
+const positive = (name: string) => (value: string): number => {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new Error(`${name} must be a whole number ≥ 0, got ${value}`);
+  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${name} must be a whole number ≥ 0.`);
   return n;
 };
 

@@ -9,9 +9,12 @@ import { MigrationError } from '../db/migrate.ts';
 import { ApiError } from '../api/problem.ts';
 import { createLogger, openContext } from '../main/runtime.ts';
 
-/** Prints a known failure plainly and exits 1; rethrows the unknown. */
+/** A mistake in the command line itself (bad option value): printed plainly, exit 1. */
+export class CliUsageError extends Error {}
+
+/** Prints a known failure plainly and exits 1; anything unexpected with its stack. */
 export function exitWithError(error: unknown): never {
-  if (error instanceof ConfigError || error instanceof DataDirLockedError || error instanceof MigrationError) {
+  if (error instanceof ConfigError || error instanceof DataDirLockedError || error instanceof MigrationError || error instanceof CliUsageError) {
     process.stderr.write(`${error.message}\n`);
   } else if (error instanceof ApiError) {
     process.stderr.write(`Error (${error.code}): ${error.detail}\n`);

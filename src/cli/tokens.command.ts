@@ -2,12 +2,12 @@
 import type { Command } from 'commander';
 import { SCOPES, createToken, listTokens, revokeToken, type Scope } from '../tokens/token.service.ts';
 import { parseIsoTimestamp } from '../shared/time.ts';
-import { withContext } from './run-command.ts';
+import { CliUsageError, exitWithError, withContext } from './run-command.ts';
 
 function parseScopes(value: string): Scope[] {
   const scopes = value.split(',').map((s) => s.trim()).filter(Boolean);
   const bad = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
-  if (bad.length > 0) throw new Error(`Unknown scope(s): ${bad.join(', ')}. Known: ${SCOPES.join(', ')}`);
+  if (bad.length > 0) throw new CliUsageError(`Unknown scope(s): ${bad.join(', ')}. Known: ${SCOPES.join(', ')}`);
   return scopes as Scope[];
 }
 
@@ -21,16 +21,23 @@ export function registerTokenCommands(program: Command): void {
     .option('--scopes <list>', `comma-separated scopes (${SCOPES.join(', ')}); default: all four read scopes`)
     .option('--expires-at <iso>', 'expiry as an ISO 8601 timestamp')
     .option('--json', 'print JSON instead of text')
-    .action((opts: { name: string; scopes?: string; expiresAt?: string; json?: boolean }) =>
-      withContext(async (ctx) => {
-        const scopes = opts.scopes ? parseScopes(opts.scopes) : undefined;
-        const expiresAt = opts.expiresAt ? parseIsoTimestamp(opts.expiresAt) : null;
-        if (opts.expiresAt && !expiresAt) throw new Error(`--expires-at: not an ISO 8601 timestamp: ${opts.expiresAt}`);
+    .action((opts: { name: string; scopes?: string; expiresAt?: string; json?: boolean }) => {
+      let scopes: Scope[] | undefined;
+      let expiresAt: string | null = null;
+      try {
+        // Check the options before touching the database.
+        scopes = opts.scopes ? parseScopes(opts.scopes) : undefined;
+        expiresAt = opts.expiresAt ? (parseIsoTimestamp(opts.expiresAt) ?? null) : null;
+        if (opts.expiresAt && !expiresAt) throw new CliUsageError(`--expires-at: not an ISO 8601 timestamp: ${opts.expiresAt}`);
+      } catch (error) {
+        exitWithError(error);
+      }
+      return withContext(async (ctx) => {
         const { token, summary } = await createToken(ctx.database.db, { name: opts.name, scopes, expiresAt });
         if (opts.json) process.stdout.write(`${JSON.stringify({ ...summary, token })}\n`);
         else process.stdout.write(`Created token "${summary.name}" (${summary.id}) with scopes ${summary.scopes.join(', ')}.\nStore it now; it is not shown again:\n\n${token}\n`);
-      }),
-    );
+      });
+    });
 
   tokens
     .command('list')

@@ -3,12 +3,16 @@
  * (PostgreSQL). Tokens are created, listed and revoked; a data directory held by a running server is
  * refused with a plain message and nothing changes.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
+
+// Each CLI run is a fresh process (TypeScript loader, PGlite start, migration check): seconds each,
+// more on a busy machine. Generous per-test time; no assertion on speed.
+vi.setConfig({ testTimeout: 240_000 });
 
 const BIN = join(import.meta.dirname, '../../bin/store-api.js');
 
