@@ -15,16 +15,16 @@
  */
 import type { Command } from 'commander';
 import type { FastifyInstance } from 'fastify';
-import { buildApp, type App } from '../app.ts';
+import type { App } from '../app.ts';
 import type { AppContext } from '../app-context.ts';
 import { loadConfig, publicUrl } from '../config/config.ts';
 import { createLogger, openContext } from '../main/runtime.ts';
 import { seedDemoStoreIfEmpty } from '../demo/demo-seed.ts';
-import { startWebhookWorker, type WebhookWorker } from '../webhooks/webhook-worker.ts';
-import { buildOpsServer } from '../ops/ops-server.ts';
+import type { WebhookWorker } from '../webhooks/webhook-worker.ts';
 import { exitWithError } from './run-command.ts';
 import { adminSignInHint } from '../admin/dashboard/sign-in-hint.ts';
 
+// The app, the worker and their plugins are imported when a role starts, not for every CLI command.
 type Role = 'serve' | 'worker' | 'all';
 
 interface Running {
@@ -91,6 +91,7 @@ async function run(role: Role): Promise<void> {
           );
         }
       }
+      const { buildApp } = await import('../app.ts');
       running.app = await buildApp(ctx);
       await running.app.listen({ port: config.PORT, host: config.HOST });
       const port = (running.app.server.address() as { port: number }).port;
@@ -98,9 +99,11 @@ async function run(role: Role): Promise<void> {
       process.stdout.write(await adminSignInHint(ctx, running.app));
     }
     if (role !== 'serve') {
+      const { startWebhookWorker } = await import('../webhooks/webhook-worker.ts');
       running.worker = await startWebhookWorker(ctx);
       ctx.logger.info('webhook worker started');
       if (role === 'worker' && config.METRICS_PORT !== undefined) {
+        const { buildOpsServer } = await import('../ops/ops-server.ts');
         running.opsServer = await buildOpsServer(ctx);
         await running.opsServer.listen({ port: config.METRICS_PORT, host: config.HOST });
         const port = (running.opsServer.server.address() as { port: number }).port;
