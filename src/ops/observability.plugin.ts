@@ -1,12 +1,16 @@
 /**
  * Cross-cutting observability of the HTTP app: echoes the request id, records request counts and
  * latency by route template (`routeOptions.url`, so `/api/v1/products/:id` is one series however many
- * ids are asked for) and reports the database pool while the app is open.
+ * ids are asked for) and reports the database pool while the app is open. API processes also report
+ * the webhook queue depth (deliveries waiting, read from the database at scrape time) and carry the
+ * webhook metric families, so a fleet whose workers expose no METRICS_PORT still shows its backlog.
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { httpRequestDuration, httpRequestsTotal, trackDatabasePool } from './metrics.ts';
 import { REQUEST_ID_HEADER } from './request-id.ts';
+import { setQueueDepthSource } from '../webhooks/webhook-metrics.ts';
+import { queueDepth } from '../webhooks/delivery-queue.ts';
 
 /** Route label of requests that matched no route (404s): one series, not one per probed URL. */
 export const UNMATCHED_ROUTE = 'unmatched';
@@ -27,7 +31,11 @@ export const observabilityPlugin = fp(async function observability(app: FastifyI
   });
 
   const untrack = trackDatabasePool(app.ctx.database);
+  app.addHook('onReady', async () => {
+    setQueueDepthSource(() => queueDepth(app.ctx.database.db));
+  });
   app.addHook('onClose', async () => {
     untrack();
+    setQueueDepthSource(undefined);
   });
 }, { name: 'observability' });

@@ -294,6 +294,7 @@ describe.skipIf(Boolean(skipReason))('fleet: serve ×2 + worker ×2 on PostgreSQ
     expect(both('http_requests_total', 'route="/admin/api/v1/customers"', 'method="POST"', 'status_code="201"')).toBe(3 * BATCH);
     expect(both('http_request_duration_seconds_count', 'route="/api/v1/products"')).toBe(62);
     expect(metricSum(a!, 'store_api_db_pool_connections', 'state="total"')).toBeGreaterThanOrEqual(1);
+    expect(a!.get('store_api_webhook_queue_depth')).toBe(0);
 
     const current = await Promise.all(workers.map((w) => scrape(w.base)));
     const succeeded = current.reduce((sum, m) => sum + metricSum(m, 'store_api_webhook_deliveries_succeeded_total'), 0);

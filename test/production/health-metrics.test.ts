@@ -119,4 +119,12 @@ describe.each(backends)('health and metrics (%s)', (backend) => {
     }
     expect(metricSum(metrics, 'process_resident_memory_bytes')).toBeGreaterThan(0);
   });
+
+  it('reports the webhook queue depth from the database, and the webhook metric families', async () => {
+    const { text, metrics } = await scrape();
+    expect(metrics.get('store_api_webhook_queue_depth')).toBe(0);
+    for (const family of ['store_api_webhook_deliveries_attempted_total', 'store_api_webhook_deliveries_dead_lettered_total', 'store_api_webhook_attempt_duration_seconds']) {
+      expect(text, family).toContain(`# TYPE ${family} `);
+    }
+  });
 });
