@@ -1,12 +1,15 @@
 /**
- * Process roles and graceful shutdown of the real CLI: `serve` finishes a streaming export that is in
- * flight when SIGTERM arrives and exits 0; `worker` (with its metrics listener) and `all` exit 0 on
- * SIGTERM too, releasing the database (the embedded data directory can be opened again at once).
+ * Process roles, migrations and graceful shutdown of the real CLI: `serve` finishes a streaming
+ * export that is in flight when SIGTERM arrives and exits 0; `worker` (with its metrics listener) and
+ * `all` exit 0 on SIGTERM too, releasing the database (the embedded data directory can be opened
+ * again at once); `migrate` brings an empty database to the current schema.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { request } from 'undici';
 import { openDatabase } from '../../src/db/database.ts';
 import { migrateToLatest } from '../../src/db/migrate.ts';
@@ -97,5 +100,44 @@ describe.each(backends)('roles and graceful shutdown (%s)', (backend) => {
     expect(res.statusCode).toBe(200);
     await res.body.dump();
     expect(await all.stop('SIGTERM')).toBe(0);
+  });
+
+  it('migrate: brings an empty database to the current schema, after which a role starts ready', async () => {
+    let target: Record<string, string>;
+    let cleanup: () => Promise<void>;
+    if (backend === 'pglite') {
+      const dir = mkdtempSync(join(tmpdir(), 'store-api-migrate-'));
+      target = { DATA_DIR: dir };
+      cleanup = async () => rmSync(dir, { recursive: true, force: true });
+    } else {
+      const base = process.env.TEST_DATABASE_URL!;
+      const name = `store_api_test_${process.ppid}_empty_${randomBytes(4).toString('hex')}`;
+      const admin = new pg.Client({ connectionString: base });
+      await admin.connect();
+      await admin.query(`CREATE DATABASE ${name}`);
+      await admin.end();
+      const url = new URL(base);
+      url.pathname = `/${name}`;
+      target = { DATABASE_URL: url.toString() };
+      cleanup = async () => {
+        const dropper = new pg.Client({ connectionString: base });
+        await dropper.connect();
+        await dropper.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await dropper.end();
+      };
+    }
+    try {
+      const migrate = startStoreApi(['migrate'], target, { name: `migrate (${backend})` });
+      expect(await migrate.exited).toBe(0);
+      expect(migrate.output()).toContain('Schema is current.');
+      const serve = start('serve', target);
+      const base = await listeningUrl(serve);
+      const ready = await request(`${base}/readyz`);
+      expect(ready.statusCode).toBe(200);
+      expect(await ready.body.json()).toEqual({ status: 'ready', database: 'ok', migrations: 'current' });
+      expect(await serve.stop('SIGTERM')).toBe(0);
+    } finally {
+      await cleanup();
+    }
   });
 });
