@@ -43,6 +43,8 @@ export interface AttemptReport {
   readonly eventId: string;
   readonly eventType: string;
   readonly attemptNumber: number;
+  /** When the attempt started (epoch ms, the worker's clock). */
+  readonly startedAt: number;
   readonly result: HttpAttemptResult;
   /** The delivery's new state; absent when the lease had been lost (nothing recorded). */
   readonly settlement?: Settlement;
@@ -283,6 +285,7 @@ class DeliveryWorker implements WebhookWorker {
       eventId: event.id,
       eventType: event.type,
       attemptNumber: delivery.attemptNumber,
+      startedAt,
       result,
       settlement: settled.settled ? settled.settlement : undefined,
       endpointDisabled: settled.endpointDisabled,
