@@ -37,7 +37,8 @@ export type App = FastifyInstance;
 export async function buildApp(ctx: AppContext): Promise<App> {
   const app = Fastify({
     loggerInstance: ctx.logger as FastifyBaseLogger,
-    trustProxy: true,
+    // Only behind our own proxy may X-Forwarded-For pick the client address (sign-in throttling).
+    trustProxy: ctx.config.TRUST_PROXY,
     frameworkErrors: frameworkErrorHandler,
     // generateRequestId reads X-Request-Id itself, keeping it only when it looks like an id.
     requestIdHeader: false,

@@ -15,6 +15,7 @@ const Bool = (def: boolean, description = '') => Type.Boolean({ default: def, de
 export const EnvSchema = Type.Object({
   PORT: Int(3000, 0, 65535, 'TCP port of the HTTP server'),
   HOST: Type.String({ default: '127.0.0.1', description: 'Interface the HTTP server binds to' }),
+  TRUST_PROXY: Bool(false, 'Take the client address from X-Forwarded-For (set only behind a proxy you run)'),
   DATA_DIR: Type.String({ default: './data', description: 'Embedded (PGlite) data directory, used when DATABASE_URL is unset' }),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL connection string; replaces the embedded database' })),
   DATABASE_POOL_SIZE: Int(10, 1, 200, 'Maximum PostgreSQL connections per process'),
