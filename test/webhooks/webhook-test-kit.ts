@@ -11,7 +11,8 @@ import { startWebhookWorker, type AttemptReport, type WebhookWorker } from '../.
 export const FAST_WEBHOOKS: Record<string, string> = {
   WEBHOOK_POLL_INTERVAL_MS: '50',
   WEBHOOK_RETRY_SCHEDULE_MS: '60000,60000,60000,60000,60000',
-  WEBHOOK_TIMEOUT_MS: '2000',
+  // Generous: a loaded CI machine must not turn a slow 200 into a failed attempt.
+  WEBHOOK_TIMEOUT_MS: '5000',
   WEBHOOK_LEASE_MS: '10000',
   WEBHOOK_BREAKER_THRESHOLD: '10',
   WEBHOOK_BREAKER_PAUSE_MS: '60000',

@@ -13,6 +13,8 @@ import { WebhookReceiver, ok } from './webhook-receiver.ts';
 import { waitForAttempts, webhookTestKit, type WebhookTestKit } from './webhook-test-kit.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+/** Lease of the spawned worker processes: how long a killed worker's delivery stays held. */
+const CHILD_LEASE_MS = 5000;
 
 describe.each(backends)('webhook workers (%s)', (backend) => {
   let kit: WebhookTestKit;
@@ -134,7 +136,7 @@ describe.each(backends)('webhook workers (%s)', (backend) => {
         await receiver.waitForRequests(base + 2, 30_000);
         const resentAt = receiver.requests[base + 1]!.at;
         expect(receiver.requests[base + 1]!.headers['webhook-id']).toBe(ping.event_id);
-        expect(resentAt - claimedAt).toBeGreaterThanOrEqual(3000 - 1000); // not before the lease ran out
+        expect(resentAt - claimedAt).toBeGreaterThanOrEqual(CHILD_LEASE_MS - 1000); // not before the lease ran out
         await vi.waitFor(async () => {
           const detail = (await kit.api('GET', `/webhooks/deliveries/${ping.delivery_id}`)).body.data;
           expect(detail.status).toBe('succeeded');
@@ -159,8 +161,8 @@ function spawnWorker(databaseUrl: string): ChildProcess {
       PATH: process.env.PATH,
       DATABASE_URL: databaseUrl,
       WEBHOOK_POLL_INTERVAL_MS: '50',
-      WEBHOOK_LEASE_MS: '3000',
-      WEBHOOK_TIMEOUT_MS: '1500',
+      WEBHOOK_LEASE_MS: String(CHILD_LEASE_MS),
+      WEBHOOK_TIMEOUT_MS: '3500',
       WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
       LOG_LEVEL: 'warn',
       DATABASE_POOL_SIZE: '3',
