@@ -5,7 +5,7 @@
  *
  *   email + client address   ADMIN_SIGN_IN_MAX_FAILURES (default 5)   the ordinary case
  *   email, any address       4 × that                                  an attacker rotating addresses
- *                                                                      (the app trusts X-Forwarded-For)
+ *                                                                      (behind a proxy: TRUST_PROXY)
  *   client address, any email 4 × that                                 one client guessing many accounts
  *
  * When a budget is spent the answer is 429 with Retry-After: the seconds until the failure that
