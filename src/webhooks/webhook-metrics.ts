@@ -54,9 +54,14 @@ export const eventsQueued = metricOf('store_api_webhook_events_polled_total', ()
 
 let queueDepthSource: (() => Promise<number>) | undefined;
 
-/** Sets where the queue-depth gauge reads from (the running worker's database); undefined clears it. */
+/** Sets where the queue-depth gauge reads from (this process's database); undefined clears it. */
 export function setQueueDepthSource(source: (() => Promise<number>) | undefined): void {
   queueDepthSource = source;
+}
+
+/** Clears the queue-depth source only if it is still `source` (another part of the process may have set its own). */
+export function releaseQueueDepthSource(source: () => Promise<number>): void {
+  if (queueDepthSource === source) queueDepthSource = undefined;
 }
 
 metricOf('store_api_webhook_queue_depth', () => new client.Gauge({

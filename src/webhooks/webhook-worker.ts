@@ -33,7 +33,7 @@ import { signatureHeaders } from './webhook-signing.ts';
 import { DELIVERIES_CHANNEL, EVENTS_CHANNEL, localWakeups } from './webhook-wakeup.ts';
 import {
   attemptDuration, deliveriesAttempted, deliveriesDeadLettered, deliveriesFailed, deliveriesSucceeded,
-  deliveryLatency, eventsQueued, setQueueDepthSource,
+  deliveryLatency, eventsQueued, releaseQueueDepthSource, setQueueDepthSource,
 } from './webhook-metrics.ts';
 
 /** What one finished attempt did, as the worker reports it. */
@@ -137,6 +137,7 @@ class DeliveryWorker implements WebhookWorker {
   #listener: pg.Client | undefined;
   #listenRetry: NodeJS.Timeout | undefined;
   readonly #onLocalWake = () => this.#dispatchWake.wake();
+  readonly #queueDepth = () => queueDepth(this.#ctx.database.db);
 
   constructor(ctx: AppContext, options: WebhookWorkerOptions) {
     this.#ctx = ctx;
@@ -156,7 +157,7 @@ class DeliveryWorker implements WebhookWorker {
   async start(): Promise<void> {
     localWakeups.on('deliveries', this.#onLocalWake);
     if (this.#listenUrl) await this.#listen(this.#listenUrl);
-    setQueueDepthSource(() => queueDepth(this.#ctx.database.db));
+    setQueueDepthSource(this.#queueDepth);
     this.#loops = [this.#pollLoop(), this.#dispatchLoop()];
   }
 
@@ -171,7 +172,7 @@ class DeliveryWorker implements WebhookWorker {
     clearTimeout(this.#listenRetry);
     await this.#listener?.end().catch(() => {});
     this.#listener = undefined;
-    setQueueDepthSource(undefined);
+    releaseQueueDepthSource(this.#queueDepth);
     await this.#http.close();
   }
 
