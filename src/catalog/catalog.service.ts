@@ -140,10 +140,11 @@ export async function createProduct(db: Kysely<Database>, input: ProductInput): 
     }
     await insertImages(ctx, id, input.images ?? [], 0);
     await refreshProducts(ctx, [id]);
-    await productsChanged(ctx, [id], true);
-    // Initial stock: movements + inventory.updated + product.updated after the product.created.
-    if (tracked && initial.length > 0) await applyStockChanges(ctx, initial);
+    // Book the initial stock first (adjustment movements, inventory.updated), so product.created
+    // carries the final stock and no product.updated of the same instant follows it.
+    if (tracked && initial.length > 0) await applyStockChanges(ctx, initial, { announceProducts: false });
     else if (tracked) await inventoryChanged(ctx, [id]);
+    await productsChanged(ctx, [id], true);
     return productById(ctx.trx, id);
   });
 }

@@ -137,9 +137,10 @@ export async function generateDemoStore(db: Kysely<Database>, options: DemoOptio
       await ctx.trx.insertInto('images').values(images as never).execute();
       const ids = products.map((p) => p.id);
       await refreshProducts(ctx, ids);
+      const { productIds: stocked } = await applyStockChanges(ctx, stock, { announceProducts: false });
+      const stockedSet = new Set(stocked);
+      await inventoryChanged(ctx, ids.filter((id) => !stockedSet.has(id)));
       await productsChanged(ctx, ids, true);
-      await inventoryChanged(ctx, ids);
-      await applyStockChanges(ctx, stock);
     });
     tick(size, 'products');
   }

@@ -45,8 +45,17 @@ function chunks<T>(items: readonly T[], size = CHUNK): T[][] {
   return out;
 }
 
+export interface ApplyOptions {
+  /**
+   * Append product.updated for the touched products (default true). A caller that creates the
+   * products in the same transaction passes false and appends product.created afterwards, so that
+   * event carries the final stock.
+   */
+  announceProducts?: boolean;
+}
+
 /** Applies `changes` in order inside the caller's write transaction (see module comment). */
-export async function applyStockChanges(ctx: WriteContext, changes: readonly StockChange[]): Promise<StockChangeResult> {
+export async function applyStockChanges(ctx: WriteContext, changes: readonly StockChange[], { announceProducts = true }: ApplyOptions = {}): Promise<StockChangeResult> {
   const { trx, stamp } = ctx;
   if (changes.length === 0) return { movementIds: [], productIds: [] };
   const productIds = [...new Set(changes.map((c) => c.productId))];
@@ -119,7 +128,7 @@ export async function applyStockChanges(ctx: WriteContext, changes: readonly Sto
   await refreshProducts(ctx, touched);
   await movementsCreated(ctx, movements.map((m) => m.id));
   await inventoryChanged(ctx, touched);
-  await productsChanged(ctx, touched);
+  if (announceProducts) await productsChanged(ctx, touched);
   return { movementIds: movements.map((m) => m.id), productIds: touched };
 }
 
