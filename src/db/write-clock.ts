@@ -20,6 +20,7 @@
  * PGlite has one connection that Kysely serialises, so a reader never runs inside someone else's
  * open write and the lock table is empty; the same code holds there trivially.
  */
+import { EventEmitter } from 'node:events';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.ts';
 
@@ -33,15 +34,25 @@ export interface WriteContext {
 }
 
 /**
+ * In-process signal 'commit' (argument: the Kysely instance written to) after every write-clock
+ * transaction commits, so a worker in the same process (the `all` role, PGlite) can look at the
+ * event log at once instead of at its next poll. Other processes learn of writes by NOTIFY.
+ */
+export const writeCommits = new EventEmitter();
+writeCommits.setMaxListeners(0);
+
+/**
  * Runs `fn` in one transaction that takes part in the write-clock protocol. Keep it short and never
  * do network I/O inside: PGlite runs one query at a time for the whole process.
  */
 export async function runWrite<T>(db: Kysely<Database>, fn: (ctx: WriteContext) => Promise<T>): Promise<T> {
-  return db.transaction().execute(async (trx) => {
+  const result = await db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock_shared(${WRITE_LOCK_KEY}::bigint)`.execute(trx);
     const { rows } = await sql<{ stamp: string }>`SELECT clock_timestamp() AS stamp`.execute(trx);
     return fn({ trx, stamp: rows[0]!.stamp });
   });
+  writeCommits.emit('commit', db);
+  return result;
 }
 
 /** The read horizon (timestamptz text): rows with `last_modified < horizon` are final. */

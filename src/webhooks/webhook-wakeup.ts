@@ -2,7 +2,8 @@
  * Waking workers sooner than their poll interval. In-process (the `all` role, tests): an event
  * emitter. Across processes on PostgreSQL: NOTIFY on `webhook_deliveries` (admin actions that make
  * deliveries due) and `store_events` (sent by a trigger whenever events are appended), which the
- * worker LISTENs to. PGlite has one process, so the emitter is all it needs.
+ * worker LISTENs to. PGlite has one process, so the emitter is all it needs; new events wake the
+ * poller through `writeCommits` (db/write-clock.ts), emitted after every write commits.
  */
 import { EventEmitter } from 'node:events';
 import { sql, type Kysely } from 'kysely';

@@ -31,6 +31,7 @@ import { pollEvents, type PollResult } from './event-poller.ts';
 import { WebhookHttpClient, type HttpAttemptResult } from './webhook-http-client.ts';
 import { signatureHeaders } from './webhook-signing.ts';
 import { DELIVERIES_CHANNEL, EVENTS_CHANNEL, localWakeups } from './webhook-wakeup.ts';
+import { writeCommits } from '../db/write-clock.ts';
 import {
   attemptDuration, deliveriesAttempted, deliveriesDeadLettered, deliveriesFailed, deliveriesSucceeded,
   deliveryLatency, eventsQueued, releaseQueueDepthSource, setQueueDepthSource,
@@ -137,6 +138,10 @@ class DeliveryWorker implements WebhookWorker {
   #listener: pg.Client | undefined;
   #listenRetry: NodeJS.Timeout | undefined;
   readonly #onLocalWake = () => this.#dispatchWake.wake();
+  /** A write committed in this process to our database: its events can be fanned out now. */
+  readonly #onLocalWrite = (db: unknown) => {
+    if (db === this.#ctx.database.db) this.#pollWake.wake();
+  };
   readonly #queueDepth = () => queueDepth(this.#ctx.database.db);
 
   constructor(ctx: AppContext, options: WebhookWorkerOptions) {
@@ -156,6 +161,7 @@ class DeliveryWorker implements WebhookWorker {
 
   async start(): Promise<void> {
     localWakeups.on('deliveries', this.#onLocalWake);
+    writeCommits.on('commit', this.#onLocalWrite);
     if (this.#listenUrl) await this.#listen(this.#listenUrl);
     setQueueDepthSource(this.#queueDepth);
     this.#loops = [this.#pollLoop(), this.#dispatchLoop()];
@@ -165,6 +171,7 @@ class DeliveryWorker implements WebhookWorker {
     if (this.#stopping) return;
     this.#stopping = true;
     localWakeups.off('deliveries', this.#onLocalWake);
+    writeCommits.off('commit', this.#onLocalWrite);
     this.#pollWake.wake();
     this.#dispatchWake.wake();
     await Promise.all(this.#loops);
