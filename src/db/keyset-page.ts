@@ -63,15 +63,21 @@ function orderClause(source: ListSource, order: 'asc' | 'desc'): RawBuilder<unkn
   return sql`${source.lastModified} ${dir}, ${source.id} ${dir}`;
 }
 
-/** One page of records (limit + 1 fetched to know has_more). */
-export async function fetchPage(db: Kysely<Database>, source: ListSource, req: PageRequest): Promise<{ rows: PageRow[]; hasMore: boolean }> {
+/** Up to `limit` records after `req.cursor`, in page order, with their JSON. */
+async function selectRecords(db: Kysely<Database>, source: ListSource, req: Omit<PageRequest, 'limit'>, limit: number): Promise<PageRow[]> {
   const { rows } = await sql<PageRow>`
     SELECT ${source.json}::text AS json, iso_utc(${source.lastModified}) AS iso, ${source.id}::text AS id
     FROM ${source.from}
     WHERE ${whereClause(source, req)}
     ORDER BY ${orderClause(source, req.order)}
-    LIMIT ${req.limit + 1}
+    LIMIT ${limit}
   `.execute(db);
+  return rows;
+}
+
+/** One page of records (limit + 1 fetched to know has_more). */
+export async function fetchPage(db: Kysely<Database>, source: ListSource, req: PageRequest): Promise<{ rows: PageRow[]; hasMore: boolean }> {
+  const rows = await selectRecords(db, source, req, req.limit + 1);
   const hasMore = rows.length > req.limit;
   if (hasMore) rows.pop();
   return { rows, hasMore };
@@ -107,13 +113,7 @@ export async function* streamPage(
   const boundOp = req.order === 'asc' ? sql`<=` : sql`>=`;
   const bound = sql`(${source.lastModified}, ${source.id}) ${boundOp} (${last.iso}::timestamptz, ${last.id}::uuid)`;
   for (;;) {
-    const { rows } = await sql<PageRow>`
-      SELECT ${source.json}::text AS json, iso_utc(${source.lastModified}) AS iso, ${source.id}::text AS id
-      FROM ${source.from}
-      WHERE ${whereClause(source, { ...req, cursor, filters: [...req.filters, bound] })}
-      ORDER BY ${orderClause(source, req.order)}
-      LIMIT ${chunkSize}
-    `.execute(db);
+    const rows = await selectRecords(db, source, { ...req, cursor, filters: [...req.filters, bound] }, chunkSize);
     if (rows.length === 0) return;
     yield rows;
     if (rows.length < chunkSize) return;
