@@ -11,7 +11,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from './app-context.ts';
-import { errorHandlerPlugin, frameworkErrorHandler } from './api/plugins/error-handler.ts';
+import { clientErrorHandler, errorHandlerPlugin, frameworkErrorHandler } from './api/plugins/error-handler.ts';
+import { exactMultipleOfPlugin, inputGuardPlugin } from './api/plugins/input-guard.ts';
 import { readApiRoutes } from './api/routes/v1/index.ts';
 import { adminApiRoutes } from './admin/admin-api.routes.ts';
 import { observabilityPlugin } from './ops/observability.plugin.ts';
@@ -40,6 +41,10 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     // Only behind our own proxy may X-Forwarded-For pick the client address (sign-in throttling).
     trustProxy: ctx.config.TRUST_PROXY,
     frameworkErrors: frameworkErrorHandler,
+    // Requests the HTTP parser refuses, and HTTP/1.1 requests without Host, are answered problem+json
+    // by our handlers (error-handler.ts) instead of Node's and Fastify's bare defaults.
+    clientErrorHandler,
+    http: { requireHostHeader: false },
     // generateRequestId reads X-Request-Id itself, keeping it only when it looks like an id.
     requestIdHeader: false,
     logController: new LogController({ requestIdLogLabel: REQUEST_ID_LOG_LABEL }),
@@ -53,15 +58,17 @@ export async function buildApp(ctx: AppContext): Promise<App> {
         coerceTypes: 'array',
         useDefaults: true,
         allErrors: false,
-        // Money is validated with multipleOf 0.01; compare with a tolerance, not float equality.
-        multipleOfPrecision: 8,
       },
+      // Money is validated with multipleOf 0.01, checked exactly in decimal (input-guard.ts).
+      plugins: [exactMultipleOfPlugin],
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorate('ctx', ctx);
   app.decorateRequest('token', undefined);
   await app.register(errorHandlerPlugin);
+  // Every route: no non-finite number or unstorable string past validation.
+  await app.register(inputGuardPlugin);
   // Order matters: the ETag hook must see the body before compression; rate limiting hooks in after
   // bearer-auth; swagger must be registered before the routes it documents.
   await app.register(observabilityPlugin);

@@ -24,7 +24,7 @@ export function parseCursor(value: string, param = 'cursor'): Cursor {
   const id = at === -1 ? undefined : value.slice(at + 1);
   const ts = parseIsoTimestamp(tsText, { dateOnly: id === undefined });
   if (!ts || (id !== undefined && !UUID.test(id))) {
-    throw invalidParameter(param, 'must be an ISO 8601 timestamp (e.g. 2026-01-31T12:00:00Z) or a next_cursor value returned by this API');
+    throw invalidParameter(param, 'must be an ISO 8601 timestamp (e.g. 2026-01-31T12:00:00Z, years 0001–9999) or a next_cursor value returned by this API');
   }
   return { ts, id };
 }

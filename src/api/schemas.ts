@@ -7,6 +7,7 @@ import { PRODUCT_TYPES } from '../catalog/product.json-sql.ts';
 import { MOVEMENT_REASONS } from '../inventory/inventory.json-sql.ts';
 import { ORDER_STATUSES, PAYMENT_STATUSES } from '../orders/order-status.ts';
 import { ORDER_SOURCES } from '../orders/order.json-sql.ts';
+import { FEED_EVENT_TYPES, type FeedEventType } from '../events/event-feed.ts';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const StringEnum = <T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) =>
@@ -121,6 +122,35 @@ export const StockMovement = Type.Object({
   last_modified: Timestamp,
 }, { title: 'StockMovement', additionalProperties: false });
 
+/** The record each event type carries as `data`. */
+export const EVENT_DATA: Readonly<Record<FeedEventType, TSchema>> = {
+  'product.created': Product,
+  'product.updated': Product,
+  'order.created': Order,
+  'order.updated': Order,
+  'customer.created': Customer,
+  'customer.updated': Customer,
+  'inventory.updated': InventoryRecord,
+  'stock_movement.created': StockMovement,
+};
+
+/**
+ * One event as the webhooks POST it and the events feed lists it, per type. Unnamed on purpose: the
+ * webhooks section of the OpenAPI document shows each inline, the feed references the `Event` union.
+ */
+export const EVENT_PAYLOADS = Object.fromEntries(FEED_EVENT_TYPES.map((type) => [type, Type.Object({
+  id: Type.String({ format: 'uuid', description: 'Event id, stable across retries' }),
+  type: Type.Literal(type),
+  created_at: Type.String({ format: 'date-time' }),
+  data: EVENT_DATA[type],
+}, { additionalProperties: false })])) as unknown as Record<FeedEventType, TSchema>;
+
+/** Any event of the feed: the union of the webhook payloads (ping excluded). */
+export const Event = Type.Union(FEED_EVENT_TYPES.map((type) => EVENT_PAYLOADS[type]), {
+  title: 'Event',
+  description: 'A change to store data, exactly as POSTed to webhook endpoints: `data` is the full record at that moment.',
+});
+
 export const Pagination = Type.Object({
   next_cursor: Nullable(Type.String({ description: 'Pass back as `cursor`; null only on an empty first page' })),
   has_more: Type.Boolean(),
@@ -177,7 +207,16 @@ export const movementFilters = {
   since: Type.Optional(sinceParam),
 };
 
+/** Filters of the events feed. */
+export const eventFilters = {
+  type: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 300 }), {
+    maxItems: 20,
+    description: `Only these event types: repeat the parameter and/or separate with commas (${FEED_EVENT_TYPES.join(', ')})`,
+  })),
+  since: Type.Optional(Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601 date or timestamp; only events created after it' })),
+};
+
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false });
 
 /** All named schemas, for the OpenAPI components. */
-export const namedSchemas = [Variant, Image, Product, OrderItem, Order, Customer, InventoryVariant, InventoryRecord, StockMovement, Pagination, ProblemSchema];
+export const namedSchemas = [Variant, Image, Product, OrderItem, Order, Customer, InventoryVariant, InventoryRecord, StockMovement, Event, Pagination, ProblemSchema];

@@ -1,7 +1,9 @@
 /**
  * Catalog writes: products, variants, images. Each write is one write-clock transaction that moves
- * the product's last_modified, recomputes its stock and appends product.created/updated (and
- * inventory.updated when its stock-visible shape changed). Initial stock is recorded as an
+ * the product's last_modified, recomputes its stock and appends product.created/updated and, for a
+ * stock-tracked product, inventory.updated: an inventory record's last_modified is its product's, so
+ * every product change is a change of that record too, and a mirror fed by webhooks alone must see
+ * it (the chaos test of the sync tool found records a price or image change left stale). Initial stock is recorded as an
  * `adjustment` movement so every stock level is explained by the movement log.
  */
 import { randomUUID } from 'node:crypto';
@@ -157,7 +159,7 @@ export async function updateProduct(db: Kysely<Database>, id: string, patch: Pro
     if (Object.keys(set).length > 0) await ctx.trx.updateTable('products').set(set).where('id', '=', id).execute();
     await refreshProducts(ctx, [id]);
     await productsChanged(ctx, [id]);
-    if (patch.name !== undefined || patch.sku !== undefined || patch.is_active !== undefined) await inventoryChanged(ctx, [id]);
+    await inventoryChanged(ctx, [id]);
     return productById(ctx.trx, id);
   });
 }
@@ -208,6 +210,7 @@ export async function addImage(db: Kysely<Database>, productId: string, input: I
     await insertImages(ctx, productId, [input], rows[0]!.n);
     await refreshProducts(ctx, [productId]);
     await productsChanged(ctx, [productId]);
+    await inventoryChanged(ctx, [productId]);
     return productById(ctx.trx, productId);
   });
 }
@@ -223,6 +226,7 @@ export async function updateImage(db: Kysely<Database>, productId: string, image
     if (Object.keys(set).length > 0) await ctx.trx.updateTable('images').set(set).where('id', '=', imageId).execute();
     await refreshProducts(ctx, [productId]);
     await productsChanged(ctx, [productId]);
+    await inventoryChanged(ctx, [productId]);
     return productById(ctx.trx, productId);
   });
 }

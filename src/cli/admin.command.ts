@@ -63,7 +63,7 @@ export function registerAdminCommands(program: Command): void {
         const password = await passwordFor(ctx, opts.password);
         const user = await createAdminUser(ctx.database.db, { email: opts.email, password });
         process.stdout.write(`Created administrator ${user.email}. Sign in at /admin on the running server.\n`);
-      }),
+      }, { whileServerRuns: 'while no administrator exists, open the one-time setup link the server printed at start (restart it for a new one)' }),
     );
 
   admin

@@ -11,6 +11,6 @@ export function registerDatabaseCommands(program: Command): void {
       withContext(async (ctx) => {
         const pending = await pendingMigrations(ctx.database.db);
         process.stdout.write(pending.length === 0 ? 'Schema is current.\n' : `Still pending: ${pending.join(', ')}\n`);
-      }),
+      }, { whileServerRuns: 'nothing is needed: the running server applied every migration when it started' }),
     );
 }

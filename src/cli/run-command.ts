@@ -24,8 +24,25 @@ export function exitWithError(error: unknown): never {
   process.exit(1);
 }
 
+/**
+ * One line for a command refused because a running server holds the embedded data directory:
+ * the holder, what to do instead while it runs (`instead`, when the command has a way through the
+ * running server), and the fallback of stopping it.
+ */
+export function dataDirBusyLine(error: DataDirLockedError, instead?: string): string {
+  const why = `the data directory ${error.dataDir} is in use by another process (pid ${error.pid}), most likely the running server, and the embedded database allows one process at a time`;
+  return instead
+    ? `Cannot run this while ${why}. Instead, ${instead}; or stop that process and run this again. Nothing was changed.`
+    : `Cannot run this while ${why}. Stop that process and run this again. Nothing was changed.`;
+}
+
+export interface ContextOptions {
+  /** What to do instead while a server holds the embedded data directory (one clause). */
+  whileServerRuns?: string;
+}
+
 /** Runs `fn` with an opened context (database migrated), closing it afterwards. */
-export async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promise<T> {
+export async function withContext<T>(fn: (ctx: AppContext) => Promise<T>, { whileServerRuns }: ContextOptions = {}): Promise<T> {
   try {
     const config = loadConfig();
     const logger = createLogger({ ...config, LOG_LEVEL: config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL });
@@ -36,6 +53,10 @@ export async function withContext<T>(fn: (ctx: AppContext) => Promise<T>): Promi
       await ctx.database.close();
     }
   } catch (error) {
+    if (error instanceof DataDirLockedError) {
+      process.stderr.write(`${dataDirBusyLine(error, whileServerRuns)}\n`);
+      process.exit(1);
+    }
     exitWithError(error);
   }
 }

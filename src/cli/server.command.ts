@@ -1,13 +1,14 @@
 /**
- * Process roles: `serve` (HTTP API only), `worker` (event poller + webhook dispatcher only) and
- * `all` (both; what `npm start` runs). Every role migrates the schema at start (idempotent; on
+ * Process roles: `serve` (HTTP API only), `worker` (event poller + webhook dispatcher + retention
+ * pruner only) and `all` (both; what `npm start` runs). Every role migrates the schema at start (idempotent; on
  * PostgreSQL concurrent starts serialise on Kysely's migration lock, and a fleet runs
  * `store-api migrate` before rolling out).
  *
  * Shutdown on SIGTERM/SIGINT, in this order:
  *   1. the HTTP server stops accepting (listener closed, idle keep-alive sockets closed, new requests
  *      on open sockets answered 503) and in-flight requests — streamed exports included — finish;
- *      at the same time the worker stops claiming deliveries and finishes the ones in flight;
+ *      at the same time the worker stops claiming deliveries and finishes the ones in flight, and
+ *      the pruner finishes its batch;
  *   2. the worker's metrics listener closes, then the database;
  *   3. exit 0. If that takes longer than SHUTDOWN_TIMEOUT_MS the process exits 1, and the deliveries
  *      it abandoned are retried by another worker when their lease ends (at-least-once).
@@ -21,6 +22,7 @@ import { loadConfig, publicUrl } from '../config/config.ts';
 import { createLogger, openContext } from '../main/runtime.ts';
 import { seedDemoStoreIfEmpty } from '../demo/demo-seed.ts';
 import type { WebhookWorker } from '../webhooks/webhook-worker.ts';
+import type { RetentionPruner } from '../retention/retention-pruner.ts';
 import { exitWithError } from './run-command.ts';
 import { adminSignInHint } from '../admin/dashboard/sign-in-hint.ts';
 
@@ -31,12 +33,13 @@ interface Running {
   ctx?: AppContext;
   app?: App;
   worker?: WebhookWorker;
+  pruner?: RetentionPruner;
   opsServer?: FastifyInstance;
 }
 
 /** Releases what `running` holds, in the order of the file comment. */
 async function stopAll(running: Running): Promise<void> {
-  await Promise.all([running.app?.close(), running.worker?.stop()]);
+  await Promise.all([running.app?.close(), running.worker?.stop(), running.pruner?.stop()]);
   await running.opsServer?.close();
   await running.ctx?.database.close();
 }
@@ -102,6 +105,8 @@ async function run(role: Role): Promise<void> {
       const { startWebhookWorker } = await import('../webhooks/webhook-worker.ts');
       running.worker = await startWebhookWorker(ctx);
       ctx.logger.info('webhook worker started');
+      const { startRetentionPruner } = await import('../retention/retention-pruner.ts');
+      running.pruner = startRetentionPruner(ctx);
       if (role === 'worker' && config.METRICS_PORT !== undefined) {
         const { buildOpsServer } = await import('../ops/ops-server.ts');
         running.opsServer = await buildOpsServer(ctx);

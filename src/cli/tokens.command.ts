@@ -36,7 +36,7 @@ export function registerTokenCommands(program: Command): void {
         const { token, summary } = await createToken(ctx.database.db, { name: opts.name, scopes, expiresAt });
         if (opts.json) process.stdout.write(`${JSON.stringify({ ...summary, token })}\n`);
         else process.stdout.write(`Created token "${summary.name}" (${summary.id}) with scopes ${summary.scopes.join(', ')}.\nStore it now; it is not shown again:\n\n${token}\n`);
-      });
+      }, { whileServerRuns: 'create the key in the running server\'s dashboard (/admin, Integrations → API keys) or with POST /admin/api/v1/tokens' });
     });
 
   tokens
@@ -54,7 +54,7 @@ export function registerTokenCommands(program: Command): void {
         for (const t of all) {
           process.stdout.write(`${t.id}  ${t.prefix}…  ${t.status.padEnd(7)}  ${t.name}  [${t.scopes.join(',')}]  created ${t.created_at}${t.expires_at ? `  expires ${t.expires_at}` : ''}${t.last_used_at ? `  last used ${t.last_used_at}` : ''}\n`);
         }
-      }),
+      }, { whileServerRuns: 'see the keys in the running server\'s dashboard (/admin, Integrations → API keys) or with GET /admin/api/v1/tokens' }),
     );
 
   tokens
@@ -65,6 +65,6 @@ export function registerTokenCommands(program: Command): void {
       withContext(async (ctx) => {
         const t = await revokeToken(ctx.database.db, idOrPrefix);
         process.stdout.write(`Revoked token "${t.name}" (${t.id}).\n`);
-      }),
+      }, { whileServerRuns: 'revoke it in the running server\'s dashboard (/admin, Integrations → API keys) or with POST /admin/api/v1/tokens/:id/revoke' }),
     );
 }

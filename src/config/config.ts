@@ -39,11 +39,17 @@ export const EnvSchema = Type.Object({
   WEBHOOK_ENDPOINT_CONCURRENCY: Int(4, 1, 100, 'Deliveries in flight per endpoint per worker process'),
   WEBHOOK_LEASE_MS: Int(60_000, 100, 3_600_000, 'How long a claimed delivery stays locked to its worker'),
   WEBHOOK_ALLOW_PRIVATE_URLS: Bool(false, 'Allow webhook URLs on loopback and private networks'),
+  EVENT_RETENTION_MS: Int(2_592_000_000, 1000, 315_360_000_000, 'How long events are kept (feed, replays); longer while a delivery still needs one'),
+  WEBHOOK_DELIVERY_RETENTION_MS: Int(2_592_000_000, 1000, 315_360_000_000, 'How long succeeded deliveries and their attempts are kept after success'),
+  WEBHOOK_DEAD_LETTER_RETENTION_MS: Int(7_776_000_000, 1000, 315_360_000_000, 'How long dead letters and their attempts are kept unless retried (at least WEBHOOK_DELIVERY_RETENTION_MS)'),
+  RETENTION_INTERVAL_MS: Int(600_000, 1000, 86_400_000, 'Time between pruning runs of the worker role'),
+  RETENTION_BATCH_SIZE: Int(1000, 1, 100_000, 'Rows deleted per pruning statement (each in its own short transaction)'),
   SHUTDOWN_TIMEOUT_MS: Int(25_000, 100, 600_000, 'Grace period for in-flight work on SIGTERM'),
   ADMIN_SESSION_TTL_MS: Int(43_200_000, 60_000, 2_592_000_000, 'Admin dashboard session lifetime'),
   COOKIE_SECURE: Bool(false, 'Mark the dashboard session cookie Secure (set when served over HTTPS)'),
   ADMIN_SIGN_IN_MAX_FAILURES: Int(5, 1, 1000, 'Failed dashboard sign-ins per email and client address before sign-in is refused for a while'),
   ADMIN_SIGN_IN_WINDOW_MS: Int(900_000, 1000, 86_400_000, 'Window over which failed dashboard sign-ins are counted'),
+  ADMIN_SETUP_LINK_TTL_MS: Int(3_600_000, 60_000, 604_800_000, 'How long the one-time first-administrator setup link printed at start stays valid'),
   ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 1, description: 'Password for `store-api admin create` when --password is not given (never read by the server)' })),
 });
 
@@ -75,6 +81,14 @@ export function loadConfig(env: Record<string, string | undefined> = readEnviron
     throw new ConfigError(`Invalid configuration:\n  ${[...new Set(problems)].join('\n  ')}`);
   }
   const parsed = converted as Static<typeof EnvSchema>;
+  // Dead letters are the deliveries someone still has to look at: never pruned before the others.
+  // The message names the variable that was set (the dead letters' one when both were).
+  if (parsed.WEBHOOK_DEAD_LETTER_RETENTION_MS < parsed.WEBHOOK_DELIVERY_RETENTION_MS) {
+    const problem = input.WEBHOOK_DEAD_LETTER_RETENTION_MS !== undefined
+      ? `WEBHOOK_DEAD_LETTER_RETENTION_MS=${JSON.stringify(input.WEBHOOK_DEAD_LETTER_RETENTION_MS)}: must be at least WEBHOOK_DELIVERY_RETENTION_MS (${parsed.WEBHOOK_DELIVERY_RETENTION_MS})`
+      : `WEBHOOK_DELIVERY_RETENTION_MS=${JSON.stringify(input.WEBHOOK_DELIVERY_RETENTION_MS)}: must not exceed WEBHOOK_DEAD_LETTER_RETENTION_MS (${parsed.WEBHOOK_DEAD_LETTER_RETENTION_MS}); raise that too`;
+    throw new ConfigError(`Invalid configuration:\n  ${problem}`);
+  }
   return Object.freeze({
     ...parsed,
     webhookRetryScheduleMs: Object.freeze(parsed.WEBHOOK_RETRY_SCHEDULE_MS.split(',').map(Number)),

@@ -4,7 +4,7 @@
  * int8 → number, numeric → number, timestamps/dates/intervals → their text (never a JS Date, which
  * would drop microseconds and break cursors).
  */
-import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
+import { Kysely, PGliteDialect, PostgresDialect, type DatabaseConnection } from 'kysely';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
 import { mkdirSync } from 'node:fs';
@@ -42,24 +42,39 @@ export interface OpenDatabaseOptions {
   /** Clone source for tests: an already migrated PGlite instance. */
   pglite?: PGlite;
   applicationName?: string;
+  /** Told about connection errors the pool recovers from by itself (default: ignored). */
+  onConnectionError?: (error: Error) => void;
 }
+
+/**
+ * How long a request waits for a PostgreSQL connection before it is answered 503 (an unreachable
+ * server must not hold requests forever; pg's default is to wait without end).
+ */
+export const CONNECT_TIMEOUT_MS = 5000;
 
 /** Opens the database described by the options. Never runs migrations (see migrate.ts). */
 export async function openDatabase(options: OpenDatabaseOptions): Promise<DatabaseHandle> {
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize ?? 10, options.applicationName);
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize ?? 10, options.applicationName, options.onConnectionError);
   return openPglite(options);
 }
 
-function openPostgres(url: string, max: number, applicationName = 'store-api'): DatabaseHandle {
+function openPostgres(url: string, max: number, applicationName = 'store-api', onConnectionError: (error: Error) => void = () => {}): DatabaseHandle {
   const pool = new pg.Pool({
     connectionString: url,
     max,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     application_name: applicationName,
     // Session time zone UTC so that any timestamp text we read back is in UTC.
     options: '-c TimeZone=UTC',
     types: { getTypeParser: ((oid: number, format?: string) => parsers[oid] ?? pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser },
   });
-  // An idle client's error (server restart) must not crash the process; the pool replaces it.
+  // A connection that dies (pg_terminate_backend, restart, failover) emits 'error' on its client;
+  // an unlistened 'error' event kills the process. pg-pool listens only while a client is idle
+  // (pool 'error'), so every client gets its own listener for the time it is checked out too. The
+  // query that was running fails with the same error (answered 503, see shared/db-errors.ts), and
+  // the pool drops the dead client when it is released and connects a fresh one on demand.
+  pool.on('connect', (client) => client.on('error', onConnectionError));
+  // An idle client's error reaches the pool too (the client listener above has reported it).
   pool.on('error', () => {});
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
@@ -90,7 +105,7 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
     pglite = await PGlite.create({ parsers });
   }
   await pglite.exec(`SET TimeZone = 'UTC'`);
-  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite }) });
+  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite, onCreateConnection: yieldBetweenStatements }) });
   return {
     db,
     backend: 'pglite',
@@ -101,6 +116,42 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
       lock?.release();
     },
   };
+}
+
+/** Longest the embedded database keeps the thread across consecutive statements before it yields. */
+const YIELD_AFTER_MS = 20;
+
+/**
+ * PGlite runs PostgreSQL as WebAssembly on this thread: while a statement runs, nothing else does,
+ * and consecutive statements of one transaction follow each other as microtasks, so a long
+ * transaction (a 100k-row import) would starve the HTTP side — even /healthz — until it commits.
+ * Once statements have held the thread for YIELD_AFTER_MS since the last turn, we let the event loop
+ * turn (setImmediate) before going on, so requests are read and answered between the statements of
+ * a long transaction, while short ones still run back to back. Other queries still wait for the
+ * single connection (Kysely serialises it), so a transaction stays all-or-nothing and isolated;
+ * bulk writers keep their statements bounded (shared/chunks.ts) to keep the pauses short.
+ */
+function yieldBetweenStatements(connection: DatabaseConnection): Promise<void> {
+  const execute = connection.executeQuery.bind(connection);
+  // `turned` becomes true once the event loop has turned since `heldSince` was set: statements
+  // issued after a turn start a new stretch of holding the thread.
+  let turned = true;
+  let heldSince = 0;
+  const noteTurn = () => { turned = true; };
+  connection.executeQuery = async (query) => {
+    if (turned) {
+      turned = false;
+      heldSince = performance.now();
+      setImmediate(noteTurn);
+    }
+    try {
+      return await execute(query);
+    } finally {
+      // Scheduled after noteTurn, so the next statement starts a new stretch.
+      if (!turned && performance.now() - heldSince >= YIELD_AFTER_MS) await new Promise<void>((resume) => setImmediate(resume));
+    }
+  };
+  return Promise.resolve();
 }
 
 /** Type parsers shared by both back ends (exported for PGlite instances made by tests). */

@@ -63,15 +63,20 @@ function orderClause(source: ListSource, order: 'asc' | 'desc'): RawBuilder<unkn
   return sql`${source.lastModified} ${dir}, ${source.id} ${dir}`;
 }
 
-/** Up to `limit` records after `req.cursor`, in page order, with their JSON. */
-async function selectRecords(db: Kysely<Database>, source: ListSource, req: Omit<PageRequest, 'limit'>, limit: number): Promise<PageRow[]> {
-  const { rows } = await sql<PageRow>`
+/** The statement selecting up to `limit` records after `req.cursor` (also run bare by the benchmark's read ceiling). */
+export function recordsQuery(source: ListSource, req: Omit<PageRequest, 'limit'>, limit: number): RawBuilder<PageRow> {
+  return sql<PageRow>`
     SELECT ${source.json}::text AS json, iso_utc(${source.lastModified}) AS iso, ${source.id}::text AS id
     FROM ${source.from}
     WHERE ${whereClause(source, req)}
     ORDER BY ${orderClause(source, req.order)}
     LIMIT ${limit}
-  `.execute(db);
+  `;
+}
+
+/** Up to `limit` records after `req.cursor`, in page order, with their JSON. */
+async function selectRecords(db: Kysely<Database>, source: ListSource, req: Omit<PageRequest, 'limit'>, limit: number): Promise<PageRow[]> {
+  const { rows } = await recordsQuery(source, req, limit).execute(db);
   return rows;
 }
 

@@ -8,11 +8,15 @@ import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migrat
 import * as core from './migrations/0001-core.ts';
 import * as webhooks from './migrations/0002-webhooks.ts';
 import * as adminUsers from './migrations/0003-admin-users.ts';
+import * as eventFeedRetention from './migrations/0004-event-feed-retention.ts';
+import * as adminSetupCodes from './migrations/0005-admin-setup-codes.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
   '0002-webhooks': webhooks,
   '0003-admin-users': adminUsers,
+  '0004-event-feed-retention': eventFeedRetention,
+  '0005-admin-setup-codes': adminSetupCodes,
 };
 
 function migrator(db: Kysely<any>): Migrator {

@@ -9,26 +9,40 @@ import { inventoryJson, movementJson, stockTrackedCondition } from '../inventory
 import { orderJson } from '../orders/order.json-sql.ts';
 import { customerJson } from '../customers/customer.json-sql.ts';
 import { appendEvents } from './event-log.ts';
+import { chunks } from '../shared/chunks.ts';
 
-const uuids = (ids: readonly string[]) => sql`${[...new Set(ids)]}::uuid[]`;
+/**
+ * Sorted distinct ids in chunks of bounded size: a bulk import touching 100k resources appends its
+ * events in statements of at most EVENT_CHUNK rows (a product's JSON is the costliest to build), so
+ * the embedded database yields to the HTTP side between them (db/database.ts).
+ */
+const EVENT_CHUNK = 250;
+const idChunks = (ids: readonly string[]) => chunks([...new Set(ids)].sort(), EVENT_CHUNK);
+const uuids = (ids: readonly string[]) => sql`${ids}::uuid[]`;
 
 export async function productsChanged(ctx: WriteContext, ids: readonly string[], created = false): Promise<void> {
   if (ids.length === 0) return;
-  await appendEvents(ctx, created ? 'product.created' : 'product.updated',
-    sql`SELECT p.id AS resource_id, ${productJson} AS data FROM products p WHERE p.id = ANY(${uuids(ids)})`);
+  for (const part of idChunks(ids)) {
+    await appendEvents(ctx, created ? 'product.created' : 'product.updated',
+      sql`SELECT p.id AS resource_id, ${productJson} AS data FROM products p WHERE p.id = ANY(${uuids(part)})`);
+  }
 }
 
 /** inventory.updated for the stock-tracked ones among `productIds`. */
 export async function inventoryChanged(ctx: WriteContext, productIds: readonly string[]): Promise<void> {
   if (productIds.length === 0) return;
-  await appendEvents(ctx, 'inventory.updated',
-    sql`SELECT p.id AS resource_id, ${inventoryJson} AS data FROM products p WHERE p.id = ANY(${uuids(productIds)}) AND ${stockTrackedCondition}`);
+  for (const part of idChunks(productIds)) {
+    await appendEvents(ctx, 'inventory.updated',
+      sql`SELECT p.id AS resource_id, ${inventoryJson} AS data FROM products p WHERE p.id = ANY(${uuids(part)}) AND ${stockTrackedCondition}`);
+  }
 }
 
 export async function movementsCreated(ctx: WriteContext, movementIds: readonly string[]): Promise<void> {
   if (movementIds.length === 0) return;
-  await appendEvents(ctx, 'stock_movement.created',
-    sql`SELECT m.id AS resource_id, ${movementJson} AS data FROM stock_movements m WHERE m.id = ANY(${uuids(movementIds)})`);
+  for (const part of idChunks(movementIds)) {
+    await appendEvents(ctx, 'stock_movement.created',
+      sql`SELECT m.id AS resource_id, ${movementJson} AS data FROM stock_movements m WHERE m.id = ANY(${uuids(part)})`);
+  }
 }
 
 export async function orderChanged(ctx: WriteContext, id: string, created = false): Promise<void> {

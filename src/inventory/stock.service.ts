@@ -10,6 +10,7 @@
  */
 import { sql } from 'kysely';
 import { uuidv7 } from '../shared/uuid-v7.ts';
+import { chunks } from '../shared/chunks.ts';
 import { parse as parseCsv } from 'csv-parse/sync';
 import type { Insertable, Kysely } from 'kysely';
 import type { Database, StockMovementTable } from '../db/schema.ts';
@@ -38,12 +39,6 @@ export interface StockChangeResult {
 /** Reasons that may not take stock below zero. Restocks (cancel, refund) only add. */
 const GUARDED: ReadonlySet<MovementReason> = new Set(['sale', 'adjustment', 'bulk_import']);
 
-const CHUNK = 1000;
-function chunks<T>(items: readonly T[], size = CHUNK): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}
 
 export interface ApplyOptions {
   /**
@@ -61,11 +56,20 @@ export async function applyStockChanges(ctx: WriteContext, changes: readonly Sto
   const productIds = [...new Set(changes.map((c) => c.productId))];
   const variantIds = [...new Set(changes.flatMap((c) => (c.variantId ? [c.variantId] : [])))];
 
-  // Lock in a fixed order (products, then variants, by id) so concurrent writers cannot deadlock.
-  const products = await trx.selectFrom('products').select(['id', 'product_type', 'sku', 'own_stock'])
-    .where('id', 'in', productIds).orderBy('id').forUpdate().execute();
-  const variants = variantIds.length === 0 ? [] : await trx.selectFrom('variants')
-    .select(['id', 'product_id', 'sku', 'stock']).where('id', 'in', variantIds).orderBy('id').forUpdate().execute();
+  // Lock in a fixed order (products, then variants, by id) so concurrent writers cannot deadlock:
+  // ids sorted, then chunked, so every chunk locks ids above the previous one's. One array parameter
+  // per chunk (never one bind parameter per id: the protocol allows 65,535) and statements of
+  // bounded size, so the embedded database yields to the HTTP side between them (db/database.ts).
+  const products = [];
+  for (const part of chunks([...productIds].sort())) {
+    products.push(...await trx.selectFrom('products').select(['id', 'product_type', 'sku', 'own_stock'])
+      .where('id', '=', sql<string>`ANY(${part}::uuid[])`).orderBy('id').forUpdate().execute());
+  }
+  const variants = [];
+  for (const part of chunks([...variantIds].sort())) {
+    variants.push(...await trx.selectFrom('variants').select(['id', 'product_id', 'sku', 'stock'])
+      .where('id', '=', sql<string>`ANY(${part}::uuid[])`).orderBy('id').forUpdate().execute());
+  }
   const productById = new Map(products.map((p) => [p.id, p]));
   const variantById = new Map(variants.map((v) => [v.id, v]));
 
@@ -139,6 +143,12 @@ export async function applyStockChanges(ctx: WriteContext, changes: readonly Sto
  */
 export async function refreshProducts(ctx: WriteContext, productIds: readonly string[]): Promise<void> {
   for (const part of chunks(productIds)) {
+    // Each variant's stock fits an integer; their sum may not (sum(int) is bigint): refuse that
+    // change, as a single stock level that would overflow is refused.
+    const { rows: over } = await sql<{ id: string }>`SELECT v.product_id AS id FROM variants v
+      WHERE v.product_id = ANY(${part}::uuid[]) AND v.is_active
+      GROUP BY v.product_id HAVING abs(sum(v.stock)) > 2147483647 LIMIT 1`.execute(ctx.trx);
+    if (over.length > 0) throw conflict(`The stock of product ${over[0]!.id} across its variants would exceed 2147483647 units.`);
     await sql`UPDATE products p SET
         stock = coalesce((SELECT sum(v.stock)::int FROM variants v WHERE v.product_id = p.id AND v.is_active), p.own_stock),
         last_modified = ${ctx.stamp}::timestamptz

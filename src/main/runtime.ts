@@ -7,13 +7,14 @@ import type { AppContext } from '../app-context.ts';
 import type { Config } from '../config/config.ts';
 import { openDatabase } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
+import { requestLogSerializer } from '../ops/log-redaction.ts';
 
 /**
  * Paths whose values never reach a log line: credentials in headers (API tokens, session cookies,
  * CSRF tokens), and token or secret fields in any logged object up to two levels deep (API tokens
  * in admin responses, webhook signing secrets). Request logs carry no headers or bodies anyway
- * (Fastify's request serializer: method, URL, host, address); these paths guard what code logs by
- * hand. The test in test/production/logging.test.ts greps captured output for a live token.
+ * (our request serializer: method, URL with credentials redacted, host, address); these paths guard
+ * what code logs by hand. The test in test/production/logging.test.ts greps captured output for a live token.
  */
 export const LOG_REDACT_PATHS = [
   'req.headers.authorization',
@@ -47,6 +48,8 @@ export function createLogger(config: Config, destination?: NodeJS.WritableStream
       level: config.LOG_LEVEL,
       timestamp: pino.stdTimeFunctions.isoTime,
       redact: { paths: LOG_REDACT_PATHS, censor: '[redacted]' },
+      // Fastify takes the instance's serializers over its own: request URLs are logged redacted.
+      serializers: { req: requestLogSerializer },
     },
     destination as never,
   );
@@ -59,6 +62,7 @@ export async function openContext(config: Config, logger: Logger, { migrate = tr
     dataDir: config.DATABASE_URL ? undefined : config.DATA_DIR,
     poolSize: config.DATABASE_POOL_SIZE,
     applicationName,
+    onConnectionError: (error) => logger.warn({ err: error }, 'database connection lost; the pool opens a fresh one when needed'),
   });
   try {
     if (migrate) await migrateToLatest(database.db);

@@ -12,6 +12,7 @@ import { pendingMigrations } from '../db/migrate.ts';
 import { ProblemSchema } from '../api/schemas.ts';
 import { sendProblem } from '../api/plugins/error-handler.ts';
 import { metricsRegistry } from './metrics.ts';
+import { DATABASE_RETRY_AFTER_SECONDS } from '../shared/db-errors.ts';
 
 /** How long /readyz waits for the database before calling it unreachable. */
 const READINESS_TIMEOUT_MS = 2000;
@@ -61,7 +62,7 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
       })(), READINESS_TIMEOUT_MS);
     } catch (error) {
       request.log.warn({ err: error }, 'readiness check: database unreachable');
-      return sendProblem(reply, 'service_unavailable', 'The database is unreachable.');
+      return sendProblem(reply, 'service_unavailable', 'The database is unreachable.', undefined, { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) });
     }
     if (pending.length > 0) {
       return sendProblem(reply, 'service_unavailable', `Database migrations are pending: ${pending.join(', ')}. Run \`store-api migrate\`.`);

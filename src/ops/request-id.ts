@@ -5,17 +5,22 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import { isSafeRequestId } from './log-redaction.ts';
 
 export const REQUEST_ID_HEADER = 'x-request-id';
 /** Log field carrying the id on every line logged for a request. */
 export const REQUEST_ID_LOG_LABEL = 'request_id';
 
-/** Up to 128 characters of letters, digits and `-_.:`; anything else is replaced, never logged raw. */
+/**
+ * Up to 128 characters of letters, digits and `-_.:` that cannot be a credential (no token prefix,
+ * no long random-looking run: a token pasted as an id would otherwise be logged and echoed);
+ * anything else is replaced, never logged raw.
+ */
 const ACCEPTABLE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Fastify `genReqId`: the caller's id when acceptable, else a new UUID. */
 export function generateRequestId(request: IncomingMessage): string {
   const given = request.headers[REQUEST_ID_HEADER];
   const value = Array.isArray(given) ? given[0] : given;
-  return value && ACCEPTABLE_ID.test(value) ? value : randomUUID();
+  return value && ACCEPTABLE_ID.test(value) && isSafeRequestId(value) ? value : randomUUID();
 }

@@ -10,7 +10,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { runWrite } from '../db/write-clock.ts';
 import { conflict, invalidParameter, notFound } from '../api/problem.ts';
-import { centsToDecimal, toCents } from '../shared/money.ts';
+import { centsToDecimal, MAX_MONEY, storableCents, toCents } from '../shared/money.ts';
 import { orderChanged } from '../events/resource-events.ts';
 import { applyStockChanges, type StockChange } from '../inventory/stock.service.ts';
 import {
@@ -86,6 +86,8 @@ export async function placeOrder(db: Kysely<Database>, input: OrderInput): Promi
         throw invalidParameter(`${param}.variant_id`, 'is required: the product has variants');
       }
       const unitCents = cents(item.unit_price ?? Number(variant?.price ?? product.price), `${param}.unit_price`);
+      const totalCents = storableCents(unitCents * item.quantity);
+      if (totalCents === undefined) throw invalidParameter(`${param}.quantity`, `quantity × unit_price must not exceed ${MAX_MONEY}`);
       stock.push({ productId: product.id, variantId: variant?.id ?? null, delta: -item.quantity, reason: 'sale', orderId });
       return {
         id: randomUUID(),
@@ -96,15 +98,18 @@ export async function placeOrder(db: Kysely<Database>, input: OrderInput): Promi
         variant_name: variant?.name ?? null,
         quantity: item.quantity,
         unit_price: centsToDecimal(unitCents),
-        total: centsToDecimal(unitCents * item.quantity),
+        total: centsToDecimal(totalCents),
         position: index,
-        totalCents: unitCents * item.quantity,
+        totalCents,
       };
     });
     const subtotal = items.reduce((sum, i) => sum + i.totalCents, 0);
     const discount = cents(input.discount ?? 0, 'body.discount');
     const deliveryFee = cents(input.delivery_fee ?? 0, 'body.delivery_fee');
     if (discount > subtotal + deliveryFee) throw invalidParameter('body.discount', 'must not exceed subtotal + delivery_fee');
+    // Every amount fits numeric(14,2) on its own; their sums may not.
+    if (storableCents(subtotal) === undefined) throw invalidParameter('body.items', `the items' totals must not add up to more than ${MAX_MONEY}`);
+    if (storableCents(subtotal - discount + deliveryFee) === undefined) throw invalidParameter('body.delivery_fee', `the order total must not exceed ${MAX_MONEY}`);
     await trx.insertInto('orders').values({
       id: orderId,
       source: input.source,

@@ -18,3 +18,14 @@ export function centsToDecimal(cents: number): string {
   const abs = Math.abs(cents);
   return `${sign}${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, '0')}`;
 }
+
+/** Largest amount a money column (numeric(14,2)) holds, in cents. */
+export const MAX_MONEY_CENTS = 99_999_999_999_999;
+
+/**
+ * `cents` when a money column can hold it, else undefined: products and sums of amounts (item
+ * totals, subtotals) can exceed numeric(14,2) even when every input amount fits.
+ */
+export function storableCents(cents: number): number | undefined {
+  return Number.isSafeInteger(cents) && Math.abs(cents) <= MAX_MONEY_CENTS ? cents : undefined;
+}

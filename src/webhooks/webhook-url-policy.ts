@@ -2,39 +2,71 @@
  * Which URLs a webhook may target, so the service cannot be aimed at its own network (SSRF):
  * http or https, a host, no credentials in the URL; and unless the deployment allows it
  * (WEBHOOK_ALLOW_PRIVATE_URLS=true), no loopback, private, link-local, CGNAT, multicast or reserved
- * address, whether written as an IP or reached through a hostname. Checked when an endpoint is
+ * address, whether written as an IP (in any IPv6 spelling that embeds an IPv4 address) or reached
+ * through a hostname. Checked when an endpoint is
  * saved and again on every connection (`guardedLookup`), so a hostname re-pointed after
  * registration (DNS rebinding) is refused too.
  */
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { lookup as dnsLookup } from 'node:dns';
 import { promises as dns } from 'node:dns';
+import ipaddr from 'ipaddr.js';
 
-const blocked = new BlockList();
+/**
+ * IPv4 networks refused on top of everything ipaddr.js does not class as plain `unicast` (kept as
+ * data so the policy reads at a glance; ipaddr.js's ranges cover them too).
+ */
+const blockedIPv4 = new BlockList();
 for (const [net, prefix] of [
   ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16],
   ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15],
   ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) blocked.addSubnet(net, prefix, 'ipv4');
-for (const [net, prefix] of [
-  ['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['2001:db8::', 32], ['100::', 64],
-] as const) blocked.addSubnet(net, prefix, 'ipv6');
+] as const) blockedIPv4.addSubnet(net, prefix, 'ipv4');
 
-/** True when `address` (an IPv4 or IPv6 literal) is not a public unicast address. */
+/**
+ * IPv6 networks refused outright: the local-use NAT64 prefix (RFC 8215, which embeds IPv4 at
+ * operator-chosen positions, so it cannot be decoded) and the newer documentation prefix.
+ */
+const blockedIPv6 = new BlockList();
+for (const [net, prefix] of [['64:ff9b:1::', 48], ['3fff::', 20]] as const) blockedIPv6.addSubnet(net, prefix, 'ipv6');
+
+/**
+ * The IPv4 addresses an IPv6 address carries, decided on its bytes (never on its spelling, which
+ * the URL parser rewrites: `[::127.0.0.1]` becomes `[::7f00:1]`): IPv4-compatible `::/96`,
+ * IPv4-mapped `::ffff:0:0/96`, IPv4-translated `::ffff:0:0:0/96`, NAT64 `64:ff9b::/96` (last 32
+ * bits), 6to4 `2002::/16` (bits 16–48), Teredo `2001::/32` (server bits 32–64, client last 32 bits
+ * inverted). Empty for any other address.
+ */
+export function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4[] {
+  const b = address.toByteArray();
+  const v4 = (at: number, xor = 0) => new ipaddr.IPv4([b[at]! ^ xor, b[at + 1]! ^ xor, b[at + 2]! ^ xor, b[at + 3]! ^ xor]);
+  const zeros = (from: number, to: number) => b.slice(from, to).every((x) => x === 0);
+  const range = address.range();
+  if (range === 'ipv4Mapped' || range === 'rfc6145' || range === 'rfc6052' || zeros(0, 12)) return [v4(12)];
+  if (range === '6to4') return [v4(2)];
+  if (range === 'teredo') return [v4(4), v4(12, 0xff)];
+  return [];
+}
+
+function isPrivateIPv4(address: ipaddr.IPv4): boolean {
+  return address.range() !== 'unicast' || blockedIPv4.check(address.toString(), 'ipv4');
+}
+
+/**
+ * True when `address` (an IPv4 or IPv6 literal, brackets and zone allowed) is not a public unicast
+ * address: loopback, private, link-local, CGNAT, ULA, multicast, unspecified, documentation and
+ * other reserved ranges, and any IPv6 form whose embedded IPv4 address is one of those.
+ */
 export function isPrivateAddress(address: string): boolean {
   const host = address.replace(/^\[|\]$/g, '');
-  const family = isIP(host);
-  if (family === 4) return blocked.check(host, 'ipv4');
-  if (family !== 6) return false;
-  // IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible and NAT64 (64:ff9b::/96) forms carry an IPv4 address.
-  const embedded = /^(?:::ffff:|::|64:ff9b::)(\d+\.\d+\.\d+\.\d+)$/i.exec(host);
-  if (embedded) return blocked.check(embedded[1]!, 'ipv4');
-  const hex = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(host);
-  if (hex) {
-    const hi = parseInt(hex[1]!, 16), lo = parseInt(hex[2]!, 16);
-    return blocked.check(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`, 'ipv4');
-  }
-  return blocked.check(host, 'ipv6');
+  if (!isIP(host) || !ipaddr.isValid(host)) return false;
+  const parsed = ipaddr.parse(host);
+  if (parsed.kind() === 'ipv4') return isPrivateIPv4(parsed as ipaddr.IPv4);
+  const v6 = parsed as ipaddr.IPv6;
+  const embedded = embeddedIPv4(v6);
+  if (embedded.length > 0) return embedded.some(isPrivateIPv4);
+  const canonical = v6.toNormalizedString();
+  return v6.range() !== 'unicast' || blockedIPv6.check(canonical, 'ipv6');
 }
 
 export class WebhookUrlError extends Error {}

@@ -26,16 +26,20 @@ import pg from 'pg';
 import type { AppContext } from '../app-context.ts';
 import type { BreakerPolicy } from './circuit-breaker.ts';
 import type { RetryPolicy } from './retry-policy.ts';
-import { claimDueDeliveries, nextDueAt, queueDepth, settleDelivery, type ClaimedDelivery, type Settlement } from './delivery-queue.ts';
+import { claimDueDeliveries, nextDueAt, queueDepth, settleDeliveries, settleDelivery, type ClaimedDelivery, type Finished, type SettleResult, type Settlement } from './delivery-queue.ts';
 import { pollEvents, type PollResult } from './event-poller.ts';
 import { WebhookHttpClient, type HttpAttemptResult } from './webhook-http-client.ts';
 import { signatureHeaders } from './webhook-signing.ts';
 import { DELIVERIES_CHANNEL, EVENTS_CHANNEL, localWakeups } from './webhook-wakeup.ts';
 import { writeCommits } from '../db/write-clock.ts';
+import { CONNECT_TIMEOUT_MS } from '../db/database.ts';
 import {
   attemptDuration, deliveriesAttempted, deliveriesDeadLettered, deliveriesFailed, deliveriesSucceeded,
   deliveryLatency, eventsQueued, releaseQueueDepthSource, setQueueDepthSource,
 } from './webhook-metrics.ts';
+
+/** Most attempts settled in one transaction (bounds how long it holds endpoint rows). */
+const SETTLE_BATCH_MAX = 100;
 
 /** What one finished attempt did, as the worker reports it. */
 export interface AttemptReport {
@@ -57,8 +61,10 @@ export interface WebhookWorkerEvents {
   polled: [PollResult];
   claimed: [readonly ClaimedDelivery[]];
   attempt: [AttemptReport];
-  /** A loop step failed (logged too); the loop carries on after the poll interval. */
+  /** A loop step failed (logged too); the loop carries on after a backoff (loopBackoffMs). */
   loopError: [unknown];
+  /** The LISTEN connection (PostgreSQL) is open, at start or after a reconnect. */
+  listening: [];
 }
 
 export interface WebhookWorker {
@@ -85,6 +91,19 @@ export async function startWebhookWorker(ctx: AppContext, options: WebhookWorker
   const worker = new DeliveryWorker(ctx, options);
   await worker.start();
   return worker;
+}
+
+/**
+ * Wait after the `failures`-th consecutive failed loop step (database away): the poll interval at
+ * first, doubling up to 30 s, so a long outage is not hammered and a short one costs one interval.
+ */
+export function loopBackoffMs(failures: number, intervalMs: number): number {
+  return Math.min(Math.max(intervalMs, 30_000), intervalMs * 2 ** Math.min(Math.max(0, failures - 1), 10));
+}
+
+/** Wait before reopening the LISTEN connection after its `failures`-th consecutive loss. */
+export function listenBackoffMs(failures: number, intervalMs: number): number {
+  return Math.min(30_000, Math.min(intervalMs, 1000) * 2 ** Math.min(Math.max(0, failures - 1), 10));
 }
 
 class Wakeable {
@@ -137,6 +156,10 @@ class DeliveryWorker implements WebhookWorker {
   #loops: Promise<void>[] = [];
   #listener: pg.Client | undefined;
   #listenRetry: NodeJS.Timeout | undefined;
+  #listenFailures = 0;
+  /** Consecutive failed steps of each loop, for their backoff. */
+  #pollFailures = 0;
+  #dispatchFailures = 0;
   readonly #onLocalWake = () => this.#dispatchWake.wake();
   /** A write committed in this process to our database: its events can be fanned out now. */
   readonly #onLocalWrite = (db: unknown) => {
@@ -192,12 +215,15 @@ class DeliveryWorker implements WebhookWorker {
         if (result.events > 0) eventsQueued.inc(result.events);
         if (result.deliveries > 0) this.#dispatchWake.wake();
         more = result.more;
+        this.#pollFailures = 0;
         this.events.emit('polled', result);
       } catch (error) {
+        this.#pollFailures++;
         this.#loopError('event poll failed', error);
       }
       if (this.#stopping) break;
-      if (!more) await this.#pollWake.wait(interval);
+      if (this.#pollFailures > 0) await this.#pollWake.wait(loopBackoffMs(this.#pollFailures, interval));
+      else if (!more) await this.#pollWake.wait(interval);
     }
   }
 
@@ -232,7 +258,10 @@ class DeliveryWorker implements WebhookWorker {
         } else if (due !== null && due > now) {
           waitMs = Math.min(interval, due - now);
         }
+        this.#dispatchFailures = 0;
       } catch (error) {
+        this.#dispatchFailures++;
+        waitMs = loopBackoffMs(this.#dispatchFailures, interval);
         this.#loopError('delivery claim failed', error);
       }
       if (this.#stopping) break;
@@ -267,7 +296,7 @@ class DeliveryWorker implements WebhookWorker {
     const settleOptions = { workerId: this.id, startedAt, retry: this.#retry, breaker: this.#breaker };
     let settled;
     try {
-      settled = await settleDelivery(this.#ctx.database.db, delivery, result, { ...settleOptions, now: this.#clock() });
+      settled = await this.#settle({ delivery, result, options: { ...settleOptions, now: this.#clock() } });
     } catch (error) {
       // One more try (a dropped connection); if that fails too the lease expires and another claim sends it again.
       this.#ctx.logger.warn({ err: error, deliveryId: delivery.id }, 'settling a webhook delivery failed; retrying once');
@@ -300,31 +329,94 @@ class DeliveryWorker implements WebhookWorker {
     });
   }
 
+  /**
+   * Settles one finished attempt together with the others finishing meanwhile: attempts queue while
+   * a batch transaction runs and go in the next one (settleDeliveries), so a busy worker commits
+   * once per batch, not once per delivery, and an idle one settles at once. The attempt's slot stays
+   * taken until its batch commits (at-least-once as before). A failed batch is settled again one by
+   * one, so one bad attempt cannot fail the others.
+   */
+  #settle(finished: Finished): Promise<SettleResult> {
+    return new Promise((resolve, reject) => {
+      this.#settleQueue.push({ finished, resolve, reject });
+      if (!this.#flushing) void this.#flushSettles();
+    });
+  }
+
+  readonly #settleQueue: Array<{ finished: Finished; resolve: (r: SettleResult) => void; reject: (e: unknown) => void }> = [];
+  #flushing = false;
+
+  async #flushSettles(): Promise<void> {
+    this.#flushing = true;
+    const db = this.#ctx.database.db;
+    // The flag drops in the same synchronous step that finds the queue empty (no await between), so
+    // an attempt queued at any moment is either taken by this loop or starts the next one.
+    for (;;) {
+      if (this.#settleQueue.length === 0) {
+        this.#flushing = false;
+        return;
+      }
+      const batch = this.#settleQueue.splice(0, SETTLE_BATCH_MAX);
+      try {
+        const results = await settleDeliveries(db, batch.map((b) => b.finished));
+        batch.forEach((b, i) => b.resolve(results[i]!));
+      } catch {
+        await Promise.all(batch.map(async (b) => {
+          try {
+            b.resolve(await settleDelivery(db, b.finished.delivery, b.finished.result, b.finished.options));
+          } catch (error) {
+            b.reject(error);
+          }
+        }));
+      }
+    }
+  }
+
+  /**
+   * Opens the LISTEN connection. It is a dedicated client outside the pool, so its faults are ours
+   * to handle: when it fails to open, errors or ends (a terminated backend, a failover), the worker
+   * keeps polling on its interval and opens a new one after a backoff (listenBackoffMs).
+   */
   async #listen(url: string): Promise<void> {
-    const client = new pg.Client({ connectionString: url, application_name: 'store-api-webhook-listener' });
+    const client = new pg.Client({ connectionString: url, application_name: 'store-api-webhook-listener', connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    let lost = false;
+    const onLost = (error?: Error) => {
+      if (lost) return;
+      lost = true;
+      if (this.#listener === client) this.#listener = undefined;
+      client.end().catch(() => {});
+      if (this.#stopping) return;
+      this.#listenFailures++;
+      const delay = listenBackoffMs(this.#listenFailures, this.#ctx.config.WEBHOOK_POLL_INTERVAL_MS);
+      this.#ctx.logger.warn({ err: error, retryInMs: delay }, 'webhook LISTEN connection lost; polling only until it is back');
+      this.#listenRetry = setTimeout(() => void this.#listen(url), delay);
+      this.#listenRetry.unref();
+    };
     client.on('notification', (message) => {
       if (message.channel === EVENTS_CHANNEL) this.#pollWake.wake();
       else this.#dispatchWake.wake();
     });
-    client.on('error', (error) => {
-      this.#ctx.logger.warn({ err: error }, 'webhook LISTEN connection lost; polling only until it is back');
-      if (this.#listener === client) this.#listener = undefined;
-      client.end().catch(() => {});
-      if (!this.#stopping) {
-        this.#listenRetry = setTimeout(() => void this.#listen(url).catch(() => {}), 5000);
-        this.#listenRetry.unref();
-      }
-    });
+    client.on('error', onLost);
+    client.on('end', () => onLost());
     try {
       await client.connect();
       await client.query(`LISTEN ${EVENTS_CHANNEL}`);
       await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
-      if (this.#stopping) await client.end();
-      else this.#listener = client;
     } catch (error) {
-      this.#ctx.logger.warn({ err: error }, 'webhook LISTEN failed; polling only');
-      await client.end().catch(() => {});
+      onLost(error as Error);
+      return;
     }
+    if (this.#stopping || lost) {
+      await client.end().catch(() => {});
+      return;
+    }
+    if (this.#listenFailures > 0) this.#ctx.logger.info('webhook LISTEN connection restored');
+    this.#listenFailures = 0;
+    this.#listener = client;
+    // Events written while nobody listened are picked up now rather than at the next interval.
+    this.#pollWake.wake();
+    this.#dispatchWake.wake();
+    this.events.emit('listening');
   }
 
   #loopError(message: string, error: unknown): void {

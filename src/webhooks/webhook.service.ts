@@ -8,7 +8,8 @@ import { ApiError, conflict, invalidParameter, notFound } from '../api/problem.t
 import { formatCursor, parseCursor } from '../api/cursor.ts';
 import { appendEvent, EVENT_TYPES } from '../events/event-log.ts';
 import { runWrite } from '../db/write-clock.ts';
-import { isoFromMillis, parseIsoTimestamp } from '../shared/time.ts';
+import { epochMicros, isoFromMillis, parseIsoTimestamp } from '../shared/time.ts';
+import { oldestAvailable, oldestDeliveryAt } from '../retention/retention.repository.ts';
 import {
   findEndpoint, findEndpointSecrets, insertEndpoint, listEndpointRows, rotateEndpointSecret, updateEndpoint,
   type EndpointView, type WebhookEndpoint,
@@ -23,6 +24,19 @@ import { announceDueDeliveries } from './webhook-wakeup.ts';
 
 /** Event types an endpoint may subscribe to (ping is sent on demand, never by subscription). */
 export const SUBSCRIBABLE_EVENT_TYPES = EVENT_TYPES.filter((t) => t !== 'ping');
+/** How far back webhook history goes: the retention settings and what pruning has left. */
+export interface RetentionView {
+  delivery_retention_ms: number;
+  dead_letter_retention_ms: number;
+  event_retention_ms: number;
+  /** Every delivery created since this instant is still there (null: nothing was pruned yet). */
+  deliveries_complete_since: string | null;
+  /** Every event created since this instant is still there: the oldest instant a replay or the events feed reaches. */
+  events_complete_since: string | null;
+  /** The oldest delivery kept (null: none). */
+  oldest_delivery_at: string | null;
+}
+
 /** Most events one replay may queue (100 000); narrow the time range beyond that. */
 export const MAX_REPLAY_EVENTS = 100_000;
 
@@ -124,9 +138,13 @@ export class WebhookService {
     await this.getEndpoint(id);
     const fromIso = parseIsoTimestamp(from);
     const toIso = parseIsoTimestamp(to);
-    if (!fromIso) throw invalidParameter('from', 'must be an ISO 8601 date or timestamp');
-    if (!toIso) throw invalidParameter('to', 'must be an ISO 8601 date or timestamp');
+    if (!fromIso) throw invalidParameter('from', 'must be an ISO 8601 date or timestamp (years 0001–9999)');
+    if (!toIso) throw invalidParameter('to', 'must be an ISO 8601 date or timestamp (years 0001–9999)');
     if (Date.parse(toIso) <= Date.parse(fromIso)) throw invalidParameter('to', 'must be after from');
+    const oldest = await oldestAvailable(this.db, 'events');
+    if (oldest && epochMicros(fromIso)! < epochMicros(oldest)!) {
+      throw invalidParameter('from', `reaches behind the retention of the event log (EVENT_RETENTION_MS): events before ${oldest} have been pruned; the oldest available instant is ${oldest}`);
+    }
     const count = await countReplayEvents(this.db, id, fromIso, toIso, MAX_REPLAY_EVENTS);
     if (count > MAX_REPLAY_EVENTS) {
       throw invalidParameter('to', `the range holds more than ${MAX_REPLAY_EVENTS} events; replay it in smaller ranges`);
@@ -175,8 +193,26 @@ export class WebhookService {
     return { retried: retried.length };
   }
 
-  async stats(hours: number): Promise<DeliveryStats> {
-    return deliveryStats(this.db, hours, isoFromMillis(this.clock()));
+  /** Delivery activity, current totals and how far back the history goes (retention). */
+  async stats(hours: number): Promise<DeliveryStats & { retention: RetentionView }> {
+    const [stats, deliveriesSince, eventsSince, oldestDelivery] = await Promise.all([
+      deliveryStats(this.db, hours, isoFromMillis(this.clock())),
+      oldestAvailable(this.db, 'webhook_deliveries'),
+      oldestAvailable(this.db, 'events'),
+      oldestDeliveryAt(this.db),
+    ]);
+    const { config } = this.ctx;
+    return {
+      ...stats,
+      retention: {
+        delivery_retention_ms: config.WEBHOOK_DELIVERY_RETENTION_MS,
+        dead_letter_retention_ms: config.WEBHOOK_DEAD_LETTER_RETENTION_MS,
+        event_retention_ms: config.EVENT_RETENTION_MS,
+        deliveries_complete_since: deliveriesSince ?? null,
+        events_complete_since: eventsSince ?? null,
+        oldest_delivery_at: oldestDelivery ?? null,
+      },
+    };
   }
 
   private async checkUrl(url: string): Promise<string> {

@@ -56,6 +56,7 @@ describe.each(backends)('admin write path (%s)', (backend) => {
       ['POST', `/products/${p.id}/images`, { image_url: 'https://img.example.com/ls2.jpg', is_primary: true }],
       ['PATCH', `/products/${p.id}/variants/${p.variants[1].id}`, { is_active: false }],
       ['PATCH', `/products/${p.id}`, { name: 'Linen Shirt II', price: 52.5 }],
+      ['PATCH', `/products/${p.id}`, { price: 53 }],
     ];
     for (const [method, url, payload] of steps) {
       const before = await now();
@@ -67,6 +68,10 @@ describe.each(backends)('admin write path (%s)', (backend) => {
       expect(evs.map((e) => e.type)).toContain('product.updated');
       const updated = evs.find((e) => e.type === 'product.updated')!;
       expect(updated.data).toEqual(res.body.data); // the event carries exactly what GET returns
+      // The inventory record's last_modified is the product's: every change announces it too, with
+      // exactly what the inventory list serves now.
+      const inventory = evs.find((e) => e.type === 'inventory.updated');
+      expect(inventory?.data.last_modified, `${method} ${url}`).toBe(res.body.data.last_modified);
     }
     const final = (await t.app.inject({ url: `/api/v1/products/${p.id}`, headers: read })).json().data;
     expect(final.variants).toHaveLength(1); // the deactivated variant left the product

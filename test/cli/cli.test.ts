@@ -114,8 +114,27 @@ describe('embedded data directory held by a running server', () => {
     const res = await run(['tokens', 'create', '--name', 'blocked'], { DATA_DIR: dataDir });
     expect(res.code).toBe(1);
     expect(res.stderr).toContain(`in use by another process (pid ${server!.pid})`);
-    expect(res.stderr).toMatch(/stop that process|admin API/);
+    // One line, saying what to do instead while the server runs.
+    expect(res.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(res.stderr).toContain('Instead, create the key in the running server\'s dashboard (/admin, Integrations → API keys) or with POST /admin/api/v1/tokens');
     expect(res.stdout).toBe('');
+  });
+
+  it('says in one line what to do instead for every command that needs the data directory', async () => {
+    const cases: Array<[string[], string]> = [
+      [['tokens', 'list'], 'GET /admin/api/v1/tokens'],
+      [['tokens', 'revoke', 'sia_x'], 'POST /admin/api/v1/tokens/:id/revoke'],
+      [['admin', 'create', '--email', 'a@example.com'], 'open the one-time setup link the server printed at start'],
+      [['migrate'], 'the running server applied every migration'],
+      [['admin', 'list'], 'Stop that process and run this again'],
+    ];
+    const answers = await Promise.all(cases.map(([args]) => run(args, { DATA_DIR: dataDir, ADMIN_PASSWORD: 'a long enough password' })));
+    answers.forEach((res, i) => {
+      expect(res.code).toBe(1);
+      expect(res.stderr.trimEnd().split('\n')).toHaveLength(1);
+      expect(res.stderr).toContain(cases[i]![1]);
+      expect(res.stderr).toContain(`pid ${server!.pid}`);
+    });
   });
 
   it('works again once the server has stopped', async () => {

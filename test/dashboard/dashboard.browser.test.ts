@@ -1,5 +1,7 @@
 /**
- * The dashboard end to end, in Chromium: sign in, create an API key and read the API with it,
+ * The dashboard end to end, in Chromium: the first administrator is created with the one-time
+ * setup link printed at start (a wrong, an expired and a reused link each show a clear page), sign
+ * in, create an API key and read the API with it,
  * register a webhook endpoint on a loopback receiver, ping it, watch a failing endpoint's
  * deliveries go dead (retry schedule scaled to 200 ms) and retry them from the page — one, a
  * selection, all dead letters — then revoke the key (the API answers 401) and sign out. No console
@@ -16,7 +18,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { Webhook } from 'standardwebhooks';
-import { CHROMIUM, REPO_ROOT, WebhookReceiver, hasChromium, runCli, startServer, type RunningServer } from './dashboard-harness.ts';
+import { CHROMIUM, REPO_ROOT, WebhookReceiver, hasChromium, startServer, type RunningServer } from './dashboard-harness.ts';
+import { sql } from 'kysely';
+import { openDatabase } from '../../src/db/database.ts';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
@@ -48,6 +52,9 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
   let okEndpointId = '';
   let okSecret = '';
   let flakyEndpointId = '';
+  let setupLink = '';
+  let expiredCode = '';
+  const setupLinkIn = (output: string) => /(http:\/\/\S+\/admin#\/setup\?code=[\w-]+)\n/.exec(output)![1]!;
 
   const a11yViolations: string[] = [];
   /** Runs axe (WCAG 2 A and AA rules) on the page as it is now and records any violation. */
@@ -90,11 +97,19 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
       // Three dead pings are 18 failed attempts in a row: the last one trips the circuit breaker.
       WEBHOOK_BREAKER_THRESHOLD: '18',
     };
-    await runCli(['admin', 'create', '--email', ADMIN_EMAIL], { ...env, ADMIN_PASSWORD });
     await receiver.start();
-    // Ready once it has said where the dashboard is (printed right after it listens).
-    server = await startServer(env, /Admin dashboard: /);
+    // No administrator yet: the first start prints a setup link. Let it expire (the server stopped,
+    // its data directory's expiry moved to the past), then start again for a fresh one. Ready once
+    // the link is printed (right after it listens).
+    const first = await startServer(env, /#\/setup\?code=[\w-]+\n/);
+    expiredCode = new URL(setupLinkIn(first.output())).hash.split('code=')[1]!;
+    await first.stop();
+    const database = await openDatabase({ dataDir });
+    await database.db.updateTable('admin_setup_codes').set({ expires_at: sql<string>`now() - interval '1 minute'` }).execute();
+    await database.close();
+    server = await startServer(env, /#\/setup\?code=[\w-]+\n/);
     startOutput = server.output();
+    setupLink = setupLinkIn(startOutput);
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
     context = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'en-GB', timezoneId: 'UTC' });
     await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
@@ -113,9 +128,57 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('says at start where the dashboard is', () => {
+  it('says at start where the dashboard is, with a one-time setup link while there is no administrator', () => {
     expect(startOutput).toContain(`Admin dashboard: ${server.url}/admin`);
-    expect(startOutput).not.toContain('No administrator exists yet');
+    expect(startOutput).toContain('No administrator exists yet');
+    expect(setupLink.startsWith(`${server.url}/admin#/setup?code=`)).toBe(true);
+    expect(setupLink).not.toContain(expiredCode);
+  });
+
+  it('creates the first administrator through the setup link; wrong, expired and reused links show a clear page', async () => {
+    // A separate browser context: the main page signs in with the new administrator afterwards.
+    const setupContext = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'en-GB', timezoneId: 'UTC' });
+    const setupPage = await setupContext.newPage();
+    setupPage.setDefaultTimeout(LONG);
+    setupPage.on('pageerror', (error) => consoleErrors.push(`uncaught: ${error.message}`));
+    const refusal = setupPage.getByRole('heading', { level: 1, name: 'This setup link cannot be used' });
+    const alert = setupPage.getByRole('alert');
+    // A full page load each time (a goto that only changes the fragment would keep the old page).
+    const openFresh = async (url: string) => {
+      await setupPage.goto('about:blank');
+      await setupPage.goto(url);
+    };
+    try {
+      await openFresh(`${server.url}/admin#/setup?code=not-the-code`);
+      await refusal.waitFor();
+      await alert.filter({ hasText: 'not valid' }).waitFor();
+
+      await openFresh(`${server.url}/admin#/setup?code=${expiredCode}`);
+      await refusal.waitFor();
+      await alert.filter({ hasText: 'expired' }).waitFor();
+
+      await openFresh(setupLink);
+      await setupPage.getByRole('heading', { level: 1, name: 'Create the first administrator' }).waitFor();
+      await setupPage.getByLabel('Email').fill(ADMIN_EMAIL);
+      await setupPage.getByLabel(/^Password/).fill(ADMIN_PASSWORD);
+      await setupPage.getByLabel('Repeat password').fill(ADMIN_PASSWORD);
+      await setupPage.getByRole('button', { name: 'Create administrator' }).click();
+      // Signed in at once, on the overview, without a restart.
+      await setupPage.getByRole('heading', { level: 1, name: 'Overview', exact: true }).waitFor();
+      expect((await setupContext.cookies()).some((c) => c.name === 'store_admin_session' && c.httpOnly)).toBe(true);
+
+      // The same link again, from a browser that is not signed in: used.
+      await setupContext.clearCookies();
+      await openFresh(setupLink);
+      await refusal.waitFor();
+      await alert.filter({ hasText: 'already been used' }).waitFor();
+      const body = await setupPage.locator('body').textContent();
+      expect(body).not.toMatch(/Error:|at \w+ \(|stack/i);
+      await setupPage.getByRole('link', { name: 'Go to sign-in' }).click();
+      await setupPage.getByRole('button', { name: 'Sign in' }).waitFor();
+    } finally {
+      await setupContext.close();
+    }
   });
 
   it('signs in', async () => {
@@ -322,6 +385,8 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     expect(Number(await page.locator('.legend-value[data-series="failed"]').textContent())).toBeGreaterThanOrEqual(18);
     expect(Number(await page.locator('.legend-value[data-series="succeeded"]').textContent())).toBeGreaterThanOrEqual(4);
     expect(await page.locator('[data-now="dead"]').textContent()).toBe('0');
+    // How far back delivery history goes (retention).
+    expect(await page.locator('[data-retention]').textContent()).toMatch(/^History goes back to .+\. Succeeded deliveries are kept 30 days, dead letters 90 days unless retried, events 30 days\.$/);
     await page.locator('.endpoint-mini-list li').first().waitFor();
     await shot('overview');
   });

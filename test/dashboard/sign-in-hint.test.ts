@@ -15,14 +15,19 @@ describe.each(backends)('dashboard sign-in hint (%s)', (backend) => {
   });
   afterAll(async () => t?.close());
 
-  it('says how to create the first administrator while there is none', async () => {
+  it('prints a one-time setup link while there is none, and the CLI as the alternative', async () => {
     const hint = await adminSignInHint(t.ctx, t.app);
     expect(hint).toContain(`Admin dashboard: ${url}\n`);
     expect(hint).toContain('No administrator exists yet');
+    expect(hint).toMatch(new RegExp(`${url.replace(/[.]/g, '\\.')}#/setup\\?code=[A-Za-z0-9_-]{43}\n`));
+    expect(hint).toContain('works once, for 1 h');
     expect(hint).toContain('npx store-api admin create --email you@example.com');
-    // The embedded database admits one process: the CLI can only run while the server is stopped.
-    if (backend === 'pglite') expect(hint).toContain('stop the server');
-    else expect(hint).toContain('in another terminal');
+    // Each start issues its own code; only hashes are stored.
+    const again = await adminSignInHint(t.ctx, t.app);
+    expect(again.match(/code=([\w-]+)/)![1]).not.toBe(hint.match(/code=([\w-]+)/)![1]);
+    const stored = await t.database.db.selectFrom('admin_setup_codes').select('code_hash').execute();
+    expect(stored.length).toBe(2);
+    expect(stored.map((r) => r.code_hash).join()).not.toContain(hint.match(/code=([\w-]+)/)![1]);
   });
 
   it('only says where the dashboard is once an administrator exists', async () => {

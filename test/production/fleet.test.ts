@@ -130,6 +130,8 @@ describe.skipIf(Boolean(skipReason))('fleet: serve ×2 + worker ×2 on PostgreSQ
     everyProcess.push(proc);
     const base = await listeningUrl(proc, /Worker metrics listening on (http:\/\/\S+)/);
     await proc.waitFor(/Webhook worker started/);
+    // The worker role prunes by retention, first at start, with one log line per run.
+    await proc.waitFor(/"msg":"retention pruning run"/);
     return { proc, base };
   };
 
@@ -303,6 +305,7 @@ describe.skipIf(Boolean(skipReason))('fleet: serve ×2 + worker ×2 on PostgreSQ
     for (const m of current) {
       expect(metricSum(m, 'store_api_webhook_queue_depth')).toBe(0);
       expect(metricSum(m, 'store_api_webhook_deliveries_failed_total')).toBe(0);
+      expect(metricSum(m, 'store_api_retention_runs_total', 'result="ok"')).toBeGreaterThanOrEqual(1);
     }
   });
 });

@@ -68,8 +68,23 @@ describe.each(backends)('logs (%s)', (backend) => {
     // Code that logs an object holding credentials by hand gets them redacted.
     app.log.info({ token: reader, endpoint: { url: 'https://erp.example', secret: 'whsec_c2VjcmV0LXZhbHVl' }, headers: { authorization: `Bearer ${reader}` } }, 'hand-written log line');
 
+    // Tokens where they do not belong: in the query under the usual names, in the path, as a request id.
+    for (const name of ['token', 'access_token', 'api_key', 'apiKey']) {
+      await app.inject({ url: `/api/v1/products?${name}=${encodeURIComponent(reader)}&limit=1` });
+    }
+    await app.inject({ url: `/api/v1/products/${reader}`, headers: { authorization: `Bearer ${reader}` } });
+    await app.inject({ url: `/api/v1/${admin}/orders` });
+    const echoed = await app.inject({ url: '/healthz', headers: { 'x-request-id': admin } });
+    expect(echoed.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+    const randomLooking = 'Zm9vYmFyQmF6UXV4MTIzNDU2Nzg5MEFCQ0RFRkdISUpL';
+    await app.inject({ url: `/healthz?opaque=${randomLooking}`, headers: { 'x-request-id': randomLooking } });
+
     const output = lines.join('\n');
     expect(output).toContain('hand-written log line');
+    expect(output).not.toContain(randomLooking);
+    // What is redacted is still visibly there, the rest of the URL intact.
+    expect(parsed().some((l) => l.req?.url === '/api/v1/products?access_token=[redacted]&limit=1')).toBe(true);
+    expect(parsed().some((l) => l.req?.url === '/api/v1/[redacted]/orders')).toBe(true);
     for (const secret of [admin, reader, revokedProbe, createdSecret!, 'cookie-secret-value', 'whsec_c2VjcmV0LXZhbHVl']) {
       expect(output.includes(secret), `log output contains ${secret.slice(0, 8)}…`).toBe(false);
     }

@@ -10,7 +10,8 @@ import { backends } from '../helpers/test-database.ts';
 import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
 
 /** Every route of the read API (README "Read API" table) and the operational ones. */
-const API_OPERATIONS: Array<[path: string, scope: string, kind: 'list' | 'export' | 'single', query: string[]]> = [
+const READ = ['products:read', 'orders:read', 'customers:read', 'inventory:read'];
+const API_OPERATIONS: Array<[path: string, scope: string | string[], kind: 'list' | 'export' | 'single', query: string[]]> = [
   ['/api/v1/products', 'products:read', 'list', ['limit', 'cursor', 'order', 'include_inactive']],
   ['/api/v1/products/{id}', 'products:read', 'single', []],
   ['/api/v1/products/export', 'products:read', 'export', ['limit', 'cursor', 'order', 'include_inactive']],
@@ -24,6 +25,8 @@ const API_OPERATIONS: Array<[path: string, scope: string, kind: 'list' | 'export
   ['/api/v1/inventory/export', 'inventory:read', 'export', ['limit', 'cursor', 'order', 'include_inactive']],
   ['/api/v1/inventory/movements', 'inventory:read', 'list', ['limit', 'cursor', 'order', 'product_id', 'since']],
   ['/api/v1/inventory/movements/export', 'inventory:read', 'export', ['limit', 'cursor', 'order', 'product_id', 'since']],
+  ['/api/v1/events', READ, 'list', ['limit', 'cursor', 'order', 'type', 'since']],
+  ['/api/v1/events/export', READ, 'export', ['limit', 'cursor', 'order', 'type', 'since']],
 ];
 const OPS_PATHS = ['/healthz', '/readyz', '/metrics'];
 const EVENT_TYPES = ['product.created', 'product.updated', 'order.created', 'order.updated', 'customer.created', 'customer.updated', 'inventory.updated', 'stock_movement.created', 'ping'];
@@ -66,7 +69,8 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
 
   it.each(API_OPERATIONS)('%s: parameters, security, responses, errors and headers', (path, scope, kind, query) => {
     const op = doc.paths[path].get;
-    expect(op.security).toEqual([{ bearerAuth: [scope] }]);
+    // Several scopes: any one of them (one security requirement each).
+    expect(op.security).toEqual((Array.isArray(scope) ? scope : [scope]).map((s) => ({ bearerAuth: [s] })));
     const params = op.parameters.map(resolve);
     expect(params.filter((p: Json) => p.in === 'query').map((p: Json) => p.name).sort()).toEqual([...query].sort());
     if (kind === 'single') {
@@ -125,6 +129,15 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
     }
     expect(doc.webhooks['order.updated'].post.requestBody.content['application/json'].schema.properties.data).toEqual({ $ref: '#/components/schemas/Order' });
     expect(doc.webhooks['stock_movement.created'].post.requestBody.content['application/json'].schema.properties.data).toEqual({ $ref: '#/components/schemas/StockMovement' });
+  });
+
+  it('lists the events feed as the union of the webhook payloads', () => {
+    const list = doc.paths['/api/v1/events'].get.responses['200'].content['application/json'].schema;
+    expect(list.properties.data.items).toEqual({ $ref: '#/components/schemas/Event' });
+    const union = doc.components.schemas.Event.anyOf as Json[];
+    const webhookBodies = EVENT_TYPES.filter((type) => type !== 'ping')
+      .map((type) => doc.webhooks[type].post.requestBody.content['application/json'].schema);
+    expect(union).toEqual(webhookBodies);
   });
 
   it('serves the interactive reference at /docs from its own assets, without a token', async () => {

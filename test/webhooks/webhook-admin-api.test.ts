@@ -71,7 +71,9 @@ describe.each(backends)('webhook admin API (%s)', (backend) => {
   it('refuses private and loopback URLs unless the deployment allows them', async () => {
     const strict = await webhookTestKit(backend, { WEBHOOK_ALLOW_PRIVATE_URLS: 'false' }, { worker: false });
     try {
-      for (const url of ['http://127.0.0.1:8080/h', 'http://localhost/h', 'http://10.0.0.8/h', 'http://[::1]/h', 'http://169.254.169.254/']) {
+      for (const url of ['http://127.0.0.1:8080/h', 'http://localhost/h', 'http://10.0.0.8/h', 'http://[::1]/h', 'http://169.254.169.254/',
+        // IPv4 inside IPv6 spellings: IPv4-compatible, IPv4-mapped in hex, NAT64, 6to4.
+        'http://[::127.0.0.1]/h', 'http://[::ffff:7f00:1]/h', 'http://[64:ff9b::a9fe:a9fe]/', 'http://[2002:a00:1::]/h']) {
         const res = await strict.api('POST', '/webhooks/endpoints', { url });
         expect(res.status, url).toBe(400);
         expect(res.body.errors[0].param).toBe('url');

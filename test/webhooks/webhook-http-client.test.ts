@@ -82,6 +82,10 @@ describe('webhook HTTP client', () => {
       const port = new URL(base).port;
       expect(await client.post(`${base}/ok`, '{}', {})).toMatchObject({ outcome: 'blocked_address' });
       expect(await client.post(`http://localhost:${port}/ok`, '{}', {})).toMatchObject({ outcome: 'blocked_address' });
+      // Loopback spelled inside IPv6 forms: decided on the address bytes, whatever the spelling.
+      for (const host of ['[::127.0.0.1]', '[::ffff:7f00:1]', '[64:ff9b::127.0.0.1]', '[2002:7f00:1::]']) {
+        expect(await client.post(`http://${host}:${port}/ok`, '{}', {}), host).toMatchObject({ outcome: 'blocked_address' });
+      }
       expect(requests).toBe(count);
     } finally {
       await client.close();

@@ -12,7 +12,19 @@ describe('webhook URL policy', () => {
     expect(isPrivateAddress(address)).toBe(true);
   });
 
-  it.each(['93.184.216.34', '8.8.8.8', '172.32.0.1', '2606:4700::1111', '::ffff:8.8.8.8'])('accepts public address %s', (address) => {
+  // IPv6 spellings that carry a private IPv4 address (as written, and as the URL parser rewrites them).
+  it.each([
+    ['IPv4-compatible', '::127.0.0.1'], ['IPv4-compatible, hex', '::7f00:1'], ['IPv4-compatible private', '::a00:1'],
+    ['IPv4-mapped, hex', '::ffff:a9fe:a9fe'], ['IPv4-mapped, expanded', '0:0:0:0:0:ffff:7f00:1'],
+    ['IPv4-translated', '::ffff:0:7f00:1'], ['NAT64', '64:ff9b::7f00:1'], ['NAT64, dotted', '64:ff9b::192.168.0.1'],
+    ['NAT64 local-use', '64:ff9b:1::a00:1'], ['6to4', '2002:7f00:1::'], ['6to4 private', '2002:c0a8:101::1'],
+    ['Teredo, client 127.0.0.1', '2001:0:4136:e378:8000:63bf:80ff:fffe'], ['zone id', 'fe80::1%eth0'],
+    ['documentation', '2001:db8::1'], ['multicast', 'ff02::1'], ['discard', '100::1'],
+  ])('refuses %s %s', (_form, address) => {
+    expect(isPrivateAddress(address)).toBe(true);
+  });
+
+  it.each(['93.184.216.34', '8.8.8.8', '172.32.0.1', '2606:4700::1111', '::ffff:8.8.8.8', '64:ff9b::808:808', '2002:808:808::1'])('accepts public address %s', (address) => {
     expect(isPrivateAddress(address)).toBe(false);
   });
 
@@ -29,6 +41,10 @@ describe('webhook URL policy', () => {
     ['http://[::1]/hook', /private/],
     ['http://localhost:3000/hook', /private/],
     ['http://169.254.169.254/latest/meta-data', /private/],
+    ['http://[::127.0.0.1]/hook', /private/],
+    ['http://[::ffff:7f00:1]/hook', /private/],
+    ['http://[64:ff9b::127.0.0.1]/hook', /private/],
+    ['http://[2002:a9fe:a9fe::]/latest/meta-data', /private/],
   ])('refuses %s', async (url, reason) => {
     await expect(validateWebhookUrl(url, false, publicResolver)).rejects.toThrow(reason);
   });
@@ -36,6 +52,8 @@ describe('webhook URL policy', () => {
   it('refuses hostnames that resolve to a private address, or to nothing', async () => {
     await expect(validateWebhookUrl('https://internal.example.com/', false, async () => ['10.0.0.5'])).rejects.toThrow(/resolves to a private/);
     await expect(validateWebhookUrl('https://split.example.com/', false, async () => ['93.184.216.34', '127.0.0.1'])).rejects.toThrow(/private/);
+    await expect(validateWebhookUrl('https://mapped.example.com/', false, async () => ['::ffff:7f00:1'])).rejects.toThrow(/private/);
+    await expect(validateWebhookUrl('https://nat64.example.com/', false, async () => ['64:ff9b::a00:5'])).rejects.toThrow(/private/);
     await expect(validateWebhookUrl('https://nx.example.com/', false, async () => { throw new Error('ENOTFOUND'); })).rejects.toThrow(/does not resolve/);
   });
 

@@ -1,6 +1,7 @@
 /**
  * The admin dashboard at /admin: public/index.html and the CSS and JavaScript modules of
- * public/assets/ (no build step; the browser loads the modules as they are), the sign-in routes at /admin/session, and
+ * public/assets/ (no build step; the browser loads the modules as they are), the sign-in routes at /admin/session,
+ * the first-administrator setup routes at /admin/setup, and
  * @fastify/cookie for the whole app so the admin API can read the session cookie too.
  *
  * Register it before the admin API: fastify-plugin lifts the cookie parser to the root, and routes
@@ -15,6 +16,7 @@ import fastifyCookie from '@fastify/cookie';
 import fastifyStatic from '@fastify/static';
 import { fileURLToPath } from 'node:url';
 import { sessionAdminRoutes } from '../routes/session.admin-routes.ts';
+import { setupAdminRoutes } from '../routes/setup.admin-routes.ts';
 
 const PUBLIC_DIR = fileURLToPath(new URL('./public/', import.meta.url));
 const ASSETS_DIR = fileURLToPath(new URL('./public/assets/', import.meta.url));
@@ -64,4 +66,5 @@ export const dashboardPlugin = fp(async function dashboard(app: FastifyInstance)
   await app.register(fastifyCookie);
   await app.register(dashboardPages);
   await app.register(sessionAdminRoutes, { prefix: '/admin' });
+  await app.register(setupAdminRoutes, { prefix: '/admin' });
 }, { name: 'admin-dashboard' });

@@ -1,22 +1,25 @@
 /**
- * What `npm start` prints about the dashboard: where it is, and, while no administrator exists,
- * how to create the first one (the CLI; there is deliberately no sign-up page).
+ * What `npm start` prints about the dashboard: where it is, and, while no administrator exists, a
+ * one-time setup link to create the first one in the browser without stopping the server
+ * (sessions/setup-code.service.ts), with the CLI as the alternative.
  */
 import type { AppContext } from '../../app-context.ts';
 import type { App } from '../../app.ts';
 import { publicUrl } from '../../config/config.ts';
-import { countAdminUsers } from '../sessions/admin-user.service.ts';
+import { issueSetupCode } from '../sessions/setup-code.service.ts';
 
-/** The lines to print once `app` listens ('' before it does). */
+/** The lines to print once `app` listens ('' before it does). Issues a setup code while no administrator exists. */
 export async function adminSignInHint(ctx: AppContext, app: App): Promise<string> {
   const address = app.server.address();
   if (!address || typeof address === 'string') return '';
   const dashboard = `${publicUrl(ctx.config, address.port)}/admin`;
-  if ((await countAdminUsers(ctx.database.db)) > 0) return `Admin dashboard: ${dashboard}\n`;
-  const create = 'npx store-api admin create --email you@example.com';
-  // The embedded database admits one process at a time, so the CLI can only run while the server is stopped.
-  const how = ctx.database.backend === 'pglite'
-    ? `stop the server (Ctrl+C), run\n\n  ${create}\n\nthen npm start again and sign in.`
-    : `run (in another terminal)\n\n  ${create}\n\nthen sign in.`;
-  return `Admin dashboard: ${dashboard}\nNo administrator exists yet. To create one, ${how}\n`;
+  const ttlMs = ctx.config.ADMIN_SETUP_LINK_TTL_MS;
+  const setup = await issueSetupCode(ctx.database.db, ttlMs);
+  if (!setup) return `Admin dashboard: ${dashboard}\n`;
+  // The code travels in the fragment: browsers never send it to the server, so no log holds it.
+  const link = `${dashboard}#/setup?code=${setup.code}`;
+  const validity = ttlMs % 3_600_000 === 0 ? `${ttlMs / 3_600_000} h` : `${Math.round(ttlMs / 60_000)} min`;
+  return `Admin dashboard: ${dashboard}\n` +
+    `No administrator exists yet. Open this link to create the first one (works once, for ${validity}):\n\n  ${link}\n\n` +
+    `(Or, with the server stopped or on PostgreSQL: npx store-api admin create --email you@example.com)\n`;
 }

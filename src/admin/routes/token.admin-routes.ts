@@ -29,7 +29,7 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
     let expiresAt: string | null = null;
     if (body.expires_at) {
       expiresAt = parseIsoTimestamp(body.expires_at) ?? null;
-      if (!expiresAt) throw invalidParameter('body.expires_at', 'must be an ISO 8601 timestamp');
+      if (!expiresAt) throw invalidParameter('body.expires_at', 'must be an ISO 8601 timestamp (years 0001–9999)');
     }
     const { token, summary } = await createToken(db, {
       name: body.name,

@@ -1,4 +1,4 @@
-/** Kysely types of the dashboard sign-in tables (migration 0003-admin-users), merged into Database. */
+/** Kysely types of the dashboard sign-in tables (migrations 0003-admin-users, 0005-admin-setup-codes), merged into Database. */
 import type { ColumnType, Generated } from 'kysely';
 
 type Timestamp = ColumnType<string, string | undefined, string>;
@@ -30,10 +30,20 @@ export interface AdminSignInFailureTable {
   failed_at: Timestamp;
 }
 
+/** Migration 0005-admin-setup-codes: one-time codes for creating the first administrator. */
+export interface AdminSetupCodeTable {
+  /** SHA-256 (hex) of the code; the code itself is only printed. */
+  code_hash: string;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+  used_at: NullableTimestamp;
+}
+
 declare module '../../db/schema.ts' {
   interface Database {
     admin_users: AdminUserTable;
     admin_sessions: AdminSessionTable;
     admin_sign_in_failures: AdminSignInFailureTable;
+    admin_setup_codes: AdminSetupCodeTable;
   }
 }

@@ -18,6 +18,8 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Scope a token needs for this route. */
     scope?: Scope;
+    /** Scopes of which a token needs at least one (the route narrows what each one sees). */
+    anyScope?: readonly Scope[];
     /** Which rate-limit budget the route counts against. */
     rateLimitClass?: 'standard' | 'export';
   }
@@ -41,7 +43,12 @@ export function bearerTokenOf(request: FastifyRequest): string {
 }
 
 /** Authenticates the request's bearer token and checks `scope`; sets request.token. */
-export async function requireToken(db: Kysely<Database>, request: FastifyRequest, scope: Scope | undefined): Promise<AuthenticatedToken> {
+export async function requireToken(
+  db: Kysely<Database>,
+  request: FastifyRequest,
+  scope: Scope | undefined,
+  anyScope?: readonly Scope[],
+): Promise<AuthenticatedToken> {
   const presented = bearerTokenOf(request);
   const result = await authenticateToken(db, presented);
   if (typeof result === 'string') {
@@ -52,6 +59,9 @@ export async function requireToken(db: Kysely<Database>, request: FastifyRequest
   if (scope && !result.scopes.includes(scope)) {
     throw new ApiError('forbidden', `The API token lacks the scope '${scope}' this endpoint needs.`, undefined, challenge('insufficient_scope'));
   }
+  if (anyScope && !anyScope.some((s) => result.scopes.includes(s))) {
+    throw new ApiError('forbidden', `The API token needs at least one of the scopes ${anyScope.map((s) => `'${s}'`).join(', ')} for this endpoint.`, undefined, challenge('insufficient_scope'));
+  }
   return result;
 }
 
@@ -61,6 +71,7 @@ export async function requireToken(db: Kysely<Database>, request: FastifyRequest
  */
 export const bearerAuthPlugin = fp<{ db: Kysely<Database> }>(async function bearerAuth(app: FastifyInstance, { db }) {
   app.addHook('onRequest', async (request: FastifyRequest, _reply: FastifyReply) => {
-    await requireToken(db, request, request.routeOptions.config.scope);
+    const { scope, anyScope } = request.routeOptions.config;
+    await requireToken(db, request, scope, anyScope);
   });
 });

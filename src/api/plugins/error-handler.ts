@@ -1,11 +1,14 @@
 /**
  * Turns every error into RFC 9457 problem+json: schema validation failures name the parameter,
- * framework errors keep their 4xx status, anything unexpected is a 500 whose body says nothing
- * internal (the log has the detail).
+ * framework errors keep their 4xx status, a database that cannot be reached is a 503 with
+ * Retry-After, anything unexpected is a 500 whose body says nothing internal (the log has the detail).
  */
+import type { Socket } from 'node:net';
+import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
 import { ApiError, errorCodes, problemBody, type ErrorCode, type ParamError } from '../problem.ts';
+import { databaseUnavailable, isDatabaseUnavailable } from '../../shared/db-errors.ts';
 
 /** Sends a problem+json response. */
 export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string, errors?: ParamError[], headers?: Record<string, string>) {
@@ -67,6 +70,30 @@ export function frameworkErrorHandler(error: FastifyError, _request: unknown, re
   return sendProblem(reply, 'invalid_parameter', 'The URL could not be decoded.', [{ param: 'url', message: error.message }]);
 }
 
+/**
+ * Requests Node's HTTP parser refuses before Fastify sees them (a malformed request line or header,
+ * headers over the size limit, a request that took too long to arrive): passed to Fastify as
+ * `clientErrorHandler`, so they are answered problem+json too, then the connection is closed
+ * (the parser cannot continue on it).
+ */
+export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
+  // A reset connection has nobody to answer; a socket that already sent a response must not get another.
+  if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [code, param, message]: [ErrorCode, string, string] =
+    error.code === 'HPE_HEADER_OVERFLOW' ? ['header_fields_too_large', 'headers', 'are larger than the server accepts (16 KiB in all)']
+    : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? ['request_timeout', 'request', 'did not arrive in time']
+    : ['malformed_request', 'request', 'is not a well-formed HTTP/1.1 request'];
+  const body = JSON.stringify(problemBody(code, `The request ${message}.`, [{ param, message }]));
+  const status = errorCodes[code].status;
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n`
+    + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
 export const errorHandlerPlugin = fp(async function errorHandler(app: FastifyInstance) {
   app.setErrorHandler((error: FastifyError & { validationContext?: string; headers?: Record<string, string> }, request, reply) => {
     if (error instanceof ApiError) {
@@ -87,8 +114,23 @@ export const errorHandlerPlugin = fp(async function errorHandler(app: FastifyIns
       const code = codeForStatus(status);
       return sendProblem(reply, code, error.message, code === 'invalid_parameter' ? [{ param: 'body', message: error.message }] : undefined, error.headers);
     }
+    if (isDatabaseUnavailable(error)) {
+      // Not a bug of ours and not the client's: the database is restarting or failing over.
+      request.log.warn({ err: error }, 'database unavailable; answered 503');
+      const unavailable = databaseUnavailable();
+      return sendProblem(reply, unavailable.code, unavailable.detail, undefined, unavailable.headers);
+    }
     request.log.error({ err: error }, 'unhandled error');
     return sendProblem(reply, 'internal_error', 'The server could not complete the request. It has been logged.');
+  });
+
+  // HTTP/1.1 requires Host (RFC 9112 §3.2). Node would answer its absence with an empty 400 of its
+  // own; the app is built with `requireHostHeader: false` so the refusal is problem+json here.
+  app.addHook('onRequest', async (request) => {
+    const raw = request.raw;
+    if (raw.httpVersion === '1.1' && raw.headers.host === undefined) {
+      throw new ApiError('malformed_request', 'An HTTP/1.1 request must carry a Host header.', [{ param: 'host', message: 'header is required' }]);
+    }
   });
 
   app.setNotFoundHandler((request, reply) => {

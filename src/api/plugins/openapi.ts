@@ -19,7 +19,8 @@ import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TSchema } from '@sinclair/typebox';
-import { Customer, InventoryRecord, Order, Product, StockMovement, namedSchemas } from '../schemas.ts';
+import { EVENT_PAYLOADS, namedSchemas } from '../schemas.ts';
+import type { FeedEventType } from '../../events/event-feed.ts';
 
 /** Path of the generated document. */
 export const OPENAPI_PATH = '/api/v1/openapi.json';
@@ -28,18 +29,8 @@ export const DOCS_PREFIX = '/docs';
 
 type Json = Record<string, any>;
 
-/** Webhook event types and the record each carries as `data` (DECISIONS.md, Webhooks). */
-export const WEBHOOK_EVENT_TYPES: Record<string, TSchema | 'ping'> = {
-  'product.created': Product,
-  'product.updated': Product,
-  'order.created': Order,
-  'order.updated': Order,
-  'customer.created': Customer,
-  'customer.updated': Customer,
-  'inventory.updated': InventoryRecord,
-  'stock_movement.created': StockMovement,
-  ping: 'ping',
-};
+/** Webhook event types (DECISIONS.md, Webhooks): the store events of the feed, and `ping`. */
+export const WEBHOOK_EVENT_TYPES: readonly string[] = [...Object.keys(EVENT_PAYLOADS), 'ping'];
 
 const plain = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
 
@@ -84,13 +75,13 @@ function refNamedSchemas(node: unknown, names: Set<string>, keep?: unknown): unk
   if (Array.isArray(node)) return node.map((item) => refNamedSchemas(item, names));
   if (!node || typeof node !== 'object') return node;
   const object = node as Json;
-  if (node !== keep && typeof object.title === 'string' && names.has(object.title) && object.type === 'object') {
+  if (node !== keep && typeof object.title === 'string' && names.has(object.title) && (object.type === 'object' || Array.isArray(object.anyOf))) {
     return ref('schemas', object.title);
   }
   return Object.fromEntries(Object.entries(object).map(([key, value]) => [key, refNamedSchemas(value, names)]));
 }
 
-function webhookSection(): Json {
+function webhookSection(names: Set<string>): Json {
   const webhooks: Json = {};
   const signatureHeaders = [
     { name: 'webhook-id', in: 'header', required: true, description: 'The event id; the same on every retry (use it to deduplicate).', schema: { type: 'string' } },
@@ -103,15 +94,26 @@ function webhookSection(): Json {
       schema: { type: 'string' },
     },
   ];
-  for (const [type, data] of Object.entries(WEBHOOK_EVENT_TYPES)) {
-    const dataSchema = data === 'ping'
+  for (const type of WEBHOOK_EVENT_TYPES) {
+    // The store events' bodies are the very schemas the events feed lists (EVENT_PAYLOADS).
+    const bodySchema = type === 'ping'
       ? {
         type: 'object',
-        description: 'Test event sent on demand (dashboard or admin API) to one endpoint; carries no store record.',
-        required: ['endpoint_id', 'message'],
-        properties: { endpoint_id: { type: 'string', format: 'uuid' }, message: { type: 'string' } },
+        required: ['id', 'type', 'created_at', 'data'],
+        additionalProperties: false,
+        properties: {
+          id: { type: 'string', format: 'uuid', description: 'Event id, stable across retries' },
+          type: { type: 'string', const: type },
+          created_at: { type: 'string', format: 'date-time' },
+          data: {
+            type: 'object',
+            description: 'Test event sent on demand (dashboard or admin API) to one endpoint; carries no store record.',
+            required: ['endpoint_id', 'message'],
+            properties: { endpoint_id: { type: 'string', format: 'uuid' }, message: { type: 'string' } },
+          },
+        },
       }
-      : ref('schemas', (data as Json).title as string);
+      : refNamedSchemas(plain(EVENT_PAYLOADS[type as FeedEventType]), names);
     webhooks[type] = {
       post: {
         operationId: `webhook_${type.replace(/\./g, '_')}`,
@@ -121,21 +123,7 @@ function webhookSection(): Json {
         parameters: signatureHeaders,
         requestBody: {
           required: true,
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                required: ['id', 'type', 'created_at', 'data'],
-                additionalProperties: false,
-                properties: {
-                  id: { type: 'string', format: 'uuid', description: 'Event id, stable across retries' },
-                  type: { type: 'string', const: type },
-                  created_at: { type: 'string', format: 'date-time' },
-                  data: dataSchema,
-                },
-              },
-            },
-          },
+          content: { 'application/json': { schema: bodySchema } },
         },
         responses: {
           '2XX': { description: 'Acknowledged; the delivery is done.' },
@@ -210,7 +198,7 @@ export function completeDocument(generated: Json): Json {
     }
   }
   doc.paths = refNamedSchemas(doc.paths, names);
-  doc.webhooks = webhookSection();
+  doc.webhooks = webhookSection(names);
   return doc;
 }
 
@@ -232,6 +220,7 @@ export const openApiPlugin = fp(async function openApi(app: FastifyInstance) {
       servers: [{ url: config.PUBLIC_URL ?? '/' }],
       tags: [
         { name: 'Products' }, { name: 'Orders' }, { name: 'Customers' }, { name: 'Inventory' },
+        { name: 'Events', description: 'The event log within its retention, with the webhook payloads: catch up on missed webhooks here. A token sees the event types of the resources its scopes cover.' },
         { name: 'Operations', description: 'Probes and metrics; no token.' },
         { name: 'Webhooks', description: 'Events POSTed to your endpoints.' },
       ],

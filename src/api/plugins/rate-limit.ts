@@ -18,13 +18,16 @@
  * has set `request.token` (the key is the token id), and before validation, so a request with a bad
  * parameter still counts and still gets the headers. Unauthenticated requests (401) are not counted;
  * a valid token lacking the route's scope (403, refused in onRequest) is counted in onSend instead.
- * When Redis cannot be reached the request is served uncounted (logged, and counted in
- * `store_api_rate_limit_store_errors_total`): a limiter outage must not take the API down.
+ * When Redis cannot be reached the request is served uncounted at once (counted in
+ * `store_api_rate_limit_store_errors_total`): a limiter outage must neither take the API down nor
+ * slow it. The client fails fast (REDIS_CLIENT_OPTIONS: no offline queue, short timeouts) and keeps
+ * reconnecting in the background, so counting resumes as soon as Redis is back; the outage and the
+ * recovery are logged once each, not per request.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import { ApiError } from '../problem.ts';
 import { rateLimitRejections, rateLimitStoreErrors } from '../../ops/metrics.ts';
 
@@ -59,17 +62,36 @@ function classOf(request: FastifyRequest): RateLimitClass | undefined {
   return request.routeOptions.config?.rateLimitClass;
 }
 
+/**
+ * ioredis options of the rate-limit store: a request never waits for Redis to come back. Commands
+ * issued while disconnected fail at once (no offline queue, no retry of a command), a command on a
+ * connection that hangs fails after 500 ms, and reconnects run in the background with a capped
+ * backoff, forever, so counting resumes by itself.
+ */
+export const REDIS_CLIENT_OPTIONS = {
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 0,
+  commandTimeout: 500,
+  connectTimeout: 1000,
+  enableAutoPipelining: true,
+  retryStrategy: (attempt: number) => Math.min(100 * attempt, 2000),
+} as const satisfies RedisOptions;
+
 export const rateLimitPlugin = fp(async function rateLimiting(app: FastifyInstance) {
   const config = app.ctx.config;
-  const redis = config.REDIS_URL
-    ? new Redis(config.REDIS_URL, {
-      // Fail a command fast when Redis is away instead of queueing requests behind a reconnect.
-      maxRetriesPerRequest: 1,
-      connectTimeout: 2000,
-      enableAutoPipelining: true,
-    })
-    : undefined;
-  redis?.on('error', (error) => app.log.warn({ err: error }, 'rate-limit store (Redis) error'));
+  const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, REDIS_CLIENT_OPTIONS) : undefined;
+  // ioredis emits 'error' on every failed reconnect: log the change of state, once each way.
+  let redisDown = false;
+  redis?.on('error', (error) => {
+    if (redisDown) return;
+    redisDown = true;
+    app.log.warn({ err: error }, 'rate-limit store (Redis) unreachable; serving requests uncounted until it is back');
+  });
+  redis?.on('ready', () => {
+    if (!redisDown) return;
+    redisDown = false;
+    app.log.info('rate-limit store (Redis) is back; counting requests again');
+  });
 
   await app.register(rateLimit, {
     global: false,
@@ -99,7 +121,8 @@ export const rateLimitPlugin = fp(async function rateLimiting(app: FastifyInstan
       state = await check(request);
     } catch (error) {
       rateLimitStoreErrors.inc();
-      request.log.warn({ err: error }, 'rate-limit check failed; serving the request uncounted');
+      // An outage is logged once (above); an error while Redis is connected is unusual: log each.
+      if (!redisDown && redis?.status === 'ready') request.log.warn({ err: error }, 'rate-limit check failed; serving the request uncounted');
       return undefined;
     }
     if (state.isAllowed || state.max === undefined) return undefined;

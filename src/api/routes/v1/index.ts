@@ -1,7 +1,7 @@
 /**
  * The read API, /api/v1: products, orders, customers, inventory and stock movements, each with a
- * list, an NDJSON export and (where the spec has one) a single GET. Read-only; every route needs a
- * bearer token with the resource's read scope.
+ * list, an NDJSON export and (where the spec has one) a single GET; and the events feed (events the
+ * token's scopes cover). Read-only; every route needs a bearer token with the resource's read scope.
  */
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
@@ -17,10 +17,11 @@ import {
   customerFilters, inventoryFilters, movementFilters, orderFilters, productFilters,
 } from '../../schemas.ts';
 import { registerResource, requireUuid } from './resource-routes.ts';
+import { registerEventFeed } from './event-feed.routes.ts';
 
 function sinceOf(value: unknown): string {
   const since = parseIsoTimestamp(String(value));
-  if (!since) throw invalidParameter('since', 'must be an ISO 8601 date or timestamp (e.g. 2026-01-31 or 2026-01-31T12:00:00Z)');
+  if (!since) throw invalidParameter('since', 'must be an ISO 8601 date or timestamp (e.g. 2026-01-31 or 2026-01-31T12:00:00Z, years 0001–9999)');
   return since;
 }
 
@@ -111,4 +112,6 @@ export async function readApiRoutes(app: FastifyInstance): Promise<void> {
     },
     description: { list: 'Stock change audit log', export: 'Export stock movements as NDJSON' },
   });
+
+  registerEventFeed(app);
 }

@@ -27,41 +27,46 @@ export interface ResourceDefinition {
   path: string;
   /** Human name for messages, e.g. 'product'. */
   noun: string;
-  scope: Scope;
+  /** The scope a token needs, or several of which it needs one (`conditions` then narrows by the token's scopes). */
+  scope: Scope | readonly Scope[];
   tag: string;
   source: ListSource;
   record: TSchema;
   /** Query filters beyond limit/cursor/order. */
   filters: Record<string, TSchema>;
-  /** Builds SQL conditions from the parsed query (validated by the schema already). */
-  conditions(query: Record<string, unknown>): RawBuilder<unknown>[];
+  /** Builds SQL conditions from the parsed query (validated by the schema already) and the request's token. */
+  conditions(query: Record<string, unknown>, request: FastifyRequest): RawBuilder<unknown>[] | Promise<RawBuilder<unknown>[]>;
   /** Condition identifying one record by id for the single GET; omit for no single GET. */
   byId?: (id: string) => RawBuilder<unknown>;
   description: { list: string; get?: string; export: string };
 }
 
-type ListQuery = { limit: number; cursor?: string; order?: 'asc' | 'desc' } & Record<string, unknown>;
+/** The query every list and export accepts, plus the resource's own filters. */
+export type ListQuery = { limit: number; cursor?: string; order?: 'asc' | 'desc' } & Record<string, unknown>;
 
-const errorResponses = {
+/** Error responses every read API route documents. */
+export const errorResponses = {
   400: ProblemSchema,
   401: ProblemSchema,
   403: ProblemSchema,
   429: ProblemSchema,
 };
 
-async function pageRequest(app: FastifyInstance, def: ResourceDefinition, query: ListQuery): Promise<PageRequest> {
+async function pageRequest(app: FastifyInstance, def: ResourceDefinition, request: FastifyRequest): Promise<PageRequest> {
+  const query = request.query as ListQuery;
   const cursor = query.cursor === undefined ? undefined : parseCursor(query.cursor);
+  const filters = await def.conditions(query, request);
   return {
     cursor,
     limit: query.limit,
     order: query.order ?? 'asc',
     horizon: await readHorizon(app.ctx.database.db),
-    filters: def.conditions(query),
+    filters,
   };
 }
 
 /** The pagination object; an empty page hands the given cursor back so polling can resume. */
-function pagination(query: ListQuery, last: { iso: string; id: string } | undefined, hasMore: boolean) {
+export function pagination(query: ListQuery, last: { iso: string; id: string } | undefined, hasMore: boolean) {
   return {
     next_cursor: last ? formatCursor(last.iso, last.id) : (query.cursor ?? null),
     has_more: hasMore,
@@ -71,20 +76,24 @@ function pagination(query: ListQuery, last: { iso: string; id: string } | undefi
 
 /** Registers GET /{path}, GET /{path}/export and (with byId) GET /{path}/:id. */
 export function registerResource(app: FastifyInstance, def: ResourceDefinition): void {
-  const config = (rateLimitClass: 'standard' | 'export') => ({ scope: def.scope, rateLimitClass });
+  const config = (rateLimitClass: 'standard' | 'export') => (typeof def.scope === 'string'
+    ? { scope: def.scope, rateLimitClass }
+    : { anyScope: def.scope, rateLimitClass });
+  // Several scopes: several security requirements, any one of which suffices (OpenAPI semantics).
+  const security = (typeof def.scope === 'string' ? [def.scope] : def.scope).map((scope) => ({ bearerAuth: [scope] }));
 
   app.get(`/${def.path}`, {
     config: config('standard'),
     schema: {
       tags: [def.tag],
       summary: def.description.list,
-      security: [{ bearerAuth: [def.scope] }],
+      security,
       querystring: listQuery(def.filters),
       response: { 200: listOf(def.record), ...errorResponses },
     },
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       const query = request.query as ListQuery;
-      const req = await pageRequest(app, def, query);
+      const req = await pageRequest(app, def, request);
       const { rows, hasMore } = await fetchPage(app.ctx.database.db, def.source, req);
       const page = pagination(query, rows[rows.length - 1], hasMore);
       setNextLink(request, reply, page.next_cursor, hasMore);
@@ -98,7 +107,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
     schema: {
       tags: [def.tag],
       summary: def.description.export,
-      security: [{ bearerAuth: [def.scope] }],
+      security,
       querystring: listQuery(def.filters, true),
       produces: ['application/x-ndjson'],
       response: {
@@ -115,7 +124,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
     },
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       const query = request.query as ListQuery;
-      const req = await pageRequest(app, def, query);
+      const req = await pageRequest(app, def, request);
       const db = app.ctx.database.db;
       // Fix the page's bounds first (keys only) so the headers are known before the body streams.
       const { keys, hasMore } = await fetchPageKeys(db, def.source, req);
@@ -140,7 +149,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       schema: {
         tags: [def.tag],
         summary: def.description.get,
-        security: [{ bearerAuth: [def.scope] }],
+        security,
         params: IdParams,
         response: { 200: single(def.record), 404: ProblemSchema, ...errorResponses },
       },

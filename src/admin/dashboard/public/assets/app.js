@@ -8,6 +8,8 @@
  *   #/webhooks/<id>                 one endpoint: secret, ping, enable/disable, its deliveries
  *   #/deliveries?endpoint_id=&status=   deliveries, filtered; retry one, several, all dead
  *   #/deliveries/<id>               one delivery: attempts and the event payload
+ *   #/setup?code=…                  signed out only: create the first administrator with the
+ *                                   one-time link the server printed at start
  *
  * Each page module exports render(view) and may return a cleanup function (timers), called when
  * the page is left.
@@ -16,6 +18,7 @@ import { h, icon, replace } from './lib/dom.js';
 import { get, del, onSessionLost, setCsrfToken } from './lib/api.js';
 import { toast, toastError } from './lib/ui.js';
 import { renderSignIn } from './pages/sign-in.js';
+import { renderSetup } from './pages/setup.js';
 import { renderOverview } from './pages/overview.js';
 import { renderApiKeys } from './pages/api-keys.js';
 import { renderWebhooks } from './pages/webhooks.js';
@@ -91,7 +94,8 @@ function buildShell() {
 
 async function route() {
   if (!session) return;
-  if (location.hash === '#/sign-in') history.replaceState(null, '', '#/overview'); // already signed in
+  // Already signed in: neither the sign-in nor the setup page applies.
+  if (location.hash === '#/sign-in' || location.hash.startsWith('#/setup')) history.replaceState(null, '', '#/overview');
   const { path, query } = parseHash();
   const match = ROUTES.map((r) => ({ r, m: r.path.exec(path) })).find((x) => x.m);
   if (typeof cleanup === 'function') cleanup();
@@ -158,6 +162,28 @@ async function signOut() {
   toast('You are signed out.', { tone: 'info' });
 }
 
+function signedIn(data) {
+  session = data;
+  setCsrfToken(data.csrf_token);
+}
+
+/** The setup page of the link printed at start; afterwards the overview, signed in. */
+function showSetup(code) {
+  renderSetup(root, {
+    code,
+    onSignedIn: (data) => {
+      signedIn(data);
+      history.replaceState(null, '', '#/overview');
+      route();
+    },
+    onSignIn: async () => {
+      history.replaceState(null, '', '#/sign-in');
+      const answer = await get('/admin/session').catch(() => ({ setup_required: false }));
+      showSignIn({ notice: null, setupRequired: answer.setup_required });
+    },
+  });
+}
+
 function showSignIn({ notice, setupRequired = false }) {
   // A dialog left open over the old page would cover the sign-in form.
   for (const dialog of document.querySelectorAll('dialog')) dialog.remove();
@@ -172,8 +198,7 @@ function showSignIn({ notice, setupRequired = false }) {
     notice,
     setupRequired,
     onSignedIn: (data) => {
-      session = data;
-      setCsrfToken(data.csrf_token);
+      signedIn(data);
       const target = returnTo && returnTo !== '#/sign-in' ? returnTo : (location.hash && location.hash !== '#/sign-in' ? location.hash : '#/overview');
       returnTo = null;
       if (location.hash !== target) {
@@ -192,7 +217,11 @@ onSessionLost(() => {
   showSignIn({ notice: 'Your session has ended. Sign in again to continue.' });
 });
 
-window.addEventListener('hashchange', () => route());
+window.addEventListener('hashchange', () => {
+  // A setup link pasted into a tab that already shows the sign-in page only changes the fragment.
+  if (!session && parseHash().path === '/setup') showSetup(parseHash().query.get('code') ?? '');
+  else route();
+});
 
 async function boot() {
   try {
@@ -201,6 +230,8 @@ async function boot() {
       session = answer.data;
       setCsrfToken(session.csrf_token);
       await route();
+    } else if (parseHash().path === '/setup') {
+      showSetup(parseHash().query.get('code') ?? '');
     } else {
       showSignIn({ notice: null, setupRequired: answer.setup_required });
     }

@@ -1,7 +1,7 @@
 /** Overview: store counts, webhook deliveries of the last 24 hours, endpoints needing attention. */
 import { h, icon, replace } from '../lib/dom.js';
 import { get, listAll } from '../lib/api.js';
-import { formatNumber } from '../lib/format.js';
+import { formatDateTime, formatNumber } from '../lib/format.js';
 import { card, emptyState, endpointStateBadge, errorState, loadingBlock, pageHeader } from '../lib/ui.js';
 import { CHART_SERIES, deliveryChart, deliveryTable, hourlySlots, seriesTotals } from '../lib/chart.js';
 
@@ -28,6 +28,22 @@ async function loadCounts(slot) {
   }
 }
 
+const DAY_MS = 86_400_000;
+const days = (ms) => {
+  if (ms % DAY_MS === 0) return `${ms / DAY_MS} day${ms === DAY_MS ? '' : 's'}`;
+  return ms >= 3_600_000 ? `${Math.round(ms / 3_600_000)} hours` : `${Math.round(ms / 1000)} seconds`;
+};
+
+/** How far back delivery history goes (retention): succeeded deliveries and dead letters are pruned after their time. */
+function retentionNote(retention) {
+  if (!retention) return null;
+  const since = retention.oldest_delivery_at
+    ? `History goes back to ${formatDateTime(retention.oldest_delivery_at)}. `
+    : '';
+  return h('p', { class: 'muted small', dataset: { retention: '' },
+    text: `${since}Succeeded deliveries are kept ${days(retention.delivery_retention_ms)}, dead letters ${days(retention.dead_letter_retention_ms)} unless retried, events ${days(retention.event_retention_ms)}.` });
+}
+
 async function loadDeliveries(slot) {
   replace(slot, loadingBlock('Loading delivery statistics…'));
   try {
@@ -50,7 +66,8 @@ async function loadDeliveries(slot) {
       nothing ? h('p', { class: 'chart-empty', text: 'No deliveries in the last 24 hours.' }) : null,
       h('div', { class: 'chart-wrap' }, deliveryChart(slots)),
       waiting,
-      h('details', { class: 'chart-details' }, h('summary', { text: 'Show the numbers per hour' }), deliveryTable(slots)));
+      h('details', { class: 'chart-details' }, h('summary', { text: 'Show the numbers per hour' }), deliveryTable(slots)),
+      retentionNote(data.retention));
   } catch (error) {
     replace(slot, errorState(error, () => loadDeliveries(slot)));
   }

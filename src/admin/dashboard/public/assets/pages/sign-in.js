@@ -1,4 +1,4 @@
-/** Sign-in form. The first administrator is created from the CLI; the page says how when none exists. */
+/** Sign-in form. While no administrator exists the page says how to create the first one (setup link or CLI). */
 import { h, replace } from '../lib/dom.js';
 import { post } from '../lib/api.js';
 import { callout, field, formError, showFormError, clearFormErrors, runBusy } from '../lib/ui.js';
@@ -47,7 +47,10 @@ export function renderSignIn(root, { notice, setupRequired, onSignedIn }) {
         ? callout({
           tone: 'info',
           title: 'No administrator yet',
-          children: [h('p', { text: 'Create the first one from a terminal in the service\'s directory:' }), h('pre', { class: 'inline-pre' }, h('code', { text: 'npx store-api admin create --email you@example.com' }))],
+          children: [
+            h('p', { text: 'Open the one-time setup link the server printed when it started (restart it for a new one), or create one from a terminal in the service\'s directory:' }),
+            h('pre', { class: 'inline-pre' }, h('code', { text: 'npx store-api admin create --email you@example.com' })),
+          ],
         })
         : null,
       form),

@@ -1,0 +1,52 @@
+/**
+ * Responsiveness of the embedded default during a large CSV stock import
+ * (`node --import tsx bench/import-responsiveness.ts`): an in-memory PGlite store of
+ * BENCH_IMPORT_ROWS (default 100,000) stock-tracked products, served on 127.0.0.1; one
+ * POST /admin/api/v1/inventory/import sets every product's stock while a client asks GET /healthz
+ * back to back. Prints the import's duration and the /healthz latencies (max, p50, p95) seen during
+ * it. Results go to docs/benchmarks.md by hand; tests never assert timings.
+ */
+import { performance } from 'node:perf_hooks';
+import { pino } from 'pino';
+import { sql } from 'kysely';
+import { buildApp } from '../src/app.ts';
+import { loadConfig } from '../src/config/config.ts';
+import { openDatabase } from '../src/db/database.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import { createToken } from '../src/tokens/token.service.ts';
+
+const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 100_000);
+
+const database = await openDatabase({});
+await migrateToLatest(database.db);
+await sql`INSERT INTO products (id, name, slug, product_type, sku, price, created_at, last_modified)
+  SELECT gen_random_uuid(), 'P' || i, 'p-' || i, 'physical', 'SKU-' || i, 1, now(), now()
+  FROM generate_series(1, ${ROWS}::int) AS i`.execute(database.db);
+const { token } = await createToken(database.db, { name: 'bench', scopes: ['admin'] });
+const config = loadConfig({ LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent', SEED_DEMO: 'false', PORT: '0' });
+const app = await buildApp({ config, database, logger: pino({ level: process.env.LOG_LEVEL ?? 'silent' }) });
+await app.listen({ host: '127.0.0.1', port: 0 });
+const address = app.server.address();
+const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+
+const csv = 'sku,stock\n' + Array.from({ length: ROWS }, (_, i) => `SKU-${i + 1},${(i % 50) + 1}`).join('\n') + '\n';
+let done = false;
+const started = performance.now();
+const importing = fetch(`${base}/admin/api/v1/inventory/import`, {
+  method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'text/csv' }, body: csv,
+}).then(async (r) => { done = true; return { status: r.status, body: await r.text(), ms: performance.now() - started }; });
+const latencies: number[] = [];
+while (!done) {
+  const t = performance.now();
+  await fetch(`${base}/healthz`).then((r) => r.arrayBuffer());
+  latencies.push(performance.now() - t); // sent while the import ran, even if answered after it
+}
+const result = await importing;
+latencies.sort((a, b) => a - b);
+const pct = (p: number) => latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!.toFixed(1) : 'n/a';
+console.log(JSON.stringify({
+  rows: ROWS, importStatus: result.status, importMs: Math.round(result.ms), importBody: result.body.slice(0, 200),
+  healthzDuringImport: latencies.length, healthzMaxMs: latencies.length ? latencies.at(-1)!.toFixed(1) : 'n/a', healthzP50Ms: pct(0.5), healthzP95Ms: pct(0.95),
+}));
+await app.close();
+await database.close();

@@ -1,0 +1,27 @@
+#!/usr/bin/env node
+// `npm run build` (also run by `npm ci` through `prepare`): compiles src/ to dist/ with tsc, copies
+// the dashboard's static files beside the compiled plugin, and writes dist/.build-stamp last, so
+// bin/store-api.js only runs a dist/ that finished building and is newer than every source file.
+import { execFileSync } from 'node:child_process';
+import { cpSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const at = (path) => fileURLToPath(new URL(`../${path}`, import.meta.url));
+let tsc;
+try {
+  tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+} catch (error) {
+  // `prepare` after an install without dev dependencies: nothing to build with, and the launcher
+  // runs the sources through tsx. An explicit `npm run build` still fails.
+  if (process.argv.includes('--if-possible')) {
+    process.stderr.write('typescript is not installed: dist/ not built; bin/store-api.js runs src/ through tsx\n');
+    process.exit(0);
+  }
+  throw error;
+}
+rmSync(at('dist'), { recursive: true, force: true });
+execFileSync(process.execPath, [tsc, '-p', at('tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
+cpSync(at('src/admin/dashboard/public'), at('dist/admin/dashboard/public'), { recursive: true });
+writeFileSync(at('dist/.build-stamp'), `${new Date().toISOString()}\n`);

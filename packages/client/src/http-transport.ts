@@ -1,0 +1,135 @@
+/**
+ * GET requests carried out under the retry policy (retry-policy.ts), and the one-line StoreApiError
+ * of every way a request can fail.
+ */
+import { decideRetry, type RetrySettings } from './retry-policy.ts';
+import { StoreApiError } from './store-api.error.ts';
+import type { Problem } from './resource-types.ts';
+
+/** Why a request is about to be retried, for logging (`onRetry`). */
+export interface RetryInfo {
+  /** 1 for the first retry. */
+  attempt: number;
+  /** How long the client waits before it, in milliseconds. */
+  delayMs: number;
+  /** HTTP status that caused it (429, 5xx), or undefined for a network error. */
+  status: number | undefined;
+  /** The network error or the error the status would have been. */
+  error: StoreApiError;
+}
+
+/** Retry settings and the hook called before each retry. */
+export interface RetryPolicy extends RetrySettings {
+  onRetry?: (info: RetryInfo) => void;
+}
+
+function causeCode(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** The one-line StoreApiError for a failed fetch (no answer at all). */
+export function networkError(error: unknown, url: URL, signal?: AbortSignal): StoreApiError {
+  const request = `GET ${url.pathname}${url.search}`;
+  // Whatever fetch threw once the caller's signal fired (AbortError, a TimeoutError, its reason) is an abort.
+  if (signal?.aborted) return new StoreApiError(`Request aborted: ${request}`, { code: 'aborted', request, cause: error });
+  const code = causeCode(error);
+  const lost = code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE' || code === 'UND_ERR_CLOSED';
+  const at = lost ? `Lost the connection to the Store API at ${url.origin}` : `Cannot reach the Store API at ${url.origin}`;
+  const reason = code === 'ENOTFOUND' ? `host "${url.hostname}" not found (ENOTFOUND); check the base URL`
+    : code === 'ECONNREFUSED' ? 'connection refused (ECONNREFUSED); check the base URL and that the service is running'
+      : lost ? `it closed before the answer was complete (${code})`
+        : code?.includes('TIMEOUT') || code === 'ETIMEDOUT' ? `no answer in time (${code})`
+          : code?.startsWith('ERR_TLS') || code?.includes('CERT') ? `TLS failed (${code}); check the base URL's scheme and certificate`
+            : `${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}${code ? ` (${code})` : ''}`;
+  return new StoreApiError(`${at}: ${reason}`, { code: 'network_error', request, cause: error });
+}
+
+/** The error code of a failed fetch (from its cause chain), e.g. ECONNREFUSED. */
+export function networkCode(error: StoreApiError): string | undefined {
+  return causeCode(error.cause);
+}
+
+/** The StoreApiError for a non-2xx answer, reading its problem+json body. */
+export async function errorFromResponse(response: Response, url: URL): Promise<StoreApiError> {
+  const request = `GET ${url.pathname}${url.search}`;
+  const requestId = response.headers.get('x-request-id') ?? undefined;
+  const type = response.headers.get('content-type') ?? '';
+  const text = await response.text().catch(() => '');
+  let problem: Problem | undefined;
+  if (/json/i.test(type)) {
+    try {
+      const body = JSON.parse(text) as Problem;
+      if (body && typeof body === 'object' && typeof body.code === 'string' && typeof body.title === 'string') problem = body;
+    } catch { /* not JSON after all: treated as not the Store API below */ }
+  }
+  if (!problem) {
+    if (response.status >= 500) {
+      return new StoreApiError(`The Store API at ${url.origin} failed: HTTP ${response.status} on ${request}`, { status: response.status, code: 'server_error', request, requestId });
+    }
+    return new StoreApiError(
+      `${url.origin} did not answer like the Store Integration API (HTTP ${response.status}${type ? `, ${type.split(';')[0]}` : ''} on ${request}); check the base URL`,
+      { status: response.status, code: 'not_store_api', request, requestId },
+    );
+  }
+  const detail = problem.detail ?? problem.title;
+  const params = problem.errors?.length ? ` [${problem.errors.map((e) => `${e.param}: ${e.message}`).join('; ')}]` : '';
+  const message = response.status === 401
+    ? `The Store API rejected the token (401 ${problem.code}): ${detail}`
+    : response.status === 403
+      ? `The token lacks the scope for ${request} (403 ${problem.code}): ${detail}`
+      : `${response.status} ${problem.title} on ${request}: ${detail}${params}`;
+  return new StoreApiError(message, { status: response.status, code: problem.code, problem, request, requestId });
+}
+
+/** Waits `ms`, or rejects when `signal` aborts. */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * GETs `url` until it answers 2xx (returned with its body unread), retrying per `policy`; throws the
+ * StoreApiError of the last failure.
+ */
+export async function getWithRetries(
+  fetchImpl: typeof fetch,
+  url: URL,
+  headers: Record<string, string>,
+  policy: RetryPolicy,
+  signal?: AbortSignal,
+): Promise<Response> {
+  for (let attempt = 1; ; attempt++) {
+    let error: StoreApiError;
+    let decision;
+    try {
+      const response = await fetchImpl(url, { method: 'GET', headers, signal });
+      if (response.ok) return response;
+      error = await errorFromResponse(response, url);
+      decision = decideRetry({ kind: 'status', status: response.status, retryAfter: response.headers.get('retry-after') }, attempt, policy);
+    } catch (cause) {
+      if (cause instanceof StoreApiError) throw cause;
+      error = networkError(cause, url, signal);
+      if (error.code === 'aborted') throw error;
+      decision = decideRetry({ kind: 'network', code: networkCode(error) }, attempt, policy);
+    }
+    if (!decision.retry) throw error;
+    policy.onRetry?.({ attempt, delayMs: decision.delayMs, status: error.status, error });
+    await sleep(decision.delayMs, signal).catch((reason) => { throw networkError(reason, url, signal); });
+  }
+}

@@ -1,0 +1,77 @@
+/**
+ * Public types of the client, all derived from the generated OpenAPI types (generated/api-types.ts),
+ * so a change of the API's schemas changes them at the next `npm run generate`.
+ */
+import type { components, operations, webhooks } from './generated/api-types.ts';
+
+type Schemas = components['schemas'];
+
+/** A product with its variants and images, as GET /api/v1/products/{id} returns it. */
+export type Product = Schemas['Product'];
+/** A product variant. */
+export type Variant = Schemas['Variant'];
+/** A product image. */
+export type Image = Schemas['Image'];
+/** An order with its items. */
+export type Order = Schemas['Order'];
+/** One line of an order. */
+export type OrderItem = Schemas['OrderItem'];
+/** A registered customer. */
+export type Customer = Schemas['Customer'];
+/** Current stock of a stock-tracked product and its variants. */
+export type InventoryRecord = Schemas['InventoryRecord'];
+/** Stock of one variant inside an inventory record. */
+export type InventoryVariant = Schemas['InventoryVariant'];
+/** One entry of the stock audit log. */
+export type StockMovement = Schemas['StockMovement'];
+/** The `pagination` object of a list page. */
+export type Pagination = Schemas['Pagination'];
+/** An event of the events feed (GET /api/v1/events): a webhook payload, discriminated by `type`. */
+export type StoreEvent = Schemas['Event'];
+/** Every event type the feed serves (all webhook types but `ping`). */
+export type StoreEventType = StoreEvent['type'];
+/** An RFC 9457 problem+json error body. */
+export type Problem = Schemas['Problem'];
+
+type QueryOf<Op extends keyof operations> = Partial<NonNullable<operations[Op]['parameters']['query']>>;
+
+/** Query of GET /api/v1/products (every field optional; the server applies the defaults). */
+export type ProductListQuery = QueryOf<'list_products'>;
+/** Query of GET /api/v1/products/export. */
+export type ProductExportQuery = QueryOf<'export_products'>;
+/** Query of GET /api/v1/orders. */
+export type OrderListQuery = QueryOf<'list_orders'>;
+/** Query of GET /api/v1/orders/export. */
+export type OrderExportQuery = QueryOf<'export_orders'>;
+/** Query of GET /api/v1/customers. */
+export type CustomerListQuery = QueryOf<'list_customers'>;
+/** Query of GET /api/v1/customers/export. */
+export type CustomerExportQuery = QueryOf<'export_customers'>;
+/** Query of GET /api/v1/inventory. */
+export type InventoryListQuery = QueryOf<'list_inventory'>;
+/** Query of GET /api/v1/inventory/export. */
+export type InventoryExportQuery = QueryOf<'export_inventory'>;
+/** Query of GET /api/v1/inventory/movements. */
+export type StockMovementListQuery = QueryOf<'list_inventory_movements'>;
+/** Query of GET /api/v1/inventory/movements/export. */
+export type StockMovementExportQuery = QueryOf<'export_inventory_movements'>;
+
+/** Query of GET /api/v1/events; `type` takes one event type or several. */
+export type EventListQuery = Omit<QueryOf<'list_events'>, 'type'> & { type?: StoreEventType | StoreEventType[] };
+/** Query of GET /api/v1/events/export. */
+export type EventExportQuery = Omit<QueryOf<'export_events'>, 'type'> & { type?: StoreEventType | StoreEventType[] };
+
+/** One page of a list: `data` and `pagination` (pass `pagination.next_cursor` back as `cursor`). */
+export interface Page<T> {
+  data: T[];
+  pagination: Pagination;
+}
+
+type WebhookPayload<K extends keyof webhooks> = webhooks[K] extends { post: { requestBody: { content: { 'application/json': infer B } } } } ? B : never;
+
+/** A webhook event, discriminated by `type` (narrow with `switch (event.type)`). */
+export type WebhookEvent = { [K in keyof webhooks]: WebhookPayload<K> }[keyof webhooks];
+/** Every webhook event type, e.g. `'order.updated'`. */
+export type WebhookEventType = WebhookEvent['type'];
+/** The event of one type, e.g. `WebhookEventOf<'order.created'>`. */
+export type WebhookEventOf<T extends WebhookEventType> = Extract<WebhookEvent, { type: T }>;

@@ -1,0 +1,243 @@
+/**
+ * `store-api-sync`: mirrors a store from the Store Integration API into a local database.
+ * Every failure ends as one line on stderr and exit code 1 (see sync-errors.ts).
+ */
+import { Command, Option } from 'commander';
+import cliProgress from 'cli-progress';
+import { openMirror, type MirrorDatabase } from '../mirror/mirror-database.ts';
+import { resetInitialSync } from '../mirror/mirror.repository.ts';
+import { clientStoreReader } from '../client-store-reader.ts';
+import { initialSync } from '../initial-sync.ts';
+import { reconcile, type ReconcileReport } from '../reconcile.ts';
+import { verifyMirror, mirrorMatches } from '../verify.ts';
+import { syncStatus, formatAge } from '../sync-status.ts';
+import { startReceiver } from '../webhook-receiver.ts';
+import { webhookVerifier } from '../webhook-verifier.ts';
+import { describeError, SyncError } from '../sync-errors.ts';
+import { resourcesNamed, type SyncResource } from '../sync-resources.ts';
+import { parseDuration } from './duration.ts';
+
+interface CommonOptions {
+  url?: string;
+  token?: string;
+  database?: string;
+  dataDir: string;
+  resources?: string[];
+}
+
+const program = new Command();
+program
+  .name('store-api-sync')
+  .description('Mirror a store from the Store Integration API into PostgreSQL or an embedded PGlite directory:\ninitial sync from the exports, a webhook receiver, scheduled reconcile, status and verify.')
+  .showHelpAfterError();
+
+function withCommon(command: Command, { api = true } = {}): Command {
+  if (api) {
+    command
+      .addOption(new Option('--url <url>', 'base URL of the store API, e.g. http://127.0.0.1:3000').env('STORE_API_URL'))
+      .addOption(new Option('--token <token>', 'API token with the four read scopes').env('STORE_API_TOKEN'));
+  }
+  return command
+    .addOption(new Option('--database <url>', 'mirror in this PostgreSQL database (postgres://…) instead of --data-dir').env('SYNC_DATABASE_URL'))
+    .addOption(new Option('--data-dir <dir>', 'embedded mirror directory (PGlite)').default('./mirror').env('SYNC_DATA_DIR'))
+    .option('--resources <names>', 'comma-separated subset: products,orders,customers,inventory,stock_movements', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean));
+}
+
+function reader(options: CommonOptions) {
+  if (!options.url) throw new SyncError('--url (or STORE_API_URL) is required: the base URL of the store API');
+  if (!options.token) throw new SyncError('--token (or STORE_API_TOKEN) is required: an API token with the read scopes');
+  return clientStoreReader({ baseUrl: options.url, token: options.token });
+}
+
+async function withMirror<T>(options: CommonOptions, fn: (mirror: MirrorDatabase, resources: SyncResource[]) => Promise<T>): Promise<T> {
+  const resources = resourcesNamed(options.resources);
+  const mirror = await openMirror({ databaseUrl: options.database, dataDir: options.dataDir });
+  try {
+    return await fn(mirror, resources);
+  } finally {
+    await mirror.close();
+  }
+}
+
+function run(action: (...args: any[]) => Promise<number | void>) {
+  return async (...args: any[]) => {
+    try {
+      process.exitCode = (await action(...args)) ?? 0;
+    } catch (error) {
+      process.stderr.write(`store-api-sync: ${describeError(error)}\n`);
+      process.exitCode = 1;
+    }
+  };
+}
+
+async function runInitialSync(mirror: MirrorDatabase, options: CommonOptions, resources: SyncResource[], batchSize?: number): Promise<void> {
+  const bars = new cliProgress.MultiBar({
+    format: '{resource} |{bar}| {value} records {state}',
+    hideCursor: true,
+    clearOnComplete: false,
+    noTTYOutput: !process.stderr.isTTY,
+    notTTYSchedule: 5000,
+  }, cliProgress.Presets.shades_classic);
+  const byName = new Map(resources.map((r) => [r.name, bars.create(1, 0, { resource: r.name.padEnd(15), state: 'waiting' })]));
+  try {
+    await initialSync(mirror, reader(options), resources, {
+      batchSize,
+      onProgress: ({ resource, records, done }) => {
+        const bar = byName.get(resource.name)!;
+        // The export does not announce its size: the bar grows with it and is full when done.
+        bar.setTotal(done ? Math.max(records, 1) : records + 500);
+        bar.update(records, { state: done ? 'done' : 'syncing' });
+      },
+    });
+  } finally {
+    bars.stop();
+  }
+}
+
+function printReconcile(reports: ReconcileReport[]): void {
+  for (const r of reports) {
+    process.stdout.write(`${r.resource.padEnd(15)} pulled ${r.pulled}, applied ${r.applied} (missed by webhooks)${r.lagMs === null ? '' : `, lag ${formatAge(r.lagMs)}`}, cursor ${r.cursor ?? '—'}\n`);
+  }
+}
+
+withCommon(program.command('init').alias('initial-sync').description('initial sync from the bulk exports, resumable: run it again after a crash and it continues'))
+  .option('--restart', 'forget the stored export positions and walk the exports from the start')
+  .option('--batch-size <n>', 'records per local transaction', (v: string) => positiveInt(v, '--batch-size'), 500)
+  .action(run(async (options: CommonOptions & { restart?: boolean; batchSize: number }) => withMirror(options, async (mirror, resources) => {
+    if (options.restart) for (const r of resources) await resetInitialSync(mirror.db, r.name);
+    await runInitialSync(mirror, options, resources, options.batchSize);
+    process.stdout.write('initial sync complete\n');
+  })));
+
+withCommon(program.command('reconcile').description('pull every list from its stored next_cursor and apply what the webhooks missed'))
+  .option('--page-size <n>', 'list page size (1-200)', (v: string) => positiveInt(v, '--page-size'), 200)
+  .action(run(async (options: CommonOptions & { pageSize: number }) => withMirror(options, async (mirror, resources) => {
+    printReconcile(await reconcile(mirror, reader(options), resources, { pageSize: options.pageSize }));
+  })));
+
+function receiverOptions(command: Command): Command {
+  return command
+    .addOption(new Option('--secret <whsec...>', 'signing secret of the webhook endpoint (repeat, or comma-separate, during a rotation)').env('STORE_WEBHOOK_SECRET').argParser((v: string, prev: string[] | undefined) => [...(prev ?? []), ...v.split(',').map((s) => s.trim()).filter(Boolean)]))
+    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .option('--port <port>', 'port to listen on', (v: string) => port(v), 4000)
+    .option('--path <path>', 'URL path the service posts to', '/webhooks');
+}
+
+type ReceiverCliOptions = CommonOptions & { secret?: string[]; host: string; port: number; path: string };
+
+async function startCliReceiver(mirror: MirrorDatabase, options: ReceiverCliOptions) {
+  let verify;
+  try {
+    verify = webhookVerifier(options.secret ?? []);
+  } catch (error) {
+    throw new SyncError(`${(error as Error).message} (--secret or STORE_WEBHOOK_SECRET)`);
+  }
+  const receiver = await startReceiver(mirror, verify, {
+    host: options.host,
+    port: options.port,
+    path: options.path,
+    onRequest: (r) => {
+      if (r.message) process.stderr.write(`store-api-sync: ${r.message}\n`);
+      else if (r.event) process.stdout.write(`${new Date().toISOString()} ${r.event.type} ${r.event.id} ${r.outcome}\n`);
+    },
+  });
+  process.stdout.write(`receiving webhooks on ${receiver.url}\n`);
+  return receiver;
+}
+
+async function untilSignal(): Promise<void> {
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+}
+
+withCommon(receiverOptions(program.command('serve').alias('receive').description('run the webhook receiver: verify each event and apply it to the mirror')), { api: false })
+  .action(run(async (options: ReceiverCliOptions) => withMirror(options, async (mirror) => {
+    const receiver = await startCliReceiver(mirror, options);
+    await untilSignal();
+    await receiver.close();
+  })));
+
+withCommon(receiverOptions(program.command('run').description('initial sync if needed, then the webhook receiver plus a reconcile on a schedule')))
+  .option('--reconcile-every <duration>', 'how often to reconcile (e.g. 30s, 15m, 1h)', (v: string) => parseDuration(v, '--reconcile-every'), 3_600_000)
+  .action(run(async (options: ReceiverCliOptions & { reconcileEvery: number }) => withMirror(options, async (mirror, resources) => {
+    // Receive first: events that arrive during the initial sync are applied too (newest wins).
+    const receiver = await startCliReceiver(mirror, options);
+    let timer: NodeJS.Timeout | undefined;
+    let stopping = false;
+    try {
+      await runInitialSync(mirror, options, resources);
+      const tick = async () => {
+        try {
+          printReconcile(await reconcile(mirror, reader(options), resources));
+        } catch (error) {
+          process.stderr.write(`store-api-sync: reconcile failed: ${describeError(error)}\n`);
+        }
+        if (!stopping) timer = setTimeout(tick, options.reconcileEvery);
+      };
+      await tick();
+      await untilSignal();
+    } finally {
+      stopping = true;
+      clearTimeout(timer);
+      await receiver.close();
+    }
+  })));
+
+withCommon(program.command('status').description('last event, cursor positions and lag of the mirror'), { api: false })
+  .option('--json', 'print JSON')
+  .action(run(async (options: CommonOptions & { json?: boolean }) => withMirror(options, async (mirror, resources) => {
+    const status = await syncStatus(mirror, resources);
+    if (options.json) {
+      process.stdout.write(`${JSON.stringify(status, null, 2)}\n`);
+      return;
+    }
+    const e = status.events;
+    process.stdout.write(e.last
+      ? `last event: ${e.last.type} ${e.last.event_id} written ${e.last.created_at} (${formatAge(e.lastEventAgeMs)} ago), received ${e.last.received_at}\n`
+      : 'last event: none received\n');
+    process.stdout.write(`events: ${e.received} received, ${e.applied} applied, ${e.duplicates} redeliveries ignored\n`);
+    for (const r of status.resources) {
+      const initial = r.initial_done ? 'initial sync done' : r.export_cursor ? `initial sync at ${r.export_cursor}` : 'initial sync not started';
+      const last = r.last_reconcile_at ? `last reconcile ${r.last_reconcile_at} (pulled ${r.last_reconcile_pulled}, applied ${r.last_reconcile_applied})` : 'never reconciled';
+      process.stdout.write(`${r.resource.padEnd(15)} ${String(r.records).padStart(8)} records; ${initial}; cursor ${r.cursor ?? '—'} (lag ${formatAge(r.cursorAgeMs)}); ${last}\n`);
+    }
+  })));
+
+withCommon(program.command('verify').description('compare the mirror with the API (counts, checksums, differing ids); exit code 1 when they differ'))
+  .option('--json', 'print JSON')
+  .option('--max-ids <n>', 'ids listed per kind of difference', (v: string) => positiveInt(v, '--max-ids'), 20)
+  .action(run(async (options: CommonOptions & { json?: boolean; maxIds: number }) => withMirror(options, async (mirror, resources) => {
+    const results = await verifyMirror(mirror, reader(options), resources);
+    if (options.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+    else {
+      for (const r of results) {
+        const same = r.missing.length + r.extra.length + r.different.length === 0;
+        process.stdout.write(`${r.resource.padEnd(15)} api ${r.apiCount} (${r.apiChecksum}) mirror ${r.mirrorCount} (${r.mirrorChecksum}) ${same ? 'match' : 'DIFFER'}\n`);
+        for (const [kind, ids] of [['missing from mirror', r.missing], ['only in mirror', r.extra], ['different', r.different]] as const) {
+          if (ids.length) process.stdout.write(`  ${kind} (${ids.length}): ${ids.slice(0, options.maxIds).join(' ')}${ids.length > options.maxIds ? ' …' : ''}\n`);
+        }
+      }
+    }
+    return mirrorMatches(results) ? 0 : 1;
+  })));
+
+function positiveInt(value: string, flag: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new SyncError(`${flag} "${value}": expected a positive integer`);
+  return n;
+}
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new SyncError(`--port "${value}": expected 0-65535`);
+  return n;
+}
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  process.stderr.write(`store-api-sync: ${describeError(error)}\n`);
+  process.exitCode = 1;
+}

@@ -1,0 +1,47 @@
+/**
+ * StoreReader on the typed client (@store-api/client): list pages and export iterators per resource.
+ * The client waits on 429, retries 5xx and network errors with backoff, resumes a broken export from
+ * the last record consumed, and fails with one-line StoreApiErrors (see sync-errors.ts).
+ */
+import { StoreApiClient, type ResourceClient } from '@store-api/client';
+import { SyncError } from './sync-errors.ts';
+import type { Page, StoreReader } from './store-reader.ts';
+import type { MirrorRecord, ResourceName, SyncResource } from './sync-resources.ts';
+
+export interface ClientStoreReaderOptions {
+  baseUrl: string;
+  token: string;
+  /** Records per export request (1–500, default 500). */
+  exportLimit?: number;
+  /** Retries of one request (the client's default when unset). */
+  maxRetries?: number;
+}
+
+type Query = Record<string, string | number | boolean | null | undefined>;
+type AnyResource = ResourceClient<MirrorRecord, Query, Query>;
+
+/** A StoreReader for the service at `baseUrl`. */
+export function clientStoreReader({ baseUrl, token, exportLimit = 500, maxRetries }: ClientStoreReaderOptions): StoreReader {
+  let client: StoreApiClient;
+  try {
+    client = new StoreApiClient({ baseUrl, token, maxRetries });
+  } catch (error) {
+    throw new SyncError(`${(error as Error).message} (--url / --token)`);
+  }
+  const resources: Record<ResourceName, AnyResource> = {
+    products: client.products as unknown as AnyResource,
+    orders: client.orders as unknown as AnyResource,
+    customers: client.customers as unknown as AnyResource,
+    inventory: client.inventory as unknown as AnyResource,
+    stock_movements: client.movements as unknown as AnyResource,
+  };
+  return {
+    async listPage(resource: SyncResource, cursor: string | null, limit: number): Promise<Page> {
+      const page = await resources[resource.name].list({ ...resource.query, limit, ...(cursor ? { cursor } : {}) });
+      return { data: page.data, nextCursor: page.pagination.next_cursor ?? null, hasMore: page.pagination.has_more };
+    },
+    exportRecords(resource: SyncResource, cursor: string | null): AsyncIterable<MirrorRecord> {
+      return resources[resource.name].export({ ...resource.query, limit: exportLimit, ...(cursor ? { cursor } : {}) });
+    },
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * Initial sync: walks each resource's export from its stored position and applies it in batches.
+ * Each batch and the export cursor after it are written in one mirror transaction, so a crash
+ * resumes at the first batch not committed and never leaves a half-applied one.
+ */
+import { inTransaction, type MirrorDatabase } from './mirror/mirror-database.ts';
+import { applyRecords, readSyncState, saveExportProgress } from './mirror/mirror.repository.ts';
+import type { StoreReader } from './store-reader.ts';
+import { cursorAfter, type MirrorRecord, type SyncResource } from './sync-resources.ts';
+
+export interface InitialSyncProgress {
+  resource: SyncResource;
+  /** Records applied by this run so far. */
+  records: number;
+  done: boolean;
+}
+
+export interface InitialSyncOptions {
+  /** Records per local transaction (default 500). */
+  batchSize?: number;
+  onProgress?: (progress: InitialSyncProgress) => void;
+}
+
+/** Runs (or resumes) the initial sync of `resources`; a resource already done is skipped. */
+export async function initialSync(mirror: MirrorDatabase, reader: StoreReader, resources: readonly SyncResource[], options: InitialSyncOptions = {}): Promise<Map<string, number>> {
+  const batchSize = options.batchSize ?? 500;
+  const totals = new Map<string, number>();
+  for (const resource of resources) {
+    const state = await readSyncState(mirror.db, resource.name);
+    let records = 0;
+    if (state.initial_done) {
+      options.onProgress?.({ resource, records, done: true });
+      totals.set(resource.name, 0);
+      continue;
+    }
+    let cursor = state.export_cursor;
+    let batch: MirrorRecord[] = [];
+    const flush = async (done: boolean) => {
+      const last = batch[batch.length - 1];
+      const next = last ? cursorAfter(resource, last) : cursor;
+      await inTransaction(mirror, async (trx) => {
+        await applyRecords(trx, resource, batch);
+        await saveExportProgress(trx, resource.name, next, batch.length, done);
+      });
+      records += batch.length;
+      cursor = next;
+      batch = [];
+      options.onProgress?.({ resource, records, done });
+    };
+    for await (const record of reader.exportRecords(resource, cursor)) {
+      batch.push(record);
+      if (batch.length >= batchSize) await flush(false);
+    }
+    await flush(true);
+    totals.set(resource.name, records);
+  }
+  return totals;
+}

@@ -1,0 +1,73 @@
+/**
+ * The mirror's schema, created on open. Numbered, forward-only steps recorded in
+ * store_mirror.schema_version and applied under an advisory lock, so two tools starting at once on
+ * one PostgreSQL do not race. Resource tables come from SYNC_RESOURCES: `record` (the API's JSON,
+ * every field), `last_modified` (the ordering key) and typed columns generated from `record`.
+ */
+import { sql, type Kysely } from 'kysely';
+import { SYNC_RESOURCES, type SyncResource } from '../sync-resources.ts';
+
+const MIGRATION_LOCK = 0x53594e43; // 'SYNC'
+
+function resourceTable(resource: SyncResource): string {
+  // Casts from jsonb text to text/numeric/integer/boolean are immutable, so they can be generated
+  // columns; timestamps stay text here because a cast to timestamptz depends on the session zone.
+  const generated = Object.entries(resource.columns).map(([name, type]) =>
+    type === 'jsonb'
+      ? `"${name}" jsonb GENERATED ALWAYS AS (record->'${name}') STORED`
+      : `"${name}" ${type} GENERATED ALWAYS AS ((record->>'${name}')::${type}) STORED`);
+  return `CREATE TABLE store_mirror.${resource.name} (
+    ${resource.key} text PRIMARY KEY,
+    last_modified timestamptz NOT NULL,
+    record jsonb NOT NULL,
+    ${generated.join(',\n    ')},
+    mirrored_at timestamptz NOT NULL DEFAULT now()
+  );
+  CREATE INDEX ${resource.name}_last_modified ON store_mirror.${resource.name} (last_modified, ${resource.key});`;
+}
+
+const MIGRATIONS: readonly string[] = [
+  `CREATE SCHEMA IF NOT EXISTS store_mirror;
+   ${SYNC_RESOURCES.map(resourceTable).join('\n')}
+   CREATE TABLE store_mirror.sync_state (
+     resource text PRIMARY KEY,
+     -- Position of the initial sync in the export (resumes there after a crash).
+     export_cursor text,
+     initial_done boolean NOT NULL DEFAULT false,
+     initial_records bigint NOT NULL DEFAULT 0,
+     -- next_cursor of the last list page pulled by reconcile (after the initial sync: its end).
+     cursor text,
+     last_reconcile_at timestamptz,
+     last_reconcile_pulled bigint,
+     last_reconcile_applied bigint,
+     updated_at timestamptz NOT NULL DEFAULT now()
+   );
+   CREATE TABLE store_mirror.received_events (
+     event_id text PRIMARY KEY,
+     type text NOT NULL,
+     created_at text NOT NULL,
+     received_at timestamptz NOT NULL DEFAULT now(),
+     -- false: the mirror already held this record at the same or a newer last_modified.
+     applied boolean NOT NULL,
+     deliveries integer NOT NULL DEFAULT 1
+   );
+   CREATE INDEX received_events_received_at ON store_mirror.received_events (received_at);`,
+];
+
+/** Applies the pending migrations of the mirror schema. */
+export async function migrateMirror(db: Kysely<any>): Promise<void> {
+  await db.transaction().execute(async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`.execute(trx);
+    await sql`CREATE SCHEMA IF NOT EXISTS store_mirror`.execute(trx);
+    await sql`CREATE TABLE IF NOT EXISTS store_mirror.schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`.execute(trx);
+    const { rows } = await sql<{ v: number | null }>`SELECT max(version) AS v FROM store_mirror.schema_version`.execute(trx);
+    const current = rows[0]?.v ?? 0;
+    for (let i = current; i < MIGRATIONS.length; i++) {
+      // One statement per query: PGlite's extended protocol takes no multi-statement strings.
+      for (const statement of MIGRATIONS[i]!.split(/;\s*\n/).map((s) => s.trim().replace(/;$/, '')).filter(Boolean)) {
+        await sql.raw(statement).execute(trx);
+      }
+      await sql`INSERT INTO store_mirror.schema_version (version) VALUES (${i + 1})`.execute(trx);
+    }
+  });
+}

@@ -1,0 +1,139 @@
+/**
+ * All SQL of the mirror: applying records (newest last_modified wins), the sync state per resource,
+ * and the log of received webhook events. Functions take the Kysely instance or transaction first.
+ */
+import { sql, type Kysely } from 'kysely';
+import { recordKey, type MirrorRecord, type ResourceName, type SyncResource } from '../sync-resources.ts';
+
+const table = (resource: SyncResource) => sql.raw(`store_mirror.${resource.name}`);
+const key = (resource: SyncResource) => sql.raw(resource.key);
+
+/**
+ * Upserts `records` into the resource's table in one statement. A record is written only when it
+ * is newer than the stored one (by last_modified; the same record at the same last_modified is the
+ * same version, so a redelivery or a re-pull changes nothing). Returns the keys actually written.
+ */
+export async function applyRecords(db: Kysely<any>, resource: SyncResource, records: readonly MirrorRecord[]): Promise<string[]> {
+  if (records.length === 0) return [];
+  // One row per key (the newest) so a batch never touches a row twice.
+  const newest = new Map<string, MirrorRecord>();
+  for (const record of records) {
+    const k = recordKey(resource, record);
+    const held = newest.get(k);
+    // The API's timestamps are fixed-width ISO text (microseconds, Z), so text order is time order.
+    if (!held || held.last_modified < record.last_modified) newest.set(k, record);
+  }
+  const { rows } = await sql<{ k: string }>`
+    INSERT INTO ${table(resource)} (${key(resource)}, last_modified, record)
+    SELECT r->>${resource.key}, (r->>'last_modified')::timestamptz, r
+    FROM jsonb_array_elements(${JSON.stringify([...newest.values()])}::jsonb) AS r
+    ON CONFLICT (${key(resource)}) DO UPDATE SET last_modified = EXCLUDED.last_modified, record = EXCLUDED.record, mirrored_at = now()
+      WHERE ${table(resource)}.last_modified < EXCLUDED.last_modified
+    RETURNING ${key(resource)} AS k`.execute(db);
+  return rows.map((r) => r.k);
+}
+
+/** Every record of the resource as stored, ordered by key. */
+export async function* readRecords(db: Kysely<any>, resource: SyncResource, batch = 1000): AsyncGenerator<MirrorRecord> {
+  let after = '';
+  for (;;) {
+    const { rows } = await sql<{ k: string; record: MirrorRecord }>`
+      SELECT ${key(resource)} AS k, record FROM ${table(resource)} WHERE ${key(resource)} > ${after}
+      ORDER BY ${key(resource)} COLLATE "C" LIMIT ${batch}`.execute(db);
+    for (const row of rows) yield row.record;
+    if (rows.length < batch) return;
+    after = rows[rows.length - 1]!.k;
+  }
+}
+
+/** Number of records of the resource in the mirror. */
+export async function countRecords(db: Kysely<any>, resource: SyncResource): Promise<number> {
+  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${table(resource)}`.execute(db);
+  return rows[0]!.n;
+}
+
+/** Sync state of one resource (see the sync_state table). */
+export interface SyncState {
+  resource: ResourceName;
+  export_cursor: string | null;
+  initial_done: boolean;
+  initial_records: number;
+  cursor: string | null;
+  last_reconcile_at: string | null;
+  last_reconcile_pulled: number | null;
+  last_reconcile_applied: number | null;
+}
+
+export async function readSyncState(db: Kysely<any>, resource: ResourceName): Promise<SyncState> {
+  const { rows } = await sql<SyncState>`SELECT resource, export_cursor, initial_done, initial_records::int AS initial_records, cursor,
+      last_reconcile_at, last_reconcile_pulled::int AS last_reconcile_pulled, last_reconcile_applied::int AS last_reconcile_applied
+    FROM store_mirror.sync_state WHERE resource = ${resource}`.execute(db);
+  return rows[0] ?? { resource, export_cursor: null, initial_done: false, initial_records: 0, cursor: null, last_reconcile_at: null, last_reconcile_pulled: null, last_reconcile_applied: null };
+}
+
+/** Stores the initial sync's position after a batch of `records` (in the batch's transaction). */
+export async function saveExportProgress(db: Kysely<any>, resource: ResourceName, exportCursor: string | null, records: number, done: boolean): Promise<void> {
+  await sql`INSERT INTO store_mirror.sync_state (resource, export_cursor, initial_records, initial_done, cursor)
+    VALUES (${resource}, ${exportCursor}, ${records}, ${done}, ${done ? exportCursor : null})
+    ON CONFLICT (resource) DO UPDATE SET export_cursor = EXCLUDED.export_cursor,
+      initial_records = store_mirror.sync_state.initial_records + EXCLUDED.initial_records,
+      initial_done = EXCLUDED.initial_done,
+      cursor = CASE WHEN EXCLUDED.initial_done THEN EXCLUDED.export_cursor ELSE store_mirror.sync_state.cursor END,
+      updated_at = now()`.execute(db);
+}
+
+/** Stores the reconcile cursor after a page (in the page's transaction). */
+export async function saveReconcileCursor(db: Kysely<any>, resource: ResourceName, cursor: string | null): Promise<void> {
+  await sql`INSERT INTO store_mirror.sync_state (resource, cursor) VALUES (${resource}, ${cursor})
+    ON CONFLICT (resource) DO UPDATE SET cursor = EXCLUDED.cursor, updated_at = now()`.execute(db);
+}
+
+/** Records the totals of a finished reconcile run of one resource. */
+export async function saveReconcileRun(db: Kysely<any>, resource: ResourceName, pulled: number, applied: number): Promise<void> {
+  await sql`UPDATE store_mirror.sync_state SET last_reconcile_at = now(), last_reconcile_pulled = ${pulled},
+    last_reconcile_applied = ${applied}, updated_at = now() WHERE resource = ${resource}`.execute(db);
+}
+
+/** Clears the initial sync state of the resource so `init --restart` walks the export again. */
+export async function resetInitialSync(db: Kysely<any>, resource: ResourceName): Promise<void> {
+  await sql`DELETE FROM store_mirror.sync_state WHERE resource = ${resource}`.execute(db);
+}
+
+/**
+ * Notes a received event. Returns false when its id was seen before (a redelivery): the caller
+ * then changes nothing else.
+ */
+export async function recordEvent(db: Kysely<any>, event: { id: string; type: string; created_at: string }): Promise<boolean> {
+  const { rows } = await sql<{ inserted: boolean }>`
+    INSERT INTO store_mirror.received_events (event_id, type, created_at, applied) VALUES (${event.id}, ${event.type}, ${event.created_at}, false)
+    ON CONFLICT (event_id) DO UPDATE SET deliveries = store_mirror.received_events.deliveries + 1
+    RETURNING (xmax = 0) AS inserted`.execute(db);
+  return rows[0]!.inserted;
+}
+
+export async function markEventApplied(db: Kysely<any>, eventId: string): Promise<void> {
+  await sql`UPDATE store_mirror.received_events SET applied = true WHERE event_id = ${eventId}`.execute(db);
+}
+
+export interface EventSummary {
+  received: number;
+  applied: number;
+  duplicates: number;
+  last: { event_id: string; type: string; created_at: string; received_at: string } | null;
+}
+
+/** Totals of the received events and the newest one. */
+export async function eventSummary(db: Kysely<any>): Promise<EventSummary> {
+  const { rows } = await sql<{ received: number; applied: number; duplicates: number }>`
+    SELECT count(*)::int AS received, count(*) FILTER (WHERE applied)::int AS applied, coalesce(sum(deliveries - 1), 0)::int AS duplicates
+    FROM store_mirror.received_events`.execute(db);
+  const { rows: last } = await sql<{ event_id: string; type: string; created_at: string; received_at: string }>`
+    SELECT event_id, type, created_at, received_at FROM store_mirror.received_events ORDER BY received_at DESC, created_at DESC LIMIT 1`.execute(db);
+  return { ...rows[0]!, last: last[0] ?? null };
+}
+
+/** Ids of every received event (the chaos test compares them with the service's deliveries). */
+export async function receivedEventIds(db: Kysely<any>): Promise<Set<string>> {
+  const { rows } = await sql<{ event_id: string }>`SELECT event_id FROM store_mirror.received_events`.execute(db);
+  return new Set(rows.map((r) => r.event_id));
+}

@@ -1,0 +1,18 @@
+/**
+ * What the sync tool reads from the Store Integration API: list pages from a cursor and export
+ * batches from a cursor, per resource. Built on the typed client (@store-api/client).
+ */
+import type { MirrorRecord, SyncResource } from './sync-resources.ts';
+
+export interface Page {
+  readonly data: MirrorRecord[];
+  readonly nextCursor: string | null;
+  readonly hasMore: boolean;
+}
+
+export interface StoreReader {
+  /** One list page of `resource` after `cursor` (oldest first). */
+  listPage(resource: SyncResource, cursor: string | null, limit: number): Promise<Page>;
+  /** The export of `resource` after `cursor`, record by record, across every export request. */
+  exportRecords(resource: SyncResource, cursor: string | null): AsyncIterable<MirrorRecord>;
+}

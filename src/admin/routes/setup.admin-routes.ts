@@ -1,0 +1,82 @@
+/**
+ * Creating the first administrator from the dashboard with the one-time setup code the server
+ * printed at start (sessions/setup-code.service.ts), at /admin/setup (outside the admin API: there
+ * is nobody to sign in yet):
+ *   POST /admin/setup/check   { code } → 200 { data: { valid: true } }, or a problem saying why not
+ *   POST /admin/setup         { code, email, password } → 201 { data: session } and the session
+ *                             cookie, as a sign-in would; the code is spent
+ * A wrong or expired code is a 404 problem, a used one (or any once an administrator exists) a 409,
+ * each with a message the page shows as is; each counts as a failed sign-in from that address
+ * (429 with Retry-After once the budget is spent).
+ * Like sign-in, these take JSON only: a cross-site form cannot send it without a CORS preflight.
+ */
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { ApiError, type ErrorCode } from '../../api/problem.ts';
+import { createAdminSession } from '../sessions/admin-session.service.ts';
+import { recordSignInFailure, signInRetryAfterMs } from '../sessions/sign-in-throttle.ts';
+import { setSessionCookie } from '../sessions/session-cookie.ts';
+import { SETUP_CODE_MESSAGES, SETUP_THROTTLE_KEY, checkSetupCode, completeSetup, type SetupCodeState } from '../sessions/setup-code.service.ts';
+
+const Code = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_-]+$' });
+const CheckBody = Type.Object({ code: Code }, { additionalProperties: false });
+const SetupBody = Type.Object({
+  code: Code,
+  email: Type.String({ minLength: 1, maxLength: 254 }),
+  password: Type.String({ minLength: 1, maxLength: 1024 }),
+}, { additionalProperties: false });
+
+/** The problem code of each refusal. */
+const STATUS: Record<Exclude<SetupCodeState, 'valid'>, ErrorCode> = {
+  unknown: 'not_found',
+  expired: 'not_found',
+  used: 'conflict',
+  administrator_exists: 'conflict',
+};
+
+export async function setupAdminRoutes(app: FastifyInstance): Promise<void> {
+  const { db } = app.ctx.database;
+  const { config } = app.ctx;
+  const policy = { maxFailures: config.ADMIN_SIGN_IN_MAX_FAILURES, windowMs: config.ADMIN_SIGN_IN_WINDOW_MS };
+  const tags = ['Admin: dashboard session'];
+
+  app.addHook('onSend', async (_request, reply) => {
+    reply.header('Cache-Control', 'no-store');
+  });
+
+  async function throttle(request: FastifyRequest): Promise<void> {
+    const waitMs = await signInRetryAfterMs(db, SETUP_THROTTLE_KEY, request.ip, policy);
+    if (waitMs > 0) {
+      const seconds = Math.ceil(waitMs / 1000);
+      throw new ApiError('rate_limited', `Too many attempts with setup links. Try again in ${seconds} seconds.`, undefined, { 'Retry-After': String(seconds) });
+    }
+  }
+  async function refuse(request: FastifyRequest, state: Exclude<SetupCodeState, 'valid'>): Promise<never> {
+    await recordSignInFailure(db, SETUP_THROTTLE_KEY, request.ip, policy);
+    request.log.warn({ setup_code: state }, 'setup link refused');
+    throw new ApiError(STATUS[state], SETUP_CODE_MESSAGES[state], [{ param: 'code', message: state }]);
+  }
+
+  app.post('/setup/check', { schema: { tags, summary: 'Whether a first-administrator setup code is still valid', body: CheckBody } }, async (request) => {
+    await throttle(request);
+    const { code } = request.body as typeof CheckBody.static;
+    const state = await checkSetupCode(db, code);
+    if (state !== 'valid') return refuse(request, state);
+    return { data: { valid: true } };
+  });
+
+  app.post('/setup', { schema: { tags, summary: 'Create the first administrator with a setup code', body: SetupBody } }, async (request, reply) => {
+    await throttle(request);
+    const body = request.body as typeof SetupBody.static;
+    const result = await completeSetup(db, body);
+    if (result.state !== 'valid') return refuse(request, result.state);
+    const { sessionId, session } = await createAdminSession(db, {
+      adminUserId: result.user.id,
+      ttlMs: config.ADMIN_SESSION_TTL_MS,
+      userAgent: request.headers['user-agent'],
+    });
+    setSessionCookie(reply, config, sessionId);
+    request.log.info({ admin: result.user.email }, 'first administrator created with the setup link');
+    return reply.code(201).send({ data: { email: session.email, csrf_token: session.csrfToken, expires_at: session.expiresAt } });
+  });
+}

@@ -1,0 +1,60 @@
+/**
+ * The events feed (GET /api/v1/events): the event log read like any other list, with the payloads
+ * the webhooks POST. Which events a token may see is data (EVENT_TYPE_SCOPES) plus pure functions,
+ * so the rule is tested without I/O.
+ */
+import { sql } from 'kysely';
+import type { ListSource } from '../db/keyset-page.ts';
+import type { Scope } from '../tokens/token.service.ts';
+import { EVENT_TYPES, type EventType } from './event-log.ts';
+
+/** Event types served by the feed: every type but `ping` (sent to one endpoint on demand, not a store change). */
+export const FEED_EVENT_TYPES = EVENT_TYPES.filter((t): t is Exclude<EventType, 'ping'> => t !== 'ping');
+export type FeedEventType = (typeof FEED_EVENT_TYPES)[number];
+
+/** The read scope a token needs to see each event type: the scope of the resource it carries. */
+export const EVENT_TYPE_SCOPES: Readonly<Record<FeedEventType, Scope>> = {
+  'product.created': 'products:read',
+  'product.updated': 'products:read',
+  'order.created': 'orders:read',
+  'order.updated': 'orders:read',
+  'customer.created': 'customers:read',
+  'customer.updated': 'customers:read',
+  'inventory.updated': 'inventory:read',
+  'stock_movement.created': 'inventory:read',
+};
+
+/** The event types a token with `scopes` may see, in FEED_EVENT_TYPES order. */
+export function visibleEventTypes(scopes: readonly Scope[]): FeedEventType[] {
+  return FEED_EVENT_TYPES.filter((type) => scopes.includes(EVENT_TYPE_SCOPES[type]));
+}
+
+export type TypeFilter =
+  | { ok: true; types: FeedEventType[] }
+  | { ok: false; unknown: string[] };
+
+/**
+ * Parses the `type` filter: values given repeatedly and/or comma-separated, blanks ignored,
+ * duplicates merged. Unknown names are reported, never dropped silently.
+ */
+export function parseTypeFilter(values: readonly string[]): TypeFilter {
+  const names = values.flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '');
+  const known = new Set<string>(FEED_EVENT_TYPES);
+  const unknown = [...new Set(names.filter((n) => !known.has(n)))];
+  if (unknown.length > 0) return { ok: false, unknown };
+  return { ok: true, types: FEED_EVENT_TYPES.filter((t) => names.includes(t)) };
+}
+
+/**
+ * JSON of the event row aliased `e`, key for key the body of a webhook delivery
+ * (webhooks/webhook-worker.ts): id, type, created_at, data.
+ */
+export const eventJson = sql`json_build_object('id', e.id, 'type', e.type, 'created_at', iso_utc(e.created_at), 'data', e.data)`;
+
+/** The event log as a keyset list: (created_at, id), served by events_created_at_id_idx. */
+export const eventSource: ListSource = {
+  from: sql`events e`,
+  lastModified: sql`e.created_at`,
+  id: sql`e.id`,
+  json: eventJson,
+};

@@ -1,0 +1,102 @@
+/**
+ * What a request log line may say about the request without leaking a credential: the URL with
+ * secret-looking query values and path segments replaced, and the request id only when it cannot be
+ * a secret. Callers put tokens where they should not (`?access_token=` in a browser bookmark, a
+ * token pasted into X-Request-Id); the log must not keep them.
+ */
+
+/** Replacement text of a redacted value. */
+export const REDACTED = '[redacted]';
+
+/**
+ * Query parameters whose value is a credential, whatever it looks like (lower case; `-` and `_`
+ * ignored when comparing, so `api-key`, `apiKey` and `API_KEY` all match).
+ */
+export const SECRET_QUERY_PARAMS = [
+  'token', 'accesstoken', 'refreshtoken', 'idtoken', 'apikey', 'key', 'secret', 'clientsecret', 'password',
+  'passwd', 'pwd', 'auth', 'authorization', 'bearer', 'session', 'sessionid', 'signature', 'sig', 'code', 'csrf',
+  'csrftoken', 'xcsrftoken', 'jwt', 'credential', 'credentials',
+];
+
+/**
+ * Values that are credentials wherever they appear: our API tokens (`sia_`), webhook secrets
+ * (`whsec_`), JWTs, and other services' well-known token prefixes.
+ */
+const SECRET_VALUE = /(?:sia_|whsec_|sk_live_|sk_test_|rk_live_|ghp_|gho_|github_pat_|xox[abpr]-|AKIA)[A-Za-z0-9_\-+/=.%]*|eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]*)?/g;
+
+/**
+ * A long run (32+) of letters and digits with several upper-case and several lower-case letters:
+ * how random secrets look (base64 of random bytes), and how request ids and cursors (UUIDs, hex
+ * trace ids, ULIDs, timestamps with a `Z`, words) do not.
+ */
+const LONG_RUN = /[A-Za-z0-9_+/=-]{32,}/g;
+function looksRandom(value: string): boolean {
+  for (const [run] of value.matchAll(LONG_RUN)) {
+    const upper = run.replace(/[^A-Z]/g, '').length, lower = run.replace(/[^a-z]/g, '').length;
+    if (upper >= 4 && lower >= 4 && /[0-9]/.test(run)) return true;
+  }
+  return false;
+}
+
+const normaliseName = (name: string) => name.toLowerCase().replace(/[-_]/g, '');
+
+/** `value` with every credential-looking part replaced by [redacted]. */
+export function redactSecrets(value: string): string {
+  return value.replace(SECRET_VALUE, REDACTED);
+}
+
+/**
+ * The request target as it may be logged: values of credential query parameters and any
+ * credential-looking text (path segments included) replaced; the rest as the client sent it.
+ */
+export function redactUrl(url: string): string {
+  const at = url.indexOf('?');
+  const path = at === -1 ? url : url.slice(0, at);
+  const query = at === -1 ? undefined : url.slice(at + 1);
+  const safePath = path.split('/').map((segment) => (looksRandom(safeDecode(segment)) ? REDACTED : redactSecrets(segment))).join('/');
+  if (query === undefined) return safePath;
+  const safeQuery = query.split('&').map((pair) => {
+    const eq = pair.indexOf('=');
+    const name = eq === -1 ? pair : pair.slice(0, eq);
+    if (eq === -1) return redactSecrets(pair);
+    const value = pair.slice(eq + 1);
+    if (SECRET_QUERY_PARAMS.includes(normaliseName(safeDecode(name)))) return `${name}=${REDACTED}`;
+    return `${redactSecrets(name)}=${looksRandom(safeDecode(value)) ? REDACTED : redactSecrets(value)}`;
+  }).join('&');
+  return `${safePath}?${safeQuery}`;
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '));
+  } catch {
+    return text;
+  }
+}
+
+/** True when a caller-supplied request id may be kept: not a credential, not random-looking. */
+export function isSafeRequestId(value: string): boolean {
+  return redactSecrets(value) === value && !looksRandom(value);
+}
+
+interface LoggableRequest {
+  method: string;
+  url: string;
+  host?: string;
+  ip?: string;
+  socket?: { remotePort?: number };
+}
+
+/**
+ * Pino serializer of `req` on request log lines (replaces Fastify's): method, redacted URL, host,
+ * client address and port. No headers, no body.
+ */
+export function requestLogSerializer(req: LoggableRequest) {
+  return {
+    method: req.method,
+    url: typeof req.url === 'string' ? redactUrl(req.url) : req.url,
+    host: typeof req.host === 'string' ? redactSecrets(req.host) : req.host,
+    remoteAddress: req.ip,
+    remotePort: req.socket?.remotePort,
+  };
+}

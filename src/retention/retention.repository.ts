@@ -1,0 +1,97 @@
+/**
+ * Retention: the watermarks (for each pruned table, the instant from which on its records are
+ * complete; readers such as the events feed, replays and the dashboard ask here how far back data
+ * goes) and the batched deletes of the pruner (retention-pruner.ts).
+ *
+ * Every delete is bounded (`… WHERE id IN (SELECT … LIMIT n)`) and runs in its own short
+ * transaction; rows are taken `FOR UPDATE SKIP LOCKED`, so a delivery a worker or an admin holds is
+ * skipped, never waited for, and the pruner never holds a lock a delivery waits on for long.
+ */
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import '../webhooks/webhook.tables.ts';
+
+/** Tables with a watermark. */
+export type RetainedTable = 'events' | 'webhook_deliveries';
+
+declare module '../db/schema.ts' {
+  interface Database {
+    retention_watermarks: { table_name: string; oldest_available: string; updated_at: string };
+  }
+}
+
+/** The instant (ISO text, UTC, microseconds) from which on `table` is complete; undefined while nothing was ever pruned. */
+export async function oldestAvailable(db: Kysely<Database>, table: RetainedTable): Promise<string | undefined> {
+  const { rows } = await sql<{ at: string }>`
+    SELECT iso_utc(oldest_available) AS at FROM retention_watermarks WHERE table_name = ${table}
+  `.execute(db);
+  return rows[0]?.at;
+}
+
+/** Moves the watermark of `table` forward to `at` (never back). */
+export async function publishWatermark(db: Kysely<Database>, table: RetainedTable, at: string, nowIso: string): Promise<void> {
+  await sql`
+    INSERT INTO retention_watermarks (table_name, oldest_available, updated_at)
+    VALUES (${table}, ${at}::timestamptz, ${nowIso}::timestamptz)
+    ON CONFLICT (table_name) DO UPDATE
+      SET oldest_available = greatest(retention_watermarks.oldest_available, excluded.oldest_available),
+          updated_at = excluded.updated_at
+  `.execute(db);
+}
+
+export interface DeletedDeliveries {
+  deliveries: number;
+  attempts: number;
+}
+
+/**
+ * Deletes up to `limit` finished deliveries past their retention, with their attempts: succeeded
+ * ones that succeeded before `cutoff` (kind 'succeeded') or dead letters dead-lettered before it
+ * (kind 'dead'). Pending and failed deliveries (waiting or in flight) and leased rows are never
+ * touched; rows locked by someone else are skipped.
+ */
+export async function deleteFinishedDeliveries(db: Kysely<Database>, kind: 'succeeded' | 'dead', cutoff: string, limit: number): Promise<DeletedDeliveries> {
+  const finishedBefore = kind === 'succeeded'
+    ? sql`status = 'succeeded' AND succeeded_at < ${cutoff}::timestamptz`
+    : sql`status = 'dead' AND dead_at < ${cutoff}::timestamptz`;
+  return db.transaction().execute(async (trx) => {
+    const { rows } = await sql<{ id: string }>`
+      SELECT id FROM webhook_deliveries
+      WHERE ${finishedBefore} AND locked_until IS NULL
+      LIMIT ${limit}
+      FOR UPDATE SKIP LOCKED
+    `.execute(trx);
+    if (rows.length === 0) return { deliveries: 0, attempts: 0 };
+    const ids = sql`${rows.map((r) => r.id)}::uuid[]`;
+    const attempts = await sql`DELETE FROM webhook_attempts WHERE delivery_id = ANY(${ids})`.execute(trx);
+    // The status is checked again: a row changes only under its lock, which is ours now.
+    const deliveries = await sql`DELETE FROM webhook_deliveries WHERE id = ANY(${ids}) AND ${finishedBefore}`.execute(trx);
+    return { deliveries: Number(deliveries.numAffectedRows ?? 0), attempts: Number(attempts.numAffectedRows ?? 0) };
+  });
+}
+
+/**
+ * Deletes up to `limit` events created before `before` that nothing needs any more: the poller has
+ * read past them and no delivery (pending, failed, dead or succeeded but kept) refers to them.
+ */
+export async function deleteUnneededEvents(db: Kysely<Database>, before: string, limit: number): Promise<number> {
+  const result = await sql`
+    DELETE FROM events WHERE id IN (
+      SELECT e.id FROM events e, webhook_poller_state p
+      WHERE p.id = 1 AND e.created_at < ${before}::timestamptz
+        AND (e.created_at, e.seq) <= (p.position_created_at, p.position_seq)
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
+      LIMIT ${limit}
+      FOR UPDATE OF e SKIP LOCKED
+    )
+  `.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
+
+/** When the oldest delivery still kept was created (ISO), or undefined when there is none. */
+export async function oldestDeliveryAt(db: Kysely<Database>): Promise<string | undefined> {
+  const { rows } = await sql<{ at: string | null }>`
+    SELECT iso_utc(min(created_at)) AS at FROM webhook_deliveries
+  `.execute(db);
+  return rows[0]?.at ?? undefined;
+}

@@ -1,0 +1,28 @@
+/**
+ * Drift check: the committed packages/client/src/generated/api-types.ts is exactly what
+ * `npm run generate -w @store-api/client` produces from the application's OpenAPI document now. A
+ * schema change without a regeneration fails here.
+ */
+import { readFileSync } from 'node:fs';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { API_TYPES_FILE, buildOpenApiDocument, renderApiTypes } from '../../packages/client/scripts/generate-api-types.ts';
+
+describe('the client\'s generated API types', () => {
+  let document: Record<string, unknown>;
+  beforeAll(async () => {
+    document = await buildOpenApiDocument();
+  });
+
+  it('match the OpenAPI document the service serves (run `npm run generate -w @store-api/client` if not)', async () => {
+    const generated = await renderApiTypes(document);
+    const committed = readFileSync(API_TYPES_FILE, 'utf8');
+    expect(committed === generated, 'packages/client/src/generated/api-types.ts is stale: run `npm run generate -w @store-api/client` and commit it').toBe(true);
+  });
+
+  it('cover every event type of the webhooks section and every read operation', () => {
+    const { webhooks, paths } = document as { webhooks: Record<string, unknown>; paths: Record<string, unknown> };
+    const committed = readFileSync(API_TYPES_FILE, 'utf8');
+    for (const type of Object.keys(webhooks)) expect(committed).toContain(`type: "${type}"`);
+    for (const path of Object.keys(paths).filter((p) => p.startsWith('/api/v1/'))) expect(committed).toContain(`"${path}": {`);
+  });
+});

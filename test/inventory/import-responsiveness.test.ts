@@ -1,0 +1,97 @@
+/**
+ * Issue 11 point 6: a long database write must not starve the HTTP side. On the embedded default
+ * PGlite runs on the main thread; the test marks the moment the import's transaction has written its
+ * first stock movements (a Kysely plugin watching the statements) and the moment it commits, and
+ * asks GET /healthz over real HTTP back to back meanwhile: some answers must arrive in between.
+ * (Ordering, not timing: without yielding between statements no answer can arrive in between,
+ * because the client runs on the same blocked thread.) The import stays all-or-nothing.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { InsertQueryNode, sql, type KyselyPlugin } from 'kysely';
+import { pino } from 'pino';
+import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
+import { buildApp, type App } from '../../src/app.ts';
+import { loadConfig } from '../../src/config/config.ts';
+import { createToken } from '../../src/tokens/token.service.ts';
+import { writeCommits } from '../../src/db/write-clock.ts';
+
+const ROWS = 4000;
+
+describe.each(backends)('large CSV import keeps the server answering (%s)', (backend) => {
+  let database: TestDatabase;
+  let app: App;
+  let base: string;
+  let admin: Record<string, string>;
+  const phase = { movementsWritten: false, committed: false };
+  const probe: KyselyPlugin = {
+    transformQuery(args) {
+      const node = args.node;
+      if (InsertQueryNode.is(node) && node.into?.table.identifier.name === 'stock_movements') phase.movementsWritten = true;
+      return node;
+    },
+    transformResult: async (args) => args.result,
+  };
+
+  beforeAll(async () => {
+    database = await openTestDatabase(backend);
+    await sql`INSERT INTO products (id, name, slug, product_type, sku, price, created_at, last_modified)
+      SELECT gen_random_uuid(), 'Import ' || i, 'import-' || i, 'physical', 'IMP-' || i, 1, now(), now()
+      FROM generate_series(1, ${ROWS}::int) AS i`.execute(database.db);
+    const config = loadConfig({ LOG_LEVEL: 'silent', SEED_DEMO: 'false' });
+    app = await buildApp({ config, database: { ...database, db: database.db.withPlugin(probe) }, logger: pino({ level: 'silent' }) });
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const address = app.server.address();
+    base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    admin = { authorization: `Bearer ${(await createToken(database.db, { name: 'import', scopes: ['admin'] })).token}` };
+  });
+  afterAll(async () => {
+    await app?.close();
+    await database?.close();
+  });
+
+  const importCsv = (csv: string) => fetch(`${base}/admin/api/v1/inventory/import`, {
+    method: 'POST', headers: { ...admin, 'content-type': 'text/csv' }, body: csv,
+  });
+  const csvOf = (rows: string[]) => `sku,stock\n${rows.join('\n')}\n`;
+
+  it('answers /healthz while the import transaction is in progress, and applies every row', async () => {
+    const onCommit = () => { if (phase.movementsWritten) phase.committed = true; };
+    writeCommits.on('commit', onCommit);
+    try {
+      const importing = importCsv(csvOf(Array.from({ length: ROWS }, (_, i) => `IMP-${i + 1},${i + 7}`)));
+      let finished = false;
+      const imported = importing.then((r) => { finished = true; return r; });
+      let answeredDuringTransaction = 0;
+      while (!finished) {
+        const health = await fetch(`${base}/healthz`);
+        expect(health.status).toBe(200);
+        await health.arrayBuffer();
+        if (phase.movementsWritten && !phase.committed) answeredDuringTransaction += 1;
+      }
+      const res = await imported;
+      expect(res.status).toBe(201);
+      expect((await res.json()).data).toEqual({ rows: ROWS, movements: ROWS, products: ROWS });
+      expect(phase.committed).toBe(true);
+      expect(answeredDuringTransaction).toBeGreaterThan(0);
+    } finally {
+      writeCommits.off('commit', onCommit);
+    }
+    const { rows } = await sql<{ n: number; wrong: number }>`
+      SELECT count(*)::int AS n, count(*) FILTER (WHERE stock <> substring(sku from 5)::int + 6)::int AS wrong
+      FROM products WHERE sku LIKE 'IMP-%'`.execute(database.db);
+    expect(rows[0]).toEqual({ n: ROWS, wrong: 0 });
+  });
+
+  it('a large import with one bad row changes nothing', async () => {
+    const before = await sql<{ n: number }>`SELECT count(*)::int AS n FROM stock_movements`.execute(database.db);
+    const rows = Array.from({ length: ROWS }, (_, i) => `IMP-${i + 1},1`);
+    rows.push('IMP-NOPE,1');
+    const res = await importCsv(csvOf(rows));
+    expect(res.status).toBe(400);
+    expect(JSON.stringify(await res.json())).toContain(`line ${ROWS + 2}`);
+    const after = await sql<{ n: number }>`SELECT count(*)::int AS n FROM stock_movements`.execute(database.db);
+    expect(after.rows[0]!.n).toBe(before.rows[0]!.n);
+    const changed = await sql<{ n: number }>`SELECT count(*)::int AS n FROM products WHERE sku LIKE 'IMP-%' AND stock = 1`.execute(database.db);
+    expect(changed.rows[0]!.n).toBe(0);
+  });
+});

@@ -1,0 +1,166 @@
+/**
+ * The sync tool's parts against the real service: a resumable initial sync that never leaves half a
+ * batch, the receiver's idempotent newest-wins apply, a reconcile across bulk-import ties, and the
+ * CLI's one-line errors and verify exit codes.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AddressInfo } from 'node:net';
+import { sql } from 'kysely';
+import { backends, openTestDatabase } from '../helpers/test-database.ts';
+import { buildTestApp, UNLIMITED, type TestApp } from '../helpers/test-app.ts';
+import { aProduct, aProductWithVariants } from '../helpers/store-fixtures.ts';
+import { importStockCsv } from '../../src/inventory/stock.service.ts';
+import { revokeToken, createToken } from '../../src/tokens/token.service.ts';
+import { signatureHeaders } from '../../src/webhooks/webhook-signing.ts';
+import { PROJECT_ROOT } from '../production/process-helpers.ts';
+import {
+  clientStoreReader, handleWebhook, initialSync, mirrorMatches, openMirror, reconcile, verifyMirror, webhookVerifier,
+  SYNC_RESOURCES, type MirrorDatabase,
+} from '../../packages/sync/src/index.ts';
+import { readSyncState, countRecords } from '../../packages/sync/src/mirror/mirror.repository.ts';
+import type { StoreReader } from '../../packages/sync/src/store-reader.ts';
+
+const SYNC_CLI = join(PROJECT_ROOT, 'packages/sync/bin/store-api-sync.js');
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+const products = SYNC_RESOURCES.find((r) => r.name === 'products')!;
+
+describe.each(backends)('store-api-sync (%s)', (backend) => {
+  let t: TestApp;
+  let baseUrl: string;
+  let token: string;
+  const closers: { close(): Promise<void> }[] = [];
+
+  async function freshMirror(): Promise<MirrorDatabase & { url?: string }> {
+    if (backend === 'postgres') {
+      const db = await openTestDatabase('postgres', { poolSize: 2 });
+      closers.push(db);
+      const mirror = await openMirror({ databaseUrl: db.url });
+      closers.push(mirror);
+      return Object.assign(mirror, { url: db.url });
+    }
+    const mirror = await openMirror({});
+    closers.push(mirror);
+    return mirror;
+  }
+
+  beforeAll(async () => {
+    t = await buildTestApp(backend, { ...UNLIMITED });
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    baseUrl = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    token = (await t.auth()).authorization.slice('Bearer '.length);
+    for (let i = 0; i < 12; i++) await aProductWithVariants(t.database.db, [3, 4]);
+    for (let i = 0; i < 13; i++) await aProduct(t.database.db);
+  });
+  afterAll(async () => {
+    for (const c of closers.reverse()) await c.close();
+    await t?.close();
+  });
+
+  it('initial sync: a crash mid-export leaves whole batches only, and a second run resumes to an exact mirror', async () => {
+    const mirror = await freshMirror();
+    const reader = clientStoreReader({ baseUrl, token });
+    // A reader that dies after 15 of the 25 product records: batches of 10 → one committed, five in hand.
+    const crashing: StoreReader = {
+      listPage: reader.listPage,
+      async *exportRecords(resource, cursor) {
+        let n = 0;
+        for await (const record of reader.exportRecords(resource, cursor)) {
+          if (resource.name === 'products' && ++n > 15) throw new Error('connection lost');
+          yield record;
+        }
+      },
+    };
+    await expect(initialSync(mirror, crashing, [products], { batchSize: 10 })).rejects.toThrow('connection lost');
+    const state = await readSyncState(mirror.db, 'products');
+    expect(state).toMatchObject({ initial_done: false, initial_records: 10 });
+    expect(await countRecords(mirror.db, products)).toBe(10);
+
+    const resumed = await initialSync(mirror, reader, SYNC_RESOURCES, { batchSize: 10 });
+    expect(resumed.get('products')).toBe(15); // only what was missing
+    expect(mirrorMatches(await verifyMirror(mirror, reader, SYNC_RESOURCES))).toBe(true);
+  });
+
+  it('receiver: newer payloads apply, older ones and redeliveries change nothing, a wrong secret is refused', async () => {
+    const mirror = await freshMirror();
+    const verify = webhookVerifier([SECRET]);
+    const product = (await aProduct(t.database.db)) as unknown as Record<string, unknown> & { id: string; last_modified: string };
+    const older = { ...product, name: 'old name', last_modified: '2026-01-01T00:00:00.000001Z' };
+    const newer = { ...product, name: 'new name', last_modified: '2026-01-01T00:00:00.000002Z' };
+    const deliver = (eventId: string, data: unknown, secret = SECRET) => {
+      const body = JSON.stringify({ id: eventId, type: 'product.updated', created_at: '2026-01-01T00:00:00.000002Z', data });
+      return handleWebhook(mirror, verify, body, signatureHeaders([secret], eventId, Math.floor(Date.now() / 1000), body));
+    };
+    const stored = async () => (await sql<{ name: string; last_modified: string }>`SELECT name, record->>'last_modified' AS last_modified FROM store_mirror.products WHERE id = ${product.id}`.execute(mirror.db)).rows[0];
+
+    expect(await deliver('0192aaaa-0000-7000-8000-000000000002', newer)).toMatchObject({ status: 200, outcome: 'applied' });
+    expect(await deliver('0192aaaa-0000-7000-8000-000000000001', older)).toMatchObject({ status: 200, outcome: 'stale' });
+    expect(await deliver('0192aaaa-0000-7000-8000-000000000002', { ...newer, name: 'tampered' })).toMatchObject({ status: 200, outcome: 'duplicate' });
+    expect(await stored()).toEqual({ name: 'new name', last_modified: newer.last_modified });
+    const wrong = await deliver('0192aaaa-0000-7000-8000-000000000003', { ...newer, name: 'forged', last_modified: '2027-01-01T00:00:00.000000Z' }, 'whsec_b3RoZXJzZWNyZXRvdGhlcnNlY3JldA==');
+    expect(wrong).toMatchObject({ status: 401, outcome: 'bad-signature' });
+    expect(wrong.message).toMatch(/^webhook signature rejected .*check --secret/);
+    expect(await stored()).toEqual({ name: 'new name', last_modified: newer.last_modified });
+  });
+
+  it('reconcile: pulls what no webhook brought, across a bulk import stamping many records alike, in small pages', async () => {
+    const mirror = await freshMirror();
+    const reader = clientStoreReader({ baseUrl, token });
+    await initialSync(mirror, reader, SYNC_RESOURCES);
+    const skus = (await sql<{ sku: string }>`SELECT sku FROM variants WHERE sku IS NOT NULL UNION ALL SELECT sku FROM products p WHERE sku IS NOT NULL AND NOT EXISTS (SELECT 1 FROM variants v WHERE v.product_id = p.id)`.execute(t.database.db)).rows.map((r) => r.sku);
+    await importStockCsv(t.database.db, `sku,quantity_change\n${skus.map((s) => `${s},1`).join('\n')}\n`);
+    expect(mirrorMatches(await verifyMirror(mirror, reader, SYNC_RESOURCES))).toBe(false);
+
+    const reports = await reconcile(mirror, reader, SYNC_RESOURCES, { pageSize: 7 });
+    const byName = Object.fromEntries(reports.map((r) => [r.resource, r]));
+    expect(byName.stock_movements!.applied).toBe(skus.length); // one movement per CSV row, all one last_modified
+    expect(byName.products!.applied).toBeGreaterThanOrEqual(25);
+    expect(byName.products!.lagMs).toBeGreaterThanOrEqual(0);
+    expect(mirrorMatches(await verifyMirror(mirror, reader, SYNC_RESOURCES))).toBe(true);
+    // A second run finds nothing new.
+    expect((await reconcile(mirror, reader, SYNC_RESOURCES)).every((r) => r.applied === 0)).toBe(true);
+  });
+
+  it('CLI: verify exits 0 on an exact mirror and 1 listing a tampered id; wrong URL and revoked token are one line each', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'store-api-sync-cli-'));
+    const mirrorArgs = backend === 'postgres' ? ['--database', (await openTestDatabase('postgres', { poolSize: 1 }).then((db) => (closers.push(db), db))).url!] : ['--data-dir', dataDir];
+    const env = { STORE_API_URL: baseUrl, STORE_API_TOKEN: token };
+    expect((await cli(['init', ...mirrorArgs], env)).code).toBe(0);
+    const ok = await cli(['verify', ...mirrorArgs], env);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(/products +api \d+ \((\w+)\) mirror \d+ \(\1\) match/);
+
+    const tampered = (await aProduct(t.database.db)).id; // changed in the store, never synced
+    const differ = await cli(['verify', ...mirrorArgs], env);
+    expect(differ.code).toBe(1);
+    expect(differ.stdout).toContain(`missing from mirror (1): ${tampered}`);
+
+    const badUrl = await cli(['verify', ...mirrorArgs, '--url', 'http://127.0.0.1:1'], { ...env, });
+    expect(badUrl.code).toBe(1);
+    expect(badUrl.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^store-api-sync: Cannot reach the Store API at http:\/\/127\.0\.0\.1:1/)]);
+
+    const revoked = await createToken(t.database.db, { name: 'revoked' });
+    await revokeToken(t.database.db, revoked.summary.id);
+    const denied = await cli(['verify', ...mirrorArgs, '--token', revoked.token], env);
+    expect(denied.code).toBe(1);
+    expect(denied.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^store-api-sync: .*401/)]);
+
+    const badSecret = await cli(['serve', ...mirrorArgs, '--secret', 'not-a-secret'], env);
+    expect(badSecret.code).toBe(1);
+    expect(badSecret.stderr.trim()).toBe('store-api-sync: the signing secret is not a whsec_… secret (--secret or STORE_WEBHOOK_SECRET)');
+  }, 120_000);
+});
+
+function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [SYNC_CLI, ...args], { env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
