@@ -10,6 +10,7 @@ import * as webhooks from './migrations/0002-webhooks.ts';
 import * as adminUsers from './migrations/0003-admin-users.ts';
 import * as eventFeedRetention from './migrations/0004-event-feed-retention.ts';
 import * as adminSetupCodes from './migrations/0005-admin-setup-codes.ts';
+import * as lastModifiedForward from './migrations/0006-last-modified-forward.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -17,6 +18,7 @@ const migrations: Record<string, Migration> = {
   '0003-admin-users': adminUsers,
   '0004-event-feed-retention': eventFeedRetention,
   '0005-admin-setup-codes': adminSetupCodes,
+  '0006-last-modified-forward': lastModifiedForward,
 };
 
 function migrator(db: Kysely<any>): Migrator {

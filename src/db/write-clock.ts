@@ -16,6 +16,9 @@
  *  horizon. A writer that took the lock after the reader looked read its stamp after that, so stamp
  *  > t ≥ horizon. Either way no row can still commit below the horizon. The cost is a wait of at most
  *  one write transaction's length before a change shows up in lists.
+ *  A stamp is taken before the row locks, so a writer can update a row after a later-stamped writer
+ *  committed it; a trigger (migration 0006) then moves the row one microsecond past the version it
+ *  replaces, so a record's last_modified never goes back and "newest wins" consumers stay right.
  *
  * PGlite has one connection that Kysely serialises, so a reader never runs inside someone else's
  * open write and the lock table is empty; the same code holds there trivially.

@@ -28,7 +28,7 @@ import {
   handleWebhook, clientStoreReader, initialSync, mirrorMatches, reconcile, verifyMirror, webhookVerifier,
   SYNC_RESOURCES, type MirrorDatabase, type ReconcileReport, type ResourceComparison,
 } from '../../packages/sync/src/index.ts';
-import { receivedEventIds, eventSummary } from '../../packages/sync/src/mirror/mirror.repository.ts';
+import { receivedEventIds, eventSummary, readRecords } from '../../packages/sync/src/mirror/mirror.repository.ts';
 
 export interface ChaosOptions {
   backend: 'pglite' | 'postgres';
@@ -70,6 +70,8 @@ export interface ChaosReport {
   undelivered: string[];
   /** Keys differing before the reconcile, per resource, that no dead-lettered event explains. */
   unexplainedBeforeReconcile: Record<string, string[]>;
+  /** For each unexplained key: the mirror's and the API's record and the service's events for it. */
+  unexplainedDetail: unknown[];
   beforeReconcile: ResourceComparison[];
   reconcile: ReconcileReport[];
   afterReconcile: ResourceComparison[];
@@ -156,6 +158,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await waitFor(async () => (await admin.pendingDeliveries(endpoint.id)) === 0, 120_000, 'no pending deliveries');
     log('no delivery pending');
     const beforeReconcile = await verifyMirror(options.mirror, reader, SYNC_RESOURCES);
+    const beforeMirror = await mirrorSnapshot(options.mirror, reader, beforeReconcile);
     // Pages smaller than a CSV import: the ties must be carried across page boundaries.
     const reconcileReports = await reconcile(options.mirror, reader, SYNC_RESOURCES, { pageSize: 10 });
     log(`reconciled: ${reconcileReports.map((r) => `${r.resource} ${r.applied}/${r.pulled}`).join(', ')}`);
@@ -172,6 +175,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const ids = [...r.missing, ...r.extra, ...r.different].filter((id) => !deadResources.has(id));
       if (ids.length) unexplainedBeforeReconcile[r.resource] = ids;
     }
+    const unexplainedDetail = Object.keys(unexplainedBeforeReconcile).length === 0 ? []
+      : await explainDifferences(options.backend === 'postgres' ? { databaseUrl: options.databaseUrl } : { dataDir }, endpoint.id, beforeMirror, unexplainedBeforeReconcile);
     return {
       writes,
       receiver: front.counts,
@@ -183,6 +188,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       lostEvents: delivery.succeeded.filter((id) => !received.has(id)),
       undelivered: delivery.unfinished,
       unexplainedBeforeReconcile,
+      unexplainedDetail,
       beforeReconcile,
       reconcile: reconcileReports,
       afterReconcile,
@@ -243,6 +249,11 @@ class ServiceProcesses {
     open();
   }
 
+  /** The API process's last logged errors (for a failure message). */
+  recentErrors(): string {
+    return (this.#api?.output() ?? '').split('\n').filter((line) => /"level":(50|60)/.test(line)).slice(-3).join('\n');
+  }
+
   async stop(): Promise<void> {
     await this.#worker?.stop('SIGTERM');
     await this.#api?.stop('SIGTERM');
@@ -266,6 +277,49 @@ async function freePort(): Promise<number> {
 }
 
 /** Facts from the service's own tables (read after it stopped, so PGlite's directory is free). */
+/** The mirror's and the API's version of every record that differs (before the reconcile). */
+async function mirrorSnapshot(mirror: MirrorDatabase, reader: ReturnType<typeof clientStoreReader>, comparisons: ResourceComparison[]) {
+  const snapshot = new Map<string, { mirror?: unknown; api?: unknown }>();
+  for (const c of comparisons) {
+    const ids = new Set([...c.missing, ...c.extra, ...c.different]);
+    if (ids.size === 0) continue;
+    const resource = SYNC_RESOURCES.find((r) => r.name === c.resource)!;
+    for await (const record of readRecords(mirror.db, resource)) {
+      const id = String(record[resource.key]);
+      if (ids.has(id)) snapshot.set(`${c.resource}/${id}`, { ...snapshot.get(`${c.resource}/${id}`), mirror: record });
+    }
+    for await (const record of reader.exportRecords(resource, null)) {
+      const id = String(record[resource.key]);
+      if (ids.has(id)) snapshot.set(`${c.resource}/${id}`, { ...snapshot.get(`${c.resource}/${id}`), api: record });
+    }
+  }
+  return snapshot;
+}
+
+/** What a failed run needs to be understood: both versions, the fields that differ, the events. */
+async function explainDifferences(where: { databaseUrl?: string; dataDir?: string }, endpointId: string, snapshot: Awaited<ReturnType<typeof mirrorSnapshot>>, unexplained: Record<string, string[]>) {
+  const handle = await openDatabase({ ...where, poolSize: 2 });
+  try {
+    const detail: unknown[] = [];
+    for (const [resource, ids] of Object.entries(unexplained)) {
+      for (const id of ids) {
+        const { mirror, api } = snapshot.get(`${resource}/${id}`) ?? {};
+        const m = (mirror ?? {}) as Record<string, unknown>;
+        const a = (api ?? {}) as Record<string, unknown>;
+        const fields = [...new Set([...Object.keys(m), ...Object.keys(a)])].filter((k) => JSON.stringify(m[k]) !== JSON.stringify(a[k]));
+        const { rows: events } = await sql<{ seq: string; type: string; created_at: string; last_modified: string; status: string | null; attempts: number | null }>`
+          SELECT e.seq::text, e.type, e.created_at::text, e.data->>'last_modified' AS last_modified, d.status, d.attempt_count AS attempts
+          FROM events e LEFT JOIN webhook_deliveries d ON d.event_id = e.id AND d.endpoint_id = ${endpointId}::uuid
+          WHERE e.resource_id = ${id} ORDER BY e.seq`.execute(handle.db);
+        detail.push({ resource, id, fields: Object.fromEntries(fields.map((k) => [k, { mirror: m[k], api: a[k] }])), events });
+      }
+    }
+    return detail;
+  } finally {
+    await handle.close();
+  }
+}
+
 async function deliveryFacts(where: { databaseUrl?: string; dataDir?: string }, endpointId: string) {
   const handle = await openDatabase({ ...where, poolSize: 2 });
   try {
@@ -396,7 +450,7 @@ class AdminApi {
         continue;
       }
       if (res.status >= 500) {
-        if (attempt > 50) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+        if (attempt > 50) throw new Error(`${method} ${path} ${typeof body === 'string' ? body : JSON.stringify(body)}: ${res.status} ${text}\n${this.service.recentErrors()}`);
         await this.service.ready;
         continue;
       }

@@ -49,7 +49,7 @@ describe.each(backends)('sync chaos (%s)', (backend) => {
     expect(report.undelivered, 'events neither delivered nor dead-lettered').toEqual([]);
     expect(report.lostEvents, 'delivered events the mirror never recorded').toEqual([]);
     expect(report.delivered + report.deadLetters).toBe(report.events);
-    expect(report.unexplainedBeforeReconcile, 'records differing before the reconcile with no dead letter to explain them').toEqual({});
+    expect(report.unexplainedBeforeReconcile, `records differing before the reconcile with no dead letter to explain them: ${JSON.stringify(report.unexplainedDetail, null, 1)}`).toEqual({});
 
     // And after the reconcile, record for record.
     for (const r of report.afterReconcile) {
