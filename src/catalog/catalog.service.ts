@@ -108,7 +108,7 @@ async function insertImages(ctx: WriteContext, productId: string, images: ImageI
 }
 
 async function lockProduct(ctx: WriteContext, id: string) {
-  const product = await ctx.trx.selectFrom('products').selectAll().where('id', '=', id).forUpdate().executeTakeFirst();
+  const product = await ctx.trx.selectFrom('products').selectAll().where('id', '=', id).forNoKeyUpdate().executeTakeFirst();
   if (!product) throw notFound('product', id);
   return product;
 }

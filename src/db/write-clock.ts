@@ -44,18 +44,34 @@ export interface WriteContext {
 export const writeCommits = new EventEmitter();
 writeCommits.setMaxListeners(0);
 
+/** SQLSTATEs after which the whole transaction is run again: it was rolled back and changed nothing. */
+const RETRYABLE = new Set(['40P01', '40001']); // deadlock_detected, serialization_failure
+/** Runs of one write before its deadlock is given up (then answered 503, shared/db-errors.ts). */
+export const WRITE_ATTEMPTS = 4;
+
 /**
  * Runs `fn` in one transaction that takes part in the write-clock protocol. Keep it short and never
- * do network I/O inside: PGlite runs one query at a time for the whole process.
+ * do network I/O inside: PGlite runs one query at a time for the whole process. A transaction that
+ * loses a deadlock (or a serialization race) is rolled back by the server and run again from the
+ * start, up to WRITE_ATTEMPTS times, so `fn` may run more than once: keep its effects inside `trx`.
  */
 export async function runWrite<T>(db: Kysely<Database>, fn: (ctx: WriteContext) => Promise<T>): Promise<T> {
-  const result = await db.transaction().execute(async (trx) => {
-    await sql`SELECT pg_advisory_xact_lock_shared(${WRITE_LOCK_KEY}::bigint)`.execute(trx);
-    const { rows } = await sql<{ stamp: string }>`SELECT clock_timestamp() AS stamp`.execute(trx);
-    return fn({ trx, stamp: rows[0]!.stamp });
-  });
-  writeCommits.emit('commit', db);
-  return result;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const result = await db.transaction().execute(async (trx) => {
+        await sql`SELECT pg_advisory_xact_lock_shared(${WRITE_LOCK_KEY}::bigint)`.execute(trx);
+        const { rows } = await sql<{ stamp: string }>`SELECT clock_timestamp() AS stamp`.execute(trx);
+        return fn({ trx, stamp: rows[0]!.stamp });
+      });
+      writeCommits.emit('commit', db);
+      return result;
+    } catch (error) {
+      const code = (error as { code?: unknown } | null)?.code;
+      if (attempt >= WRITE_ATTEMPTS || typeof code !== 'string' || !RETRYABLE.has(code)) throw error;
+      // A short random pause so the two losers of one race do not meet again at once.
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 20 * attempt));
+    }
+  }
 }
 
 /** The read horizon (timestamptz text): rows with `last_modified < horizon` are final. */

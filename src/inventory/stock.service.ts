@@ -56,6 +56,10 @@ export async function applyStockChanges(ctx: WriteContext, changes: readonly Sto
   const productIds = [...new Set(changes.map((c) => c.productId))];
   const variantIds = [...new Set(changes.flatMap((c) => (c.variantId ? [c.variantId] : [])))];
 
+  // FOR NO KEY UPDATE, not FOR UPDATE: inserting an order item or a movement takes FOR KEY SHARE on
+  // the product and variant it references, and FOR UPDATE waits for that; two orders of one product
+  // each held the other's key share and deadlocked (9 of 10 concurrent orders failed, 40P01).
+  // We never change a key, so the weaker lock is the right one and does not wait for key shares.
   // Lock in a fixed order (products, then variants, by id) so concurrent writers cannot deadlock:
   // ids sorted, then chunked, so every chunk locks ids above the previous one's. One array parameter
   // per chunk (never one bind parameter per id: the protocol allows 65,535) and statements of
@@ -63,12 +67,12 @@ export async function applyStockChanges(ctx: WriteContext, changes: readonly Sto
   const products = [];
   for (const part of chunks([...productIds].sort())) {
     products.push(...await trx.selectFrom('products').select(['id', 'product_type', 'sku', 'own_stock'])
-      .where('id', '=', sql<string>`ANY(${part}::uuid[])`).orderBy('id').forUpdate().execute());
+      .where('id', '=', sql<string>`ANY(${part}::uuid[])`).orderBy('id').forNoKeyUpdate().execute());
   }
   const variants = [];
   for (const part of chunks([...variantIds].sort())) {
     variants.push(...await trx.selectFrom('variants').select(['id', 'product_id', 'sku', 'stock'])
-      .where('id', '=', sql<string>`ANY(${part}::uuid[])`).orderBy('id').forUpdate().execute());
+      .where('id', '=', sql<string>`ANY(${part}::uuid[])`).orderBy('id').forNoKeyUpdate().execute());
   }
   const productById = new Map(products.map((p) => [p.id, p]));
   const variantById = new Map(variants.map((v) => [v.id, v]));

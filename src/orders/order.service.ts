@@ -136,7 +136,7 @@ export async function placeOrder(db: Kysely<Database>, input: OrderInput): Promi
 /** Moves an order's status; 409 when the transition is not allowed. Returns its JSON. */
 export async function changeOrderStatus(db: Kysely<Database>, id: string, to: OrderStatus, note?: string | null): Promise<unknown> {
   return runWrite(db, async (ctx) => {
-    const order = await ctx.trx.selectFrom('orders').select(['id', 'status']).where('id', '=', id).forUpdate().executeTakeFirst();
+    const order = await ctx.trx.selectFrom('orders').select(['id', 'status']).where('id', '=', id).forNoKeyUpdate().executeTakeFirst();
     if (!order) throw notFound('order', id);
     const from = order.status as OrderStatus;
     if (!canMoveOrder(from, to)) {
@@ -159,7 +159,7 @@ export async function changeOrderStatus(db: Kysely<Database>, id: string, to: Or
 /** Moves an order's payment status; 409 when the transition is not allowed. Returns its JSON. */
 export async function changePaymentStatus(db: Kysely<Database>, id: string, to: PaymentStatus): Promise<unknown> {
   return runWrite(db, async (ctx) => {
-    const order = await ctx.trx.selectFrom('orders').select(['id', 'payment_status']).where('id', '=', id).forUpdate().executeTakeFirst();
+    const order = await ctx.trx.selectFrom('orders').select(['id', 'payment_status']).where('id', '=', id).forNoKeyUpdate().executeTakeFirst();
     if (!order) throw notFound('order', id);
     const from = order.payment_status as PaymentStatus;
     if (!canMovePayment(from, to)) {

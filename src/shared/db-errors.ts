@@ -46,6 +46,8 @@ const UNAVAILABLE_SQLSTATES: readonly string[] = [
   '57P05', // idle_session_timeout (PostgreSQL 14+)
   '53300', // too_many_connections: momentary, another process holds the slots
   '25P03', // idle_in_transaction_session_timeout
+  '40P01', // deadlock_detected: lost a lock race; runWrite already retried it (db/write-clock.ts)
+  '40001', // serialization_failure: the same, for a serialization race
 ];
 const UNAVAILABLE_NODE_CODES: readonly string[] = [
   'ECONNREFUSED', // nothing listens (server down, restarting)

@@ -11,6 +11,7 @@ const pgError = (code: string, message = 'x') => Object.assign(new Error(message
 describe('isDatabaseUnavailable', () => {
   it.each([
     ['57P01 admin_shutdown (pg_terminate_backend)', pgError('57P01', 'terminating connection due to administrator command')],
+    ['40P01 deadlock_detected (after runWrite gave up retrying)', pgError('40P01', 'deadlock detected')],
     ['57P02 crash_shutdown', pgError('57P02')],
     ['57P03 cannot_connect_now', pgError('57P03', 'the database system is starting up')],
     ['08006 connection_failure (class 08)', pgError('08006')],
