@@ -2,7 +2,7 @@
  * Measuring tools of the benchmark: server processes, wrk runs, the read and export ceilings,
  * statistics over alternated rounds. Load always comes from another process than the one measured.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -100,6 +100,23 @@ export interface LoadResult {
 }
 
 /** wrk against one URL: requests/s and latency percentiles (ms). Any non-2xx response fails the run. */
+/**
+ * wrk (Debian package `wrk`) gives the load. On a fresh machine it is not there yet: installed with
+ * apt-get when we are root (as .ci/run installs chromium), otherwise the run stops with one line.
+ */
+export function ensureWrk(): void {
+  const found = () => spawnSync('wrk', ['--version'], { stdio: 'ignore' }).error === undefined;
+  if (found()) return;
+  if (process.getuid?.() === 0 && spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).error === undefined) {
+    log('bench: installing wrk (apt-get install -y wrk)');
+    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+    spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
+    spawnSync('apt-get', ['install', '-y', '-qq', 'wrk'], { stdio: 'inherit', env });
+    if (found()) return;
+  }
+  throw new Error('bench: wrk is needed for the load and is not installed: apt-get install -y wrk');
+}
+
 export async function wrk(url: string, opts: { connections: number; seconds: number; headers: Record<string, string>; script?: string; env?: Record<string, string> }): Promise<LoadResult> {
   const args = ['-t', String(Math.min(2, opts.connections)), '-c', String(opts.connections), '-d', `${opts.seconds}s`, '--latency'];
   for (const [name, value] of Object.entries(opts.headers)) args.push('-H', `${name}: ${value}`);

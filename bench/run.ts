@@ -33,7 +33,7 @@ import { generateBenchStore, type StoreSize } from './generate-store.ts';
 import { benchWebhooks, type WebhookResults } from './webhook-bench.ts';
 import { WRK_POST_SCRIPT, peerPageBody, startPostGraphile } from './peer/graphql-page.ts';
 import {
-  alternate, copyOut, exportWalk, freePort, log, queryLoop, spread, startServer, wrk,
+  alternate, copyOut, ensureWrk, exportWalk, freePort, log, queryLoop, spread, startServer, wrk,
   type ExportResult, type LoadResult, type ServerProcess, type Spread,
 } from './bench-tools.ts';
 
@@ -501,6 +501,7 @@ const NOTES: string[] = [
 ];
 
 // Measure the current sources compiled, as production runs them (bin/store-api.js picks dist/).
+ensureWrk();
 log('bench: npm run build');
 execFileSync(process.execPath, [fileURLToPath(new URL('../bin/build.js', import.meta.url))], { stdio: 'inherit' });
 log(`bench: ${f0(SIZE.products)} products, ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections`);

@@ -25,6 +25,7 @@ import type { WebhookWorker } from '../webhooks/webhook-worker.ts';
 import type { RetentionPruner } from '../retention/retention-pruner.ts';
 import { exitWithError } from './run-command.ts';
 import { adminSignInHint } from '../admin/dashboard/sign-in-hint.ts';
+import { applyHeapGrowing } from '../ops/heap-tuning.ts';
 
 // The app, the worker and their plugins are imported when a role starts, not for every CLI command.
 type Role = 'serve' | 'worker' | 'all';
@@ -80,6 +81,7 @@ async function run(role: Role): Promise<void> {
 
   try {
     const config = loadConfig();
+    applyHeapGrowing(config.HEAP_GROWING_PERCENT);
     running.ctx = await openContext(config, createLogger(config), { applicationName: `store-api-${role}` });
     const ctx = running.ctx;
 

@@ -44,6 +44,7 @@ export const EnvSchema = Type.Object({
   WEBHOOK_DEAD_LETTER_RETENTION_MS: Int(7_776_000_000, 1000, 315_360_000_000, 'How long dead letters and their attempts are kept unless retried (at least WEBHOOK_DELIVERY_RETENTION_MS)'),
   RETENTION_INTERVAL_MS: Int(600_000, 1000, 86_400_000, 'Time between pruning runs of the worker role'),
   RETENTION_BATCH_SIZE: Int(1000, 1, 100_000, 'Rows deleted per pruning statement (each in its own short transaction)'),
+  HEAP_GROWING_PERCENT: Int(10, 0, 1000, 'How far (%) the JavaScript heap may grow past its live size before a full collection in server roles; 0 = V8 default (see src/ops/heap-tuning.ts)'),
   SHUTDOWN_TIMEOUT_MS: Int(25_000, 100, 600_000, 'Grace period for in-flight work on SIGTERM'),
   ADMIN_SESSION_TTL_MS: Int(43_200_000, 60_000, 2_592_000_000, 'Admin dashboard session lifetime'),
   COOKIE_SECURE: Bool(false, 'Mark the dashboard session cookie Secure (set when served over HTTPS)'),
