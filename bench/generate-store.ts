@@ -46,7 +46,7 @@ async function products(db: Kysely<Database>, total: number): Promise<void> {
     await sql`
       WITH g AS (
         SELECT g, md5('p' || g)::uuid AS id, ${EPOCH}::timestamptz + g * interval '1 second' AS ts
-        FROM generate_series(${from}::int, ${to}::int) g
+        FROM generate_series(${from}::bigint, ${to}::bigint) g
       ), p AS (
         INSERT INTO products (id, name, slug, product_type, barcode, sku, price, cost_price, own_stock, stock,
                               category_id, thumbnail_url, is_active, created_at, last_modified)
@@ -78,7 +78,7 @@ async function customers(db: Kysely<Database>, total: number): Promise<void> {
       SELECT md5('c' || g)::uuid, 'Customer ' || g, '+2547' || lpad(g::text, 8, '0'), 'customer' || g || '@example.com',
              (ARRAY['Nairobi','Mombasa','Kisumu','Nakuru'])[1 + g % 4], g % 25 <> 0,
              ${EPOCH}::timestamptz + g * interval '1 second', ${EPOCH}::timestamptz + g * interval '1 second'
-      FROM generate_series(${from}::int, ${to}::int) g
+      FROM generate_series(${from}::bigint, ${to}::bigint) g
     `.execute(db);
   });
 }
@@ -92,7 +92,7 @@ async function orders(db: Kysely<Database>, total: number, customerCount: number
                1 + (g * 31 % ${productCount}::int) AS p1, 1 + (g * 37 % ${productCount}::int) AS p2,
                CASE WHEN ${customerCount}::int > 0 THEN md5('c' || (1 + g % greatest(${customerCount}::int, 1)))::uuid END AS customer_id,
                (1 + g % 3) AS q1, 1 AS q2, (5 + g % 50)::numeric(14,2) AS u1, (3 + g % 20)::numeric(14,2) AS u2
-        FROM generate_series(${from}::int, ${to}::int) g
+        FROM generate_series(${from}::bigint, ${to}::bigint) g
       ), o AS (
         INSERT INTO orders (id, source, status, payment_status, payment_method, customer_id, customer_name, customer_phone,
                             subtotal, discount, delivery_fee, total, created_at, last_modified)
