@@ -256,7 +256,9 @@ export async function generateDemoStore(db: Kysely<Database>, options: DemoOptio
   }
   // Fresh planner statistics: without them a just-filled PostgreSQL plans the JSON sub-selects badly
   // (a 200-product page measured 36 ms before ANALYZE, 8 ms after) until autovacuum gets to it.
-  await sql`ANALYZE`.execute(db);
+  // Only the tables written here: a bare ANALYZE also walks every system catalog (0.48 s of a
+  // 300-product first start on PGlite, against 0.06 s for these tables).
+  await sql`ANALYZE products, variants, images, customers, orders, order_items, stock_movements, events`.execute(db);
   return { products: productCount, customers: customerCount, orders: placed };
 }
 
