@@ -1,8 +1,8 @@
 /**
  * A pre-initialised, migrated PGlite data directory, built by `npm run build` (bin/build.js) into
  * dist/pglite-template/, so the first start of the embedded default copies it instead of running
- * initdb: initdb is most of a first start (measured 6–13 s on a loaded 2-core machine, against
- * well under a second for copying the template and opening it; docs/decisions/0006).
+ * initdb, which was most of a first start (5–13 s on the loaded 2-core machine, against 1.4–1.8 s
+ * for copying the template; docs/decisions/0006-first-start-template.md).
  *
  * Layout: `pgdata/` (the data directory, as PGlite left it after a clean close) and `stamp.json`,
  * written last: `{ pglite, migrations }`, the PGlite version that made it and the migrations it has.
