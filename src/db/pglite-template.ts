@@ -14,7 +14,7 @@
 import { PGlite } from '@electric-sql/pglite';
 import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kysely, PGliteDialect } from 'kysely';
 import { migrateToLatest, migrationNames } from './migrate.ts';
@@ -79,13 +79,19 @@ export function templateUnusable(templateDir: string): string | undefined {
 /**
  * Fills the PGlite data directory `dataDir` from the template when `dataDir` is missing or empty
  * and the template is usable; true when it did. The copy goes to a sibling and is renamed into
- * place, so a start killed half-way leaves no half-copied data directory behind.
+ * place, so a start killed half-way leaves no half-copied data directory behind (and the next
+ * start removes that sibling). The caller holds the data directory's lock.
  */
 export function copyPgliteTemplate(templateDir: string, dataDir: string): boolean {
   if (existsSync(dataDir) && readdirSync(dataDir).length > 0) return false;
   if (templateUnusable(templateDir) !== undefined) return false;
+  // Copies left by a start killed half-way (the caller holds the data directory's lock: no other
+  // process is copying).
+  const prefix = `${basename(dataDir)}.partial-`;
+  for (const name of readdirSync(dirname(dataDir))) {
+    if (name.startsWith(prefix)) rmSync(join(dirname(dataDir), name), { recursive: true, force: true });
+  }
   const partial = `${dataDir}.partial-${process.pid}`;
-  rmSync(partial, { recursive: true, force: true });
   cpSync(join(templateDir, 'pgdata'), partial, { recursive: true });
   rmSync(dataDir, { recursive: true, force: true }); // an empty directory, if any
   renameSync(partial, dataDir);

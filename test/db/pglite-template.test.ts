@@ -5,7 +5,7 @@
  * finish) is passed over for initdb. PGlite only: PostgreSQL has no data directory of ours.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openDatabase } from '../../src/db/database.ts';
@@ -35,7 +35,10 @@ describe('the PGlite template of a first start', () => {
 
   it('gives an empty data directory a migrated database that keeps what is written, and stays unchanged itself', async () => {
     const dataDir = join(root, 'fresh');
+    // What a start killed while copying leaves: a half copy beside the data directory.
+    mkdirSync(join(dataDir, 'pglite.partial-999999', 'base'), { recursive: true });
     const database = await openDatabase({ dataDir, template });
+    expect(readdirSync(dataDir).filter((name) => name.startsWith('pglite'))).toEqual(['pglite']);
     try {
       expect(await pendingMigrations(database.db)).toEqual([]);
       await migrateToLatest(database.db); // what every start runs: nothing left to do
