@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // `npm run build` (also run by `npm ci` through `prepare`): compiles src/ to dist/ with tsc, copies
-// the dashboard's static files beside the compiled plugin, and writes dist/.build-stamp last, so
+// the dashboard's static files beside the compiled plugin, builds the migrated PGlite template
+// (dist/pglite-template/), and writes dist/.build-stamp last, so
 // bin/store-api.js only runs a dist/ that finished building and is newer than every source file.
 import { execFileSync } from 'node:child_process';
 import { cpSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,4 +25,8 @@ try {
 rmSync(at('dist'), { recursive: true, force: true });
 execFileSync(process.execPath, [tsc, '-p', at('tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
 cpSync(at('src/admin/dashboard/public'), at('dist/admin/dashboard/public'), { recursive: true });
+// A migrated PGlite data directory the embedded default copies at its first start instead of
+// running initdb (src/db/pglite-template.ts, docs/decisions/0006).
+const { writePgliteTemplate, PGLITE_TEMPLATE_DIR } = await import('../dist/db/pglite-template.js');
+await writePgliteTemplate(PGLITE_TEMPLATE_DIR);
 writeFileSync(at('dist/.build-stamp'), `${new Date().toISOString()}\n`);

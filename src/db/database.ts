@@ -11,6 +11,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Database } from './schema.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
+import { copyPgliteTemplate, PGLITE_TEMPLATE_DIR } from './pglite-template.ts';
 
 export type Backend = 'pglite' | 'postgres';
 
@@ -41,6 +42,11 @@ export interface OpenDatabaseOptions {
   poolSize?: number;
   /** Clone source for tests: an already migrated PGlite instance. */
   pglite?: PGlite;
+  /**
+   * A migrated PGlite data directory copied into an empty `dataDir` instead of running initdb
+   * (db/pglite-template.ts); default the one `npm run build` makes, false for none.
+   */
+  template?: string | false;
   applicationName?: string;
   /** Told about connection errors the pool recovers from by itself (default: ignored). */
   onConnectionError?: (error: Error) => void;
@@ -96,6 +102,8 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
     // PGlite takes no lock of its own: two processes on one directory lose rows. Refuse the second.
     lock = acquireDataDirLock(dir);
     try {
+      const template = options.template ?? PGLITE_TEMPLATE_DIR;
+      if (template) copyPgliteTemplate(template, join(dir, 'pglite'));
       pglite = await PGlite.create({ dataDir: join(dir, 'pglite'), parsers });
     } catch (error) {
       lock.release();

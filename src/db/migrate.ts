@@ -21,6 +21,11 @@ const migrations: Record<string, Migration> = {
   '0006-last-modified-forward': lastModifiedForward,
 };
 
+/** Names of every migration this code has, in order. */
+export function migrationNames(): string[] {
+  return Object.keys(migrations);
+}
+
 function migrator(db: Kysely<any>): Migrator {
   return new Migrator({ db, provider: { getMigrations: async () => migrations } });
 }

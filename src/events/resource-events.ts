@@ -45,12 +45,26 @@ export async function movementsCreated(ctx: WriteContext, movementIds: readonly 
   }
 }
 
+/** order.created (or order.updated) for each of `ids`, set-based like productsChanged. */
+export async function ordersChanged(ctx: WriteContext, ids: readonly string[], created = false): Promise<void> {
+  for (const part of idChunks(ids)) {
+    await appendEvents(ctx, created ? 'order.created' : 'order.updated',
+      sql`SELECT o.id AS resource_id, ${orderJson} AS data FROM orders o WHERE o.id = ANY(${uuids(part)})`);
+  }
+}
+
 export async function orderChanged(ctx: WriteContext, id: string, created = false): Promise<void> {
-  await appendEvents(ctx, created ? 'order.created' : 'order.updated',
-    sql`SELECT o.id AS resource_id, ${orderJson} AS data FROM orders o WHERE o.id = ${id}::uuid`);
+  await ordersChanged(ctx, [id], created);
+}
+
+/** customer.created (or customer.updated) for each of `ids`, set-based like productsChanged. */
+export async function customersChanged(ctx: WriteContext, ids: readonly string[], created = false): Promise<void> {
+  for (const part of idChunks(ids)) {
+    await appendEvents(ctx, created ? 'customer.created' : 'customer.updated',
+      sql`SELECT c.id AS resource_id, ${customerJson} AS data FROM customers c WHERE c.id = ANY(${uuids(part)})`);
+  }
 }
 
 export async function customerChanged(ctx: WriteContext, id: string, created = false): Promise<void> {
-  await appendEvents(ctx, created ? 'customer.created' : 'customer.updated',
-    sql`SELECT c.id AS resource_id, ${customerJson} AS data FROM customers c WHERE c.id = ${id}::uuid`);
+  await customersChanged(ctx, [id], created);
 }

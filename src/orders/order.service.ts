@@ -1,16 +1,15 @@
 /**
  * Order writes: place an order (items priced from the catalog unless given, stock taken with `sale`
  * movements), move its status along the allowed transitions (cancel/refund restore stock with
- * `cancel`/`refund` movements) and move its payment status. Money is computed in cents; the
- * invariants item total = quantity × unit_price, subtotal = Σ items, total = subtotal − discount +
- * delivery_fee hold by construction and by CHECK constraints.
+ * `cancel`/`refund` movements) and move its payment status. Money is computed in cents by
+ * newOrderRows (new-order.ts); the invariants item total = quantity × unit_price, subtotal = Σ items,
+ * total = subtotal − discount + delivery_fee hold by construction and by CHECK constraints.
  */
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { runWrite } from '../db/write-clock.ts';
 import { conflict, invalidParameter, notFound } from '../api/problem.ts';
-import { centsToDecimal, MAX_MONEY, storableCents, toCents } from '../shared/money.ts';
 import { orderChanged } from '../events/resource-events.ts';
 import { applyStockChanges, type StockChange } from '../inventory/stock.service.ts';
 import {
@@ -18,6 +17,7 @@ import {
   type OrderStatus, type PaymentStatus,
 } from './order-status.ts';
 import { orderJson } from './order.json-sql.ts';
+import { amountCents, newOrderRows, type PricedItem } from './new-order.ts';
 
 export interface OrderItemInput {
   product_id: string;
@@ -44,12 +44,6 @@ export async function orderById(db: Kysely<Database>, id: string): Promise<unkno
   return rows[0]!.json;
 }
 
-function cents(value: number, param: string): number {
-  const c = toCents(value);
-  if (c === undefined || c < 0) throw invalidParameter(param, 'must be a non-negative amount with at most 2 decimals');
-  return c;
-}
-
 /** Places an order in status pending / payment pending; returns its JSON. */
 export async function placeOrder(db: Kysely<Database>, input: OrderInput): Promise<unknown> {
   if (input.items.length === 0) throw invalidParameter('body.items', 'must have at least one item');
@@ -73,7 +67,7 @@ export async function placeOrder(db: Kysely<Database>, input: OrderInput): Promi
 
     const orderId = randomUUID();
     const stock: StockChange[] = [];
-    const items = input.items.map((item, index) => {
+    const priced: PricedItem[] = input.items.map((item, index) => {
       const param = `body.items[${index}]`;
       const product = productById.get(item.product_id);
       if (!product) throw invalidParameter(`${param}.product_id`, `no product with id '${item.product_id}'`);
@@ -85,48 +79,31 @@ export async function placeOrder(db: Kysely<Database>, input: OrderInput): Promi
       } else if (withVariants.has(product.id)) {
         throw invalidParameter(`${param}.variant_id`, 'is required: the product has variants');
       }
-      const unitCents = cents(item.unit_price ?? Number(variant?.price ?? product.price), `${param}.unit_price`);
-      const totalCents = storableCents(unitCents * item.quantity);
-      if (totalCents === undefined) throw invalidParameter(`${param}.quantity`, `quantity × unit_price must not exceed ${MAX_MONEY}`);
+      const unitCents = amountCents(item.unit_price ?? Number(variant?.price ?? product.price), `${param}.unit_price`);
       stock.push({ productId: product.id, variantId: variant?.id ?? null, delta: -item.quantity, reason: 'sale', orderId });
       return {
-        id: randomUUID(),
-        order_id: orderId,
         product_id: product.id,
         variant_id: variant?.id ?? null,
         product_name: product.name,
         variant_name: variant?.name ?? null,
         quantity: item.quantity,
-        unit_price: centsToDecimal(unitCents),
-        total: centsToDecimal(totalCents),
-        position: index,
-        totalCents,
+        unitCents,
       };
     });
-    const subtotal = items.reduce((sum, i) => sum + i.totalCents, 0);
-    const discount = cents(input.discount ?? 0, 'body.discount');
-    const deliveryFee = cents(input.delivery_fee ?? 0, 'body.delivery_fee');
-    if (discount > subtotal + deliveryFee) throw invalidParameter('body.discount', 'must not exceed subtotal + delivery_fee');
-    // Every amount fits numeric(14,2) on its own; their sums may not.
-    if (storableCents(subtotal) === undefined) throw invalidParameter('body.items', `the items' totals must not add up to more than ${MAX_MONEY}`);
-    if (storableCents(subtotal - discount + deliveryFee) === undefined) throw invalidParameter('body.delivery_fee', `the order total must not exceed ${MAX_MONEY}`);
-    await trx.insertInto('orders').values({
+    const rows = newOrderRows({
       id: orderId,
+      stamp,
       source: input.source,
-      status: 'pending',
-      payment_status: 'pending',
       payment_method: input.payment_method ?? null,
       customer_id: input.customer_id ?? null,
       customer_name: customerName,
       customer_phone: customerPhone,
-      subtotal: centsToDecimal(subtotal),
-      discount: centsToDecimal(discount),
-      delivery_fee: centsToDecimal(deliveryFee),
-      total: centsToDecimal(subtotal - discount + deliveryFee),
-      created_at: stamp,
-      last_modified: stamp,
-    }).execute();
-    await trx.insertInto('order_items').values(items.map(({ totalCents: _, ...row }) => row)).execute();
+      discount: input.discount ?? 0,
+      delivery_fee: input.delivery_fee ?? 0,
+      items: priced,
+    });
+    await trx.insertInto('orders').values(rows.order).execute();
+    await trx.insertInto('order_items').values(rows.items).execute();
     await orderChanged(ctx, orderId, true);
     await applyStockChanges(ctx, stock);
     return orderById(trx, orderId);

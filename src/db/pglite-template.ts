@@ -1,0 +1,99 @@
+/**
+ * A pre-initialised, migrated PGlite data directory, built by `npm run build` (bin/build.js) into
+ * dist/pglite-template/, so the first start of the embedded default copies it instead of running
+ * initdb, which was most of a first start (5–13 s on the loaded 2-core machine, against 1.4–1.8 s
+ * for copying the template; docs/decisions/0006-first-start-template.md).
+ *
+ * Layout: `pgdata/` (the data directory, as PGlite left it after a clean close) and `stamp.json`,
+ * written last: `{ pglite, migrations }`, the PGlite version that made it and the migrations it has.
+ * The template is used only when the data directory is missing or empty, the stamp's PGlite version
+ * is the installed one (a data directory is tied to its PostgreSQL build) and every migration it has
+ * is one this code knows (migrations run on top as usual, so an older template is fine; a newer one
+ * from a later build is not). Anything else falls back to initdb: the template only saves time.
+ */
+import { PGlite } from '@electric-sql/pglite';
+import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Kysely, PGliteDialect } from 'kysely';
+import { migrateToLatest, migrationNames } from './migrate.ts';
+
+/** Where `npm run build` writes the template (the same path from src/db/ and dist/db/). */
+export const PGLITE_TEMPLATE_DIR = fileURLToPath(new URL('../../dist/pglite-template', import.meta.url));
+
+interface TemplateStamp {
+  pglite: string;
+  migrations: string[];
+}
+
+/** The installed PGlite's version (its package.json is not exported, so it is read beside its entry). */
+export function installedPgliteVersion(): string {
+  const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+  for (let dir = dirname(entry); dir !== dirname(dir); dir = dirname(dir)) {
+    const file = join(dir, 'package.json');
+    if (existsSync(file)) {
+      const pkg = JSON.parse(readFileSync(file, 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === '@electric-sql/pglite' && pkg.version) return pkg.version;
+    }
+  }
+  throw new Error('cannot find the version of @electric-sql/pglite');
+}
+
+/** Builds a migrated template in `templateDir` (replacing what was there); the stamp is written last. */
+export async function writePgliteTemplate(templateDir: string): Promise<void> {
+  rmSync(templateDir, { recursive: true, force: true });
+  mkdirSync(templateDir, { recursive: true });
+  const pglite = await PGlite.create({ dataDir: join(templateDir, 'pgdata') });
+  const db = new Kysely<unknown>({ dialect: new PGliteDialect({ pglite }) });
+  try {
+    await migrateToLatest(db);
+    await pglite.exec('CHECKPOINT');
+  } finally {
+    await db.destroy();
+    if (!pglite.closed) await pglite.close();
+  }
+  const stamp: TemplateStamp = { pglite: installedPgliteVersion(), migrations: migrationNames() };
+  writeFileSync(join(templateDir, 'stamp.json'), `${JSON.stringify(stamp)}\n`);
+}
+
+function readStamp(templateDir: string): TemplateStamp | undefined {
+  try {
+    return JSON.parse(readFileSync(join(templateDir, 'stamp.json'), 'utf8')) as TemplateStamp;
+  } catch {
+    return undefined; // no template, or one that did not finish building
+  }
+}
+
+/** Why the template at `templateDir` cannot be used by this code, or undefined when it can. */
+export function templateUnusable(templateDir: string): string | undefined {
+  const stamp = readStamp(templateDir);
+  if (!stamp) return 'no finished template';
+  if (stamp.pglite !== installedPgliteVersion()) return `made by PGlite ${stamp.pglite}, installed is ${installedPgliteVersion()}`;
+  const known = new Set(migrationNames());
+  const unknown = stamp.migrations.filter((m) => !known.has(m));
+  if (unknown.length > 0) return `has migrations this code does not know: ${unknown.join(', ')}`;
+  return undefined;
+}
+
+/**
+ * Fills the PGlite data directory `dataDir` from the template when `dataDir` is missing or empty
+ * and the template is usable; true when it did. The copy goes to a sibling and is renamed into
+ * place, so a start killed half-way leaves no half-copied data directory behind (and the next
+ * start removes that sibling). The caller holds the data directory's lock.
+ */
+export function copyPgliteTemplate(templateDir: string, dataDir: string): boolean {
+  if (existsSync(dataDir) && readdirSync(dataDir).length > 0) return false;
+  if (templateUnusable(templateDir) !== undefined) return false;
+  // Copies left by a start killed half-way (the caller holds the data directory's lock: no other
+  // process is copying).
+  const prefix = `${basename(dataDir)}.partial-`;
+  for (const name of readdirSync(dirname(dataDir))) {
+    if (name.startsWith(prefix)) rmSync(join(dirname(dataDir), name), { recursive: true, force: true });
+  }
+  const partial = `${dataDir}.partial-${process.pid}`;
+  cpSync(join(templateDir, 'pgdata'), partial, { recursive: true });
+  rmSync(dataDir, { recursive: true, force: true }); // an empty directory, if any
+  renameSync(partial, dataDir);
+  return true;
+}
