@@ -9,6 +9,8 @@
  *   npm run bench -- --products 250000 --orders 50000 --customers 20000 --rounds 5 --seconds 10
  *   --no-pglite, --no-webhooks, --no-peer   skip the embedded back end, the webhook measurements,
  *                                           PostGraphile (installed on first use into a temp directory)
+ *   --only webhooks                     only the webhook measurements on PostgreSQL (the store is
+ *                                       generated as usual); prints their rows, leaves the doc alone
  *
  * PostgreSQL: BENCH_DATABASE_URL (default postgres://<os user>@127.0.0.1:5432/postgres) names a server and a
  * database to connect to; a scratch database `bench_<random>` is created there and dropped at the
@@ -49,6 +51,7 @@ const { values: args } = parseArgs({
     'no-pglite': { type: 'boolean', default: false },
     'no-webhooks': { type: 'boolean', default: false },
     'no-peer': { type: 'boolean', default: false },
+    only: { type: 'string' },
     output: { type: 'string' },
   },
 });
@@ -66,6 +69,7 @@ const SIZE: StoreSize = {
   customers: positive('customers', args.customers, args.large ? 100_000 : Math.round(PRODUCTS / 10)),
   orders: positive('orders', args.orders, args.large ? 1_000_000 : Math.round(PRODUCTS / 5)),
 };
+if (args.only !== undefined && args.only !== 'webhooks') throw new Error(`--only takes \`webhooks\` (got ${args.only})`);
 const ROUNDS = positive('rounds', args.rounds, args.quick ? 2 : 3);
 const SECONDS = positive('seconds', args.seconds, args.quick ? 3 : 6);
 const CONNECTIONS = 8;
@@ -249,11 +253,7 @@ async function benchPostgres(): Promise<Results> {
     const final = server.memory();
     await server.stop();
 
-    const webhooks = args['no-webhooks'] ? undefined : await benchWebhooks(scratch.url, database, {
-      deliveries: args.quick ? 3000 : 10_000,
-      rounds: ROUNDS,
-      latencySamples: args.quick ? 30 : 100,
-    });
+    const webhooks = args['no-webhooks'] ? undefined : await benchWebhooks(scratch.url, database, WEBHOOK_OPTIONS);
 
     // What compiling changed: an idle `serve` started from dist/ (the launcher) and through tsx.
     log('runtime: compiled against tsx start-up');
@@ -303,6 +303,32 @@ async function benchPostgres(): Promise<Results> {
     await database.close();
     await scratch.drop();
   }
+}
+
+const WEBHOOK_OPTIONS = { deliveries: args.quick ? 3000 : 10_000, rounds: ROUNDS, latencySamples: args.quick ? 30 : 100 };
+
+/** `--only webhooks`: a scratch store, then the webhook measurements alone. */
+async function benchWebhooksOnly(): Promise<WebhookResults> {
+  const scratch = await createScratch();
+  const database = await openDatabase({ databaseUrl: scratch.url, poolSize: 4, applicationName: 'store-api-bench' });
+  try {
+    log(`PostgreSQL: generating ${f0(SIZE.products)} products, ${f0(SIZE.customers)} customers, ${f0(SIZE.orders)} orders`);
+    await generate(database, SIZE);
+    return await benchWebhooks(scratch.url, database, WEBHOOK_OPTIONS);
+  } finally {
+    await database.close();
+    await scratch.drop();
+  }
+}
+
+function webhookRows(w: WebhookResults): string[] {
+  return [
+    `| Webhooks: \`worker\` process to one loopback receiver, ${f0(w.deliveries)} deliveries per round (WEBHOOK_ENDPOINT_CONCURRENCY ${w.endpointConcurrency}): deliveries/s | ${range(w.worker, f0)} |`,
+    `| Delivery ceiling: keep-alive POST loop (undici, 16 in flight), same bodies, same receiver: requests/s | ${range(w.ceiling, f0)} |`,
+    `| **Deliveries ÷ delivery ceiling** | **${range(w.ratio, f2)}** |`,
+    `| Change → receiver latency, \`worker\` its own process (${w.latencySamples} single writes): p50 / p99 | ${f1(w.latencyP50)} / ${f1(w.latencyP99)} ms |`,
+    `| \`worker\` RSS after the deliveries (MiB) | ${w.workerRssMb} |`,
+  ];
 }
 
 async function benchPglite(): Promise<Results['pglite']> {
@@ -393,14 +419,7 @@ function report(r: Results): string {
     `| Idle \`serve\` through tsx (before compiling): start to first answer / RSS | ${range(r.runtime.tsxStartMs, f0)} ms / ${range(r.runtime.tsxRssMb, f0)} MiB |`,
   );
   if (r.webhooks) {
-    const w = r.webhooks;
-    lines.push(
-      `| Webhooks: \`worker\` process to one loopback receiver, ${f0(w.deliveries)} deliveries per round (WEBHOOK_ENDPOINT_CONCURRENCY ${w.endpointConcurrency}): deliveries/s | ${range(w.worker, f0)} |`,
-      `| Delivery ceiling: keep-alive POST loop (undici, 16 in flight), same bodies, same receiver: requests/s | ${range(w.ceiling, f0)} |`,
-      `| **Deliveries ÷ delivery ceiling** | **${range(w.ratio, f2)}** |`,
-      `| Change → receiver latency, \`worker\` its own process (${w.latencySamples} single writes): p50 / p99 | ${f1(w.latencyP50)} / ${f1(w.latencyP99)} ms |`,
-      `| \`worker\` RSS after the deliveries (MiB) | ${w.workerRssMb} |`,
-    );
+    lines.push(...webhookRows(r.webhooks));
   }
   if (r.pglite) {
     const p = r.pglite;
@@ -504,6 +523,11 @@ const NOTES: string[] = [
 log('bench: npm run build');
 execFileSync(process.execPath, [fileURLToPath(new URL('../bin/build.js', import.meta.url))], { stdio: 'inherit' });
 log(`bench: ${f0(SIZE.products)} products, ${ROUNDS} rounds of ${SECONDS} s, ${CONNECTIONS} connections`);
+if (args.only === 'webhooks') {
+  const w = await benchWebhooksOnly();
+  process.stdout.write(`${['| Measure | Result |', '|---|---:|', ...webhookRows(w)].join('\n')}\n(--only webhooks: ${OUTPUT} left as it was)\n`);
+  process.exit(0);
+}
 const results = await benchPostgres();
 if (!args['no-pglite']) results.pglite = await benchPglite();
 // Figures measured outside this harness (events feed, pruning, …) live below a marker and survive.

@@ -21,6 +21,8 @@
  *   leased --2xx-->                             succeeded
  *   leased --failure, retries left-->           failed, next_attempt_at = decided by the policy
  *   leased --failure, no retry left-->          dead
+ *   leased --released unsent-->                 same status, lease cleared, attempt_count - 1
+ *                                               (the worker stops, or the lease left would not cover an attempt)
  *   dead|failed --admin retry-->                pending, due now (webhook-delivery.repository.ts)
  * Breaker: endpoints whose breaker is open are not claimed (their due rows wait unchanged); a
  * half-open endpoint gives one probe (circuit-breaker.ts). The endpoint's breaker state moves in
@@ -54,9 +56,15 @@ export interface ClaimOptions {
   readonly leaseMs: number;
   /** Most rows to claim. */
   readonly limit: number;
-  /** Free delivery slots of endpoints with deliveries in flight here; others get endpointCapacity. */
+  /** Most rows to claim for endpoints with deliveries held here; others get endpointCapacity. */
   readonly freeSlots: ReadonlyMap<string, number>;
   readonly endpointCapacity: number;
+  /**
+   * Deliveries each endpoint already has in this worker (sent or waiting to be): the rows are
+   * taken in rounds, an endpoint's k-th row after its held ones ranking with every other endpoint's
+   * k-th, so a fast endpoint with a backlog cannot crowd out an endpoint that has just one due.
+   */
+  readonly held?: ReadonlyMap<string, number>;
   readonly breaker: BreakerPolicy;
 }
 
@@ -64,7 +72,8 @@ export interface ClaimOptions {
  * Claims up to `limit` due deliveries in one short transaction (no network I/O inside): first the
  * probe rights of half-open endpoints (re-arming their pause, so only one worker probes), then the
  * rows themselves, `FOR UPDATE SKIP LOCKED`, at most the free slots per endpoint and one per probed
- * endpoint. Rows whose previous lease expired get an `abandoned` attempt recorded.
+ * endpoint, in fair rounds across endpoints (see `held`), oldest first within a round. Rows whose
+ * previous lease expired get an `abandoned` attempt recorded.
  */
 export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOptions): Promise<ClaimedDelivery[]> {
   if (options.limit <= 0) return [];
@@ -72,6 +81,7 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
   const leaseUntil = isoFromMillis(options.now + options.leaseMs);
   const fullEndpoints = [...options.freeSlots].filter(([, free]) => free <= 0).map(([id]) => id);
   const slots = JSON.stringify(Object.fromEntries(options.freeSlots));
+  const held = JSON.stringify(Object.fromEntries(options.held ?? []));
   const probeUntil = isoFromMillis(probeClaimed(options.breaker, { consecutiveFailures: options.breaker.threshold, pausedUntil: null }, options.now).pausedUntil!);
 
   return db.transaction().execute(async (trx) => {
@@ -89,14 +99,16 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
     const probeIds = probes.map((p) => p.id);
 
     // Each eligible endpoint's oldest due rows (index walk per endpoint: cost follows the number of
-    // endpoints, not the backlog), at most its free slots (one for a probe), oldest first overall;
-    // then lock what no other worker holds and stamp the lease, re-checking the row under the lock.
+    // endpoints, not the backlog), at most its free slots (one for a probe), in rounds across
+    // endpoints (rank = held here + position in its own queue), oldest first within a round; then
+    // lock what no other worker holds and stamp the lease, re-checking the row under the lock.
     const { rows: claimed } = await sql<{ id: string; attempt_count: number; previous_locked_by: string | null; previous_locked_at: string | null; previous_locked_until: string | null }>`
       WITH candidates AS (
         SELECT c.id, c.next_attempt_at
         FROM webhook_endpoints e
         CROSS JOIN LATERAL (
-          SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
+          SELECT d.id, d.next_attempt_at, row_number() OVER (ORDER BY d.next_attempt_at, d.id) AS position
+          FROM webhook_deliveries d
           WHERE d.endpoint_id = e.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
             AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
           ORDER BY d.next_attempt_at, d.id
@@ -108,7 +120,7 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
             OR (e.consecutive_failures < ${options.breaker.threshold}
               AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
               AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))))
-        ORDER BY c.next_attempt_at, c.id
+        ORDER BY coalesce((${held}::jsonb ->> e.id::text)::int, 0) + c.position, c.next_attempt_at, c.id
         LIMIT ${options.limit}
       ), picked AS (
         SELECT d.id, d.locked_by AS previous_locked_by, d.locked_at AS previous_locked_at, d.locked_until AS previous_locked_until
@@ -200,12 +212,9 @@ export interface SettleResult {
   readonly breaker: BreakerState | null;
 }
 
-/**
- * Records the attempt and moves the delivery in ONE statement guarded by the claimant, then (same
- * transaction, endpoint row locked) moves the endpoint's breaker and, on 410, disables it.
- */
+/** Settles one finished attempt (settleDeliveries with one attempt). */
 export async function settleDelivery(db: Kysely<Database>, delivery: ClaimedDelivery, result: HttpAttemptResult, options: SettleOptions): Promise<SettleResult> {
-  return db.transaction().execute((trx) => settleIn(trx, delivery, result, options));
+  return (await settleDeliveries(db, [{ delivery, result, options }]))[0]!;
 }
 
 /** One finished attempt waiting to be settled. */
@@ -216,72 +225,103 @@ export interface Finished {
 }
 
 /**
- * Settles several finished attempts in ONE transaction (one commit instead of one per attempt: the
- * commit's WAL flush was what capped a worker at a few hundred deliveries/s). Each attempt gets the
- * same statements and its own attempt record as with settleDelivery; endpoint rows are locked in
- * endpoint-id order so two workers' batches cannot deadlock each other. Results in input order.
+ * Settles finished attempts in ONE transaction of a fixed number of statements, however many there
+ * are: one statement moves every delivery (each row guarded by its claimant: a lost lease changes
+ * nothing) and inserts the attempt record of each delivery it moved; one locks the endpoints of the
+ * moved deliveries, in id order so two workers' batches cannot deadlock; the breaker's pure
+ * transitions are applied per endpoint in input order, and only endpoints whose breaker moved (or
+ * that answered 410 Gone) are written. Results in input order.
  */
 export async function settleDeliveries(db: Kysely<Database>, finished: readonly Finished[]): Promise<SettleResult[]> {
-  const order = finished.map((f, i) => i).sort((a, b) => {
-    const ea = finished[a]!.delivery.endpointId;
-    const eb = finished[b]!.delivery.endpointId;
-    return ea < eb ? -1 : ea > eb ? 1 : a - b;
+  if (finished.length === 0) return [];
+  const rows = finished.map((f) => {
+    const settlement = decideSettlement(f.options.retry, f.delivery.attemptNumber, f.result, f.options.now);
+    return { f, settlement };
   });
+  const column = <T>(pick: (r: (typeof rows)[number]) => T): T[] => rows.map(pick);
   return db.transaction().execute(async (trx) => {
-    const results: SettleResult[] = new Array(finished.length);
-    for (const i of order) {
-      const f = finished[i]!;
-      results[i] = await settleIn(trx, f.delivery, f.result, f.options);
+    const { rows: moved } = await sql<{ delivery_id: string }>`
+      WITH input AS (
+        SELECT * FROM unnest(
+          ${column((r) => r.f.delivery.id)}::uuid[], ${column((r) => r.f.options.workerId)}::text[],
+          ${column((r) => r.settlement.status)}::text[],
+          ${column((r) => (r.settlement.status === 'failed' ? isoFromMillis(r.settlement.nextAttemptAt) : null))}::timestamptz[],
+          ${column((r) => r.f.result.statusCode)}::int[], ${column((r) => r.f.result.error)}::text[],
+          ${column((r) => isoFromMillis(r.f.options.now))}::timestamptz[], ${column(() => randomUUID())}::uuid[],
+          ${column((r) => r.f.delivery.attemptNumber)}::int[], ${column((r) => isoFromMillis(r.f.options.startedAt))}::timestamptz[],
+          ${column((r) => r.f.result.durationMs)}::int[], ${column((r) => r.f.result.responseExcerpt)}::text[],
+          ${column((r) => r.f.result.outcome as AttemptOutcome)}::text[]
+        ) AS i(id, worker_id, status, next_attempt_at, status_code, error, now, attempt_id, attempt_number, started_at, duration_ms, excerpt, outcome)
+      ), settled AS (
+        UPDATE webhook_deliveries d SET
+          status = i.status, next_attempt_at = i.next_attempt_at,
+          locked_by = NULL, locked_at = NULL, locked_until = NULL,
+          last_status_code = i.status_code, last_error = i.error, updated_at = i.now,
+          succeeded_at = CASE WHEN i.status = 'succeeded' THEN i.now ELSE d.succeeded_at END,
+          dead_at = CASE WHEN i.status = 'dead' THEN i.now ELSE d.dead_at END
+        FROM input i
+        WHERE d.id = i.id AND d.locked_by = i.worker_id
+        RETURNING d.id
+      )
+      INSERT INTO webhook_attempts (id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
+      SELECT i.attempt_id, i.id, i.attempt_number, i.started_at, i.duration_ms, i.status_code, i.excerpt, i.error, i.outcome
+      FROM input i JOIN settled s ON s.id = i.id
+      RETURNING delivery_id
+    `.execute(trx);
+    const settledIds = new Set(moved.map((m) => m.delivery_id));
+    const results: SettleResult[] = rows.map((r) => ({ settled: false, settlement: r.settlement, endpointDisabled: false, breaker: null }));
+    const endpointIds = [...new Set(rows.filter((r) => settledIds.has(r.f.delivery.id)).map((r) => r.f.delivery.endpointId))].sort();
+    if (endpointIds.length === 0) return results;
+
+    const { rows: endpoints } = await sql<{ id: string; consecutive_failures: number; paused_until_ms: number | null }>`
+      SELECT id, consecutive_failures, (extract(epoch FROM paused_until) * 1000)::float8 AS paused_until_ms
+      FROM webhook_endpoints WHERE id = ANY(${endpointIds}::uuid[]) ORDER BY id FOR UPDATE
+    `.execute(trx);
+    for (const endpoint of endpoints) {
+      const before: BreakerState = { consecutiveFailures: endpoint.consecutive_failures, pausedUntil: endpoint.paused_until_ms };
+      let state = before;
+      let disable = false;
+      let disabledAt = 0;
+      rows.forEach((r, i) => {
+        if (r.f.delivery.endpointId !== endpoint.id || !settledIds.has(r.f.delivery.id)) return;
+        state = r.f.result.outcome === 'success' ? afterSuccess() : afterFailure(r.f.options.breaker, state, r.f.options.now);
+        const gone = disablesEndpoint(r.f.result);
+        if (gone) {
+          disable = true;
+          disabledAt = r.f.options.now;
+        }
+        results[i] = { settled: true, settlement: r.settlement, endpointDisabled: gone, breaker: state };
+      });
+      const changed = state.consecutiveFailures !== before.consecutiveFailures || state.pausedUntil !== before.pausedUntil;
+      if (changed || disable) {
+        await sql`
+          UPDATE webhook_endpoints SET
+            consecutive_failures = ${state.consecutiveFailures},
+            paused_until = ${state.pausedUntil === null ? null : isoFromMillis(state.pausedUntil)}::timestamptz,
+            enabled = CASE WHEN ${disable} THEN false ELSE enabled END,
+            disabled_reason = CASE WHEN ${disable} THEN ${'the receiver answered 410 Gone'} ELSE disabled_reason END,
+            updated_at = CASE WHEN ${disable} THEN ${isoFromMillis(disabledAt)}::timestamptz ELSE updated_at END
+          WHERE id = ${endpoint.id}::uuid
+        `.execute(trx);
+      }
     }
     return results;
   });
 }
 
-async function settleIn(trx: Transaction<Database>, delivery: ClaimedDelivery, result: HttpAttemptResult, options: SettleOptions): Promise<SettleResult> {
-  const settlement = decideSettlement(options.retry, delivery.attemptNumber, result, options.now);
-  const now = isoFromMillis(options.now);
-  const next = settlement.status === 'failed' ? isoFromMillis(settlement.nextAttemptAt) : null;
-  const outcome: AttemptOutcome = result.outcome;
-  const disable = disablesEndpoint(result);
-  const { rows } = await sql<{ delivery_id: string }>`
-    WITH settled AS (
-      UPDATE webhook_deliveries SET
-        status = ${settlement.status}, next_attempt_at = ${next}::timestamptz,
-        locked_by = NULL, locked_at = NULL, locked_until = NULL,
-        last_status_code = ${result.statusCode}::int, last_error = ${result.error},
-        updated_at = ${now}::timestamptz,
-        succeeded_at = CASE WHEN ${settlement.status} = 'succeeded' THEN ${now}::timestamptz ELSE succeeded_at END,
-        dead_at = CASE WHEN ${settlement.status} = 'dead' THEN ${now}::timestamptz ELSE dead_at END
-      WHERE id = ${delivery.id}::uuid AND locked_by = ${options.workerId}
-      RETURNING id
-    )
-    INSERT INTO webhook_attempts (id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
-    SELECT ${randomUUID()}::uuid, settled.id, ${delivery.attemptNumber}::int, ${isoFromMillis(options.startedAt)}::timestamptz,
-      ${result.durationMs}::int, ${result.statusCode}::int, ${result.responseExcerpt}, ${result.error}, ${outcome}
-    FROM settled
-    RETURNING delivery_id
-  `.execute(trx);
-  if (rows.length === 0) return { settled: false, settlement, endpointDisabled: false, breaker: null };
-
-  const { rows: endpoints } = await sql<{ consecutive_failures: number; paused_until_ms: number | null }>`
-    SELECT consecutive_failures, (extract(epoch FROM paused_until) * 1000)::float8 AS paused_until_ms
-    FROM webhook_endpoints WHERE id = ${delivery.endpointId}::uuid FOR UPDATE
-  `.execute(trx);
-  const current: BreakerState = { consecutiveFailures: endpoints[0]!.consecutive_failures, pausedUntil: endpoints[0]!.paused_until_ms };
-  const breaker = result.outcome === 'success' ? afterSuccess() : afterFailure(options.breaker, current, options.now);
-  const changed = breaker.consecutiveFailures !== current.consecutiveFailures || breaker.pausedUntil !== current.pausedUntil;
-  if (changed || disable) {
-    await sql`
-      UPDATE webhook_endpoints SET
-        consecutive_failures = ${breaker.consecutiveFailures},
-        paused_until = ${breaker.pausedUntil === null ? null : isoFromMillis(breaker.pausedUntil)}::timestamptz,
-        enabled = CASE WHEN ${disable} THEN false ELSE enabled END,
-        disabled_reason = CASE WHEN ${disable} THEN ${'the receiver answered 410 Gone'} ELSE disabled_reason END,
-        updated_at = CASE WHEN ${disable} THEN ${now}::timestamptz ELSE updated_at END
-      WHERE id = ${delivery.endpointId}::uuid
-    `.execute(trx);
-  }
-  return { settled: true, settlement, endpointDisabled: disable, breaker };
+/**
+ * Gives back deliveries this worker claimed but never sent (it is stopping, or one waited in its
+ * buffer so long that its lease could run out during the attempt): the lease is cleared and the
+ * attempt count the claim took is returned, so no attempt is recorded and any worker may claim
+ * them at once. Guarded by the claimant. Returns how many were released.
+ */
+export async function releaseDeliveries(db: Kysely<Database>, workerId: string, ids: readonly string[]): Promise<number> {
+  if (ids.length === 0) return 0;
+  const result = await sql`
+    UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL, locked_until = NULL, attempt_count = attempt_count - 1
+    WHERE id = ANY(${[...ids]}::uuid[]) AND locked_by = ${workerId}
+  `.execute(db);
+  return Number(result.numAffectedRows ?? 0);
 }
 
 /** Deliveries waiting (pending or failed), for the queue-depth gauge. */
