@@ -84,7 +84,9 @@ export async function benchWebhooks(databaseUrl: string, database: DatabaseHandl
     LOG_LEVEL: 'warn',
     WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
   };
-  const worker = await startServer([CLI, 'worker'], workerEnv, metricsPort);
+  // BENCH_WORKER_NODE_ARGS: extra node flags for the worker alone, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+  const workerNodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const worker = await startServer([...workerNodeArgs, CLI, 'worker'], workerEnv, metricsPort);
   const endpointConcurrency = process.env.WEBHOOK_ENDPOINT_CONCURRENCY ?? 'default';
   try {
     // The ceiling's bodies: the same event bodies the worker sends.
@@ -106,6 +108,7 @@ export async function benchWebhooks(databaseUrl: string, database: DatabaseHandl
         const start = await receiver.count();
         const t = performance.now();
         await appendEvents(database, opts.deliveries, offset);
+        log(`    events appended in ${Math.round(performance.now() - t)} ms`);
         offset += opts.deliveries;
         await until('deliveries', async () => (await receiver.count()) >= start + opts.deliveries, 600_000);
         return opts.deliveries / ((performance.now() - t) / 1000);

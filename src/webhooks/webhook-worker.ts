@@ -33,7 +33,7 @@ import type { AppContext } from '../app-context.ts';
 import type { BreakerPolicy } from './circuit-breaker.ts';
 import type { RetryPolicy } from './retry-policy.ts';
 import { claimDueDeliveries, nextDueAt, queueDepth, releaseDeliveries, settleDeliveries, settleDelivery, type ClaimedDelivery, type Finished, type SettleResult, type Settlement } from './delivery-queue.ts';
-import { nextConcurrencyLimit, type ConcurrencyPolicy } from './endpoint-concurrency.ts';
+import { CLAIM_AHEAD_ROUNDS, answeredFast, claimAhead, nextConcurrencyLimit, type ConcurrencyPolicy } from './endpoint-concurrency.ts';
 import { pollEvents, type PollResult } from './event-poller.ts';
 import { WebhookHttpClient, type HttpAttemptResult } from './webhook-http-client.ts';
 import { signatureHeaders } from './webhook-signing.ts';
@@ -47,6 +47,9 @@ import {
 
 /** Most attempts settled in one transaction (bounds how long it holds endpoint rows). */
 const SETTLE_BATCH_MAX = 200;
+/** While requests are in flight, a settle batch waits up to SETTLE_GATHER_MS for this many attempts. */
+const SETTLE_GATHER = 64;
+const SETTLE_GATHER_MS = 10;
 /**
  * Lease a claimed delivery must still have, beyond WEBHOOK_TIMEOUT_MS, to be sent; one with less
  * is released unsent (half of the 1 s by which the lease must exceed the timeout).
@@ -63,6 +66,8 @@ interface EndpointSlots {
   readonly waiting: Array<{ delivery: ClaimedDelivery; leaseUntil: number }>;
   /** Failed attempts not settled yet: nothing more is sent until their breaker verdict is known. */
   failuresSettling: number;
+  /** The last answer was a success faster than WEBHOOK_SLOW_ANSWER_MS (claims reach further ahead). */
+  fast: boolean;
 }
 
 /** What one finished attempt did, as the worker reports it. */
@@ -287,7 +292,7 @@ class DeliveryWorker implements WebhookWorker {
           for (const [endpointId, e] of this.#endpoints) {
             const holding = e.sending + e.waiting.length;
             if (holding === 0 && e.failuresSettling === 0) continue;
-            freeSlots.set(endpointId, e.failuresSettling > 0 ? 0 : 2 * e.limit - holding);
+            freeSlots.set(endpointId, e.failuresSettling > 0 ? 0 : claimAhead(e.limit, e.fast) - holding);
             held.set(endpointId, holding);
           }
           const claimed = await claimDueDeliveries(this.#ctx.database.db, {
@@ -297,7 +302,7 @@ class DeliveryWorker implements WebhookWorker {
             limit: free,
             freeSlots,
             held,
-            endpointCapacity: 2 * this.#concurrency.initial,
+            endpointCapacity: claimAhead(this.#concurrency.initial, false),
             breaker: this.#breaker,
           });
           if (claimed.length > 0) this.events.emit('claimed', claimed);
@@ -324,21 +329,25 @@ class DeliveryWorker implements WebhookWorker {
   }
 
   /**
-   * Deliveries the next claim may take: up to twice WEBHOOK_CONCURRENCY held here (in flight or
-   * waiting), and no more while settles lag a batch behind (memory stays bounded by configuration,
-   * whatever the backlog in the table).
+   * Deliveries the next claim may take: up to CLAIM_AHEAD_ROUNDS × WEBHOOK_CONCURRENCY held here
+   * (in flight or waiting), and no more while settles lag a batch behind (memory stays bounded by
+   * configuration, whatever the backlog in the table). While a full round of deliveries still
+   * waits here, the claim waits until half that room is free: fewer, larger claims (each is a
+   * round trip and a commit, which is what a fast receiver would otherwise wait on).
    */
   #claimRoom(): number {
     const concurrency = this.#ctx.config.WEBHOOK_CONCURRENCY;
+    const most = CLAIM_AHEAD_ROUNDS * concurrency;
     const holding = this.#sending + this.#waiting;
-    return Math.min(2 * concurrency - holding, 2 * concurrency + SETTLE_BATCH_MAX - holding - this.#settling);
+    const room = Math.min(most - holding, most + SETTLE_BATCH_MAX - holding - this.#settling);
+    return this.#waiting >= concurrency && room < most / 2 ? 0 : room;
   }
 
   /** This worker's slots for `endpointId` (a new endpoint starts at the initial limit). */
   #slots(endpointId: string): EndpointSlots {
     let slots = this.#endpoints.get(endpointId);
     if (!slots) {
-      slots = { limit: this.#concurrency.initial, sending: 0, waiting: [], failuresSettling: 0 };
+      slots = { limit: this.#concurrency.initial, sending: 0, waiting: [], failuresSettling: 0, fast: false };
       this.#endpoints.set(endpointId, slots);
     }
     return slots;
@@ -398,8 +407,7 @@ class DeliveryWorker implements WebhookWorker {
   }
 
   async #attempt(slots: EndpointSlots, delivery: ClaimedDelivery): Promise<void> {
-    const { event } = delivery;
-    const body = JSON.stringify({ id: event.id, type: event.type, created_at: event.created_at, data: event.data });
+    const { event, body } = delivery;
     const startedAt = this.#clock();
     const headers = signatureHeaders(delivery.secrets, event.id, Math.floor(startedAt / 1000), body);
     let result: HttpAttemptResult;
@@ -410,6 +418,7 @@ class DeliveryWorker implements WebhookWorker {
       this.#sending--;
     }
     slots.limit = nextConcurrencyLimit(this.#concurrency, slots.limit, result);
+    slots.fast = answeredFast(this.#concurrency, result);
     const failed = result.outcome !== 'success';
     if (failed) slots.failuresSettling++;
     this.#settling++;
@@ -469,20 +478,23 @@ class DeliveryWorker implements WebhookWorker {
 
   /**
    * Settles one finished attempt together with the others finishing meanwhile: attempts queue while
-   * a batch transaction runs and go in the next one (settleDeliveries), so a busy worker commits
-   * once per batch, not once per delivery, and an idle one settles at once. The attempt's slot stays
-   * taken until its batch commits (at-least-once as before). A failed batch is settled again one by
-   * one, so one bad attempt cannot fail the others.
+   * a batch statement runs and go in the next one (settleDeliveries), so a busy worker commits
+   * once per batch, not once per delivery. While requests are in flight a batch also waits up to
+   * SETTLE_GATHER_MS for SETTLE_GATHER attempts (fewer, larger commits; no slot waits on it: the
+   * delivery stays leased until its batch commits, so at-least-once holds); an idle worker settles
+   * at once. A failed batch is settled again one by one, so one bad attempt cannot fail the others.
    */
   #settle(finished: Finished): Promise<SettleResult> {
     return new Promise((resolve, reject) => {
       this.#settleQueue.push({ finished, resolve, reject });
+      if (this.#settleQueue.length >= SETTLE_GATHER) this.#settleGathered.wake();
       if (!this.#flushing) void this.#flushSettles();
     });
   }
 
   readonly #settleQueue: Array<{ finished: Finished; resolve: (r: SettleResult) => void; reject: (e: unknown) => void }> = [];
   #flushing = false;
+  readonly #settleGathered = new Wakeable();
 
   async #flushSettles(): Promise<void> {
     this.#flushing = true;
@@ -493,6 +505,9 @@ class DeliveryWorker implements WebhookWorker {
       if (this.#settleQueue.length === 0) {
         this.#flushing = false;
         return;
+      }
+      if (this.#settleQueue.length < SETTLE_GATHER && this.#sending > 0 && !this.#stopping) {
+        await this.#settleGathered.wait(SETTLE_GATHER_MS);
       }
       const batch = this.#settleQueue.splice(0, SETTLE_BATCH_MAX);
       try {
