@@ -41,7 +41,7 @@ export function nextConcurrencyLimit(policy: ConcurrencyPolicy, limit: number, r
 }
 
 /** Rounds of the limit a worker claims ahead for an endpoint whose last answer was a fast success. */
-export const CLAIM_AHEAD_ROUNDS = 8;
+export const CLAIM_AHEAD_ROUNDS = 16;
 
 /** Most deliveries a worker holds (in flight and waiting) for an endpoint with `limit`. */
 export function claimAhead(limit: number, lastAnswerFast: boolean): number {

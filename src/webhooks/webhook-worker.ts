@@ -46,10 +46,10 @@ import {
 } from './webhook-metrics.ts';
 
 /** Most attempts settled in one transaction (bounds how long it holds endpoint rows). */
-const SETTLE_BATCH_MAX = 200;
+const SETTLE_BATCH_MAX = 500;
 /** While requests are in flight, a settle batch waits up to SETTLE_GATHER_MS for this many attempts. */
-const SETTLE_GATHER = 64;
-const SETTLE_GATHER_MS = 10;
+const SETTLE_GATHER = 128;
+const SETTLE_GATHER_MS = 20;
 /**
  * Lease a claimed delivery must still have, beyond WEBHOOK_TIMEOUT_MS, to be sent; one with less
  * is released unsent (half of the 1 s by which the lease must exceed the timeout).
