@@ -1,6 +1,6 @@
 /**
  * How many deliveries one worker keeps in flight to one endpoint, as data plus a pure transition
- * (docs/decisions/0006-adaptive-endpoint-concurrency.md). Each worker keeps a limit per endpoint,
+ * (docs/decisions/0006-webhook-throughput-and-endpoint-concurrency.md). Each worker keeps a limit per endpoint,
  * in memory, starting at `initial` (WEBHOOK_ENDPOINT_CONCURRENCY):
  *   - a success answered faster than `slowMs` raises it by one, up to `max`
  *     (WEBHOOK_ENDPOINT_CONCURRENCY_MAX): a receiver that keeps up is given more;
