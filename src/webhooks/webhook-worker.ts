@@ -45,8 +45,14 @@ import {
   deliveryLatency, eventsQueued, releaseQueueDepthSource, setQueueDepthSource,
 } from './webhook-metrics.ts';
 
-/** Most attempts settled in one transaction (bounds how long it holds endpoint rows). */
+/** Most attempts settled in one statement (bounds how long it holds endpoint rows). */
 const SETTLE_BATCH_MAX = 500;
+/**
+ * On PGlite every statement runs on the thread that also serves HTTP (decision 0005): smaller
+ * settle batches there, and claims of at most this many rows.
+ */
+const PGLITE_SETTLE_BATCH_MAX = 100;
+const PGLITE_CLAIM_MAX = 64;
 /** While requests are in flight, a settle batch waits up to SETTLE_GATHER_MS for this many attempts. */
 const SETTLE_GATHER = 128;
 const SETTLE_GATHER_MS = 20;
@@ -180,6 +186,7 @@ class DeliveryWorker implements WebhookWorker {
   readonly #pollWake = new Wakeable();
   readonly #dispatchWake = new Wakeable();
   readonly #concurrency: ConcurrencyPolicy;
+  readonly #settleBatchMax: number;
   /** Attempts (send and settle) and releases running, for stop() to wait on. */
   readonly #running = new Set<Promise<unknown>>();
   readonly #endpoints = new Map<string, EndpointSlots>();
@@ -211,6 +218,7 @@ class DeliveryWorker implements WebhookWorker {
     this.#listenUrl = ctx.database.backend === 'postgres' ? options.listenUrl ?? ctx.config.DATABASE_URL : undefined;
     this.#retry = { scheduleMs: ctx.config.webhookRetryScheduleMs };
     this.#breaker = { threshold: ctx.config.WEBHOOK_BREAKER_THRESHOLD, pauseMs: ctx.config.WEBHOOK_BREAKER_PAUSE_MS };
+    this.#settleBatchMax = ctx.database.backend === 'pglite' ? PGLITE_SETTLE_BATCH_MAX : SETTLE_BATCH_MAX;
     this.#concurrency = {
       initial: ctx.config.WEBHOOK_ENDPOINT_CONCURRENCY,
       min: 1,
@@ -339,8 +347,9 @@ class DeliveryWorker implements WebhookWorker {
     const concurrency = this.#ctx.config.WEBHOOK_CONCURRENCY;
     const most = CLAIM_AHEAD_ROUNDS * concurrency;
     const holding = this.#sending + this.#waiting;
-    const room = Math.min(most - holding, most + SETTLE_BATCH_MAX - holding - this.#settling);
-    return this.#waiting >= concurrency && room < most / 2 ? 0 : room;
+    const room = Math.min(most - holding, most + this.#settleBatchMax - holding - this.#settling);
+    if (this.#waiting >= concurrency && room < most / 2) return 0;
+    return this.#ctx.database.backend === 'pglite' ? Math.min(room, PGLITE_CLAIM_MAX) : room;
   }
 
   /** This worker's slots for `endpointId` (a new endpoint starts at the initial limit). */
@@ -487,7 +496,7 @@ class DeliveryWorker implements WebhookWorker {
   #settle(finished: Finished): Promise<SettleResult> {
     return new Promise((resolve, reject) => {
       this.#settleQueue.push({ finished, resolve, reject });
-      if (this.#settleQueue.length >= SETTLE_GATHER) this.#settleGathered.wake();
+      if (this.#settleQueue.length >= Math.min(SETTLE_GATHER, this.#settleBatchMax)) this.#settleGathered.wake();
       if (!this.#flushing) void this.#flushSettles();
     });
   }
@@ -506,10 +515,10 @@ class DeliveryWorker implements WebhookWorker {
         this.#flushing = false;
         return;
       }
-      if (this.#settleQueue.length < SETTLE_GATHER && this.#sending > 0 && !this.#stopping) {
+      if (this.#settleQueue.length < Math.min(SETTLE_GATHER, this.#settleBatchMax) && this.#sending > 0 && !this.#stopping) {
         await this.#settleGathered.wait(SETTLE_GATHER_MS);
       }
-      const batch = this.#settleQueue.splice(0, SETTLE_BATCH_MAX);
+      const batch = this.#settleQueue.splice(0, this.#settleBatchMax);
       try {
         const results = await settleDeliveries(db, batch.map((b) => b.finished));
         batch.forEach((b, i) => b.resolve(results[i]!));
