@@ -4,13 +4,14 @@
  * claimed ahead but did not send go back to the queue when it stops. Everything checked is an
  * order of events at the receiver (how many requests were open when one arrived), never a speed.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ServerResponse } from 'node:http';
 import { sql } from 'kysely';
 import { backends } from '../helpers/test-database.ts';
 import { WebhookReceiver, ok } from './webhook-receiver.ts';
 import { waitForAttempts, webhookTestKit, type WebhookTestKit } from './webhook-test-kit.ts';
 import type { ClaimedDelivery } from '../../src/webhooks/delivery-queue.ts';
+import { startWebhookWorker } from '../../src/webhooks/webhook-worker.ts';
 
 /** Initial per-endpoint limit (the default). */
 const INITIAL = 4;
@@ -132,6 +133,48 @@ describe.each(backends)('adaptive endpoint concurrency (%s)', (backend) => {
     // Released unsent: free for any worker, no attempt used or recorded.
     expect(unsent).toHaveLength(N - INITIAL);
     expect(unsent.every((r) => r.status === 'pending' && r.locked_by === null && r.attempt_count === 0 && r.attempts === 0)).toBe(true);
+    await kit.api('PATCH', `/webhooks/endpoints/${endpoint.id}`, { enabled: false });
+    await receiver.close();
+  });
+
+  it('a claimed delivery whose lease no longer covers an attempt is released unsent and claimed afresh', async () => {
+    const receiver = await new WebhookReceiver().start();
+    const held: ServerResponse[] = [];
+    receiver.respond = (_req, _n, res) => void held.push(res);
+    const endpoint = await kit.createEndpoint(receiver.url);
+    const N = 12;
+    await ping(endpoint.id, N);
+    // The worker's clock jumps forward while requests hang: what it claimed ahead then has less
+    // lease left (WEBHOOK_LEASE_MS 10 s) than an attempt may take (WEBHOOK_TIMEOUT_MS 5 s + 0.5 s).
+    let skew = 0;
+    const worker = await startWebhookWorker(kit.t.ctx, { clock: () => Date.now() + skew, listenUrl: kit.t.database.url });
+    const claims = new Map<string, number>();
+    worker.events.on('claimed', (rows) => rows.forEach((r) => claims.set(r.id, (claims.get(r.id) ?? 0) + 1)));
+    try {
+      await receiver.waitForRequests(INITIAL);
+      expect(claims.size).toBeGreaterThan(INITIAL);
+      skew = 6000;
+      receiver.respond = ok;
+      for (const r of held.splice(0)) r.writeHead(200).end('ok');
+      await receiver.waitForRequests(N);
+      await vi.waitFor(async () => {
+        const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = ${endpoint.id}::uuid AND status = 'succeeded'`.execute(kit.t.database.db);
+        expect(rows[0]!.n).toBe(N);
+      }, { timeout: 15_000, interval: 50 });
+    } finally {
+      for (const r of held.splice(0)) r.writeHead(200).end('ok');
+      await worker.stop();
+    }
+    const { rows } = await sql<{ attempt_count: number; attempts: number; outcomes: string[] }>`
+      SELECT d.attempt_count, (SELECT count(*)::int FROM webhook_attempts a WHERE a.delivery_id = d.id) AS attempts,
+        (SELECT array_agg(a.outcome) FROM webhook_attempts a WHERE a.delivery_id = d.id) AS outcomes
+      FROM webhook_deliveries d WHERE d.endpoint_id = ${endpoint.id}::uuid
+    `.execute(kit.t.database.db);
+    // Some were claimed twice (released, then claimed again), yet every delivery was sent once and
+    // has one attempt, a success: a release uses no attempt and records none.
+    expect([...claims.values()].some((n) => n > 1)).toBe(true);
+    expect(rows.every((r) => r.attempt_count === 1 && r.attempts === 1 && r.outcomes[0] === 'success')).toBe(true);
+    expect(new Set(receiver.requests.map((r) => r.headers['webhook-id'])).size).toBe(N);
     await kit.api('PATCH', `/webhooks/endpoints/${endpoint.id}`, { enabled: false });
     await receiver.close();
   });
