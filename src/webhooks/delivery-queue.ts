@@ -21,13 +21,15 @@
  *   leased --2xx-->                             succeeded
  *   leased --failure, retries left-->           failed, next_attempt_at = decided by the policy
  *   leased --failure, no retry left-->          dead
+ *   leased --released unsent-->                 same status, lease cleared, attempt_count - 1
+ *                                               (the worker stops, or the lease left would not cover an attempt)
  *   dead|failed --admin retry-->                pending, due now (webhook-delivery.repository.ts)
  * Breaker: endpoints whose breaker is open are not claimed (their due rows wait unchanged); a
  * half-open endpoint gives one probe (circuit-breaker.ts). The endpoint's breaker state moves in
  * the same transaction as the settle, with its row locked.
  */
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { isoFromMillis } from '../shared/time.ts';
 import { afterFailure, afterSuccess, probeClaimed, type BreakerPolicy, type BreakerState } from './circuit-breaker.ts';
@@ -43,7 +45,12 @@ export interface ClaimedDelivery {
   readonly url: string;
   /** Signing secrets: the current one, then the rotated-out one while it still signs. */
   readonly secrets: readonly string[];
-  readonly event: { readonly id: string; readonly type: string; readonly created_at: string; readonly data: unknown };
+  readonly event: { readonly id: string; readonly type: string; readonly created_at: string };
+  /**
+   * The request body: `{"id","type","created_at","data"}` of the event, `data` spliced in as the
+   * database's own JSON text (never parsed into objects and serialised again).
+   */
+  readonly body: string;
   /** Epoch ms of the event, for the end-to-end latency metric. */
   readonly eventCreatedAtMs: number;
 }
@@ -54,17 +61,25 @@ export interface ClaimOptions {
   readonly leaseMs: number;
   /** Most rows to claim. */
   readonly limit: number;
-  /** Free delivery slots of endpoints with deliveries in flight here; others get endpointCapacity. */
+  /** Most rows to claim for endpoints with deliveries held here; others get endpointCapacity. */
   readonly freeSlots: ReadonlyMap<string, number>;
   readonly endpointCapacity: number;
+  /**
+   * Deliveries each endpoint already has in this worker (sent or waiting to be): the rows are
+   * taken in rounds, an endpoint's k-th row after its held ones ranking with every other endpoint's
+   * k-th, so a fast endpoint with a backlog cannot crowd out an endpoint that has just one due.
+   */
+  readonly held?: ReadonlyMap<string, number>;
   readonly breaker: BreakerPolicy;
 }
 
 /**
- * Claims up to `limit` due deliveries in one short transaction (no network I/O inside): first the
- * probe rights of half-open endpoints (re-arming their pause, so only one worker probes), then the
- * rows themselves, `FOR UPDATE SKIP LOCKED`, at most the free slots per endpoint and one per probed
- * endpoint. Rows whose previous lease expired get an `abandoned` attempt recorded.
+ * Claims up to `limit` due deliveries in ONE statement (atomic on its own, no network I/O inside,
+ * one round trip and one commit however many rows): first the probe rights of half-open endpoints
+ * (re-arming their pause, so only one worker probes), then the rows themselves, `FOR UPDATE SKIP
+ * LOCKED`, at most the free slots per endpoint and one per probed endpoint, in fair rounds across
+ * endpoints (see `held`), oldest first within a round; the lease is stamped and each row comes back
+ * with its endpoint and event. Rows whose previous lease expired get an `abandoned` attempt recorded.
  */
 export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOptions): Promise<ClaimedDelivery[]> {
   if (options.limit <= 0) return [];
@@ -72,10 +87,17 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
   const leaseUntil = isoFromMillis(options.now + options.leaseMs);
   const fullEndpoints = [...options.freeSlots].filter(([, free]) => free <= 0).map(([id]) => id);
   const slots = JSON.stringify(Object.fromEntries(options.freeSlots));
+  const held = JSON.stringify(Object.fromEntries(options.held ?? []));
   const probeUntil = isoFromMillis(probeClaimed(options.breaker, { consecutiveFailures: options.breaker.threshold, pausedUntil: null }, options.now).pausedUntil!);
 
-  return db.transaction().execute(async (trx) => {
-    const { rows: probes } = await sql<{ id: string }>`
+  // Every part reads the same snapshot: the candidates see the probed endpoints through `probes`
+  // (not through the pause the probe re-arms), and the rows come back with the endpoint and event
+  // as they were when the statement started.
+  const { rows } = await sql<{
+    id: string; attempt_count: number; endpoint_id: string; url: string; secret: string; previous_secret: string | null;
+    event_id: string; event_type: string; event_created_at: string; event_created_at_ms: number; data_json: string;
+  }>`
+    WITH probes AS (
       UPDATE webhook_endpoints e SET paused_until = ${probeUntil}::timestamptz
       WHERE e.enabled AND e.consecutive_failures >= ${options.breaker.threshold}
         AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
@@ -85,84 +107,71 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
           WHERE d.endpoint_id = e.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
             AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz))
       RETURNING e.id
-    `.execute(trx);
-    const probeIds = probes.map((p) => p.id);
-
-    // Each eligible endpoint's oldest due rows (index walk per endpoint: cost follows the number of
-    // endpoints, not the backlog), at most its free slots (one for a probe), oldest first overall;
-    // then lock what no other worker holds and stamp the lease, re-checking the row under the lock.
-    const { rows: claimed } = await sql<{ id: string; attempt_count: number; previous_locked_by: string | null; previous_locked_at: string | null; previous_locked_until: string | null }>`
-      WITH candidates AS (
-        SELECT c.id, c.next_attempt_at
-        FROM webhook_endpoints e
-        CROSS JOIN LATERAL (
-          SELECT d.id, d.next_attempt_at FROM webhook_deliveries d
-          WHERE d.endpoint_id = e.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
-            AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
-          ORDER BY d.next_attempt_at, d.id
-          LIMIT CASE WHEN e.id = ANY(${probeIds}::uuid[]) THEN 1
-            ELSE greatest(0, coalesce((${slots}::jsonb ->> e.id::text)::int, ${options.endpointCapacity})) END
-        ) c
-        WHERE e.enabled
-          AND (e.id = ANY(${probeIds}::uuid[])
-            OR (e.consecutive_failures < ${options.breaker.threshold}
-              AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
-              AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))))
-        ORDER BY c.next_attempt_at, c.id
-        LIMIT ${options.limit}
-      ), picked AS (
-        SELECT d.id, d.locked_by AS previous_locked_by, d.locked_at AS previous_locked_at, d.locked_until AS previous_locked_until
+    ), candidates AS (
+      -- Each eligible endpoint's oldest due rows (index walk per endpoint: cost follows the number
+      -- of endpoints, not the backlog), at most its free slots (one for a probe), in rounds across
+      -- endpoints (rank = held here + position in its own queue), oldest first within a round.
+      SELECT c.id, c.next_attempt_at
+      FROM webhook_endpoints e
+      CROSS JOIN LATERAL (
+        SELECT d.id, d.next_attempt_at, row_number() OVER (ORDER BY d.next_attempt_at, d.id) AS position
         FROM webhook_deliveries d
-        WHERE d.id IN (SELECT id FROM candidates)
-        FOR UPDATE SKIP LOCKED
-      )
+        WHERE d.endpoint_id = e.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
+          AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
+        ORDER BY d.next_attempt_at, d.id
+        LIMIT CASE WHEN e.id IN (SELECT id FROM probes) THEN 1
+          ELSE greatest(0, coalesce((${slots}::jsonb ->> e.id::text)::int, ${options.endpointCapacity})) END
+      ) c
+      WHERE e.enabled
+        AND (e.id IN (SELECT id FROM probes)
+          OR (e.consecutive_failures < ${options.breaker.threshold}
+            AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
+            AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))))
+      ORDER BY coalesce((${held}::jsonb ->> e.id::text)::int, 0) + c.position, c.next_attempt_at, c.id
+      LIMIT ${options.limit}
+    ), picked AS (
+      -- Lock what no other worker holds; the UPDATE re-checks the row under the lock.
+      SELECT d.id, d.locked_by AS previous_locked_by, d.locked_at AS previous_locked_at, d.locked_until AS previous_locked_until
+      FROM webhook_deliveries d
+      WHERE d.id IN (SELECT id FROM candidates)
+      FOR UPDATE SKIP LOCKED
+    ), claimed AS (
       UPDATE webhook_deliveries d
       SET locked_by = ${options.workerId}, locked_at = ${now}::timestamptz, locked_until = ${leaseUntil}::timestamptz,
           attempt_count = d.attempt_count + 1
       FROM picked p
       WHERE d.id = p.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
         AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
-      RETURNING d.id, d.attempt_count, p.previous_locked_by, p.previous_locked_at::text, p.previous_locked_until::text
-    `.execute(trx);
-    if (claimed.length === 0) return [];
-
-    const abandoned = claimed.filter((c) => c.previous_locked_by !== null);
-    for (const row of abandoned) await recordAbandonedAttempt(trx, row.id, row.attempt_count - 1, row.previous_locked_at, row.previous_locked_until);
-
-    const { rows } = await sql<{
-      id: string; attempt_count: number; endpoint_id: string; url: string; secret: string; previous_secret: string | null;
-      event_id: string; event_type: string; event_created_at: string; event_created_at_ms: number; data: unknown;
-    }>`
-      SELECT d.id, d.attempt_count, d.endpoint_id, e.url, e.secret,
-        CASE WHEN e.previous_secret_expires_at > ${now}::timestamptz THEN e.previous_secret END AS previous_secret,
-        ev.id AS event_id, ev.type AS event_type, iso_utc(ev.created_at) AS event_created_at,
-        (extract(epoch FROM ev.created_at) * 1000)::float8 AS event_created_at_ms, ev.data
-      FROM webhook_deliveries d
-      JOIN webhook_endpoints e ON e.id = d.endpoint_id
-      JOIN events ev ON ev.id = d.event_id
-      WHERE d.id = ANY(${claimed.map((c) => c.id)}::uuid[]) AND d.locked_by = ${options.workerId}
-      ORDER BY d.next_attempt_at, d.id
-    `.execute(trx);
-    return rows.map((r) => ({
-      id: r.id,
-      attemptNumber: r.attempt_count,
-      endpointId: r.endpoint_id,
-      url: r.url,
-      secrets: r.previous_secret ? [r.secret, r.previous_secret] : [r.secret],
-      event: { id: r.event_id, type: r.event_type, created_at: r.event_created_at, data: r.data },
-      eventCreatedAtMs: r.event_created_at_ms,
-    }));
-  });
-}
-
-async function recordAbandonedAttempt(trx: Transaction<Database>, deliveryId: string, attemptNumber: number, lockedAt: string | null, lockedUntil: string | null): Promise<void> {
-  if (attemptNumber < 1) return;
-  await sql`
-    INSERT INTO webhook_attempts (id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
-    VALUES (${randomUUID()}, ${deliveryId}, ${attemptNumber}, coalesce(${lockedAt}::timestamptz, now()),
-      coalesce((extract(epoch FROM (${lockedUntil}::timestamptz - ${lockedAt}::timestamptz)) * 1000)::int, 0),
-      NULL, NULL, 'the worker stopped before recording this attempt (its lease expired); sent again', 'abandoned')
-  `.execute(trx);
+      RETURNING d.id, d.attempt_count, d.endpoint_id, d.event_id, d.next_attempt_at,
+        p.previous_locked_by, p.previous_locked_at, p.previous_locked_until
+    ), abandoned AS (
+      -- The previous holder's lease expired before it recorded its attempt.
+      INSERT INTO webhook_attempts (id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
+      SELECT gen_random_uuid(), c.id, c.attempt_count - 1, coalesce(c.previous_locked_at, now()),
+        coalesce((extract(epoch FROM (c.previous_locked_until - c.previous_locked_at)) * 1000)::int, 0),
+        NULL, NULL, 'the worker stopped before recording this attempt (its lease expired); sent again', 'abandoned'
+      FROM claimed c
+      WHERE c.previous_locked_by IS NOT NULL AND c.attempt_count - 1 >= 1
+    )
+    SELECT c.id, c.attempt_count, c.endpoint_id, e.url, e.secret,
+      CASE WHEN e.previous_secret_expires_at > ${now}::timestamptz THEN e.previous_secret END AS previous_secret,
+      ev.id AS event_id, ev.type AS event_type, iso_utc(ev.created_at) AS event_created_at,
+      (extract(epoch FROM ev.created_at) * 1000)::float8 AS event_created_at_ms, ev.data::text AS data_json
+    FROM claimed c
+    JOIN webhook_endpoints e ON e.id = c.endpoint_id
+    JOIN events ev ON ev.id = c.event_id
+    ORDER BY c.next_attempt_at, c.id
+  `.execute(db);
+  return rows.map((r) => ({
+    id: r.id,
+    attemptNumber: r.attempt_count,
+    endpointId: r.endpoint_id,
+    url: r.url,
+    secrets: r.previous_secret ? [r.secret, r.previous_secret] : [r.secret],
+    event: { id: r.event_id, type: r.event_type, created_at: r.event_created_at },
+    body: `{"id":${JSON.stringify(r.event_id)},"type":${JSON.stringify(r.event_type)},"created_at":${JSON.stringify(r.event_created_at)},"data":${r.data_json}}`,
+    eventCreatedAtMs: r.event_created_at_ms,
+  }));
 }
 
 /** What happens to a delivery after an attempt: the transition chosen, pure. */
@@ -200,12 +209,9 @@ export interface SettleResult {
   readonly breaker: BreakerState | null;
 }
 
-/**
- * Records the attempt and moves the delivery in ONE statement guarded by the claimant, then (same
- * transaction, endpoint row locked) moves the endpoint's breaker and, on 410, disables it.
- */
+/** Settles one finished attempt (settleDeliveries with one attempt). */
 export async function settleDelivery(db: Kysely<Database>, delivery: ClaimedDelivery, result: HttpAttemptResult, options: SettleOptions): Promise<SettleResult> {
-  return db.transaction().execute((trx) => settleIn(trx, delivery, result, options));
+  return (await settleDeliveries(db, [{ delivery, result, options }]))[0]!;
 }
 
 /** One finished attempt waiting to be settled. */
@@ -216,72 +222,127 @@ export interface Finished {
 }
 
 /**
- * Settles several finished attempts in ONE transaction (one commit instead of one per attempt: the
- * commit's WAL flush was what capped a worker at a few hundred deliveries/s). Each attempt gets the
- * same statements and its own attempt record as with settleDelivery; endpoint rows are locked in
- * endpoint-id order so two workers' batches cannot deadlock each other. Results in input order.
+ * Settles finished attempts with a fixed number of statements, however many there are: one
+ * statement moves every delivery (each row guarded by its claimant: a lost lease changes nothing)
+ * and inserts the attempt record of each delivery it moved. When every attempt succeeded that same
+ * statement also closes the breaker of their endpoints where it was not closed (afterSuccess, in
+ * whatever order: the state after successes is the same) and nothing else is needed: one round
+ * trip, one commit. Otherwise, in one transaction, the endpoints of the moved deliveries are locked
+ * in id order (so two workers' batches cannot deadlock), the breaker's pure transitions applied per
+ * endpoint in input order, and only endpoints whose breaker moved (or that answered 410 Gone) are
+ * written. Results in input order.
  */
 export async function settleDeliveries(db: Kysely<Database>, finished: readonly Finished[]): Promise<SettleResult[]> {
-  const order = finished.map((f, i) => i).sort((a, b) => {
-    const ea = finished[a]!.delivery.endpointId;
-    const eb = finished[b]!.delivery.endpointId;
-    return ea < eb ? -1 : ea > eb ? 1 : a - b;
+  if (finished.length === 0) return [];
+  const rows = finished.map((f) => {
+    const settlement = decideSettlement(f.options.retry, f.delivery.attemptNumber, f.result, f.options.now);
+    return { f, settlement };
   });
+  const column = <T>(pick: (r: (typeof rows)[number]) => T): T[] => rows.map(pick);
+  const allSucceeded = finished.every((f) => f.result.outcome === 'success');
+  if (allSucceeded) {
+    const moved = await settleStatement(db, true);
+    const settledIds = new Set(moved);
+    return rows.map((r) => settledIds.has(r.f.delivery.id)
+      ? { settled: true, settlement: r.settlement, endpointDisabled: false, breaker: afterSuccess() }
+      : { settled: false, settlement: r.settlement, endpointDisabled: false, breaker: null });
+  }
   return db.transaction().execute(async (trx) => {
-    const results: SettleResult[] = new Array(finished.length);
-    for (const i of order) {
-      const f = finished[i]!;
-      results[i] = await settleIn(trx, f.delivery, f.result, f.options);
+    const moved = await settleStatement(trx, false);
+    return afterSettle(trx, moved);
+  });
+
+  async function settleStatement(executor: Kysely<Database>, closeBreakers: boolean): Promise<string[]> {
+    const { rows: moved } = await sql<{ delivery_id: string }>`
+      WITH input AS (
+        SELECT * FROM unnest(
+          ${column((r) => r.f.delivery.id)}::uuid[], ${column((r) => r.f.options.workerId)}::text[],
+          ${column((r) => r.settlement.status)}::text[],
+          ${column((r) => (r.settlement.status === 'failed' ? isoFromMillis(r.settlement.nextAttemptAt) : null))}::timestamptz[],
+          ${column((r) => r.f.result.statusCode)}::int[], ${column((r) => r.f.result.error)}::text[],
+          ${column((r) => isoFromMillis(r.f.options.now))}::timestamptz[], ${column(() => randomUUID())}::uuid[],
+          ${column((r) => r.f.delivery.attemptNumber)}::int[], ${column((r) => isoFromMillis(r.f.options.startedAt))}::timestamptz[],
+          ${column((r) => r.f.result.durationMs)}::int[], ${column((r) => r.f.result.responseExcerpt)}::text[],
+          ${column((r) => r.f.result.outcome as AttemptOutcome)}::text[]
+        ) AS i(id, worker_id, status, next_attempt_at, status_code, error, now, attempt_id, attempt_number, started_at, duration_ms, excerpt, outcome)
+      ), settled AS (
+        UPDATE webhook_deliveries d SET
+          status = i.status, next_attempt_at = i.next_attempt_at,
+          locked_by = NULL, locked_at = NULL, locked_until = NULL,
+          last_status_code = i.status_code, last_error = i.error, updated_at = i.now,
+          succeeded_at = CASE WHEN i.status = 'succeeded' THEN i.now ELSE d.succeeded_at END,
+          dead_at = CASE WHEN i.status = 'dead' THEN i.now ELSE d.dead_at END
+        FROM input i
+        WHERE d.id = i.id AND d.locked_by = i.worker_id
+        RETURNING d.id, d.endpoint_id
+      ), closed AS (
+        UPDATE webhook_endpoints e SET consecutive_failures = 0, paused_until = NULL
+        WHERE ${closeBreakers} AND e.id IN (SELECT endpoint_id FROM settled)
+          AND (e.consecutive_failures <> 0 OR e.paused_until IS NOT NULL)
+      )
+      INSERT INTO webhook_attempts (id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
+      SELECT i.attempt_id, i.id, i.attempt_number, i.started_at, i.duration_ms, i.status_code, i.excerpt, i.error, i.outcome
+      FROM input i JOIN settled s ON s.id = i.id
+      RETURNING delivery_id
+    `.execute(executor);
+    return moved.map((m) => m.delivery_id);
+  }
+
+  async function afterSettle(trx: Kysely<Database>, moved: string[]): Promise<SettleResult[]> {
+    const settledIds = new Set(moved);
+    const results: SettleResult[] = rows.map((r) => ({ settled: false, settlement: r.settlement, endpointDisabled: false, breaker: null }));
+    const endpointIds = [...new Set(rows.filter((r) => settledIds.has(r.f.delivery.id)).map((r) => r.f.delivery.endpointId))].sort();
+    if (endpointIds.length === 0) return results;
+
+    const { rows: endpoints } = await sql<{ id: string; consecutive_failures: number; paused_until_ms: number | null }>`
+      SELECT id, consecutive_failures, (extract(epoch FROM paused_until) * 1000)::float8 AS paused_until_ms
+      FROM webhook_endpoints WHERE id = ANY(${endpointIds}::uuid[]) ORDER BY id FOR UPDATE
+    `.execute(trx);
+    for (const endpoint of endpoints) {
+      const before: BreakerState = { consecutiveFailures: endpoint.consecutive_failures, pausedUntil: endpoint.paused_until_ms };
+      let state = before;
+      let disable = false;
+      let disabledAt = 0;
+      rows.forEach((r, i) => {
+        if (r.f.delivery.endpointId !== endpoint.id || !settledIds.has(r.f.delivery.id)) return;
+        state = r.f.result.outcome === 'success' ? afterSuccess() : afterFailure(r.f.options.breaker, state, r.f.options.now);
+        const gone = disablesEndpoint(r.f.result);
+        if (gone) {
+          disable = true;
+          disabledAt = r.f.options.now;
+        }
+        results[i] = { settled: true, settlement: r.settlement, endpointDisabled: gone, breaker: state };
+      });
+      const changed = state.consecutiveFailures !== before.consecutiveFailures || state.pausedUntil !== before.pausedUntil;
+      if (changed || disable) {
+        await sql`
+          UPDATE webhook_endpoints SET
+            consecutive_failures = ${state.consecutiveFailures},
+            paused_until = ${state.pausedUntil === null ? null : isoFromMillis(state.pausedUntil)}::timestamptz,
+            enabled = CASE WHEN ${disable} THEN false ELSE enabled END,
+            disabled_reason = CASE WHEN ${disable} THEN ${'the receiver answered 410 Gone'} ELSE disabled_reason END,
+            updated_at = CASE WHEN ${disable} THEN ${isoFromMillis(disabledAt)}::timestamptz ELSE updated_at END
+          WHERE id = ${endpoint.id}::uuid
+        `.execute(trx);
+      }
     }
     return results;
-  });
+  }
 }
 
-async function settleIn(trx: Transaction<Database>, delivery: ClaimedDelivery, result: HttpAttemptResult, options: SettleOptions): Promise<SettleResult> {
-  const settlement = decideSettlement(options.retry, delivery.attemptNumber, result, options.now);
-  const now = isoFromMillis(options.now);
-  const next = settlement.status === 'failed' ? isoFromMillis(settlement.nextAttemptAt) : null;
-  const outcome: AttemptOutcome = result.outcome;
-  const disable = disablesEndpoint(result);
-  const { rows } = await sql<{ delivery_id: string }>`
-    WITH settled AS (
-      UPDATE webhook_deliveries SET
-        status = ${settlement.status}, next_attempt_at = ${next}::timestamptz,
-        locked_by = NULL, locked_at = NULL, locked_until = NULL,
-        last_status_code = ${result.statusCode}::int, last_error = ${result.error},
-        updated_at = ${now}::timestamptz,
-        succeeded_at = CASE WHEN ${settlement.status} = 'succeeded' THEN ${now}::timestamptz ELSE succeeded_at END,
-        dead_at = CASE WHEN ${settlement.status} = 'dead' THEN ${now}::timestamptz ELSE dead_at END
-      WHERE id = ${delivery.id}::uuid AND locked_by = ${options.workerId}
-      RETURNING id
-    )
-    INSERT INTO webhook_attempts (id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
-    SELECT ${randomUUID()}::uuid, settled.id, ${delivery.attemptNumber}::int, ${isoFromMillis(options.startedAt)}::timestamptz,
-      ${result.durationMs}::int, ${result.statusCode}::int, ${result.responseExcerpt}, ${result.error}, ${outcome}
-    FROM settled
-    RETURNING delivery_id
-  `.execute(trx);
-  if (rows.length === 0) return { settled: false, settlement, endpointDisabled: false, breaker: null };
-
-  const { rows: endpoints } = await sql<{ consecutive_failures: number; paused_until_ms: number | null }>`
-    SELECT consecutive_failures, (extract(epoch FROM paused_until) * 1000)::float8 AS paused_until_ms
-    FROM webhook_endpoints WHERE id = ${delivery.endpointId}::uuid FOR UPDATE
-  `.execute(trx);
-  const current: BreakerState = { consecutiveFailures: endpoints[0]!.consecutive_failures, pausedUntil: endpoints[0]!.paused_until_ms };
-  const breaker = result.outcome === 'success' ? afterSuccess() : afterFailure(options.breaker, current, options.now);
-  const changed = breaker.consecutiveFailures !== current.consecutiveFailures || breaker.pausedUntil !== current.pausedUntil;
-  if (changed || disable) {
-    await sql`
-      UPDATE webhook_endpoints SET
-        consecutive_failures = ${breaker.consecutiveFailures},
-        paused_until = ${breaker.pausedUntil === null ? null : isoFromMillis(breaker.pausedUntil)}::timestamptz,
-        enabled = CASE WHEN ${disable} THEN false ELSE enabled END,
-        disabled_reason = CASE WHEN ${disable} THEN ${'the receiver answered 410 Gone'} ELSE disabled_reason END,
-        updated_at = CASE WHEN ${disable} THEN ${now}::timestamptz ELSE updated_at END
-      WHERE id = ${delivery.endpointId}::uuid
-    `.execute(trx);
-  }
-  return { settled: true, settlement, endpointDisabled: disable, breaker };
+/**
+ * Gives back deliveries this worker claimed but never sent (it is stopping, or one waited in its
+ * buffer so long that its lease could run out during the attempt): the lease is cleared and the
+ * attempt count the claim took is returned, so no attempt is recorded and any worker may claim
+ * them at once. Guarded by the claimant. Returns how many were released.
+ */
+export async function releaseDeliveries(db: Kysely<Database>, workerId: string, ids: readonly string[]): Promise<number> {
+  if (ids.length === 0) return 0;
+  const result = await sql`
+    UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL, locked_until = NULL, attempt_count = attempt_count - 1
+    WHERE id = ANY(${[...ids]}::uuid[]) AND locked_by = ${workerId}
+  `.execute(db);
+  return Number(result.numAffectedRows ?? 0);
 }
 
 /** Deliveries waiting (pending or failed), for the queue-depth gauge. */

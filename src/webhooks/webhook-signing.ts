@@ -4,9 +4,22 @@
  * `{id}.{timestamp}.{body}`, keyed with the base64-decoded part of a `whsec_<base64>` secret.
  * During a secret rotation's overlap both signatures are sent, space-separated, newest first.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 
 const PREFIX = 'whsec_';
+/** Decoded keys by secret: a worker signs every delivery, with a handful of secrets. */
+const keys = new Map<string, KeyObject>();
+const KEYS_CACHED_MAX = 1000;
+
+function keyOf(secret: string): KeyObject {
+  let key = keys.get(secret);
+  if (!key) {
+    if (keys.size >= KEYS_CACHED_MAX) keys.clear();
+    key = createSecretKey(Buffer.from(secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret, 'base64'));
+    keys.set(secret, key);
+  }
+  return key;
+}
 
 /** A new signing secret: `whsec_` + base64 of 24 random bytes. */
 export function generateSecret(): string {
@@ -15,8 +28,7 @@ export function generateSecret(): string {
 
 /** `v1,<base64>` signature of `body` for message `id` at `timestampSeconds` with `secret`. */
 export function sign(secret: string, id: string, timestampSeconds: number, body: string): string {
-  const key = Buffer.from(secret.startsWith(PREFIX) ? secret.slice(PREFIX.length) : secret, 'base64');
-  const mac = createHmac('sha256', key).update(`${id}.${timestampSeconds}.${body}`).digest('base64');
+  const mac = createHmac('sha256', keyOf(secret)).update(`${id}.${timestampSeconds}.${body}`).digest('base64');
   return `v1,${mac}`;
 }
 

@@ -11,13 +11,19 @@
  *   DISPATCH_WAITING The dispatch loop sleeps until the next delivery falls due (capped at the poll
  *                    interval), or until woken: the poller queued deliveries, an attempt finished and
  *                    freed a slot, an admin made deliveries due (in process or by NOTIFY).
- *   CLAIMING         One claim transaction takes as many due deliveries as there are free slots
- *                    (WEBHOOK_CONCURRENCY overall, WEBHOOK_ENDPOINT_CONCURRENCY per endpoint) and
- *                    starts each; a full claim claims again at once.
- *   STOPPING         stop(): no further polls or claims; attempts in flight finish and settle; the
+ *   CLAIMING         One claim transaction takes due deliveries for up to twice the worker's
+ *                    concurrency (WEBHOOK_CONCURRENCY) and twice each endpoint's current limit
+ *                    (endpoint-concurrency.ts): those that fit are sent at once, the rest wait in
+ *                    the endpoint's queue here and go out the moment a request to it finishes, so
+ *                    the receiver is kept busy while the next claim runs. While claims find
+ *                    deliveries, every finished request wakes the loop to claim again.
+ *   STOPPING         stop(): no further polls or claims; deliveries claimed but not sent are
+ *                    released (no attempt recorded); attempts in flight finish and settle; the
  *                    LISTEN connection and the HTTP pool close. Then STOPPED.
- * An attempt in flight: sign → POST (webhook-http-client.ts) → settle (delivery-queue.ts), never
- * inside a database transaction.
+ * An attempt: sign → POST (webhook-http-client.ts) → settle (delivery-queue.ts), never inside a
+ * database transaction. Its endpoint slot is free again when the answer is in; the settle follows
+ * in a batch (the delivery stays leased until then, so at-least-once holds). A claimed delivery is
+ * sent only while its lease still covers a whole attempt; otherwise it is released unsent.
  */
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
@@ -26,7 +32,8 @@ import pg from 'pg';
 import type { AppContext } from '../app-context.ts';
 import type { BreakerPolicy } from './circuit-breaker.ts';
 import type { RetryPolicy } from './retry-policy.ts';
-import { claimDueDeliveries, nextDueAt, queueDepth, settleDeliveries, settleDelivery, type ClaimedDelivery, type Finished, type SettleResult, type Settlement } from './delivery-queue.ts';
+import { claimDueDeliveries, nextDueAt, queueDepth, releaseDeliveries, settleDeliveries, settleDelivery, type ClaimedDelivery, type Finished, type SettleResult, type Settlement } from './delivery-queue.ts';
+import { CLAIM_AHEAD_ROUNDS, answeredFast, claimAhead, nextConcurrencyLimit, type ConcurrencyPolicy } from './endpoint-concurrency.ts';
 import { pollEvents, type PollResult } from './event-poller.ts';
 import { WebhookHttpClient, type HttpAttemptResult } from './webhook-http-client.ts';
 import { signatureHeaders } from './webhook-signing.ts';
@@ -38,8 +45,36 @@ import {
   deliveryLatency, eventsQueued, releaseQueueDepthSource, setQueueDepthSource,
 } from './webhook-metrics.ts';
 
-/** Most attempts settled in one transaction (bounds how long it holds endpoint rows). */
-const SETTLE_BATCH_MAX = 100;
+/** Most attempts settled in one statement (bounds how long it holds endpoint rows). */
+const SETTLE_BATCH_MAX = 500;
+/**
+ * On PGlite every statement runs on the thread that also serves HTTP (decision 0005): smaller
+ * settle batches there, and claims of at most this many rows.
+ */
+const PGLITE_SETTLE_BATCH_MAX = 100;
+const PGLITE_CLAIM_MAX = 64;
+/** While requests are in flight, a settle batch waits up to SETTLE_GATHER_MS for this many attempts. */
+const SETTLE_GATHER = 128;
+const SETTLE_GATHER_MS = 20;
+/**
+ * Lease a claimed delivery must still have, beyond WEBHOOK_TIMEOUT_MS, to be sent; one with less
+ * is released unsent (half of the 1 s by which the lease must exceed the timeout).
+ */
+const LEASE_MARGIN_MS = 500;
+
+/** What this worker holds for one endpoint. */
+interface EndpointSlots {
+  /** Deliveries in flight now may not exceed this (endpoint-concurrency.ts). */
+  limit: number;
+  /** HTTP requests in flight. */
+  sending: number;
+  /** Claimed, not sent yet, oldest first, each with its lease's end (worker clock). */
+  readonly waiting: Array<{ delivery: ClaimedDelivery; leaseUntil: number }>;
+  /** Failed attempts not settled yet: nothing more is sent until their breaker verdict is known. */
+  failuresSettling: number;
+  /** The last answer was a success faster than WEBHOOK_SLOW_ANSWER_MS (claims reach further ahead). */
+  fast: boolean;
+}
 
 /** What one finished attempt did, as the worker reports it. */
 export interface AttemptReport {
@@ -150,8 +185,17 @@ class DeliveryWorker implements WebhookWorker {
   readonly #http: WebhookHttpClient;
   readonly #pollWake = new Wakeable();
   readonly #dispatchWake = new Wakeable();
-  readonly #inFlight = new Map<string, Promise<void>>();
-  readonly #perEndpoint = new Map<string, number>();
+  readonly #concurrency: ConcurrencyPolicy;
+  readonly #settleBatchMax: number;
+  /** Attempts (send and settle) and releases running, for stop() to wait on. */
+  readonly #running = new Set<Promise<unknown>>();
+  readonly #endpoints = new Map<string, EndpointSlots>();
+  /** HTTP requests in flight, deliveries waiting here, attempts waiting for their settle. */
+  #sending = 0;
+  #waiting = 0;
+  #settling = 0;
+  /** The last claim found deliveries: a freed slot should claim again. */
+  #backlog = false;
   #stopping = false;
   #loops: Promise<void>[] = [];
   #listener: pg.Client | undefined;
@@ -174,10 +218,17 @@ class DeliveryWorker implements WebhookWorker {
     this.#listenUrl = ctx.database.backend === 'postgres' ? options.listenUrl ?? ctx.config.DATABASE_URL : undefined;
     this.#retry = { scheduleMs: ctx.config.webhookRetryScheduleMs };
     this.#breaker = { threshold: ctx.config.WEBHOOK_BREAKER_THRESHOLD, pauseMs: ctx.config.WEBHOOK_BREAKER_PAUSE_MS };
+    this.#settleBatchMax = ctx.database.backend === 'pglite' ? PGLITE_SETTLE_BATCH_MAX : SETTLE_BATCH_MAX;
+    this.#concurrency = {
+      initial: ctx.config.WEBHOOK_ENDPOINT_CONCURRENCY,
+      min: 1,
+      max: Math.max(ctx.config.WEBHOOK_ENDPOINT_CONCURRENCY, ctx.config.WEBHOOK_ENDPOINT_CONCURRENCY_MAX),
+      slowMs: ctx.config.WEBHOOK_SLOW_ANSWER_MS,
+    };
     this.#http = new WebhookHttpClient({
       timeoutMs: ctx.config.WEBHOOK_TIMEOUT_MS,
       allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE_URLS,
-      connectionsPerOrigin: ctx.config.WEBHOOK_ENDPOINT_CONCURRENCY,
+      connectionsPerOrigin: Math.min(this.#concurrency.max, ctx.config.WEBHOOK_CONCURRENCY),
       now: this.#clock,
     });
   }
@@ -198,7 +249,10 @@ class DeliveryWorker implements WebhookWorker {
     this.#pollWake.wake();
     this.#dispatchWake.wake();
     await Promise.all(this.#loops);
-    await Promise.allSettled([...this.#inFlight.values()]);
+    const unsent = [...this.#endpoints.values()].flatMap((e) => e.waiting.splice(0));
+    this.#waiting = 0;
+    this.#release(unsent.map((w) => w.delivery));
+    while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
     clearTimeout(this.#listenRetry);
     await this.#listener?.end().catch(() => {});
     this.#listener = undefined;
@@ -232,7 +286,7 @@ class DeliveryWorker implements WebhookWorker {
     const interval = config.WEBHOOK_POLL_INTERVAL_MS;
     let claimNow = true;
     while (!this.#stopping) {
-      const free = config.WEBHOOK_CONCURRENCY - this.#inFlight.size;
+      const free = this.#claimRoom();
       let claimedAll = false;
       let waitMs = interval;
       try {
@@ -242,18 +296,30 @@ class DeliveryWorker implements WebhookWorker {
         const now = this.#clock();
         if (free > 0 && (claimNow || (due !== null && due <= now))) {
           const freeSlots = new Map<string, number>();
-          for (const [endpointId, n] of this.#perEndpoint) freeSlots.set(endpointId, config.WEBHOOK_ENDPOINT_CONCURRENCY - n);
+          const held = new Map<string, number>();
+          for (const [endpointId, e] of this.#endpoints) {
+            const holding = e.sending + e.waiting.length;
+            if (holding === 0 && e.failuresSettling === 0) continue;
+            freeSlots.set(endpointId, e.failuresSettling > 0 ? 0 : claimAhead(e.limit, e.fast) - holding);
+            held.set(endpointId, holding);
+          }
           const claimed = await claimDueDeliveries(this.#ctx.database.db, {
             workerId: this.id,
             now,
             leaseMs: config.WEBHOOK_LEASE_MS,
             limit: free,
             freeSlots,
-            endpointCapacity: config.WEBHOOK_ENDPOINT_CONCURRENCY,
+            held,
+            endpointCapacity: claimAhead(this.#concurrency.initial, false),
             breaker: this.#breaker,
           });
           if (claimed.length > 0) this.events.emit('claimed', claimed);
-          for (const delivery of claimed) this.#begin(delivery);
+          for (const delivery of claimed) {
+            this.#slots(delivery.endpointId).waiting.push({ delivery, leaseUntil: now + config.WEBHOOK_LEASE_MS });
+          }
+          this.#waiting += claimed.length;
+          this.#backlog = claimed.length > 0;
+          this.#pump();
           claimedAll = claimed.length === free;
         } else if (due !== null && due > now) {
           waitMs = Math.min(interval, due - now);
@@ -270,37 +336,127 @@ class DeliveryWorker implements WebhookWorker {
     }
   }
 
-  #begin(delivery: ClaimedDelivery): void {
-    this.#perEndpoint.set(delivery.endpointId, (this.#perEndpoint.get(delivery.endpointId) ?? 0) + 1);
-    const run = this.#attempt(delivery)
-      .catch((error) => this.#loopError('delivery attempt failed', error))
-      .finally(() => {
-        this.#inFlight.delete(delivery.id);
-        const left = (this.#perEndpoint.get(delivery.endpointId) ?? 1) - 1;
-        if (left <= 0) this.#perEndpoint.delete(delivery.endpointId);
-        else this.#perEndpoint.set(delivery.endpointId, left);
-        this.#dispatchWake.wake();
-      });
-    this.#inFlight.set(delivery.id, run);
+  /**
+   * Deliveries the next claim may take: up to CLAIM_AHEAD_ROUNDS × WEBHOOK_CONCURRENCY held here
+   * (in flight or waiting), and no more while settles lag a batch behind (memory stays bounded by
+   * configuration, whatever the backlog in the table). While a full round of deliveries still
+   * waits here, the claim waits until half that room is free: fewer, larger claims (each is a
+   * round trip and a commit, which is what a fast receiver would otherwise wait on).
+   */
+  #claimRoom(): number {
+    const concurrency = this.#ctx.config.WEBHOOK_CONCURRENCY;
+    const most = CLAIM_AHEAD_ROUNDS * concurrency;
+    const holding = this.#sending + this.#waiting;
+    const room = Math.min(most - holding, most + this.#settleBatchMax - holding - this.#settling);
+    if (this.#waiting >= concurrency && room < most / 2) return 0;
+    return this.#ctx.database.backend === 'pglite' ? Math.min(room, PGLITE_CLAIM_MAX) : room;
   }
 
-  async #attempt(delivery: ClaimedDelivery): Promise<void> {
-    const { event } = delivery;
-    const body = JSON.stringify({ id: event.id, type: event.type, created_at: event.created_at, data: event.data });
+  /** This worker's slots for `endpointId` (a new endpoint starts at the initial limit). */
+  #slots(endpointId: string): EndpointSlots {
+    let slots = this.#endpoints.get(endpointId);
+    if (!slots) {
+      slots = { limit: this.#concurrency.initial, sending: 0, waiting: [], failuresSettling: 0, fast: false };
+      this.#endpoints.set(endpointId, slots);
+    }
+    return slots;
+  }
+
+  /**
+   * Sends waiting deliveries while slots are free: each endpoint below its limit, the worker below
+   * WEBHOOK_CONCURRENCY, one delivery per endpoint per round so endpoints share the worker's slots.
+   * A delivery whose lease no longer covers an attempt is released instead.
+   */
+  #pump(): void {
+    if (this.#stopping) return;
+    const { WEBHOOK_CONCURRENCY: concurrency, WEBHOOK_TIMEOUT_MS: timeoutMs } = this.#ctx.config;
+    const expired: ClaimedDelivery[] = [];
+    let sent = true;
+    while (sent && this.#sending < concurrency && this.#waiting > 0) {
+      sent = false;
+      for (const [endpointId, slots] of [...this.#endpoints]) {
+        if (this.#sending >= concurrency) break;
+        if (slots.waiting.length === 0 || slots.sending >= slots.limit || slots.failuresSettling > 0) continue;
+        const next = slots.waiting.shift()!;
+        this.#waiting--;
+        sent = true;
+        if (this.#clock() + timeoutMs + LEASE_MARGIN_MS > next.leaseUntil) {
+          expired.push(next.delivery);
+          continue;
+        }
+        // Served last in the next round.
+        this.#endpoints.delete(endpointId);
+        this.#endpoints.set(endpointId, slots);
+        this.#send(slots, next.delivery);
+      }
+    }
+    this.#release(expired);
+  }
+
+  #send(slots: EndpointSlots, delivery: ClaimedDelivery): void {
+    slots.sending++;
+    this.#sending++;
+    const run = this.#attempt(slots, delivery)
+      .catch((error) => this.#loopError('delivery attempt failed', error))
+      .finally(() => {
+        this.#running.delete(run);
+        this.#pump();
+        if (this.#backlog) this.#dispatchWake.wake();
+      });
+    this.#running.add(run);
+  }
+
+  /** Gives claimed, unsent deliveries back to the queue (releaseDeliveries). */
+  #release(deliveries: readonly ClaimedDelivery[]): void {
+    if (deliveries.length === 0) return;
+    const run = releaseDeliveries(this.#ctx.database.db, this.id, deliveries.map((d) => d.id))
+      .catch((error) => this.#loopError('releasing unsent webhook deliveries failed (they are sent again when their lease expires)', error))
+      .finally(() => this.#running.delete(run));
+    this.#running.add(run);
+  }
+
+  async #attempt(slots: EndpointSlots, delivery: ClaimedDelivery): Promise<void> {
+    const { event, body } = delivery;
     const startedAt = this.#clock();
     const headers = signatureHeaders(delivery.secrets, event.id, Math.floor(startedAt / 1000), body);
-    const result = await this.#http.post(delivery.url, body, headers);
+    let result: HttpAttemptResult;
+    try {
+      result = await this.#http.post(delivery.url, body, headers);
+    } finally {
+      slots.sending--;
+      this.#sending--;
+    }
+    slots.limit = nextConcurrencyLimit(this.#concurrency, slots.limit, result);
+    slots.fast = answeredFast(this.#concurrency, result);
+    const failed = result.outcome !== 'success';
+    if (failed) slots.failuresSettling++;
+    this.#settling++;
+    // The endpoint's slot is free: the next waiting delivery goes out while this one settles.
+    this.#pump();
+    if (this.#backlog) this.#dispatchWake.wake();
     deliveriesAttempted.inc({ outcome: result.outcome });
     attemptDuration.observe({ outcome: result.outcome }, result.durationMs / 1000);
 
     const settleOptions = { workerId: this.id, startedAt, retry: this.#retry, breaker: this.#breaker };
     let settled;
     try {
-      settled = await this.#settle({ delivery, result, options: { ...settleOptions, now: this.#clock() } });
-    } catch (error) {
-      // One more try (a dropped connection); if that fails too the lease expires and another claim sends it again.
-      this.#ctx.logger.warn({ err: error, deliveryId: delivery.id }, 'settling a webhook delivery failed; retrying once');
-      settled = await settleDelivery(this.#ctx.database.db, delivery, result, { ...settleOptions, now: this.#clock() });
+      try {
+        settled = await this.#settle({ delivery, result, options: { ...settleOptions, now: this.#clock() } });
+      } catch (error) {
+        // One more try (a dropped connection); if that fails too the lease expires and another claim sends it again.
+        this.#ctx.logger.warn({ err: error, deliveryId: delivery.id }, 'settling a webhook delivery failed; retrying once');
+        settled = await settleDelivery(this.#ctx.database.db, delivery, result, { ...settleOptions, now: this.#clock() });
+      }
+    } finally {
+      this.#settling--;
+      if (failed) slots.failuresSettling--;
+    }
+    // The breaker opened or the endpoint is gone: what waits here for it goes back to the queue
+    // (claims skip the endpoint until it may be tried again).
+    const open = settled.breaker !== null && settled.breaker.consecutiveFailures >= this.#breaker.threshold;
+    if (open || settled.endpointDisabled) {
+      this.#waiting -= slots.waiting.length;
+      this.#release(slots.waiting.splice(0).map((w) => w.delivery));
     }
     if (!settled.settled) {
       this.#ctx.logger.warn({ deliveryId: delivery.id, workerId: this.id }, 'webhook delivery lease lost before settling; the new holder sends it again');
@@ -331,20 +487,23 @@ class DeliveryWorker implements WebhookWorker {
 
   /**
    * Settles one finished attempt together with the others finishing meanwhile: attempts queue while
-   * a batch transaction runs and go in the next one (settleDeliveries), so a busy worker commits
-   * once per batch, not once per delivery, and an idle one settles at once. The attempt's slot stays
-   * taken until its batch commits (at-least-once as before). A failed batch is settled again one by
-   * one, so one bad attempt cannot fail the others.
+   * a batch statement runs and go in the next one (settleDeliveries), so a busy worker commits
+   * once per batch, not once per delivery. While requests are in flight a batch also waits up to
+   * SETTLE_GATHER_MS for SETTLE_GATHER attempts (fewer, larger commits; no slot waits on it: the
+   * delivery stays leased until its batch commits, so at-least-once holds); an idle worker settles
+   * at once. A failed batch is settled again one by one, so one bad attempt cannot fail the others.
    */
   #settle(finished: Finished): Promise<SettleResult> {
     return new Promise((resolve, reject) => {
       this.#settleQueue.push({ finished, resolve, reject });
+      if (this.#settleQueue.length >= Math.min(SETTLE_GATHER, this.#settleBatchMax)) this.#settleGathered.wake();
       if (!this.#flushing) void this.#flushSettles();
     });
   }
 
   readonly #settleQueue: Array<{ finished: Finished; resolve: (r: SettleResult) => void; reject: (e: unknown) => void }> = [];
   #flushing = false;
+  readonly #settleGathered = new Wakeable();
 
   async #flushSettles(): Promise<void> {
     this.#flushing = true;
@@ -356,7 +515,10 @@ class DeliveryWorker implements WebhookWorker {
         this.#flushing = false;
         return;
       }
-      const batch = this.#settleQueue.splice(0, SETTLE_BATCH_MAX);
+      if (this.#settleQueue.length < Math.min(SETTLE_GATHER, this.#settleBatchMax) && this.#sending > 0 && !this.#stopping) {
+        await this.#settleGathered.wait(SETTLE_GATHER_MS);
+      }
+      const batch = this.#settleQueue.splice(0, this.#settleBatchMax);
       try {
         const results = await settleDeliveries(db, batch.map((b) => b.finished));
         batch.forEach((b, i) => b.resolve(results[i]!));
