@@ -29,4 +29,8 @@ cpSync(at('src/admin/dashboard/public'), at('dist/admin/dashboard/public'), { re
 // running initdb (src/db/pglite-template.ts, docs/decisions/0006).
 const { writePgliteTemplate, PGLITE_TEMPLATE_DIR } = await import('../dist/db/pglite-template.js');
 await writePgliteTemplate(PGLITE_TEMPLATE_DIR);
+// The same with the default demo store in it, for `npm start` on an empty directory (src/demo/demo-template.ts).
+const { PGLITE_DEMO_TEMPLATE_DIR } = await import('../dist/db/pglite-template.js');
+const { writeDemoTemplate } = await import('../dist/demo/demo-template.js');
+await writeDemoTemplate(PGLITE_DEMO_TEMPLATE_DIR, PGLITE_TEMPLATE_DIR);
 writeFileSync(at('dist/.build-stamp'), `${new Date().toISOString()}\n`);

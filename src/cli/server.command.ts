@@ -26,6 +26,8 @@ import type { RetentionPruner } from '../retention/retention-pruner.ts';
 import { exitWithError } from './run-command.ts';
 import { adminSignInHint } from '../admin/dashboard/sign-in-hint.ts';
 import { applyHeapGrowing } from '../ops/heap-tuning.ts';
+import { DEMO_TEMPLATE_PRODUCTS } from '../demo/demo-template.ts';
+import { PGLITE_DEMO_TEMPLATE_DIR, PGLITE_TEMPLATE_DIR } from '../db/pglite-template.ts';
 
 // The app, the worker and their plugins are imported when a role starts, not for every CLI command.
 type Role = 'serve' | 'worker' | 'all';
@@ -82,7 +84,10 @@ async function run(role: Role): Promise<void> {
   try {
     const config = loadConfig();
     applyHeapGrowing(config.HEAP_GROWING_PERCENT);
-    running.ctx = await openContext(config, createLogger(config), { applicationName: `store-api-${role}` });
+    // The default demo store of a first start comes ready-made from the build (demo/demo-template.ts).
+    const demoTemplate = role === 'all' && config.SEED_DEMO && config.SEED_DEMO_PRODUCTS === DEMO_TEMPLATE_PRODUCTS
+      ? { template: [PGLITE_DEMO_TEMPLATE_DIR, PGLITE_TEMPLATE_DIR] } : {};
+    running.ctx = await openContext(config, createLogger(config), { applicationName: `store-api-${role}`, ...demoTemplate });
     const ctx = running.ctx;
 
     if (role !== 'worker') {

@@ -11,7 +11,7 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Database } from './schema.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
-import { copyPgliteTemplate, PGLITE_TEMPLATE_DIR } from './pglite-template.ts';
+import { copyPgliteTemplate, PGLITE_TEMPLATE_DIR, readStamp, type TemplateStamp } from './pglite-template.ts';
 
 export type Backend = 'pglite' | 'postgres';
 
@@ -21,6 +21,8 @@ export interface DatabaseHandle {
   /** Connections in use / total, for metrics (PGlite: one connection). */
   poolStats(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
+  /** Set when this open filled an empty data directory from a template holding a demo store. */
+  readonly templateDemo?: TemplateStamp['demo'];
 }
 
 const OID = { int8: 20, numeric: 1700, timestamp: 1114, timestamptz: 1184, date: 1082, interval: 1186 } as const;
@@ -44,9 +46,10 @@ export interface OpenDatabaseOptions {
   pglite?: PGlite;
   /**
    * A migrated PGlite data directory copied into an empty `dataDir` instead of running initdb
-   * (db/pglite-template.ts); default the one `npm run build` makes, false for none.
+   * (db/pglite-template.ts); default the one `npm run build` makes, false for none. Several: the
+   * first usable one is copied (the demo store's template, then the empty one).
    */
-  template?: string | false;
+  template?: string | readonly string[] | false;
   applicationName?: string;
   /** Told about connection errors the pool recovers from by itself (default: ignored). */
   onConnectionError?: (error: Error) => void;
@@ -94,6 +97,7 @@ function openPostgres(url: string, max: number, applicationName = 'store-api', o
 async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle> {
   let lock: DataDirLock | undefined;
   let pglite: PGlite;
+  let templateDemo: TemplateStamp['demo'];
   if (options.pglite) {
     pglite = options.pglite;
   } else if (options.dataDir) {
@@ -102,8 +106,13 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
     // PGlite takes no lock of its own: two processes on one directory lose rows. Refuse the second.
     lock = acquireDataDirLock(dir);
     try {
-      const template = options.template ?? PGLITE_TEMPLATE_DIR;
-      if (template) copyPgliteTemplate(template, join(dir, 'pglite'));
+      const templates = options.template === false ? [] : [options.template ?? PGLITE_TEMPLATE_DIR].flat();
+      for (const template of templates) {
+        if (copyPgliteTemplate(template, join(dir, 'pglite'))) {
+          templateDemo = readStamp(template)?.demo;
+          break;
+        }
+      }
       pglite = await PGlite.create({ dataDir: join(dir, 'pglite'), parsers });
     } catch (error) {
       lock.release();
@@ -117,6 +126,7 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
   return {
     db,
     backend: 'pglite',
+    templateDemo,
     poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
     close: async () => {
       await db.destroy();

@@ -22,9 +22,14 @@ import { migrateToLatest, migrationNames } from './migrate.ts';
 /** Where `npm run build` writes the template (the same path from src/db/ and dist/db/). */
 export const PGLITE_TEMPLATE_DIR = fileURLToPath(new URL('../../dist/pglite-template', import.meta.url));
 
-interface TemplateStamp {
+/** Where `npm run build` writes the template holding the default demo store (demo/demo-template.ts). */
+export const PGLITE_DEMO_TEMPLATE_DIR = fileURLToPath(new URL('../../dist/pglite-demo-template', import.meta.url));
+
+export interface TemplateStamp {
   pglite: string;
   migrations: string[];
+  /** A template with a demo store in it: what it holds (its first start creates the demo token). */
+  demo?: { products: number; customers: number; orders: number };
 }
 
 /** The installed PGlite's version (its package.json is not exported, so it is read beside its entry). */
@@ -42,22 +47,40 @@ export function installedPgliteVersion(): string {
 
 /** Builds a migrated template in `templateDir` (replacing what was there); the stamp is written last. */
 export async function writePgliteTemplate(templateDir: string): Promise<void> {
+  await writeTemplate(templateDir, undefined, async (pglite) => {
+    const db = new Kysely<unknown>({ dialect: new PGliteDialect({ pglite }) });
+    try {
+      await migrateToLatest(db);
+      await pglite.exec('CHECKPOINT');
+    } finally {
+      await db.destroy(); // closes the PGlite too
+    }
+    return undefined;
+  });
+}
+
+/**
+ * Builds a template in `templateDir` from a copy of `fromTemplate` (or initdb when undefined), with
+ * `fill` run on the open PGlite; the stamp (with what `fill` returns as `demo`) is written last.
+ */
+export async function writeTemplate(templateDir: string, fromTemplate: string | undefined, fill: (pglite: PGlite) => Promise<TemplateStamp['demo']>, parsers?: Record<number, (value: string) => unknown>): Promise<void> {
   rmSync(templateDir, { recursive: true, force: true });
   mkdirSync(templateDir, { recursive: true });
-  const pglite = await PGlite.create({ dataDir: join(templateDir, 'pgdata') });
-  const db = new Kysely<unknown>({ dialect: new PGliteDialect({ pglite }) });
+  if (fromTemplate) cpSync(join(fromTemplate, 'pgdata'), join(templateDir, 'pgdata'), { recursive: true });
+  const pglite = await PGlite.create({ dataDir: join(templateDir, 'pgdata'), ...(parsers ? { parsers } : {}) });
+  let demo: TemplateStamp['demo'];
   try {
-    await migrateToLatest(db);
-    await pglite.exec('CHECKPOINT');
+    demo = await fill(pglite);
+    if (!pglite.closed) await pglite.exec('CHECKPOINT');
   } finally {
-    await db.destroy();
     if (!pglite.closed) await pglite.close();
   }
-  const stamp: TemplateStamp = { pglite: installedPgliteVersion(), migrations: migrationNames() };
+  const stamp: TemplateStamp = { pglite: installedPgliteVersion(), migrations: migrationNames(), ...(demo ? { demo } : {}) };
   writeFileSync(join(templateDir, 'stamp.json'), `${JSON.stringify(stamp)}\n`);
 }
 
-function readStamp(templateDir: string): TemplateStamp | undefined {
+/** The stamp of a finished template, undefined when there is none. */
+export function readStamp(templateDir: string): TemplateStamp | undefined {
   try {
     return JSON.parse(readFileSync(join(templateDir, 'stamp.json'), 'utf8')) as TemplateStamp;
   } catch {

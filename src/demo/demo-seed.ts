@@ -26,6 +26,12 @@ export function progressBar(enabled: boolean) {
 
 export async function seedDemoStoreIfEmpty(ctx: AppContext, { products, progress }: { products: number; progress: boolean }): Promise<(DemoSummary & { token: string }) | undefined> {
   const db = ctx.database.db;
+  // Copied from the build's demo template just now: the store is there, its token is not yet.
+  const fromTemplate = ctx.database.templateDemo;
+  if (fromTemplate) {
+    const { token } = await createToken(db, { name: 'demo (created at first start)' });
+    return { ...fromTemplate, token };
+  }
   if (!(await storeIsEmpty(db))) return undefined;
   process.stdout.write(`Empty store: seeding a demo store with ${products} products…\n`);
   const bar = progressBar(progress);

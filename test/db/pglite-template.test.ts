@@ -12,6 +12,8 @@ import { openDatabase } from '../../src/db/database.ts';
 import { migrateToLatest, migrationNames, pendingMigrations } from '../../src/db/migrate.ts';
 import { templateUnusable, writePgliteTemplate } from '../../src/db/pglite-template.ts';
 import { createToken } from '../../src/tokens/token.service.ts';
+import { DEMO_TEMPLATE_PRODUCTS, writeDemoTemplate } from '../../src/demo/demo-template.ts';
+import { seedDemoStoreIfEmpty } from '../../src/demo/demo-seed.ts';
 
 describe('the PGlite template of a first start', () => {
   let root: string;
@@ -93,6 +95,45 @@ describe('the PGlite template of a first start', () => {
       expect(await pendingMigrations(database.db)).toEqual(migrationNames());
     } finally {
       await database.close();
+    }
+  }, 180_000);
+
+  it('a template holding the default demo store gives a first start its store, and only the token is made at start', async () => {
+    const demo = join(root, 'demo-template');
+    await writeDemoTemplate(demo, template);
+    expect(templateUnusable(demo)).toBeUndefined();
+    const dataDir = join(root, 'demo-start');
+    const database = await openDatabase({ dataDir, template: [demo, template] });
+    try {
+      expect(database.templateDemo).toEqual({ products: DEMO_TEMPLATE_PRODUCTS, customers: expect.any(Number), orders: expect.any(Number) });
+      const count = async (table: 'products' | 'orders' | 'customers') => Number((await database.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+      expect(await count('products')).toBe(DEMO_TEMPLATE_PRODUCTS);
+      expect(await count('orders')).toBe(database.templateDemo!.orders);
+      expect(await count('customers')).toBe(database.templateDemo!.customers);
+      // What `store-api all` does next: the demo token, no second store.
+      const ctx = { database } as unknown as Parameters<typeof seedDemoStoreIfEmpty>[0];
+      const seeded = await seedDemoStoreIfEmpty(ctx, { products: DEMO_TEMPLATE_PRODUCTS, progress: false });
+      expect(seeded).toMatchObject({ products: DEMO_TEMPLATE_PRODUCTS, token: expect.stringMatching(/^sia_/) });
+      expect(await count('products')).toBe(DEMO_TEMPLATE_PRODUCTS);
+    } finally {
+      await database.close();
+    }
+    // A restart of that directory copies nothing: the store it has is not a fresh demo.
+    const again = await openDatabase({ dataDir, template: [demo, template] });
+    try {
+      expect(again.templateDemo).toBeUndefined();
+    } finally {
+      await again.close();
+    }
+    // An unusable demo template falls back to the empty one.
+    rmSync(join(demo, 'stamp.json'));
+    const fallback = await openDatabase({ dataDir: join(root, 'demo-fallback'), template: [demo, template] });
+    try {
+      expect(fallback.templateDemo).toBeUndefined();
+      expect(await pendingMigrations(fallback.db)).toEqual([]);
+      expect(await fallback.db.selectFrom('products').select('id').execute()).toEqual([]);
+    } finally {
+      await fallback.close();
     }
   }, 180_000);
 });
