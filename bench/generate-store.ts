@@ -10,6 +10,8 @@
 import { sql, type Kysely } from 'kysely';
 import cliProgress from 'cli-progress';
 import type { Database } from '../src/db/schema.ts';
+import type { DatabaseHandle } from '../src/db/database.ts';
+import { formatCursor } from '../src/api/cursor.ts';
 
 export interface StoreSize {
   products: number;
@@ -117,4 +119,21 @@ export async function generateBenchStore(db: Kysely<Database>, size: StoreSize):
   await customers(db, size.customers);
   if (size.products > 0) await orders(db, size.orders, size.customers, size.products);
   await sql`ANALYZE`.execute(db);
+}
+
+/** The cursor of the active product at `position` (0-based) in list order. */
+export async function cursorAt(database: DatabaseHandle, position: number): Promise<string> {
+  const { rows } = await sql<{ iso: string; id: string }>`
+    SELECT iso_utc(last_modified) AS iso, id::text AS id FROM products WHERE is_active
+    ORDER BY last_modified, id OFFSET ${Math.max(0, position)} LIMIT 1
+  `.execute(database.db);
+  const row = rows[0];
+  if (!row) throw new Error(`no active product at position ${position}`);
+  return formatCursor(row.iso, row.id);
+}
+
+/** Active products in the store. */
+export async function activeCount(database: DatabaseHandle): Promise<number> {
+  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM products WHERE is_active`.execute(database.db);
+  return Number(rows[0]!.n);
 }

@@ -13,8 +13,7 @@ import { sql } from 'kysely';
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createToken } from '../src/tokens/token.service.ts';
-import { formatCursor } from '../src/api/cursor.ts';
-import { generateBenchStore } from './generate-store.ts';
+import { activeCount, cursorAt, generateBenchStore } from './generate-store.ts';
 import { alternate, ensureWrk, freePort, log, spread, startServer, wrk } from './bench-tools.ts';
 
 const { values: args } = parseArgs({ options: { products: { type: 'string' }, 'database-url': { type: 'string' }, rounds: { type: 'string' } } });
@@ -50,10 +49,8 @@ if (existing !== products) {
   log(`generated in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 const { token } = await createToken(database.db, { name: 'large-pages bench' });
-const { rows: [{ n: active }] } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM products WHERE is_active`.execute(database.db);
-const { rows: [last] } = await sql<{ iso: string; id: string }>`
-  SELECT iso_utc(last_modified) AS iso, id::text AS id FROM products WHERE is_active
-  ORDER BY last_modified, id OFFSET ${active - 201} LIMIT 1`.execute(database.db);
+const active = await activeCount(database);
+const lastCursor = await cursorAt(database, active - 201);
 await database.close();
 
 const port = await freePort();
@@ -62,7 +59,7 @@ const server = await startServer([new URL('../bin/store-api.js', import.meta.url
 try {
   const load = { connections: 8, seconds: 5, headers: { Authorization: `Bearer ${token}` } };
   const firstUrl = `${server.origin}/api/v1/products?limit=200`;
-  const lastUrl = `${server.origin}/api/v1/products?limit=200&cursor=${encodeURIComponent(formatCursor(last!.iso, last!.id))}`;
+  const lastUrl = `${server.origin}/api/v1/products?limit=200&cursor=${encodeURIComponent(lastCursor)}`;
   await wrk(firstUrl, { ...load, seconds: 2 });
   await wrk(lastUrl, { ...load, seconds: 2 });
   const r = await alternate(rounds, { first: () => wrk(firstUrl, load), last: () => wrk(lastUrl, load) });

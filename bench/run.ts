@@ -31,7 +31,7 @@ import { migrateToLatest } from '../src/db/migrate.ts';
 import { recordsQuery } from '../src/db/keyset-page.ts';
 import { productSource } from '../src/catalog/product.json-sql.ts';
 import { createToken } from '../src/tokens/token.service.ts';
-import { generateBenchStore, type StoreSize } from './generate-store.ts';
+import { activeCount, cursorAt, generateBenchStore, type StoreSize } from './generate-store.ts';
 import { benchWebhooks, type WebhookResults } from './webhook-bench.ts';
 import { WRK_POST_SCRIPT, peerPageBody, startPostGraphile } from './peer/graphql-page.ts';
 import {
@@ -156,23 +156,6 @@ async function generate(database: DatabaseHandle, size: StoreSize): Promise<numb
   const start = performance.now();
   await generateBenchStore(database.db, size);
   return (performance.now() - start) / 1000;
-}
-
-/** The cursor of the active product at `position` (0-based) in list order. */
-async function cursorAt(database: DatabaseHandle, position: number): Promise<string> {
-  const { rows } = await sql<{ iso: string; id: string }>`
-    SELECT iso_utc(last_modified) AS iso, id::text AS id FROM products WHERE is_active
-    ORDER BY last_modified, id OFFSET ${Math.max(0, position)} LIMIT 1
-  `.execute(database.db);
-  const row = rows[0];
-  if (!row) throw new Error(`no active product at position ${position}`);
-  const { formatCursor } = await import('../src/api/cursor.ts');
-  return formatCursor(row.iso, row.id);
-}
-
-async function activeCount(database: DatabaseHandle): Promise<number> {
-  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM products WHERE is_active`.execute(database.db);
-  return Number(rows[0]!.n);
 }
 
 async function benchPostgres(): Promise<Results> {

@@ -17,7 +17,7 @@ import { updateCustomer } from '../../src/customers/customer.service.ts';
 
 type Versioned = { id: string; last_modified: string } & Record<string, unknown>;
 
-/** What a consumer keeping the newest version of each record ends with, events applied in `order`. */
+/** What a consumer keeping the newest version of a record ends with, given its events in arrival order. */
 function newestWins(events: Versioned[]): Versioned | undefined {
   let held: Versioned | undefined;
   for (const e of events) if (!held || held.last_modified < e.last_modified) held = e;
