@@ -7,7 +7,7 @@
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
-import type { Cursor } from '../api/cursor.ts';
+import type { Cursor } from '../shared/cursor.ts';
 
 /** How one resource is listed: its FROM, key columns, JSON expression and base filter. */
 export interface ListSource {

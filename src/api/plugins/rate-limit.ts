@@ -28,7 +28,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
 import { Redis, type RedisOptions } from 'ioredis';
-import { ApiError } from '../problem.ts';
+import { ApiError } from '../../shared/problem.ts';
 import { rateLimitRejections, rateLimitStoreErrors } from '../../ops/metrics.ts';
 
 export type RateLimitClass = 'standard' | 'export';

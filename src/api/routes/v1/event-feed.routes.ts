@@ -9,8 +9,8 @@ import { EVENT_TYPE_SCOPES, FEED_EVENT_TYPES, eventSource, parseTypeFilter, visi
 import { oldestAvailable } from '../../../retention/retention.repository.ts';
 import { epochMicros, isoFromMicros, parseIsoTimestamp } from '../../../shared/time.ts';
 import { READ_SCOPES } from '../../../tokens/token.service.ts';
-import { parseCursor } from '../../cursor.ts';
-import { ApiError, invalidParameter } from '../../problem.ts';
+import { parseCursor } from '../../../shared/cursor.ts';
+import { ApiError, invalidParameter } from '../../../shared/problem.ts';
 import { Event, eventFilters } from '../../schemas.ts';
 import { registerResource, type ListQuery } from './resource-routes.ts';
 

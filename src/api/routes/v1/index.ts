@@ -11,7 +11,7 @@ import { inventorySource, movementSource, stockTrackedCondition } from '../../..
 import { orderSource } from '../../../orders/order.json-sql.ts';
 import { parseIsoTimestamp } from '../../../shared/time.ts';
 import { bearerAuthPlugin } from '../../plugins/bearer-auth.ts';
-import { invalidParameter } from '../../problem.ts';
+import { invalidParameter } from '../../../shared/problem.ts';
 import {
   Customer, InventoryRecord, Order, Product, StockMovement,
   customerFilters, inventoryFilters, movementFilters, orderFilters, productFilters,

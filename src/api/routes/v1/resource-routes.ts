@@ -9,8 +9,8 @@ import { Readable } from 'node:stream';
 import { fetchPage, fetchPageKeys, streamPage, type ListSource, type PageRequest } from '../../../db/keyset-page.ts';
 import { readHorizon } from '../../../db/write-clock.ts';
 import type { Scope } from '../../../tokens/token.service.ts';
-import { formatCursor, parseCursor } from '../../cursor.ts';
-import { invalidParameter, notFound } from '../../problem.ts';
+import { formatCursor, parseCursor } from '../../../shared/cursor.ts';
+import { invalidParameter, notFound } from '../../../shared/problem.ts';
 import { IdParams, ProblemSchema, listOf, listQuery, single } from '../../schemas.ts';
 import { setNextLink } from '../../plugins/pagination-links.ts';
 
