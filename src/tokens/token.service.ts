@@ -8,9 +8,11 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { conflict, notFound } from '../shared/problem.ts';
 
-export const READ_SCOPES = ['products:read', 'orders:read', 'customers:read', 'inventory:read'] as const;
-export const SCOPES = [...READ_SCOPES, 'admin'] as const;
-export type Scope = (typeof SCOPES)[number];
+import { READ_SCOPES, type ReadScope } from '../resources/registry.ts';
+
+/** Every scope: each resource's read scope (resources/registry.ts), and `admin`. */
+export type Scope = ReadScope | 'admin';
+export const SCOPES: readonly Scope[] = [...READ_SCOPES, 'admin'];
 
 export const TOKEN_PREFIX = 'sia_';
 const TOKEN_PATTERN = /^sia_[A-Za-z0-9_-]{43}$/;

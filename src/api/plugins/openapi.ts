@@ -20,7 +20,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TSchema } from '@sinclair/typebox';
 import { EVENT_PAYLOADS, namedSchemas } from '../schemas.ts';
-import type { FeedEventType } from '../../events/event-feed.ts';
+import type { FeedEventType } from '../../resources/registry.ts';
 
 /** Path of the generated document. */
 export const OPENAPI_PATH = '/api/v1/openapi.json';

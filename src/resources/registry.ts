@@ -1,0 +1,66 @@
+/**
+ * Every store resource, and everything derived from their declarations: the read scopes, the event
+ * types with the scope that sees them and the schema of their `data`, and the event writer. Adding
+ * a resource is adding its declaration to RESOURCES (src/README.md, "Adding a resource").
+ */
+import type { TSchema } from '@sinclair/typebox';
+import { productResource } from '../catalog/product.resource.ts';
+import { customerResource } from '../customers/customer.resource.ts';
+import { inventoryResource, movementResource } from '../inventory/inventory.resource.ts';
+import { orderResource } from '../orders/order.resource.ts';
+import type { EventTypesOf, ResourceDeclaration } from './resource.ts';
+
+/** Every resource of the read API, in the order of the API, the OpenAPI document and the initial sync. */
+export const RESOURCES = [productResource, orderResource, customerResource, inventoryResource, movementResource] as const;
+
+type Resource = (typeof RESOURCES)[number];
+
+/** The read scopes, one per distinct resource scope, in resource order. */
+export type ReadScope = Resource['scope'];
+export const READ_SCOPES: readonly ReadScope[] = [...new Set(RESOURCES.map((r) => r.scope))];
+
+/** Every event type a store change appends (the feed's and the webhooks' types, `ping` aside). */
+export type FeedEventType = EventTypesOf<Resource>;
+
+interface EventTypeInfo {
+  readonly type: FeedEventType;
+  readonly resource: ResourceDeclaration;
+}
+
+const EVENT_TYPE_INFO: readonly EventTypeInfo[] = RESOURCES.flatMap((resource) => {
+  const events: ResourceDeclaration['events'] = resource.events;
+  return (events?.kinds ?? []).map((kind) => ({ type: `${events!.prefix}.${kind}` as FeedEventType, resource }));
+});
+
+/** Event types served by the feed and subscribable by webhooks, in resource order. */
+export const FEED_EVENT_TYPES: readonly FeedEventType[] = EVENT_TYPE_INFO.map((e) => e.type);
+
+/** The read scope a token needs to see each event type: the scope of the resource it carries. */
+export const EVENT_TYPE_SCOPES = Object.fromEntries(EVENT_TYPE_INFO.map((e) => [e.type, e.resource.scope])) as Readonly<Record<FeedEventType, ReadScope>>;
+
+/** The record each event type carries as `data`. */
+export const EVENT_DATA = Object.fromEntries(EVENT_TYPE_INFO.map((e) => [e.type, e.resource.record])) as Readonly<Record<FeedEventType, TSchema>>;
+
+/** The resource an event type belongs to. */
+export function resourceOfEventType(type: FeedEventType): ResourceDeclaration {
+  return EVENT_TYPE_INFO.find((e) => e.type === type)!.resource;
+}
+
+/** The record schemas and the schemas nested in them (OpenAPI components), without repeats. */
+export const RECORD_SCHEMAS: readonly TSchema[] = [...new Set(RESOURCES.flatMap((r) => [...(r.nested ?? []), r.record]))];
+
+/** Resource metadata as served to the dashboard and the OpenAPI document's `x-resources`. */
+export function resourceCatalog() {
+  return RESOURCES.map((r) => ({
+    name: r.name,
+    path: r.path,
+    noun: r.noun,
+    label: r.label,
+    scope: r.scope,
+    key: r.key,
+    record: String(r.record.title),
+    single: r.single,
+    events: (r.events as ResourceDeclaration['events'])?.kinds.map((k) => `${r.events!.prefix}.${k}`) ?? [],
+    mirror_query: r.mirrorQuery ?? {},
+  }));
+}
