@@ -43,6 +43,7 @@ export const productResource = defineResource({
   name: 'products',
   path: 'products',
   noun: 'product',
+  summary: 'products, variants and images',
   label: 'Products',
   scope: 'products:read',
   table: 'products',

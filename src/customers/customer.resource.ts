@@ -19,6 +19,7 @@ export const customerResource = defineResource({
   name: 'customers',
   path: 'customers',
   noun: 'customer',
+  summary: 'registered customers',
   label: 'Customers',
   scope: 'customers:read',
   table: 'customers',

@@ -40,6 +40,7 @@ export const orderResource = defineResource({
   name: 'orders',
   path: 'orders',
   noun: 'order',
+  summary: 'orders and their items',
   label: 'Orders',
   scope: 'orders:read',
   table: 'orders',

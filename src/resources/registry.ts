@@ -49,18 +49,17 @@ export function resourceOfEventType(type: FeedEventType): ResourceDeclaration {
 /** The record schemas and the schemas nested in them (OpenAPI components), without repeats. */
 export const RECORD_SCHEMAS: readonly TSchema[] = [...new Set(RESOURCES.flatMap((r) => [...(r.nested ?? []), r.record]))];
 
-/** Resource metadata as served to the dashboard and the OpenAPI document's `x-resources`. */
-export function resourceCatalog() {
-  return RESOURCES.map((r) => ({
-    name: r.name,
-    path: r.path,
-    noun: r.noun,
-    label: r.label,
-    scope: r.scope,
-    key: r.key,
-    record: String(r.record.title),
-    single: r.single,
-    events: (r.events as ResourceDeclaration['events'])?.kinds.map((k) => `${r.events!.prefix}.${k}`) ?? [],
-    mirror_query: r.mirrorQuery ?? {},
-  }));
+/** The read scopes with what each gives access to, e.g. 'read stock levels and stock movements'. */
+export function readScopeCatalog(): { scope: ReadScope; label: string; hint: string }[] {
+  return READ_SCOPES.map((scope) => {
+    const resources = RESOURCES.filter((r) => r.scope === scope);
+    return { scope, label: resources[0]!.label, hint: `read ${resources.map((r) => r.summary).join(' and ')}` };
+  });
+}
+
+/** The event types grouped by their resources' label, in resource order (the dashboard's webhook form). */
+export function eventTypeGroups(): { label: string; types: FeedEventType[] }[] {
+  const groups = new Map<string, FeedEventType[]>();
+  for (const { type, resource } of EVENT_TYPE_INFO) groups.set(resource.label, [...(groups.get(resource.label) ?? []), type]);
+  return [...groups].map(([label, types]) => ({ label, types }));
 }

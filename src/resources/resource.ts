@@ -24,6 +24,8 @@ export interface ResourceDeclaration<
   readonly path: string;
   /** Human name for messages, e.g. 'product'. */
   readonly noun: string;
+  /** What a reader of it sees, for the dashboard's scope hints, e.g. 'products, variants and images'. */
+  readonly summary: string;
   /** Group label (OpenAPI tag, dashboard group), e.g. 'Products'; resources may share one. */
   readonly label: string;
   /** The scope a token needs to read it and to see its events. */

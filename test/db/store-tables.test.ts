@@ -1,0 +1,110 @@
+/**
+ * Schema-wide invariants of the store tables (the tables of the declared resources,
+ * resources/registry.ts), on every back end:
+ *  - each has the keyset index (last_modified, id) and the forward trigger (migration 0006), and no
+ *    other table carries a last_modified (a table holding records must be declared);
+ *  - every admin write moves the stamp of each record whose JSON it changed: after each write, any
+ *    record of any resource whose JSON (last_modified aside) differs from before has a newer
+ *    last_modified, so a newest-wins consumer can never miss a change.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { RESOURCES } from '../../src/resources/registry.ts';
+import { backends } from '../helpers/test-database.ts';
+import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
+
+type Json = Record<string, any>;
+const STORE_TABLES = [...new Set(RESOURCES.map((r) => r.table))].sort();
+
+describe.each(backends)('store tables (%s)', (backend) => {
+  let t: TestApp;
+  let admin: { authorization: string };
+  beforeAll(async () => {
+    t = await buildTestApp(backend, UNLIMITED);
+    admin = await t.auth(['admin']);
+  });
+  afterAll(async () => t?.close());
+
+  it('are exactly the tables with a last_modified, each with its keyset index and forward trigger', async () => {
+    const db = t.ctx.database.db;
+    const { rows: stamped } = await sql<{ table: string }>`
+      SELECT table_name AS table FROM information_schema.columns
+      WHERE table_schema = current_schema() AND column_name = 'last_modified' ORDER BY 1`.execute(db);
+    expect(stamped.map((r) => r.table)).toEqual(STORE_TABLES);
+    for (const table of STORE_TABLES) {
+      const { rows: indexes } = await sql<{ columns: string }>`
+        SELECT string_agg(a.attname, ',' ORDER BY k.ord) AS columns
+        FROM pg_index i
+        CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+        JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+        WHERE i.indrelid = ${table}::regclass AND i.indpred IS NULL
+        GROUP BY i.indexrelid`.execute(db);
+      expect(indexes.map((r) => r.columns), `${table}: keyset index`).toContain('last_modified,id');
+      const { rows: triggers } = await sql<{ fn: string; before_update: boolean }>`
+        SELECT p.proname AS fn, (tg.tgtype & 2) <> 0 AND (tg.tgtype & 16) <> 0 AS before_update
+        FROM pg_trigger tg JOIN pg_proc p ON p.oid = tg.tgfoid
+        WHERE tg.tgrelid = ${table}::regclass AND NOT tg.tgisinternal`.execute(db);
+      expect(triggers, `${table}: forward trigger`).toContainEqual({ fn: 'last_modified_forward', before_update: true });
+    }
+  });
+
+  /** Every record of every resource: key → { stamp, body without last_modified }. */
+  async function snapshot(): Promise<Map<string, { stamp: string; body: string }>> {
+    const all = new Map<string, { stamp: string; body: string }>();
+    for (const r of RESOURCES) {
+      const where = r.source.where ? sql`WHERE ${r.source.where}` : sql``;
+      const { rows } = await sql<{ json: Json }>`SELECT ${r.source.json} AS json FROM ${r.source.from} ${where}`.execute(t.ctx.database.db);
+      for (const { json } of rows) {
+        const { last_modified, ...body } = json;
+        all.set(`${r.name}/${json[r.key]}`, { stamp: last_modified, body: JSON.stringify(body) });
+      }
+    }
+    return all;
+  }
+
+  async function call(method: 'POST' | 'PATCH', url: string, payload: unknown): Promise<Json> {
+    const csv = typeof payload === 'string';
+    const res = await t.app.inject({
+      method, url: `/admin/api/v1${url}`,
+      headers: { ...admin, 'content-type': csv ? 'text/csv' : 'application/json' },
+      payload: csv ? payload : JSON.stringify(payload),
+    });
+    expect(res.statusCode, `${method} ${url}: ${res.body}`).toBeLessThan(300);
+    return res.json().data;
+  }
+
+  it('every admin write gives each record it changes a newer last_modified', async () => {
+    let before = await snapshot();
+    const write = async (method: 'POST' | 'PATCH', url: string, payload: unknown): Promise<Json> => {
+      const data = await call(method, url, payload);
+      const after = await snapshot();
+      let changed = 0;
+      for (const [key, now] of after) {
+        const was = before.get(key);
+        if (was && was.body === now.body) continue;
+        changed += 1;
+        if (was) expect(Date.parse(now.stamp), `${method} ${url} changed ${key} without moving its last_modified`).toBeGreaterThan(Date.parse(was.stamp));
+      }
+      expect(changed, `${method} ${url} changed no record`).toBeGreaterThan(0);
+      before = after;
+      return data;
+    };
+    // Every write route of the admin API's store data (admin/routes/store.admin-routes.ts).
+    const product = await write('POST', '/products', {
+      name: 'Stamp Shirt', product_type: 'physical', sku: 'ST-1', price: 10,
+      variants: [{ name: 'S', sku: 'ST-1-S', price: 10, stock: 3 }], images: [{ image_url: 'https://img.example.com/st.jpg' }],
+    });
+    await write('PATCH', `/products/${product.id}`, { price: 11 });
+    const variant = await write('POST', `/products/${product.id}/variants`, { name: 'M', sku: 'ST-1-M', price: 10, stock: 2 });
+    await write('PATCH', `/products/${product.id}/variants/${variant.variants[1].id}`, { price: 12 });
+    const withImage = await write('POST', `/products/${product.id}/images`, { image_url: 'https://img.example.com/st2.jpg' });
+    await write('PATCH', `/products/${product.id}/images/${withImage.images[1].id}`, { is_primary: true });
+    const customer = await write('POST', '/customers', { name: 'Ada' });
+    await write('PATCH', `/customers/${customer.id}`, { city: 'Dhaka' });
+    const order = await write('POST', '/orders', { source: 'pos', customer_id: customer.id, items: [{ product_id: product.id, variant_id: product.variants[0].id, quantity: 1 }] });
+    await write('POST', `/orders/${order.id}/payment-status`, { payment_status: 'paid' });
+    await write('POST', `/orders/${order.id}/status`, { status: 'cancelled' });
+    await write('POST', '/inventory/adjustments', { product_id: product.id, variant_id: product.variants[0].id, quantity_change: 5 });
+    await write('POST', '/inventory/import', 'sku,stock\nST-1-M,9\n');
+  });
+});
