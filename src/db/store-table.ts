@@ -23,7 +23,7 @@ export function forwardTriggerSql(table: string): string {
  * Creates a store table from its own column definitions (an `id uuid PRIMARY KEY` among them), adding
  * `created_at` and `last_modified`, the keyset index and the forward trigger.
  */
-export async function createStoreTable(db: Kysely<unknown>, table: string, columns: readonly string[]): Promise<void> {
+export async function createStoreTable<DB>(db: Kysely<DB>, table: string, columns: readonly string[]): Promise<void> {
   if (!/^[a-z_][a-z0-9_]*$/.test(table)) throw new Error(`not a plain table name: ${table}`);
   await executeScript(db, `
     CREATE TABLE ${table} (

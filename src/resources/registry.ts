@@ -41,11 +41,6 @@ export const EVENT_TYPE_SCOPES = Object.fromEntries(EVENT_TYPE_INFO.map((e) => [
 /** The record each event type carries as `data`. */
 export const EVENT_DATA = Object.fromEntries(EVENT_TYPE_INFO.map((e) => [e.type, e.resource.record])) as Readonly<Record<FeedEventType, TSchema>>;
 
-/** The resource an event type belongs to. */
-export function resourceOfEventType(type: FeedEventType): ResourceDeclaration {
-  return EVENT_TYPE_INFO.find((e) => e.type === type)!.resource;
-}
-
 /** The record schemas and the schemas nested in them (OpenAPI components), without repeats. */
 export const RECORD_SCHEMAS: readonly TSchema[] = [...new Set(RESOURCES.flatMap((r) => [...(r.nested ?? []), r.record]))];
 

@@ -8,13 +8,33 @@
  *    last_modified, so a newest-wins consumer can never miss a change.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sql } from 'kysely';
+import { sql, type Kysely } from 'kysely';
+import { createStoreTable } from '../../src/db/store-table.ts';
 import { RESOURCES } from '../../src/resources/registry.ts';
-import { backends } from '../helpers/test-database.ts';
+import { backends, openTestDatabase } from '../helpers/test-database.ts';
 import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
 
 type Json = Record<string, any>;
 const STORE_TABLES = [...new Set(RESOURCES.map((r) => r.table))].sort();
+
+async function indexColumns<DB>(db: Kysely<DB>, table: string): Promise<string[]> {
+  const { rows } = await sql<{ columns: string }>`
+    SELECT string_agg(a.attname, ',' ORDER BY k.ord) AS columns
+    FROM pg_index i
+    CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+    JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+    WHERE i.indrelid = ${table}::regclass AND i.indpred IS NULL
+    GROUP BY i.indexrelid`.execute(db);
+  return rows.map((r) => r.columns);
+}
+
+async function triggers<DB>(db: Kysely<DB>, table: string): Promise<{ fn: string; before_update: boolean }[]> {
+  const { rows } = await sql<{ fn: string; before_update: boolean }>`
+    SELECT p.proname AS fn, (tg.tgtype & 2) <> 0 AND (tg.tgtype & 16) <> 0 AS before_update
+    FROM pg_trigger tg JOIN pg_proc p ON p.oid = tg.tgfoid
+    WHERE tg.tgrelid = ${table}::regclass AND NOT tg.tgisinternal`.execute(db);
+  return rows;
+}
 
 describe.each(backends)('store tables (%s)', (backend) => {
   let t: TestApp;
@@ -32,19 +52,26 @@ describe.each(backends)('store tables (%s)', (backend) => {
       WHERE table_schema = current_schema() AND column_name = 'last_modified' ORDER BY 1`.execute(db);
     expect(stamped.map((r) => r.table)).toEqual(STORE_TABLES);
     for (const table of STORE_TABLES) {
-      const { rows: indexes } = await sql<{ columns: string }>`
-        SELECT string_agg(a.attname, ',' ORDER BY k.ord) AS columns
-        FROM pg_index i
-        CROSS JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
-        JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
-        WHERE i.indrelid = ${table}::regclass AND i.indpred IS NULL
-        GROUP BY i.indexrelid`.execute(db);
-      expect(indexes.map((r) => r.columns), `${table}: keyset index`).toContain('last_modified,id');
-      const { rows: triggers } = await sql<{ fn: string; before_update: boolean }>`
-        SELECT p.proname AS fn, (tg.tgtype & 2) <> 0 AND (tg.tgtype & 16) <> 0 AS before_update
-        FROM pg_trigger tg JOIN pg_proc p ON p.oid = tg.tgfoid
-        WHERE tg.tgrelid = ${table}::regclass AND NOT tg.tgisinternal`.execute(db);
-      expect(triggers, `${table}: forward trigger`).toContainEqual({ fn: 'last_modified_forward', before_update: true });
+      expect(await indexColumns(db, table), `${table}: keyset index`).toContain('last_modified,id');
+      expect(await triggers(db, table), `${table}: forward trigger`).toContainEqual({ fn: 'last_modified_forward', before_update: true });
+    }
+  });
+
+  it('createStoreTable gives a new store table its stamp columns, keyset index and a working forward trigger', async () => {
+    const scratch = await openTestDatabase(backend);
+    try {
+      const db = scratch.db;
+      await createStoreTable(db, 'scratch_things', ['id uuid PRIMARY KEY', 'name text NOT NULL']);
+      expect(await indexColumns(db, 'scratch_things')).toContain('last_modified,id');
+      expect(await triggers(db, 'scratch_things')).toContainEqual({ fn: 'last_modified_forward', before_update: true });
+      const id = '0190a000-0000-7000-8000-000000000001';
+      await sql`INSERT INTO scratch_things VALUES (${id}, 'a', '2026-01-01T00:00:00Z', '2026-01-02T00:00:00Z')`.execute(db);
+      // A late writer's older stamp moves the row forward instead of back.
+      await sql`UPDATE scratch_things SET name = 'b', last_modified = '2026-01-01T12:00:00Z' WHERE id = ${id}`.execute(db);
+      const { rows } = await sql<{ t: string }>`SELECT iso_utc(last_modified) AS t FROM scratch_things`.execute(db);
+      expect(rows[0]!.t).toBe('2026-01-02T00:00:00.000001Z');
+    } finally {
+      await scratch.close();
     }
   });
 

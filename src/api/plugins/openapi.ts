@@ -18,7 +18,6 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { TSchema } from '@sinclair/typebox';
 import { EVENT_PAYLOADS, namedSchemas } from '../schemas.ts';
 import type { FeedEventType } from '../../resources/registry.ts';
 
@@ -27,6 +26,7 @@ export const OPENAPI_PATH = '/api/v1/openapi.json';
 /** Prefix of the interactive reference. */
 export const DOCS_PREFIX = '/docs';
 
+// biome-ignore lint/suspicious/noExplicitAny: the generated OpenAPI document is walked and patched as untyped JSON.
 type Json = Record<string, any>;
 
 /** Webhook event types (DECISIONS.md, Webhooks): the store events of the feed, and `ping`. */
@@ -139,7 +139,8 @@ function webhookSection(names: Set<string>): Json {
 export function completeDocument(generated: Json): Json {
   const doc = plain(generated);
   const names = new Set(namedSchemas.map((s) => (s as Json).title as string));
-  const components: Json = (doc.components ??= {});
+  doc.components ??= {};
+  const components: Json = doc.components;
   components.schemas ??= {};
   for (const schema of namedSchemas) {
     const named = plain(schema) as Json;

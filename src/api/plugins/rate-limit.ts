@@ -43,9 +43,6 @@ interface LimitState {
   isExceeded?: boolean;
 }
 
-/** The headers of a counted request; exported for the OpenAPI document and tests. */
-export const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'] as const;
-
 /** Header values for a window of `max` requests over `windowMs`, `remaining` left, ending in `ttlMs`. */
 export function rateLimitHeaders(rateClass: RateLimitClass, max: number, windowMs: number, remaining: number, ttlMs: number, now = Date.now()): Record<string, string> {
   const secondsLeft = Math.max(0, Math.ceil(ttlMs / 1000));

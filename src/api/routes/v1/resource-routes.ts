@@ -131,7 +131,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       if (!last) return reply.send('');
       const chunks = streamPage(db, def.source, req, last);
       return reply.send(Readable.from((async function* () {
-        for await (const rows of chunks) yield rows.map((r) => r.json).join('\n') + '\n';
+        for await (const rows of chunks) yield `${rows.map((r) => r.json).join('\n')}\n`;
       })()));
     },
   });
