@@ -58,3 +58,21 @@ export function eventTypeGroups(): { label: string; types: FeedEventType[] }[] {
   for (const { type, resource } of EVENT_TYPE_INFO) groups.set(resource.label, [...(groups.get(resource.label) ?? []), type]);
   return [...groups].map(([label, types]) => ({ label, types }));
 }
+
+/** Every resource as the OpenAPI document's `x-resources` lists it (client and sync tool generate from it). */
+export function resourceCatalog() {
+  return RESOURCES.map((r) => {
+    const events: ResourceDeclaration['events'] = r.events;
+    return {
+      name: r.name,
+      path: r.path,
+      noun: r.noun,
+      key: r.key,
+      record: String(r.record.title),
+      single: r.single,
+      scope: r.scope,
+      events: events ? events.kinds.map((kind) => `${events.prefix}.${kind}`) : [],
+      mirror_query: r.mirrorQuery ?? {},
+    };
+  });
+}

@@ -10,7 +10,8 @@
  *  - response headers: rate-limit headers on every authenticated response, Retry-After on 429,
  *    Link on list and export pages, ETag and a 304 on single GETs (with the If-None-Match parameter),
  *    X-Request-Id everywhere;
- *  - the `webhooks` section: one entry per event type with its payload and signature headers.
+ *  - the `webhooks` section: one entry per event type with its payload and signature headers;
+ *  - `x-resources`: every declared resource (path, key, record schema, events), for generated clients.
  * Only /api/v1 and the operational endpoints are documented; the admin API is an operator surface
  * described in the README.
  */
@@ -19,6 +20,7 @@ import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { EVENT_PAYLOADS, namedSchemas } from '../schemas.ts';
+import { resourceCatalog } from '../../resources/registry.ts';
 import type { FeedEventType } from '../../resources/registry.ts';
 
 /** Path of the generated document. */
@@ -200,6 +202,9 @@ export function completeDocument(generated: Json): Json {
   }
   doc.paths = refNamedSchemas(doc.paths, names);
   doc.webhooks = webhookSection(names);
+  // The resource declarations (resources/registry.ts), from which the client's resource list and the
+  // sync tool's mirror tables are generated.
+  doc['x-resources'] = resourceCatalog();
   return doc;
 }
 
