@@ -10,6 +10,7 @@ import { storeAdminRoutes } from './routes/store.admin-routes.ts';
 import { webhookAdminRoutes } from './routes/webhook.admin-routes.ts';
 import { overviewAdminRoutes } from './routes/overview.admin-routes.ts';
 import { resourceAdminRoutes } from './routes/resource.admin-routes.ts';
+import { recordAdminRoutes } from './routes/record.admin-routes.ts';
 
 export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   app.decorateRequest('admin', undefined);
@@ -21,4 +22,5 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(webhookAdminRoutes);
   await app.register(overviewAdminRoutes);
   await app.register(resourceAdminRoutes);
+  await app.register(recordAdminRoutes);
 }

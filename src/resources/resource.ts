@@ -5,7 +5,7 @@
  * the event writer, the dashboard's scope and event lists, the client's types and the sync tool's
  * mirror tables. Adding a resource is one declaration; src/README.md walks through it.
  */
-import type { TSchema } from '@sinclair/typebox';
+import type { TObject, TSchema } from '@sinclair/typebox';
 import type { RawBuilder } from 'kysely';
 import type { ListSource } from '../db/keyset-page.ts';
 
@@ -49,6 +49,13 @@ export interface ResourceDeclaration<
   readonly description: { readonly list: string; readonly get?: string; readonly export: string };
   /** Event types `${prefix}.${kind}` whose `data` is one record; omit for a resource without events. */
   readonly events?: { readonly prefix: EventPrefix; readonly kinds: readonly EventKind[] };
+  /**
+   * Admin writes of a flat resource (one row of `table` per record, columns named as the body's
+   * fields): POST /admin/api/v1/{path} creates with `create`'s body, PATCH /admin/api/v1/{path}/{id}
+   * updates with `update`'s; both stamp last_modified and append `${prefix}.created` / `.updated`
+   * in the same transaction (resources/record-writes.ts). Resources with nested rows have their own services.
+   */
+  readonly adminWrites?: { readonly create: TObject; readonly update: TObject };
   /** Query a mirror adds to every list and export call (e.g. inactive products too). */
   readonly mirrorQuery?: Readonly<Record<string, string>>;
 }

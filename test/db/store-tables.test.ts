@@ -9,7 +9,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql, type Kysely } from 'kysely';
+import { Type } from '@sinclair/typebox';
 import { createStoreTable } from '../../src/db/store-table.ts';
+import { createRecord, updateRecord } from '../../src/resources/record-writes.ts';
+import { defineResource } from '../../src/resources/resource.ts';
 import { RESOURCES } from '../../src/resources/registry.ts';
 import { backends, openTestDatabase } from '../helpers/test-database.ts';
 import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
@@ -70,6 +73,24 @@ describe.each(backends)('store tables (%s)', (backend) => {
       await sql`UPDATE scratch_things SET name = 'b', last_modified = '2026-01-01T12:00:00Z' WHERE id = ${id}`.execute(db);
       const { rows } = await sql<{ t: string }>`SELECT iso_utc(last_modified) AS t FROM scratch_things`.execute(db);
       expect(rows[0]!.t).toBe('2026-01-02T00:00:00.000001Z');
+
+      // A flat resource over it: the derived writes stamp the row and append its events in one transaction.
+      const things = defineResource({
+        name: 'things', path: 'things', noun: 'thing', summary: 'things', label: 'Things', scope: 'things:read', table: 'scratch_things', key: 'id',
+        record: Type.Object({ id: Type.String(), name: Type.String(), last_modified: Type.String() }, { title: 'Thing' }),
+        source: { from: sql`scratch_things t`, lastModified: sql`t.last_modified`, id: sql`t.id`, json: sql`json_build_object('id', t.id, 'name', t.name, 'last_modified', iso_utc(t.last_modified))` },
+        filters: {}, conditions: () => [], single: true, description: { list: 'things', export: 'things' },
+        events: { prefix: 'thing', kinds: ['created', 'updated'] },
+      });
+      const created = await createRecord(scratch.db, things, { name: 'first' }) as { id: string; name: string; last_modified: string };
+      expect(created.name).toBe('first');
+      const updated = await updateRecord(scratch.db, things, created.id, { name: 'second' }) as { name: string; last_modified: string };
+      expect(updated.name).toBe('second');
+      expect(Date.parse(updated.last_modified)).toBeGreaterThan(Date.parse(created.last_modified));
+      const { rows: logged } = await sql<{ type: string; data: { name: string; last_modified: string } }>`
+        SELECT type, data FROM events WHERE resource_id = ${created.id} ORDER BY created_at`.execute(scratch.db);
+      expect(logged).toEqual([{ type: 'thing.created', data: created }, { type: 'thing.updated', data: updated }]);
+      await expect(updateRecord(scratch.db, things, '0190a000-0000-7000-8000-00000000ffff', { name: 'x' })).rejects.toMatchObject({ code: 'not_found' });
     } finally {
       await scratch.close();
     }
