@@ -8,7 +8,8 @@ import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
 import { ApiError, errorCodes, problemBody, type ErrorCode, type ParamError } from '../problem.ts';
-import { databaseUnavailable, isDatabaseUnavailable } from '../../shared/db-errors.ts';
+import { DATABASE_RETRY_AFTER_SECONDS, databaseUnavailable, isDatabaseUnavailable } from '../../shared/db-errors.ts';
+import { isOutOfSpace, StoreFailedError } from '../../db/storage-health.ts';
 
 /** Sends a problem+json response. */
 export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string, errors?: ParamError[], headers?: Record<string, string>) {
@@ -113,6 +114,22 @@ export const errorHandlerPlugin = fp(async function errorHandler(app: FastifyIns
       const status = error.statusCode ?? 400;
       const code = codeForStatus(status);
       return sendProblem(reply, code, error.message, code === 'invalid_parameter' ? [{ param: 'body', message: error.message }] : undefined, error.headers);
+    }
+    if (error instanceof StoreFailedError) {
+      // The embedded database failed for good (its log could not be written); the process is exiting.
+      return sendProblem(reply, 'service_unavailable', error.message, undefined, { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) });
+    }
+    if (isOutOfSpace(error)) {
+      // The disk under the database is full: the write was not made; say so (507) and tell /readyz.
+      request.server.ctx.database.storage.noteOutOfSpace(error);
+      request.log.error({ err: error }, 'the store cannot write: no space left on the database disk; answered 507');
+      return sendProblem(
+        reply,
+        'insufficient_storage',
+        'The store cannot write: no space left on the database\'s disk. Nothing was written; retry once space has been freed.',
+        undefined,
+        { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
+      );
     }
     if (isDatabaseUnavailable(error)) {
       // Not a bug of ours and not the client's: the database is restarting or failing over.
