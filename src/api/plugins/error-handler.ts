@@ -83,16 +83,25 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
     socket.destroy();
     return;
   }
-  const [code, param, message]: [ErrorCode, string, string] =
-    error.code === 'HPE_HEADER_OVERFLOW' ? ['header_fields_too_large', 'headers', 'are larger than the server accepts (16 KiB in all)']
-    : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? ['request_timeout', 'request', 'did not arrive in time']
-    : ['malformed_request', 'request', 'is not a well-formed HTTP/1.1 request'];
-  const body = JSON.stringify(problemBody(code, `The request ${message}.`, [{ param, message }]));
+  const [code, detail, param, message]: [ErrorCode, string, string, string] =
+    error.code === 'HPE_HEADER_OVERFLOW' ? ['header_fields_too_large', 'The request headers are larger than the server accepts (16 KiB in all).', 'headers', 'are too large']
+    : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? ['request_timeout', 'The request (its head or its body) did not arrive in time.', 'request', 'did not arrive in time']
+    : ['malformed_request', 'The request is not a well-formed HTTP/1.1 request.', 'request', 'is not well-formed'];
+  const body = JSON.stringify(problemBody(code, detail, [{ param, message }]));
   const status = errorCodes[code].status;
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n`
-    + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
+  // A response to HEAD has no body (RFC 9110 §9.3.2): a client would read one as garbage after it.
+  const head = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n`
+    + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`;
+  socket.end(requestMethod(error as { rawPacket?: unknown }, socket) === 'HEAD' ? head : head + body);
+}
+
+/** The method of the request the parser refused, when it got that far. */
+function requestMethod(error: { rawPacket?: unknown }, socket: Socket): string | undefined {
+  const incoming = (socket as Socket & { parser?: { incoming?: { method?: string } } }).parser?.incoming;
+  if (incoming?.method) return incoming.method;
+  const packet = error.rawPacket;
+  if (!Buffer.isBuffer(packet)) return undefined;
+  return /^\s*([A-Z]+) /.exec(packet.subarray(0, 16).toString('latin1'))?.[1];
 }
 
 export const errorHandlerPlugin = fp(async function errorHandler(app: FastifyInstance) {
