@@ -17,6 +17,7 @@ import { readApiRoutes } from './api/routes/v1/index.ts';
 import { adminApiRoutes } from './admin/admin-api.routes.ts';
 import { observabilityPlugin } from './ops/observability.plugin.ts';
 import { gracefulClosePlugin } from './ops/graceful-close.plugin.ts';
+import { secretResponsesPlugin } from './ops/secret-responses.ts';
 import { opsRoutes } from './ops/ops.routes.ts';
 import { generateRequestId, REQUEST_ID_LOG_LABEL } from './ops/request-id.ts';
 import { conditionalGetPlugin } from './api/plugins/conditional-get.ts';
@@ -77,6 +78,8 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   app.decorate('ctx', ctx);
   app.decorateRequest('token', undefined);
   await app.register(errorHandlerPlugin);
+  // Before ETags and compression: sees every serialised body; responses holding a secret get no-store.
+  await app.register(secretResponsesPlugin);
   // Every route: no non-finite number or unstorable string past validation.
   await app.register(inputGuardPlugin);
   // Order matters: the ETag hook must see the body before compression; rate limiting hooks in after
