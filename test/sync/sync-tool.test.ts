@@ -25,6 +25,8 @@ import { applyRecords, readSyncState, countRecords } from '../../packages/sync/s
 import type { StoreReader } from '../../packages/sync/src/store-reader.ts';
 
 const SYNC_CLI = join(PROJECT_ROOT, 'packages/sync/bin/store-api-sync.js');
+/** The CLI under test loads @store-api/client from its source too (the package's "source" export condition). */
+const RUN_CLIENT_SOURCE = '--conditions=source';
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const products = SYNC_RESOURCES.find((r) => r.name === 'products')!;
 
@@ -170,7 +172,7 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
 
 function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [SYNC_CLI, ...args], { env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [SYNC_CLI, ...args], { env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_OPTIONS: RUN_CLIENT_SOURCE, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
