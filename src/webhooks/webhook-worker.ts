@@ -322,7 +322,7 @@ class DeliveryWorker implements WebhookWorker {
           this.#pump();
           claimedAll = claimed.length === free;
           // Sleep until the next delivery falls due (a retry, a breaker's probe), not a whole interval.
-          if (!claimedAll) waitMs = this.#untilDue(await nextDueAt(this.#ctx.database.db, this.#clock()), interval);
+          if (!claimedAll) waitMs = this.#untilDue(await nextDueAt(this.#ctx.database.db, this.#clock()), now, interval);
         } else if (due !== null && due > now) {
           waitMs = Math.min(interval, due - now);
         }
@@ -339,13 +339,14 @@ class DeliveryWorker implements WebhookWorker {
   }
 
   /**
-   * How long the dispatch loop sleeps after a claim: until `due` (capped at the poll interval); a
-   * whole interval when nothing waits, or when what is due could not be claimed (its endpoint's
-   * slots are full: a finished request wakes the loop).
+   * How long the dispatch loop sleeps after a claim made at `claimedAt`: until `due` (capped at the
+   * poll interval; at once when it fell due since the claim looked); a whole interval when nothing
+   * waits, or when what was due already could not be claimed (its endpoint's slots are full: a
+   * finished request wakes the loop).
    */
-  #untilDue(due: number | null, interval: number): number {
-    const now = this.#clock();
-    return due !== null && due > now ? Math.min(interval, due - now) : interval;
+  #untilDue(due: number | null, claimedAt: number, interval: number): number {
+    if (due === null || due <= claimedAt) return interval;
+    return Math.min(interval, Math.max(0, due - this.#clock()));
   }
 
   /**

@@ -23,6 +23,8 @@ describe.each(backends)('dispatch wakes when a delivery falls due (%s)', (backen
   beforeAll(async () => {
     kit = await webhookTestKit(backend, {
       WEBHOOK_POLL_INTERVAL_MS: String(POLL_INTERVAL_MS),
+      // Leases longer than the poll interval: the dispatcher must not rely on one ending to look again.
+      WEBHOOK_LEASE_MS: String(2 * POLL_INTERVAL_MS),
       WEBHOOK_RETRY_SCHEDULE_MS: Array(5).fill(RETRY_MS).join(','),
       WEBHOOK_BREAKER_THRESHOLD: '2',
       WEBHOOK_BREAKER_PAUSE_MS: String(PAUSE_MS),
