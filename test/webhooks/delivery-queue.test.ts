@@ -10,7 +10,7 @@ import { sql, type Kysely } from 'kysely';
 import { backends } from '../helpers/test-database.ts';
 import { webhookTestKit, type WebhookTestKit } from './webhook-test-kit.ts';
 import type { Database } from '../../src/db/schema.ts';
-import { claimDueDeliveries, settleDelivery, type ClaimOptions } from '../../src/webhooks/delivery-queue.ts';
+import { claimDueDeliveries, releaseDeliveries, settleDelivery, type ClaimOptions } from '../../src/webhooks/delivery-queue.ts';
 import type { HttpAttemptResult } from '../../src/webhooks/webhook-http-client.ts';
 import { isoFromMillis } from '../../src/shared/time.ts';
 
@@ -96,7 +96,12 @@ describe.each(backends)('delivery queue (%s)', (backend) => {
     expect(probe?.id).toBe(newest);
     // It succeeds: the breaker closes, and the rest flow, never-failed ones before the rejected one.
     expect((await settle('worker-a', probe!, success, now + 1)).breaker).toMatchObject({ consecutiveFailures: 0 });
-    const rest = await claim('worker-a', now + 2);
+    // Room for one: the first attempt, not the retry of the rejected one.
+    const one = await claim('worker-a', now + 2, { endpointCapacity: 1 });
+    expect(one.map((d) => d.id)).toEqual([older]);
+    expect(await releaseDeliveries(db, 'worker-a', [older])).toBe(1);
+    // Room for all: sent in that order.
+    const rest = await claim('worker-a', now + 3);
     expect(rest.map((d) => d.id)).toEqual([older, rejected]);
   });
 
