@@ -1,13 +1,14 @@
 /**
- * The events each kind of change appends, built from the same JSON SQL as the read API so an event's
- * `data` is exactly what a GET would have returned at that moment.
+ * The events each kind of change appends. An event's `data` is the record's stored document
+ * (db/documents.ts) as the statement triggers left it after the change, the same bytes a GET returns
+ * at that moment.
  */
 import { sql } from 'kysely';
 import type { WriteContext } from '../db/write-clock.ts';
-import { productJson } from '../catalog/product.json-sql.ts';
-import { inventoryJson, movementJson, stockTrackedCondition } from '../inventory/inventory.json-sql.ts';
-import { orderJson } from '../orders/order.json-sql.ts';
-import { customerJson } from '../customers/customer.json-sql.ts';
+import { productSource } from '../catalog/product.json-sql.ts';
+import { inventorySource, movementSource, stockTrackedCondition } from '../inventory/inventory.json-sql.ts';
+import { orderSource } from '../orders/order.json-sql.ts';
+import { customerSource } from '../customers/customer.json-sql.ts';
 import { appendEvents } from './event-log.ts';
 import { chunks } from '../shared/chunks.ts';
 
@@ -24,7 +25,7 @@ export async function productsChanged(ctx: WriteContext, ids: readonly string[],
   if (ids.length === 0) return;
   for (const part of idChunks(ids)) {
     await appendEvents(ctx, created ? 'product.created' : 'product.updated',
-      sql`SELECT p.id AS resource_id, ${productJson} AS data FROM products p WHERE p.id = ANY(${uuids(part)})`);
+      sql`SELECT p.id AS resource_id, ${productSource.json} AS data FROM products p WHERE p.id = ANY(${uuids(part)})`);
   }
 }
 
@@ -33,7 +34,7 @@ export async function inventoryChanged(ctx: WriteContext, productIds: readonly s
   if (productIds.length === 0) return;
   for (const part of idChunks(productIds)) {
     await appendEvents(ctx, 'inventory.updated',
-      sql`SELECT p.id AS resource_id, ${inventoryJson} AS data FROM products p WHERE p.id = ANY(${uuids(part)}) AND ${stockTrackedCondition}`);
+      sql`SELECT p.id AS resource_id, ${inventorySource.json} AS data FROM products p WHERE p.id = ANY(${uuids(part)}) AND ${stockTrackedCondition}`);
   }
 }
 
@@ -41,7 +42,7 @@ export async function movementsCreated(ctx: WriteContext, movementIds: readonly 
   if (movementIds.length === 0) return;
   for (const part of idChunks(movementIds)) {
     await appendEvents(ctx, 'stock_movement.created',
-      sql`SELECT m.id AS resource_id, ${movementJson} AS data FROM stock_movements m WHERE m.id = ANY(${uuids(part)})`);
+      sql`SELECT m.id AS resource_id, ${movementSource.json} AS data FROM stock_movements m WHERE m.id = ANY(${uuids(part)})`);
   }
 }
 
@@ -49,7 +50,7 @@ export async function movementsCreated(ctx: WriteContext, movementIds: readonly 
 export async function ordersChanged(ctx: WriteContext, ids: readonly string[], created = false): Promise<void> {
   for (const part of idChunks(ids)) {
     await appendEvents(ctx, created ? 'order.created' : 'order.updated',
-      sql`SELECT o.id AS resource_id, ${orderJson} AS data FROM orders o WHERE o.id = ANY(${uuids(part)})`);
+      sql`SELECT o.id AS resource_id, ${orderSource.json} AS data FROM orders o WHERE o.id = ANY(${uuids(part)})`);
   }
 }
 
@@ -61,7 +62,7 @@ export async function orderChanged(ctx: WriteContext, id: string, created = fals
 export async function customersChanged(ctx: WriteContext, ids: readonly string[], created = false): Promise<void> {
   for (const part of idChunks(ids)) {
     await appendEvents(ctx, created ? 'customer.created' : 'customer.updated',
-      sql`SELECT c.id AS resource_id, ${customerJson} AS data FROM customers c WHERE c.id = ANY(${uuids(part)})`);
+      sql`SELECT c.id AS resource_id, ${customerSource.json} AS data FROM customers c WHERE c.id = ANY(${uuids(part)})`);
   }
 }
 
