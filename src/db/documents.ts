@@ -16,6 +16,7 @@
  * after every test app, and by `store-api documents check`) catches a document that differs.
  * Decision: docs/decisions/0012-stored-documents.md.
  */
+import { EventEmitter } from 'node:events';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { productJson } from '../catalog/product.json-sql.ts';
 import { customerJson } from '../customers/customer.json-sql.ts';
@@ -137,6 +138,12 @@ export interface RebuildProgress {
 }
 
 /**
+ * Emits 'progress' (RebuildProgress) for every batch of every rebuild, the migration's included, so
+ * `store-api documents backfill` can show a progress bar while the migration fills a big store.
+ */
+export const rebuildEvents = new EventEmitter();
+
+/**
  * Rebuilds the stored documents of every row (or only rows whose documents are missing), table by
  * table in id order, REBUILD_BATCH rows per statement, each statement its own transaction unless
  * `db` is one. Resumable: a run stopped half way leaves every finished batch stored. Returns the
@@ -157,7 +164,11 @@ export async function rebuildDocuments(
     const total = Number(counted[0]!.n);
     let done = 0;
     let after = '00000000-0000-0000-0000-000000000000';
-    options.onProgress?.({ table: owner, done, total });
+    const report = (p: RebuildProgress) => {
+      options.onProgress?.(p);
+      rebuildEvents.emit('progress', p);
+    };
+    report({ table: owner, done, total });
     for (;;) {
       // Each batch in its own short transaction (or inside the caller's, e.g. a migration), flagged
       // so that the owner's triggers do not rebuild the rows this UPDATE just rebuilt.
@@ -177,7 +188,7 @@ export async function rebuildDocuments(
       done += rows.length;
       rebuilt += rows.length;
       after = rows.reduce((max, r) => (r.id > max ? r.id : max), after);
-      options.onProgress?.({ table: owner, done, total });
+      report({ table: owner, done, total });
       if (rows.length < batch) break;
     }
   }
