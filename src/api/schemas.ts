@@ -178,6 +178,17 @@ const orderParam = StringEnum(['asc', 'desc'] as const, { default: 'asc', descri
 const sinceParam = Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601 date or timestamp; only records created after it' });
 
 /** Query of a list (isExport: limit up to 500, default 500) with the resource's own filters. */
+/** The query of a snapshot: the resource's filters and a resume cursor; no limit, no order. */
+export function snapshotQuery(filters: Record<string, TSchema>) {
+  return Type.Object(
+    {
+      cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Resume after this record: the cursor of the last record received (`<last_modified>_<id>`), or any cursor of this API' })),
+      ...filters,
+    },
+    { additionalProperties: false },
+  );
+}
+
 export function listQuery(filters: Record<string, TSchema>, isExport = false) {
   return Type.Object(
     {
