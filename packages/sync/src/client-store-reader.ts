@@ -15,16 +15,18 @@ export interface ClientStoreReaderOptions {
   exportLimit?: number;
   /** Retries of one request (the client's default when unset). */
   maxRetries?: number;
+  /** fetch implementation (default: the global fetch). */
+  fetch?: typeof fetch;
 }
 
 type Query = Record<string, string | number | boolean | null | undefined>;
 type AnyResource = ResourceClient<MirrorRecord, Query, Query>;
 
 /** A StoreReader for the service at `baseUrl`. */
-export function clientStoreReader({ baseUrl, token, exportLimit = 500, maxRetries }: ClientStoreReaderOptions): StoreReader {
+export function clientStoreReader({ baseUrl, token, exportLimit = 500, maxRetries, fetch }: ClientStoreReaderOptions): StoreReader {
   let client: StoreApiClient;
   try {
-    client = new StoreApiClient({ baseUrl, token, maxRetries });
+    client = new StoreApiClient({ baseUrl, token, maxRetries, fetch });
   } catch (error) {
     throw new SyncError(`${(error as Error).message} (--url / --token)`);
   }
