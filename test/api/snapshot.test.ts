@@ -116,4 +116,21 @@ describe.each(backends)('snapshot export (%s)', (backend) => {
     expect(bad.status).toBe(400);
     expect(JSON.stringify(await bad.json())).toContain('cursor');
   });
+
+  it('refuses an events snapshot whose cursor reaches behind the event log retention (400 naming the oldest cursor)', async () => {
+    const db = s.t.database.db;
+    await sql`INSERT INTO retention_watermarks (table_name, oldest_available, updated_at) VALUES ('events', '2026-03-01T00:00:00Z'::timestamptz, now())
+      ON CONFLICT (table_name) DO UPDATE SET oldest_available = EXCLUDED.oldest_available`.execute(db);
+    try {
+      const behind = await get(`events/snapshot?cursor=${encodeURIComponent('2026-01-01T00:00:00Z')}`);
+      expect(behind.status).toBe(400);
+      expect(behind.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      const problem = (await behind.json()) as { errors: { param: string; message: string }[] };
+      expect(problem.errors[0]!.param).toBe('cursor');
+      expect(problem.errors[0]!.message).toMatch(/retention/);
+      expect((await get(`events/snapshot?cursor=${encodeURIComponent('2026-03-02T00:00:00Z')}`)).status).toBe(200);
+    } finally {
+      await sql`DELETE FROM retention_watermarks`.execute(db);
+    }
+  });
 });

@@ -32,6 +32,7 @@ const API_OPERATIONS: Array<[path: string, scope: string | string[], kind: 'list
   ['/api/v1/customers/snapshot', 'customers:read', 'snapshot', ['cursor']],
   ['/api/v1/inventory/snapshot', 'inventory:read', 'snapshot', ['cursor', 'include_inactive']],
   ['/api/v1/inventory/movements/snapshot', 'inventory:read', 'snapshot', ['cursor', 'product_id', 'since']],
+  ['/api/v1/events/snapshot', READ, 'snapshot', ['cursor', 'type', 'since']],
 ];
 const OPS_PATHS = ['/healthz', '/readyz', '/metrics'];
 const EVENT_TYPES = ['product.created', 'product.updated', 'order.created', 'order.updated', 'customer.created', 'customer.updated', 'inventory.updated', 'stock_movement.created', 'ping'];
