@@ -134,3 +134,30 @@ describe.each(backends)('snapshot export (%s)', (backend) => {
     }
   });
 });
+
+describe.each(backends)('snapshot export and the export budget (%s)', (backend) => {
+  let s: ClientTestServer;
+  beforeAll(async () => {
+    s = await startClientTestServer(backend, { RATE_LIMIT_EXPORT: '2' });
+    await sql`
+      INSERT INTO customers (id, name, phone, email, city, is_active, created_at, last_modified)
+      SELECT md5('b' || g)::uuid, 'Customer ' || g, NULL, NULL, NULL, true, now() - interval '1 hour', now() - interval '1 hour'
+      FROM generate_series(1, 2500) g`.execute(s.t.database.db);
+  }, 240_000);
+  afterAll(async () => s?.close());
+
+  it('counts one request against the export budget however many chunks it streams', async () => {
+    const get = () => fetch(`${s.baseUrl}/api/v1/customers/snapshot`, { headers: { authorization: `Bearer ${s.token}` } });
+    const first = await get();
+    expect(first.status).toBe(200);
+    expect(first.headers.get('x-ratelimit-limit')).toBe('2');
+    expect(first.headers.get('x-ratelimit-remaining')).toBe('1');
+    expect((await first.text()).split('\n').filter(Boolean).length).toBe(2500);
+    const second = await get();
+    expect(second.headers.get('x-ratelimit-remaining')).toBe('0');
+    await second.text();
+    const third = await get();
+    expect(third.status).toBe(429);
+    expect(third.headers.get('retry-after')).toBeTruthy();
+  });
+});
