@@ -33,6 +33,7 @@ import { productSource } from '../src/catalog/product.json-sql.ts';
 import { createToken } from '../src/tokens/token.service.ts';
 import { activeCount, cursorAt, generateBenchStore, type StoreSize } from './generate-store.ts';
 import { benchWebhooks, type WebhookResults } from './webhook-bench.ts';
+import { benchEveryPath, benchSyncInit, type PathFigures, type SyncFigures } from './every-path.ts';
 import { WRK_POST_SCRIPT, peerPageBody, startPostGraphile } from './peer/graphql-page.ts';
 import {
   alternate, copyOut, ensureWrk, exportWalk, freePort, log, queryLoop, spread, startServer, wrk,
@@ -52,6 +53,7 @@ const { values: args } = parseArgs({
     'no-pglite': { type: 'boolean', default: false },
     'no-webhooks': { type: 'boolean', default: false },
     'no-peer': { type: 'boolean', default: false },
+    'no-paths': { type: 'boolean', default: false },
     only: { type: 'string' },
     output: { type: 'string' },
   },
@@ -122,6 +124,8 @@ interface Results {
   generateSeconds: number;
   /** Of which the stored documents' backfill (src/db/documents.ts rebuildDocuments). */
   backfillSeconds: number;
+  paths?: PathFigures[];
+  syncInit?: SyncFigures;
   read: ReadFigures;
   firstPage: Spread;
   lastPage: Spread;
@@ -253,6 +257,9 @@ async function benchPostgres(): Promise<Results> {
     const apiSnapshot = exports['snapshot API']!;
     const apiExport = exports['export API']!;
     const ceilExport = exports['export ceiling (COPY)']!;
+    // Every resource's pages, exports and snapshot, then the sync tool's initial sync end to end.
+    const paths = args['no-paths'] ? undefined : await benchEveryPath(database, scratch.url, server.origin, token, { connections: CONNECTIONS, seconds: Math.min(SECONDS, 4), limit: LIMIT });
+    const syncInit = paths ? await benchSyncInit(DATABASE_URL, server.origin, token, paths) : undefined;
     const final = server.memory();
     await server.stop();
 
@@ -268,6 +275,8 @@ async function benchPostgres(): Promise<Results> {
     return {
       generateSeconds,
       backfillSeconds,
+      paths,
+      syncInit,
       read: {
         api: spread(apiRead.map((r) => r.perSecond)),
         apiP50: spread(apiRead.map((r) => r.p50)),
@@ -444,6 +453,21 @@ function report(r: Results): string {
       `| \`store-api all\` on an empty DATA_DIR: start to first answer, demo store seeded | ${f0(p.emptyStartMs)} ms |`,
     );
   }
+  if (r.paths) {
+    lines.push(
+      '',
+      '## Every path',
+      '',
+      `One measurement each, back to back (wrk ${CONNECTIONS} connections, limit ${LIMIT}; exports and snapshots by one client). Snapshot and paged export against \`COPY (SELECT <stored document> …) TO STDOUT\` on the same rows.`,
+      '',
+      '| Resource | Records | First page p50 (ms) | Last page p50 (ms) | Last ÷ first | Paged export records/s | Snapshot records/s | COPY records/s | Snapshot ÷ COPY |',
+      '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+      ...r.paths.map((p) => `| ${p.name} | ${f0(p.records)} | ${f1(p.firstP50)} | ${f1(p.lastP50)} | ${f2(p.lastP50 / p.firstP50)} | ${f0(p.exportPerSecond)} | ${f0(p.snapshotPerSecond)} | ${f0(p.copyPerSecond)} | ${f2(p.snapshotPerSecond / p.copyPerSecond)} |`),
+    );
+    if (r.syncInit) {
+      lines.push('', `\`store-api-sync init\` of every resource into a PostgreSQL mirror: ${f0(r.syncInit.records)} records in ${f1(r.syncInit.seconds)} s (${f1(r.syncInit.seconds / 60)} min), ${f0(r.syncInit.perSecond)} records/s against the COPY ceilings' ${f0(r.syncInit.ceilingPerSecond)}: **${f2(r.syncInit.perSecond / r.syncInit.ceilingPerSecond)}×**. (The bench server lifts the rate limits; a snapshot is one export request per resource, so the default 10 a minute would not bind.)`);
+    }
+  }
   lines.push(
     '',
     '## Targets',
@@ -457,6 +481,9 @@ function report(r: Results): string {
     check(r.export.snapshotRatio.median >= 0.8, `Snapshot export ≥ 0.8× \`COPY (SELECT <stored document>) TO STDOUT\` (products): ${f2(r.export.snapshotRatio.median)}×`),
     check(r.read.overTransport.median >= 0.25, `List ≥ 0.25× the transport ceiling (bare Node HTTP, same bytes): ${f2(r.read.overTransport.median)}×`),
     ...(args.large ? [check(r.generateSeconds <= 600, `Large store generated (documents included) in ≤ 10 minutes: ${f1(r.generateSeconds / 60)} min`)] : []),
+    ...(r.paths ? r.paths.map((p) => check(p.snapshotPerSecond / p.copyPerSecond >= 0.8, `Snapshot of ${p.name} ≥ 0.8× its COPY ceiling: ${f2(p.snapshotPerSecond / p.copyPerSecond)}×`)) : []),
+    ...(r.paths ? r.paths.map((p) => check(p.lastP50 / p.firstP50 <= 1.2, `Last page ÷ first page of ${p.name} ≤ 1.2: ${f2(p.lastP50 / p.firstP50)}`)) : []),
+    ...(r.syncInit ? [check(r.syncInit.perSecond / r.syncInit.ceilingPerSecond >= 0.4, `\`store-api-sync init\` ≥ 0.4× the export ceiling end to end: ${f2(r.syncInit.perSecond / r.syncInit.ceilingPerSecond)}× (${f1(r.syncInit.seconds / 60)} min)`)] : []),
     check(r.serve.peakMb <= 200, `\`serve\` RSS ≤ 200 MB under the list load: peak ${r.serve.peakMb} MiB`),
   );
   if (r.webhooks) {
