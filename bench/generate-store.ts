@@ -13,7 +13,7 @@ import { sql, type Kysely } from 'kysely';
 import cliProgress from 'cli-progress';
 import type { Database } from '../src/db/schema.ts';
 import type { DatabaseHandle } from '../src/db/database.ts';
-import { formatCursor } from '../src/api/cursor.ts';
+import { formatCursor } from '../src/shared/cursor.ts';
 import { rebuildDocuments } from '../src/db/documents.ts';
 
 export interface StoreSize {

@@ -16,7 +16,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
 import { recordsQuery, type ListSource } from './keyset-page.ts';
-import type { Cursor } from '../api/cursor.ts';
+import type { Cursor } from '../shared/cursor.ts';
 
 /** Rows per statement: large enough to read at the database's speed, short enough to interleave. */
 export const SNAPSHOT_CHUNK = 1000;
