@@ -8,6 +8,7 @@ import { registerTokenCommands } from '../cli/tokens.command.ts';
 import { registerDatabaseCommands } from '../cli/database.command.ts';
 import { registerDemoCommands } from '../cli/demo.command.ts';
 import { registerAdminCommands } from '../cli/admin.command.ts';
+import { registerDocumentsCommands } from '../cli/documents.command.ts';
 
 const program = new Command();
 program
@@ -20,5 +21,6 @@ registerDatabaseCommands(program);
 registerTokenCommands(program);
 registerDemoCommands(program);
 registerAdminCommands(program);
+registerDocumentsCommands(program);
 
 await program.parseAsync(process.argv);
