@@ -62,11 +62,11 @@ try {
   let output = '';
   const exited = once(server, 'exit');
   await within('the server to print its setup link', new Promise((resolve, reject) => {
-    server.stdout.on('data', (chunk) => { output += chunk; if (/#\/setup\?code=[\w-]+\n/.test(output)) resolve(); });
+    server.stdout.on('data', (chunk) => { output += chunk; if (/#\/setup\?code=[\w-]+["\n]/.test(output)) resolve(); });
     server.stderr.on('data', (chunk) => { output += chunk; });
     exited.then(([code]) => reject(new Error(`the server exited (${code}) before it was ready:\n${output}`)));
   }));
-  const base = /listening on (http:\/\/\S+)/.exec(output)[1];
+  const base = /listening on (http:\/\/[^\s"]+)/.exec(output)[1];
   const demoToken = /(sia_[\w-]+)/.exec(output)[1];
   const code = /#\/setup\?code=([\w-]+)/.exec(output)[1];
   step(`server up at ${base}`);
