@@ -15,10 +15,12 @@ FROM ${BASE_IMAGE} AS build
 WORKDIR /app
 COPY . .
 # npm ci builds dist/ (prepare); the second install is the production install of the README:
-# dev dependencies removed, the build kept (bin/build.js --if-possible).
+# dev dependencies removed, the build kept (bin/build.js --if-possible). The PGlite templates hold
+# owner-only files (PostgreSQL's modes): readable by all, so the runtime user can copy them.
 RUN npm ci --no-audit --no-fund \
  && npm ci --omit=dev --no-audit --no-fund \
  && test -f dist/.build-stamp && test ! -e node_modules/typescript \
+ && chmod -R a+rX dist \
  && rm -rf node_modules/@store-api node_modules/.bin/store-api-sync
 
 FROM ${BASE_IMAGE} AS runtime
