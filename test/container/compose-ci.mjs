@@ -6,7 +6,7 @@
  * Usage: node test/container/compose-ci.mjs compose.yaml PG_PORT REDIS_PORT SERVE1_PORT SERVE2_PORT METRICS_PORT
  */
 import { readFileSync } from 'node:fs';
-import { parse, stringify } from 'yaml';
+import { parse } from 'yaml';
 
 const [file, pgPort, redisPort, serve1Port, serve2Port, metricsPort] = process.argv.slice(2);
 const compose = parse(readFileSync(file, 'utf8'), { merge: true });
@@ -29,4 +29,5 @@ compose.services.postgres.environment = { ...compose.services.postgres.environme
 compose.services.redis.command = [...compose.services.redis.command, '--port', redisPort, '--bind', '127.0.0.1'];
 compose.services.redis.healthcheck.test = ['CMD', 'redis-cli', '-p', redisPort, 'ping'];
 delete compose['x-store-api'];
-process.stdout.write(stringify(compose, { aliasDuplicateObjects: false }));
+// JSON is YAML too, and keeps "no" and "" strings (docker-compose reads YAML 1.1, where a plain no is false).
+process.stdout.write(`${JSON.stringify(compose, null, 2)}\n`);
