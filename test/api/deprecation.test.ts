@@ -16,10 +16,14 @@ describe('deprecation headers', () => {
   beforeAll(async () => {
     await app.register(swagger, { openapi: { info: { title: 't', version: '1' } } });
     await app.register(deprecationPlugin);
-    app.get('/old', { config: { deprecated: { since: '2026-12-01T00:00:00Z', sunset: '2027-06-30T00:00:00Z', successor: '/api/v2/things' } } }, async (_request, reply) => {
-      reply.header('Link', '</old?cursor=abc>; rel="next"');
-      return { ok: true };
-    });
+    app.get(
+      '/old',
+      { config: { deprecated: { since: '2026-12-01T00:00:00Z', sunset: '2027-06-30T00:00:00Z', successor: '/api/v2/things' } } },
+      async (_request, reply) => {
+        reply.header('Link', '</old?cursor=abc>; rel="next"');
+        return { ok: true };
+      },
+    );
     app.get('/failing', { config: { deprecated: { since: '2026-12-01T00:00:00Z' } } }, async () => {
       throw Object.assign(new Error('nope'), { statusCode: 404 });
     });
@@ -28,7 +32,7 @@ describe('deprecation headers', () => {
   });
   afterAll(() => app.close());
 
-  it('announces the deprecation, the sunset and the successor, keeping the route\'s own links', async () => {
+  it("announces the deprecation, the sunset and the successor, keeping the route's own links", async () => {
     const res = await app.inject({ url: '/old' });
     expect(res.statusCode).toBe(200);
     expect(res.headers.deprecation).toBe(`@${Date.parse('2026-12-01T00:00:00Z') / 1000}`);
@@ -61,14 +65,18 @@ describe('deprecation headers', () => {
     expect(() => deprecationHeaders({ since: 'soon' })).toThrow(/not a date/);
     const bad = Fastify();
     await bad.register(deprecationPlugin);
-    expect(() => bad.get('/x', { config: { deprecated: { since: '2026-12-01T00:00:00Z', sunset: '2026-12-02T00:00:00Z' } } }, async () => ({}))).toThrow(/less than 6 months/);
+    expect(() => bad.get('/x', { config: { deprecated: { since: '2026-12-01T00:00:00Z', sunset: '2026-12-02T00:00:00Z' } } }, async () => ({}))).toThrow(
+      /less than 6 months/,
+    );
     await bad.close();
   });
 });
 
 describe.each(backends)('the application (%s)', (backend) => {
   let t: TestApp;
-  beforeAll(async () => { t = await buildTestApp(backend); });
+  beforeAll(async () => {
+    t = await buildTestApp(backend);
+  });
   afterAll(async () => t?.close());
 
   it('has the deprecation mechanism in front of its routes', () => {

@@ -26,9 +26,14 @@ const KNOWN_VARIABLES = new Set(Object.keys(EnvSchema.properties));
 
 const objects = [];
 let kustomization;
-for (const file of readdirSync(dir).filter((f) => /\.ya?ml$/.test(f)).sort()) {
+for (const file of readdirSync(dir)
+  .filter((f) => /\.ya?ml$/.test(f))
+  .sort()) {
   for (const doc of parseAllDocuments(readFileSync(join(dir, file), 'utf8'))) {
-    if (doc.errors.length) { problem(file, doc.errors.map((e) => e.message).join('; ')); continue; }
+    if (doc.errors.length) {
+      problem(file, doc.errors.map((e) => e.message).join('; '));
+      continue;
+    }
     const value = doc.toJS();
     if (!value) continue;
     if (value.kind === 'Kustomization') kustomization = { file, value };
@@ -81,7 +86,10 @@ for (const { value, where } of workloads) {
     if (!requests.cpu || !requests.memory) problem(at, 'needs cpu and memory requests');
     if (!container.resources?.limits?.memory) problem(at, 'needs a memory limit');
     if (role === 'serve' || role === 'worker') {
-      for (const [probe, path] of [['readinessProbe', '/readyz'], ['livenessProbe', '/healthz']]) {
+      for (const [probe, path] of [
+        ['readinessProbe', '/readyz'],
+        ['livenessProbe', '/healthz'],
+      ]) {
         const get = container[probe]?.httpGet;
         if (!get) problem(at, `needs a ${probe}`);
         else {
@@ -91,34 +99,46 @@ for (const { value, where } of workloads) {
       }
       const port = Number(role === 'worker' ? config.METRICS_PORT : (config.PORT ?? 3000));
       const declared = (container.ports ?? []).map((p) => p.containerPort);
-      if (!declared.includes(port)) problem(at, `the ${role} role listens on ${port} (${role === 'worker' ? 'METRICS_PORT' : 'PORT'}), the container declares ${declared.join(', ')}`);
+      if (!declared.includes(port))
+        problem(at, `the ${role} role listens on ${port} (${role === 'worker' ? 'METRICS_PORT' : 'PORT'}), the container declares ${declared.join(', ')}`);
       const grace = (pod.spec.terminationGracePeriodSeconds ?? 30) * 1000;
       const pause = (container.lifecycle?.preStop?.sleep?.seconds ?? 0) * 1000;
       const shutdown = Number(config.SHUTDOWN_TIMEOUT_MS ?? 25_000);
-      if (grace <= pause + shutdown) problem(at, `terminationGracePeriodSeconds ${grace / 1000} s is not longer than the preStop pause ${pause / 1000} s + SHUTDOWN_TIMEOUT_MS ${shutdown / 1000} s`);
+      if (grace <= pause + shutdown)
+        problem(
+          at,
+          `terminationGracePeriodSeconds ${grace / 1000} s is not longer than the preStop pause ${pause / 1000} s + SHUTDOWN_TIMEOUT_MS ${shutdown / 1000} s`,
+        );
     }
   }
 }
 for (const { value, where } of byKind('Service')) {
   const target = byKind('Deployment').find((d) => matches(value.spec.selector, d.value.spec.template.metadata.labels));
-  if (!target) { problem(where, 'selects no Deployment'); continue; }
+  if (!target) {
+    problem(where, 'selects no Deployment');
+    continue;
+  }
   const ports = new Set(target.value.spec.template.spec.containers.flatMap((c) => (c.ports ?? []).map((p) => p.name)));
-  for (const port of value.spec.ports) if (typeof port.targetPort === 'string' && !ports.has(port.targetPort)) problem(where, `targetPort ${port.targetPort} is not a port of ${target.where}`);
+  for (const port of value.spec.ports)
+    if (typeof port.targetPort === 'string' && !ports.has(port.targetPort)) problem(where, `targetPort ${port.targetPort} is not a port of ${target.where}`);
 }
 for (const { value, where } of byKind('PodDisruptionBudget')) {
   const target = byKind('Deployment').find((d) => matches(value.spec.selector.matchLabels, d.value.spec.template.metadata.labels));
   if (!target) problem(where, 'selects no Deployment');
-  else if (typeof value.spec.minAvailable === 'number' && value.spec.minAvailable >= target.value.spec.replicas) problem(where, `minAvailable ${value.spec.minAvailable} leaves no disruption with ${target.value.spec.replicas} replicas`);
+  else if (typeof value.spec.minAvailable === 'number' && value.spec.minAvailable >= target.value.spec.replicas)
+    problem(where, `minAvailable ${value.spec.minAvailable} leaves no disruption with ${target.value.spec.replicas} replicas`);
 }
 
 // 3. The kustomization.
 if (!kustomization) problem(dir, 'no kustomization.yaml');
 else {
-  for (const resource of kustomization.value.resources ?? []) if (!existsSync(join(dir, resource))) problem(kustomization.file, `resource ${resource} does not exist`);
+  for (const resource of kustomization.value.resources ?? [])
+    if (!existsSync(join(dir, resource))) problem(kustomization.file, `resource ${resource} does not exist`);
   const images = new Set(workloads.flatMap((w) => w.value.spec.template.spec.containers.map((c) => c.image)));
   for (const image of kustomization.value.images ?? []) if (!images.has(image.name)) problem(kustomization.file, `image ${image.name} is used by no container`);
   const listed = new Set(kustomization.value.resources);
-  for (const file of new Set(objects.map((o) => o.file))) if (!listed.has(file) && !file.endsWith('.example.yaml')) problem(kustomization.file, `${file} is not listed in resources`);
+  for (const file of new Set(objects.map((o) => o.file)))
+    if (!listed.has(file) && !file.endsWith('.example.yaml')) problem(kustomization.file, `${file} is not listed in resources`);
 }
 
 if (problems.length) {

@@ -23,13 +23,16 @@ afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true 
 
 /** Splits `text` into lines and parses each as JSON (throwing, with the line, on the first that is not). */
 function jsonLines(text: string): Record<string, unknown>[] {
-  return text.split('\n').filter((line) => line !== '').map((line) => {
-    try {
-      return JSON.parse(line) as Record<string, unknown>;
-    } catch {
-      throw new Error(`not a JSON line: ${line}`);
-    }
-  });
+  return text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => {
+      try {
+        return JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        throw new Error(`not a JSON line: ${line}`);
+      }
+    });
 }
 
 /** Runs the CLI to its end; resolves with the exit code and both streams. */
@@ -104,7 +107,10 @@ describe('server output when stdout is not a terminal', () => {
     try {
       // Ready once it answers /readyz: the start (seeding, setup code) is over by then.
       for (;;) {
-        const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
+        const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+          (r) => r.ok,
+          () => false,
+        );
         if (ok) break;
         if (proc.child.exitCode !== null) throw new Error(`exited: ${proc.output()}`);
         await new Promise((resolve) => setTimeout(resolve, 100));

@@ -43,29 +43,33 @@ export function deprecationHeaders(deprecation: RouteDeprecation): { deprecation
   if (deprecation.sunset !== undefined) {
     const sunset = Date.parse(deprecation.sunset);
     if (Number.isNaN(sunset)) throw new Error(`deprecation: "sunset" is not a date: ${deprecation.sunset}`);
-    if (sunset - since < MINIMUM_SUNSET_NOTICE_MS) throw new Error(`deprecation: the sunset ${deprecation.sunset} is less than 6 months after ${deprecation.since}`);
+    if (sunset - since < MINIMUM_SUNSET_NOTICE_MS)
+      throw new Error(`deprecation: the sunset ${deprecation.sunset} is less than 6 months after ${deprecation.since}`);
     headers.sunset = new Date(sunset).toUTCString();
   }
   return headers;
 }
 
-export const deprecationPlugin = fp(async function deprecation(app: FastifyInstance) {
-  // Checked when the route is added, so a malformed schedule stops the start, not a request.
-  app.addHook('onRoute', (route) => {
-    const deprecated = route.config?.deprecated;
-    if (!deprecated) return;
-    deprecationHeaders(deprecated);
-    route.schema = { ...route.schema, deprecated: true } as typeof route.schema;
-  });
-  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    const deprecated = request.routeOptions.config?.deprecated;
-    if (!deprecated) return payload;
-    const headers = deprecationHeaders(deprecated);
-    reply.header('Deprecation', headers.deprecation);
-    if (headers.sunset) reply.header('Sunset', headers.sunset);
-    const existing = reply.getHeader('link');
-    const links = [...(existing === undefined ? [] : Array.isArray(existing) ? existing.map(String) : [String(existing)]), ...headers.links];
-    reply.header('Link', links.join(', '));
-    return payload;
-  });
-}, { name: 'api-deprecation' });
+export const deprecationPlugin = fp(
+  async function deprecation(app: FastifyInstance) {
+    // Checked when the route is added, so a malformed schedule stops the start, not a request.
+    app.addHook('onRoute', (route) => {
+      const deprecated = route.config?.deprecated;
+      if (!deprecated) return;
+      deprecationHeaders(deprecated);
+      route.schema = { ...route.schema, deprecated: true } as typeof route.schema;
+    });
+    app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+      const deprecated = request.routeOptions.config?.deprecated;
+      if (!deprecated) return payload;
+      const headers = deprecationHeaders(deprecated);
+      reply.header('Deprecation', headers.deprecation);
+      if (headers.sunset) reply.header('Sunset', headers.sunset);
+      const existing = reply.getHeader('link');
+      const links = [...(existing === undefined ? [] : Array.isArray(existing) ? existing.map(String) : [String(existing)]), ...headers.links];
+      reply.header('Link', links.join(', '));
+      return payload;
+    });
+  },
+  { name: 'api-deprecation' },
+);
