@@ -77,7 +77,8 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
       };
       return { data: after };
     });
-  app.get('/webhooks/endpoints/:id/secret', { schema: { tags, summary: 'The signing secret', params: IdParam } },
+  // A viewer reads everything but secrets: the signing secret lets its holder forge deliveries.
+  app.get('/webhooks/endpoints/:id/secret', { config: { permission: 'write' }, schema: { tags, summary: 'The signing secret (owner or admin role)', params: IdParam } },
     async (req) => ({ data: await webhooks.getSecret(id(req.params)) }));
   app.post('/webhooks/endpoints/:id/rotate-secret', { config: { audit: 'endpoint.secret_rotated', auditTarget: 'endpoint' }, schema: { tags, summary: 'New secret; the old one signs too until previous_secret_expires_at', params: IdParam } },
     async (req) => ({ data: await webhooks.rotateSecret(id(req.params)) }));

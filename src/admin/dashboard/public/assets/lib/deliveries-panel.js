@@ -83,8 +83,9 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
   }
 
   /* actions */
-  const retrySelected = button({ label: 'Retry selected', icon: 'refresh', size: 'sm', disabled: true, onClick: () => retry([...state.selected]) });
+  const retrySelected = button({ write: true, label: 'Retry selected', icon: 'refresh', size: 'sm', disabled: true, onClick: () => retry([...state.selected]) });
   const retryAllDead = button({
+    write: true,
     label: 'Retry all dead letters',
     icon: 'replay',
     size: 'sm',
@@ -187,7 +188,7 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
         h('td', {}, whenCell(d)),
         h('td', {}, timeEl(d.created_at)),
         h('td', { class: 'cell-actions' }, canRetry
-          ? button({ label: 'Retry', size: 'sm', variant: 'ghost', ariaLabel: `Retry the ${d.event_type} delivery now`, dataset: { role: 'retry' }, onClick: () => retry([d.id]) })
+          ? button({ write: true, label: 'Retry', size: 'sm', variant: 'ghost', ariaLabel: `Retry the ${d.event_type} delivery now`, dataset: { role: 'retry' }, onClick: () => retry([d.id]) })
           : null));
     });
     replace(tableSlot,
@@ -233,7 +234,9 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
       // "Load more" is gone or re-drawn: continue from the first row it added.
       if (append) tableSlot.querySelector(`tbody tr:nth-child(${shownBefore + 1}) a.delivery-link`)?.focus();
       updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
-      if (!keepPages || append) live.textContent = `${state.items.length} ${state.items.length === 1 ? 'delivery' : 'deliveries'} shown.`;
+      // Announced when the count changes, refreshes included: a ping's row must not sit under "0 deliveries shown."
+      const count = `${state.items.length} ${state.items.length === 1 ? 'delivery' : 'deliveries'} shown.`;
+      if (live.textContent !== count) live.textContent = count;
     } catch (error) {
       if (error.status !== 401 && !state.disposed) replace(tableSlot, errorState(error, () => load()));
       return;
