@@ -186,7 +186,7 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
         h('td', { class: 'num' }, String(d.attempt_count)),
         h('td', { class: 'cell-response' }, lastResponse(d)),
         h('td', {}, whenCell(d)),
-        h('td', {}, timeEl(d.created_at)),
+        h('td', { class: 'col-created' }, timeEl(d.created_at)),
         h('td', { class: 'cell-actions' }, canRetry
           ? button({ write: true, label: 'Retry', size: 'sm', variant: 'ghost', ariaLabel: `Retry the ${d.event_type} delivery now`, dataset: { role: 'retry' }, onClick: () => retry([d.id]) })
           : null));
@@ -194,7 +194,7 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
     replace(tableSlot,
       h('div', { class: 'table-wrap' }, h('table', { class: 'table table-deliveries' },
         h('caption', { class: 'visually-hidden', text: 'Webhook deliveries, newest first' }),
-        h('thead', {}, h('tr', {}, h('th', { scope: 'col', class: 'cell-check' }, allBox), headers.map((c) => h('th', { scope: 'col', class: c === 'Attempts' ? 'num' : undefined, text: c })), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })))),
+        h('thead', {}, h('tr', {}, h('th', { scope: 'col', class: 'cell-check' }, allBox), headers.map((c) => h('th', { scope: 'col', class: c === 'Attempts' ? 'num' : c === 'Created' ? 'col-created' : undefined, text: c })), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })))),
         h('tbody', {}, rows))),
       state.hasMore ? h('div', { class: 'load-more' }, button({ label: 'Load more', size: 'sm', onClick: () => load({ append: true }) })) : null);
     if (focusedId) {

@@ -137,7 +137,7 @@ export async function renderAdmins(view) {
   const reload = async () => {
     try {
       const [{ data }, open] = await Promise.all([get('/admins'), isOwner ? get('/admins/invitations') : Promise.resolve({ data: [] })]);
-      replace(body, h('div', { class: 'table-wrap' },
+      replace(body, h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Administrators (scrolls sideways on narrow screens)' },
         h('table', { class: 'table', id: 'admins-table' },
           h('caption', { class: 'visually-hidden', text: `Administrators: ${data.length}` }),
           h('thead', {}, h('tr', {}, ['Email', 'Role', 'Added', 'Last sign-in'].map((c) => h('th', { scope: 'col', text: c })), isOwner ? h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })) : null)),
@@ -147,12 +147,12 @@ export async function renderAdmins(view) {
             h('td', {}, timeEl(a.created_at)),
             h('td', {}, a.last_sign_in_at ? timeEl(a.last_sign_in_at) : h('span', { class: 'muted', text: 'Never' })),
             isOwner ? h('td', { class: 'cell-actions' },
-              button({ label: 'Role…', size: 'sm', variant: 'ghost', ariaLabel: `Change the role of ${a.email}`, onClick: () => openRoleDialog(a, reload) }),
-              button({ label: 'Reset password…', size: 'sm', variant: 'ghost', ariaLabel: `Reset the password of ${a.email}`, onClick: () => issueReset(a) }),
+              button({ label: 'Change role', size: 'sm', variant: 'ghost', ariaLabel: `Change role of ${a.email}`, onClick: () => openRoleDialog(a, reload) }),
+              button({ label: 'Reset password', size: 'sm', variant: 'ghost', ariaLabel: `Reset password of ${a.email}`, onClick: () => issueReset(a) }),
               button({ label: 'Remove', size: 'sm', variant: 'danger-ghost', ariaLabel: `Remove ${a.email}`, onClick: () => removeAdmin(a, reload) })) : null))))));
       replace(invitations, open.data.length === 0
         ? h('p', { class: 'muted', text: 'No open invitations.' })
-        : h('div', { class: 'table-wrap' }, h('table', { class: 'table', id: 'invitations-table' },
+        : h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Open invitations (scrolls sideways on narrow screens)' }, h('table', { class: 'table', id: 'invitations-table' },
           h('caption', { class: 'visually-hidden', text: 'Open invitations' }),
           h('thead', {}, h('tr', {}, ['Email', 'Role', 'Invited by', 'Expires'].map((c) => h('th', { scope: 'col', text: c })), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })))),
           h('tbody', {}, open.data.map((i) => h('tr', {},

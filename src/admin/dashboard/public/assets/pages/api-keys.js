@@ -66,7 +66,7 @@ function tokenRows(tokens, reload) {
     h('td', {}, tokenStatusBadge(t.status)),
     h('td', { class: 'cell-actions' }, t.status === 'active'
       ? [
-        button({ write: true, label: 'Edit', variant: 'ghost', size: 'sm', ariaLabel: `Rename or set limits of API key ${t.name}`, onClick: () => openEditDialog(t, reload) }),
+        button({ write: true, label: 'Edit', variant: 'ghost', size: 'sm', ariaLabel: `Edit API key ${t.name}`, onClick: () => openEditDialog(t, reload) }),
         button({ write: true, label: 'Roll', variant: 'ghost', size: 'sm', ariaLabel: `Roll API key ${t.name}`, onClick: () => openRollDialog(t, reload) }),
         button({ write: true, label: 'Revoke', variant: 'danger-ghost', size: 'sm', ariaLabel: `Revoke API key ${t.name}`, dataset: { action: 'revoke' }, onClick: () => revoke(t, reload) }),
       ]
@@ -287,7 +287,7 @@ export async function renderApiKeys(view) {
       }
       const active = data.filter((t) => t.status === 'active').length;
       replace(body,
-        h('div', { class: 'table-wrap' },
+        h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'API keys (scrolls sideways on narrow screens)' },
           h('table', { class: 'table', id: 'api-keys-table' },
             h('caption', { class: 'visually-hidden', text: `API keys: ${active} active of ${data.length}` }),
             h('thead', {}, h('tr', {}, ['Name', 'Key', 'Access', 'Created', 'Last used', 'Expires', 'Rate limits', 'Status'].map((c) => h('th', { scope: 'col', text: c })), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })))),

@@ -86,7 +86,7 @@ export async function renderAuditLog(view) {
         return;
       }
       replace(body,
-        h('div', { class: 'table-wrap' }, h('table', { class: 'table', id: 'audit-table' },
+        h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Audit log entries (scrolls sideways on narrow screens)' }, h('table', { class: 'table', id: 'audit-table' },
           h('caption', { class: 'visually-hidden', text: 'Audit log, newest first' }),
           h('thead', {}, h('tr', {}, ['When', 'Who', 'Action', 'Target', 'From', 'What changed'].map((c) => h('th', { scope: 'col', text: c })))),
           h('tbody', {}, rows.map((e) => h('tr', { dataset: { action: e.action } },
