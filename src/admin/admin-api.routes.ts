@@ -20,6 +20,7 @@ import { webhookAdminRoutes } from './routes/webhook.admin-routes.ts';
 import { overviewAdminRoutes } from './routes/overview.admin-routes.ts';
 import { accountAdminRoutes } from './routes/account.admin-routes.ts';
 import { auditAdminRoutes } from './routes/audit.admin-routes.ts';
+import { alertsAdminRoutes } from './routes/alerts.admin-routes.ts';
 
 /** What a handler tells the audit log about its action (all optional). */
 export interface AuditNote {
@@ -96,4 +97,5 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(overviewAdminRoutes);
   await app.register(accountAdminRoutes);
   await app.register(auditAdminRoutes);
+  await app.register(alertsAdminRoutes);
 }

@@ -74,7 +74,7 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
       // Name the outermost elements that stick out, so a failure says where to look.
       const culprits = await page.evaluate(() => Array.from(document.querySelectorAll('body *'))
         .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1 && !(el.parentElement && el.parentElement.getBoundingClientRect().right > window.innerWidth + 1))
-        .slice(0, 3).map((el) => `${el.tagName.toLowerCase()}.${[...el.classList].join('.')}`));
+        .slice(0, 3).map((el) => `${el.tagName.toLowerCase()}.${Array.from(el.classList).join('.')}`));
       sidewaysScroll.push(`${where}: ${overflow}px (${culprits.join(', ')})`);
     }
   };
