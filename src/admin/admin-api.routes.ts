@@ -18,6 +18,8 @@ import { tokenAdminRoutes } from './routes/token.admin-routes.ts';
 import { storeAdminRoutes } from './routes/store.admin-routes.ts';
 import { webhookAdminRoutes } from './routes/webhook.admin-routes.ts';
 import { overviewAdminRoutes } from './routes/overview.admin-routes.ts';
+import { resourceAdminRoutes } from './routes/resource.admin-routes.ts';
+import { recordAdminRoutes } from './routes/record.admin-routes.ts';
 import { accountAdminRoutes } from './routes/account.admin-routes.ts';
 import { auditAdminRoutes } from './routes/audit.admin-routes.ts';
 import { alertsAdminRoutes } from './routes/alerts.admin-routes.ts';
@@ -95,6 +97,8 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(storeAdminRoutes);
   await app.register(webhookAdminRoutes);
   await app.register(overviewAdminRoutes);
+  await app.register(resourceAdminRoutes);
+  await app.register(recordAdminRoutes);
   await app.register(accountAdminRoutes);
   await app.register(auditAdminRoutes);
   await app.register(alertsAdminRoutes);

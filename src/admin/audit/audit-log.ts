@@ -12,8 +12,8 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type {} from '../sessions/admin-user.table.ts';
 import { uuidv7 } from '../../shared/uuid-v7.ts';
-import { formatCursor, parseCursor } from '../../api/cursor.ts';
-import { invalidParameter } from '../../api/problem.ts';
+import { formatCursor, parseCursor } from '../../shared/cursor.ts';
+import { invalidParameter } from '../../shared/problem.ts';
 import { parseIsoTimestamp } from '../../shared/time.ts';
 
 /** Every action the log records (the filter of the admin API and the dashboard offers these). */

@@ -18,7 +18,7 @@ import { Type } from '@sinclair/typebox';
 import { ADMIN_ROLES, type AdminRole } from '../sessions/admin-roles.ts';
 import { changeAdminRole, changeOwnPassword, listAdminUsers, removeAdminUser } from '../sessions/admin-user.service.ts';
 import { createInvitation, createPasswordReset, listInvitations, revokeInvitation } from '../sessions/admin-links.service.ts';
-import { ApiError } from '../../api/problem.ts';
+import { ApiError } from '../../shared/problem.ts';
 
 const strict = { additionalProperties: false } as const;
 const IdParam = Type.Object({ id: Type.String({ format: 'uuid' }) }, strict);

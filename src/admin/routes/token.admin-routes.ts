@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { SCOPES, createToken, getToken, listTokens, revokeToken, rollToken, updateToken } from '../../tokens/token.service.ts';
 import { parseIsoTimestamp } from '../../shared/time.ts';
-import { invalidParameter } from '../../api/problem.ts';
+import { invalidParameter } from '../../shared/problem.ts';
 
 const ScopeSchema = Type.Unsafe<(typeof SCOPES)[number]>({ type: 'string', enum: [...SCOPES] });
 const RateLimit = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000 }), Type.Null()]);

@@ -12,7 +12,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type {} from './admin-user.table.ts';
-import { ApiError, type ErrorCode } from '../../api/problem.ts';
+import { ApiError, type ErrorCode } from '../../shared/problem.ts';
 import { createAdminUser, findAdminUser, findAdminUserById, hashPassword, normalizeEmail, validateCredentials, type AdminUser } from './admin-user.service.ts';
 import type { AdminRole } from './admin-roles.ts';
 
