@@ -399,6 +399,9 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     // The safe choice has the focus.
     await expect(confirm.getByRole('button', { name: 'Cancel' }).evaluate((b) => b === document.activeElement)).resolves.toBe(true);
     await confirm.getByRole('button', { name: 'Revoke key' }).click();
+    // Revoked keys are hidden until asked for.
+    await row.waitFor({ state: 'detached' });
+    await page.getByRole('link', { name: /^Show revoked and expired/ }).click();
     await row.locator('.badge', { hasText: 'Revoked' }).waitFor();
     expect((await readApi(apiKey)).status).toBe(401);
   });
