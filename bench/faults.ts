@@ -246,11 +246,11 @@ async function diskFull(): Promise<void> {
       while (!firstFailure && proc!.child.exitCode === null && n < 20_000) {
         const i = n++;
         const body = JSON.stringify({
-          name: `Filler ${i}`, product_type: 'simple', price: 1, sku: `FILL-${i}`,
+          name: `Filler ${i}`, product_type: 'physical', price: 1, sku: `FILL-${i}`,
           images: Array.from({ length: 20 }, (_, k) => ({ image_url: `https://img.example/${i}/${k}/${randomBytes(600).toString('hex')}` })),
         });
         try {
-          const res = await fetch(`${base}/admin/api/v1/products`, { method: 'POST', headers, body });
+          const res = await fetch(`${base}/admin/api/v1/products`, { method: 'POST', headers, body, signal: AbortSignal.timeout(30_000) });
           const text = await res.text();
           statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
           if (res.status === 201) acknowledged.push(JSON.parse(text).data.id);
@@ -264,12 +264,18 @@ async function diskFull(): Promise<void> {
     await Promise.all([writer(), writer(), writer(), writer()]);
     let readyz = 'not asked', healthz = 'not asked';
     if (proc.child.exitCode === null) {
-      readyz = await fetch(`${base}/readyz`).then(async (r) => `${r.status} ${(await r.json() as { detail?: string }).detail ?? ''}`.trim()).catch(() => 'no answer');
-      healthz = await fetch(`${base}/healthz`).then((r) => String(r.status)).catch(() => 'no answer');
+      readyz = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(10_000) }).then(async (r) => `${r.status} ${(await r.json() as { detail?: string }).detail ?? ''}`.trim()).catch(() => 'no answer');
+      healthz = await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(10_000) }).then((r) => String(r.status)).catch(() => 'no answer');
     }
     // The process either exits by itself (75) or is stopped with SIGTERM.
     const exit = await Promise.race([proc.exited, sleep(15_000).then(() => 'still running')]);
-    const [exitCode, stopMs] = exit === 'still running' ? await timed(() => proc!.stop('SIGTERM')) : [exit, 0];
+    const stopWithin = async (): Promise<number | string> => {
+      const stopped = await Promise.race([proc!.stop('SIGTERM'), sleep(30_000).then(() => 'SIGTERM ignored')]);
+      if (stopped === 'SIGTERM ignored') await proc!.stop('SIGKILL');
+      return stopped;
+    };
+    const [exitCode, stopMs] = exit === 'still running' ? await timed(stopWithin) : [exit, 0];
+    writeFileSync(join(tmpdir(), 'faults-disk-full.log'), proc.output());
     const message = /store-api: (.*could not write its log.*?)(?:\n|$)/.exec(proc.output())?.[1];
     rmSync(filler);
     const restarted = startStoreApi(['all'], { ...env, LOG_LEVEL: 'warn' });
@@ -282,7 +288,7 @@ async function diskFull(): Promise<void> {
         if (res.status === 200) present++;
         await res.arrayBuffer();
       }
-      const write = await fetch(`${base2}/admin/api/v1/products`, { method: 'POST', headers, body: JSON.stringify({ name: 'After', product_type: 'simple', price: 1 }) });
+      const write = await fetch(`${base2}/admin/api/v1/products`, { method: 'POST', headers, body: JSON.stringify({ name: 'After', product_type: 'physical', price: 1 }) });
       statuses.set(`after restart ${write.status}`, 1);
     } finally {
       await restarted.stop();
