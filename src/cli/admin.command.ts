@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { createAdminUser, listAdminUsers, MIN_PASSWORD_LENGTH, setAdminPassword } from '../admin/sessions/admin-user.service.ts';
 import { withContext } from './run-command.ts';
 import type { AppContext } from '../app-context.ts';
-import { ApiError } from '../api/problem.ts';
+import { ApiError } from '../shared/problem.ts';
 
 /** Reads one line from the terminal without echoing it. */
 function promptHidden(question: string): Promise<string> {
@@ -86,7 +86,7 @@ export function registerAdminCommands(program: Command): void {
       withContext(async (ctx) => {
         const users = await listAdminUsers(ctx.database.db);
         if (users.length === 0) process.stdout.write('No administrators. Create one with: store-api admin create --email you@example.com\n');
-        for (const u of users) process.stdout.write(`${u.email}  created ${u.created_at}${u.last_sign_in_at ? `  last sign-in ${u.last_sign_in_at}` : ''}\n`);
+        for (const u of users) process.stdout.write(`${u.email}  ${u.role}  created ${u.created_at}${u.last_sign_in_at ? `  last sign-in ${u.last_sign_in_at}` : ''}\n`);
       }),
     );
 }

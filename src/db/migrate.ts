@@ -11,6 +11,9 @@ import * as adminUsers from './migrations/0003-admin-users.ts';
 import * as eventFeedRetention from './migrations/0004-event-feed-retention.ts';
 import * as adminSetupCodes from './migrations/0005-admin-setup-codes.ts';
 import * as lastModifiedForward from './migrations/0006-last-modified-forward.ts';
+import * as adminAccountsAudit from './migrations/0012-admin-accounts-audit.ts';
+import * as equalStampsAndDeliveryTiers from './migrations/0007-equal-stamps-and-delivery-tiers.ts';
+import * as storedDocuments from './migrations/0009-stored-documents.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -19,6 +22,9 @@ const migrations: Record<string, Migration> = {
   '0004-event-feed-retention': eventFeedRetention,
   '0005-admin-setup-codes': adminSetupCodes,
   '0006-last-modified-forward': lastModifiedForward,
+  '0012-admin-accounts-audit': adminAccountsAudit,
+  '0007-equal-stamps-and-delivery-tiers': equalStampsAndDeliveryTiers,
+  '0009-stored-documents': storedDocuments,
 };
 
 /** Names of every migration this code has, in order. */
@@ -26,14 +32,14 @@ export function migrationNames(): string[] {
   return Object.keys(migrations);
 }
 
-function migrator(db: Kysely<any>): Migrator {
+function migrator<DB>(db: Kysely<DB>): Migrator {
   return new Migrator({ db, provider: { getMigrations: async () => migrations } });
 }
 
 export class MigrationError extends Error {}
 
 /** Applies every pending migration; throws MigrationError (with the failing name) on failure. */
-export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResultSet> {
+export async function migrateToLatest<DB>(db: Kysely<DB>): Promise<MigrationResultSet> {
   const result = await migrator(db).migrateToLatest();
   if (result.error) {
     const failed = result.results?.find((r) => r.status === 'Error');
@@ -44,7 +50,7 @@ export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResultS
 }
 
 /** Names of migrations not yet applied (empty when the schema is current). */
-export async function pendingMigrations(db: Kysely<any>): Promise<string[]> {
+export async function pendingMigrations<DB>(db: Kysely<DB>): Promise<string[]> {
   const all = await migrator(db).getMigrations();
   return all.filter((m) => m.executedAt === undefined).map((m) => m.name);
 }

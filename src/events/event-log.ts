@@ -4,26 +4,16 @@
  * disagree. Product, order and customer events carry the full resource as `data`, built by the same
  * SQL as the read API.
  *
- * Event types (DECISIONS.md): product.created, product.updated, order.created, order.updated,
- * customer.created, customer.updated, inventory.updated, stock_movement.created, ping.
+ * Event types (DECISIONS.md): each resource's (resources/registry.ts), and `ping`.
  */
 import { sql, type RawBuilder } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import type { WriteContext } from '../db/write-clock.ts';
 
-export const EVENT_TYPES = [
-  'product.created',
-  'product.updated',
-  'order.created',
-  'order.updated',
-  'customer.created',
-  'customer.updated',
-  'inventory.updated',
-  'stock_movement.created',
-  'ping',
-] as const;
+import { FEED_EVENT_TYPES, type FeedEventType } from '../resources/registry.ts';
 
-export type EventType = (typeof EVENT_TYPES)[number];
+export type EventType = FeedEventType | 'ping';
+export const EVENT_TYPES: readonly EventType[] = [...FEED_EVENT_TYPES, 'ping'];
 
 /** The resource kind of each event type (the first part of the type). */
 export function resourceTypeOf(type: EventType): string {
@@ -38,7 +28,7 @@ export function resourceTypeOf(type: EventType): string {
 export async function appendEvents(ctx: WriteContext, type: EventType, source: RawBuilder<unknown>): Promise<number> {
   const result = await sql`
     INSERT INTO events (id, type, resource_type, resource_id, data, created_at)
-    SELECT gen_random_uuid(), ${type}, ${resourceTypeOf(type)}, s.resource_id::text, s.data::jsonb, ${ctx.stamp}::timestamptz
+    SELECT gen_random_uuid(), ${type}, ${resourceTypeOf(type)}, s.resource_id::text, s.data::json, ${ctx.stamp}::timestamptz
     FROM (${source}) AS s
     ORDER BY s.resource_id
   `.execute(ctx.trx);
@@ -50,7 +40,7 @@ export async function appendEvent(ctx: WriteContext, type: EventType, resourceId
   const id = randomUUID();
   await sql`
     INSERT INTO events (id, type, resource_type, resource_id, data, created_at)
-    VALUES (${id}, ${type}, ${resourceTypeOf(type)}, ${resourceId}, ${JSON.stringify(data)}::jsonb, ${ctx.stamp}::timestamptz)
+    VALUES (${id}, ${type}, ${resourceTypeOf(type)}, ${resourceId}, ${JSON.stringify(data)}::json, ${ctx.stamp}::timestamptz)
   `.execute(ctx.trx);
   return id;
 }

@@ -20,7 +20,8 @@ export const inventorySource: ListSource = {
   from: sql`products p`,
   lastModified: sql`p.last_modified`,
   id: sql`p.id`,
-  json: inventoryJson,
+  json: sql`p.inventory_doc`,
+  where: stockTrackedCondition,
 };
 
 /** JSON of the stock movement row aliased `m` (compact, column order). */
@@ -32,7 +33,7 @@ export const movementSource: ListSource = {
   from: sql`stock_movements m`,
   lastModified: sql`m.last_modified`,
   id: sql`m.id`,
-  json: movementJson,
+  json: sql`m.doc`,
 };
 
 export const MOVEMENT_REASONS = ['sale', 'refund', 'cancel', 'adjustment', 'bulk_import'] as const;

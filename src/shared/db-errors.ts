@@ -3,7 +3,7 @@
  * become client errors (a duplicate sku is a 409 naming the field rather than a 500), and a
  * database that cannot be reached becomes a 503 with Retry-After.
  */
-import { ApiError, conflict } from '../api/problem.ts';
+import { ApiError, conflict } from './problem.ts';
 
 /** PostgreSQL SQLSTATEs we answer as client errors. */
 const UNIQUE_VIOLATION = '23505';

@@ -7,7 +7,7 @@ import type { Socket } from 'node:net';
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
-import { ApiError, errorCodes, problemBody, type ErrorCode, type ParamError } from '../problem.ts';
+import { ApiError, errorCodes, problemBody, type ErrorCode, type ParamError } from '../../shared/problem.ts';
 import { DATABASE_RETRY_AFTER_SECONDS, databaseUnavailable, isDatabaseUnavailable } from '../../shared/db-errors.ts';
 import { isOutOfSpace, StoreFailedError } from '../../db/storage-health.ts';
 

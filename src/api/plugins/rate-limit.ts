@@ -33,7 +33,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
 import { Redis, type RedisOptions } from 'ioredis';
-import { ApiError } from '../problem.ts';
+import { ApiError } from '../../shared/problem.ts';
 import { rateLimitRejections, rateLimitStoreErrors, rateLimitStoreOut, rateLimitUncounted } from '../../ops/metrics.ts';
 
 export type RateLimitClass = 'standard' | 'export';
@@ -47,9 +47,6 @@ interface LimitState {
   timeWindow?: number;
   isExceeded?: boolean;
 }
-
-/** The headers of a counted request; exported for the OpenAPI document and tests. */
-export const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'] as const;
 
 /** Header values for a window of `max` requests over `windowMs`, `remaining` left, ending in `ttlMs`. */
 export function rateLimitHeaders(rateClass: RateLimitClass, max: number, windowMs: number, remaining: number, ttlMs: number, now = Date.now()): Record<string, string> {

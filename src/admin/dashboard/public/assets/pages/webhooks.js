@@ -8,15 +8,7 @@ import {
   button, callout, card, clearFormErrors, code, copyButton, emptyState, endpointStateBadge, errorState, field, formError,
   loadingBlock, openDialog, pageHeader, runBusy, showFormError, showProblemOnForm, timeEl, toast,
 } from '../lib/ui.js';
-
-/** The event types an endpoint can subscribe to (DECISIONS.md), grouped for the form. */
-export const EVENT_GROUPS = [
-  { label: 'Products', types: ['product.created', 'product.updated'] },
-  { label: 'Orders', types: ['order.created', 'order.updated'] },
-  { label: 'Customers', types: ['customer.created', 'customer.updated'] },
-  { label: 'Inventory', types: ['inventory.updated', 'stock_movement.created'] },
-];
-const ALL_TYPES = EVENT_GROUPS.flatMap((g) => g.types);
+import { loadResources } from '../lib/resources.js';
 
 export function eventTypesSummary(types) {
   if (!types || types.length === 0) return h('span', { class: 'chip chip-accent', text: 'All events' });
@@ -30,8 +22,16 @@ export function eventTypesSummary(types) {
  * The create / edit dialog. On create the signing secret is shown afterwards (it can also be
  * revealed later on the endpoint's page).
  */
-export function openEndpointDialog({ endpoint, onSaved, navigate }) {
+export async function openEndpointDialog({ endpoint, onSaved, navigate }) {
   const editing = Boolean(endpoint);
+  let eventGroups;
+  try {
+    // The event types an endpoint can subscribe to, grouped by resource (served by the admin API).
+    eventGroups = (await loadResources()).event_groups;
+  } catch (error) {
+    toast(`Could not load the event types: ${error.message}`, { tone: 'error' });
+    return;
+  }
   openDialog({
     title: editing ? 'Edit endpoint' : 'Add webhook endpoint',
     description: editing ? undefined : 'Events are POSTed to this URL as JSON, signed with the Standard Webhooks scheme.',
@@ -44,7 +44,7 @@ export function openEndpointDialog({ endpoint, onSaved, navigate }) {
       const modeName = uid('mode');
       const allRadio = h('input', { type: 'radio', name: modeName, id: `${modeName}-all`, value: 'all', checked: allMode });
       const someRadio = h('input', { type: 'radio', name: modeName, id: `${modeName}-some`, value: 'some', checked: !allMode });
-      const groups = h('div', { class: 'event-groups' }, EVENT_GROUPS.map((g) => {
+      const groups = h('div', { class: 'event-groups' }, eventGroups.map((g) => {
         const groupId = uid('group');
         return h('fieldset', { class: 'event-group' },
           h('legend', { id: groupId, text: g.label }),
@@ -140,7 +140,7 @@ export async function renderWebhooks(view) {
     try {
       const endpoints = await listAll('/webhooks/endpoints');
       if (endpoints.length === 0) {
-        replace(body, emptyState({ iconName: 'webhook', title: 'No webhook endpoints yet', text: 'Add an endpoint to have orders, products, customers and stock changes pushed to your systems as they happen.', action: button({ label: 'Add endpoint', icon: 'plus', variant: 'primary', onClick: add }) }));
+        replace(body, emptyState({ iconName: 'webhook', title: 'No webhook endpoints yet', text: 'Add an endpoint to have orders, products, customers and stock changes pushed to your systems as they happen.', action: button({ write: true, label: 'Add endpoint', icon: 'plus', variant: 'primary', onClick: add }) }));
         return;
       }
       replace(body, h('div', { class: 'table-wrap' }, h('table', { class: 'table', id: 'endpoints-table' },
@@ -163,11 +163,10 @@ export async function renderWebhooks(view) {
       title: 'Webhooks',
       description: 'Endpoints that receive store events. Failed deliveries are retried on a schedule; an endpoint that keeps failing is paused for a while by the circuit breaker.',
       breadcrumbs: [{ label: 'Integrations' }, { label: 'Webhooks' }],
-      actions: [button({ label: 'Add endpoint', icon: 'plus', variant: 'primary', onClick: add })],
+      actions: [button({ write: true, label: 'Add endpoint', icon: 'plus', variant: 'primary', onClick: add })],
     }),
     card({ body }));
   replace(body, loadingBlock('Loading endpoints…'));
   await reload();
 }
 
-export { ALL_TYPES };
