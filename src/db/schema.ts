@@ -139,6 +139,9 @@ export interface ApiTokenTable {
   expires_at: ColumnType<string | null, string | null | undefined, string | null>;
   revoked_at: ColumnType<string | null, string | null | undefined, string | null>;
   last_used_at: ColumnType<string | null, string | null | undefined, string | null>;
+  /** After a roll (migration 0012): the replaced secret's hash, accepted until previous_token_expires_at. */
+  previous_token_hash: ColumnType<string | null, string | null | undefined, string | null>;
+  previous_token_expires_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface Database {
