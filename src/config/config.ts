@@ -67,7 +67,12 @@ export type Config = Readonly<Static<typeof EnvSchema>> & {
   readonly webhookRetryScheduleMs: readonly number[];
 };
 
-export class ConfigError extends Error {}
+/** A bad configuration; `variables` names the variables at fault. */
+export class ConfigError extends Error {
+  constructor(message: string, readonly variables: readonly string[] = []) {
+    super(message);
+  }
+}
 
 /**
  * Validates `env` (default: process.env merged over an optional `.env` file in the working
@@ -82,12 +87,10 @@ export function loadConfig(env: Record<string, string | undefined> = readEnviron
   }
   // Convert mutates its argument; keep `input` as given so messages quote the raw value.
   const converted = Value.Default(EnvSchema, Value.Convert(EnvSchema, { ...input })) as Record<string, unknown>;
-  const problems = [...Value.Errors(EnvSchema, converted)].map((e) => {
-    const name = e.path.replace(/^\//, '') || '(environment)';
-    return `${name}=${JSON.stringify(input[name] ?? '')}: ${e.message}`;
-  });
+  const errors = [...Value.Errors(EnvSchema, converted)].map((e) => ({ name: e.path.replace(/^\//, '') || '(environment)', message: e.message }));
+  const problems = errors.map(({ name, message }) => `${name}=${JSON.stringify(input[name] ?? '')}: ${message}`);
   if (problems.length > 0) {
-    throw new ConfigError(`Invalid configuration:\n  ${[...new Set(problems)].join('\n  ')}`);
+    throw new ConfigError(`Invalid configuration:\n  ${[...new Set(problems)].join('\n  ')}`, [...new Set(errors.map((e) => e.name))]);
   }
   const parsed = converted as Static<typeof EnvSchema>;
   // Dead letters are the deliveries someone still has to look at: never pruned before the others.
@@ -96,7 +99,7 @@ export function loadConfig(env: Record<string, string | undefined> = readEnviron
     const problem = input.WEBHOOK_DEAD_LETTER_RETENTION_MS !== undefined
       ? `WEBHOOK_DEAD_LETTER_RETENTION_MS=${JSON.stringify(input.WEBHOOK_DEAD_LETTER_RETENTION_MS)}: must be at least WEBHOOK_DELIVERY_RETENTION_MS (${parsed.WEBHOOK_DELIVERY_RETENTION_MS})`
       : `WEBHOOK_DELIVERY_RETENTION_MS=${JSON.stringify(input.WEBHOOK_DELIVERY_RETENTION_MS)}: must not exceed WEBHOOK_DEAD_LETTER_RETENTION_MS (${parsed.WEBHOOK_DEAD_LETTER_RETENTION_MS}); raise that too`;
-    throw new ConfigError(`Invalid configuration:\n  ${problem}`);
+    throw new ConfigError(`Invalid configuration:\n  ${problem}`, [input.WEBHOOK_DEAD_LETTER_RETENTION_MS !== undefined ? 'WEBHOOK_DEAD_LETTER_RETENTION_MS' : 'WEBHOOK_DELIVERY_RETENTION_MS']);
   }
   if (parsed.HEADERS_TIMEOUT_MS > parsed.REQUEST_TIMEOUT_MS) {
     throw new ConfigError(`Invalid configuration:\n  HEADERS_TIMEOUT_MS=${JSON.stringify(String(parsed.HEADERS_TIMEOUT_MS))}: must not exceed REQUEST_TIMEOUT_MS (${parsed.REQUEST_TIMEOUT_MS})`);

@@ -13,6 +13,7 @@ import * as adminSetupCodes from './migrations/0005-admin-setup-codes.ts';
 import * as lastModifiedForward from './migrations/0006-last-modified-forward.ts';
 import * as adminAccountsAudit from './migrations/0012-admin-accounts-audit.ts';
 import * as equalStampsAndDeliveryTiers from './migrations/0007-equal-stamps-and-delivery-tiers.ts';
+import * as storedDocuments from './migrations/0009-stored-documents.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -22,6 +23,7 @@ const migrations: Record<string, Migration> = {
   '0005-admin-setup-codes': adminSetupCodes,
   '0006-last-modified-forward': lastModifiedForward,
   '0007-equal-stamps-and-delivery-tiers': equalStampsAndDeliveryTiers,
+  '0009-stored-documents': storedDocuments,
   '0012-admin-accounts-audit': adminAccountsAudit,
 };
 

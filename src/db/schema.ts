@@ -25,6 +25,9 @@ export interface ProductTable {
   is_active: boolean;
   created_at: Timestamp;
   last_modified: Timestamp;
+  /** Stored documents (db/documents.ts), kept by triggers: never written by the application. */
+  doc: ColumnType<unknown, never, never>;
+  inventory_doc: ColumnType<unknown, never, never>;
 }
 
 export interface VariantTable {
@@ -59,6 +62,8 @@ export interface CustomerTable {
   is_active: boolean;
   created_at: Timestamp;
   last_modified: Timestamp;
+  /** Stored document (db/documents.ts), kept by triggers: never written by the application. */
+  doc: ColumnType<unknown, never, never>;
 }
 
 export interface OrderTable {
@@ -76,6 +81,8 @@ export interface OrderTable {
   total: ColumnType<number, number | string, number | string>;
   created_at: Timestamp;
   last_modified: Timestamp;
+  /** Stored document (db/documents.ts), kept by triggers: never written by the application. */
+  doc: ColumnType<unknown, never, never>;
 }
 
 export interface OrderItemTable {
@@ -104,6 +111,8 @@ export interface StockMovementTable {
   note: NullableText;
   created_at: Timestamp;
   last_modified: Timestamp;
+  /** Stored document (db/documents.ts), kept by triggers: never written by the application. */
+  doc: ColumnType<unknown, never, never>;
 }
 
 export interface EventTable {
