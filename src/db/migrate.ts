@@ -22,9 +22,9 @@ const migrations: Record<string, Migration> = {
   '0004-event-feed-retention': eventFeedRetention,
   '0005-admin-setup-codes': adminSetupCodes,
   '0006-last-modified-forward': lastModifiedForward,
-  '0012-admin-accounts-audit': adminAccountsAudit,
   '0007-equal-stamps-and-delivery-tiers': equalStampsAndDeliveryTiers,
   '0009-stored-documents': storedDocuments,
+  '0012-admin-accounts-audit': adminAccountsAudit,
 };
 
 /** Names of every migration this code has, in order. */
