@@ -181,7 +181,8 @@ const sinceParam = Type.String({ minLength: 1, maxLength: 40, description: 'ISO 
 export function listQuery(filters: Record<string, TSchema>, isExport = false) {
   return Type.Object(
     {
-      limit: isExport ? limitParam(500, 500) : limitParam(200, 50),
+      // Optional with a default (ajv fills it in): generated clients must not have to pass it.
+      limit: Type.Optional(isExport ? limitParam(500, 500) : limitParam(200, 50)),
       cursor: Type.Optional(cursorParam),
       order: Type.Optional(orderParam),
       ...filters,

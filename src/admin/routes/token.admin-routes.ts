@@ -20,7 +20,7 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/tokens', { schema: { tags, summary: 'List API tokens' } }, async () => ({ data: await listTokens(db) }));
 
-  app.get('/tokens/:id', { schema: { tags, params: Type.Object({ id: Type.String({ format: 'uuid' }) }) } }, async (request) => ({
+  app.get('/tokens/:id', { schema: { tags, summary: 'An API token (without its secret)', params: Type.Object({ id: Type.String({ format: 'uuid' }) }) } }, async (request) => ({
     data: await getToken(db, (request.params as { id: string }).id),
   }));
 
