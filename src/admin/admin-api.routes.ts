@@ -9,12 +9,15 @@ import { tokenAdminRoutes } from './routes/token.admin-routes.ts';
 import { storeAdminRoutes } from './routes/store.admin-routes.ts';
 import { webhookAdminRoutes } from './routes/webhook.admin-routes.ts';
 import { overviewAdminRoutes } from './routes/overview.admin-routes.ts';
+import { registerIdempotency } from './idempotency/idempotency.ts';
 
 export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   app.decorateRequest('admin', undefined);
   app.addHook('onRequest', async (request) => {
     await authenticateAdmin(request);
   });
+  // Every POST honours Idempotency-Key (decision 0013).
+  registerIdempotency(app);
   await app.register(tokenAdminRoutes);
   await app.register(storeAdminRoutes);
   await app.register(webhookAdminRoutes);

@@ -11,6 +11,7 @@ import * as adminUsers from './migrations/0003-admin-users.ts';
 import * as eventFeedRetention from './migrations/0004-event-feed-retention.ts';
 import * as adminSetupCodes from './migrations/0005-admin-setup-codes.ts';
 import * as lastModifiedForward from './migrations/0006-last-modified-forward.ts';
+import * as idempotencyKeys from './migrations/0010-idempotency-keys.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -19,6 +20,7 @@ const migrations: Record<string, Migration> = {
   '0004-event-feed-retention': eventFeedRetention,
   '0005-admin-setup-codes': adminSetupCodes,
   '0006-last-modified-forward': lastModifiedForward,
+  '0010-idempotency-keys': idempotencyKeys,
 };
 
 /** Names of every migration this code has, in order. */

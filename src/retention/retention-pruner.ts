@@ -13,6 +13,7 @@
  *     a watermark published a run earlier means a reader (events feed, replay) that checked its
  *     cursor against the watermark never finds events missing while it reads: events are deleted
  *     one interval after the feed stopped offering them.
+ *  4. admin API idempotency keys older than 24 h (decision 0013).
  */
 import { EventEmitter } from 'node:events';
 import type { AppContext } from '../app-context.ts';
@@ -22,6 +23,7 @@ import { deleteFinishedDeliveries, deleteUnneededEvents, oldestAvailable, publis
 import { lastPruningRun, pruningRuns, rowsPruned } from './retention-metrics.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import { IDEMPOTENCY_KEY_TTL_MS, deleteExpiredIdempotencyKeys } from '../admin/idempotency/idempotency.ts';
 
 /** What one run deleted. */
 export interface PruneReport {
@@ -29,6 +31,8 @@ export interface PruneReport {
   readonly deliveries: number;
   readonly deadLetters: number;
   readonly attempts: number;
+  /** Admin API idempotency keys past their 24 h. */
+  readonly idempotencyKeys: number;
   /** Events older than this were deleted (the watermark of the previous run), if any. */
   readonly eventsDeletedBefore?: string;
   readonly durationMs: number;
@@ -75,7 +79,10 @@ export async function pruneOnce(db: Kysely<Database>, policy: RetentionPolicy, n
     : await inBatches(() => deleteUnneededEvents(db, published, policy.batchSize), policy.batchSize, signal);
   await publishWatermark(db, 'events', cutoffs.events, nowIso);
 
-  return { events, deliveries, deadLetters, attempts, eventsDeletedBefore: published, durationMs: Date.now() - started };
+  const keyCutoff = isoFromMillis(nowMs - IDEMPOTENCY_KEY_TTL_MS);
+  const idempotencyKeys = await inBatches(() => deleteExpiredIdempotencyKeys(db, keyCutoff, policy.batchSize), policy.batchSize, signal);
+
+  return { events, deliveries, deadLetters, attempts, idempotencyKeys, eventsDeletedBefore: published, durationMs: Date.now() - started };
 }
 
 /** Typed events of the pruner (tests wait on them instead of sleeping). */
@@ -112,11 +119,12 @@ export function startRetentionPruner(ctx: AppContext, options: RetentionPrunerOp
         rowsPruned.inc({ table: 'webhook_deliveries' }, report.deliveries);
         rowsPruned.inc({ table: 'webhook_dead_letters' }, report.deadLetters);
         rowsPruned.inc({ table: 'webhook_attempts' }, report.attempts);
+        rowsPruned.inc({ table: 'idempotency_keys' }, report.idempotencyKeys);
         pruningRuns.inc({ result: 'ok' });
         lastPruningRun.set(Date.now() / 1000);
         ctx.logger.info({
           events: report.events, deliveries: report.deliveries, dead_letters: report.deadLetters,
-          attempts: report.attempts, duration_ms: report.durationMs,
+          attempts: report.attempts, idempotency_keys: report.idempotencyKeys, duration_ms: report.durationMs,
         }, 'retention pruning run');
         events.emit('pruned', report);
       } catch (error) {
