@@ -8,6 +8,7 @@ import { MOVEMENT_REASONS } from '../inventory/inventory.json-sql.ts';
 import { ORDER_STATUSES, PAYMENT_STATUSES } from '../orders/order-status.ts';
 import { ORDER_SOURCES } from '../orders/order.json-sql.ts';
 import { FEED_EVENT_TYPES, type FeedEventType } from '../events/event-feed.ts';
+import { errorCodes, type ErrorCode } from './problem.ts';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 const StringEnum = <T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) =>
@@ -162,7 +163,7 @@ export const ProblemSchema = Type.Object({
   title: Type.String(),
   status: Type.Integer(),
   detail: Type.String(),
-  code: Type.String(),
+  code: StringEnum(Object.keys(errorCodes) as ErrorCode[], { description: 'Machine-readable error code (the registry of src/api/problem.ts)' }),
   errors: Type.Optional(Type.Array(Type.Object({ param: Type.String(), message: Type.String() }))),
 }, { title: 'Problem' });
 

@@ -67,7 +67,7 @@ const rateLimitHeaderRefs = Object.fromEntries(
 
 function operationId(method: string, url: string): string {
   const api = /^\/api\/v1\/(.+)$/.exec(url);
-  if (!api) return `${method.toLowerCase()}_${url.replace(/^\//, '').replace(/[^A-Za-z0-9]+/g, '_')}`;
+  if (!api) return `${method.toLowerCase()}_${url.replace(/^\//, '').replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+/g, '_').replace(/_+$/, '')}`;
   const segments = api[1]!.split('/');
   const last = segments[segments.length - 1];
   if (last === 'export') return `export_${segments.slice(0, -1).join('_')}`;

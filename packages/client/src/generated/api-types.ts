@@ -336,7 +336,7 @@ export interface paths {
             cookie?: never;
         };
         /** An API token (without its secret) */
-        get: operations["get_admin_api_v1_tokens_id_"];
+        get: operations["get_admin_api_v1_tokens_id"];
         put?: never;
         post?: never;
         delete?: never;
@@ -387,14 +387,14 @@ export interface paths {
             cookie?: never;
         };
         /** A product, inactive variants and images included */
-        get: operations["get_admin_api_v1_products_id_"];
+        get: operations["get_admin_api_v1_products_id"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
         /** Update a product (is_active=false deactivates) */
-        patch: operations["patch_admin_api_v1_products_id_"];
+        patch: operations["patch_admin_api_v1_products_id"];
         trace?: never;
     };
     "/admin/api/v1/products/{id}/variants": {
@@ -428,7 +428,7 @@ export interface paths {
         options?: never;
         head?: never;
         /** Update a variant (is_active=false deactivates) */
-        patch: operations["patch_admin_api_v1_products_id_variants_variantId_"];
+        patch: operations["patch_admin_api_v1_products_id_variants_variantId"];
         trace?: never;
     };
     "/admin/api/v1/products/{id}/images": {
@@ -462,7 +462,7 @@ export interface paths {
         options?: never;
         head?: never;
         /** Update an image (is_active=false removes it) */
-        patch: operations["patch_admin_api_v1_products_id_images_imageId_"];
+        patch: operations["patch_admin_api_v1_products_id_images_imageId"];
         trace?: never;
     };
     "/admin/api/v1/customers": {
@@ -496,7 +496,7 @@ export interface paths {
         options?: never;
         head?: never;
         /** Update a customer (is_active=false deactivates) */
-        patch: operations["patch_admin_api_v1_customers_id_"];
+        patch: operations["patch_admin_api_v1_customers_id"];
         trace?: never;
     };
     "/admin/api/v1/orders": {
@@ -610,14 +610,14 @@ export interface paths {
             cookie?: never;
         };
         /** A webhook endpoint with its health */
-        get: operations["get_admin_api_v1_webhooks_endpoints_id_"];
+        get: operations["get_admin_api_v1_webhooks_endpoints_id"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
         /** Update an endpoint; enabled=true resets its breaker */
-        patch: operations["patch_admin_api_v1_webhooks_endpoints_id_"];
+        patch: operations["patch_admin_api_v1_webhooks_endpoints_id"];
         trace?: never;
     };
     "/admin/api/v1/webhooks/endpoints/{id}/secret": {
@@ -713,7 +713,7 @@ export interface paths {
             cookie?: never;
         };
         /** A delivery with its attempts and event */
-        get: operations["get_admin_api_v1_webhooks_deliveries_id_"];
+        get: operations["get_admin_api_v1_webhooks_deliveries_id"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1260,7 +1260,11 @@ export interface components {
             title: string;
             status: number;
             detail: string;
-            code: string;
+            /**
+             * @description Machine-readable error code (the registry of src/api/problem.ts)
+             * @enum {string}
+             */
+            code: "unauthorized" | "forbidden" | "not_found" | "invalid_parameter" | "invalid_body" | "malformed_request" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "conflict" | "idempotency_key_in_use" | "idempotency_key_reused" | "rate_limited" | "header_fields_too_large" | "internal_error" | "service_unavailable";
             errors?: {
                 param: string;
                 message: string;
@@ -3074,7 +3078,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    get_admin_api_v1_tokens_id_: {
+    get_admin_api_v1_tokens_id: {
         parameters: {
             query?: never;
             header?: never;
@@ -3203,7 +3207,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    get_admin_api_v1_products_id_: {
+    get_admin_api_v1_products_id: {
         parameters: {
             query?: never;
             header?: never;
@@ -3233,7 +3237,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    patch_admin_api_v1_products_id_: {
+    patch_admin_api_v1_products_id: {
         parameters: {
             query?: never;
             header?: never;
@@ -3324,7 +3328,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    patch_admin_api_v1_products_id_variants_variantId_: {
+    patch_admin_api_v1_products_id_variants_variantId: {
         parameters: {
             query?: never;
             header?: never;
@@ -3410,7 +3414,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    patch_admin_api_v1_products_id_images_imageId_: {
+    patch_admin_api_v1_products_id_images_imageId: {
         parameters: {
             query?: never;
             header?: never;
@@ -3492,7 +3496,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    patch_admin_api_v1_customers_id_: {
+    patch_admin_api_v1_customers_id: {
         parameters: {
             query?: never;
             header?: never;
@@ -3813,7 +3817,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    get_admin_api_v1_webhooks_endpoints_id_: {
+    get_admin_api_v1_webhooks_endpoints_id: {
         parameters: {
             query?: never;
             header?: never;
@@ -3843,7 +3847,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    patch_admin_api_v1_webhooks_endpoints_id_: {
+    patch_admin_api_v1_webhooks_endpoints_id: {
         parameters: {
             query?: never;
             header?: never;
@@ -4063,7 +4067,7 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
-    get_admin_api_v1_webhooks_deliveries_id_: {
+    get_admin_api_v1_webhooks_deliveries_id: {
         parameters: {
             query?: never;
             header?: never;
