@@ -17,6 +17,8 @@ import { describeError, SyncError } from '../sync-errors.ts';
 import { resourcesNamed, type SyncResource } from '../sync-resources.ts';
 import { parseDuration } from './duration.ts';
 import { readDaemonState, runDaemon } from '../daemon.ts';
+import { webhookGaps, type WebhookGaps } from '../webhook-gaps.ts';
+import { StoreApiClient } from '@store-api/client';
 import type { RetryInfo } from '@store-api/client';
 
 interface CommonOptions {
@@ -206,12 +208,17 @@ withCommon(receiverOptions(program.command('run').description('initial sync if n
     }
   })));
 
-withCommon(program.command('status').description('last event, cursor positions and lag of the mirror'), { api: false })
+withCommon(program.command('status').description('last event, cursor positions, lag and outages of the mirror; with --url/--token also the webhooks that never arrived (compared with the events feed)'))
   .option('--json', 'print JSON')
-  .action(run(async (options: CommonOptions & { json?: boolean }) => withMirror(options, async (mirror, resources) => {
+  .option('--max-events <n>', 'missed events listed', (v: string) => positiveInt(v, '--max-events'), 20)
+  .action(run(async (options: CommonOptions & { json?: boolean; maxEvents: number }) => withMirror(options, async (mirror, resources) => {
     const status = await syncStatus(mirror, resources);
+    let gaps: WebhookGaps | null = null;
+    if (options.url && options.token) {
+      gaps = await webhookGaps(mirror, new StoreApiClient({ baseUrl: options.url, token: options.token, onRetry: logRetry }));
+    }
     if (options.json) {
-      process.stdout.write(`${JSON.stringify({ ...status, daemon: (await readDaemonState(mirror)) ?? null }, null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify({ ...status, daemon: (await readDaemonState(mirror)) ?? null, webhooks: gaps }, null, 2)}\n`);
       return;
     }
     const daemon = await readDaemonState(mirror);
@@ -229,6 +236,16 @@ withCommon(program.command('status').description('last event, cursor positions a
       const initial = r.initial_done ? 'initial sync done' : r.export_cursor ? `initial sync at ${r.export_cursor}` : 'initial sync not started';
       const last = r.last_reconcile_at ? `last reconcile ${r.last_reconcile_at} (pulled ${r.last_reconcile_pulled}, applied ${r.last_reconcile_applied})` : 'never reconciled';
       process.stdout.write(`${r.resource.padEnd(15)} ${String(r.records).padStart(8)} records; ${initial}; cursor ${r.cursor ?? '—'} (lag ${formatAge(r.cursorAgeMs)}); ${last}\n`);
+    }
+    if (gaps && gaps.from === null) process.stdout.write('webhooks: none received yet, nothing to compare with the events feed\n');
+    else if (gaps) {
+      process.stdout.write(`webhooks: ${gaps.received} of ${gaps.feedEvents} events of the feed between ${gaps.from} and ${gaps.to} arrived`);
+      if (gaps.missed.length === 0) process.stdout.write('; none missing\n');
+      else {
+        process.stdout.write(`; ${gaps.missed.length} MISSING (only the reconcile brought their changes; check the endpoint's deliveries):\n`);
+        for (const m of gaps.missed.slice(0, options.maxEvents)) process.stdout.write(`  ${m.created_at} ${m.type} ${m.id} (record ${m.resource_id ?? '—'})\n`);
+        if (gaps.missed.length > options.maxEvents) process.stdout.write(`  … ${gaps.missed.length - options.maxEvents} more (--max-events)\n`);
+      }
     }
   })));
 
