@@ -3,7 +3,7 @@
  * schemas (test/api/openapi-document.test.ts validates each against its schema), used as the example
  * payload of every webhook event type.
  */
-import type { FeedEventType } from '../events/event-feed.ts';
+import type { FeedEventType } from '../resources/registry.ts';
 
 const productId = '0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f60';
 const variantId = '0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61';

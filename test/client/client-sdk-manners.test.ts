@@ -13,7 +13,7 @@ import { backends } from '../helpers/test-database.ts';
 import { UNLIMITED } from '../helpers/test-app.ts';
 import { aProduct } from '../helpers/store-fixtures.ts';
 import { StoreApiClient, StoreApiError, type StoreApiErrorCode } from '../../packages/client/src/index.ts';
-import { errorCodes } from '../../src/api/problem.ts';
+import { errorCodes } from '../../src/shared/problem.ts';
 import { startClientTestServer, type ClientTestServer } from './client-test-kit.ts';
 
 async function failureOf(promise: Promise<unknown>): Promise<StoreApiError> {

@@ -197,19 +197,3 @@ export async function requestWithRetries(fetchImpl: typeof fetch, spec: RequestS
     await sleep(decision.delayMs, signal).catch((reason) => { throw networkError(reason, url, signal, method); });
   }
 }
-
-/**
- * GETs `url` until it answers 2xx (returned with its body unread), retrying per `policy`; throws the
- * StoreApiError of the last failure. No timeout (see requestWithRetries for one).
- */
-export async function getWithRetries(
-  fetchImpl: typeof fetch,
-  url: URL,
-  headers: Record<string, string>,
-  policy: RetryPolicy,
-  signal?: AbortSignal,
-): Promise<Response> {
-  const { response, timer } = await requestWithRetries(fetchImpl, { method: 'GET', url, headers, idempotent: true, timeoutMs: 0 }, policy, signal);
-  timer.clear();
-  return response;
-}

@@ -20,7 +20,7 @@ import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../../db/schema.ts';
-import { ApiError, invalidParameter } from '../../api/problem.ts';
+import { ApiError, invalidParameter } from '../../shared/problem.ts';
 
 /** The request header, as Stripe and the IETF draft (draft-ietf-httpapi-idempotency-key-header) name it. */
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
@@ -133,19 +133,20 @@ async function storeAnswer(request: FastifyRequest, reply: FastifyReply, payload
   if (!claimed) return payload;
   request.idempotencyClaim = undefined;
   const db = request.server.ctx.database.db;
-  const where = (q: any) => q.where('principal', '=', claimed.principal).where('idempotency_key', '=', claimed.key);
   if (reply.statusCode >= 500 || (typeof payload !== 'string' && payload !== null && payload !== undefined && !Buffer.isBuffer(payload))) {
     // Nothing was written (5xx), or a streamed answer that cannot be kept: release the key.
-    await where(db.deleteFrom('idempotency_keys')).execute();
+    await db.deleteFrom('idempotency_keys')
+      .where('principal', '=', claimed.principal).where('idempotency_key', '=', claimed.key)
+      .execute();
     return payload;
   }
   const type = reply.getHeader('content-type');
-  await where(db.updateTable('idempotency_keys').set({
+  await db.updateTable('idempotency_keys').set({
     state: 'done',
     response_status: reply.statusCode,
     response_type: typeof type === 'string' ? type : null,
     response_body: payload === null || payload === undefined ? '' : payload.toString(),
-  })).execute();
+  }).where('principal', '=', claimed.principal).where('idempotency_key', '=', claimed.key).execute();
   return payload;
 }
 

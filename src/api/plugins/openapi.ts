@@ -10,21 +10,22 @@
  *  - response headers: rate-limit headers on every authenticated response, Retry-After on 429,
  *    Link on list and export pages, ETag and a 304 on single GETs (with the If-None-Match parameter),
  *    X-Request-Id everywhere;
- *  - the `webhooks` section: one entry per event type with its payload and signature headers.
+ *  - the `webhooks` section: one entry per event type with its payload and signature headers;
+ *  - `x-resources`: every declared resource (path, key, record schema, events), for generated clients;
  *  - security: every read operation names its bearer scope, the admin API the `admin` scope, and the
  *    public operations (probes, metrics) and the webhooks say `security: []`;
  *  - the admin API (/admin/api/v1) is documented under its own `Admin: …` tags, each operation with
  *    its problem responses and, on POST, the Idempotency-Key header (decision 0013);
  *  - every webhook event type has an example payload (openapi-examples.ts).
- * The document passes `redocly lint` with the recommended rules (test/api/openapi-lint.test.ts).
+ * The document passes `redocly lint` with the recommended rules (test/production/openapi-lint.test.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { TSchema } from '@sinclair/typebox';
 import { EVENT_PAYLOADS, namedSchemas } from '../schemas.ts';
-import type { FeedEventType } from '../../events/event-feed.ts';
+import { resourceCatalog } from '../../resources/registry.ts';
+import type { FeedEventType } from '../../resources/registry.ts';
 import { exampleEvent } from '../openapi-examples.ts';
 
 /** Path of the generated document. */
@@ -32,6 +33,7 @@ export const OPENAPI_PATH = '/api/v1/openapi.json';
 /** Prefix of the interactive reference. */
 export const DOCS_PREFIX = '/docs';
 
+// biome-ignore lint/suspicious/noExplicitAny: the generated OpenAPI document is walked and patched as untyped JSON.
 type Json = Record<string, any>;
 
 /** Webhook event types (DECISIONS.md, Webhooks): the store events of the feed, and `ping`. */
@@ -192,7 +194,8 @@ function completeAdminOperation(method: string, operation: Json): void {
 export function completeDocument(generated: Json): Json {
   const doc = plain(generated);
   const names = new Set(namedSchemas.map((s) => (s as Json).title as string));
-  const components: Json = (doc.components ??= {});
+  doc.components ??= {};
+  const components: Json = doc.components;
   components.schemas ??= {};
   for (const schema of namedSchemas) {
     const named = plain(schema) as Json;
@@ -273,8 +276,20 @@ export function completeDocument(generated: Json): Json {
       }
     }
   }
+  // Every tag an admin route uses is declared, with a description (routes added later included).
+  const tags: Json[] = (doc.tags ??= []);
+  for (const item of Object.values(doc.paths ?? {}) as Json[]) {
+    for (const operation of Object.values(item) as Json[]) {
+      for (const tag of (operation?.tags ?? []) as string[]) {
+        if (tag.startsWith('Admin: ') && !tags.some((t) => t.name === tag)) tags.push({ name: tag, description: `Admin API (\`admin\` scope): ${tag.slice('Admin: '.length)}.` });
+      }
+    }
+  }
   doc.paths = refNamedSchemas(doc.paths, names);
   doc.webhooks = webhookSection(names);
+  // The resource declarations (resources/registry.ts), from which the client's resource list and the
+  // sync tool's mirror tables are generated.
+  doc['x-resources'] = resourceCatalog();
   return doc;
 }
 

@@ -790,6 +790,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/api/v1/resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Token scopes and webhook event types, for the dashboard's forms */
+        get: operations["get_admin_api_v1_resources"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "product.created": {
@@ -1261,10 +1278,10 @@ export interface components {
             status: number;
             detail: string;
             /**
-             * @description Machine-readable error code (the registry of src/api/problem.ts)
+             * @description Machine-readable error code (the registry of src/shared/problem.ts)
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "not_found" | "invalid_parameter" | "invalid_body" | "malformed_request" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "conflict" | "idempotency_key_in_use" | "idempotency_key_reused" | "rate_limited" | "header_fields_too_large" | "internal_error" | "service_unavailable";
+            code: "unauthorized" | "forbidden" | "not_found" | "invalid_parameter" | "invalid_body" | "malformed_request" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "conflict" | "idempotency_key_in_use" | "idempotency_key_reused" | "rate_limited" | "header_fields_too_large" | "internal_error" | "service_unavailable" | "insufficient_storage";
             errors?: {
                 param: string;
                 message: string;
@@ -4223,6 +4240,43 @@ export interface operations {
                 content: {
                     "application/json": {
                         data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_resources: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            scopes: {
+                                value: string;
+                                label: string;
+                                hint: string;
+                            }[];
+                            event_groups: {
+                                label: string;
+                                types: string[];
+                            }[];
+                        };
                     };
                 };
             };
