@@ -270,7 +270,7 @@ async function diskFull(): Promise<void> {
     // The process either exits by itself (75) or is stopped with SIGTERM.
     const exit = await Promise.race([proc.exited, sleep(15_000).then(() => 'still running')]);
     const [exitCode, stopMs] = exit === 'still running' ? await timed(() => proc!.stop('SIGTERM')) : [exit, 0];
-    const message = /store-api: (.*could not write its log.*?)(?:\n|$)/.exec(proc.output())?.[1];
+    const message = /store-api: (.*could not write its log[^"\n]*)/.exec(proc.output())?.[1];
     rmSync(filler);
     const restarted = startStoreApi(['all'], { ...env, LOG_LEVEL: 'warn' });
     let present = -1;

@@ -14,7 +14,7 @@ import { conflict, notFound } from '../shared/problem.ts';
 import { translateDbError } from '../shared/db-errors.ts';
 import { inventoryChanged, productsChanged } from '../events/resource-events.ts';
 import { applyStockChanges, refreshProducts, type StockChange } from '../inventory/stock.service.ts';
-import { isStockTracked, productJson, type ProductType } from './product.json-sql.ts';
+import { isStockTracked, productSource, type ProductType } from './product.json-sql.ts';
 
 export interface VariantInput {
   name: string;
@@ -57,7 +57,7 @@ export function slugify(name: string): string {
 
 /** The product's JSON (as the read API returns it) inside a write or from the database. */
 export async function productById(db: Kysely<Database>, id: string): Promise<unknown> {
-  const { rows } = await sql<{ json: unknown }>`SELECT ${productJson} AS json FROM products p WHERE p.id = ${id}::uuid`.execute(db);
+  const { rows } = await sql<{ json: unknown }>`SELECT ${productSource.json} AS json FROM products p WHERE p.id = ${id}::uuid`.execute(db);
   if (rows.length === 0) throw notFound('product', id);
   return rows[0]!.json;
 }

@@ -5,7 +5,7 @@ import type { Database } from '../db/schema.ts';
 import { runWrite } from '../db/write-clock.ts';
 import { notFound } from '../shared/problem.ts';
 import { customerChanged } from '../events/resource-events.ts';
-import { customerJson } from './customer.json-sql.ts';
+import { customerSource } from './customer.json-sql.ts';
 
 export interface CustomerInput {
   name: string;
@@ -18,7 +18,7 @@ export interface CustomerInput {
 export type CustomerPatch = Partial<CustomerInput>;
 
 export async function customerById(db: Kysely<Database>, id: string): Promise<unknown> {
-  const { rows } = await sql<{ json: unknown }>`SELECT ${customerJson} AS json FROM customers c WHERE c.id = ${id}::uuid`.execute(db);
+  const { rows } = await sql<{ json: unknown }>`SELECT ${customerSource.json} AS json FROM customers c WHERE c.id = ${id}::uuid`.execute(db);
   if (rows.length === 0) throw notFound('customer', id);
   return rows[0]!.json;
 }

@@ -3,6 +3,7 @@
  * the webhooks POST. Which events a token may see is data (EVENT_TYPE_SCOPES, derived from the resource declarations) plus pure functions,
  * so the rule is tested without I/O.
  */
+import { eventEnvelope } from './event-envelope.ts';
 import { sql } from 'kysely';
 import type { ListSource } from '../db/keyset-page.ts';
 import { EVENT_TYPE_SCOPES, FEED_EVENT_TYPES, type FeedEventType } from '../resources/registry.ts';
@@ -29,11 +30,8 @@ export function parseTypeFilter(values: readonly string[]): TypeFilter {
   return { ok: true, types: FEED_EVENT_TYPES.filter((t) => names.includes(t)) };
 }
 
-/**
- * JSON of the event row aliased `e`, key for key the body of a webhook delivery
- * (webhooks/webhook-worker.ts): id, type, created_at, data.
- */
-export const eventJson = sql`json_build_object('id', e.id, 'type', e.type, 'created_at', iso_utc(e.created_at), 'data', e.data)`;
+/** JSON of the event row aliased `e`: the envelope a webhook delivery POSTs too (event-envelope.ts). */
+export const eventJson = eventEnvelope('e');
 
 /** The event log as a keyset list: (created_at, id), served by events_created_at_id_idx. */
 export const eventSource: ListSource = {

@@ -16,7 +16,7 @@ import {
   canMoveOrder, canMovePayment, ORDER_TRANSITIONS, PAYMENT_TRANSITIONS, restockReasonFor,
   type OrderStatus, type PaymentStatus,
 } from './order-status.ts';
-import { orderJson } from './order.json-sql.ts';
+import { orderSource } from './order.json-sql.ts';
 import { amountCents, newOrderRows, type PricedItem } from './new-order.ts';
 
 export interface OrderItemInput {
@@ -39,7 +39,7 @@ export interface OrderInput {
 }
 
 export async function orderById(db: Kysely<Database>, id: string): Promise<unknown> {
-  const { rows } = await sql<{ json: unknown }>`SELECT ${orderJson} AS json FROM orders o WHERE o.id = ${id}::uuid`.execute(db);
+  const { rows } = await sql<{ json: unknown }>`SELECT ${orderSource.json} AS json FROM orders o WHERE o.id = ${id}::uuid`.execute(db);
   if (rows.length === 0) throw notFound('order', id);
   return rows[0]!.json;
 }

@@ -15,23 +15,28 @@
  * The lease (locked_by, locked_at, locked_until) is orthogonal: a worker claims a due pending or
  * failed row whose lease is free or expired, and only that worker can settle it. A worker killed
  * mid-attempt leaves its lease to expire; the next claimant records the lost attempt as
- * `abandoned` and tries again at once (delivery is at-least-once).
+ * `abandoned` and tries again at once (delivery is at-least-once). attempt_count counts the
+ * attempts whose answer (or failure to answer) was recorded: an abandoned claim does not use up a
+ * retry, however often workers crash.
  * Transitions (each ONE statement, guarded by `locked_by = <claimant>`):
- *   pending|failed --claim-->                   same status, leased, attempt_count + 1
- *   leased --2xx-->                             succeeded
- *   leased --failure, retries left-->           failed, next_attempt_at = decided by the policy
- *   leased --failure, no retry left-->          dead
- *   leased --released unsent-->                 same status, lease cleared, attempt_count - 1
+ *   pending|failed --claim-->                   same status, leased (attempt number = attempt_count + 1)
+ *   leased --2xx-->                             succeeded, attempt_count + 1
+ *   leased --failure, retries left-->           failed, attempt_count + 1, next_attempt_at = decided by the policy
+ *   leased --failure, no retry left-->          dead, attempt_count + 1
+ *   leased --released unsent-->                 same status, lease cleared
  *                                               (the worker stops, or the lease left would not cover an attempt)
  *   dead|failed --admin retry-->                pending, due now (webhook-delivery.repository.ts)
+ * Order: within an endpoint, first attempts (pending) before retries (failed), each oldest first.
  * Breaker: endpoints whose breaker is open are not claimed (their due rows wait unchanged); a
- * half-open endpoint gives one probe (circuit-breaker.ts). The endpoint's breaker state moves in
+ * half-open endpoint gives one probe (circuit-breaker.ts): the due delivery with the fewest failed
+ * attempts, newest first. The endpoint's breaker state moves in
  * the same transaction as the settle, with its row locked.
  */
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { isoFromMillis } from '../shared/time.ts';
+import { eventEnvelope } from '../events/event-envelope.ts';
 import { afterFailure, afterSuccess, probeClaimed, type BreakerPolicy, type BreakerState } from './circuit-breaker.ts';
 import { decideAfterFailure, type RetryPolicy } from './retry-policy.ts';
 import type { AttemptOutcome, HttpAttemptResult } from './webhook-http-client.ts';
@@ -47,8 +52,8 @@ export interface ClaimedDelivery {
   readonly secrets: readonly string[];
   readonly event: { readonly id: string; readonly type: string; readonly created_at: string };
   /**
-   * The request body: `{"id","type","created_at","data"}` of the event, `data` spliced in as the
-   * database's own JSON text (never parsed into objects and serialised again).
+   * The request body: the event's envelope `{"id","type","created_at","data"}`, as the events feed
+   * lists it (events/event-envelope.ts), built by the database.
    */
   readonly body: string;
   /** Epoch ms of the event, for the end-to-end latency metric. */
@@ -79,7 +84,7 @@ export interface ClaimOptions {
  * (re-arming their pause, so only one worker probes), then the rows themselves, `FOR UPDATE SKIP
  * LOCKED`, at most the free slots per endpoint and one per probed endpoint, in fair rounds across
  * endpoints (see `held`), oldest first within a round; the lease is stamped and each row comes back
- * with its endpoint and event. Rows whose previous lease expired get an `abandoned` attempt recorded.
+ * with its endpoint and event. Rows whose previous lease expired get an `abandoned` attempt recorded (it does not count toward the retries).
  */
 export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOptions): Promise<ClaimedDelivery[]> {
   if (options.limit <= 0) return [];
@@ -95,7 +100,7 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
   // as they were when the statement started.
   const { rows } = await sql<{
     id: string; attempt_count: number; endpoint_id: string; url: string; secret: string; previous_secret: string | null;
-    event_id: string; event_type: string; event_created_at: string; event_created_at_ms: number; data_json: string;
+    event_id: string; event_type: string; event_created_at: string; event_created_at_ms: number; body: string;
   }>`
     WITH probes AS (
       UPDATE webhook_endpoints e SET paused_until = ${probeUntil}::timestamptz
@@ -107,27 +112,55 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
           WHERE d.endpoint_id = e.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
             AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz))
       RETURNING e.id
-    ), candidates AS (
-      -- Each eligible endpoint's oldest due rows (index walk per endpoint: cost follows the number
-      -- of endpoints, not the backlog), at most its free slots (one for a probe), in rounds across
-      -- endpoints (rank = held here + position in its own queue), oldest first within a round.
-      SELECT c.id, c.next_attempt_at
-      FROM webhook_endpoints e
+    ), probe_rows AS (
+      -- A half-open endpoint's one probe: the due delivery most likely to show the endpoint is up,
+      -- the one with the fewest failed attempts, newest first (not the oldest, which is usually one
+      -- the receiver keeps rejecting: that would keep the endpoint paused however healthy it is).
+      SELECT c.id, c.next_attempt_at, coalesce((${held}::jsonb ->> p.id::text)::int, 0) + 1 AS rank
+      FROM probes p
       CROSS JOIN LATERAL (
-        SELECT d.id, d.next_attempt_at, row_number() OVER (ORDER BY d.next_attempt_at, d.id) AS position
+        SELECT d.id, d.next_attempt_at
         FROM webhook_deliveries d
-        WHERE d.endpoint_id = e.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
+        WHERE d.endpoint_id = p.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
           AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
-        ORDER BY d.next_attempt_at, d.id
-        LIMIT CASE WHEN e.id IN (SELECT id FROM probes) THEN 1
-          ELSE greatest(0, coalesce((${slots}::jsonb ->> e.id::text)::int, ${options.endpointCapacity})) END
+        ORDER BY d.attempt_count, d.created_at DESC, d.id DESC
+        LIMIT 1
       ) c
-      WHERE e.enabled
-        AND (e.id IN (SELECT id FROM probes)
-          OR (e.consecutive_failures < ${options.breaker.threshold}
-            AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
-            AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))))
-      ORDER BY coalesce((${held}::jsonb ->> e.id::text)::int, 0) + c.position, c.next_attempt_at, c.id
+    ), candidates AS (
+      -- Each eligible endpoint's due rows, first attempts (pending) before retries (failed), each
+      -- oldest first (two index walks per endpoint: cost follows the number of endpoints, not the
+      -- backlog), at most its free slots, in rounds across endpoints (rank = held here + position
+      -- in its own queue), oldest first within a round. Retries after first attempts: deliveries
+      -- the receiver keeps rejecting cannot trip the breaker again ahead of the healthy ones
+      -- (docs/decisions/0010-delivery-fairness-after-a-pause.md).
+      SELECT q.id, q.next_attempt_at, q.rank FROM (
+        SELECT c.id, c.next_attempt_at,
+          coalesce((${held}::jsonb ->> e.id::text)::int, 0) + row_number() OVER (PARTITION BY e.id ORDER BY c.tier, c.next_attempt_at, c.id) AS rank
+        FROM webhook_endpoints e
+        CROSS JOIN LATERAL (
+          SELECT t.id, t.next_attempt_at, t.tier FROM (
+            (SELECT d.id, d.next_attempt_at, 0 AS tier FROM webhook_deliveries d
+             WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
+               AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
+             ORDER BY d.next_attempt_at, d.id
+             LIMIT greatest(0, coalesce((${slots}::jsonb ->> e.id::text)::int, ${options.endpointCapacity})))
+            UNION ALL
+            (SELECT d.id, d.next_attempt_at, 1 AS tier FROM webhook_deliveries d
+             WHERE d.endpoint_id = e.id AND d.status = 'failed' AND d.next_attempt_at <= ${now}::timestamptz
+               AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
+             ORDER BY d.next_attempt_at, d.id
+             LIMIT greatest(0, coalesce((${slots}::jsonb ->> e.id::text)::int, ${options.endpointCapacity})))
+          ) t
+          ORDER BY t.tier, t.next_attempt_at, t.id
+          LIMIT greatest(0, coalesce((${slots}::jsonb ->> e.id::text)::int, ${options.endpointCapacity}))
+        ) c
+        WHERE e.enabled AND e.consecutive_failures < ${options.breaker.threshold}
+          AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
+          AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))
+        UNION ALL
+        SELECT id, next_attempt_at, rank FROM probe_rows
+      ) q
+      ORDER BY q.rank, q.next_attempt_at, q.id
       LIMIT ${options.limit}
     ), picked AS (
       -- Lock what no other worker holds; the UPDATE re-checks the row under the lock.
@@ -137,39 +170,40 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
       FOR UPDATE SKIP LOCKED
     ), claimed AS (
       UPDATE webhook_deliveries d
-      SET locked_by = ${options.workerId}, locked_at = ${now}::timestamptz, locked_until = ${leaseUntil}::timestamptz,
-          attempt_count = d.attempt_count + 1
+      SET locked_by = ${options.workerId}, locked_at = ${now}::timestamptz, locked_until = ${leaseUntil}::timestamptz
       FROM picked p
       WHERE d.id = p.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
         AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
       RETURNING d.id, d.attempt_count, d.endpoint_id, d.event_id, d.next_attempt_at,
         p.previous_locked_by, p.previous_locked_at, p.previous_locked_until
     ), abandoned AS (
-      -- The previous holder's lease expired before it recorded its attempt.
+      -- The previous holder's lease expired before it recorded its attempt. Recorded, under the
+      -- number the attempt sent now takes again: it does not count toward the retries.
       INSERT INTO webhook_attempts (id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
-      SELECT gen_random_uuid(), c.id, c.attempt_count - 1, coalesce(c.previous_locked_at, now()),
+      SELECT gen_random_uuid(), c.id, c.attempt_count + 1, coalesce(c.previous_locked_at, now()),
         coalesce((extract(epoch FROM (c.previous_locked_until - c.previous_locked_at)) * 1000)::int, 0),
         NULL, NULL, 'the worker stopped before recording this attempt (its lease expired); sent again', 'abandoned'
       FROM claimed c
-      WHERE c.previous_locked_by IS NOT NULL AND c.attempt_count - 1 >= 1
+      WHERE c.previous_locked_by IS NOT NULL
     )
     SELECT c.id, c.attempt_count, c.endpoint_id, e.url, e.secret,
       CASE WHEN e.previous_secret_expires_at > ${now}::timestamptz THEN e.previous_secret END AS previous_secret,
       ev.id AS event_id, ev.type AS event_type, iso_utc(ev.created_at) AS event_created_at,
-      (extract(epoch FROM ev.created_at) * 1000)::float8 AS event_created_at_ms, ev.data::text AS data_json
+      (extract(epoch FROM ev.created_at) * 1000)::float8 AS event_created_at_ms, ${eventEnvelope('ev')}::text AS body
     FROM claimed c
     JOIN webhook_endpoints e ON e.id = c.endpoint_id
     JOIN events ev ON ev.id = c.event_id
-    ORDER BY c.next_attempt_at, c.id
+    JOIN candidates k ON k.id = c.id
+    ORDER BY k.rank, c.next_attempt_at, c.id
   `.execute(db);
   return rows.map((r) => ({
     id: r.id,
-    attemptNumber: r.attempt_count,
+    attemptNumber: r.attempt_count + 1,
     endpointId: r.endpoint_id,
     url: r.url,
     secrets: r.previous_secret ? [r.secret, r.previous_secret] : [r.secret],
     event: { id: r.event_id, type: r.event_type, created_at: r.event_created_at },
-    body: `{"id":${JSON.stringify(r.event_id)},"type":${JSON.stringify(r.event_type)},"created_at":${JSON.stringify(r.event_created_at)},"data":${r.data_json}}`,
+    body: r.body,
     eventCreatedAtMs: r.event_created_at_ms,
   }));
 }
@@ -267,7 +301,7 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
         ) AS i(id, worker_id, status, next_attempt_at, status_code, error, now, attempt_id, attempt_number, started_at, duration_ms, excerpt, outcome)
       ), settled AS (
         UPDATE webhook_deliveries d SET
-          status = i.status, next_attempt_at = i.next_attempt_at,
+          status = i.status, next_attempt_at = i.next_attempt_at, attempt_count = d.attempt_count + 1,
           locked_by = NULL, locked_at = NULL, locked_until = NULL,
           last_status_code = i.status_code, last_error = i.error, updated_at = i.now,
           succeeded_at = CASE WHEN i.status = 'succeeded' THEN i.now ELSE d.succeeded_at END,
@@ -332,14 +366,14 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
 
 /**
  * Gives back deliveries this worker claimed but never sent (it is stopping, or one waited in its
- * buffer so long that its lease could run out during the attempt): the lease is cleared and the
- * attempt count the claim took is returned, so no attempt is recorded and any worker may claim
- * them at once. Guarded by the claimant. Returns how many were released.
+ * buffer so long that its lease could run out during the attempt): the lease is cleared, no
+ * attempt is recorded (a claim alone does not count as one) and any worker may claim them at
+ * once. Guarded by the claimant. Returns how many were released.
  */
 export async function releaseDeliveries(db: Kysely<Database>, workerId: string, ids: readonly string[]): Promise<number> {
   if (ids.length === 0) return 0;
   const result = await sql`
-    UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL, locked_until = NULL, attempt_count = attempt_count - 1
+    UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL, locked_until = NULL
     WHERE id = ANY(${[...ids]}::uuid[]) AND locked_by = ${workerId}
   `.execute(db);
   return Number(result.numAffectedRows ?? 0);
@@ -363,10 +397,15 @@ export async function nextDueAt(db: Kysely<Database>, now: number): Promise<numb
       (SELECT min(greatest(c.next_attempt_at, coalesce(e.paused_until, c.next_attempt_at)))
        FROM webhook_endpoints e
        CROSS JOIN LATERAL (
-         SELECT d.next_attempt_at FROM webhook_deliveries d
-         WHERE d.endpoint_id = e.id AND d.status IN ('pending','failed')
-           AND (d.locked_until IS NULL OR d.locked_until <= ${nowIso}::timestamptz)
-         ORDER BY d.next_attempt_at, d.id LIMIT 1
+         (SELECT d.next_attempt_at FROM webhook_deliveries d
+          WHERE d.endpoint_id = e.id AND d.status = 'pending'
+            AND (d.locked_until IS NULL OR d.locked_until <= ${nowIso}::timestamptz)
+          ORDER BY d.next_attempt_at, d.id LIMIT 1)
+         UNION ALL
+         (SELECT d.next_attempt_at FROM webhook_deliveries d
+          WHERE d.endpoint_id = e.id AND d.status = 'failed'
+            AND (d.locked_until IS NULL OR d.locked_until <= ${nowIso}::timestamptz)
+          ORDER BY d.next_attempt_at, d.id LIMIT 1)
        ) c
        WHERE e.enabled),
       (SELECT min(locked_until) FROM webhook_deliveries WHERE locked_until > ${nowIso}::timestamptz)

@@ -321,6 +321,8 @@ class DeliveryWorker implements WebhookWorker {
           this.#backlog = claimed.length > 0;
           this.#pump();
           claimedAll = claimed.length === free;
+          // Sleep until the next delivery falls due (a retry, a breaker's probe), not a whole interval.
+          if (!claimedAll) waitMs = this.#untilDue(await nextDueAt(this.#ctx.database.db, this.#clock()), now, interval);
         } else if (due !== null && due > now) {
           waitMs = Math.min(interval, due - now);
         }
@@ -334,6 +336,17 @@ class DeliveryWorker implements WebhookWorker {
       claimNow = claimedAll;
       if (!claimedAll) claimNow = await this.#dispatchWake.wait(waitMs);
     }
+  }
+
+  /**
+   * How long the dispatch loop sleeps after a claim made at `claimedAt`: until `due` (capped at the
+   * poll interval; at once when it fell due since the claim looked); a whole interval when nothing
+   * waits, or when what was due already could not be claimed (its endpoint's slots are full: a
+   * finished request wakes the loop).
+   */
+  #untilDue(due: number | null, claimedAt: number, interval: number): number {
+    if (due === null || due <= claimedAt) return interval;
+    return Math.min(interval, Math.max(0, due - this.#clock()));
   }
 
   /**
@@ -451,6 +464,8 @@ class DeliveryWorker implements WebhookWorker {
       this.#settling--;
       if (failed) slots.failuresSettling--;
     }
+    // A retry or a breaker pause now ends sooner, maybe, than the dispatch loop's sleep: it looks again.
+    if (failed && settled.settled) this.#dispatchWake.wake();
     // The breaker opened or the endpoint is gone: what waits here for it goes back to the queue
     // (claims skip the endpoint until it may be tried again).
     const open = settled.breaker !== null && settled.breaker.consecutiveFailures >= this.#breaker.threshold;

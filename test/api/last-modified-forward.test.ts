@@ -1,5 +1,5 @@
 /**
- * A record's last_modified only moves forward (migration 0006). A writer stamps its transaction
+ * A record's last_modified only moves forward (migrations 0006 and 0007), past equal stamps too. A writer stamps its transaction
  * when it starts and may wait for a row lock held by a later-stamped writer; committing the row with
  * the earlier stamp would send its last_modified back in time, and every consumer keeping the newest
  * version of a record (the sync tool's mirror, an ERP ignoring older payloads) would keep the stale
@@ -57,6 +57,48 @@ describe.each(backends)('last_modified only moves forward (%s)', (backend) => {
     expect(updated.last_modified > kept).toBe(true);
     const res = await t.app.inject({ url: `/api/v1/products/${product.id}`, headers });
     expect((res.json() as { data: Versioned }).data.last_modified).toBe(updated.last_modified);
+  });
+});
+
+describe.each(backends)('last_modified of two transactions in one clock tick (%s)', (backend) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await buildTestApp(backend, UNLIMITED);
+  });
+  afterAll(async () => t?.close());
+
+  it('a second transaction stamping a record with the same last_modified (one millisecond on the embedded clock) lands one microsecond after it; a transaction writing its own row twice keeps its stamp', async () => {
+    const db = t.ctx.database.db;
+    const product = await aProduct(db);
+    const first = await lastModified(t, 'products', product.id);
+    // What two writers within one tick of PGlite's millisecond clock do: the same stamp again.
+    await runWrite(db, async (ctx) => {
+      await sql`UPDATE products SET name = 'same tick', last_modified = ${first}::timestamptz WHERE id = ${product.id}::uuid`.execute(ctx.trx);
+    });
+    const { rows } = await sql<{ step: string }>`
+      SELECT (last_modified - ${first}::timestamptz)::text AS step FROM products WHERE id = ${product.id}::uuid`.execute(db);
+    expect(rows[0]!.step).toBe('00:00:00.000001');
+    const second = await lastModified(t, 'products', product.id);
+
+    // One transaction writing the row twice with its stamp: the second write keeps it.
+    const stamp = await runWrite(db, async (ctx) => {
+      await sql`UPDATE products SET name = 'once', last_modified = ${ctx.stamp}::timestamptz WHERE id = ${product.id}::uuid`.execute(ctx.trx);
+      await sql`UPDATE products SET name = 'twice', last_modified = ${ctx.stamp}::timestamptz WHERE id = ${product.id}::uuid`.execute(ctx.trx);
+      return ctx.stamp;
+    });
+    const { rows: kept } = await sql<{ own: boolean; later: boolean }>`
+      SELECT last_modified = ${stamp}::timestamptz AS own, last_modified > ${second}::timestamptz AS later
+      FROM products WHERE id = ${product.id}::uuid`.execute(db);
+    expect(kept[0]).toEqual({ own: true, later: true });
+
+    // The same for orders and customers (every table with the trigger).
+    const customer = await aCustomer(db);
+    const c1 = await lastModified(t, 'customers', customer.id);
+    await runWrite(db, async (ctx) => {
+      await sql`UPDATE customers SET last_modified = ${c1}::timestamptz WHERE id = ${customer.id}::uuid`.execute(ctx.trx);
+    });
+    const c2 = (await sql<{ step: string }>`SELECT (last_modified - ${c1}::timestamptz)::text AS step FROM customers WHERE id = ${customer.id}::uuid`.execute(db)).rows[0]!.step;
+    expect(c2).toBe('00:00:00.000001');
   });
 });
 

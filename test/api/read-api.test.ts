@@ -104,6 +104,13 @@ describe.each(backends)('read API (%s)', (backend) => {
     expect((await get(`/api/v1/orders?since=${encodeURIComponent(order.created_at)}`)).json().data.map((o: { id: string }) => o.id)).not.toContain(ids.order);
     expect((await get('/api/v1/orders?since=2000-01-01T00:00:00Z')).json().data).toHaveLength(2);
     expect((await get('/api/v1/orders/export?status=cancelled')).body.trim().split('\n')).toHaveLength(1);
+
+    // `since` is about creation: an order changed after `since` but created before it stays out.
+    await changeOrderStatus(t.ctx.database.db, ids.order, 'processing');
+    const changed = (await get(`/api/v1/orders/${ids.order}`)).json().data;
+    expect(Date.parse(changed.last_modified)).toBeGreaterThan(Date.parse(order.created_at));
+    expect((await get(`/api/v1/orders?since=${encodeURIComponent(order.created_at)}`)).json().data.map((o: { id: string }) => o.id)).not.toContain(ids.order);
+    expect((await get(`/api/v1/orders/export?since=${encodeURIComponent(order.created_at)}`)).body).not.toContain(ids.order);
   });
 
   it('movements: sale, cancel and initial adjustments recorded; product_id and since filters', async () => {

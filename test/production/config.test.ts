@@ -20,6 +20,16 @@ describe('configuration', () => {
     expect(Object.isFrozen(config)).toBe(true);
   });
 
+  it('defaults the webhook numbers to the spec\'s: poll every 3 s, retries after 1 min, 5 min, 30 min, 2 h, 12 h, breaker 10 failures / 30 min, old secret 24 h', () => {
+    // Tests shrink these through configuration; this pins what a deployment gets when it sets nothing.
+    const config = loadConfig({});
+    expect(config.WEBHOOK_POLL_INTERVAL_MS).toBe(3_000);
+    expect(config.webhookRetryScheduleMs).toEqual([60_000, 300_000, 1_800_000, 7_200_000, 43_200_000]);
+    expect(config.WEBHOOK_BREAKER_THRESHOLD).toBe(10);
+    expect(config.WEBHOOK_BREAKER_PAUSE_MS).toBe(1_800_000);
+    expect(config.WEBHOOK_SECRET_OVERLAP_MS).toBe(86_400_000);
+  });
+
   it('converts and accepts valid values', () => {
     const config = loadConfig({ PORT: '8080', REDIS_URL: 'redis://127.0.0.1:6379', RATE_LIMIT_STANDARD: '120', METRICS_PORT: '9100', COOKIE_SECURE: 'true' });
     expect(config).toMatchObject({ PORT: 8080, REDIS_URL: 'redis://127.0.0.1:6379', RATE_LIMIT_STANDARD: 120, METRICS_PORT: 9100, COOKIE_SECURE: true });
@@ -63,9 +73,15 @@ describe('configuration', () => {
       writeFileSync(join(dir, '.env'), 'RATE_LIMIT_EXPORT=ten\nDATA_DIR=./data\n');
       const proc = startStoreApi(['serve'], {}, { cwd: dir, name: 'serve with a bad .env' });
       expect(await proc.exited).toBe(1);
-      expect(proc.output()).toContain('Invalid configuration');
-      expect(proc.output()).toContain('RATE_LIMIT_EXPORT="ten"');
-      expect(proc.output()).not.toMatch(/at \w+ \(/); // a message, not a stack trace
+      // Not a terminal: one JSON line naming the variable (docs/decisions/0009).
+      const lines = proc.output().trim().split('\n');
+      expect(lines).toHaveLength(1);
+      const line = JSON.parse(lines[0]!) as { level: number; msg: string; variables: string[] };
+      expect(line.level).toBe(60);
+      expect(line.variables).toEqual(['RATE_LIMIT_EXPORT']);
+      expect(line.msg).toContain('Invalid configuration');
+      expect(line.msg).toContain('RATE_LIMIT_EXPORT="ten"');
+      expect(line.msg).not.toMatch(/at \w+ \(/); // a message, not a stack trace
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -114,6 +114,9 @@ describe.each(backends)('retention pruning (%s)', (backend) => {
     const deadOld = await aDelivery(deadOldEvent, 'dead', ago(100 * DAY), 6);
     const pendingOldEvent = await anEvent(ago(40 * DAY));
     const pendingOld = await aDelivery(pendingOldEvent, 'failed', ago(40 * DAY)); // waiting for its retry
+    // Never tried for 100 days (its endpoint disabled all along): waiting is not finished, it stays.
+    const neverTriedEvent = await anEvent(ago(100 * DAY));
+    const neverTried = await aDelivery(neverTriedEvent, 'pending', ago(100 * DAY), 0);
     // Inside the window:
     const recentEvent = await anEvent(ago(29 * DAY));
     const recentDone = await aDelivery(recentEvent, 'succeeded', ago(29 * DAY));
@@ -127,7 +130,7 @@ describe.each(backends)('retention pruning (%s)', (backend) => {
     let deliveries = await ids('webhook_deliveries');
     expect(deliveries).not.toContain(oldDone);
     expect(deliveries).not.toContain(deadOld);
-    for (const kept of [deadRecent, pendingOld, recentDone]) expect(deliveries).toContain(kept);
+    for (const kept of [deadRecent, pendingOld, neverTried, recentDone]) expect(deliveries).toContain(kept);
     expect(await attemptsOf(oldDone)).toBe(0);
     expect(await attemptsOf(deadRecent)).toBe(6);
 
@@ -149,7 +152,7 @@ describe.each(backends)('retention pruning (%s)', (backend) => {
     expect(events).not.toContain(oldAlone);
     expect(events).not.toContain(oldDoneEvent);
     expect(events).not.toContain(deadOldEvent);
-    for (const kept of [deadRecentEvent, pendingOldEvent, recentEvent]) expect(events).toContain(kept);
+    for (const kept of [deadRecentEvent, pendingOldEvent, neverTriedEvent, recentEvent]) expect(events).toContain(kept);
     expect(report.events).toBe(3);
     expect(await ids('webhook_deliveries')).toEqual(deliveriesInFlight);
 
@@ -162,6 +165,8 @@ describe.each(backends)('retention pruning (%s)', (backend) => {
     expect(deliveries).not.toContain(recentDone);
     for (const d of inFlight) expect(deliveries).toContain(d.id);
     expect(deliveries).toContain(pendingOld);
+    expect(deliveries).toContain(neverTried);
+    expect((await sql<{ status: string }>`SELECT status FROM webhook_deliveries WHERE id = ${neverTried}::uuid`.execute(db)).rows[0]!.status).toBe('pending');
 
     // The held deliveries complete normally after all that.
     release();

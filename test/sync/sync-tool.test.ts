@@ -21,10 +21,12 @@ import {
   clientStoreReader, handleWebhook, initialSync, mirrorMatches, openMirror, reconcile, verifyMirror, webhookVerifier,
   SYNC_RESOURCES, type MirrorDatabase,
 } from '../../packages/sync/src/index.ts';
-import { readSyncState, countRecords } from '../../packages/sync/src/mirror/mirror.repository.ts';
+import { applyRecords, readSyncState, countRecords } from '../../packages/sync/src/mirror/mirror.repository.ts';
 import type { StoreReader } from '../../packages/sync/src/store-reader.ts';
 
 const SYNC_CLI = join(PROJECT_ROOT, 'packages/sync/bin/store-api-sync.js');
+/** The CLI under test loads @store-api/client from its source too (the package's "source" export condition). */
+const RUN_CLIENT_SOURCE = '--conditions=source';
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const products = SYNC_RESOURCES.find((r) => r.name === 'products')!;
 
@@ -106,6 +108,20 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
     expect(await stored()).toEqual({ name: 'new name', last_modified: newer.last_modified });
   });
 
+  it('a batch holding several versions of one record keeps the newest, in whatever order they come', async () => {
+    const mirror = await freshMirror();
+    const product = (await aProduct(t.database.db)) as unknown as Record<string, unknown> & { id: string };
+    const version = (name: string, micros: number) => ({ ...product, name, last_modified: `2026-02-01T00:00:00.00000${micros}Z` });
+    const stored = async () => (await sql<{ name: string }>`SELECT record->>'name' AS name FROM store_mirror.products WHERE id = ${product.id}`.execute(mirror.db)).rows[0]?.name;
+    expect(await applyRecords(mirror.db, products, [version('v2', 2), version('v1', 1)])).toEqual([product.id]);
+    expect(await stored()).toBe('v2');
+    expect(await applyRecords(mirror.db, products, [version('v3', 3), version('v5', 5), version('v4', 4)])).toEqual([product.id]);
+    expect(await stored()).toBe('v5');
+    // An older batch changes nothing.
+    expect(await applyRecords(mirror.db, products, [version('v4', 4), version('v3', 3)])).toEqual([]);
+    expect(await stored()).toBe('v5');
+  });
+
   it('reconcile: pulls what no webhook brought, across a bulk import stamping many records alike, in small pages', async () => {
     const mirror = await freshMirror();
     const reader = clientStoreReader({ baseUrl, token });
@@ -156,7 +172,7 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
 
 function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [SYNC_CLI, ...args], { env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [SYNC_CLI, ...args], { env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_OPTIONS: RUN_CLIENT_SOURCE, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

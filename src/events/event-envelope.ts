@@ -1,0 +1,12 @@
+/**
+ * The event envelope `{ id, type, created_at, data }`: the one definition of what the events feed
+ * lists and what a webhook delivery POSTs, built in SQL from the event row so `data` goes out as the
+ * database's own JSON (never parsed into objects and serialised again).
+ */
+import { sql, type RawBuilder } from 'kysely';
+
+/** JSON of the envelope of the `events` row aliased `alias`. */
+export function eventEnvelope(alias: string): RawBuilder<unknown> {
+  const column = (name: string) => sql.ref(`${alias}.${name}`);
+  return sql`json_build_object('id', ${column('id')}, 'type', ${column('type')}, 'created_at', iso_utc(${column('created_at')}), 'data', ${column('data')})`;
+}
