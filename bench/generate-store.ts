@@ -11,7 +11,7 @@ import { sql, type Kysely } from 'kysely';
 import cliProgress from 'cli-progress';
 import type { Database } from '../src/db/schema.ts';
 import type { DatabaseHandle } from '../src/db/database.ts';
-import { formatCursor } from '../src/api/cursor.ts';
+import { formatCursor } from '../src/shared/cursor.ts';
 
 export interface StoreSize {
   products: number;

@@ -29,7 +29,7 @@ await app.listen({ host: '127.0.0.1', port: 0 });
 const address = app.server.address();
 const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
 
-const csv = 'sku,stock\n' + Array.from({ length: ROWS }, (_, i) => `SKU-${i + 1},${(i % 50) + 1}`).join('\n') + '\n';
+const csv = `sku,stock\n${Array.from({ length: ROWS }, (_, i) => `SKU-${i + 1},${(i % 50) + 1}`).join('\n')}\n`;
 let done = false;
 const started = performance.now();
 const importing = fetch(`${base}/admin/api/v1/inventory/import`, {

@@ -169,7 +169,7 @@ async function benchPostgres(): Promise<Results> {
     log(`PostgreSQL: generated in ${f1(generateSeconds)} s`);
     const { token } = await createToken(database.db, { name: 'bench' });
     const active = await activeCount(database);
-    const { parseCursor } = await import('../src/api/cursor.ts');
+    const { parseCursor } = await import('../src/shared/cursor.ts');
 
     const port = await freePort();
     server = await startServer([CLI, 'serve'], serverEnv({ DATABASE_URL: scratch.url, PORT: String(port) }), port);

@@ -17,6 +17,7 @@ import { readApiRoutes } from './api/routes/v1/index.ts';
 import { adminApiRoutes } from './admin/admin-api.routes.ts';
 import { observabilityPlugin } from './ops/observability.plugin.ts';
 import { gracefulClosePlugin } from './ops/graceful-close.plugin.ts';
+import { secretResponsesPlugin } from './ops/secret-responses.ts';
 import { opsRoutes } from './ops/ops.routes.ts';
 import { generateRequestId, REQUEST_ID_LOG_LABEL } from './ops/request-id.ts';
 import { conditionalGetPlugin } from './api/plugins/conditional-get.ts';
@@ -44,7 +45,17 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     // Requests the HTTP parser refuses, and HTTP/1.1 requests without Host, are answered problem+json
     // by our handlers (error-handler.ts) instead of Node's and Fastify's bare defaults.
     clientErrorHandler,
-    http: { requireHostHeader: false },
+    // Slow clients (issue 19): a request whose head or body does not arrive in time is answered 408
+    // (clientErrorHandler) and its connection closed, so slow senders cannot hold descriptors for
+    // ever; idle keep-alive connections close after KEEP_ALIVE_TIMEOUT_MS. Node checks the deadlines
+    // every connectionsCheckingInterval (default 30 s): a quarter of the shortest one, at most 1 s.
+    http: {
+      requireHostHeader: false,
+      headersTimeout: ctx.config.HEADERS_TIMEOUT_MS,
+      connectionsCheckingInterval: Math.max(25, Math.min(1000, Math.floor(ctx.config.HEADERS_TIMEOUT_MS / 4))),
+    },
+    requestTimeout: ctx.config.REQUEST_TIMEOUT_MS,
+    keepAliveTimeout: ctx.config.KEEP_ALIVE_TIMEOUT_MS,
     // generateRequestId reads X-Request-Id itself, keeping it only when it looks like an id.
     requestIdHeader: false,
     logController: new LogController({ requestIdLogLabel: REQUEST_ID_LOG_LABEL }),
@@ -67,6 +78,8 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   app.decorate('ctx', ctx);
   app.decorateRequest('token', undefined);
   await app.register(errorHandlerPlugin);
+  // Before ETags and compression: sees every serialised body; responses holding a secret get no-store.
+  await app.register(secretResponsesPlugin);
   // Every route: no non-finite number or unstorable string past validation.
   await app.register(inputGuardPlugin);
   // Order matters: the ETag hook must see the body before compression; rate limiting hooks in after

@@ -9,6 +9,8 @@ import { tokenAdminRoutes } from './routes/token.admin-routes.ts';
 import { storeAdminRoutes } from './routes/store.admin-routes.ts';
 import { webhookAdminRoutes } from './routes/webhook.admin-routes.ts';
 import { overviewAdminRoutes } from './routes/overview.admin-routes.ts';
+import { resourceAdminRoutes } from './routes/resource.admin-routes.ts';
+import { recordAdminRoutes } from './routes/record.admin-routes.ts';
 
 export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   app.decorateRequest('admin', undefined);
@@ -19,4 +21,6 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(storeAdminRoutes);
   await app.register(webhookAdminRoutes);
   await app.register(overviewAdminRoutes);
+  await app.register(resourceAdminRoutes);
+  await app.register(recordAdminRoutes);
 }

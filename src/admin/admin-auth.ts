@@ -9,7 +9,7 @@
  */
 import type { FastifyRequest } from 'fastify';
 import { requireToken } from '../api/plugins/bearer-auth.ts';
-import { ApiError } from '../api/problem.ts';
+import { ApiError } from '../shared/problem.ts';
 import { csrfTokenMatches, findAdminSession } from './sessions/admin-session.service.ts';
 import { CSRF_HEADER, sessionIdOf } from './sessions/session-cookie.ts';
 

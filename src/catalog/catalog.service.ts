@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { runWrite, type WriteContext } from '../db/write-clock.ts';
-import { conflict, notFound } from '../api/problem.ts';
+import { conflict, notFound } from '../shared/problem.ts';
 import { translateDbError } from '../shared/db-errors.ts';
 import { inventoryChanged, productsChanged } from '../events/resource-events.ts';
 import { applyStockChanges, refreshProducts, type StockChange } from '../inventory/stock.service.ts';

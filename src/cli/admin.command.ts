@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { createAdminUser, listAdminUsers, MIN_PASSWORD_LENGTH, setAdminPassword } from '../admin/sessions/admin-user.service.ts';
 import { withContext } from './run-command.ts';
 import type { AppContext } from '../app-context.ts';
-import { ApiError } from '../api/problem.ts';
+import { ApiError } from '../shared/problem.ts';
 
 /** Reads one line from the terminal without echoing it. */
 function promptHidden(question: string): Promise<string> {

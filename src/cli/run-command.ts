@@ -6,7 +6,7 @@ import type { AppContext } from '../app-context.ts';
 import { ConfigError, loadConfig } from '../config/config.ts';
 import { DataDirLockedError } from '../db/data-dir-lock.ts';
 import { MigrationError } from '../db/migrate.ts';
-import { ApiError } from '../api/problem.ts';
+import { ApiError } from '../shared/problem.ts';
 import { createLogger, openContext } from '../main/runtime.ts';
 
 /** A mistake in the command line itself (bad option value): printed plainly, exit 1. */

@@ -12,7 +12,9 @@
  *   2. the worker's metrics listener closes, then the database;
  *   3. exit 0. If that takes longer than SHUTDOWN_TIMEOUT_MS the process exits 1, and the deliveries
  *      it abandoned are retried by another worker when their lease ends (at-least-once).
- * A signal during start-up is honoured as soon as the start has finished.
+ * A signal during start-up is honoured as soon as the start has finished. When the embedded database
+ * fails for good (it could not write its log: a full disk), the same stop runs and the process exits
+ * 75 with the reason on stderr, for its supervisor to restart it once space is freed.
  */
 import type { Command } from 'commander';
 import type { FastifyInstance } from 'fastify';
@@ -27,6 +29,7 @@ import { exitWithError } from './run-command.ts';
 import { adminSignInHint } from '../admin/dashboard/sign-in-hint.ts';
 import { applyHeapGrowing } from '../ops/heap-tuning.ts';
 import { DEMO_TEMPLATE_PRODUCTS } from '../demo/demo-template.ts';
+import { EXIT_STORE_CANNOT_WRITE } from '../db/storage-health.ts';
 import { PGLITE_DEMO_TEMPLATE_DIR, PGLITE_TEMPLATE_DIR } from '../db/pglite-template.ts';
 
 // The app, the worker and their plugins are imported when a role starts, not for every CLI command.
@@ -53,7 +56,7 @@ async function run(role: Role): Promise<void> {
   let stopRequested: string | undefined;
   let stopping = false;
 
-  const shutdown = async (signal: string) => {
+  const shutdown = async (signal: string, exitCode = 0) => {
     if (stopping) return;
     stopping = true;
     const logger = running.ctx?.logger;
@@ -68,7 +71,7 @@ async function run(role: Role): Promise<void> {
       await stopAll(running);
       logger?.info({ role }, 'shut down cleanly');
       await new Promise<void>((resolve) => (logger ? logger.flush(() => resolve()) : resolve()));
-      process.exit(0);
+      process.exit(exitCode);
     } catch (error) {
       logger?.error({ err: error }, 'shutdown failed');
       process.exit(1);
@@ -89,6 +92,14 @@ async function run(role: Role): Promise<void> {
       ? { template: [PGLITE_DEMO_TEMPLATE_DIR, PGLITE_TEMPLATE_DIR] } : {};
     running.ctx = await openContext(config, createLogger(config), { applicationName: `store-api-${role}`, ...demoTemplate });
     const ctx = running.ctx;
+    // The embedded database could not write its log (a full disk) and cannot recover in this process
+    // (db/storage-health.ts): stop like on SIGTERM, then exit non-zero so a supervisor restarts it.
+    ctx.database.storage.onFatal((reason) => {
+      ctx.logger.fatal({ exitCode: EXIT_STORE_CANNOT_WRITE }, `${reason} Exiting with code ${EXIT_STORE_CANNOT_WRITE} so a supervisor restarts the process.`);
+      process.stderr.write(`store-api: ${reason} Exiting with code ${EXIT_STORE_CANNOT_WRITE}.\n`);
+      if (starting) stopRequested ??= 'store-cannot-write';
+      else void shutdown('store-cannot-write', EXIT_STORE_CANNOT_WRITE);
+    });
 
     if (role !== 'worker') {
       if (role === 'all' && config.SEED_DEMO) {
@@ -128,7 +139,7 @@ async function run(role: Role): Promise<void> {
     exitWithError(error);
   }
   starting = false;
-  if (stopRequested) void shutdown(stopRequested);
+  if (stopRequested) void shutdown(stopRequested, running.ctx?.database.storage.fatal ? EXIT_STORE_CANNOT_WRITE : 0);
 }
 
 export function registerServerCommands(program: Command): void {

@@ -15,6 +15,9 @@ const Bool = (def: boolean, description = '') => Type.Boolean({ default: def, de
 export const EnvSchema = Type.Object({
   PORT: Int(3000, 0, 65535, 'TCP port of the HTTP server'),
   HOST: Type.String({ default: '127.0.0.1', description: 'Interface the HTTP server binds to' }),
+  REQUEST_TIMEOUT_MS: Int(30_000, 100, 3_600_000, 'Longest a client may take to send a whole request, head and body; a slower one is answered 408 and disconnected'),
+  HEADERS_TIMEOUT_MS: Int(10_000, 100, 3_600_000, 'Longest a client may take to send the head of a request (at most REQUEST_TIMEOUT_MS); a slower one is answered 408'),
+  KEEP_ALIVE_TIMEOUT_MS: Int(72_000, 100, 3_600_000, 'How long an idle keep-alive connection stays open waiting for its next request (keep it above your load balancer\'s idle timeout)'),
   TRUST_PROXY: Bool(false, 'Take the client address from X-Forwarded-For (set only behind a proxy you run)'),
   DATA_DIR: Type.String({ default: './data', description: 'Embedded (PGlite) data directory, used when DATABASE_URL is unset' }),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL connection string; replaces the embedded database' })),
@@ -91,6 +94,9 @@ export function loadConfig(env: Record<string, string | undefined> = readEnviron
       ? `WEBHOOK_DEAD_LETTER_RETENTION_MS=${JSON.stringify(input.WEBHOOK_DEAD_LETTER_RETENTION_MS)}: must be at least WEBHOOK_DELIVERY_RETENTION_MS (${parsed.WEBHOOK_DELIVERY_RETENTION_MS})`
       : `WEBHOOK_DELIVERY_RETENTION_MS=${JSON.stringify(input.WEBHOOK_DELIVERY_RETENTION_MS)}: must not exceed WEBHOOK_DEAD_LETTER_RETENTION_MS (${parsed.WEBHOOK_DEAD_LETTER_RETENTION_MS}); raise that too`;
     throw new ConfigError(`Invalid configuration:\n  ${problem}`);
+  }
+  if (parsed.HEADERS_TIMEOUT_MS > parsed.REQUEST_TIMEOUT_MS) {
+    throw new ConfigError(`Invalid configuration:\n  HEADERS_TIMEOUT_MS=${JSON.stringify(String(parsed.HEADERS_TIMEOUT_MS))}: must not exceed REQUEST_TIMEOUT_MS (${parsed.REQUEST_TIMEOUT_MS})`);
   }
   return Object.freeze({
     ...parsed,

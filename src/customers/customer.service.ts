@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { runWrite } from '../db/write-clock.ts';
-import { notFound } from '../api/problem.ts';
+import { notFound } from '../shared/problem.ts';
 import { customerChanged } from '../events/resource-events.ts';
 import { customerJson } from './customer.json-sql.ts';
 

@@ -11,6 +11,8 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Database } from './schema.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
+import { markConnectFailure } from '../shared/db-errors.ts';
+import { isOutOfSpace, isWalWriteFailure, StorageHealth, StoreFailedError } from './storage-health.ts';
 import { copyPgliteTemplate, PGLITE_TEMPLATE_DIR, readStamp, type TemplateStamp } from './pglite-template.ts';
 
 export type Backend = 'pglite' | 'postgres';
@@ -21,6 +23,8 @@ export interface DatabaseHandle {
   /** Connections in use / total, for metrics (PGlite: one connection). */
   poolStats(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
+  /** Whether the store can take writes (a full disk; db/storage-health.ts). */
+  readonly storage: StorageHealth;
   /** Set when this open filled an empty data directory from a template holding a demo store. */
   readonly templateDemo?: TemplateStamp['demo'];
 }
@@ -85,10 +89,24 @@ function openPostgres(url: string, max: number, applicationName = 'store-api', o
   pool.on('connect', (client) => client.on('error', onConnectionError));
   // An idle client's error reaches the pool too (the client listener above has reported it).
   pool.on('error', () => {});
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  // Whatever PostgreSQL says while a connection is being opened (55000 "not currently accepting
+  // connections", 3D000, 28P01, a refused socket, a timeout) means the request could not get a
+  // connection: tagged so it is answered 503 + Retry-After (shared/db-errors.ts), never 500.
+  const connectTagged = {
+    connect: async () => {
+      try {
+        return await pool.connect();
+      } catch (error) {
+        throw markConnectFailure(error);
+      }
+    },
+    end: () => pool.end(),
+  } as unknown as pg.Pool;
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: connectTagged }) });
   return {
     db,
     backend: 'postgres',
+    storage: new StorageHealth(),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: () => db.destroy(),
   };
@@ -122,15 +140,28 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
     pglite = await PGlite.create({ parsers });
   }
   await pglite.exec(`SET TimeZone = 'UTC'`);
-  const db = new Kysely<Database>({ dialect: new PGliteDialect({ pglite, onCreateConnection: yieldBetweenStatements }) });
+  const storage = new StorageHealth();
+  const db = new Kysely<Database>({
+    dialect: new PGliteDialect({
+      pglite,
+      onCreateConnection: async (connection) => {
+        guardAgainstWedge(connection, storage);
+        await yieldBetweenStatements(connection);
+      },
+    }),
+  });
   return {
     db,
     backend: 'pglite',
+    storage,
     templateDemo,
     poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
     close: async () => {
-      await db.destroy();
-      if (!pglite.closed) await pglite.close();
+      // A wedged instance spins for ever in close() too: leave it to the process exit.
+      if (storage.fatal === undefined) {
+        await db.destroy();
+        if (!pglite.closed) await pglite.close();
+      }
       lock?.release();
     },
   };
@@ -170,6 +201,30 @@ function yieldBetweenStatements(connection: DatabaseConnection): Promise<void> {
     }
   };
   return Promise.resolve();
+}
+
+/**
+ * After PGlite fails to write its WAL for want of space, the next statement it runs never returns
+ * (it spins a core and the process stops answering, SIGTERM included). So the first such failure
+ * marks the store failed (db/storage-health.ts) and no statement reaches PGlite again; every other
+ * out-of-space error is recorded for /readyz.
+ */
+function guardAgainstWedge(connection: DatabaseConnection, storage: StorageHealth): void {
+  const execute = connection.executeQuery.bind(connection);
+  connection.executeQuery = async (query) => {
+    if (storage.fatal !== undefined) throw new StoreFailedError(storage.fatal);
+    try {
+      return await execute(query);
+    } catch (error) {
+      if (isOutOfSpace(error)) {
+        storage.noteOutOfSpace(error);
+        if (isWalWriteFailure(error)) {
+          storage.markFatal(`The embedded database could not write its log: ${(error as Error).message}. It cannot recover in this process; free disk space and restart it.`);
+        }
+      }
+      throw error;
+    }
+  };
 }
 
 /** Type parsers shared by both back ends (exported for PGlite instances made by tests). */

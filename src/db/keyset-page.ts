@@ -7,7 +7,7 @@
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
-import type { Cursor } from '../api/cursor.ts';
+import type { Cursor } from '../shared/cursor.ts';
 
 /** How one resource is listed: its FROM, key columns, JSON expression and base filter. */
 export interface ListSource {
@@ -19,6 +19,8 @@ export interface ListSource {
   readonly id: RawBuilder<unknown>;
   /** The JSON object of one record. */
   readonly json: RawBuilder<unknown>;
+  /** Condition every record satisfies (e.g. inventory: stock-tracked products only); omit for every row. */
+  readonly where?: RawBuilder<unknown>;
 }
 
 export interface PageRequest {
@@ -45,7 +47,7 @@ export interface KeyRow {
 }
 
 function whereClause(source: ListSource, req: Omit<PageRequest, 'limit'>): RawBuilder<unknown> {
-  const conditions: RawBuilder<unknown>[] = [sql`${source.lastModified} < ${req.horizon}::timestamptz`, ...req.filters];
+  const conditions: RawBuilder<unknown>[] = [sql`${source.lastModified} < ${req.horizon}::timestamptz`, ...(source.where ? [source.where] : []), ...req.filters];
   const c = req.cursor;
   if (c) {
     const op = req.order === 'asc' ? sql`>` : sql`<`;

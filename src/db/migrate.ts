@@ -28,14 +28,14 @@ export function migrationNames(): string[] {
   return Object.keys(migrations);
 }
 
-function migrator(db: Kysely<any>): Migrator {
+function migrator<DB>(db: Kysely<DB>): Migrator {
   return new Migrator({ db, provider: { getMigrations: async () => migrations } });
 }
 
 export class MigrationError extends Error {}
 
 /** Applies every pending migration; throws MigrationError (with the failing name) on failure. */
-export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResultSet> {
+export async function migrateToLatest<DB>(db: Kysely<DB>): Promise<MigrationResultSet> {
   const result = await migrator(db).migrateToLatest();
   if (result.error) {
     const failed = result.results?.find((r) => r.status === 'Error');
@@ -46,7 +46,7 @@ export async function migrateToLatest(db: Kysely<any>): Promise<MigrationResultS
 }
 
 /** Names of migrations not yet applied (empty when the schema is current). */
-export async function pendingMigrations(db: Kysely<any>): Promise<string[]> {
+export async function pendingMigrations<DB>(db: Kysely<DB>): Promise<string[]> {
   const all = await migrator(db).getMigrations();
   return all.filter((m) => m.executedAt === undefined).map((m) => m.name);
 }

@@ -1,29 +1,13 @@
 /**
  * The events feed (GET /api/v1/events): the event log read like any other list, with the payloads
- * the webhooks POST. Which events a token may see is data (EVENT_TYPE_SCOPES) plus pure functions,
+ * the webhooks POST. Which events a token may see is data (EVENT_TYPE_SCOPES, derived from the resource declarations) plus pure functions,
  * so the rule is tested without I/O.
  */
 import { eventEnvelope } from './event-envelope.ts';
 import { sql } from 'kysely';
 import type { ListSource } from '../db/keyset-page.ts';
+import { EVENT_TYPE_SCOPES, FEED_EVENT_TYPES, type FeedEventType } from '../resources/registry.ts';
 import type { Scope } from '../tokens/token.service.ts';
-import { EVENT_TYPES, type EventType } from './event-log.ts';
-
-/** Event types served by the feed: every type but `ping` (sent to one endpoint on demand, not a store change). */
-export const FEED_EVENT_TYPES = EVENT_TYPES.filter((t): t is Exclude<EventType, 'ping'> => t !== 'ping');
-export type FeedEventType = (typeof FEED_EVENT_TYPES)[number];
-
-/** The read scope a token needs to see each event type: the scope of the resource it carries. */
-export const EVENT_TYPE_SCOPES: Readonly<Record<FeedEventType, Scope>> = {
-  'product.created': 'products:read',
-  'product.updated': 'products:read',
-  'order.created': 'orders:read',
-  'order.updated': 'orders:read',
-  'customer.created': 'customers:read',
-  'customer.updated': 'customers:read',
-  'inventory.updated': 'inventory:read',
-  'stock_movement.created': 'inventory:read',
-};
 
 /** The event types a token with `scopes` may see, in FEED_EVENT_TYPES order. */
 export function visibleEventTypes(scopes: readonly Scope[]): FeedEventType[] {

@@ -4,26 +4,16 @@
  * disagree. Product, order and customer events carry the full resource as `data`, built by the same
  * SQL as the read API.
  *
- * Event types (DECISIONS.md): product.created, product.updated, order.created, order.updated,
- * customer.created, customer.updated, inventory.updated, stock_movement.created, ping.
+ * Event types (DECISIONS.md): each resource's (resources/registry.ts), and `ping`.
  */
 import { sql, type RawBuilder } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import type { WriteContext } from '../db/write-clock.ts';
 
-export const EVENT_TYPES = [
-  'product.created',
-  'product.updated',
-  'order.created',
-  'order.updated',
-  'customer.created',
-  'customer.updated',
-  'inventory.updated',
-  'stock_movement.created',
-  'ping',
-] as const;
+import { FEED_EVENT_TYPES, type FeedEventType } from '../resources/registry.ts';
 
-export type EventType = (typeof EVENT_TYPES)[number];
+export type EventType = FeedEventType | 'ping';
+export const EVENT_TYPES: readonly EventType[] = [...FEED_EVENT_TYPES, 'ping'];
 
 /** The resource kind of each event type (the first part of the type). */
 export function resourceTypeOf(type: EventType): string {

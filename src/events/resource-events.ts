@@ -1,13 +1,15 @@
 /**
- * The events each kind of change appends, built from the same JSON SQL as the read API so an event's
- * `data` is exactly what a GET would have returned at that moment.
+ * The events each kind of change appends, built from the resource's own JSON SQL (its declaration,
+ * resources/resource.ts) so an event's `data` is exactly what a GET would have returned at that moment.
  */
 import { sql } from 'kysely';
 import type { WriteContext } from '../db/write-clock.ts';
-import { productJson } from '../catalog/product.json-sql.ts';
-import { inventoryJson, movementJson, stockTrackedCondition } from '../inventory/inventory.json-sql.ts';
-import { orderJson } from '../orders/order.json-sql.ts';
-import { customerJson } from '../customers/customer.json-sql.ts';
+import { productResource } from '../catalog/product.resource.ts';
+import { customerResource } from '../customers/customer.resource.ts';
+import { inventoryResource, movementResource } from '../inventory/inventory.resource.ts';
+import { orderResource } from '../orders/order.resource.ts';
+import type { FeedEventType } from '../resources/registry.ts';
+import type { ResourceDeclaration } from '../resources/resource.ts';
 import { appendEvents } from './event-log.ts';
 import { chunks } from '../shared/chunks.ts';
 
@@ -18,51 +20,52 @@ import { chunks } from '../shared/chunks.ts';
  */
 const EVENT_CHUNK = 250;
 const idChunks = (ids: readonly string[]) => chunks([...new Set(ids)].sort(), EVENT_CHUNK);
-const uuids = (ids: readonly string[]) => sql`${ids}::uuid[]`;
+
+/**
+ * Appends `${prefix}.${kind}` for each record of `resource` among `ids` (records outside the
+ * source's base condition, e.g. untracked products for inventory, are skipped), set-based.
+ */
+export async function recordsChanged<Prefix extends string, Kind extends string>(
+  ctx: WriteContext,
+  resource: ResourceDeclaration<string, string, Prefix, Kind>,
+  kind: NoInfer<Kind>,
+  ids: readonly string[],
+): Promise<void> {
+  const { source, events } = resource;
+  if (!events) throw new Error(`resource ${resource.name} declares no events`);
+  const type = `${events.prefix}.${kind}` as FeedEventType;
+  for (const part of idChunks(ids)) {
+    const base = source.where ? sql` AND ${source.where}` : sql``;
+    await appendEvents(ctx, type,
+      sql`SELECT ${source.id} AS resource_id, ${source.json} AS data FROM ${source.from} WHERE ${source.id} = ANY(${part}::uuid[])${base}`);
+  }
+}
+
+const createdOrUpdated = (created: boolean) => (created ? 'created' : 'updated');
 
 export async function productsChanged(ctx: WriteContext, ids: readonly string[], created = false): Promise<void> {
-  if (ids.length === 0) return;
-  for (const part of idChunks(ids)) {
-    await appendEvents(ctx, created ? 'product.created' : 'product.updated',
-      sql`SELECT p.id AS resource_id, ${productJson} AS data FROM products p WHERE p.id = ANY(${uuids(part)})`);
-  }
+  await recordsChanged(ctx, productResource, createdOrUpdated(created), ids);
 }
 
 /** inventory.updated for the stock-tracked ones among `productIds`. */
 export async function inventoryChanged(ctx: WriteContext, productIds: readonly string[]): Promise<void> {
-  if (productIds.length === 0) return;
-  for (const part of idChunks(productIds)) {
-    await appendEvents(ctx, 'inventory.updated',
-      sql`SELECT p.id AS resource_id, ${inventoryJson} AS data FROM products p WHERE p.id = ANY(${uuids(part)}) AND ${stockTrackedCondition}`);
-  }
+  await recordsChanged(ctx, inventoryResource, 'updated', productIds);
 }
 
 export async function movementsCreated(ctx: WriteContext, movementIds: readonly string[]): Promise<void> {
-  if (movementIds.length === 0) return;
-  for (const part of idChunks(movementIds)) {
-    await appendEvents(ctx, 'stock_movement.created',
-      sql`SELECT m.id AS resource_id, ${movementJson} AS data FROM stock_movements m WHERE m.id = ANY(${uuids(part)})`);
-  }
+  await recordsChanged(ctx, movementResource, 'created', movementIds);
 }
 
-/** order.created (or order.updated) for each of `ids`, set-based like productsChanged. */
 export async function ordersChanged(ctx: WriteContext, ids: readonly string[], created = false): Promise<void> {
-  for (const part of idChunks(ids)) {
-    await appendEvents(ctx, created ? 'order.created' : 'order.updated',
-      sql`SELECT o.id AS resource_id, ${orderJson} AS data FROM orders o WHERE o.id = ANY(${uuids(part)})`);
-  }
+  await recordsChanged(ctx, orderResource, createdOrUpdated(created), ids);
 }
 
 export async function orderChanged(ctx: WriteContext, id: string, created = false): Promise<void> {
   await ordersChanged(ctx, [id], created);
 }
 
-/** customer.created (or customer.updated) for each of `ids`, set-based like productsChanged. */
 export async function customersChanged(ctx: WriteContext, ids: readonly string[], created = false): Promise<void> {
-  for (const part of idChunks(ids)) {
-    await appendEvents(ctx, created ? 'customer.created' : 'customer.updated',
-      sql`SELECT c.id AS resource_id, ${customerJson} AS data FROM customers c WHERE c.id = ANY(${uuids(part)})`);
-  }
+  await recordsChanged(ctx, customerResource, createdOrUpdated(created), ids);
 }
 
 export async function customerChanged(ctx: WriteContext, id: string, created = false): Promise<void> {

@@ -21,6 +21,7 @@ export const inventorySource: ListSource = {
   lastModified: sql`p.last_modified`,
   id: sql`p.id`,
   json: inventoryJson,
+  where: stockTrackedCondition,
 };
 
 /** JSON of the stock movement row aliased `m` (compact, column order). */

@@ -8,7 +8,6 @@
  * Only stock-tracked product types (physical, food, digital_card) have stock; changes to others are
  * ignored (an order of a service takes no stock).
  */
-import { sql } from 'kysely';
 import { uuidv7 } from '../shared/uuid-v7.ts';
 import { chunks } from '../shared/chunks.ts';
 import { parse as parseCsv } from 'csv-parse/sync';
@@ -16,9 +15,12 @@ import type { Insertable, Kysely } from 'kysely';
 import type { Database, StockMovementTable } from '../db/schema.ts';
 import { runWrite, type WriteContext } from '../db/write-clock.ts';
 import { isStockTracked } from '../catalog/product.json-sql.ts';
-import { ApiError, conflict, invalidParameter, notFound, type ParamError } from '../api/problem.ts';
+import { ApiError, conflict, invalidParameter, notFound, type ParamError } from '../shared/problem.ts';
 import { inventoryChanged, movementsCreated, productsChanged } from '../events/resource-events.ts';
 import type { MovementReason } from './inventory.json-sql.ts';
+import {
+  insertMovements, lockProducts, lockVariants, productWithOverflowingStock, recomputeProductStock, setOwnStock, setVariantStock, stockBySku,
+} from './stock.repository.ts';
 
 export interface StockChange {
   productId: string;
@@ -66,13 +68,11 @@ export async function applyStockChanges(ctx: WriteContext, changes: readonly Sto
   // bounded size, so the embedded database yields to the HTTP side between them (db/database.ts).
   const products = [];
   for (const part of chunks([...productIds].sort())) {
-    products.push(...await trx.selectFrom('products').select(['id', 'product_type', 'sku', 'own_stock'])
-      .where('id', '=', sql<string>`ANY(${part}::uuid[])`).orderBy('id').forNoKeyUpdate().execute());
+    products.push(...await lockProducts(trx, part));
   }
   const variants = [];
   for (const part of chunks([...variantIds].sort())) {
-    variants.push(...await trx.selectFrom('variants').select(['id', 'product_id', 'sku', 'stock'])
-      .where('id', '=', sql<string>`ANY(${part}::uuid[])`).orderBy('id').forNoKeyUpdate().execute());
+    variants.push(...await lockVariants(trx, part));
   }
   const productById = new Map(products.map((p) => [p.id, p]));
   const variantById = new Map(variants.map((v) => [v.id, v]));
@@ -120,17 +120,13 @@ export async function applyStockChanges(ctx: WriteContext, changes: readonly Sto
   if (movements.length === 0) return { movementIds: [], productIds: [] };
 
   for (const part of chunks([...variantStock])) {
-    await sql`UPDATE variants v SET stock = x.stock
-      FROM unnest(${part.map(([id]) => id)}::uuid[], ${part.map(([, s]) => s)}::int[]) AS x(id, stock)
-      WHERE v.id = x.id`.execute(trx);
+    await setVariantStock(trx, part);
   }
   for (const part of chunks([...productStock])) {
-    await sql`UPDATE products p SET own_stock = x.stock
-      FROM unnest(${part.map(([id]) => id)}::uuid[], ${part.map(([, s]) => s)}::int[]) AS x(id, stock)
-      WHERE p.id = x.id`.execute(trx);
+    await setOwnStock(trx, part);
   }
   for (const part of chunks(movements)) {
-    await trx.insertInto('stock_movements').values(part).execute();
+    await insertMovements(trx, part);
   }
   const touched = [...new Set(movements.map((m) => m.product_id))];
   await refreshProducts(ctx, touched);
@@ -149,14 +145,9 @@ export async function refreshProducts(ctx: WriteContext, productIds: readonly st
   for (const part of chunks(productIds)) {
     // Each variant's stock fits an integer; their sum may not (sum(int) is bigint): refuse that
     // change, as a single stock level that would overflow is refused.
-    const { rows: over } = await sql<{ id: string }>`SELECT v.product_id AS id FROM variants v
-      WHERE v.product_id = ANY(${part}::uuid[]) AND v.is_active
-      GROUP BY v.product_id HAVING abs(sum(v.stock)) > 2147483647 LIMIT 1`.execute(ctx.trx);
-    if (over.length > 0) throw conflict(`The stock of product ${over[0]!.id} across its variants would exceed 2147483647 units.`);
-    await sql`UPDATE products p SET
-        stock = coalesce((SELECT sum(v.stock)::int FROM variants v WHERE v.product_id = p.id AND v.is_active), p.own_stock),
-        last_modified = ${ctx.stamp}::timestamptz
-      WHERE p.id = ANY(${part}::uuid[])`.execute(ctx.trx);
+    const over = await productWithOverflowingStock(ctx.trx, part);
+    if (over) throw conflict(`The stock of product ${over} across its variants would exceed 2147483647 units.`);
+    await recomputeProductStock(ctx.trx, part, ctx.stamp);
   }
 }
 
@@ -231,13 +222,7 @@ export async function importStockCsv(db: Kysely<Database>, csv: string): Promise
     const skus = [...new Set(rows.map((r) => r.sku))];
     const targets = new Map<string, { productId: string; variantId: string | null; stock: number; type: string }>();
     for (const part of chunks(skus)) {
-      const { rows: found } = await sql<{ sku: string; product_id: string; variant_id: string | null; stock: number; product_type: string }>`
-        SELECT v.sku, v.product_id, v.id AS variant_id, v.stock, p.product_type
-          FROM variants v JOIN products p ON p.id = v.product_id WHERE v.sku = ANY(${part}::text[])
-        UNION ALL
-        SELECT p.sku, p.id, NULL, p.own_stock, p.product_type FROM products p WHERE p.sku = ANY(${part}::text[])
-      `.execute(ctx.trx);
-      for (const f of found) targets.set(f.sku, { productId: f.product_id, variantId: f.variant_id, stock: f.stock, type: f.product_type });
+      for (const f of await stockBySku(ctx.trx, part)) targets.set(f.sku, { productId: f.product_id, variantId: f.variant_id, stock: f.stock, type: f.product_type });
     }
     const missing = rows.filter((r) => !targets.has(r.sku));
     const untracked = rows.filter((r) => targets.has(r.sku) && !isStockTracked(targets.get(r.sku)!.type));

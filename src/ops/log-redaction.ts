@@ -53,17 +53,32 @@ export function redactUrl(url: string): string {
   const at = url.indexOf('?');
   const path = at === -1 ? url : url.slice(0, at);
   const query = at === -1 ? undefined : url.slice(at + 1);
-  const safePath = path.split('/').map((segment) => (looksRandom(safeDecode(segment)) ? REDACTED : redactSecrets(segment))).join('/');
+  const safePath = path.split('/').map((segment) => (isSecretShaped(segment) ? REDACTED : segment)).join('/');
   if (query === undefined) return safePath;
   const safeQuery = query.split('&').map((pair) => {
     const eq = pair.indexOf('=');
     const name = eq === -1 ? pair : pair.slice(0, eq);
-    if (eq === -1) return redactSecrets(pair);
+    // A credential can be sent as a bare name (`?<token>`, `?<token>=1`), with its prefix
+    // percent-encoded (`?%73ia_…`): names are judged decoded, like values.
+    const safeName = isSecretShaped(name) ? REDACTED : name;
+    if (eq === -1) return safeName;
     const value = pair.slice(eq + 1);
-    if (SECRET_QUERY_PARAMS.includes(normaliseName(safeDecode(name)))) return `${name}=${REDACTED}`;
-    return `${redactSecrets(name)}=${looksRandom(safeDecode(value)) ? REDACTED : redactSecrets(value)}`;
+    if (SECRET_QUERY_PARAMS.includes(normaliseName(safeDecode(name)))) return `${safeName}=${REDACTED}`;
+    return `${safeName}=${isSecretShaped(value) ? REDACTED : value}`;
   }).join('&');
   return `${safePath}?${safeQuery}`;
+}
+
+/**
+ * True when `text` (raw or percent-decoded) holds a credential by its shape: a known token prefix,
+ * a JWT, or a long random-looking run. Judged on the decoded text too, so `%73ia_…` is `sia_…`.
+ */
+export function isSecretShaped(text: string): boolean {
+  const decoded = safeDecode(text);
+  for (const candidate of decoded === text ? [text] : [text, decoded]) {
+    if (redactSecrets(candidate) !== candidate || looksRandom(candidate)) return true;
+  }
+  return false;
 }
 
 function safeDecode(text: string): string {
@@ -95,7 +110,8 @@ export function requestLogSerializer(req: LoggableRequest) {
   return {
     method: req.method,
     url: typeof req.url === 'string' ? redactUrl(req.url) : req.url,
-    host: typeof req.host === 'string' ? redactSecrets(req.host) : req.host,
+    // A token pasted as Host (or a Host made of one without its prefix) is not logged either.
+    host: typeof req.host === 'string' && isSecretShaped(req.host) ? REDACTED : req.host,
     remoteAddress: req.ip,
     remotePort: req.socket?.remotePort,
   };

@@ -42,6 +42,16 @@ export const rateLimitStoreErrors = metricOf('store_api_rate_limit_store_errors_
   help: 'Rate-limit checks that failed to reach the counter store; the request was served without a limit',
 }));
 
+export const rateLimitUncounted = metricOf('store_api_rate_limit_uncounted_total', () => new client.Counter({
+  name: 'store_api_rate_limit_uncounted_total',
+  help: 'Requests served without a limit because the rate-limit store (Redis) was out (breaker open); Redis was not asked',
+}));
+
+export const rateLimitStoreOut = metricOf('store_api_rate_limit_store_out', () => new client.Gauge({
+  name: 'store_api_rate_limit_store_out',
+  help: '1 while the rate-limit store (Redis) is considered out and requests are served uncounted, else 0',
+}));
+
 const trackedDatabases = new Set<DatabaseHandle>();
 
 metricOf('store_api_db_pool_connections', () => new client.Gauge({

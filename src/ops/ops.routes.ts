@@ -2,7 +2,8 @@
  * Operational endpoints, outside /api/v1 and without a token (probes and scrapers carry none; keep
  * them off the public internet at the load balancer if that matters — see docs/operations.md):
  *   GET /healthz   the process is up and serving (liveness)
- *   GET /readyz    the database answers and its schema is current (readiness); 503 problem+json otherwise
+ *   GET /readyz    the database answers, can write (no recent out-of-space error) and its schema is current
+ *                  (readiness); 503 problem+json otherwise
  *   GET /metrics   Prometheus text format, prom-client's default registry
  */
 import type { FastifyInstance } from 'fastify';
@@ -54,6 +55,10 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
       response: { 200: ReadyBody, 503: ProblemSchema },
     },
   }, async (request, reply) => {
+    const cannotWrite = app.ctx.database.storage.cannotWrite();
+    if (cannotWrite) {
+      return sendProblem(reply, 'service_unavailable', cannotWrite, undefined, { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) });
+    }
     let pending: string[];
     try {
       pending = await withTimeout((async () => {

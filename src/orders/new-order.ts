@@ -7,7 +7,7 @@
  */
 import type { Insertable } from 'kysely';
 import { randomUUID } from 'node:crypto';
-import { invalidParameter } from '../api/problem.ts';
+import { invalidParameter } from '../shared/problem.ts';
 import { centsToDecimal, MAX_MONEY, storableCents, toCents } from '../shared/money.ts';
 import type { OrderItemTable, OrderTable } from '../db/schema.ts';
 import type { OrderStatus, PaymentStatus } from './order-status.ts';

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { runWrite } from '../db/write-clock.ts';
-import { conflict, invalidParameter, notFound } from '../api/problem.ts';
+import { conflict, invalidParameter, notFound } from '../shared/problem.ts';
 import { orderChanged } from '../events/resource-events.ts';
 import { applyStockChanges, type StockChange } from '../inventory/stock.service.ts';
 import {

@@ -3,7 +3,7 @@
  * become client errors (a duplicate sku is a 409 naming the field rather than a 500), and a
  * database that cannot be reached becomes a 503 with Retry-After.
  */
-import { ApiError, conflict } from '../api/problem.ts';
+import { ApiError, conflict } from './problem.ts';
 
 /** PostgreSQL SQLSTATEs we answer as client errors. */
 const UNIQUE_VIOLATION = '23505';
@@ -48,6 +48,11 @@ const UNAVAILABLE_SQLSTATES: readonly string[] = [
   '25P03', // idle_in_transaction_session_timeout
   '40P01', // deadlock_detected: lost a lock race; runWrite already retried it (db/write-clock.ts)
   '40001', // serialization_failure: the same, for a serialization race
+  '3D000', // invalid_catalog_name: the database does not exist (dropped, being restored, a typo in a failover)
+  '28P01', // invalid_password: credentials rotated on the server before the deployment
+  '28000', // invalid_authorization_specification: no pg_hba.conf entry, role not permitted to log in
+  '53000', // insufficient_resources
+  '53200', // out_of_memory: the server could not allocate for this statement
 ];
 const UNAVAILABLE_NODE_CODES: readonly string[] = [
   'ECONNREFUSED', // nothing listens (server down, restarting)
@@ -66,9 +71,28 @@ const UNAVAILABLE_MESSAGES: readonly RegExp[] = [
 /** Seconds a client is told to wait (Retry-After) before trying again while the database is away. */
 export const DATABASE_RETRY_AFTER_SECONDS = 2;
 
+/**
+ * Marks errors raised while opening a connection (db/database.ts wraps the pool's connect): whatever
+ * their SQLSTATE or message, the request never reached a query, so the database is unavailable to it.
+ */
+const CONNECT_FAILURE = Symbol.for('store-api.connect-failure');
+
+/** Tags `error` as raised while opening a connection and returns it. */
+export function markConnectFailure<T>(error: T): T {
+  if (error && typeof error === 'object') {
+    try {
+      Object.defineProperty(error, CONNECT_FAILURE, { value: true });
+    } catch {
+      // A frozen error object cannot be tagged; it still goes through the tables below.
+    }
+  }
+  return error;
+}
+
 /** True when `error` (or its cause) means the database cannot be reached right now, not a bad query. */
 export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
   if (!error || typeof error !== 'object' || depth > 3) return false;
+  if ((error as { [CONNECT_FAILURE]?: boolean })[CONNECT_FAILURE] === true) return true;
   const e = error as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
   if (typeof e.code === 'string') {
     if (UNAVAILABLE_SQLSTATES.includes(e.code) || UNAVAILABLE_NODE_CODES.includes(e.code)) return true;

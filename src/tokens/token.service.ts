@@ -6,11 +6,13 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { conflict, notFound } from '../api/problem.ts';
+import { conflict, notFound } from '../shared/problem.ts';
 
-export const READ_SCOPES = ['products:read', 'orders:read', 'customers:read', 'inventory:read'] as const;
-export const SCOPES = [...READ_SCOPES, 'admin'] as const;
-export type Scope = (typeof SCOPES)[number];
+import { READ_SCOPES, type ReadScope } from '../resources/registry.ts';
+
+/** Every scope: each resource's read scope (resources/registry.ts), and `admin`. */
+export type Scope = ReadScope | 'admin';
+export const SCOPES: readonly Scope[] = [...READ_SCOPES, 'admin'];
 
 export const TOKEN_PREFIX = 'sia_';
 const TOKEN_PATTERN = /^sia_[A-Za-z0-9_-]{43}$/;
@@ -96,7 +98,7 @@ export async function createToken(db: Kysely<Database>, input: CreateTokenInput)
       scopes,
       rate_limit_standard: input.rateLimitStandard ?? null,
       rate_limit_export: input.rateLimitExport ?? null,
-      created_at: sql<string>`now()` as unknown as string,
+      created_at: sql<string>`now()`,
       expires_at: input.expiresAt ?? null,
     })
     .execute();
@@ -126,7 +128,7 @@ export async function revokeToken(db: Kysely<Database>, idOrPrefix: string): Pro
   if (found.length === 0) throw notFound('token', idOrPrefix);
   if (found.length > 1) throw conflict(`More than one token has the prefix '${idOrPrefix}'; revoke by id.`);
   if (found[0]!.revoked_at) throw conflict(`Token '${idOrPrefix}' is already revoked.`);
-  await db.updateTable('api_tokens').set({ revoked_at: sql<string>`now()` as unknown as string }).where('id', '=', found[0]!.id).execute();
+  await db.updateTable('api_tokens').set({ revoked_at: sql<string>`now()` }).where('id', '=', found[0]!.id).execute();
   return getToken(db, found[0]!.id);
 }
 
@@ -150,7 +152,7 @@ export async function authenticateToken(db: Kysely<Database>, token: string): Pr
   if (row.revoked_at) return 'revoked';
   if (row.expired) return 'expired';
   if (row.stale_use) {
-    await db.updateTable('api_tokens').set({ last_used_at: sql<string>`now()` as unknown as string }).where('id', '=', row.id).execute();
+    await db.updateTable('api_tokens').set({ last_used_at: sql<string>`now()` }).where('id', '=', row.id).execute();
   }
   return {
     id: row.id,

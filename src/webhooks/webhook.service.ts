@@ -4,8 +4,8 @@
  * Errors are ApiErrors (problem+json); SQL is in the repositories.
  */
 import type { AppContext } from '../app-context.ts';
-import { ApiError, conflict, invalidParameter, notFound } from '../api/problem.ts';
-import { formatCursor, parseCursor } from '../api/cursor.ts';
+import { ApiError, conflict, invalidParameter, notFound } from '../shared/problem.ts';
+import { formatCursor, parseCursor } from '../shared/cursor.ts';
 import { appendEvent, EVENT_TYPES } from '../events/event-log.ts';
 import { runWrite } from '../db/write-clock.ts';
 import { epochMicros, isoFromMillis, parseIsoTimestamp } from '../shared/time.ts';

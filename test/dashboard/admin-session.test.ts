@@ -176,7 +176,7 @@ describe.each(backends)('dashboard sign-in (%s)', (backend) => {
     const { createHash } = await import('node:crypto');
     await t.database.db
       .updateTable('admin_sessions')
-      .set({ expires_at: sql<string>`now() - interval '1 second'` as unknown as string })
+      .set({ expires_at: sql<string>`now() - interval '1 second'` })
       .where('id_hash', '=', createHash('sha256').update(id).digest('hex'))
       .execute();
     expect((await t.app.inject({ url: '/admin/api/v1/overview', headers: { cookie } })).statusCode).toBe(401);

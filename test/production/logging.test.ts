@@ -91,4 +91,27 @@ describe.each(backends)('logs (%s)', (backend) => {
     expect(output).not.toMatch(/sia_[A-Za-z0-9_-]{20,}/);
     expect(output).not.toMatch(/Bearer /);
   });
+
+  it('redacts a token by its shape wherever it appears: bare query names, percent-encoded names, the Host header', async () => {
+    const { token } = await createToken(database.db, { name: 'shapes' });
+    const body = token.slice('sia_'.length);
+    const encodedName = `%73ia_${body}`;
+    const requests = [
+      `/healthz?${body}=1`, //                    a bare name without its prefix
+      `/healthz?${body}`, //                      a bare name without a value
+      `/healthz?${encodedName}=1`, //             a percent-encoded prefix
+      `/healthz?x=${encodeURIComponent(token).replace('s', '%73')}`, // a percent-encoded value
+      `/api/v1/products/%73ia_${body}`, //        a percent-encoded path segment
+    ];
+    const from = lines.length;
+    for (const url of requests) await app.inject({ url });
+    await app.inject({ url: '/healthz', headers: { host: token } });
+    await app.inject({ url: '/healthz', headers: { host: body } });
+    const output = lines.slice(from).join('\n');
+    expect(output).toContain('incoming request');
+    for (const secret of [token, body, encodedName, body.slice(0, 24)]) {
+      expect(output.includes(secret), `log output contains ${secret.slice(0, 8)}…`).toBe(false);
+    }
+    expect(parsed().some((l) => l.req?.url === '/healthz?[redacted]=1')).toBe(true);
+  });
 });

@@ -5,7 +5,11 @@
  *    waiting for a reconnect) and a short command and connect timeout;
  *  - while Redis is down every request is served (uncounted: no rate-limit headers), and counting
  *    resumes as soon as Redis is back (the headers return and count down);
- *  - the outage is logged once and the recovery once, not once per request.
+ *  - the outage is logged once and the recovery once, not once per request;
+ *  - a hung Redis (SIGSTOP: connection open, no answers) is asked only until REDIS_BREAKER.failures
+ *    checks have timed out: then requests are served uncounted without asking it (the store-error
+ *    counter stands still while the uncounted counter rises), one line is logged, a probe notices
+ *    its return (SIGCONT) and counting resumes.
  * Skipped with a message when redis-server is not installed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,7 +19,8 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { buildApp, type App } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/config.ts';
-import { REDIS_CLIENT_OPTIONS } from '../../src/api/plugins/rate-limit.ts';
+import { REDIS_BREAKER, REDIS_CLIENT_OPTIONS } from '../../src/api/plugins/rate-limit.ts';
+import { rateLimitStoreErrors, rateLimitStoreOut, rateLimitUncounted } from '../../src/ops/metrics.ts';
 import { createToken } from '../../src/tokens/token.service.ts';
 import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
 
@@ -51,6 +56,15 @@ class OwnRedis {
     child.stdout!.on('data', (c: Buffer) => (this.#output += c.toString()));
     await until('redis-server to accept connections', () => /Ready to accept connections/.test(this.#output) || child.exitCode !== null, 20_000);
     if (child.exitCode !== null) throw new Error(`redis-server exited:\n${this.#output}`);
+  }
+
+  /** SIGSTOP: the connection stays open and nothing answers, as in a partition that drops packets. */
+  pause(): void {
+    this.#child?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.#child?.kill('SIGCONT');
   }
 
   async stop(): Promise<void> {
@@ -126,5 +140,52 @@ describe.skipIf(!haveRedisServer).each(backends)('rate limits through a Redis ou
     expect(Number((await get()).headers['x-ratelimit-remaining'])).toBe(resumed - 1);
     expect(outageLines()).toHaveLength(1);
     expect(recoveryLines()).toHaveLength(1);
+  }, 90_000);
+
+  it('a hung Redis trips the breaker: not asked again, one line, counting resumes when it answers', async () => {
+    const { token } = await createToken(database.db, { name: 'hung', rateLimitStandard: 1000 });
+    const headers = { authorization: `Bearer ${token}` };
+    const get = () => app.inject({ url: '/api/v1/products?limit=1', headers });
+    const outageLines = () => lines.filter((l) => /rate-limit store \(Redis\) unreachable/.test(l.msg));
+    const recoveryLines = () => lines.filter((l) => /rate-limit store \(Redis\) is back/.test(l.msg));
+    const warnings = () => lines.filter((l) => l.level >= 40);
+    const value = async (metric: { get(): Promise<{ values: { value: number }[] }> }) => (await metric.get()).values[0]?.value ?? 0;
+
+    await until('counted requests', async () => (await get()).headers['x-ratelimit-remaining'] !== undefined);
+    const outagesBefore = outageLines().length, recoveriesBefore = recoveryLines().length, warningsBefore = warnings().length;
+    const errorsBefore = await value(rateLimitStoreErrors);
+
+    redis.pause();
+    try {
+      // Each of these waits for the command timeout, until the breaker opens.
+      await until('the breaker to open', async () => {
+        const res = await get();
+        expect(res.statusCode).toBe(200);
+        return outageLines().length > outagesBefore;
+      });
+      expect(await value(rateLimitStoreErrors) - errorsBefore).toBe(REDIS_BREAKER.failures);
+      expect(await value(rateLimitStoreOut)).toBe(1);
+      const uncountedBefore = await value(rateLimitUncounted);
+      for (let i = 0; i < 20; i++) {
+        const res = await get();
+        expect(res.statusCode).toBe(200);
+        expect(res.headers['x-ratelimit-remaining']).toBeUndefined();
+      }
+      // Served without asking Redis: no more failed checks, 20 more uncounted requests.
+      expect(await value(rateLimitStoreErrors) - errorsBefore).toBe(REDIS_BREAKER.failures);
+      expect(await value(rateLimitUncounted) - uncountedBefore).toBe(20);
+      expect(outageLines()).toHaveLength(outagesBefore + 1);
+      expect(warnings()).toHaveLength(warningsBefore + 1);
+      expect(JSON.stringify(outageLines().at(-1))).not.toMatch(/stack/);
+    } finally {
+      redis.resume();
+    }
+
+    await until('counting to resume', async () => (await get()).headers['x-ratelimit-remaining'] !== undefined);
+    const resumed = Number((await get()).headers['x-ratelimit-remaining']);
+    expect(Number((await get()).headers['x-ratelimit-remaining'])).toBe(resumed - 1);
+    expect(recoveryLines()).toHaveLength(recoveriesBefore + 1);
+    expect(outageLines()).toHaveLength(outagesBefore + 1);
+    expect(await value(rateLimitStoreOut)).toBe(0);
   }, 90_000);
 });

@@ -375,7 +375,7 @@ class ChaosFront {
           return;
         }
         const result = await handleWebhook(this.mirror, this.verify, body, headers);
-        if (result.event?.type === 'customer.created' && result.status === 200) this.#customers.add(result.event.data.id);
+        if (result.event?.type === 'customer.created' && result.status === 200) this.#customers.add(String(result.event.data.id));
         if (roll < 3 * this.failureRate) {
           this.counts.appliedThenSwallowed++; // applied and committed, but the sender times out: a redelivery follows
           return;
@@ -617,7 +617,7 @@ async function writerLoop(admin: AdminApi, world: World, writes: Record<string, 
   for (let i = 0; Date.now() < deadline; i++) {
     let roll = Math.random() * TOTAL_WEIGHT;
     // Every writer imports a CSV early and then regularly: the ties must be in every run.
-    const op = i % world.csvEvery === 2 ? csvImport : OPS.find(([w]) => (roll -= w) < 0)![1];
+    const op = i % world.csvEvery === 2 ? csvImport : OPS.find(([w]) => { roll -= w; return roll < 0; })![1];
     const what = await op(admin, world);
     writes[what] = (writes[what] ?? 0) + 1;
     // Pacing of a long run, so the webhook backlog stays within what the receiver drains.

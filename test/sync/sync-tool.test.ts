@@ -142,7 +142,7 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
 
   it('CLI: verify exits 0 on an exact mirror and 1 listing a tampered id; wrong URL and revoked token are one line each', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'store-api-sync-cli-'));
-    const mirrorArgs = backend === 'postgres' ? ['--database', (await openTestDatabase('postgres', { poolSize: 1 }).then((db) => (closers.push(db), db))).url!] : ['--data-dir', dataDir];
+    const mirrorArgs = backend === 'postgres' ? ['--database', (await openTestDatabase('postgres', { poolSize: 1 }).then((db) => { closers.push(db); return db; })).url!] : ['--data-dir', dataDir];
     const env = { STORE_API_URL: baseUrl, STORE_API_TOKEN: token };
     expect((await cli(['init', ...mirrorArgs], env)).code).toBe(0);
     const ok = await cli(['verify', ...mirrorArgs], env);

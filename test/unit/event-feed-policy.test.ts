@@ -1,6 +1,7 @@
 /** Which events a token sees and how the `type` filter reads: pure policy, no I/O. */
 import { describe, expect, it } from 'vitest';
-import { EVENT_TYPE_SCOPES, FEED_EVENT_TYPES, parseTypeFilter, visibleEventTypes } from '../../src/events/event-feed.ts';
+import { parseTypeFilter, visibleEventTypes } from '../../src/events/event-feed.ts';
+import { EVENT_TYPE_SCOPES, FEED_EVENT_TYPES, READ_SCOPES } from '../../src/resources/registry.ts';
 import { EVENT_TYPES } from '../../src/events/event-log.ts';
 import { epochMicros, isoFromMicros } from '../../src/shared/time.ts';
 
@@ -15,7 +16,7 @@ describe('events feed policy', () => {
     expect(visibleEventTypes(['inventory:read'])).toEqual(['inventory.updated', 'stock_movement.created']);
     expect(visibleEventTypes(['products:read', 'customers:read'])).toEqual(['product.created', 'product.updated', 'customer.created', 'customer.updated']);
     expect(visibleEventTypes(['admin'])).toEqual([]);
-    expect(visibleEventTypes(['products:read', 'orders:read', 'customers:read', 'inventory:read'])).toEqual(FEED_EVENT_TYPES);
+    expect(visibleEventTypes(READ_SCOPES)).toEqual(FEED_EVENT_TYPES);
   });
 
   it('reads repeated and comma-separated types, merging duplicates, and reports unknown ones', () => {

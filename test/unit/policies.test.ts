@@ -2,8 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { ORDER_STATUSES, ORDER_TRANSITIONS, PAYMENT_STATUSES, canMoveOrder, canMovePayment, pathTo, restockReasonFor } from '../../src/orders/order-status.ts';
 import { parseIsoTimestamp } from '../../src/shared/time.ts';
-import { formatCursor, parseCursor } from '../../src/api/cursor.ts';
-import { ApiError } from '../../src/api/problem.ts';
+import { formatCursor, parseCursor } from '../../src/shared/cursor.ts';
+import { ApiError } from '../../src/shared/problem.ts';
 import { centsToDecimal, toCents } from '../../src/shared/money.ts';
 import { uuidv7 } from '../../src/shared/uuid-v7.ts';
 

@@ -43,7 +43,7 @@ describe.each(backends)('webhook delivery (%s)', (backend) => {
     expect(verified).toMatchObject({ id: ping.body.data.event_id, type: 'ping', data: { endpoint_id: endpoint.id } });
     expect(Object.keys(verified).sort()).toEqual(['created_at', 'data', 'id', 'type']);
     // A wrong secret or a modified body does not verify.
-    expect(() => new Webhook('whsec_' + Buffer.from('another secret of 24 b!').toString('base64')).verify(request!.body, request!.headers)).toThrow();
+    expect(() => new Webhook(`whsec_${Buffer.from('another secret of 24 b!').toString('base64')}`).verify(request!.body, request!.headers)).toThrow();
     expect(() => new Webhook(endpoint.secret).verify(request!.body.replace('ping', 'pong'), request!.headers)).toThrow();
 
     expect((await settled)[0]!.result).toMatchObject({ outcome: 'success', statusCode: 200, responseExcerpt: 'ok' });

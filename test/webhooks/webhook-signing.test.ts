@@ -27,7 +27,7 @@ describe('Standard Webhooks signing (verified with the public standardwebhooks p
     expect(new Webhook(current).verify(body, headers)).toEqual(JSON.parse(body));
     expect(new Webhook(previous).verify(body, headers)).toEqual(JSON.parse(body));
     expect(() => new Webhook(generateSecret()).verify(body, headers)).toThrow();
-    expect(() => new Webhook(current).verify(body + ' ', headers)).toThrow();
+    expect(() => new Webhook(current).verify(`${body} `, headers)).toThrow();
     expect(() => new Webhook(current).verify(body, { ...headers, 'webhook-id': 'msg_3' })).toThrow();
   });
 });

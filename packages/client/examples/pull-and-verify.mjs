@@ -3,7 +3,7 @@ import { StoreApiClient, verifyWebhook } from '@store-api/client';
 
 const client = new StoreApiClient({ baseUrl: process.env.STORE_API_URL ?? 'http://127.0.0.1:3000', token: process.env.STORE_API_TOKEN });
 let count = 0;
-for await (const product of client.products.export({ include_inactive: true })) count += 1; // product: one record, streamed
+for await (const _product of client.products.export({ include_inactive: true })) count += 1; // product: one record, streamed
 console.log(`pulled ${count} products`);
 
 createServer(async (req, res) => {

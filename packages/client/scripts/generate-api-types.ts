@@ -18,6 +18,8 @@ import { OPENAPI_PATH } from '../../../src/api/plugins/openapi.ts';
 
 /** Where the generated types live. */
 export const API_TYPES_FILE = fileURLToPath(new URL('../src/generated/api-types.ts', import.meta.url));
+/** Where the generated resource list lives. */
+export const RESOURCES_FILE = fileURLToPath(new URL('../src/generated/resources.ts', import.meta.url));
 
 const HEADER = [
   '/**',
@@ -54,6 +56,36 @@ export async function renderApiTypes(document: Record<string, unknown>): Promise
   return HEADER + astToString(ast);
 }
 
+type JsonSchema = { type?: string | string[]; anyOf?: JsonSchema[]; $ref?: string; properties?: Record<string, JsonSchema> };
+
+/** The JSON type of a property: the non-null one of a nullable union; `object` for a reference. */
+function fieldType(schema: JsonSchema): string {
+  if (schema.anyOf) return fieldType(schema.anyOf.find((s) => s.type !== 'null') ?? {});
+  if (schema.$ref) return 'object';
+  const type = Array.isArray(schema.type) ? schema.type.find((t) => t !== 'null') : schema.type;
+  return type ?? 'object';
+}
+
+/**
+ * The text of resources.ts: the document's `x-resources` (each resource the service declares), with
+ * the JSON type of each field of its record, as a const the client exports and the sync tool builds
+ * its mirror tables from.
+ */
+export function renderResources(document: Record<string, unknown>): string {
+  const resources = document['x-resources'] as { record: string }[] | undefined;
+  if (!resources) throw new Error('the OpenAPI document has no x-resources');
+  const schemas = (document.components as { schemas: Record<string, JsonSchema> }).schemas;
+  const withFields = resources.map((r) => {
+    const properties = schemas[r.record]?.properties;
+    if (!properties) throw new Error(`x-resources names the record schema ${r.record}, which the document lacks`);
+    return { ...r, fields: Object.fromEntries(Object.entries(properties).map(([name, schema]) => [name, fieldType(schema)])) };
+  });
+  return `${HEADER.replace('/* eslint-disable */\n', '')}
+/** Every resource of the API: path, key field, record schema, event types and each field's JSON type. */
+export const RESOURCES = ${JSON.stringify(withFields, null, 2)} as const;
+`;
+}
+
 async function main(): Promise<void> {
   const at = process.argv.indexOf('--from');
   let document: Record<string, unknown>;
@@ -67,7 +99,8 @@ async function main(): Promise<void> {
     document = await buildOpenApiDocument();
   }
   writeFileSync(API_TYPES_FILE, await renderApiTypes(document));
-  console.log(`wrote ${API_TYPES_FILE}`);
+  writeFileSync(RESOURCES_FILE, renderResources(document));
+  console.log(`wrote ${API_TYPES_FILE} and ${RESOURCES_FILE}`);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -10,4 +10,5 @@ export type { RetryInfo } from './http-transport.ts';
 export { verifyWebhook, WebhookVerificationError } from './webhook-verification.ts';
 export type { VerifyWebhookOptions, WebhookHeaders, WebhookVerificationCode } from './webhook-verification.ts';
 export type * from './resource-types.ts';
+export { RESOURCES as API_RESOURCES } from './generated/resources.ts';
 export type { components, operations, paths, webhooks } from './generated/api-types.ts';

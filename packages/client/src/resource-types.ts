@@ -3,8 +3,16 @@
  * so a change of the API's schemas changes them at the next `npm run generate`.
  */
 import type { components, operations, webhooks } from './generated/api-types.ts';
+import type { RESOURCES } from './generated/resources.ts';
 
 type Schemas = components['schemas'];
+
+/** A resource of the API as its declaration describes it (generated/resources.ts, from `x-resources`). */
+export type ApiResource = (typeof RESOURCES)[number];
+/** Every resource name, e.g. `'orders'`. */
+export type ResourceName = ApiResource['name'];
+/** The record of a resource, e.g. `RecordOf<'orders'>` is `Order`. */
+export type RecordOf<N extends ResourceName> = Schemas[Extract<ApiResource, { name: N }>['record']];
 
 /** A product with its variants and images, as GET /api/v1/products/{id} returns it. */
 export type Product = Schemas['Product'];

@@ -11,7 +11,7 @@ export class SyncError extends Error {
 
 /** Disk-full conditions of the mirror: PostgreSQL SQLSTATE 53100, or ENOSPC from the file system (PGlite). */
 export function isDiskFull(error: unknown): boolean {
-  for (let e: any = error; e; e = e.cause) {
+  for (let e = error as { code?: unknown; message?: unknown; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
     if (e.code === '53100' || e.code === 'ENOSPC' || /No space left on device|could not extend file/i.test(String(e.message ?? ''))) return true;
   }
   return false;

@@ -1,10 +1,14 @@
 /**
- * The resources the mirror holds, as data: where each is read from the API, which field is its key,
- * which webhook events carry it, and the typed columns an ERP team queries (generated from the
- * stored JSON, so the record itself is the one source of truth).
+ * The resources the mirror holds, derived from the API's own resource list (the client's
+ * API_RESOURCES): where each is read from, which field is its key, which webhook events carry it,
+ * and the typed columns an ERP team queries (generated from the stored JSON, so the record itself is
+ * the one source of truth).
  */
+import { API_RESOURCES, type ResourceName } from '@store-api/client';
 
-export type ResourceName = 'products' | 'orders' | 'customers' | 'inventory' | 'stock_movements';
+export type { ResourceName };
+
+type ColumnType = 'text' | 'numeric' | 'integer' | 'boolean' | 'jsonb';
 
 export interface SyncResource {
   readonly name: ResourceName;
@@ -13,65 +17,31 @@ export interface SyncResource {
   /** Field holding the record's identity (inventory records are keyed by their product). */
   readonly key: 'id' | 'product_id';
   /** Query added to every list and export call (products: inactive ones too, a mirror needs them). */
-  readonly query: Record<string, string>;
+  readonly query: Readonly<Record<string, string>>;
   /** Webhook event types whose `data` is a record of this resource. */
   readonly events: readonly string[];
   /** Typed columns generated from the record: name → SQL type (text, numeric, integer, boolean, jsonb). */
-  readonly columns: Readonly<Record<string, 'text' | 'numeric' | 'integer' | 'boolean' | 'jsonb'>>;
+  readonly columns: Readonly<Record<string, ColumnType>>;
 }
 
-/** Every mirrored resource, in the order the initial sync walks them. */
-export const SYNC_RESOURCES: readonly SyncResource[] = [
-  {
-    name: 'products',
-    path: 'products',
-    key: 'id',
-    query: { include_inactive: 'true' },
-    events: ['product.created', 'product.updated'],
-    columns: {
-      name: 'text', slug: 'text', product_type: 'text', barcode: 'text', sku: 'text', price: 'numeric', cost_price: 'numeric',
-      stock: 'integer', category_id: 'text', thumbnail_url: 'text', is_active: 'boolean', variants: 'jsonb', images: 'jsonb',
-    },
-  },
-  {
-    name: 'orders',
-    path: 'orders',
-    key: 'id',
-    query: {},
-    events: ['order.created', 'order.updated'],
-    columns: {
-      source: 'text', status: 'text', payment_status: 'text', payment_method: 'text', customer_name: 'text', customer_phone: 'text',
-      subtotal: 'numeric', discount: 'numeric', delivery_fee: 'numeric', total: 'numeric', created_at: 'text', items: 'jsonb',
-    },
-  },
-  {
-    name: 'customers',
-    path: 'customers',
-    key: 'id',
-    query: {},
-    events: ['customer.created', 'customer.updated'],
-    columns: { name: 'text', phone: 'text', email: 'text', city: 'text', is_active: 'boolean', created_at: 'text' },
-  },
-  {
-    name: 'inventory',
-    path: 'inventory',
-    key: 'product_id',
-    query: {},
-    events: ['inventory.updated'],
-    columns: { product_name: 'text', sku: 'text', stock: 'integer', is_active: 'boolean', variants: 'jsonb' },
-  },
-  {
-    name: 'stock_movements',
-    path: 'inventory/movements',
-    key: 'id',
-    query: {},
-    events: ['stock_movement.created'],
-    columns: {
-      product_id: 'text', variant_id: 'text', sku: 'text', reason: 'text', quantity_change: 'integer', stock_before: 'integer',
-      stock_after: 'integer', order_id: 'text', note: 'text', created_at: 'text',
-    },
-  },
-];
+/** SQL type of a column holding a record field of each JSON type (timestamps stay text, see mirror-migrations.ts). */
+const COLUMN_TYPES: Readonly<Record<string, ColumnType>> = { string: 'text', number: 'numeric', integer: 'integer', boolean: 'boolean', array: 'jsonb', object: 'jsonb' };
+
+/**
+ * Every mirrored resource, in the order the initial sync walks them: the API's resources (the
+ * client's API_RESOURCES, generated from the OpenAPI document), a typed column for every field of
+ * the record but its key and last_modified (which have columns of their own).
+ */
+export const SYNC_RESOURCES: readonly SyncResource[] = API_RESOURCES.map((r) => ({
+  name: r.name,
+  path: r.path,
+  key: r.key,
+  query: r.mirror_query,
+  events: r.events,
+  columns: Object.fromEntries(Object.entries(r.fields)
+    .filter(([field]) => field !== r.key && field !== 'last_modified')
+    .map(([field, type]) => [field, COLUMN_TYPES[type] ?? 'jsonb'])),
+}));
 
 /** The resource a webhook event type carries, or undefined (ping, unknown future types). */
 export function resourceOfEvent(type: string): SyncResource | undefined {

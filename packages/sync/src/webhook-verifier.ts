@@ -4,12 +4,14 @@
  * can rotate too; the service's own rotation sends two signatures, which verifyWebhook accepts.
  */
 import { verifyWebhook } from '@store-api/client';
+import type { MirrorRecord } from './sync-resources.ts';
 
 export interface WebhookEvent {
   id: string;
   type: string;
   created_at: string;
-  data: any;
+  /** The record (store events); ping's data is no record, and the receiver skips it by type. */
+  data: MirrorRecord;
 }
 
 /** Returns the verified event, or throws with a one-line reason. */

@@ -9,7 +9,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { ApiError } from '../../api/problem.ts';
+import { ApiError } from '../../shared/problem.ts';
 import { countAdminUsers, normalizeEmail, verifyAdminCredentials } from '../sessions/admin-user.service.ts';
 import { createAdminSession, csrfTokenMatches, deleteAdminSession, findAdminSession, type AdminSession } from '../sessions/admin-session.service.ts';
 import { clearSignInFailures, recordSignInFailure, signInRetryAfterMs } from '../sessions/sign-in-throttle.ts';

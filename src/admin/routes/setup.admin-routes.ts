@@ -12,7 +12,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { ApiError, type ErrorCode } from '../../api/problem.ts';
+import { ApiError, type ErrorCode } from '../../shared/problem.ts';
 import { createAdminSession } from '../sessions/admin-session.service.ts';
 import { recordSignInFailure, signInRetryAfterMs } from '../sessions/sign-in-throttle.ts';
 import { setSessionCookie } from '../sessions/session-cookie.ts';

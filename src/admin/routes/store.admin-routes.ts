@@ -15,7 +15,7 @@ import { changeOrderStatus, changePaymentStatus, placeOrder, type OrderInput } f
 import { ORDER_STATUSES, PAYMENT_STATUSES, type OrderStatus, type PaymentStatus } from '../../orders/order-status.ts';
 import { adjustStock, importStockCsv } from '../../inventory/stock.service.ts';
 import { ORDER_SOURCES } from '../../orders/order.json-sql.ts';
-import { invalidParameter } from '../../api/problem.ts';
+import { invalidParameter } from '../../shared/problem.ts';
 
 const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);
 const Enum = <T extends readonly string[]>(values: T) => Type.Unsafe<T[number]>({ type: 'string', enum: [...values] });

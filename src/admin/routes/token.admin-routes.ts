@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { SCOPES, createToken, getToken, listTokens, revokeToken } from '../../tokens/token.service.ts';
 import { parseIsoTimestamp } from '../../shared/time.ts';
-import { invalidParameter } from '../../api/problem.ts';
+import { invalidParameter } from '../../shared/problem.ts';
 
 const ScopeSchema = Type.Unsafe<(typeof SCOPES)[number]>({ type: 'string', enum: [...SCOPES] });
 const CreateTokenBody = Type.Object({

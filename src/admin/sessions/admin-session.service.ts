@@ -35,8 +35,8 @@ export async function createAdminSession(
       id_hash: hashSessionId(sessionId),
       admin_user_id: input.adminUserId,
       csrf_token: randomBytes(32).toString('base64url'),
-      created_at: sql<string>`now()` as unknown as string,
-      expires_at: sql<string>`now() + make_interval(secs => ${input.ttlMs / 1000})` as unknown as string,
+      created_at: sql<string>`now()`,
+      expires_at: sql<string>`now() + make_interval(secs => ${input.ttlMs / 1000})`,
       user_agent: input.userAgent?.slice(0, 300) ?? null,
     })
     .execute();

@@ -8,7 +8,7 @@ import { hash, verify, type Algorithm } from '@node-rs/argon2';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type {} from './admin-user.table.ts';
-import { ApiError, conflict, invalidParameter } from '../../api/problem.ts';
+import { ApiError, conflict, invalidParameter } from '../../shared/problem.ts';
 
 /** argon2id, 19 MiB, 2 passes, 1 lane: the OWASP Password Storage Cheat Sheet minimum. */
 const ARGON2_OPTIONS = {
@@ -61,8 +61,8 @@ export async function createAdminUser(db: Kysely<Database>, input: { email: stri
       id,
       email,
       password_hash: passwordHash,
-      created_at: sql<string>`now()` as unknown as string,
-      password_changed_at: sql<string>`now()` as unknown as string,
+      created_at: sql<string>`now()`,
+      password_changed_at: sql<string>`now()`,
     })
     .onConflict((oc) => oc.column('email').doNothing())
     .returning('id')
@@ -79,7 +79,7 @@ export async function setAdminPassword(db: Kysely<Database>, input: { email: str
   return db.transaction().execute(async (trx) => {
     const updated = await trx
       .updateTable('admin_users')
-      .set({ password_hash: passwordHash, password_changed_at: sql<string>`now()` as unknown as string })
+      .set({ password_hash: passwordHash, password_changed_at: sql<string>`now()` })
       .where('email', '=', email)
       .returning('id')
       .executeTakeFirst();
@@ -130,6 +130,6 @@ export async function verifyAdminCredentials(db: Kysely<Database>, email: string
     return undefined;
   }
   if (!(await verify(row.password_hash, password))) return undefined;
-  await db.updateTable('admin_users').set({ last_sign_in_at: sql<string>`now()` as unknown as string }).where('id', '=', row.id).execute();
+  await db.updateTable('admin_users').set({ last_sign_in_at: sql<string>`now()` }).where('id', '=', row.id).execute();
   return findAdminUser(db, row.email);
 }

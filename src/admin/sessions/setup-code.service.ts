@@ -49,8 +49,8 @@ export async function issueSetupCode(db: Kysely<Database>, ttlMs: number): Promi
   const row = await db.insertInto('admin_setup_codes')
     .values({
       code_hash: hashCode(code),
-      created_at: sql<string>`now()` as unknown as string,
-      expires_at: sql<string>`now() + make_interval(secs => ${ttlMs / 1000})` as unknown as string,
+      created_at: sql<string>`now()`,
+      expires_at: sql<string>`now() + make_interval(secs => ${ttlMs / 1000})`,
     })
     .returning('expires_at')
     .executeTakeFirstOrThrow();
@@ -81,7 +81,7 @@ export async function completeSetup(db: Kysely<Database>, input: { code: string;
     const state = await stateOf(trx, input.code);
     if (state !== 'valid') return { state };
     const user = await createAdminUser(trx, { email: input.email, password: input.password });
-    await trx.updateTable('admin_setup_codes').set({ used_at: sql<string>`now()` as unknown as string }).where('code_hash', '=', hashCode(input.code)).execute();
+    await trx.updateTable('admin_setup_codes').set({ used_at: sql<string>`now()` }).where('code_hash', '=', hashCode(input.code)).execute();
     return { state: 'valid' as const, user };
   });
 }

@@ -67,7 +67,7 @@ export async function signInRetryAfterMs(db: Kysely<Database>, email: string, cl
 export async function recordSignInFailure(db: Kysely<Database>, email: string, clientIp: string, policy: ThrottlePolicy): Promise<void> {
   await db
     .insertInto('admin_sign_in_failures')
-    .values({ email, client_ip: clientIp, failed_at: sql<string>`now()` as unknown as string })
+    .values({ email, client_ip: clientIp, failed_at: sql<string>`now()` })
     .execute();
   await db.deleteFrom('admin_sign_in_failures').where('failed_at', '<=', sql<string>`now() - make_interval(secs => ${policy.windowMs / 1000})`).execute();
 }

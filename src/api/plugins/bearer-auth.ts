@@ -8,7 +8,7 @@ import fp from 'fastify-plugin';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import { authenticateToken, looksLikeToken, type AuthenticatedToken, type Scope } from '../../tokens/token.service.ts';
-import { ApiError } from '../problem.ts';
+import { ApiError } from '../../shared/problem.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -7,8 +7,9 @@ import type { Socket } from 'node:net';
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply } from 'fastify';
 import fp from 'fastify-plugin';
-import { ApiError, errorCodes, problemBody, type ErrorCode, type ParamError } from '../problem.ts';
-import { databaseUnavailable, isDatabaseUnavailable } from '../../shared/db-errors.ts';
+import { ApiError, errorCodes, problemBody, type ErrorCode, type ParamError } from '../../shared/problem.ts';
+import { DATABASE_RETRY_AFTER_SECONDS, databaseUnavailable, isDatabaseUnavailable } from '../../shared/db-errors.ts';
+import { isOutOfSpace, StoreFailedError } from '../../db/storage-health.ts';
 
 /** Sends a problem+json response. */
 export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string, errors?: ParamError[], headers?: Record<string, string>) {
@@ -82,16 +83,25 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
     socket.destroy();
     return;
   }
-  const [code, param, message]: [ErrorCode, string, string] =
-    error.code === 'HPE_HEADER_OVERFLOW' ? ['header_fields_too_large', 'headers', 'are larger than the server accepts (16 KiB in all)']
-    : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? ['request_timeout', 'request', 'did not arrive in time']
-    : ['malformed_request', 'request', 'is not a well-formed HTTP/1.1 request'];
-  const body = JSON.stringify(problemBody(code, `The request ${message}.`, [{ param, message }]));
+  const [code, detail, param, message]: [ErrorCode, string, string, string] =
+    error.code === 'HPE_HEADER_OVERFLOW' ? ['header_fields_too_large', 'The request headers are larger than the server accepts (16 KiB in all).', 'headers', 'are too large']
+    : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? ['request_timeout', 'The request (its head or its body) did not arrive in time.', 'request', 'did not arrive in time']
+    : ['malformed_request', 'The request is not a well-formed HTTP/1.1 request.', 'request', 'is not well-formed'];
+  const body = JSON.stringify(problemBody(code, detail, [{ param, message }]));
   const status = errorCodes[code].status;
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n`
-    + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
+  // A response to HEAD has no body (RFC 9110 §9.3.2): a client would read one as garbage after it.
+  const head = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n`
+    + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`;
+  socket.end(requestMethod(error as { rawPacket?: unknown }, socket) === 'HEAD' ? head : head + body);
+}
+
+/** The method of the request the parser refused, when it got that far. */
+function requestMethod(error: { rawPacket?: unknown }, socket: Socket): string | undefined {
+  const incoming = (socket as Socket & { parser?: { incoming?: { method?: string } } }).parser?.incoming;
+  if (incoming?.method) return incoming.method;
+  const packet = error.rawPacket;
+  if (!Buffer.isBuffer(packet)) return undefined;
+  return /^\s*([A-Z]+) /.exec(packet.subarray(0, 16).toString('latin1'))?.[1];
 }
 
 export const errorHandlerPlugin = fp(async function errorHandler(app: FastifyInstance) {
@@ -113,6 +123,22 @@ export const errorHandlerPlugin = fp(async function errorHandler(app: FastifyIns
       const status = error.statusCode ?? 400;
       const code = codeForStatus(status);
       return sendProblem(reply, code, error.message, code === 'invalid_parameter' ? [{ param: 'body', message: error.message }] : undefined, error.headers);
+    }
+    if (error instanceof StoreFailedError) {
+      // The embedded database failed for good (its log could not be written); the process is exiting.
+      return sendProblem(reply, 'service_unavailable', error.message, undefined, { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) });
+    }
+    if (isOutOfSpace(error)) {
+      // The disk under the database is full: the write was not made; say so (507) and tell /readyz.
+      request.server.ctx.database.storage.noteOutOfSpace(error);
+      request.log.error({ err: error }, 'the store cannot write: no space left on the database disk; answered 507');
+      return sendProblem(
+        reply,
+        'insufficient_storage',
+        'The store cannot write: no space left on the database\'s disk. Nothing was written; retry once space has been freed.',
+        undefined,
+        { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
+      );
     }
     if (isDatabaseUnavailable(error)) {
       // Not a bug of ours and not the client's: the database is restarting or failing over.

@@ -13,7 +13,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Plugin } from 'ajv';
 import fp from 'fastify-plugin';
-import { ApiError, type ParamError } from '../problem.ts';
+import { ApiError, type ParamError } from '../../shared/problem.ts';
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 

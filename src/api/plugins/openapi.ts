@@ -10,7 +10,8 @@
  *  - response headers: rate-limit headers on every authenticated response, Retry-After on 429,
  *    Link on list and export pages, ETag and a 304 on single GETs (with the If-None-Match parameter),
  *    X-Request-Id everywhere;
- *  - the `webhooks` section: one entry per event type with its payload and signature headers.
+ *  - the `webhooks` section: one entry per event type with its payload and signature headers;
+ *  - `x-resources`: every declared resource (path, key, record schema, events), for generated clients.
  * Only /api/v1 and the operational endpoints are documented; the admin API is an operator surface
  * described in the README.
  */
@@ -18,15 +19,16 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import type { TSchema } from '@sinclair/typebox';
 import { EVENT_PAYLOADS, namedSchemas } from '../schemas.ts';
-import type { FeedEventType } from '../../events/event-feed.ts';
+import { resourceCatalog } from '../../resources/registry.ts';
+import type { FeedEventType } from '../../resources/registry.ts';
 
 /** Path of the generated document. */
 export const OPENAPI_PATH = '/api/v1/openapi.json';
 /** Prefix of the interactive reference. */
 export const DOCS_PREFIX = '/docs';
 
+// biome-ignore lint/suspicious/noExplicitAny: the generated OpenAPI document is walked and patched as untyped JSON.
 type Json = Record<string, any>;
 
 /** Webhook event types (DECISIONS.md, Webhooks): the store events of the feed, and `ping`. */
@@ -139,7 +141,8 @@ function webhookSection(names: Set<string>): Json {
 export function completeDocument(generated: Json): Json {
   const doc = plain(generated);
   const names = new Set(namedSchemas.map((s) => (s as Json).title as string));
-  const components: Json = (doc.components ??= {});
+  doc.components ??= {};
+  const components: Json = doc.components;
   components.schemas ??= {};
   for (const schema of namedSchemas) {
     const named = plain(schema) as Json;
@@ -199,6 +202,9 @@ export function completeDocument(generated: Json): Json {
   }
   doc.paths = refNamedSchemas(doc.paths, names);
   doc.webhooks = webhookSection(names);
+  // The resource declarations (resources/registry.ts), from which the client's resource list and the
+  // sync tool's mirror tables are generated.
+  doc['x-resources'] = resourceCatalog();
   return doc;
 }
 

@@ -18,18 +18,23 @@
  * has set `request.token` (the key is the token id), and before validation, so a request with a bad
  * parameter still counts and still gets the headers. Unauthenticated requests (401) are not counted;
  * a valid token lacking the route's scope (403, refused in onRequest) is counted in onSend instead.
- * When Redis cannot be reached the request is served uncounted at once (counted in
+ * When Redis cannot be reached the request is served uncounted (counted in
  * `store_api_rate_limit_store_errors_total`): a limiter outage must neither take the API down nor
  * slow it. The client fails fast (REDIS_CLIENT_OPTIONS: no offline queue, short timeouts) and keeps
- * reconnecting in the background, so counting resumes as soon as Redis is back; the outage and the
- * recovery are logged once each, not per request.
+ * reconnecting in the background. A Redis that hangs (the connection open, no answers: a stopped
+ * process, a partition dropping packets) would still cost every request the command timeout, so a
+ * breaker (REDIS_BREAKER) stops asking it: after `failures` consecutive failed checks — or at once
+ * when the connection drops — requests are served uncounted without touching Redis
+ * (`store_api_rate_limit_uncounted_total`, gauge `store_api_rate_limit_store_out`), a PING probes for
+ * its return every `probeIntervalMs`, and counting resumes on the first answer. The outage and the
+ * recovery are logged once each (a message, no stack), never per request.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
 import { Redis, type RedisOptions } from 'ioredis';
-import { ApiError } from '../problem.ts';
-import { rateLimitRejections, rateLimitStoreErrors } from '../../ops/metrics.ts';
+import { ApiError } from '../../shared/problem.ts';
+import { rateLimitRejections, rateLimitStoreErrors, rateLimitStoreOut, rateLimitUncounted } from '../../ops/metrics.ts';
 
 export type RateLimitClass = 'standard' | 'export';
 
@@ -42,9 +47,6 @@ interface LimitState {
   timeWindow?: number;
   isExceeded?: boolean;
 }
-
-/** The headers of a counted request; exported for the OpenAPI document and tests. */
-export const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'] as const;
 
 /** Header values for a window of `max` requests over `windowMs`, `remaining` left, ending in `ttlMs`. */
 export function rateLimitHeaders(rateClass: RateLimitClass, max: number, windowMs: number, remaining: number, ttlMs: number, now = Date.now()): Record<string, string> {
@@ -77,21 +79,87 @@ export const REDIS_CLIENT_OPTIONS = {
   retryStrategy: (attempt: number) => Math.min(100 * attempt, 2000),
 } as const satisfies RedisOptions;
 
+/**
+ * The breaker in front of the rate-limit store: consecutive failed checks that open it, and how often
+ * a PING asks whether Redis is back while it is open.
+ */
+export const REDIS_BREAKER = { failures: 3, probeIntervalMs: 1000 } as const;
+
+/**
+ * Open while Redis is out: requests skip it. Opened by `failures` consecutive failures or a dropped
+ * connection, closed by the first PING that is answered; each change logged once.
+ */
+class RedisBreaker {
+  #failures = 0;
+  #open = false;
+  #probe: NodeJS.Timeout | undefined;
+  #probing = false;
+
+  constructor(private readonly redis: Redis, private readonly log: FastifyInstance['log']) {
+    rateLimitStoreOut.set(0);
+  }
+
+  get open(): boolean {
+    return this.#open;
+  }
+
+  succeeded(): void {
+    this.#failures = 0;
+  }
+
+  failed(error: unknown): void {
+    this.#failures += 1;
+    if (this.#failures >= REDIS_BREAKER.failures) this.trip(error);
+  }
+
+  /** Opens the breaker (once per outage) and starts probing. */
+  trip(error: unknown): void {
+    if (this.#open) return;
+    this.#open = true;
+    rateLimitStoreOut.set(1);
+    this.log.warn(
+      { error: error instanceof Error ? error.message : String(error), probeIntervalMs: REDIS_BREAKER.probeIntervalMs },
+      'rate-limit store (Redis) unreachable; serving requests uncounted until it is back',
+    );
+    this.#probe = setInterval(() => void this.#ping(), REDIS_BREAKER.probeIntervalMs);
+    this.#probe.unref();
+  }
+
+  async #ping(): Promise<void> {
+    if (this.#probing || !this.#open) return;
+    this.#probing = true;
+    try {
+      await this.redis.ping();
+      this.#close();
+    } catch {
+      // Still out; the next probe asks again.
+    } finally {
+      this.#probing = false;
+    }
+  }
+
+  #close(): void {
+    if (!this.#open) return;
+    this.#open = false;
+    this.#failures = 0;
+    clearInterval(this.#probe);
+    this.#probe = undefined;
+    rateLimitStoreOut.set(0);
+    this.log.info('rate-limit store (Redis) is back; counting requests again');
+  }
+
+  stop(): void {
+    clearInterval(this.#probe);
+  }
+}
+
 export const rateLimitPlugin = fp(async function rateLimiting(app: FastifyInstance) {
   const config = app.ctx.config;
   const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, REDIS_CLIENT_OPTIONS) : undefined;
-  // ioredis emits 'error' on every failed reconnect: log the change of state, once each way.
-  let redisDown = false;
-  redis?.on('error', (error) => {
-    if (redisDown) return;
-    redisDown = true;
-    app.log.warn({ err: error }, 'rate-limit store (Redis) unreachable; serving requests uncounted until it is back');
-  });
-  redis?.on('ready', () => {
-    if (!redisDown) return;
-    redisDown = false;
-    app.log.info('rate-limit store (Redis) is back; counting requests again');
-  });
+  const breaker = redis ? new RedisBreaker(redis, app.log) : undefined;
+  // ioredis emits 'error' on every failed reconnect: a dropped connection opens the breaker at once
+  // (it logs once per outage); its probe closes it when Redis answers again.
+  redis?.on('error', (error) => breaker!.trip(error));
 
   await app.register(rateLimit, {
     global: false,
@@ -116,13 +184,19 @@ export const rateLimitPlugin = fp(async function rateLimiting(app: FastifyInstan
     const rateClass = classOf(request);
     if (!rateClass || !request.token || counted.has(request)) return undefined;
     counted.add(request);
+    if (breaker?.open) {
+      rateLimitUncounted.inc();
+      return undefined;
+    }
     let state: LimitState;
     try {
       state = await check(request);
+      breaker?.succeeded();
     } catch (error) {
       rateLimitStoreErrors.inc();
-      // An outage is logged once (above); an error while Redis is connected is unusual: log each.
-      if (!redisDown && redis?.status === 'ready') request.log.warn({ err: error }, 'rate-limit check failed; serving the request uncounted');
+      // No line per request: the breaker logs the outage once when it opens.
+      request.log.debug({ error: error instanceof Error ? error.message : String(error) }, 'rate-limit check failed; serving the request uncounted');
+      breaker?.failed(error);
       return undefined;
     }
     if (state.isAllowed || state.max === undefined) return undefined;
@@ -155,6 +229,7 @@ export const rateLimitPlugin = fp(async function rateLimiting(app: FastifyInstan
   });
 
   app.addHook('onClose', async () => {
+    breaker?.stop();
     if (redis) await redis.quit().catch(() => redis.disconnect());
   });
 }, { name: 'store-api-rate-limit' });

@@ -59,8 +59,9 @@ async function withMirror<T>(options: CommonOptions, fn: (mirror: MirrorDatabase
   }
 }
 
-function run(action: (...args: any[]) => Promise<number | void>) {
-  return async (...args: any[]) => {
+// biome-ignore lint/suspicious/noConfusingVoidType: actions either return an exit code or nothing.
+function run<Args extends unknown[]>(action: (...args: Args) => Promise<number | void>) {
+  return async (...args: Args) => {
     try {
       process.exitCode = (await action(...args)) ?? 0;
     } catch (error) {

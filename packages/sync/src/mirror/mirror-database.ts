@@ -3,7 +3,7 @@
  * (`--data-dir ./mirror`), both through Kysely, so every command runs one code path. Tables live in
  * the schema `store_mirror`, so a mirror can share a database with an ERP's own tables.
  */
-import { Kysely, PGliteDialect, PostgresDialect, sql } from 'kysely';
+import { Kysely, PGliteDialect, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
@@ -19,7 +19,7 @@ export interface MirrorOptions {
 
 export interface MirrorDatabase {
   // The mirror's tables are generated from SYNC_RESOURCES, so queries use raw SQL through `db`.
-  readonly db: Kysely<any>;
+  readonly db: Kysely<unknown>;
   readonly backend: 'pglite' | 'postgres';
   close(): Promise<void>;
 }
@@ -49,7 +49,7 @@ function openPostgres(url: string): MirrorDatabase {
     types: { getTypeParser: ((oid: number, format?: string) => parsers[oid] ?? pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser },
   });
   pool.on('error', () => {});
-  const db = new Kysely<any>({ dialect: new PostgresDialect({ pool }) });
+  const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
   return { db, backend: 'postgres', close: () => db.destroy() };
 }
 
@@ -70,7 +70,7 @@ async function openPglite(dataDir: string | undefined): Promise<MirrorDatabase> 
     pglite = await PGlite.create({ parsers });
   }
   await pglite.exec(`SET TimeZone = 'UTC'`);
-  const db = new Kysely<any>({ dialect: new PGliteDialect({ pglite }) });
+  const db = new Kysely<unknown>({ dialect: new PGliteDialect({ pglite }) });
   return {
     db,
     backend: 'pglite',
@@ -116,8 +116,6 @@ function isAlive(pid: number): boolean {
 }
 
 /** Runs `fn` in one transaction of the mirror. */
-export function inTransaction<T>(mirror: MirrorDatabase, fn: (trx: Kysely<any>) => Promise<T>): Promise<T> {
+export function inTransaction<T>(mirror: MirrorDatabase, fn: (trx: Kysely<unknown>) => Promise<T>): Promise<T> {
   return mirror.db.transaction().execute(fn);
 }
-
-export { sql };

@@ -55,7 +55,7 @@ const MIGRATIONS: readonly string[] = [
 ];
 
 /** Applies the pending migrations of the mirror schema. */
-export async function migrateMirror(db: Kysely<any>): Promise<void> {
+export async function migrateMirror(db: Kysely<unknown>): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`.execute(trx);
     await sql`CREATE SCHEMA IF NOT EXISTS store_mirror`.execute(trx);

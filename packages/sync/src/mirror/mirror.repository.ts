@@ -13,7 +13,7 @@ const key = (resource: SyncResource) => sql.raw(resource.key);
  * is newer than the stored one (by last_modified; the same record at the same last_modified is the
  * same version, so a redelivery or a re-pull changes nothing). Returns the keys actually written.
  */
-export async function applyRecords(db: Kysely<any>, resource: SyncResource, records: readonly MirrorRecord[]): Promise<string[]> {
+export async function applyRecords(db: Kysely<unknown>, resource: SyncResource, records: readonly MirrorRecord[]): Promise<string[]> {
   if (records.length === 0) return [];
   // One row per key (the newest) so a batch never touches a row twice.
   const newest = new Map<string, MirrorRecord>();
@@ -34,7 +34,7 @@ export async function applyRecords(db: Kysely<any>, resource: SyncResource, reco
 }
 
 /** Every record of the resource as stored, ordered by key. */
-export async function* readRecords(db: Kysely<any>, resource: SyncResource, batch = 1000): AsyncGenerator<MirrorRecord> {
+export async function* readRecords(db: Kysely<unknown>, resource: SyncResource, batch = 1000): AsyncGenerator<MirrorRecord> {
   let after = '';
   for (;;) {
     const { rows } = await sql<{ k: string; record: MirrorRecord }>`
@@ -47,7 +47,7 @@ export async function* readRecords(db: Kysely<any>, resource: SyncResource, batc
 }
 
 /** Number of records of the resource in the mirror. */
-export async function countRecords(db: Kysely<any>, resource: SyncResource): Promise<number> {
+export async function countRecords(db: Kysely<unknown>, resource: SyncResource): Promise<number> {
   const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${table(resource)}`.execute(db);
   return rows[0]!.n;
 }
@@ -64,7 +64,7 @@ export interface SyncState {
   last_reconcile_applied: number | null;
 }
 
-export async function readSyncState(db: Kysely<any>, resource: ResourceName): Promise<SyncState> {
+export async function readSyncState(db: Kysely<unknown>, resource: ResourceName): Promise<SyncState> {
   const { rows } = await sql<SyncState>`SELECT resource, export_cursor, initial_done, initial_records::int AS initial_records, cursor,
       last_reconcile_at, last_reconcile_pulled::int AS last_reconcile_pulled, last_reconcile_applied::int AS last_reconcile_applied
     FROM store_mirror.sync_state WHERE resource = ${resource}`.execute(db);
@@ -72,7 +72,7 @@ export async function readSyncState(db: Kysely<any>, resource: ResourceName): Pr
 }
 
 /** Stores the initial sync's position after a batch of `records` (in the batch's transaction). */
-export async function saveExportProgress(db: Kysely<any>, resource: ResourceName, exportCursor: string | null, records: number, done: boolean): Promise<void> {
+export async function saveExportProgress(db: Kysely<unknown>, resource: ResourceName, exportCursor: string | null, records: number, done: boolean): Promise<void> {
   await sql`INSERT INTO store_mirror.sync_state (resource, export_cursor, initial_records, initial_done, cursor)
     VALUES (${resource}, ${exportCursor}, ${records}, ${done}, ${done ? exportCursor : null})
     ON CONFLICT (resource) DO UPDATE SET export_cursor = EXCLUDED.export_cursor,
@@ -83,19 +83,19 @@ export async function saveExportProgress(db: Kysely<any>, resource: ResourceName
 }
 
 /** Stores the reconcile cursor after a page (in the page's transaction). */
-export async function saveReconcileCursor(db: Kysely<any>, resource: ResourceName, cursor: string | null): Promise<void> {
+export async function saveReconcileCursor(db: Kysely<unknown>, resource: ResourceName, cursor: string | null): Promise<void> {
   await sql`INSERT INTO store_mirror.sync_state (resource, cursor) VALUES (${resource}, ${cursor})
     ON CONFLICT (resource) DO UPDATE SET cursor = EXCLUDED.cursor, updated_at = now()`.execute(db);
 }
 
 /** Records the totals of a finished reconcile run of one resource. */
-export async function saveReconcileRun(db: Kysely<any>, resource: ResourceName, pulled: number, applied: number): Promise<void> {
+export async function saveReconcileRun(db: Kysely<unknown>, resource: ResourceName, pulled: number, applied: number): Promise<void> {
   await sql`UPDATE store_mirror.sync_state SET last_reconcile_at = now(), last_reconcile_pulled = ${pulled},
     last_reconcile_applied = ${applied}, updated_at = now() WHERE resource = ${resource}`.execute(db);
 }
 
 /** Clears the initial sync state of the resource so `init --restart` walks the export again. */
-export async function resetInitialSync(db: Kysely<any>, resource: ResourceName): Promise<void> {
+export async function resetInitialSync(db: Kysely<unknown>, resource: ResourceName): Promise<void> {
   await sql`DELETE FROM store_mirror.sync_state WHERE resource = ${resource}`.execute(db);
 }
 
@@ -103,7 +103,7 @@ export async function resetInitialSync(db: Kysely<any>, resource: ResourceName):
  * Notes a received event. Returns false when its id was seen before (a redelivery): the caller
  * then changes nothing else.
  */
-export async function recordEvent(db: Kysely<any>, event: { id: string; type: string; created_at: string }): Promise<boolean> {
+export async function recordEvent(db: Kysely<unknown>, event: { id: string; type: string; created_at: string }): Promise<boolean> {
   const { rows } = await sql<{ inserted: boolean }>`
     INSERT INTO store_mirror.received_events (event_id, type, created_at, applied) VALUES (${event.id}, ${event.type}, ${event.created_at}, false)
     ON CONFLICT (event_id) DO UPDATE SET deliveries = store_mirror.received_events.deliveries + 1
@@ -111,7 +111,7 @@ export async function recordEvent(db: Kysely<any>, event: { id: string; type: st
   return rows[0]!.inserted;
 }
 
-export async function markEventApplied(db: Kysely<any>, eventId: string): Promise<void> {
+export async function markEventApplied(db: Kysely<unknown>, eventId: string): Promise<void> {
   await sql`UPDATE store_mirror.received_events SET applied = true WHERE event_id = ${eventId}`.execute(db);
 }
 
@@ -123,7 +123,7 @@ export interface EventSummary {
 }
 
 /** Totals of the received events and the newest one. */
-export async function eventSummary(db: Kysely<any>): Promise<EventSummary> {
+export async function eventSummary(db: Kysely<unknown>): Promise<EventSummary> {
   const { rows } = await sql<{ received: number; applied: number; duplicates: number }>`
     SELECT count(*)::int AS received, count(*) FILTER (WHERE applied)::int AS applied, coalesce(sum(deliveries - 1), 0)::int AS duplicates
     FROM store_mirror.received_events`.execute(db);
@@ -133,7 +133,7 @@ export async function eventSummary(db: Kysely<any>): Promise<EventSummary> {
 }
 
 /** Ids of every received event (the chaos test compares them with the service's deliveries). */
-export async function receivedEventIds(db: Kysely<any>): Promise<Set<string>> {
+export async function receivedEventIds(db: Kysely<unknown>): Promise<Set<string>> {
   const { rows } = await sql<{ event_id: string }>`SELECT event_id FROM store_mirror.received_events`.execute(db);
   return new Set(rows.map((r) => r.event_id));
 }

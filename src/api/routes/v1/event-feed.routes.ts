@@ -5,12 +5,12 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { sql, type RawBuilder } from 'kysely';
-import { EVENT_TYPE_SCOPES, FEED_EVENT_TYPES, eventSource, parseTypeFilter, visibleEventTypes } from '../../../events/event-feed.ts';
+import { eventSource, parseTypeFilter, visibleEventTypes } from '../../../events/event-feed.ts';
+import { EVENT_TYPE_SCOPES, FEED_EVENT_TYPES, READ_SCOPES } from '../../../resources/registry.ts';
 import { oldestAvailable } from '../../../retention/retention.repository.ts';
 import { epochMicros, isoFromMicros, parseIsoTimestamp } from '../../../shared/time.ts';
-import { READ_SCOPES } from '../../../tokens/token.service.ts';
-import { parseCursor } from '../../cursor.ts';
-import { ApiError, invalidParameter } from '../../problem.ts';
+import { parseCursor } from '../../../shared/cursor.ts';
+import { ApiError, invalidParameter } from '../../../shared/problem.ts';
 import { Event, eventFilters } from '../../schemas.ts';
 import { registerResource, type ListQuery } from './resource-routes.ts';
 

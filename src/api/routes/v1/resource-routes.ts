@@ -9,18 +9,12 @@ import { Readable } from 'node:stream';
 import { fetchPage, fetchPageKeys, streamPage, type ListSource, type PageRequest } from '../../../db/keyset-page.ts';
 import { readHorizon } from '../../../db/write-clock.ts';
 import type { Scope } from '../../../tokens/token.service.ts';
-import { formatCursor, parseCursor } from '../../cursor.ts';
-import { invalidParameter, notFound } from '../../problem.ts';
+import { formatCursor, parseCursor } from '../../../shared/cursor.ts';
+import { notFound } from '../../../shared/problem.ts';
+import { requireUuid } from '../../../resources/filters.ts';
 import { IdParams, ProblemSchema, listOf, listQuery, single } from '../../schemas.ts';
 import { setNextLink } from '../../plugins/pagination-links.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** Checks a UUID-valued parameter; 400 naming it when malformed. */
-export function requireUuid(value: string, param: string): string {
-  if (!UUID.test(value)) throw invalidParameter(param, 'must be a UUID');
-  return value.toLowerCase();
-}
 
 export interface ResourceDefinition {
   /** URL segment, e.g. 'products'. */
@@ -33,12 +27,12 @@ export interface ResourceDefinition {
   source: ListSource;
   record: TSchema;
   /** Query filters beyond limit/cursor/order. */
-  filters: Record<string, TSchema>;
+  filters: Readonly<Record<string, TSchema>>;
   /** Builds SQL conditions from the parsed query (validated by the schema already) and the request's token. */
   conditions(query: Record<string, unknown>, request: FastifyRequest): RawBuilder<unknown>[] | Promise<RawBuilder<unknown>[]>;
   /** Condition identifying one record by id for the single GET; omit for no single GET. */
-  byId?: (id: string) => RawBuilder<unknown>;
-  description: { list: string; get?: string; export: string };
+  byId?: ((id: string) => RawBuilder<unknown>) | undefined;
+  description: { readonly list: string; readonly get?: string; readonly export: string };
 }
 
 /** The query every list and export accepts, plus the resource's own filters. */
@@ -137,7 +131,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       if (!last) return reply.send('');
       const chunks = streamPage(db, def.source, req, last);
       return reply.send(Readable.from((async function* () {
-        for await (const rows of chunks) yield rows.map((r) => r.json).join('\n') + '\n';
+        for await (const rows of chunks) yield `${rows.map((r) => r.json).join('\n')}\n`;
       })()));
     },
   });

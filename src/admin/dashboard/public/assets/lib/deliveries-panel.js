@@ -112,7 +112,7 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
   async function retry(ids) {
     if (ids.length === 0) return;
     const { data } = ids.length === 1
-      ? { data: { retried: (await post(`/webhooks/deliveries/${ids[0]}/retry`), 1) } }
+      ? await post(`/webhooks/deliveries/${ids[0]}/retry`).then(() => ({ data: { retried: 1 } }))
       : await post('/webhooks/deliveries/retry', { delivery_ids: ids });
     state.selected.clear();
     toast(`Queued ${formatNumber(data.retried)} ${data.retried === 1 ? 'delivery' : 'deliveries'} for another attempt.`);

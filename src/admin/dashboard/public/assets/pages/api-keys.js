@@ -5,18 +5,11 @@
 import { h, replace, uid } from '../lib/dom.js';
 import { get, post } from '../lib/api.js';
 import { formatDateTime } from '../lib/format.js';
+import { loadResources } from '../lib/resources.js';
 import {
   button, callout, clearFormErrors, code, confirmDialog, copyButton, emptyState, errorState, field, formError,
   loadingBlock, openDialog, pageHeader, runBusy, showFormError, showProblemOnForm, timeEl, toast, tokenStatusBadge, card,
 } from '../lib/ui.js';
-
-const SCOPES = [
-  { value: 'products:read', label: 'Products', hint: 'read products, variants and images' },
-  { value: 'orders:read', label: 'Orders', hint: 'read orders and their items' },
-  { value: 'customers:read', label: 'Customers', hint: 'read registered customers' },
-  { value: 'inventory:read', label: 'Inventory', hint: 'read stock levels and movements' },
-  { value: 'admin', label: 'Admin', hint: 'full access to the admin API — only for automation you trust' },
-];
 
 const EXPIRY = [
   { value: 'never', label: 'Never' },
@@ -64,14 +57,22 @@ async function revoke(token, reload) {
   }
 }
 
-function openCreateDialog(reload) {
+/** Opens the create dialog once the scopes the service has are known (toast on failure). */
+async function openCreateDialog(reload) {
+  let scopeOptions;
+  try {
+    scopeOptions = (await loadResources()).scopes;
+  } catch (error) {
+    toast(`Could not load the scopes: ${error.message}`, { tone: 'error' });
+    return;
+  }
   openDialog({
     title: 'Create API key',
     description: 'For an ERP or another system reading the store through /api/v1.',
     render: (close, controls) => {
       const name = h('input', { type: 'text', name: 'name', maxlength: '100', autocomplete: 'off', autofocus: true, placeholder: 'e.g. ERP production' });
       const scopeGroupId = uid('scopes');
-      const scopeBoxes = SCOPES.map((s) => {
+      const scopeBoxes = scopeOptions.map((s) => {
         const id = uid('scope');
         const box = h('input', { type: 'checkbox', id, name: 'scopes', value: s.value, checked: s.value !== 'admin' });
         return h('div', { class: 'check' }, box, h('label', { for: id }, h('span', { class: 'check-label', text: s.label }), ' ', code(s.value, 'code-subtle'), h('span', { class: 'check-hint', text: s.hint })));

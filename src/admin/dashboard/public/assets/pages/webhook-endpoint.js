@@ -12,7 +12,7 @@ import {
 import { deliveriesPanel } from '../lib/deliveries-panel.js';
 import { eventTypesSummary, openEndpointDialog } from './webhooks.js';
 
-const MASK = 'whsec_' + '•'.repeat(24);
+const MASK = `whsec_${'•'.repeat(24)}`;
 
 function secretCard(endpoint) {
   let secret = null;

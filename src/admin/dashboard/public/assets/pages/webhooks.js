@@ -8,15 +8,7 @@ import {
   button, callout, card, clearFormErrors, code, copyButton, emptyState, endpointStateBadge, errorState, field, formError,
   loadingBlock, openDialog, pageHeader, runBusy, showFormError, showProblemOnForm, timeEl, toast,
 } from '../lib/ui.js';
-
-/** The event types an endpoint can subscribe to (DECISIONS.md), grouped for the form. */
-export const EVENT_GROUPS = [
-  { label: 'Products', types: ['product.created', 'product.updated'] },
-  { label: 'Orders', types: ['order.created', 'order.updated'] },
-  { label: 'Customers', types: ['customer.created', 'customer.updated'] },
-  { label: 'Inventory', types: ['inventory.updated', 'stock_movement.created'] },
-];
-const ALL_TYPES = EVENT_GROUPS.flatMap((g) => g.types);
+import { loadResources } from '../lib/resources.js';
 
 export function eventTypesSummary(types) {
   if (!types || types.length === 0) return h('span', { class: 'chip chip-accent', text: 'All events' });
@@ -30,8 +22,16 @@ export function eventTypesSummary(types) {
  * The create / edit dialog. On create the signing secret is shown afterwards (it can also be
  * revealed later on the endpoint's page).
  */
-export function openEndpointDialog({ endpoint, onSaved, navigate }) {
+export async function openEndpointDialog({ endpoint, onSaved, navigate }) {
   const editing = Boolean(endpoint);
+  let eventGroups;
+  try {
+    // The event types an endpoint can subscribe to, grouped by resource (served by the admin API).
+    eventGroups = (await loadResources()).event_groups;
+  } catch (error) {
+    toast(`Could not load the event types: ${error.message}`, { tone: 'error' });
+    return;
+  }
   openDialog({
     title: editing ? 'Edit endpoint' : 'Add webhook endpoint',
     description: editing ? undefined : 'Events are POSTed to this URL as JSON, signed with the Standard Webhooks scheme.',
@@ -44,7 +44,7 @@ export function openEndpointDialog({ endpoint, onSaved, navigate }) {
       const modeName = uid('mode');
       const allRadio = h('input', { type: 'radio', name: modeName, id: `${modeName}-all`, value: 'all', checked: allMode });
       const someRadio = h('input', { type: 'radio', name: modeName, id: `${modeName}-some`, value: 'some', checked: !allMode });
-      const groups = h('div', { class: 'event-groups' }, EVENT_GROUPS.map((g) => {
+      const groups = h('div', { class: 'event-groups' }, eventGroups.map((g) => {
         const groupId = uid('group');
         return h('fieldset', { class: 'event-group' },
           h('legend', { id: groupId, text: g.label }),
@@ -170,4 +170,3 @@ export async function renderWebhooks(view) {
   await reload();
 }
 
-export { ALL_TYPES };

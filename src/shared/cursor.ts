@@ -4,7 +4,7 @@
  * list: the ISO timestamp of the last record returned, `_`, and that record's id as a tie-breaker,
  * so records sharing one last_modified are never skipped or repeated across pages.
  */
-import { parseIsoTimestamp } from '../shared/time.ts';
+import { parseIsoTimestamp } from './time.ts';
 import { invalidParameter } from './problem.ts';
 
 export interface Cursor {

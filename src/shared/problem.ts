@@ -19,6 +19,7 @@ export const errorCodes = {
   header_fields_too_large: { status: 431, title: 'Request Header Fields Too Large' },
   internal_error: { status: 500, title: 'Internal Server Error' },
   service_unavailable: { status: 503, title: 'Service Unavailable' },
+  insufficient_storage: { status: 507, title: 'Insufficient Storage' },
 } as const;
 
 export type ErrorCode = keyof typeof errorCodes;

@@ -1,0 +1,89 @@
+/** Inventory records and stock movements as resources of the read API, the events and the mirror. */
+import { Type } from '@sinclair/typebox';
+import { sql } from 'kysely';
+import { defineResource } from '../resources/resource.ts';
+import { requireUuid, sinceOf } from '../resources/filters.ts';
+import { Nullable, StringEnum, Timestamp, Uuid, sinceParam } from '../shared/typebox.ts';
+import { MOVEMENT_REASONS, inventorySource, movementSource } from './inventory.json-sql.ts';
+
+export const InventoryVariant = Type.Object({
+  variant_id: Uuid,
+  variant_name: Type.String(),
+  sku: Nullable(Type.String()),
+  stock: Type.Integer(),
+}, { title: 'InventoryVariant', additionalProperties: false });
+
+export const InventoryRecord = Type.Object({
+  product_id: Uuid,
+  product_name: Type.String(),
+  sku: Nullable(Type.String()),
+  stock: Type.Integer(),
+  is_active: Type.Boolean(),
+  variants: Type.Array(InventoryVariant),
+  last_modified: Timestamp,
+}, { title: 'InventoryRecord', additionalProperties: false });
+
+export const StockMovement = Type.Object({
+  id: Uuid,
+  product_id: Uuid,
+  variant_id: Nullable(Uuid),
+  sku: Nullable(Type.String()),
+  reason: StringEnum(MOVEMENT_REASONS),
+  quantity_change: Type.Integer({ description: 'Signed change' }),
+  stock_before: Type.Integer(),
+  stock_after: Type.Integer(),
+  order_id: Nullable(Uuid),
+  note: Nullable(Type.String()),
+  created_at: Timestamp,
+  last_modified: Timestamp,
+}, { title: 'StockMovement', additionalProperties: false });
+
+export const inventoryResource = defineResource({
+  name: 'inventory',
+  path: 'inventory',
+  noun: 'inventory record',
+  summary: 'stock levels',
+  label: 'Inventory',
+  scope: 'inventory:read',
+  table: 'products',
+  key: 'product_id',
+  record: InventoryRecord,
+  nested: [InventoryVariant],
+  source: inventorySource,
+  filters: {
+    include_inactive: Type.Optional(Type.Boolean({ default: true, description: 'Include deactivated products (default true)' })),
+  },
+  conditions: (q) => (q.include_inactive === false ? [sql`p.is_active`] : []),
+  single: false,
+  description: { list: 'Current stock of every stock-tracked product and its variants', export: 'Export inventory records as NDJSON' },
+  events: { prefix: 'inventory', kinds: ['updated'] },
+});
+
+export const movementResource = defineResource({
+  name: 'stock_movements',
+  path: 'inventory/movements',
+  noun: 'stock movement',
+  summary: 'stock movements',
+  label: 'Inventory',
+  scope: 'inventory:read',
+  table: 'stock_movements',
+  key: 'id',
+  record: StockMovement,
+  source: movementSource,
+  filters: {
+    product_id: Type.Optional(Type.String({ maxLength: 100, description: 'Only movements of this product' })),
+    since: Type.Optional(sinceParam),
+  },
+  conditions: (q) => {
+    const c = [];
+    if (q.product_id !== undefined) c.push(sql`m.product_id = ${requireUuid(String(q.product_id), 'product_id')}::uuid`);
+    if (q.since !== undefined) {
+      const since = sinceOf(q.since);
+      c.push(sql`m.created_at > ${since}::timestamptz AND m.last_modified > ${since}::timestamptz`);
+    }
+    return c;
+  },
+  single: false,
+  description: { list: 'Stock change audit log', export: 'Export stock movements as NDJSON' },
+  events: { prefix: 'stock_movement', kinds: ['created'] },
+});

@@ -1,0 +1,89 @@
+/**
+ * The stock SQL: locking the rows a change touches, writing stock levels, recomputing products'
+ * stock, finding stock rows by SKU. Typed rows in, typed rows out; every statement takes one array
+ * parameter per chunk (never a bind parameter per id) and the caller's transaction.
+ */
+import { sql, type Insertable, type Transaction } from 'kysely';
+import type { Database, StockMovementTable } from '../db/schema.ts';
+
+type Trx = Transaction<Database>;
+
+export interface LockedProduct {
+  id: string;
+  product_type: string;
+  sku: string | null;
+  own_stock: number;
+}
+
+export interface LockedVariant {
+  id: string;
+  product_id: string;
+  sku: string | null;
+  stock: number;
+}
+
+/** A stock row found by SKU: a variant, or a product without variants (variant_id null). */
+export interface StockBySku {
+  sku: string;
+  product_id: string;
+  variant_id: string | null;
+  stock: number;
+  product_type: string;
+}
+
+/** Locks the products `ids` (sorted by the caller) FOR NO KEY UPDATE; see stock.service.ts. */
+export async function lockProducts(trx: Trx, ids: readonly string[]): Promise<LockedProduct[]> {
+  return trx.selectFrom('products').select(['id', 'product_type', 'sku', 'own_stock'])
+    .where('id', '=', sql<string>`ANY(${ids}::uuid[])`).orderBy('id').forNoKeyUpdate().execute();
+}
+
+/** Locks the variants `ids` (sorted by the caller) FOR NO KEY UPDATE. */
+export async function lockVariants(trx: Trx, ids: readonly string[]): Promise<LockedVariant[]> {
+  return trx.selectFrom('variants').select(['id', 'product_id', 'sku', 'stock'])
+    .where('id', '=', sql<string>`ANY(${ids}::uuid[])`).orderBy('id').forNoKeyUpdate().execute();
+}
+
+/** Sets each variant's stock: [variant id, stock] pairs. */
+export async function setVariantStock(trx: Trx, levels: readonly (readonly [string, number])[]): Promise<void> {
+  await sql`UPDATE variants v SET stock = x.stock
+    FROM unnest(${levels.map(([id]) => id)}::uuid[], ${levels.map(([, s]) => s)}::int[]) AS x(id, stock)
+    WHERE v.id = x.id`.execute(trx);
+}
+
+/** Sets each product's own stock (products without variants): [product id, stock] pairs. */
+export async function setOwnStock(trx: Trx, levels: readonly (readonly [string, number])[]): Promise<void> {
+  await sql`UPDATE products p SET own_stock = x.stock
+    FROM unnest(${levels.map(([id]) => id)}::uuid[], ${levels.map(([, s]) => s)}::int[]) AS x(id, stock)
+    WHERE p.id = x.id`.execute(trx);
+}
+
+export async function insertMovements(trx: Trx, movements: readonly Insertable<StockMovementTable>[]): Promise<void> {
+  await trx.insertInto('stock_movements').values([...movements]).execute();
+}
+
+/** The first of `productIds` whose active variants' stock would sum past an integer, if any. */
+export async function productWithOverflowingStock(trx: Trx, productIds: readonly string[]): Promise<string | undefined> {
+  const { rows } = await sql<{ id: string }>`SELECT v.product_id AS id FROM variants v
+    WHERE v.product_id = ANY(${productIds}::uuid[]) AND v.is_active
+    GROUP BY v.product_id HAVING abs(sum(v.stock)) > 2147483647 LIMIT 1`.execute(trx);
+  return rows[0]?.id;
+}
+
+/** Recomputes the products' stock (Σ active variants, else own stock) and stamps them with `stamp`. */
+export async function recomputeProductStock(trx: Trx, productIds: readonly string[], stamp: string): Promise<void> {
+  await sql`UPDATE products p SET
+      stock = coalesce((SELECT sum(v.stock)::int FROM variants v WHERE v.product_id = p.id AND v.is_active), p.own_stock),
+      last_modified = ${stamp}::timestamptz
+    WHERE p.id = ANY(${productIds}::uuid[])`.execute(trx);
+}
+
+/** The stock rows (variants, then products without variants) holding any of `skus`. */
+export async function stockBySku(trx: Trx, skus: readonly string[]): Promise<StockBySku[]> {
+  const { rows } = await sql<StockBySku>`
+    SELECT v.sku, v.product_id, v.id AS variant_id, v.stock, p.product_type
+      FROM variants v JOIN products p ON p.id = v.product_id WHERE v.sku = ANY(${skus}::text[])
+    UNION ALL
+    SELECT p.sku, p.id, NULL, p.own_stock, p.product_type FROM products p WHERE p.sku = ANY(${skus}::text[])
+  `.execute(trx);
+  return rows;
+}

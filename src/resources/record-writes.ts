@@ -1,0 +1,50 @@
+/**
+ * Writes of flat resources (a declaration with `adminWrites`): one row per record, its columns named
+ * as the record's writable fields. Each write stamps created_at/last_modified with the transaction's
+ * stamp and appends the resource's event in the same transaction (db/write-clock.ts), so a resource
+ * declared this way cannot forget either.
+ */
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../db/schema.ts';
+import { runWrite, type WriteContext } from '../db/write-clock.ts';
+import { recordsChanged } from '../events/resource-events.ts';
+import { notFound } from '../shared/problem.ts';
+import type { ResourceDeclaration } from './resource.ts';
+
+type Fields = Readonly<Record<string, unknown>>;
+/** A declaration whose events are `created` and `updated`. */
+type WritableResource = ResourceDeclaration<string, string, string, 'created' | 'updated'>;
+
+async function recordById(ctx: WriteContext, resource: WritableResource, id: string): Promise<unknown> {
+  const { source } = resource;
+  const { rows } = await sql<{ json: unknown }>`SELECT ${source.json} AS json FROM ${source.from} WHERE ${source.id} = ${id}::uuid`.execute(ctx.trx);
+  if (rows.length === 0) throw notFound(resource.noun, id);
+  return rows[0]!.json;
+}
+
+/** Inserts one record with `fields`; returns it as the read API shows it. */
+export async function createRecord(db: Kysely<Database>, resource: WritableResource, fields: Fields): Promise<unknown> {
+  return runWrite(db, async (ctx) => {
+    const id = randomUUID();
+    const values: Fields = { ...fields, id, created_at: ctx.stamp, last_modified: ctx.stamp };
+    const columns = Object.keys(values);
+    await sql`INSERT INTO ${sql.table(resource.table)} (${sql.join(columns.map((c) => sql.ref(c)))})
+      VALUES (${sql.join(columns.map((c) => values[c]))})`.execute(ctx.trx);
+    await recordsChanged(ctx, resource, 'created', [id]);
+    return recordById(ctx, resource, id);
+  });
+}
+
+/** Updates the fields given of one record (404 when there is none); returns it as the read API shows it. */
+export async function updateRecord(db: Kysely<Database>, resource: WritableResource, id: string, fields: Fields): Promise<unknown> {
+  return runWrite(db, async (ctx) => {
+    const values: Fields = { ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)), last_modified: ctx.stamp };
+    const result = await sql`UPDATE ${sql.table(resource.table)}
+      SET ${sql.join(Object.entries(values).map(([c, v]) => sql`${sql.ref(c)} = ${v}`))}
+      WHERE id = ${id}::uuid`.execute(ctx.trx);
+    if (Number(result.numAffectedRows ?? 0) === 0) throw notFound(resource.noun, id);
+    await recordsChanged(ctx, resource, 'updated', [id]);
+    return recordById(ctx, resource, id);
+  });
+}

@@ -1,0 +1,78 @@
+/**
+ * Every store resource, and everything derived from their declarations: the read scopes, the event
+ * types with the scope that sees them and the schema of their `data`, and the event writer. Adding
+ * a resource is adding its declaration to RESOURCES (src/README.md, "Adding a resource").
+ */
+import type { TSchema } from '@sinclair/typebox';
+import { productResource } from '../catalog/product.resource.ts';
+import { customerResource } from '../customers/customer.resource.ts';
+import { inventoryResource, movementResource } from '../inventory/inventory.resource.ts';
+import { orderResource } from '../orders/order.resource.ts';
+import type { EventTypesOf, ResourceDeclaration } from './resource.ts';
+
+/** Every resource of the read API, in the order of the API, the OpenAPI document and the initial sync. */
+export const RESOURCES = [productResource, orderResource, customerResource, inventoryResource, movementResource] as const;
+
+type Resource = (typeof RESOURCES)[number];
+
+/** The read scopes, one per distinct resource scope, in resource order. */
+export type ReadScope = Resource['scope'];
+export const READ_SCOPES: readonly ReadScope[] = [...new Set(RESOURCES.map((r) => r.scope))];
+
+/** Every event type a store change appends (the feed's and the webhooks' types, `ping` aside). */
+export type FeedEventType = EventTypesOf<Resource>;
+
+interface EventTypeInfo {
+  readonly type: FeedEventType;
+  readonly resource: ResourceDeclaration;
+}
+
+const EVENT_TYPE_INFO: readonly EventTypeInfo[] = RESOURCES.flatMap((resource) => {
+  const events: ResourceDeclaration['events'] = resource.events;
+  return (events?.kinds ?? []).map((kind) => ({ type: `${events!.prefix}.${kind}` as FeedEventType, resource }));
+});
+
+/** Event types served by the feed and subscribable by webhooks, in resource order. */
+export const FEED_EVENT_TYPES: readonly FeedEventType[] = EVENT_TYPE_INFO.map((e) => e.type);
+
+/** The read scope a token needs to see each event type: the scope of the resource it carries. */
+export const EVENT_TYPE_SCOPES = Object.fromEntries(EVENT_TYPE_INFO.map((e) => [e.type, e.resource.scope])) as Readonly<Record<FeedEventType, ReadScope>>;
+
+/** The record each event type carries as `data`. */
+export const EVENT_DATA = Object.fromEntries(EVENT_TYPE_INFO.map((e) => [e.type, e.resource.record])) as Readonly<Record<FeedEventType, TSchema>>;
+
+/** The record schemas and the schemas nested in them (OpenAPI components), without repeats. */
+export const RECORD_SCHEMAS: readonly TSchema[] = [...new Set(RESOURCES.flatMap((r) => [...(r.nested ?? []), r.record]))];
+
+/** The read scopes with what each gives access to, e.g. 'read stock levels and stock movements'. */
+export function readScopeCatalog(): { scope: ReadScope; label: string; hint: string }[] {
+  return READ_SCOPES.map((scope) => {
+    const resources = RESOURCES.filter((r) => r.scope === scope);
+    return { scope, label: resources[0]!.label, hint: `read ${resources.map((r) => r.summary).join(' and ')}` };
+  });
+}
+
+/** The event types grouped by their resources' label, in resource order (the dashboard's webhook form). */
+export function eventTypeGroups(): { label: string; types: FeedEventType[] }[] {
+  const groups = new Map<string, FeedEventType[]>();
+  for (const { type, resource } of EVENT_TYPE_INFO) groups.set(resource.label, [...(groups.get(resource.label) ?? []), type]);
+  return [...groups].map(([label, types]) => ({ label, types }));
+}
+
+/** Every resource as the OpenAPI document's `x-resources` lists it (client and sync tool generate from it). */
+export function resourceCatalog() {
+  return RESOURCES.map((r) => {
+    const events: ResourceDeclaration['events'] = r.events;
+    return {
+      name: r.name,
+      path: r.path,
+      noun: r.noun,
+      key: r.key,
+      record: String(r.record.title),
+      single: r.single,
+      scope: r.scope,
+      events: events ? events.kinds.map((kind) => `${events.prefix}.${kind}`) : [],
+      mirror_query: r.mirrorQuery ?? {},
+    };
+  });
+}

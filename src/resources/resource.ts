@@ -1,0 +1,74 @@
+/**
+ * The declaration of one store resource. Everything the service does with a resource is derived
+ * from it (resources/registry.ts): the read API's list, single GET and export routes with their
+ * schemas and scope, the OpenAPI document, the event types with their scope and payload schema,
+ * the event writer, the dashboard's scope and event lists, the client's types and the sync tool's
+ * mirror tables. Adding a resource is one declaration; src/README.md walks through it.
+ */
+import type { TObject, TSchema } from '@sinclair/typebox';
+import type { RawBuilder } from 'kysely';
+import type { ListSource } from '../db/keyset-page.ts';
+
+/** Parsed query of a list or export (validated by its schema already). */
+export type ResourceQuery = Record<string, unknown>;
+
+export interface ResourceDeclaration<
+  Name extends string = string,
+  ReadScope extends string = string,
+  EventPrefix extends string = string,
+  EventKind extends string = string,
+> {
+  /** Resource name, e.g. 'products' (also the sync tool's mirror table). */
+  readonly name: Name;
+  /** URL segment under /api/v1, e.g. 'products' or 'inventory/movements'. */
+  readonly path: string;
+  /** Human name for messages, e.g. 'product'. */
+  readonly noun: string;
+  /** What a reader of it sees, for the dashboard's scope hints, e.g. 'products, variants and images'. */
+  readonly summary: string;
+  /** Group label (OpenAPI tag, dashboard group), e.g. 'Products'; resources may share one. */
+  readonly label: string;
+  /** The scope a token needs to read it and to see its events. */
+  readonly scope: ReadScope;
+  /** The store table whose rows are the records (keyset index and forward trigger, test/db/store-tables.test.ts). */
+  readonly table: string;
+  /** Field of the record that identifies it. */
+  readonly key: 'id' | 'product_id';
+  /** The record's JSON schema, with a `title` (its name in the OpenAPI document). */
+  readonly record: TSchema;
+  /** Named schemas nested in the record (OpenAPI components). */
+  readonly nested?: readonly TSchema[];
+  /** The records as SQL: FROM, keys, JSON and base condition. */
+  readonly source: ListSource;
+  /** Query filters beyond limit/cursor/order. */
+  readonly filters: Readonly<Record<string, TSchema>>;
+  /** SQL conditions from the parsed query. */
+  readonly conditions: (query: ResourceQuery) => RawBuilder<unknown>[];
+  /** Whether GET /{path}/{id} exists. */
+  readonly single: boolean;
+  readonly description: { readonly list: string; readonly get?: string; readonly export: string };
+  /** Event types `${prefix}.${kind}` whose `data` is one record; omit for a resource without events. */
+  readonly events?: { readonly prefix: EventPrefix; readonly kinds: readonly EventKind[] };
+  /**
+   * Admin writes of a flat resource (one row of `table` per record, columns named as the body's
+   * fields): POST /admin/api/v1/{path} creates with `create`'s body, PATCH /admin/api/v1/{path}/{id}
+   * updates with `update`'s; both stamp last_modified and append `${prefix}.created` / `.updated`
+   * in the same transaction (resources/record-writes.ts). Resources with nested rows have their own services.
+   */
+  readonly adminWrites?: { readonly create: TObject; readonly update: TObject };
+  /** Query a mirror adds to every list and export call (e.g. inactive products too). */
+  readonly mirrorQuery?: Readonly<Record<string, string>>;
+}
+
+/** Declares a resource, keeping its literal names so event types and scopes stay checked types. */
+export function defineResource<
+  const Name extends string,
+  const ReadScope extends string,
+  const EventPrefix extends string = never,
+  const EventKind extends string = never,
+>(declaration: ResourceDeclaration<Name, ReadScope, EventPrefix, EventKind>): ResourceDeclaration<Name, ReadScope, EventPrefix, EventKind> {
+  return declaration;
+}
+
+/** The event types of a declaration, e.g. 'product.created' | 'product.updated'. */
+export type EventTypesOf<R> = R extends ResourceDeclaration<string, string, infer P, infer K> ? `${P}.${K}` : never;

@@ -1,0 +1,11 @@
+/** TypeBox building blocks shared by the record schemas of every resource and the API's parameters. */
+import { Type, type TSchema } from '@sinclair/typebox';
+
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+export const StringEnum = <T extends readonly string[]>(values: T, options: Record<string, unknown> = {}) =>
+  Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
+export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601, UTC, microseconds', examples: ['2026-11-21T14:05:30.770123Z'] });
+export const Uuid = Type.String({ format: 'uuid' });
+export const Money = Type.Number({ description: 'Exact amount, at most 2 decimals' });
+/** ISO date or timestamp filter: only records created after it. */
+export const sinceParam = Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601 date or timestamp; only records created after it' });
