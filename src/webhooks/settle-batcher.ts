@@ -60,16 +60,21 @@ export class SettleBatcher {
       if (this.#queue.length < this.#gatherSize() && mayGather()) await this.#gathered.wait(SETTLE_GATHER_MS);
       const batch = this.#queue.splice(0, batchMax);
       try {
-        const results = await settleDeliveries(db, batch.map((b) => b.finished));
+        const results = await settleDeliveries(
+          db,
+          batch.map((b) => b.finished),
+        );
         batch.forEach((b, i) => b.resolve(results[i]!));
       } catch {
-        await Promise.all(batch.map(async (b) => {
-          try {
-            b.resolve(await settleDelivery(db, b.finished.delivery, b.finished.result, b.finished.options));
-          } catch (error) {
-            b.reject(error);
-          }
-        }));
+        await Promise.all(
+          batch.map(async (b) => {
+            try {
+              b.resolve(await settleDelivery(db, b.finished.delivery, b.finished.result, b.finished.options));
+            } catch (error) {
+              b.reject(error);
+            }
+          }),
+        );
       }
     }
   }

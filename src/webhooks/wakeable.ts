@@ -24,10 +24,13 @@ export class Wakeable {
       return Promise.resolve(true);
     }
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.#resolve = undefined;
-        resolve(false);
-      }, Math.max(1, ms));
+      const timer = setTimeout(
+        () => {
+          this.#resolve = undefined;
+          resolve(false);
+        },
+        Math.max(1, ms),
+      );
       this.#resolve = () => {
         clearTimeout(timer);
         resolve(true);

@@ -50,7 +50,7 @@ describe.each(backends)('dispatch wakes when a delivery falls due (%s)', (backen
     expect(retry!.startedAt - dueAt).toBeLessThan(ON_TIME_MS);
   });
 
-  it('the breaker\'s probe goes out when the pause ends, not at the next poll', async () => {
+  it("the breaker's probe goes out when the pause ends, not at the next poll", async () => {
     let failures = 2;
     receiver.respond = (req, n, res, socket) => (failures-- > 0 ? res.writeHead(500).end() : ok(req, n, res, socket));
     const endpoint = await kit.createEndpoint(receiver.url, {});
