@@ -1,7 +1,7 @@
 /**
  * Store tables: the tables whose rows are records of a resource (resources/registry.ts). Each has a
  * `last_modified` column stamped by every write (db/write-clock.ts), the keyset index every list and
- * export walks, and the trigger that keeps last_modified moving forward (migration 0006). A migration
+ * export walks, and the trigger that keeps last_modified moving forward (migrations 0006, 0007). A migration
  * creates a store table with `createStoreTable`, which always adds all three;
  * test/db/store-tables.test.ts checks every table of every declared resource has them.
  */
@@ -13,10 +13,14 @@ export function keysetIndexSql(table: string): string {
   return `CREATE INDEX ${table}_last_modified_idx ON ${table} (last_modified, id);`;
 }
 
-/** The trigger moving a row's last_modified past the version it replaces (function of migration 0006). */
+/**
+ * The trigger moving a row's last_modified past the version it replaces when an update stamps it
+ * lower or equal (function of migrations 0006 and 0007; an update leaving the column out never
+ * fires it; docs/decisions/0001-cursor-horizon.md).
+ */
 export function forwardTriggerSql(table: string): string {
-  return `CREATE TRIGGER ${table}_last_modified_forward BEFORE UPDATE ON ${table}
-      FOR EACH ROW WHEN (NEW.last_modified < OLD.last_modified) EXECUTE FUNCTION last_modified_forward();`;
+  return `CREATE TRIGGER ${table}_last_modified_forward BEFORE UPDATE OF last_modified ON ${table}
+      FOR EACH ROW WHEN (NEW.last_modified <= OLD.last_modified) EXECUTE FUNCTION last_modified_forward();`;
 }
 
 /**
@@ -25,11 +29,14 @@ export function forwardTriggerSql(table: string): string {
  */
 export async function createStoreTable<DB>(db: Kysely<DB>, table: string, columns: readonly string[]): Promise<void> {
   if (!/^[a-z_][a-z0-9_]*$/.test(table)) throw new Error(`not a plain table name: ${table}`);
-  await executeScript(db, `
+  await executeScript(
+    db,
+    `
     CREATE TABLE ${table} (
       ${[...columns, 'created_at timestamptz NOT NULL', 'last_modified timestamptz NOT NULL'].join(',\n      ')}
     );
     ${keysetIndexSql(table)}
     ${forwardTriggerSql(table)}
-  `);
+  `,
+  );
 }

@@ -18,6 +18,7 @@
  */
 import type { Kysely } from 'kysely';
 import { executeScript } from '../execute-script.ts';
+import { forwardTriggerSql } from '../store-table.ts';
 
 const TABLES = ['products', 'orders', 'customers', 'stock_movements'];
 
@@ -30,11 +31,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
         IF NEW.last_modified = OLD.last_modified THEN EXECUTE format('SELECT xmin = pg_current_xact_id()::xid FROM %I.%I WHERE id = $1', TG_TABLE_SCHEMA, TG_TABLE_NAME) INTO own USING OLD.id; IF own THEN RETURN NEW; END IF; END IF; NEW.last_modified := OLD.last_modified + interval '1 microsecond'; RETURN NEW; END
     $$;
     ${TABLES.map(
-      (table) => `
-    DROP TRIGGER ${table}_last_modified_forward ON ${table};
-    CREATE TRIGGER ${table}_last_modified_forward BEFORE UPDATE OF last_modified ON ${table}
-      FOR EACH ROW WHEN (NEW.last_modified <= OLD.last_modified) EXECUTE FUNCTION last_modified_forward();`,
-    ).join('')}
+      (table) => `DROP TRIGGER ${table}_last_modified_forward ON ${table};
+    ${forwardTriggerSql(table)}`,
+    ).join('\n    ')}
 
     DROP INDEX webhook_deliveries_endpoint_due_idx;
     CREATE INDEX webhook_deliveries_endpoint_due_idx ON webhook_deliveries (endpoint_id, status, next_attempt_at, id)
