@@ -65,7 +65,8 @@ describe.each(backends)('dispatch wakes when a delivery falls due (%s)', (backen
     expect(failures2.map((r) => r.settlement?.status)).toEqual(['failed', 'failed']);
     const [probe] = await waitForAttempts(kit.worker, 1, (r) => r.endpointId === endpoint.id, ON_TIME_MS);
     expect(probe!.settlement).toMatchObject({ status: 'succeeded' });
-    expect(probe!.startedAt).toBeGreaterThanOrEqual(failures2[1]!.startedAt + PAUSE_MS);
+    // (Either failure may be the one that opened it: both may settle in one batch.)
+    expect(probe!.startedAt).toBeGreaterThanOrEqual(Math.min(...failures2.map((r) => r.startedAt)) + PAUSE_MS);
     expect(probe!.startedAt - (reportedAt + PAUSE_MS)).toBeLessThan(ON_TIME_MS);
   });
 });
