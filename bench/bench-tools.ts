@@ -223,6 +223,45 @@ export async function exportWalk(origin: string, path: string, token: string): P
   }
 }
 
+/** One snapshot stream (GET …/snapshot) read to its end by one client. */
+export async function snapshotRead(origin: string, path: string, token: string): Promise<ExportResult> {
+  const pool = new HttpPool(origin, { connections: 1 });
+  try {
+    let records = 0;
+    let bytes = 0;
+    const start = performance.now();
+    const res = await pool.request({ path, method: 'GET', headers: { authorization: `Bearer ${token}` } });
+    if (res.statusCode !== 200) throw new Error(`snapshot ${res.statusCode}: ${await res.body.text()}`);
+    for await (const chunk of res.body as AsyncIterable<Buffer>) {
+      bytes += chunk.length;
+      for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) records++;
+    }
+    const seconds = (performance.now() - start) / 1000;
+    return { records, bytes, seconds, perSecond: records / seconds };
+  } finally {
+    await pool.close();
+  }
+}
+
+/**
+ * The transport ceiling: a bare Node HTTP server answering every request with `body` (the same
+ * bytes and content type as the API's page), so wrk against it measures HTTP alone on this machine.
+ */
+export async function bareBodyServer(body: Buffer): Promise<{ origin: string; close(): Promise<void> }> {
+  const { createServer } = await import('node:http');
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length });
+    res.end(body);
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    origin: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+  };
+}
+
 /** Median and range of a list of numbers. */
 export interface Spread {
   median: number;

@@ -44,7 +44,7 @@ if (existing !== products) {
   if (existing > 0) throw new Error(`${url} holds ${existing} products, not ${products}: give another --database-url or drop it`);
   log(`generating ${products} products into ${url}`);
   const started = Date.now();
-  await generateBenchStore(database.db, { products, customers: 1000, orders: 1000 });
+  await generateBenchStore(database.db, { products, customers: 1000, orders: 1000, movements: 1000 });
   await sql`ANALYZE`.execute(database.db);
   log(`generated in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }

@@ -67,7 +67,7 @@ async function appendEvents(database: DatabaseHandle, n: number, offset: number)
   await runWrite(database.db, async ({ trx, stamp }) => {
     await sql`
       INSERT INTO events (id, type, resource_type, resource_id, data, created_at)
-      SELECT gen_random_uuid(), 'product.updated', 'product', p.id::text, (${productJson})::jsonb, ${stamp}::timestamptz
+      SELECT gen_random_uuid(), 'product.updated', 'product', p.id::text, p.doc, ${stamp}::timestamptz
       FROM products p ORDER BY p.last_modified, p.id OFFSET ${offset} LIMIT ${n}
     `.execute(trx);
   });

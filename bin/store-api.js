@@ -4,7 +4,19 @@
 // TypeScript sources through tsx, so a checkout being edited (and every test spawning this file)
 // never runs a stale build.
 import { readdirSync, statSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
+
+// Node 22.12 or newer (docs/decisions/0009): older ones stop here with one clear line (JSON when
+// stderr is not a terminal, like every failure of a start).
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major < 22 || (major === 22 && minor < 12)) {
+  const message = `store-api needs Node.js 22.12 or newer (24 LTS recommended); this is Node.js ${process.versions.node} (${process.execPath}). ` +
+    'In a checkout, `npm start` and `npm test` bring Node 24 themselves (the `node` dev dependency).';
+  process.stderr.write(process.stderr.isTTY ? `${message}\n`
+    : `${JSON.stringify({ level: 60, time: new Date().toISOString(), pid: process.pid, hostname: hostname(), node: process.versions.node, msg: message })}\n`);
+  process.exit(1);
+}
 
 const at = (path) => fileURLToPath(new URL(`../${path}`, import.meta.url));
 
@@ -18,10 +30,16 @@ function newestUnder(dir) {
 }
 
 function distIsCurrent() {
+  let built;
   try {
-    return statSync(at('dist/.build-stamp')).mtimeMs >= newestUnder(at('src'));
+    built = statSync(at('dist/.build-stamp')).mtimeMs;
   } catch {
     return false; // no build
+  }
+  try {
+    return built >= newestUnder(at('src'));
+  } catch {
+    return true; // no sources (the container image ships dist/ only)
   }
 }
 

@@ -24,6 +24,7 @@ import { conditionalGetPlugin } from './api/plugins/conditional-get.ts';
 import { compressionPlugin } from './api/plugins/compression.ts';
 import { rateLimitPlugin } from './api/plugins/rate-limit.ts';
 import { openApiPlugin } from './api/plugins/openapi.ts';
+import { deprecationPlugin } from './api/plugins/deprecation.ts';
 import { dashboardPlugin } from './admin/dashboard/dashboard.plugin.ts';
 
 declare module 'fastify' {
@@ -90,6 +91,8 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   await app.register(compressionPlugin);
   await app.register(rateLimitPlugin);
   await app.register(openApiPlugin);
+  // Before the routes: marks deprecated operations in the OpenAPI document and answers them with Deprecation/Sunset.
+  await app.register(deprecationPlugin);
   await app.register(opsRoutes);
 
   await app.register(readApiRoutes, { prefix: '/api/v1' });

@@ -12,12 +12,17 @@ import { requireToken } from '../api/plugins/bearer-auth.ts';
 import { ApiError } from '../shared/problem.ts';
 import { csrfTokenMatches, findAdminSession } from './sessions/admin-session.service.ts';
 import { CSRF_HEADER, sessionIdOf } from './sessions/session-cookie.ts';
+import { allows, defaultPermission, type AdminRole, type Permission } from './sessions/admin-roles.ts';
 
 /** The identity of an admin request, for audit and logs. */
 export interface AdminPrincipal {
   kind: 'token' | 'session';
   id: string;
   name: string;
+  /** A token with the `admin` scope acts as an owner (admin-roles.ts). */
+  role: AdminRole;
+  /** The session's cookie value (sessions only), so "end my other sessions" can keep this one. */
+  sessionId?: string;
 }
 
 declare module 'fastify' {
@@ -35,7 +40,7 @@ export async function authenticateAdmin(request: FastifyRequest): Promise<AdminP
   const sessionId = sessionIdOf(request);
   if (request.headers.authorization !== undefined || sessionId === undefined) {
     const token = await requireToken(db, request, 'admin');
-    request.admin = { kind: 'token', id: token.id, name: token.name };
+    request.admin = { kind: 'token', id: token.id, name: token.name, role: 'owner' };
     return request.admin;
   }
   const session = await findAdminSession(db, sessionId);
@@ -45,6 +50,21 @@ export async function authenticateAdmin(request: FastifyRequest): Promise<AdminP
   if (!SAFE_METHODS.has(request.method) && !csrfTokenMatches(request.headers[CSRF_HEADER], session.csrfToken)) {
     throw new ApiError('forbidden', `Missing or wrong CSRF token. Requests made with a dashboard session must send the session's token in the ${CSRF_HEADER} header.`);
   }
-  request.admin = { kind: 'session', id: session.adminUserId, name: session.email };
+  request.admin = { kind: 'session', id: session.adminUserId, name: session.email, role: session.role, sessionId };
   return request.admin;
+}
+
+const PERMISSION_WORDING: Record<Permission, string> = {
+  read: 'read',
+  write: 'make changes (owner or admin role)',
+  owner: 'manage administrators (owner role)',
+};
+
+/** Throws 403 when the authenticated caller's role does not allow `permission`. */
+export function requirePermission(request: FastifyRequest, permission: Permission = defaultPermission(request.method)): void {
+  const admin = request.admin;
+  if (!admin) throw new ApiError('unauthorized', 'Sign in first.');
+  if (!allows(admin.role, permission)) {
+    throw new ApiError('forbidden', `Your role (${admin.role}) may not ${PERMISSION_WORDING[permission]}. Ask an owner to change your role.`);
+  }
 }

@@ -48,6 +48,17 @@ const limitParam = (max: number, def: number) =>
 const cursorParam = Type.String({ minLength: 1, maxLength: 100, description: 'ISO 8601 timestamp or a next_cursor value' });
 const orderParam = StringEnum(['asc', 'desc'] as const, { default: 'asc', description: 'Sort by last_modified' });
 
+/** The query of a snapshot: the resource's filters and a resume cursor; no limit, no order. */
+export function snapshotQuery(filters: Readonly<Record<string, TSchema>>) {
+  return Type.Object(
+    {
+      cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Resume after this record: the cursor of the last record received (`<last_modified>_<id>`), or any cursor of this API' })),
+      ...filters,
+    },
+    { additionalProperties: false },
+  );
+}
+
 /** Query of a list (isExport: limit up to 500, default 500) with the resource's own filters. */
 export function listQuery(filters: Readonly<Record<string, TSchema>>, isExport = false) {
   return Type.Object(

@@ -29,7 +29,8 @@ export const productSource: ListSource = {
   from: sql`products p`,
   lastModified: sql`p.last_modified`,
   id: sql`p.id`,
-  json: productJson,
+  // The stored document (db/documents.ts): productJson as of the row's last write.
+  json: sql`p.doc`,
 };
 
 /** Product types whose stock is tracked (inventory records, stock movements). */

@@ -86,7 +86,7 @@ export function registerAdminCommands(program: Command): void {
       withContext(async (ctx) => {
         const users = await listAdminUsers(ctx.database.db);
         if (users.length === 0) process.stdout.write('No administrators. Create one with: store-api admin create --email you@example.com\n');
-        for (const u of users) process.stdout.write(`${u.email}  created ${u.created_at}${u.last_sign_in_at ? `  last sign-in ${u.last_sign_in_at}` : ''}\n`);
+        for (const u of users) process.stdout.write(`${u.email}  ${u.role}  created ${u.created_at}${u.last_sign_in_at ? `  last sign-in ${u.last_sign_in_at}` : ''}\n`);
       }),
     );
 }

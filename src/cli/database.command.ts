@@ -1,6 +1,7 @@
 /** `store-api migrate`: applies pending migrations (exits non-zero on failure). */
 import type { Command } from 'commander';
-import { withContext } from './run-command.ts';
+import { machineOutput, withContext } from './run-command.ts';
+import { createAnnouncer } from '../ops/announce.ts';
 import { pendingMigrations } from '../db/migrate.ts';
 
 export function registerDatabaseCommands(program: Command): void {
@@ -10,7 +11,8 @@ export function registerDatabaseCommands(program: Command): void {
     .action(() =>
       withContext(async (ctx) => {
         const pending = await pendingMigrations(ctx.database.db);
-        process.stdout.write(pending.length === 0 ? 'Schema is current.\n' : `Still pending: ${pending.join(', ')}\n`);
-      }, { whileServerRuns: 'nothing is needed: the running server applied every migration when it started' }),
+        const msg = pending.length === 0 ? 'Schema is current.' : `Still pending: ${pending.join(', ')}`;
+        createAnnouncer({ logLevel: ctx.config.LOG_LEVEL })({ text: `${msg}\n`, msg, fields: { pending } });
+      }, { whileServerRuns: 'nothing is needed: the running server applied every migration when it started', json: machineOutput() }),
     );
 }

@@ -8,20 +8,59 @@ import { DataDirLockedError } from '../db/data-dir-lock.ts';
 import { MigrationError } from '../db/migrate.ts';
 import { ApiError } from '../shared/problem.ts';
 import { createLogger, openContext } from '../main/runtime.ts';
+import { failureLine } from '../ops/announce.ts';
 
 /** A mistake in the command line itself (bad option value): printed plainly, exit 1. */
 export class CliUsageError extends Error {}
 
-/** Prints a known failure plainly and exits 1; anything unexpected with its stack. */
-export function exitWithError(error: unknown): never {
-  if (error instanceof ConfigError || error instanceof DataDirLockedError || error instanceof MigrationError || error instanceof CliUsageError) {
-    process.stderr.write(`${error.message}\n`);
-  } else if (error instanceof ApiError) {
-    process.stderr.write(`Error (${error.code}): ${error.detail}\n`);
+/** File-system failures that mean "this process may not write here" (an unwritable volume, a full disk). */
+const WRITE_FAILURES: Record<string, string> = {
+  EACCES: 'permission denied',
+  EPERM: 'operation not permitted',
+  EROFS: 'read-only file system',
+  ENOSPC: 'no space left on device',
+  EEXIST: 'it exists and is not a directory',
+  ENOTDIR: 'a part of the path is not a directory',
+};
+
+/** The message and machine-readable fields of a known failure; undefined for anything unexpected. */
+export function describeFailure(error: unknown): { message: string; fields: Record<string, unknown> } | undefined {
+  if (error instanceof ConfigError) return { message: error.message, fields: { variables: error.variables } };
+  if (error instanceof DataDirLockedError) return { message: error.message, fields: { path: error.lockPath } };
+  if (error instanceof MigrationError || error instanceof CliUsageError) return { message: error.message, fields: {} };
+  if (error instanceof ApiError) return { message: `Error (${error.code}): ${error.detail}`, fields: { code: error.code } };
+  const fsError = error as NodeJS.ErrnoException | undefined;
+  if (fsError && typeof fsError.path === 'string' && fsError.code && WRITE_FAILURES[fsError.code]) {
+    const uid = process.getuid?.();
+    return {
+      message: `Cannot write ${fsError.path}: ${WRITE_FAILURES[fsError.code]} (${fsError.code}). The data directory (DATA_DIR) must be a writable directory${uid === undefined ? '' : ` for this process (uid ${uid})`}.`,
+      fields: { path: fsError.path, code: fsError.code },
+    };
+  }
+  return undefined;
+}
+
+/**
+ * Prints a known failure as one line and exits 1; anything unexpected with its stack. With `json`
+ * (the server roles and `migrate` when stderr is not a terminal) the line is one JSON record naming
+ * what was wrong (`variables`, `path`), so that a container's log holds nothing but JSON.
+ */
+export function exitWithError(error: unknown, { json = false }: { json?: boolean } = {}): never {
+  const known = describeFailure(error);
+  if (json) {
+    const unexpected = error instanceof Error ? { err: { type: error.name, message: error.message, stack: error.stack } } : { err: { message: String(error) } };
+    process.stderr.write(known ? failureLine(known.message, known.fields) : failureLine('start failed', unexpected));
+  } else if (known) {
+    process.stderr.write(`${known.message}\n`);
   } else {
     process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
   }
   process.exit(1);
+}
+
+/** Structured output for the unattended commands (server roles, `migrate`): JSON unless stderr is a terminal. */
+export function machineOutput(): boolean {
+  return !process.stderr.isTTY;
 }
 
 /**
@@ -39,10 +78,12 @@ export function dataDirBusyLine(error: DataDirLockedError, instead?: string): st
 export interface ContextOptions {
   /** What to do instead while a server holds the embedded data directory (one clause). */
   whileServerRuns?: string;
+  /** Failures as one JSON line (exitWithError). */
+  json?: boolean;
 }
 
 /** Runs `fn` with an opened context (database migrated), closing it afterwards. */
-export async function withContext<T>(fn: (ctx: AppContext) => Promise<T>, { whileServerRuns }: ContextOptions = {}): Promise<T> {
+export async function withContext<T>(fn: (ctx: AppContext) => Promise<T>, { whileServerRuns, json = false }: ContextOptions = {}): Promise<T> {
   try {
     const config = loadConfig();
     const logger = createLogger({ ...config, LOG_LEVEL: config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL });
@@ -54,9 +95,10 @@ export async function withContext<T>(fn: (ctx: AppContext) => Promise<T>, { whil
     }
   } catch (error) {
     if (error instanceof DataDirLockedError) {
-      process.stderr.write(`${dataDirBusyLine(error, whileServerRuns)}\n`);
+      const line = dataDirBusyLine(error, whileServerRuns);
+      process.stderr.write(json ? failureLine(line, { path: error.lockPath }) : `${line}\n`);
       process.exit(1);
     }
-    exitWithError(error);
+    exitWithError(error, { json });
   }
 }

@@ -25,8 +25,9 @@ import { createLogger, openContext } from '../main/runtime.ts';
 import { seedDemoStoreIfEmpty } from '../demo/demo-seed.ts';
 import type { WebhookWorker } from '../webhooks/webhook-worker.ts';
 import type { RetentionPruner } from '../retention/retention-pruner.ts';
-import { exitWithError } from './run-command.ts';
-import { adminSignInHint } from '../admin/dashboard/sign-in-hint.ts';
+import { exitWithError, machineOutput } from './run-command.ts';
+import { adminSignInAnnouncements } from '../admin/dashboard/sign-in-hint.ts';
+import { createAnnouncer, failureLine } from '../ops/announce.ts';
 import { applyHeapGrowing } from '../ops/heap-tuning.ts';
 import { DEMO_TEMPLATE_PRODUCTS } from '../demo/demo-template.ts';
 import { EXIT_STORE_CANNOT_WRITE } from '../db/storage-health.ts';
@@ -74,7 +75,7 @@ async function run(role: Role): Promise<void> {
       process.exit(exitCode);
     } catch (error) {
       logger?.error({ err: error }, 'shutdown failed');
-      process.exit(1);
+      process.exit(exitCode || 1);
     }
   };
   const onSignal = (signal: string) => {
@@ -92,32 +93,43 @@ async function run(role: Role): Promise<void> {
       ? { template: [PGLITE_DEMO_TEMPLATE_DIR, PGLITE_TEMPLATE_DIR] } : {};
     running.ctx = await openContext(config, createLogger(config), { applicationName: `store-api-${role}`, ...demoTemplate });
     const ctx = running.ctx;
+    // Text on a terminal, JSON lines (credentials flagged as secrets) anywhere else (ops/announce.ts).
+    const announce = createAnnouncer({ logLevel: config.LOG_LEVEL });
     // The embedded database could not write its log (a full disk) and cannot recover in this process
     // (db/storage-health.ts): stop like on SIGTERM, then exit non-zero so a supervisor restarts it.
     ctx.database.storage.onFatal((reason) => {
       ctx.logger.fatal({ exitCode: EXIT_STORE_CANNOT_WRITE }, `${reason} Exiting with code ${EXIT_STORE_CANNOT_WRITE} so a supervisor restarts the process.`);
-      process.stderr.write(`store-api: ${reason} Exiting with code ${EXIT_STORE_CANNOT_WRITE}.\n`);
+      const line = `store-api: ${reason} Exiting with code ${EXIT_STORE_CANNOT_WRITE}.`;
+      process.stderr.write(machineOutput() ? failureLine(line, { exitCode: EXIT_STORE_CANNOT_WRITE }) : `${line}\n`);
       if (starting) stopRequested ??= 'store-cannot-write';
       else void shutdown('store-cannot-write', EXIT_STORE_CANNOT_WRITE);
     });
 
     if (role !== 'worker') {
       if (role === 'all' && config.SEED_DEMO) {
-        const seeded = await seedDemoStoreIfEmpty(ctx, { products: config.SEED_DEMO_PRODUCTS, progress: process.stdout.isTTY });
+        const seeded = await seedDemoStoreIfEmpty(ctx, { products: config.SEED_DEMO_PRODUCTS, progress: process.stdout.isTTY, announce });
         if (seeded) {
-          process.stdout.write(
-            `\nSeeded a demo store: ${seeded.products} products, ${seeded.orders} orders, ${seeded.customers} customers.\n` +
-              `Demo API token (all read scopes; shown once):\n\n  ${seeded.token}\n\n` +
+          const counts = { products: seeded.products, orders: seeded.orders, customers: seeded.customers };
+          announce({
+            text: `\nSeeded a demo store: ${seeded.products} products, ${seeded.orders} orders, ${seeded.customers} customers.\n`,
+            msg: `seeded a demo store: ${seeded.products} products, ${seeded.orders} orders, ${seeded.customers} customers`,
+            fields: counts,
+          });
+          announce({
+            text: `Demo API token (all read scopes; shown once):\n\n  ${seeded.token}\n\n` +
               `Try: curl -H "Authorization: Bearer ${seeded.token}" ${publicUrl(config)}/api/v1/products?limit=2\n\n`,
-          );
+            msg: 'demo API token (all read scopes; shown once) in secret_value; send it as "Authorization: Bearer <token>"',
+            secret: { kind: 'demo_token', value: seeded.token },
+          });
         }
       }
       const { buildApp } = await import('../app.ts');
       running.app = await buildApp(ctx);
       await running.app.listen({ port: config.PORT, host: config.HOST });
       const port = (running.app.server.address() as { port: number }).port;
-      process.stdout.write(`Store Integration API listening on ${publicUrl(config, port)}\n`);
-      process.stdout.write(await adminSignInHint(ctx, running.app));
+      const url = publicUrl(config, port);
+      announce({ text: `Store Integration API listening on ${url}\n`, msg: `Store Integration API listening on ${url}`, fields: { url } });
+      for (const announcement of await adminSignInAnnouncements(ctx, running.app)) announce(announcement);
     }
     if (role !== 'serve') {
       const { startWebhookWorker } = await import('../webhooks/webhook-worker.ts');
@@ -130,13 +142,14 @@ async function run(role: Role): Promise<void> {
         running.opsServer = await buildOpsServer(ctx);
         await running.opsServer.listen({ port: config.METRICS_PORT, host: config.HOST });
         const port = (running.opsServer.server.address() as { port: number }).port;
-        process.stdout.write(`Worker metrics listening on ${publicUrl(config, port)}/metrics\n`);
+        const url = `${publicUrl(config, port)}/metrics`;
+        announce({ text: `Worker metrics listening on ${url}\n`, msg: `Worker metrics listening on ${url}`, fields: { url } });
       }
-      process.stdout.write('Webhook worker started\n');
+      announce({ text: 'Webhook worker started\n', msg: 'Webhook worker started' });
     }
   } catch (error) {
     await stopAll(running).catch(() => {});
-    exitWithError(error);
+    exitWithError(error, { json: machineOutput() });
   }
   starting = false;
   if (stopRequested) void shutdown(stopRequested, running.ctx?.database.storage.fatal ? EXIT_STORE_CANNOT_WRITE : 0);

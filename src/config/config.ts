@@ -20,6 +20,7 @@ export const EnvSchema = Type.Object({
   KEEP_ALIVE_TIMEOUT_MS: Int(72_000, 100, 3_600_000, 'How long an idle keep-alive connection stays open waiting for its next request (keep it above your load balancer\'s idle timeout)'),
   TRUST_PROXY: Bool(false, 'Take the client address from X-Forwarded-For (set only behind a proxy you run)'),
   DATA_DIR: Type.String({ default: './data', description: 'Embedded (PGlite) data directory, used when DATABASE_URL is unset' }),
+  DATA_DIR_MIN_FREE_MB: Int(64, 0, 1_048_576, 'Embedded database only: writes are refused (507) while the data directory\'s disk has less free space than this, so a full disk never wedges the process; 0 = no check'),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL connection string; replaces the embedded database' })),
   DATABASE_POOL_SIZE: Int(10, 1, 200, 'Maximum PostgreSQL connections per process'),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis for state shared by several API processes (rate limits)' })),
@@ -47,6 +48,7 @@ export const EnvSchema = Type.Object({
   EVENT_RETENTION_MS: Int(2_592_000_000, 1000, 315_360_000_000, 'How long events are kept (feed, replays); longer while a delivery still needs one'),
   WEBHOOK_DELIVERY_RETENTION_MS: Int(2_592_000_000, 1000, 315_360_000_000, 'How long succeeded deliveries and their attempts are kept after success'),
   WEBHOOK_DEAD_LETTER_RETENTION_MS: Int(7_776_000_000, 1000, 315_360_000_000, 'How long dead letters and their attempts are kept unless retried (at least WEBHOOK_DELIVERY_RETENTION_MS)'),
+  AUDIT_LOG_RETENTION_MS: Int(31_536_000_000, 1000, 315_360_000_000, 'How long entries of the administrators\' audit log are kept'),
   RETENTION_INTERVAL_MS: Int(600_000, 1000, 86_400_000, 'Time between pruning runs of the worker role'),
   RETENTION_BATCH_SIZE: Int(1000, 1, 100_000, 'Rows deleted per pruning statement (each in its own short transaction)'),
   HEAP_GROWING_PERCENT: Int(10, 0, 1000, 'How far (%) the JavaScript heap may grow past its live size before a full collection in server roles; 0 = V8 default (see src/ops/heap-tuning.ts)'),
@@ -56,6 +58,8 @@ export const EnvSchema = Type.Object({
   ADMIN_SIGN_IN_MAX_FAILURES: Int(5, 1, 1000, 'Failed dashboard sign-ins per email and client address before sign-in is refused for a while'),
   ADMIN_SIGN_IN_WINDOW_MS: Int(900_000, 1000, 86_400_000, 'Window over which failed dashboard sign-ins are counted'),
   ADMIN_SETUP_LINK_TTL_MS: Int(3_600_000, 60_000, 604_800_000, 'How long the one-time first-administrator setup link printed at start stays valid'),
+  ADMIN_INVITATION_TTL_MS: Int(604_800_000, 60_000, 2_592_000_000, 'How long a one-time invitation link for a new administrator stays valid'),
+  ADMIN_PASSWORD_RESET_TTL_MS: Int(3_600_000, 60_000, 604_800_000, 'How long a one-time password-reset link an owner issued stays valid'),
   ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 1, description: 'Password for `store-api admin create` when --password is not given (never read by the server)' })),
 });
 
@@ -64,7 +68,12 @@ export type Config = Readonly<Static<typeof EnvSchema>> & {
   readonly webhookRetryScheduleMs: readonly number[];
 };
 
-export class ConfigError extends Error {}
+/** A bad configuration; `variables` names the variables at fault. */
+export class ConfigError extends Error {
+  constructor(message: string, readonly variables: readonly string[] = []) {
+    super(message);
+  }
+}
 
 /**
  * Validates `env` (default: process.env merged over an optional `.env` file in the working
@@ -79,12 +88,10 @@ export function loadConfig(env: Record<string, string | undefined> = readEnviron
   }
   // Convert mutates its argument; keep `input` as given so messages quote the raw value.
   const converted = Value.Default(EnvSchema, Value.Convert(EnvSchema, { ...input })) as Record<string, unknown>;
-  const problems = [...Value.Errors(EnvSchema, converted)].map((e) => {
-    const name = e.path.replace(/^\//, '') || '(environment)';
-    return `${name}=${JSON.stringify(input[name] ?? '')}: ${e.message}`;
-  });
+  const errors = [...Value.Errors(EnvSchema, converted)].map((e) => ({ name: e.path.replace(/^\//, '') || '(environment)', message: e.message }));
+  const problems = errors.map(({ name, message }) => `${name}=${JSON.stringify(input[name] ?? '')}: ${message}`);
   if (problems.length > 0) {
-    throw new ConfigError(`Invalid configuration:\n  ${[...new Set(problems)].join('\n  ')}`);
+    throw new ConfigError(`Invalid configuration:\n  ${[...new Set(problems)].join('\n  ')}`, [...new Set(errors.map((e) => e.name))]);
   }
   const parsed = converted as Static<typeof EnvSchema>;
   // Dead letters are the deliveries someone still has to look at: never pruned before the others.
@@ -93,7 +100,7 @@ export function loadConfig(env: Record<string, string | undefined> = readEnviron
     const problem = input.WEBHOOK_DEAD_LETTER_RETENTION_MS !== undefined
       ? `WEBHOOK_DEAD_LETTER_RETENTION_MS=${JSON.stringify(input.WEBHOOK_DEAD_LETTER_RETENTION_MS)}: must be at least WEBHOOK_DELIVERY_RETENTION_MS (${parsed.WEBHOOK_DELIVERY_RETENTION_MS})`
       : `WEBHOOK_DELIVERY_RETENTION_MS=${JSON.stringify(input.WEBHOOK_DELIVERY_RETENTION_MS)}: must not exceed WEBHOOK_DEAD_LETTER_RETENTION_MS (${parsed.WEBHOOK_DEAD_LETTER_RETENTION_MS}); raise that too`;
-    throw new ConfigError(`Invalid configuration:\n  ${problem}`);
+    throw new ConfigError(`Invalid configuration:\n  ${problem}`, [input.WEBHOOK_DEAD_LETTER_RETENTION_MS !== undefined ? 'WEBHOOK_DEAD_LETTER_RETENTION_MS' : 'WEBHOOK_DELIVERY_RETENTION_MS']);
   }
   if (parsed.HEADERS_TIMEOUT_MS > parsed.REQUEST_TIMEOUT_MS) {
     throw new ConfigError(`Invalid configuration:\n  HEADERS_TIMEOUT_MS=${JSON.stringify(String(parsed.HEADERS_TIMEOUT_MS))}: must not exceed REQUEST_TIMEOUT_MS (${parsed.REQUEST_TIMEOUT_MS})`);

@@ -11,5 +11,5 @@ export const customerSource: ListSource = {
   from: sql`customers c`,
   lastModified: sql`c.last_modified`,
   id: sql`c.id`,
-  json: customerJson,
+  json: sql`c.doc`,
 };

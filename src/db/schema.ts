@@ -25,6 +25,9 @@ export interface ProductTable {
   is_active: boolean;
   created_at: Timestamp;
   last_modified: Timestamp;
+  /** Stored documents (db/documents.ts), kept by triggers: never written by the application. */
+  doc: ColumnType<unknown, never, never>;
+  inventory_doc: ColumnType<unknown, never, never>;
 }
 
 export interface VariantTable {
@@ -59,6 +62,8 @@ export interface CustomerTable {
   is_active: boolean;
   created_at: Timestamp;
   last_modified: Timestamp;
+  /** Stored document (db/documents.ts), kept by triggers: never written by the application. */
+  doc: ColumnType<unknown, never, never>;
 }
 
 export interface OrderTable {
@@ -76,6 +81,8 @@ export interface OrderTable {
   total: ColumnType<number, number | string, number | string>;
   created_at: Timestamp;
   last_modified: Timestamp;
+  /** Stored document (db/documents.ts), kept by triggers: never written by the application. */
+  doc: ColumnType<unknown, never, never>;
 }
 
 export interface OrderItemTable {
@@ -104,6 +111,8 @@ export interface StockMovementTable {
   note: NullableText;
   created_at: Timestamp;
   last_modified: Timestamp;
+  /** Stored document (db/documents.ts), kept by triggers: never written by the application. */
+  doc: ColumnType<unknown, never, never>;
 }
 
 export interface EventTable {
@@ -130,6 +139,9 @@ export interface ApiTokenTable {
   expires_at: ColumnType<string | null, string | null | undefined, string | null>;
   revoked_at: ColumnType<string | null, string | null | undefined, string | null>;
   last_used_at: ColumnType<string | null, string | null | undefined, string | null>;
+  /** After a roll (migration 0012): the replaced secret's hash, accepted until previous_token_expires_at. */
+  previous_token_hash: ColumnType<string | null, string | null | undefined, string | null>;
+  previous_token_expires_at: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface Database {

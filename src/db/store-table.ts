@@ -9,16 +9,16 @@ import type { Kysely } from 'kysely';
 import { executeScript } from './execute-script.ts';
 
 /** The keyset index of a store table: (last_modified, id), the order of every page. */
-export function keysetIndexSql(table: string): string {
+function keysetIndexSql(table: string): string {
   return `CREATE INDEX ${table}_last_modified_idx ON ${table} (last_modified, id);`;
 }
 
 /**
- * The trigger moving a row's last_modified past the version it replaces when an update stamps it
- * lower or equal (function of migrations 0006 and 0007; an update leaving the column out never
- * fires it; docs/decisions/0001-cursor-horizon.md).
+ * The trigger moving a row's last_modified past the version it replaces, as migration 0007 left it
+ * on the first store tables (function of migrations 0006/0007); test/db/store-tables.test.ts checks
+ * that a new table's trigger is theirs.
  */
-export function forwardTriggerSql(table: string): string {
+function forwardTriggerSql(table: string): string {
   return `CREATE TRIGGER ${table}_last_modified_forward BEFORE UPDATE OF last_modified ON ${table}
       FOR EACH ROW WHEN (NEW.last_modified <= OLD.last_modified) EXECUTE FUNCTION last_modified_forward();`;
 }
@@ -29,14 +29,11 @@ export function forwardTriggerSql(table: string): string {
  */
 export async function createStoreTable<DB>(db: Kysely<DB>, table: string, columns: readonly string[]): Promise<void> {
   if (!/^[a-z_][a-z0-9_]*$/.test(table)) throw new Error(`not a plain table name: ${table}`);
-  await executeScript(
-    db,
-    `
+  await executeScript(db, `
     CREATE TABLE ${table} (
       ${[...columns, 'created_at timestamptz NOT NULL', 'last_modified timestamptz NOT NULL'].join(',\n      ')}
     );
     ${keysetIndexSql(table)}
     ${forwardTriggerSql(table)}
-  `,
-  );
+  `);
 }

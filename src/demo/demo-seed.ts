@@ -4,6 +4,7 @@
  */
 import { SingleBar, Presets } from 'cli-progress';
 import type { AppContext } from '../app-context.ts';
+import type { Announce } from '../ops/announce.ts';
 import { createToken } from '../tokens/token.service.ts';
 import { generateDemoStore, storeIsEmpty, type DemoSummary } from './demo-store.ts';
 
@@ -24,7 +25,7 @@ export function progressBar(enabled: boolean) {
   };
 }
 
-export async function seedDemoStoreIfEmpty(ctx: AppContext, { products, progress }: { products: number; progress: boolean }): Promise<(DemoSummary & { token: string }) | undefined> {
+export async function seedDemoStoreIfEmpty(ctx: AppContext, { products, progress, announce = () => {} }: { products: number; progress: boolean; announce?: Announce }): Promise<(DemoSummary & { token: string }) | undefined> {
   const db = ctx.database.db;
   // Copied from the build's demo template just now: the store is there, its token is not yet.
   const fromTemplate = ctx.database.templateDemo;
@@ -33,7 +34,7 @@ export async function seedDemoStoreIfEmpty(ctx: AppContext, { products, progress
     return { ...fromTemplate, token };
   }
   if (!(await storeIsEmpty(db))) return undefined;
-  process.stdout.write(`Empty store: seeding a demo store with ${products} products…\n`);
+  announce({ text: `Empty store: seeding a demo store with ${products} products…\n`, msg: 'empty store: seeding a demo store', fields: { products } });
   const bar = progressBar(progress);
   const summary = await generateDemoStore(db, { products, onProgress: (d, t, phase) => bar.update(d, t, phase) });
   bar.stop();

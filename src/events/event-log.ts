@@ -28,7 +28,7 @@ export function resourceTypeOf(type: EventType): string {
 export async function appendEvents(ctx: WriteContext, type: EventType, source: RawBuilder<unknown>): Promise<number> {
   const result = await sql`
     INSERT INTO events (id, type, resource_type, resource_id, data, created_at)
-    SELECT gen_random_uuid(), ${type}, ${resourceTypeOf(type)}, s.resource_id::text, s.data::jsonb, ${ctx.stamp}::timestamptz
+    SELECT gen_random_uuid(), ${type}, ${resourceTypeOf(type)}, s.resource_id::text, s.data::json, ${ctx.stamp}::timestamptz
     FROM (${source}) AS s
     ORDER BY s.resource_id
   `.execute(ctx.trx);
@@ -40,7 +40,7 @@ export async function appendEvent(ctx: WriteContext, type: EventType, resourceId
   const id = randomUUID();
   await sql`
     INSERT INTO events (id, type, resource_type, resource_id, data, created_at)
-    VALUES (${id}, ${type}, ${resourceTypeOf(type)}, ${resourceId}, ${JSON.stringify(data)}::jsonb, ${ctx.stamp}::timestamptz)
+    VALUES (${id}, ${type}, ${resourceTypeOf(type)}, ${resourceId}, ${JSON.stringify(data)}::json, ${ctx.stamp}::timestamptz)
   `.execute(ctx.trx);
   return id;
 }

@@ -1,6 +1,7 @@
 /**
- * The events each kind of change appends, built from the resource's own JSON SQL (its declaration,
- * resources/resource.ts) so an event's `data` is exactly what a GET would have returned at that moment.
+ * The events each kind of change appends, from the resource's own source (its declaration,
+ * resources/resource.ts): `data` is the record's stored document (db/documents.ts) as the statement
+ * triggers left it after the change, the same bytes a GET returns at that moment.
  */
 import { sql } from 'kysely';
 import type { WriteContext } from '../db/write-clock.ts';

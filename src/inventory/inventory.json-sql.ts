@@ -20,7 +20,7 @@ export const inventorySource: ListSource = {
   from: sql`products p`,
   lastModified: sql`p.last_modified`,
   id: sql`p.id`,
-  json: inventoryJson,
+  json: sql`p.inventory_doc`,
   where: stockTrackedCondition,
 };
 
@@ -33,7 +33,7 @@ export const movementSource: ListSource = {
   from: sql`stock_movements m`,
   lastModified: sql`m.last_modified`,
   id: sql`m.id`,
-  json: movementJson,
+  json: sql`m.doc`,
 };
 
 export const MOVEMENT_REASONS = ['sale', 'refund', 'cancel', 'adjustment', 'bulk_import'] as const;

@@ -11,6 +11,7 @@ import { httpRequestDuration, httpRequestsTotal, trackDatabasePool } from './met
 import { REQUEST_ID_HEADER } from './request-id.ts';
 import { setQueueDepthSource } from '../webhooks/webhook-metrics.ts';
 import { queueDepth } from '../webhooks/delivery-queue.ts';
+import { setAlertMetricsSource } from '../admin/alerts/alerts.ts';
 
 /** Route label of requests that matched no route (404s): one series, not one per probed URL. */
 export const UNMATCHED_ROUTE = 'unmatched';
@@ -33,9 +34,11 @@ export const observabilityPlugin = fp(async function observability(app: FastifyI
   const untrack = trackDatabasePool(app.ctx.database);
   app.addHook('onReady', async () => {
     setQueueDepthSource(() => queueDepth(app.ctx.database.db));
+    setAlertMetricsSource(app.ctx.database.db);
   });
   app.addHook('onClose', async () => {
     untrack();
     setQueueDepthSource(undefined);
+    setAlertMetricsSource(undefined);
   });
 }, { name: 'observability' });

@@ -17,7 +17,7 @@ export const orderSource: ListSource = {
   from: sql`orders o`,
   lastModified: sql`o.last_modified`,
   id: sql`o.id`,
-  json: orderJson,
+  json: sql`o.doc`,
 };
 
 export const ORDER_SOURCES = ['pos', 'online'] as const;

@@ -7,6 +7,7 @@
  *    success).
  *  - dead letters, with their attempts: WEBHOOK_DEAD_LETTER_RETENTION_MS (90 days after
  *    dead-lettering) unless retried first (a retried one is pending again and kept).
+ *  - the administrators' audit log: AUDIT_LOG_RETENTION_MS (365 days) after each entry.
  *  - pending and failed deliveries (waiting for an attempt, or in flight) are never pruned, nor stock
  *    movements (business records served by the API), nor anything else.
  */
@@ -17,6 +18,8 @@ export interface RetentionPolicy {
   readonly eventsMs: number;
   readonly deliveriesMs: number;
   readonly deadLettersMs: number;
+  /** Audit log entries (AUDIT_LOG_RETENTION_MS). */
+  readonly auditLogMs: number;
   /** Rows deleted per statement (each batch is its own short transaction). */
   readonly batchSize: number;
   /** Time between pruning runs. */
@@ -29,6 +32,7 @@ export function retentionPolicyOf(config: Config): RetentionPolicy {
     eventsMs: config.EVENT_RETENTION_MS,
     deliveriesMs: config.WEBHOOK_DELIVERY_RETENTION_MS,
     deadLettersMs: config.WEBHOOK_DEAD_LETTER_RETENTION_MS,
+    auditLogMs: config.AUDIT_LOG_RETENTION_MS,
     batchSize: config.RETENTION_BATCH_SIZE,
     intervalMs: config.RETENTION_INTERVAL_MS,
   };
@@ -41,6 +45,8 @@ export interface RetentionCutoffs {
   readonly deliveries: string;
   /** Dead letters dead-lettered before this instant are past their retention. */
   readonly deadLetters: string;
+  /** Audit log entries recorded before this instant are past their retention. */
+  readonly auditLog: string;
 }
 
 /** The cutoffs (ISO text) at `nowMs`. */
@@ -49,5 +55,6 @@ export function cutoffsAt(policy: RetentionPolicy, nowMs: number): RetentionCuto
     events: isoFromMillis(nowMs - policy.eventsMs),
     deliveries: isoFromMillis(nowMs - policy.deliveriesMs),
     deadLetters: isoFromMillis(nowMs - policy.deadLettersMs),
+    auditLog: isoFromMillis(nowMs - policy.auditLogMs),
   };
 }

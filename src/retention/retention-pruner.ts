@@ -13,12 +13,14 @@
  *     a watermark published a run earlier means a reader (events feed, replay) that checked its
  *     cursor against the watermark never finds events missing while it reads: events are deleted
  *     one interval after the feed stopped offering them.
+ *  4. audit log entries past AUDIT_LOG_RETENTION_MS.
  */
 import { EventEmitter } from 'node:events';
 import type { AppContext } from '../app-context.ts';
 import { isoFromMillis } from '../shared/time.ts';
 import { cutoffsAt, retentionPolicyOf, type RetentionPolicy } from './retention-policy.ts';
 import { deleteFinishedDeliveries, deleteUnneededEvents, oldestAvailable, publishWatermark } from './retention.repository.ts';
+import { deleteAuditBefore } from '../admin/audit/audit-log.ts';
 import { lastPruningRun, pruningRuns, rowsPruned } from './retention-metrics.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
@@ -29,6 +31,7 @@ export interface PruneReport {
   readonly deliveries: number;
   readonly deadLetters: number;
   readonly attempts: number;
+  readonly auditEntries: number;
   /** Events older than this were deleted (the watermark of the previous run), if any. */
   readonly eventsDeletedBefore?: string;
   readonly durationMs: number;
@@ -75,7 +78,9 @@ export async function pruneOnce(db: Kysely<Database>, policy: RetentionPolicy, n
     : await inBatches(() => deleteUnneededEvents(db, published, policy.batchSize), policy.batchSize, signal);
   await publishWatermark(db, 'events', cutoffs.events, nowIso);
 
-  return { events, deliveries, deadLetters, attempts, eventsDeletedBefore: published, durationMs: Date.now() - started };
+  const auditEntries = await inBatches(() => deleteAuditBefore(db, cutoffs.auditLog, policy.batchSize), policy.batchSize, signal);
+
+  return { events, deliveries, deadLetters, attempts, auditEntries, eventsDeletedBefore: published, durationMs: Date.now() - started };
 }
 
 /** Typed events of the pruner (tests wait on them instead of sleeping). */
@@ -112,11 +117,12 @@ export function startRetentionPruner(ctx: AppContext, options: RetentionPrunerOp
         rowsPruned.inc({ table: 'webhook_deliveries' }, report.deliveries);
         rowsPruned.inc({ table: 'webhook_dead_letters' }, report.deadLetters);
         rowsPruned.inc({ table: 'webhook_attempts' }, report.attempts);
+        rowsPruned.inc({ table: 'admin_audit_log' }, report.auditEntries);
         pruningRuns.inc({ result: 'ok' });
         lastPruningRun.set(Date.now() / 1000);
         ctx.logger.info({
           events: report.events, deliveries: report.deliveries, dead_letters: report.deadLetters,
-          attempts: report.attempts, duration_ms: report.durationMs,
+          attempts: report.attempts, audit_entries: report.auditEntries, duration_ms: report.durationMs,
         }, 'retention pruning run');
         events.emit('pruned', report);
       } catch (error) {

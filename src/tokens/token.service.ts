@@ -4,6 +4,7 @@
  * revocation takes effect on the next request because every request looks the hash up.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { isOutOfSpace } from '../db/storage-health.ts';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { conflict, notFound } from '../shared/problem.ts';
@@ -29,6 +30,8 @@ export interface TokenSummary {
   expires_at: string | null;
   revoked_at: string | null;
   last_used_at: string | null;
+  /** After a roll: until when the replaced secret still works (null when none does). */
+  previous_secret_expires_at: string | null;
   status: 'active' | 'revoked' | 'expired';
 }
 
@@ -70,6 +73,7 @@ function tokenQuery(db: Kysely<Database>) {
       sql<string | null>`iso_utc(expires_at)`.as('expires_at'),
       sql<string | null>`iso_utc(revoked_at)`.as('revoked_at'),
       sql<string | null>`iso_utc(last_used_at)`.as('last_used_at'),
+      sql<string | null>`CASE WHEN previous_token_expires_at > now() THEN iso_utc(previous_token_expires_at) END`.as('previous_secret_expires_at'),
       sql<boolean>`expires_at IS NOT NULL AND expires_at <= now()`.as('expired'),
     ]);
 }
@@ -146,13 +150,19 @@ export async function authenticateToken(db: Kysely<Database>, token: string): Pr
       sql<boolean>`expires_at IS NOT NULL AND expires_at <= now()`.as('expired'),
       sql<boolean>`last_used_at IS NULL OR last_used_at < now() - interval '60 seconds'`.as('stale_use'),
     ])
-    .where('token_hash', '=', hashToken(token))
+    .where((eb) => eb.or([
+      eb('token_hash', '=', hashToken(token)),
+      // A rolled-out secret keeps working until its overlap ends.
+      eb.and([eb('previous_token_hash', '=', hashToken(token)), eb('previous_token_expires_at', '>', sql<string>`now()`)]),
+    ]))
     .executeTakeFirst();
   if (!row) return 'unknown';
   if (row.revoked_at) return 'revoked';
   if (row.expired) return 'expired';
   if (row.stale_use) {
-    await db.updateTable('api_tokens').set({ last_used_at: sql<string>`now()` }).where('id', '=', row.id).execute();
+    // Bookkeeping, not the request's purpose: on a disk out of space the read goes on without it.
+    await db.updateTable('api_tokens').set({ last_used_at: sql<string>`now()` }).where('id', '=', row.id).execute()
+      .catch((error: unknown) => { if (!isOutOfSpace(error)) throw error; });
   }
   return {
     id: row.id,
@@ -161,4 +171,39 @@ export async function authenticateToken(db: Kysely<Database>, token: string): Pr
     rateLimitStandard: row.rate_limit_standard,
     rateLimitExport: row.rate_limit_export,
   };
+}
+
+/**
+ * Rolls a token: a new secret from now on; the old one keeps working for `overlapMs` (0: ends now),
+ * so a client can be switched without downtime. Revoked or expired tokens cannot be rolled (409).
+ */
+export async function rollToken(db: Kysely<Database>, id: string, overlapMs: number): Promise<{ token: string; summary: TokenSummary }> {
+  const current = await getToken(db, id);
+  if (current.status !== 'active') throw conflict(`Token '${id}' is ${current.status}; only an active token can be rolled. Create a new one instead.`);
+  const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
+  await db.updateTable('api_tokens')
+    .set({
+      previous_token_hash: sql<string>`token_hash`,
+      previous_token_expires_at: sql<string>`now() + make_interval(secs => ${overlapMs / 1000})`,
+      token_hash: hashToken(token),
+      prefix: token.slice(0, 12),
+    })
+    .where('id', '=', id)
+    .execute();
+  return { token, summary: await getToken(db, id) };
+}
+
+/** Renames a token or changes its rate limits (null: the server's defaults). */
+export async function updateToken(
+  db: Kysely<Database>,
+  id: string,
+  patch: { name?: string; rateLimitStandard?: number | null; rateLimitExport?: number | null },
+): Promise<{ before: TokenSummary; after: TokenSummary }> {
+  const before = await getToken(db, id);
+  const set: Record<string, unknown> = {};
+  if (patch.name !== undefined) set.name = patch.name;
+  if (patch.rateLimitStandard !== undefined) set.rate_limit_standard = patch.rateLimitStandard;
+  if (patch.rateLimitExport !== undefined) set.rate_limit_export = patch.rateLimitExport;
+  if (Object.keys(set).length > 0) await db.updateTable('api_tokens').set(set).where('id', '=', id).execute();
+  return { before, after: await getToken(db, id) };
 }

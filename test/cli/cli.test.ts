@@ -8,7 +8,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
+import { openDatabase } from '../../src/db/database.ts';
 
 // Each CLI run is a fresh process (TypeScript loader, PGlite start, migration check): seconds each,
 // more on a busy machine. Generous per-test time; no assertion on speed.
@@ -156,5 +158,58 @@ describe('demo generate', () => {
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe.each(backends)('documents CLI (%s)', (backend) => {
+  let env: Record<string, string>;
+  let dataDir: string | undefined;
+  let database: TestDatabase | undefined;
+  beforeAll(async () => {
+    if (backend === 'pglite') {
+      dataDir = mkdtempSync(join(tmpdir(), 'store-api-cli-docs-'));
+      env = { DATA_DIR: dataDir };
+    } else {
+      database = await openTestDatabase('postgres', { poolSize: 1 });
+      env = { DATABASE_URL: database.url! };
+    }
+  });
+  afterAll(async () => {
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await database?.close();
+  });
+
+  /** Writes one product's stored document behind the triggers' back, as a bug would. */
+  async function corruptOneProduct(): Promise<string> {
+    const handle = database ?? await openDatabase({ dataDir, template: false });
+    try {
+      return await handle.db.transaction().execute(async (trx) => {
+        await sql`SELECT set_config('store_api.rebuilding_documents', 'on', true)`.execute(trx);
+        const { rows } = await sql<{ id: string }>`
+          UPDATE products SET doc = '{"stale":true}' WHERE id = (SELECT id FROM products ORDER BY id LIMIT 1) RETURNING id::text AS id`.execute(trx);
+        return rows[0]!.id;
+      });
+    } finally {
+      if (!database) await handle.close();
+    }
+  }
+
+  it('check passes on a generated store, names a record whose document differs (exit 1), and backfill --all repairs it', async () => {
+    const generated = await run(['demo', 'generate', '--products', '30', '--orders', '10'], env);
+    expect(generated.code, generated.stderr).toBe(0);
+    const clean = await run(['documents', 'check'], env);
+    expect(clean.code, clean.stderr + clean.stdout).toBe(0);
+
+    const id = await corruptOneProduct();
+    const dirty = await run(['documents', 'check'], env);
+    expect(dirty.code).toBe(1);
+    expect(dirty.stdout).toContain(`product ${id} differs`);
+    expect(dirty.stdout).toContain('{"stale":true}');
+
+    const backfill = await run(['documents', 'backfill', '--all'], env);
+    expect(backfill.code, backfill.stderr).toBe(0);
+    expect(backfill.stderr).toMatch(/products: \d+ rows/);
+    const repaired = await run(['documents', 'check'], env);
+    expect(repaired.code, repaired.stdout).toBe(0);
   });
 });

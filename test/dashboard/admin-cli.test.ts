@@ -38,7 +38,7 @@ describe('store-api admin (CLI)', { timeout: 120_000 }, () => {
     expect(stdout).toBe('Created administrator owner@example.com. Sign in at /admin on the running server.\n');
     expect(stdout + stderr).not.toContain('a very secret password');
     const list = await runCli(['admin', 'list'], env);
-    expect(list.stdout).toMatch(/^owner@example\.com {2}created \d{4}-/);
+    expect(list.stdout).toMatch(/^owner@example\.com {2}owner {2}created \d{4}-/);
   });
 
   it('refuses a second administrator with the same email', async () => {

@@ -54,7 +54,7 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
   let flakyEndpointId = '';
   let setupLink = '';
   let expiredCode = '';
-  const setupLinkIn = (output: string) => /(http:\/\/\S+\/admin#\/setup\?code=[\w-]+)\n/.exec(output)![1]!;
+  const setupLinkIn = (output: string) => /(http:\/\/[^\s"]+\/admin#\/setup\?code=[\w-]+)["\n]/.exec(output)![1]!;
 
   const a11yViolations: string[] = [];
   /** Runs axe (WCAG 2 A and AA rules) on the page as it is now and records any violation. */
@@ -101,13 +101,13 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     // No administrator yet: the first start prints a setup link. Let it expire (the server stopped,
     // its data directory's expiry moved to the past), then start again for a fresh one. Ready once
     // the link is printed (right after it listens).
-    const first = await startServer(env, /#\/setup\?code=[\w-]+\n/);
+    const first = await startServer(env, /#\/setup\?code=[\w-]+["\n]/);
     expiredCode = new URL(setupLinkIn(first.output())).hash.split('code=')[1]!;
     await first.stop();
     const database = await openDatabase({ dataDir });
     await database.db.updateTable('admin_setup_codes').set({ expires_at: sql<string>`now() - interval '1 minute'` }).execute();
     await database.close();
-    server = await startServer(env, /#\/setup\?code=[\w-]+\n/);
+    server = await startServer(env, /#\/setup\?code=[\w-]+["\n]/);
     startOutput = server.output();
     setupLink = setupLinkIn(startOutput);
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
@@ -399,6 +399,9 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     // The safe choice has the focus.
     await expect(confirm.getByRole('button', { name: 'Cancel' }).evaluate((b) => b === document.activeElement)).resolves.toBe(true);
     await confirm.getByRole('button', { name: 'Revoke key' }).click();
+    // Revoked keys are hidden until asked for.
+    await row.waitFor({ state: 'detached' });
+    await page.getByRole('link', { name: /^Show revoked and expired/ }).click();
     await row.locator('.badge', { hasText: 'Revoked' }).waitFor();
     expect((await readApi(apiKey)).status).toBe(401);
   });

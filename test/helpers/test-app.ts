@@ -9,6 +9,7 @@ import type { AppContext } from '../../src/app-context.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { createToken, type Scope } from '../../src/tokens/token.service.ts';
 import { openTestDatabase, type TestDatabase } from './test-database.ts';
+import { checkDocuments } from '../../src/db/documents.ts';
 
 /** Env that lifts the rate limits, for tests that page through large stores. */
 export const UNLIMITED = { RATE_LIMIT_STANDARD: '1000000', RATE_LIMIT_EXPORT: '1000000' } as const;
@@ -17,6 +18,8 @@ export interface TestApp {
   app: App;
   ctx: AppContext;
   database: TestDatabase;
+  /** Throws when a stored document differs from its rebuild from the tables (run by close()). */
+  checkDocuments(): Promise<void>;
   /** Header object for a fresh token with `scopes` (default: the four read scopes). */
   auth(scopes?: Scope[]): Promise<{ authorization: string }>;
   close(): Promise<void>;
@@ -36,9 +39,24 @@ export async function buildTestApp(backend: Backend, env: Record<string, string>
       const { token } = await createToken(database.db, { name: 'test', scopes });
       return { authorization: `Bearer ${token}` };
     },
+    checkDocuments: () => assertDocumentsMatch(database),
     close: async () => {
-      await app.close();
+      // Every test app ends with the rebuild check: whatever kind of write the test made, every
+      // stored document must equal what the tables say (db/documents.ts).
+      try {
+        await assertDocumentsMatch(database);
+      } finally {
+        await app.close();
+      }
       await database.close();
     },
   };
+}
+
+/** The rebuild check of db/documents.ts as an assertion naming the first records that differ. */
+export async function assertDocumentsMatch(database: TestDatabase): Promise<void> {
+  const differences = await checkDocuments(database.db, { limit: 5 });
+  if (differences.length > 0) {
+    throw new Error(`stored documents differ from their rebuild:\n${differences.map((d) => `${d.kind} ${d.id}\n  stored:  ${d.stored}\n  rebuilt: ${d.rebuilt}`).join('\n')}`);
+  }
 }

@@ -73,9 +73,15 @@ describe('configuration', () => {
       writeFileSync(join(dir, '.env'), 'RATE_LIMIT_EXPORT=ten\nDATA_DIR=./data\n');
       const proc = startStoreApi(['serve'], {}, { cwd: dir, name: 'serve with a bad .env' });
       expect(await proc.exited).toBe(1);
-      expect(proc.output()).toContain('Invalid configuration');
-      expect(proc.output()).toContain('RATE_LIMIT_EXPORT="ten"');
-      expect(proc.output()).not.toMatch(/at \w+ \(/); // a message, not a stack trace
+      // Not a terminal: one JSON line naming the variable (docs/decisions/0009).
+      const lines = proc.output().trim().split('\n');
+      expect(lines).toHaveLength(1);
+      const line = JSON.parse(lines[0]!) as { level: number; msg: string; variables: string[] };
+      expect(line.level).toBe(60);
+      expect(line.variables).toEqual(['RATE_LIMIT_EXPORT']);
+      expect(line.msg).toContain('Invalid configuration');
+      expect(line.msg).toContain('RATE_LIMIT_EXPORT="ten"');
+      expect(line.msg).not.toMatch(/at \w+ \(/); // a message, not a stack trace
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -128,7 +128,7 @@ describe.skipIf(Boolean(skipReason))('fleet: serve ×2 + worker ×2 on PostgreSQ
   const startWorker = async (n: number) => {
     const proc = startStoreApi(['worker'], { ...env, METRICS_PORT: '0', LOG_LEVEL: 'info' }, { name: `worker #${n}` });
     everyProcess.push(proc);
-    const base = await listeningUrl(proc, /Worker metrics listening on (http:\/\/\S+)/);
+    const base = await listeningUrl(proc, /Worker metrics listening on (http:\/\/[^\s"]+)/);
     await proc.waitFor(/Webhook worker started/);
     // The worker role prunes by retention, first at start, with one log line per run.
     await proc.waitFor(/"msg":"retention pruning run"/);

@@ -12,7 +12,7 @@ import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
 
 /** Every route of the read API (README "Read API" table) and the operational ones. */
 const READ = [...READ_SCOPES];
-const API_OPERATIONS: Array<[path: string, scope: string | string[], kind: 'list' | 'export' | 'single', query: string[]]> = [
+const API_OPERATIONS: Array<[path: string, scope: string | string[], kind: 'list' | 'export' | 'single' | 'snapshot', query: string[]]> = [
   ['/api/v1/products', 'products:read', 'list', ['limit', 'cursor', 'order', 'include_inactive']],
   ['/api/v1/products/{id}', 'products:read', 'single', []],
   ['/api/v1/products/export', 'products:read', 'export', ['limit', 'cursor', 'order', 'include_inactive']],
@@ -28,10 +28,16 @@ const API_OPERATIONS: Array<[path: string, scope: string | string[], kind: 'list
   ['/api/v1/inventory/movements/export', 'inventory:read', 'export', ['limit', 'cursor', 'order', 'product_id', 'since']],
   ['/api/v1/events', READ, 'list', ['limit', 'cursor', 'order', 'type', 'since']],
   ['/api/v1/events/export', READ, 'export', ['limit', 'cursor', 'order', 'type', 'since']],
+  ['/api/v1/products/snapshot', 'products:read', 'snapshot', ['cursor', 'include_inactive']],
+  ['/api/v1/orders/snapshot', 'orders:read', 'snapshot', ['cursor', 'status', 'source', 'since']],
+  ['/api/v1/customers/snapshot', 'customers:read', 'snapshot', ['cursor']],
+  ['/api/v1/inventory/snapshot', 'inventory:read', 'snapshot', ['cursor', 'include_inactive']],
+  ['/api/v1/inventory/movements/snapshot', 'inventory:read', 'snapshot', ['cursor', 'product_id', 'since']],
+  ['/api/v1/events/snapshot', READ, 'snapshot', ['cursor', 'type', 'since']],
 ];
 const OPS_PATHS = ['/healthz', '/readyz', '/metrics'];
 /** The routes every declared resource has (resources/registry.ts): the spec's above, and any added since. */
-const DECLARED_PATHS = RESOURCES.flatMap((r) => [`/api/v1/${r.path}`, `/api/v1/${r.path}/export`, ...(r.single ? [`/api/v1/${r.path}/{id}`] : [])]);
+const DECLARED_PATHS = RESOURCES.flatMap((r) => [`/api/v1/${r.path}`, `/api/v1/${r.path}/export`, `/api/v1/${r.path}/snapshot`, ...(r.single ? [`/api/v1/${r.path}/{id}`] : [])]);
 
 type Json = Record<string, any>;
 
@@ -91,12 +97,16 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
       expect(Object.keys(ok.content)).toEqual(['application/x-ndjson']);
       expect(ok.headers['X-Next-Cursor']).toBeDefined();
       expect(ok.headers['X-Has-More']).toBeDefined();
+    } else if (kind === 'snapshot') {
+      expect(Object.keys(ok.content)).toEqual(['application/x-ndjson']);
+      expect(ok.headers['X-Snapshot-Cursor']).toBeDefined();
+      expect(op.parameters.map(resolve).find((p: Json) => p.name === 'limit')).toBeUndefined();
     } else {
       const schema = ok.content['application/json'].schema;
       expect(schema.properties.data).toBeDefined();
       if (kind === 'list') expect(schema.properties.pagination).toEqual({ $ref: '#/components/schemas/Pagination' });
     }
-    if (kind !== 'single') expect(ok.headers.Link).toEqual({ $ref: '#/components/headers/Link' });
+    if (kind === 'list' || kind === 'export') expect(ok.headers.Link).toEqual({ $ref: '#/components/headers/Link' });
     for (const header of ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit']) {
       expect(ok.headers[header], header).toEqual({ $ref: `#/components/headers/${header}` });
       expect(op.responses['429'].headers[header], header).toBeDefined();

@@ -89,7 +89,7 @@ export function startStoreApi(args: string[], env: Record<string, string>, { nam
 }
 
 /** Waits for the "listening on http://…" line and returns the base URL. */
-export async function listeningUrl(proc: StoreApiProcess, what: RegExp = /listening on (http:\/\/[^\s]+)/): Promise<string> {
+export async function listeningUrl(proc: StoreApiProcess, what: RegExp = /listening on (http:\/\/[^\s"]+)/): Promise<string> {
   const match = await proc.waitFor(what);
   return match[1]!.replace(/\/metrics$/, '');
 }

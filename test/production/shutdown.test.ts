@@ -80,7 +80,7 @@ describe.each(backends)('roles and graceful shutdown (%s)', (backend) => {
 
   it('worker: runs the dispatcher without the API, serves /metrics on METRICS_PORT, exits 0 on SIGTERM', async () => {
     const worker = start('worker', { METRICS_PORT: '0', WEBHOOK_POLL_INTERVAL_MS: '50' });
-    const base = await listeningUrl(worker, /Worker metrics listening on (http:\/\/\S+)/);
+    const base = await listeningUrl(worker, /Worker metrics listening on (http:\/\/[^\s"]+)/);
     await worker.waitFor(/Webhook worker started/);
     expect(worker.output()).not.toMatch(/Store Integration API listening/);
     const metrics = await request(`${base}/metrics`);

@@ -28,7 +28,7 @@ import {
   handleWebhook, clientStoreReader, initialSync, mirrorMatches, reconcile, verifyMirror, webhookVerifier,
   SYNC_RESOURCES, type MirrorDatabase, type ReconcileReport, type ResourceComparison,
 } from '../../packages/sync/src/index.ts';
-import { receivedEventIds, eventSummary, readRecords } from '../../packages/sync/src/mirror/mirror.repository.ts';
+import { receivedEventIds, eventSummary, readRecords, readSyncState } from '../../packages/sync/src/mirror/mirror.repository.ts';
 
 export interface ChaosOptions {
   backend: 'pglite' | 'postgres';
@@ -56,6 +56,8 @@ export interface ChaosOptions {
 }
 
 export interface ChaosReport {
+  /** Each resource's cursor after the initial sync (a snapshot's end cursor ends with the nil id). */
+  initialCursors: Record<string, string | null>;
   writes: Record<string, number>;
   receiver: Record<string, number>;
   kills: number;
@@ -99,6 +101,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const started = Date.now();
   const log = (line: string) => options.log?.(`${((Date.now() - started) / 1000).toFixed(1)} s ${line}`);
   const failureRate = options.failureRate ?? 0.08;
+  const initialCursors: Record<string, string | null> = {};
   const dataDir = options.backend === 'pglite' ? mkdtempSync(join(tmpdir(), 'store-api-chaos-')) : undefined;
   const storeEnv: Record<string, string> = { ...SERVICE_ENV, ...(options.databaseUrl ? { DATABASE_URL: options.databaseUrl } : { DATA_DIR: dataDir! }) };
 
@@ -124,6 +127,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     front.verify = webhookVerifier([endpoint.secret]);
     const reader = clientStoreReader({ baseUrl: base, token });
     await initialSync(options.mirror, reader, SYNC_RESOURCES);
+    for (const resource of SYNC_RESOURCES) initialCursors[resource.name] = (await readSyncState(options.mirror.db, resource.name)).export_cursor;
     log('initial sync done');
 
     // 3. Writers and chaos.
@@ -178,6 +182,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const unexplainedDetail = Object.keys(unexplainedBeforeReconcile).length === 0 ? []
       : await explainDifferences(options.backend === 'postgres' ? { databaseUrl: options.databaseUrl } : { dataDir }, endpoint.id, beforeMirror, unexplainedBeforeReconcile);
     return {
+      initialCursors,
       writes,
       receiver: front.counts,
       kills: killed,

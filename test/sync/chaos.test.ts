@@ -38,6 +38,9 @@ describe.each(backends)('sync chaos (%s)', (backend) => {
     process.stderr.write(`[chaos ${backend}] ${JSON.stringify({ ...summary0(report) })}\n`);
     const summary = { writes: report.writes, receiver: report.receiver, events: report.events, delivered: report.delivered, dead: report.deadLetters, duplicates: report.duplicates, reconcile: report.reconcile };
 
+    // The initial sync took each resource from one snapshot stream: its cursor is the snapshot's end cursor.
+    for (const [resource, cursor] of Object.entries(report.initialCursors)) expect(cursor, resource).toMatch(/_00000000-0000-0000-0000-000000000000$/);
+
     // The chaos happened: writes of every kind, failed answers, redeliveries, kills.
     expect(report.kills, JSON.stringify(summary)).toBe(2);
     expect(report.writes['order-placed'] ?? 0).toBeGreaterThan(0);

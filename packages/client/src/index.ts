@@ -2,7 +2,7 @@
  * @store-api/client: typed client of the Store Integration API and verification of its webhooks.
  * See README.md for usage.
  */
-export { StoreApiClient, ResourceClient, ResourceWithGet, RecordIterator, cursorAfter } from './store-api.client.ts';
+export { StoreApiClient, ResourceClient, ResourceWithGet, RecordIterator, cursorAfter, isSnapshotUnsupported } from './store-api.client.ts';
 export type { StoreApiClientOptions, IterateOptions, PageProgress } from './store-api.client.ts';
 export { StoreApiError } from './store-api.error.ts';
 export type { ClientErrorCode } from './store-api.error.ts';

@@ -205,6 +205,71 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
       if (hasMore !== 'true' || count === 0) return;
     }
   }
+
+  /**
+   * Every record of GET /api/v1/{resource}/snapshot: the whole resource in one NDJSON stream (no page
+   * limit, one request against the export rate limit), parsed line by line as it arrives. When the
+   * stream ends, `cursor` is the server's X-Snapshot-Cursor: continue from it with lists, exports or
+   * webhooks and nothing changed meanwhile is missed. A connection lost mid-stream resumes from the
+   * last record consumed (counted as a retry). A server without snapshots answers 404 (or, where the
+   * path looks like a single GET, 400 naming `id`): see `isSnapshotUnsupported`.
+   */
+  snapshot(query: Omit<EQ, 'limit' | 'order'> = {} as Omit<EQ, 'limit' | 'order'>, options: IterateOptions = {}): RecordIterator<T> {
+    return new RecordIterator<T>(query.cursor as string | undefined, (self) => this.#walkSnapshot(self, query as Query, options));
+  }
+
+  async *#walkSnapshot(self: RecordIterator<T>, query: Query, options: IterateOptions): AsyncGenerator<T> {
+    const snapshotPath = `${this.path}/snapshot`;
+    let failures = 0;
+    while (true) {
+      const cursor = self.cursor ?? undefined;
+      const response = await this.client.getResponse(snapshotPath, { ...query, cursor }, 'application/x-ndjson', options.signal);
+      const url = response.url ? new URL(response.url) : this.client.urlOf(snapshotPath, { ...query, cursor });
+      const endCursor = response.headers.get('x-snapshot-cursor');
+      if (!endCursor) {
+        await response.body?.cancel().catch(() => {});
+        throw new StoreApiError(`${url.origin} did not answer like the Store Integration API (no X-Snapshot-Cursor header on GET ${url.pathname}); check the base URL`, { status: response.status, code: 'not_store_api', request: `GET ${url.pathname}${url.search}` });
+      }
+      self.pages++;
+      let count = 0;
+      try {
+        if (response.body) {
+          for await (const line of lines(response.body, options.signal)) {
+            let record: T;
+            try {
+              record = JSON.parse(line) as T;
+            } catch (cause) {
+              throw new StoreApiError(`${url.origin} sent a line that is not JSON in the snapshot of ${this.path}`, { status: response.status, code: 'not_store_api', request: `GET ${url.pathname}${url.search}`, cause });
+            }
+            yield record;
+            count++;
+            self.count++;
+            self.cursor = cursorAfter(record);
+            failures = 0;
+          }
+        }
+      } catch (error) {
+        if (error instanceof StoreApiError) throw error;
+        const failure = error instanceof TruncatedBodyError
+          ? new StoreApiError(`The snapshot of ${this.path} from ${url.origin} broke off in the middle of a line (connection lost)`, { status: response.status, code: 'network_error', request: `GET ${url.pathname}${url.search}`, cause: error })
+          : networkError(error, url, options.signal);
+        if (failure.code === 'aborted' || ++failures > this.client.retryPolicy.maxRetries) throw failure;
+        this.client.retryPolicy.onRetry?.({ attempt: failures, delayMs: 0, status: undefined, error: failure });
+        continue;
+      }
+      self.cursor = endCursor;
+      await options.onPage?.({ cursor: self.cursor, count, hasMore: false });
+      return;
+    }
+  }
+}
+
+/** Whether `error` (from `snapshot()`'s first request) says the server has no snapshot endpoint: use `export()` instead. */
+export function isSnapshotUnsupported(error: unknown): boolean {
+  if (!(error instanceof StoreApiError)) return false;
+  if (error.status === 404 || error.status === 405) return true;
+  // An older server routes /{resource}/snapshot to the single GET /{resource}/{id}.
+  return error.status === 400 && error.errors.some((e) => e.param === 'id');
 }
 
 /** A resource that also has GET /api/v1/{resource}/{id}. */

@@ -3,9 +3,9 @@
  * The client waits on 429, retries 5xx and network errors with backoff, resumes a broken export from
  * the last record consumed, and fails with one-line StoreApiErrors (see sync-errors.ts).
  */
-import { StoreApiClient, type ResourceClient } from '@store-api/client';
+import { StoreApiClient, isSnapshotUnsupported, type ResourceClient } from '@store-api/client';
 import { SyncError } from './sync-errors.ts';
-import type { Page, StoreReader } from './store-reader.ts';
+import type { Page, SnapshotWalk, StoreReader } from './store-reader.ts';
 import type { MirrorRecord, ResourceName, SyncResource } from './sync-resources.ts';
 
 export interface ClientStoreReaderOptions {
@@ -15,16 +15,18 @@ export interface ClientStoreReaderOptions {
   exportLimit?: number;
   /** Retries of one request (the client's default when unset). */
   maxRetries?: number;
+  /** fetch implementation (default: the global fetch). */
+  fetch?: typeof fetch;
 }
 
 type Query = Record<string, string | number | boolean | null | undefined>;
 type AnyResource = ResourceClient<MirrorRecord, Query, Query>;
 
 /** A StoreReader for the service at `baseUrl`. */
-export function clientStoreReader({ baseUrl, token, exportLimit = 500, maxRetries }: ClientStoreReaderOptions): StoreReader {
+export function clientStoreReader({ baseUrl, token, exportLimit = 500, maxRetries, fetch }: ClientStoreReaderOptions): StoreReader {
   let client: StoreApiClient;
   try {
-    client = new StoreApiClient({ baseUrl, token, maxRetries });
+    client = new StoreApiClient({ baseUrl, token, maxRetries, fetch });
   } catch (error) {
     throw new SyncError(`${(error as Error).message} (--url / --token)`);
   }
@@ -35,13 +37,30 @@ export function clientStoreReader({ baseUrl, token, exportLimit = 500, maxRetrie
     inventory: client.inventory as unknown as AnyResource,
     stock_movements: client.movements as unknown as AnyResource,
   };
+  const exportRecords = (resource: SyncResource, cursor: string | null): AsyncIterable<MirrorRecord> =>
+    resources[resource.name].export({ ...resource.query, limit: exportLimit, ...(cursor ? { cursor } : {}) });
   return {
     async listPage(resource: SyncResource, cursor: string | null, limit: number): Promise<Page> {
       const page = await resources[resource.name].list({ ...resource.query, limit, ...(cursor ? { cursor } : {}) });
       return { data: page.data, nextCursor: page.pagination.next_cursor ?? null, hasMore: page.pagination.has_more };
     },
-    exportRecords(resource: SyncResource, cursor: string | null): AsyncIterable<MirrorRecord> {
-      return resources[resource.name].export({ ...resource.query, limit: exportLimit, ...(cursor ? { cursor } : {}) });
+    exportRecords,
+    snapshotRecords(resource: SyncResource, cursor: string | null): SnapshotWalk {
+      const snapshot = resources[resource.name].snapshot({ ...resource.query, ...(cursor ? { cursor } : {}) });
+      let fellBack = false;
+      return {
+        async *[Symbol.asyncIterator]() {
+          try {
+            yield* snapshot;
+          } catch (error) {
+            // A server from before snapshots: the paged exports, from the same cursor.
+            if (snapshot.count > 0 || !isSnapshotUnsupported(error)) throw error;
+            fellBack = true;
+            yield* exportRecords(resource, cursor);
+          }
+        },
+        endCursor: () => (fellBack ? null : snapshot.cursor),
+      };
     },
   };
 }

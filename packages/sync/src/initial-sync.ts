@@ -1,5 +1,6 @@
 /**
- * Initial sync: walks each resource's export from its stored position and applies it in batches.
+ * Initial sync: walks each resource's snapshot (or, against a server without snapshots, its paged
+ * export) from its stored position and applies it in batches.
  * Each batch and the export cursor after it are written in one mirror transaction, so a crash
  * resumes at the first batch not committed and never leaves a half-applied one.
  */
@@ -35,9 +36,12 @@ export async function initialSync(mirror: MirrorDatabase, reader: StoreReader, r
     }
     let cursor = state.export_cursor;
     let batch: MirrorRecord[] = [];
+    // One snapshot stream when the reader has it (it falls back to the exports by itself), else the exports.
+    const snapshot = reader.snapshotRecords?.(resource, cursor);
     const flush = async (done: boolean) => {
       const last = batch[batch.length - 1];
-      const next = last ? cursorAfter(resource, last) : cursor;
+      // Done: the snapshot's end cursor, so the reconcile continues exactly where the snapshot's horizon was.
+      const next = (done ? snapshot?.endCursor() : null) ?? (last ? cursorAfter(resource, last) : cursor);
       await inTransaction(mirror, async (trx) => {
         await applyRecords(trx, resource, batch);
         await saveExportProgress(trx, resource.name, next, batch.length, done);
@@ -47,7 +51,7 @@ export async function initialSync(mirror: MirrorDatabase, reader: StoreReader, r
       batch = [];
       options.onProgress?.({ resource, records, done });
     };
-    for await (const record of reader.exportRecords(resource, cursor)) {
+    for await (const record of snapshot ?? reader.exportRecords(resource, cursor)) {
       batch.push(record);
       if (batch.length >= batchSize) await flush(false);
     }

@@ -15,4 +15,15 @@ export interface StoreReader {
   listPage(resource: SyncResource, cursor: string | null, limit: number): Promise<Page>;
   /** The export of `resource` after `cursor`, record by record, across every export request. */
   exportRecords(resource: SyncResource, cursor: string | null): AsyncIterable<MirrorRecord>;
+  /**
+   * Every record of `resource` after `cursor` in one snapshot stream, when the reader can; falls
+   * back to the export by itself against a server without snapshots.
+   */
+  snapshotRecords?(resource: SyncResource, cursor: string | null): SnapshotWalk;
+}
+
+/** Records of a snapshot and, once they are all consumed, the cursor to continue from. */
+export interface SnapshotWalk extends AsyncIterable<MirrorRecord> {
+  /** The snapshot's end cursor after a complete walk; null when the walk fell back to the export. */
+  endCursor(): string | null;
 }

@@ -17,6 +17,7 @@ import fastifyStatic from '@fastify/static';
 import { fileURLToPath } from 'node:url';
 import { sessionAdminRoutes } from '../routes/session.admin-routes.ts';
 import { setupAdminRoutes } from '../routes/setup.admin-routes.ts';
+import { linkAdminRoutes } from '../routes/links.admin-routes.ts';
 
 const PUBLIC_DIR = fileURLToPath(new URL('./public/', import.meta.url));
 const ASSETS_DIR = fileURLToPath(new URL('./public/assets/', import.meta.url));
@@ -67,4 +68,5 @@ export const dashboardPlugin = fp(async function dashboard(app: FastifyInstance)
   await app.register(dashboardPages);
   await app.register(sessionAdminRoutes, { prefix: '/admin' });
   await app.register(setupAdminRoutes, { prefix: '/admin' });
+  await app.register(linkAdminRoutes, { prefix: '/admin' });
 }, { name: 'admin-dashboard' });

@@ -1,7 +1,7 @@
 /**
  * Dashboard sign-in, at /admin/session (outside the admin API, whose every route needs a signed-in
  * caller):
- *   GET    /admin/session   who is signed in: { data: { email, csrf_token, expires_at } | null,
+ *   GET    /admin/session   who is signed in: { data: { email, role, csrf_token, expires_at } | null,
  *                           setup_required } — always 200, so a signed-out page load is no error
  *   POST   /admin/session   sign in with { email, password }: sets the session cookie; 401 on wrong
  *                           credentials, 429 with Retry-After when throttled (sign-in-throttle.ts)
@@ -13,6 +13,7 @@ import { ApiError } from '../../shared/problem.ts';
 import { countAdminUsers, normalizeEmail, verifyAdminCredentials } from '../sessions/admin-user.service.ts';
 import { createAdminSession, csrfTokenMatches, deleteAdminSession, findAdminSession, type AdminSession } from '../sessions/admin-session.service.ts';
 import { clearSignInFailures, recordSignInFailure, signInRetryAfterMs } from '../sessions/sign-in-throttle.ts';
+import { recordAudit } from '../audit/audit-log.ts';
 import { CSRF_HEADER, clearSessionCookie, sessionIdOf, setSessionCookie } from '../sessions/session-cookie.ts';
 
 const SignInBody = Type.Object({
@@ -21,7 +22,7 @@ const SignInBody = Type.Object({
 }, { additionalProperties: false });
 
 function sessionBody(session: AdminSession) {
-  return { email: session.email, csrf_token: session.csrfToken, expires_at: session.expiresAt };
+  return { email: session.email, role: session.role, csrf_token: session.csrfToken, expires_at: session.expiresAt };
 }
 
 export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
@@ -52,6 +53,8 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
     const user = await verifyAdminCredentials(db, email, body.password);
     if (!user) {
       await recordSignInFailure(db, email, request.ip, policy);
+      // The email typed is recorded (it may be nobody's); the password never is.
+      await recordAudit(db, { actor: { kind: 'anonymous', id: null, name: email }, action: 'session.sign_in_failed', clientIp: request.ip, details: { email } });
       throw new ApiError('unauthorized', 'Wrong email or password.');
     }
     await clearSignInFailures(db, email, request.ip);
@@ -64,6 +67,7 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
     });
     setSessionCookie(reply, config, sessionId);
     request.log.info({ admin: user.email }, 'administrator signed in');
+    await recordAudit(db, { actor: { kind: 'session', id: user.id, name: user.email }, action: 'session.signed_in', target: { type: 'admin', id: user.id }, clientIp: request.ip, details: { user_agent: request.headers['user-agent']?.slice(0, 300) ?? null } });
     return { data: sessionBody(session) };
   });
 
@@ -76,6 +80,7 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
         throw new ApiError('forbidden', `Missing or wrong CSRF token in the ${CSRF_HEADER} header.`);
       }
       await deleteAdminSession(db, sessionId!);
+      await recordAudit(db, { actor: { kind: 'session', id: session.adminUserId, name: session.email }, action: 'session.signed_out', target: { type: 'admin', id: session.adminUserId }, clientIp: request.ip });
     }
     clearSessionCookie(reply, config);
     return reply.code(204).send();

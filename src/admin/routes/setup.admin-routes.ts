@@ -16,6 +16,7 @@ import { ApiError, type ErrorCode } from '../../shared/problem.ts';
 import { createAdminSession } from '../sessions/admin-session.service.ts';
 import { recordSignInFailure, signInRetryAfterMs } from '../sessions/sign-in-throttle.ts';
 import { setSessionCookie } from '../sessions/session-cookie.ts';
+import { recordAudit } from '../audit/audit-log.ts';
 import { SETUP_CODE_MESSAGES, SETUP_THROTTLE_KEY, checkSetupCode, completeSetup, type SetupCodeState } from '../sessions/setup-code.service.ts';
 
 const Code = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_-]+$' });
@@ -77,6 +78,7 @@ export async function setupAdminRoutes(app: FastifyInstance): Promise<void> {
     });
     setSessionCookie(reply, config, sessionId);
     request.log.info({ admin: result.user.email }, 'first administrator created with the setup link');
-    return reply.code(201).send({ data: { email: session.email, csrf_token: session.csrfToken, expires_at: session.expiresAt } });
+    await recordAudit(db, { actor: { kind: 'session', id: result.user.id, name: result.user.email }, action: 'setup.completed', target: { type: 'admin', id: result.user.id }, clientIp: request.ip, details: { email: result.user.email, role: result.user.role } });
+    return reply.code(201).send({ data: { email: session.email, role: session.role, csrf_token: session.csrfToken, expires_at: session.expiresAt } });
   });
 }

@@ -53,19 +53,38 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/webhooks/endpoints', { schema: { tags, summary: 'List webhook endpoints' } },
     async () => ({ data: await webhooks.listEndpoints() }));
-  app.post('/webhooks/endpoints', { schema: { tags, summary: 'Register an endpoint (its signing secret is in the response)', body: CreateBody } },
+  app.post('/webhooks/endpoints', { config: { audit: 'endpoint.created', auditTarget: 'endpoint' }, schema: { tags, summary: 'Register an endpoint (its signing secret is in the response)', body: CreateBody } },
     async (req, reply) => reply.code(201).send({ data: await webhooks.createEndpoint(req.body as typeof CreateBody.static) }));
   app.get('/webhooks/endpoints/:id', { schema: { tags, params: IdParam } },
     async (req) => ({ data: await webhooks.getEndpoint(id(req.params)) }));
-  app.patch('/webhooks/endpoints/:id', { schema: { tags, summary: 'Update an endpoint; enabled=true resets its breaker', params: IdParam, body: PatchBody } },
-    async (req) => ({ data: await webhooks.updateEndpoint(id(req.params), req.body as typeof PatchBody.static) }));
-  app.get('/webhooks/endpoints/:id/secret', { schema: { tags, summary: 'The signing secret', params: IdParam } },
+  app.patch('/webhooks/endpoints/:id', { config: { audit: 'endpoint.updated', auditTarget: 'endpoint' }, schema: { tags, summary: 'Update an endpoint; enabled=true resets its breaker', params: IdParam, body: PatchBody } },
+    async (req) => {
+      const body = req.body as typeof PatchBody.static;
+      const before = await webhooks.getEndpoint(id(req.params));
+      const after = await webhooks.updateEndpoint(id(req.params), body);
+      // What changed, field by field (the audit log's "what"); enabling or disabling alone is its own action.
+      const changes: Record<string, { from: unknown; to: unknown }> = {};
+      for (const key of Object.keys(body) as Array<keyof typeof body>) {
+        const from = (before as unknown as Record<string, unknown>)[key];
+        const to = (after as unknown as Record<string, unknown>)[key];
+        if (JSON.stringify(from) !== JSON.stringify(to)) changes[key] = { from, to };
+      }
+      const onlyEnabled = Object.keys(body).length === 1 && body.enabled !== undefined;
+      req.audit = {
+        action: onlyEnabled ? (body.enabled ? 'endpoint.enabled' : 'endpoint.disabled') : 'endpoint.updated',
+        target: { type: 'endpoint', id: after.id },
+        details: { url: after.url, changes },
+      };
+      return { data: after };
+    });
+  // A viewer reads everything but secrets: the signing secret lets its holder forge deliveries.
+  app.get('/webhooks/endpoints/:id/secret', { config: { permission: 'write' }, schema: { tags, summary: 'The signing secret (owner or admin role)', params: IdParam } },
     async (req) => ({ data: await webhooks.getSecret(id(req.params)) }));
-  app.post('/webhooks/endpoints/:id/rotate-secret', { schema: { tags, summary: 'New secret; the old one signs too until previous_secret_expires_at', params: IdParam } },
+  app.post('/webhooks/endpoints/:id/rotate-secret', { config: { audit: 'endpoint.secret_rotated', auditTarget: 'endpoint' }, schema: { tags, summary: 'New secret; the old one signs too until previous_secret_expires_at', params: IdParam } },
     async (req) => ({ data: await webhooks.rotateSecret(id(req.params)) }));
-  app.post('/webhooks/endpoints/:id/ping', { schema: { tags, summary: 'Send a ping event to this endpoint', params: IdParam } },
+  app.post('/webhooks/endpoints/:id/ping', { config: { audit: 'endpoint.pinged', auditTarget: 'endpoint' }, schema: { tags, summary: 'Send a ping event to this endpoint', params: IdParam } },
     async (req, reply) => reply.code(202).send({ data: await webhooks.ping(id(req.params)) }));
-  app.post('/webhooks/endpoints/:id/replay', { schema: { tags, summary: 'Queue again every subscribed event of [from, to)', params: IdParam, body: ReplayBody } },
+  app.post('/webhooks/endpoints/:id/replay', { config: { audit: 'endpoint.replayed', auditTarget: 'endpoint' }, schema: { tags, summary: 'Queue again every subscribed event of [from, to)', params: IdParam, body: ReplayBody } },
     async (req, reply) => {
       const body = req.body as typeof ReplayBody.static;
       return reply.code(202).send({ data: await webhooks.replay(id(req.params), body.from, body.to) });
@@ -75,9 +94,9 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
     async (req) => webhooks.listDeliveries(req.query as typeof DeliveryQuery.static));
   app.get('/webhooks/deliveries/:id', { schema: { tags, summary: 'A delivery with its attempts and event', params: IdParam } },
     async (req) => ({ data: await webhooks.getDelivery(id(req.params)) }));
-  app.post('/webhooks/deliveries/retry', { schema: { tags, summary: 'Retry a selection, or all dead letters of an endpoint', body: RetryManyBody } },
+  app.post('/webhooks/deliveries/retry', { config: { audit: 'deliveries.retried', auditTarget: 'deliveries' }, schema: { tags, summary: 'Retry a selection, or all dead letters of an endpoint', body: RetryManyBody } },
     async (req) => ({ data: await webhooks.retryMany(req.body as { delivery_ids: string[] } | { endpoint_id: string }) }));
-  app.post('/webhooks/deliveries/:id/retry', { schema: { tags, summary: 'Retry a dead or failed delivery now', params: IdParam } },
+  app.post('/webhooks/deliveries/:id/retry', { config: { audit: 'deliveries.retried', auditTarget: 'delivery' }, schema: { tags, summary: 'Retry a dead or failed delivery now', params: IdParam } },
     async (req) => ({ data: await webhooks.retryDelivery(id(req.params)) }));
   app.get('/webhooks/stats', { schema: { tags, summary: 'Hourly delivery activity and current totals', querystring: StatsQuery } },
     async (req) => ({ data: await webhooks.stats((req.query as { hours: number }).hours) }));

@@ -9,10 +9,12 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type {} from './admin-user.table.ts';
+import type { AdminRole } from './admin-roles.ts';
 
 export interface AdminSession {
   adminUserId: string;
   email: string;
+  role: AdminRole;
   csrfToken: string;
   expiresAt: string;
 }
@@ -51,12 +53,12 @@ export async function findAdminSession(db: Kysely<Database>, sessionId: string):
   const row = await db
     .selectFrom('admin_sessions as s')
     .innerJoin('admin_users as u', 'u.id', 's.admin_user_id')
-    .select(['s.admin_user_id', 'u.email', 's.csrf_token', sql<string>`iso_utc(s.expires_at)`.as('expires_at')])
+    .select(['s.admin_user_id', 'u.email', 'u.role', 's.csrf_token', sql<string>`iso_utc(s.expires_at)`.as('expires_at')])
     .where('s.id_hash', '=', hashSessionId(sessionId))
     .where('s.expires_at', '>', sql<string>`now()`)
     .executeTakeFirst();
   if (!row) return undefined;
-  return { adminUserId: row.admin_user_id, email: row.email, csrfToken: row.csrf_token, expiresAt: row.expires_at };
+  return { adminUserId: row.admin_user_id, email: row.email, role: row.role as AdminRole, csrfToken: row.csrf_token, expiresAt: row.expires_at };
 }
 
 /** Ends a session (sign-out). Unknown ids are ignored. */
@@ -71,4 +73,11 @@ export function csrfTokenMatches(presented: string | string[] | undefined, expec
   const a = Buffer.from(presented);
   const b = Buffer.from(expected);
   return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** Ends every session of an administrator (removed, demoted, password changed or reset). */
+export async function deleteSessionsOf(db: Kysely<Database>, adminUserId: string, exceptSessionId?: string): Promise<void> {
+  let query = db.deleteFrom('admin_sessions').where('admin_user_id', '=', adminUserId);
+  if (exceptSessionId !== undefined && SESSION_ID.test(exceptSessionId)) query = query.where('id_hash', '!=', hashSessionId(exceptSessionId));
+  await query.execute();
 }

@@ -9,6 +9,8 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type {} from './admin-user.table.ts';
 import { ApiError, conflict, invalidParameter } from '../../shared/problem.ts';
+import type { AdminRole } from './admin-roles.ts';
+import { deleteSessionsOf } from './admin-session.service.ts';
 
 /** argon2id, 19 MiB, 2 passes, 1 lane: the OWASP Password Storage Cheat Sheet minimum. */
 const ARGON2_OPTIONS = {
@@ -24,11 +26,17 @@ export const MIN_PASSWORD_LENGTH = 10;
 /** Longest password accepted; bounds the work one sign-in request can cause. */
 export const MAX_PASSWORD_LENGTH = 256;
 
+const USER_COLUMNS = [
+  'id', 'email', sql<AdminRole>`role`.as('role'),
+  sql<string>`iso_utc(created_at)`.as('created_at'), sql<string | null>`iso_utc(last_sign_in_at)`.as('last_sign_in_at'),
+] as const;
+
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 export interface AdminUser {
   id: string;
   email: string;
+  role: AdminRole;
   created_at: string;
   last_sign_in_at: string | null;
 }
@@ -49,8 +57,8 @@ export function hashPassword(password: string): Promise<string> {
   return hash(password, ARGON2_OPTIONS);
 }
 
-/** Creates an administrator; 409 when the email is taken. */
-export async function createAdminUser(db: Kysely<Database>, input: { email: string; password: string }): Promise<AdminUser> {
+/** Creates an administrator (an owner unless `role` says otherwise); 409 when the email is taken. */
+export async function createAdminUser(db: Kysely<Database>, input: { email: string; password: string; role?: AdminRole }): Promise<AdminUser> {
   validateCredentials(input.email, input.password);
   const email = normalizeEmail(input.email);
   const passwordHash = await hashPassword(input.password);
@@ -61,6 +69,7 @@ export async function createAdminUser(db: Kysely<Database>, input: { email: stri
       id,
       email,
       password_hash: passwordHash,
+      role: input.role ?? 'owner',
       created_at: sql<string>`now()`,
       password_changed_at: sql<string>`now()`,
     })
@@ -92,7 +101,7 @@ export async function setAdminPassword(db: Kysely<Database>, input: { email: str
 export async function findAdminUser(db: Kysely<Database>, email: string): Promise<AdminUser | undefined> {
   return db
     .selectFrom('admin_users')
-    .select(['id', 'email', sql<string>`iso_utc(created_at)`.as('created_at'), sql<string | null>`iso_utc(last_sign_in_at)`.as('last_sign_in_at')])
+    .select(USER_COLUMNS)
     .where('email', '=', normalizeEmail(email))
     .executeTakeFirst();
 }
@@ -100,7 +109,7 @@ export async function findAdminUser(db: Kysely<Database>, email: string): Promis
 export async function listAdminUsers(db: Kysely<Database>): Promise<AdminUser[]> {
   return db
     .selectFrom('admin_users')
-    .select(['id', 'email', sql<string>`iso_utc(created_at)`.as('created_at'), sql<string | null>`iso_utc(last_sign_in_at)`.as('last_sign_in_at')])
+    .select(USER_COLUMNS)
     .orderBy('email')
     .execute();
 }
@@ -132,4 +141,75 @@ export async function verifyAdminCredentials(db: Kysely<Database>, email: string
   if (!(await verify(row.password_hash, password))) return undefined;
   await db.updateTable('admin_users').set({ last_sign_in_at: sql<string>`now()` }).where('id', '=', row.id).execute();
   return findAdminUser(db, row.email);
+}
+
+export async function findAdminUserById(db: Kysely<Database>, id: string): Promise<AdminUser | undefined> {
+  return db.selectFrom('admin_users').select(USER_COLUMNS).where('id', '=', id).executeTakeFirst();
+}
+
+/** Serialises changes that could leave the store without an owner (two owners demoting each other at once). */
+const OWNERS_LOCK_KEY = 0x53494f57; // 'SIOW'
+
+async function otherOwners(db: Kysely<Database>, exceptId: string): Promise<number> {
+  const row = await db.selectFrom('admin_users').select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('role', '=', 'owner').where('id', '!=', exceptId).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/**
+ * Changes an administrator's role; 404 when unknown, 409 when it would leave no owner. Their
+ * sessions end (they sign in again with the new rights). Returns the administrator before and after.
+ */
+export async function changeAdminRole(db: Kysely<Database>, id: string, role: AdminRole): Promise<{ before: AdminUser; after: AdminUser }> {
+  return db.transaction().execute(async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock(${OWNERS_LOCK_KEY}::bigint)`.execute(trx);
+    const before = await findAdminUserById(trx, id);
+    if (!before) throw new ApiError('not_found', `No administrator with id '${id}'.`);
+    if (before.role === 'owner' && role !== 'owner' && (await otherOwners(trx, id)) === 0) {
+      throw conflict(`'${before.email}' is the only owner; make another administrator an owner first.`);
+    }
+    if (before.role !== role) {
+      await trx.updateTable('admin_users').set({ role }).where('id', '=', id).execute();
+      await trx.deleteFrom('admin_sessions').where('admin_user_id', '=', id).execute();
+    }
+    return { before, after: (await findAdminUserById(trx, id))! };
+  });
+}
+
+/** Removes an administrator; their sessions end with them (cascade). 409 for the last owner. */
+export async function removeAdminUser(db: Kysely<Database>, id: string): Promise<AdminUser> {
+  return db.transaction().execute(async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock(${OWNERS_LOCK_KEY}::bigint)`.execute(trx);
+    const user = await findAdminUserById(trx, id);
+    if (!user) throw new ApiError('not_found', `No administrator with id '${id}'.`);
+    if (user.role === 'owner' && (await otherOwners(trx, id)) === 0) {
+      throw conflict(`'${user.email}' is the only owner and cannot be removed.`);
+    }
+    await trx.deleteFrom('admin_sessions').where('admin_user_id', '=', id).execute();
+    await trx.deleteFrom('admin_users').where('id', '=', id).execute();
+    return user;
+  });
+}
+
+/**
+ * An administrator changes their own password: the current one must be right (401 otherwise, so a
+ * session left open on a shared screen cannot take the account). Every other session of theirs ends.
+ */
+export async function changeOwnPassword(
+  db: Kysely<Database>,
+  input: { adminUserId: string; currentPassword: string; newPassword: string; keepSessionId?: string },
+): Promise<AdminUser> {
+  const row = await db.selectFrom('admin_users').select(['email', 'password_hash']).where('id', '=', input.adminUserId).executeTakeFirst();
+  if (!row) throw new ApiError('not_found', 'This administrator no longer exists.');
+  if (input.currentPassword.length > MAX_PASSWORD_LENGTH || !(await verify(row.password_hash, input.currentPassword))) {
+    throw new ApiError('invalid_parameter', 'The current password is wrong.', [{ param: 'current_password', message: 'is wrong' }]);
+  }
+  if (input.newPassword.length < MIN_PASSWORD_LENGTH) throw invalidParameter('new_password', `must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  if (input.newPassword.length > MAX_PASSWORD_LENGTH) throw invalidParameter('new_password', `must be at most ${MAX_PASSWORD_LENGTH} characters`);
+  const passwordHash = await hashPassword(input.newPassword);
+  await db.transaction().execute(async (trx) => {
+    await trx.updateTable('admin_users').set({ password_hash: passwordHash, password_changed_at: sql<string>`now()` }).where('id', '=', input.adminUserId).execute();
+    await deleteSessionsOf(trx, input.adminUserId, input.keepSessionId);
+  });
+  return (await findAdminUserById(db, input.adminUserId))!;
 }

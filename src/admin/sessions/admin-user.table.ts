@@ -11,6 +11,10 @@ export interface AdminUserTable {
   created_at: Timestamp;
   password_changed_at: Timestamp;
   last_sign_in_at: NullableTimestamp;
+  /** Migration 0012: owner, admin or viewer (admin-roles.ts). */
+  role: string;
+  /** Migration 0012: when this administrator last looked at the alerts. */
+  alerts_seen_at: NullableTimestamp;
 }
 
 export interface AdminSessionTable {
@@ -39,11 +43,41 @@ export interface AdminSetupCodeTable {
   used_at: NullableTimestamp;
 }
 
+/** Migration 0012: one-time invitation and password-reset links (admin-links.service.ts). */
+export interface AdminLinkTable {
+  id: string;
+  code_hash: string;
+  purpose: 'invitation' | 'password_reset';
+  email: string;
+  role: string | null;
+  admin_user_id: string | null;
+  created_by: string;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+  used_at: NullableTimestamp;
+}
+
+/** Migration 0012: the audit log (admin/audit/audit-log.ts). */
+export interface AdminAuditLogTable {
+  id: string;
+  at: Timestamp;
+  actor_kind: 'session' | 'token' | 'anonymous';
+  actor_id: string | null;
+  actor: string;
+  action: string;
+  target_type: string | null;
+  target_id: string | null;
+  client_ip: string | null;
+  details: ColumnType<Record<string, unknown>, string, string>;
+}
+
 declare module '../../db/schema.ts' {
   interface Database {
     admin_users: AdminUserTable;
     admin_sessions: AdminSessionTable;
     admin_sign_in_failures: AdminSignInFailureTable;
     admin_setup_codes: AdminSetupCodeTable;
+    admin_links: AdminLinkTable;
+    admin_audit_log: AdminAuditLogTable;
   }
 }

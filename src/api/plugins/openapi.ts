@@ -68,6 +68,7 @@ function operationId(method: string, url: string): string {
   const segments = api[1]!.split('/');
   const last = segments[segments.length - 1];
   if (last === 'export') return `export_${segments.slice(0, -1).join('_')}`;
+  if (last === 'snapshot') return `snapshot_${segments.slice(0, -1).join('_')}`;
   if (last?.startsWith(':') || last?.startsWith('{')) return `get_${segments.slice(0, -1).join('_')}`;
   return `list_${segments.join('_')}`;
 }
@@ -180,7 +181,7 @@ export function completeDocument(generated: Json): Json {
         if (!isApi) continue;
         if (code !== 401) Object.assign(response.headers, rateLimitHeaderRefs);
         if (code === 429) response.headers['Retry-After'] = ref('headers', 'Retry-After');
-        if (code === 200 && !isSingle) response.headers.Link = ref('headers', 'Link');
+        if (code === 200 && !isSingle && !path.endsWith('/snapshot')) response.headers.Link = ref('headers', 'Link');
         if (code === 200 && isExport) {
           delete response.headers['X-Next-Cursor'];
           delete response.headers['X-Has-More'];

@@ -101,7 +101,7 @@ function printReconcile(reports: ReconcileReport[]): void {
   }
 }
 
-withCommon(program.command('init').alias('initial-sync').description('initial sync from the bulk exports, resumable: run it again after a crash and it continues'))
+withCommon(program.command('init').alias('initial-sync').description('initial sync from one snapshot per resource (the bulk exports against a server without snapshots), resumable: run it again after a crash and it continues'))
   .option('--restart', 'forget the stored export positions and walk the exports from the start')
   .option('--batch-size <n>', 'records per local transaction', (v: string) => positiveInt(v, '--batch-size'), 500)
   .action(run(async (options: CommonOptions & { restart?: boolean; batchSize: number }) => withMirror(options, async (mirror, resources) => {

@@ -4,15 +4,17 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TSchema } from '@sinclair/typebox';
-import { sql, type RawBuilder } from 'kysely';
+import type { Kysely, RawBuilder } from 'kysely';
+import type { Database } from '../../../db/schema.ts';
 import { Readable } from 'node:stream';
 import { fetchPage, fetchPageKeys, streamPage, type ListSource, type PageRequest } from '../../../db/keyset-page.ts';
+import { snapshotStream, snapshotEndCursor, SnapshotSlots } from '../../../db/snapshot.ts';
 import { readHorizon } from '../../../db/write-clock.ts';
 import type { Scope } from '../../../tokens/token.service.ts';
 import { formatCursor, parseCursor } from '../../../shared/cursor.ts';
-import { notFound } from '../../../shared/problem.ts';
+import { ApiError, notFound } from '../../../shared/problem.ts';
 import { requireUuid } from '../../../resources/filters.ts';
-import { IdParams, ProblemSchema, listOf, listQuery, single } from '../../schemas.ts';
+import { IdParams, ProblemSchema, listOf, listQuery, single, snapshotQuery } from '../../schemas.ts';
 import { setNextLink } from '../../plugins/pagination-links.ts';
 
 
@@ -30,8 +32,8 @@ export interface ResourceDefinition {
   filters: Readonly<Record<string, TSchema>>;
   /** Builds SQL conditions from the parsed query (validated by the schema already) and the request's token. */
   conditions(query: Record<string, unknown>, request: FastifyRequest): RawBuilder<unknown>[] | Promise<RawBuilder<unknown>[]>;
-  /** Condition identifying one record by id for the single GET; omit for no single GET. */
-  byId?: ((id: string) => RawBuilder<unknown>) | undefined;
+  /** The JSON text of one record by id (undefined when none) for the single GET; omit for no single GET. */
+  byId?: ((db: Kysely<Database>, id: string) => Promise<string | undefined>) | undefined;
   description: { readonly list: string; readonly get?: string; readonly export: string };
 }
 
@@ -68,8 +70,17 @@ export function pagination(query: ListQuery, last: { iso: string; id: string } |
   };
 }
 
-/** Registers GET /{path}, GET /{path}/export and (with byId) GET /{path}/:id. */
+/** The snapshots running per app (one per token at a time, whatever the resource). */
+const snapshotSlots = new WeakMap<FastifyInstance, SnapshotSlots>();
+
+/** Registers GET /{path}, GET /{path}/export, GET /{path}/snapshot and (with byId) GET /{path}/:id. */
 export function registerResource(app: FastifyInstance, def: ResourceDefinition): void {
+  let slots = snapshotSlots.get(app);
+  if (!slots) {
+    slots = new SnapshotSlots();
+    snapshotSlots.set(app, slots);
+  }
+  const running = slots;
   const config = (rateLimitClass: 'standard' | 'export') => (typeof def.scope === 'string'
     ? { scope: def.scope, rateLimitClass }
     : { anyScope: def.scope, rateLimitClass });
@@ -136,6 +147,58 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
     },
   });
 
+  app.get(`/${def.path}/snapshot`, {
+    config: config('export'),
+    schema: {
+      tags: [def.tag],
+      summary: `Every ${def.noun} record in one NDJSON stream (initial sync)`,
+      description: [
+        `Streams every ${def.noun} record (filters as in the export) in (last_modified, id) order, with no page limit, then ends.`,
+        'The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor.',
+        'A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor.',
+        'Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After.',
+        'No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.',
+      ].join(' '),
+      security,
+      querystring: snapshotQuery(def.filters),
+      produces: ['application/x-ndjson'],
+      response: {
+        200: {
+          description: 'NDJSON: one record per line. Header X-Snapshot-Cursor.',
+          content: { 'application/x-ndjson': { schema: def.record } },
+          headers: {
+            'X-Snapshot-Cursor': { type: 'string', description: 'cursor after the snapshot: pass it as `cursor` to lists and exports to continue with what changed since' },
+          },
+        },
+        ...errorResponses,
+      },
+    },
+    handler: async (request: FastifyRequest, reply: FastifyReply) => {
+      const query = request.query as Record<string, unknown> & { cursor?: string };
+      const cursor = query.cursor === undefined ? undefined : parseCursor(query.cursor);
+      const filters = await def.conditions(query, request);
+      const tokenId = request.token?.id ?? 'anonymous';
+      const release = running.acquire(tokenId);
+      if (!release) {
+        throw new ApiError('rate_limited', `A snapshot is already streaming for this token: one at a time. Retry after it ends.`, undefined,
+          { 'Retry-After': String(SnapshotSlots.RETRY_AFTER_SECONDS) });
+      }
+      let streaming = false;
+      try {
+        const db = app.ctx.database.db;
+        const horizon = await readHorizon(db);
+        reply.header('X-Snapshot-Cursor', await snapshotEndCursor(db, horizon));
+        reply.type('application/x-ndjson; charset=utf-8');
+        // Released when the response ends or the client goes away, whichever comes first.
+        reply.raw.once('close', release);
+        streaming = true;
+        return reply.send(Readable.from(snapshotStream(db, def.source, { cursor, horizon, filters })));
+      } finally {
+        if (!streaming) release();
+      }
+    },
+  });
+
   if (def.byId) {
     const byId = def.byId;
     app.get(`/${def.path}/:id`, {
@@ -149,11 +212,9 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       },
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         const id = requireUuid((request.params as { id: string }).id, 'id');
-        const { rows } = await sql<{ json: string }>`
-          SELECT ${def.source.json}::text AS json FROM ${def.source.from} WHERE ${byId(id)}
-        `.execute(app.ctx.database.db);
-        if (rows.length === 0) throw notFound(def.noun, id);
-        return reply.type('application/json; charset=utf-8').send(`{"data":${rows[0]!.json}}`);
+        const json = await byId(app.ctx.database.db, id);
+        if (json === undefined) throw notFound(def.noun, id);
+        return reply.type('application/json; charset=utf-8').send(`{"data":${json}}`);
       },
     });
   }

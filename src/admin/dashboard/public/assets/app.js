@@ -8,8 +8,12 @@
  *   #/webhooks/<id>                 one endpoint: secret, ping, enable/disable, its deliveries
  *   #/deliveries?endpoint_id=&status=   deliveries, filtered; retry one, several, all dead
  *   #/deliveries/<id>               one delivery: attempts and the event payload
+ *   #/audit-log?actor=&action=&from=&to=   the administrators' audit log, filtered
+ *   #/admins                        administrators, roles, invitations (owners change them)
+ *   #/account                       one's own password
  *   #/setup?code=…                  signed out only: create the first administrator with the
  *                                   one-time link the server printed at start
+ *   #/link?code=…                   an invitation or password-reset link an owner handed out
  *
  * Each page module exports render(view) and may return a cleanup function (timers), called when
  * the page is left.
@@ -25,6 +29,10 @@ import { renderWebhooks } from './pages/webhooks.js';
 import { renderWebhookEndpoint } from './pages/webhook-endpoint.js';
 import { renderDeliveries } from './pages/deliveries.js';
 import { renderDelivery } from './pages/delivery.js';
+import { renderAdmins } from './pages/admins.js';
+import { renderAccount } from './pages/account.js';
+import { renderAuditLog } from './pages/audit-log.js';
+import { renderLink } from './pages/link.js';
 
 const ROUTES = [
   { path: /^\/(?:overview)?$/, nav: 'overview', title: 'Overview', render: renderOverview },
@@ -33,6 +41,9 @@ const ROUTES = [
   { path: /^\/webhooks\/([0-9a-f-]{36})$/i, nav: 'webhooks', title: 'Webhook endpoint', render: renderWebhookEndpoint },
   { path: /^\/deliveries$/, nav: 'deliveries', title: 'Deliveries', render: renderDeliveries },
   { path: /^\/deliveries\/([0-9a-f-]{36})$/i, nav: 'deliveries', title: 'Delivery', render: renderDelivery },
+  { path: /^\/audit-log$/, nav: 'audit-log', title: 'Audit log', render: renderAuditLog },
+  { path: /^\/admins$/, nav: 'admins', title: 'Administrators', render: renderAdmins },
+  { path: /^\/account$/, nav: 'account', title: 'Your account', render: renderAccount },
 ];
 
 const NAV = [
@@ -41,7 +52,13 @@ const NAV = [
   { id: 'api-keys', label: 'API keys', href: '#/api-keys', icon: 'key' },
   { id: 'webhooks', label: 'Webhooks', href: '#/webhooks', icon: 'webhook' },
   { id: 'deliveries', label: 'Deliveries', href: '#/deliveries', icon: 'deliveries' },
+  { group: 'Settings' },
+  { id: 'admins', label: 'Administrators', href: '#/admins', icon: 'user' },
+  { id: 'audit-log', label: 'Audit log', href: '#/audit-log', icon: 'list' },
+  { id: 'account', label: 'Your account', href: '#/account', icon: 'key' },
 ];
+
+const ROLE_LABELS = { owner: 'Owner', admin: 'Admin', viewer: 'Viewer (read only)' };
 
 const root = document.getElementById('app');
 let session = null;
@@ -84,7 +101,8 @@ function buildShell() {
       h('span', { class: 'brand-text' }, h('span', { class: 'brand-name', text: 'Store Integration' }), h('span', { class: 'brand-sub', text: 'Admin' }))),
     h('nav', { class: 'nav', 'aria-label': 'Main' }, navList),
     h('div', { class: 'sidebar-footer' },
-      h('div', { class: 'user' }, h('span', { class: 'avatar', 'aria-hidden': 'true', text: initials }), h('span', { class: 'user-email', title: session.email, text: session.email })),
+      h('div', { class: 'user' }, h('span', { class: 'avatar', 'aria-hidden': 'true', text: initials }),
+        h('span', { class: 'user-text' }, h('span', { class: 'user-email', title: session.email, text: session.email }), h('span', { class: 'user-role', text: ROLE_LABELS[session.role] ?? session.role }))),
       signOutButton));
   replace(root, h('div', { class: 'layout' }, sidebar, main));
   root.classList.remove('app-loading');
@@ -95,9 +113,10 @@ function buildShell() {
 async function route() {
   if (!session) return;
   // Already signed in: neither the sign-in nor the setup page applies.
-  if (location.hash === '#/sign-in' || location.hash.startsWith('#/setup')) history.replaceState(null, '', '#/overview');
+  if (location.hash === '#/sign-in' || location.hash.startsWith('#/setup') || location.hash.startsWith('#/link')) history.replaceState(null, '', '#/overview');
   const { path, query } = parseHash();
   const match = ROUTES.map((r) => ({ r, m: r.path.exec(path) })).find((x) => x.m);
+  leavePage();
   if (typeof cleanup === 'function') cleanup();
   cleanup = null;
   if (!shell) shell = buildShell();
@@ -144,6 +163,18 @@ async function route() {
   main.scrollTop = 0;
 }
 let routedOnce = false;
+
+/**
+ * What belongs to the page being left goes with it: dialogs opened over it (Back, a link, a new
+ * address) and its error notifications (they named something on that page).
+ */
+function leavePage() {
+  for (const dialog of document.querySelectorAll('dialog')) {
+    if (dialog.open) dialog.close();
+    dialog.remove();
+  }
+  for (const item of document.querySelectorAll('#toasts .toast-error')) item.remove();
+}
 /** Counts route() calls, so a slow page that was left can tell it is stale. */
 let navigations = 0;
 
@@ -165,6 +196,8 @@ async function signOut() {
 function signedIn(data) {
   session = data;
   setCsrfToken(data.csrf_token);
+  // Pages hide what the role may not do (app.css); the admin API enforces it.
+  document.body.dataset.role = data.role;
 }
 
 /** The setup page of the link printed at start; afterwards the overview, signed in. */
@@ -184,9 +217,27 @@ function showSetup(code) {
   });
 }
 
+/** An invitation or password-reset link; afterwards the overview, signed in as that administrator. */
+function showLink(code) {
+  leavePage();
+  renderLink(root, {
+    code,
+    onSignedIn: (data) => {
+      signedIn(data);
+      history.replaceState(null, '', '#/overview');
+      route();
+    },
+    onSignIn: async () => {
+      history.replaceState(null, '', '#/sign-in');
+      showSignIn({ notice: null });
+    },
+  });
+}
+
 function showSignIn({ notice, setupRequired = false }) {
-  // A dialog left open over the old page would cover the sign-in form.
-  for (const dialog of document.querySelectorAll('dialog')) dialog.remove();
+  // A dialog or an error left over the old page would cover or confuse the sign-in form.
+  leavePage();
+  delete document.body.dataset.role;
   if (typeof cleanup === 'function') cleanup();
   cleanup = null;
   shell = null;
@@ -220,6 +271,7 @@ onSessionLost(() => {
 window.addEventListener('hashchange', () => {
   // A setup link pasted into a tab that already shows the sign-in page only changes the fragment.
   if (!session && parseHash().path === '/setup') showSetup(parseHash().query.get('code') ?? '');
+  else if (!session && parseHash().path === '/link') showLink(parseHash().query.get('code') ?? '');
   else route();
 });
 
@@ -227,11 +279,12 @@ async function boot() {
   try {
     const answer = await get('/admin/session');
     if (answer.data) {
-      session = answer.data;
-      setCsrfToken(session.csrf_token);
+      signedIn(answer.data);
       await route();
     } else if (parseHash().path === '/setup') {
       showSetup(parseHash().query.get('code') ?? '');
+    } else if (parseHash().path === '/link') {
+      showLink(parseHash().query.get('code') ?? '');
     } else {
       showSignIn({ notice: null, setupRequired: answer.setup_required });
     }

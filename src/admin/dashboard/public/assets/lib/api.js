@@ -33,7 +33,7 @@ export function onSessionLost(handler) {
  * relative to the admin API.
  */
 export async function request(method, path, body) {
-  const url = path.startsWith('/admin') ? path : `${ADMIN_API}${path}`;
+  const url = path.startsWith('/admin/') ? path : `${ADMIN_API}${path}`;
   const headers = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET' && method !== 'HEAD' && csrfToken) headers['x-csrf-token'] = csrfToken;
@@ -53,10 +53,28 @@ export async function request(method, path, body) {
   }
   if (!response.ok) {
     const problem = new ApiProblem(response.status, json);
+    if (response.status === 429) problem.message = friendlyWait(problem.message, Number(response.headers.get('retry-after')));
     if (response.status === 401 && !url.startsWith('/admin/session')) sessionLostHandler(problem);
     throw problem;
   }
   return json;
+}
+
+/** "about 15 minutes (at 14:32)" for a wait of `seconds`. */
+export function waitWords(seconds, now = Date.now()) {
+  const at = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' }).format(new Date(now + seconds * 1000));
+  if (seconds < 60) return 'less than a minute';
+  const minutes = Math.ceil(seconds / 60);
+  if (minutes < 90) return `about ${minutes} ${minutes === 1 ? 'minute' : 'minutes'} (at ${at})`;
+  const hours = Math.round(minutes / 60);
+  return `about ${hours} hours (at ${at})`;
+}
+
+/** A throttling message in words people use: never "Try again in 894 seconds". */
+function friendlyWait(message, retryAfterSeconds) {
+  const seconds = Number.isFinite(retryAfterSeconds) && retryAfterSeconds > 0 ? retryAfterSeconds : Number(/(\d+) seconds?/.exec(message)?.[1]);
+  const lead = message.replace(/\s*Try again in \d+ seconds?\.?\s*$/, '').trim() || 'Too many attempts.';
+  return Number.isFinite(seconds) && seconds > 0 ? `${lead} Try again in ${waitWords(seconds)}.` : lead;
 }
 
 export const get = (path) => request('GET', path);

@@ -31,10 +31,11 @@ export function hourlySlots(buckets, hours = 24, now = Date.now()) {
   return slots;
 }
 
-function niceMax(value) {
+/** The axis top: an even whole number (so its half, the middle tick, is whole too) at or above `value`. */
+export function niceMax(value) {
   if (value <= 4) return 4;
   const magnitude = 10 ** Math.floor(Math.log10(value));
-  for (const step of [1, 2, 2.5, 5, 10]) {
+  for (const step of [2, 4, 6, 8, 10]) {
     if (step * magnitude >= value) return step * magnitude;
   }
   return 10 * magnitude;
@@ -62,7 +63,7 @@ export function deliveryChart(slots) {
     'aria-label': `Webhook deliveries per hour over the last ${slots.length} hours: ${sum.succeeded} succeeded, ${sum.failed} failed attempts, ${sum.dead} dead-lettered.`,
   });
   for (const fraction of [0, 0.5, 1]) {
-    const value = max * fraction;
+    const value = Math.round(max * fraction);
     svg.append(
       h('line', { class: 'chart-grid', x1: left, x2: width, y1: y(value), y2: y(value) }),
       h('text', { class: 'chart-axis', x: left - 6, y: y(value) + 4, 'text-anchor': 'end' }, formatNumber(value)),

@@ -83,8 +83,9 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
   }
 
   /* actions */
-  const retrySelected = button({ label: 'Retry selected', icon: 'refresh', size: 'sm', disabled: true, onClick: () => retry([...state.selected]) });
+  const retrySelected = button({ write: true, label: 'Retry selected', icon: 'refresh', size: 'sm', disabled: true, onClick: () => retry([...state.selected]) });
   const retryAllDead = button({
+    write: true,
     label: 'Retry all dead letters',
     icon: 'replay',
     size: 'sm',
@@ -185,15 +186,15 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
         h('td', { class: 'num' }, String(d.attempt_count)),
         h('td', { class: 'cell-response' }, lastResponse(d)),
         h('td', {}, whenCell(d)),
-        h('td', {}, timeEl(d.created_at)),
+        h('td', { class: 'col-created' }, timeEl(d.created_at)),
         h('td', { class: 'cell-actions' }, canRetry
-          ? button({ label: 'Retry', size: 'sm', variant: 'ghost', ariaLabel: `Retry the ${d.event_type} delivery now`, dataset: { role: 'retry' }, onClick: () => retry([d.id]) })
+          ? button({ write: true, label: 'Retry', size: 'sm', variant: 'ghost', ariaLabel: `Retry the ${d.event_type} delivery now`, dataset: { role: 'retry' }, onClick: () => retry([d.id]) })
           : null));
     });
     replace(tableSlot,
       h('div', { class: 'table-wrap' }, h('table', { class: 'table table-deliveries' },
         h('caption', { class: 'visually-hidden', text: 'Webhook deliveries, newest first' }),
-        h('thead', {}, h('tr', {}, h('th', { scope: 'col', class: 'cell-check' }, allBox), headers.map((c) => h('th', { scope: 'col', class: c === 'Attempts' ? 'num' : undefined, text: c })), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })))),
+        h('thead', {}, h('tr', {}, h('th', { scope: 'col', class: 'cell-check' }, allBox), headers.map((c) => h('th', { scope: 'col', class: c === 'Attempts' ? 'num' : c === 'Created' ? 'col-created' : undefined, text: c })), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })))),
         h('tbody', {}, rows))),
       state.hasMore ? h('div', { class: 'load-more' }, button({ label: 'Load more', size: 'sm', onClick: () => load({ append: true }) })) : null);
     if (focusedId) {
@@ -233,7 +234,9 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
       // "Load more" is gone or re-drawn: continue from the first row it added.
       if (append) tableSlot.querySelector(`tbody tr:nth-child(${shownBefore + 1}) a.delivery-link`)?.focus();
       updated.textContent = `Updated ${new Date().toLocaleTimeString()}`;
-      if (!keepPages || append) live.textContent = `${state.items.length} ${state.items.length === 1 ? 'delivery' : 'deliveries'} shown.`;
+      // Announced when the count changes, refreshes included: a ping's row must not sit under "0 deliveries shown."
+      const count = `${state.items.length} ${state.items.length === 1 ? 'delivery' : 'deliveries'} shown.`;
+      if (live.textContent !== count) live.textContent = count;
     } catch (error) {
       if (error.status !== 401 && !state.disposed) replace(tableSlot, errorState(error, () => load()));
       return;

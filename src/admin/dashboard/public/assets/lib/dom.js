@@ -82,6 +82,9 @@ const ICONS = {
   arrowLeft: 'M19 12H5M12 19l-7-7 7-7',
   power: 'M18.4 6.6a9 9 0 1 1-12.8 0M12 2v10',
   replay: 'M3 12a9 9 0 1 0 3-6.7L3 8M3 3v5h5M12 7v5l3 2',
+  user: 'M20 21v-2a4 4 0 0 0-4-4H8a4 4 0 0 0-4 4v2M12 11a4 4 0 1 0 0-8 4 4 0 0 0 0 8z',
+  list: 'M8 6h13M8 12h13M8 18h13M3 6h.01M3 12h.01M3 18h.01',
+  trash: 'M3 6h18M8 6V4h8v2M19 6l-1 14H6L5 6',
 };
 
 export function icon(name, { label, className = 'icon' } = {}) {

@@ -37,10 +37,11 @@ export function toastError(error) {
  * An async onClick disables the button and marks it busy until it settles; a thrown error becomes
  * an error toast.
  */
-export function button({ label, icon: iconName, variant = 'secondary', size, type = 'button', onClick, disabled, title, ariaLabel, className, dataset }) {
+export function button({ label, icon: iconName, variant = 'secondary', size, type = 'button', onClick, disabled, title, ariaLabel, className, dataset, write = false }) {
   const btn = h('button', {
     type,
-    class: ['btn', `btn-${variant}`, size && `btn-${size}`, className],
+    // `write`: a change a viewer may not make (hidden for that role; the admin API refuses it anyway).
+    class: ['btn', `btn-${variant}`, size && `btn-${size}`, write && 'requires-write', className],
     disabled,
     title,
     'aria-label': ariaLabel,

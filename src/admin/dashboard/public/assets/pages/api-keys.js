@@ -1,9 +1,11 @@
 /**
  * Integrations → API keys: the tokens integrations use on /api/v1. Create (the secret is shown
- * once, with a copy button), list, revoke with confirmation.
+ * once, with a copy button), list (revoked and expired keys hidden unless asked for), roll (a new
+ * secret; the old one keeps working for the overlap picked), rename and set rate limits, revoke
+ * with confirmation.
  */
 import { h, replace, uid } from '../lib/dom.js';
-import { get, post } from '../lib/api.js';
+import { get, patch, post } from '../lib/api.js';
 import { formatDateTime } from '../lib/format.js';
 import { loadResources } from '../lib/resources.js';
 import {
@@ -29,18 +31,114 @@ function scopeChips(scopes) {
   return h('span', { class: 'chips' }, scopes.map((s) => h('span', { class: ['chip', s === 'admin' && 'chip-warning'], text: s })));
 }
 
+const ROLL_OVERLAPS = [
+  { value: '0', label: 'Now — the old key stops at once' },
+  { value: '3600', label: 'In 1 hour' },
+  { value: '86400', label: 'In 24 hours' },
+  { value: '259200', label: 'In 3 days' },
+  { value: '604800', label: 'In 7 days' },
+];
+
+function limitsText(t) {
+  const parts = [];
+  if (t.rate_limit_standard) parts.push(`${t.rate_limit_standard}/window`);
+  if (t.rate_limit_export) parts.push(`exports ${t.rate_limit_export}/window`);
+  return parts.length ? parts.join(', ') : 'Default';
+}
+
 function tokenRows(tokens, reload) {
   return tokens.map((t) => h('tr', { dataset: { tokenId: t.id } },
-    h('th', { scope: 'row', class: 'cell-strong' }, t.name),
+    h('th', { scope: 'row', class: 'cell-strong' }, t.name,
+      t.previous_secret_expires_at ? h('span', { class: 'cell-sub', text: `Old secret works until ${formatDateTime(t.previous_secret_expires_at)}` }) : null),
     h('td', { class: 'cell-key' }, code(`${t.prefix}…`)),
     h('td', {}, scopeChips(t.scopes)),
     h('td', {}, timeEl(t.created_at)),
     h('td', {}, t.last_used_at ? timeEl(t.last_used_at) : h('span', { class: 'muted', text: 'Never' })),
     h('td', {}, t.expires_at ? h('time', { datetime: t.expires_at, title: formatDateTime(t.expires_at, { seconds: true }) }, formatDateTime(t.expires_at)) : h('span', { class: 'muted', text: 'Never' })),
+    h('td', { text: limitsText(t) }),
     h('td', {}, tokenStatusBadge(t.status)),
     h('td', { class: 'cell-actions' }, t.status === 'active'
-      ? button({ label: 'Revoke', variant: 'danger-ghost', size: 'sm', ariaLabel: `Revoke API key ${t.name}`, onClick: () => revoke(t, reload) })
+      ? [
+        button({ write: true, label: 'Edit', variant: 'ghost', size: 'sm', ariaLabel: `Edit API key ${t.name}`, onClick: () => openEditDialog(t, reload) }),
+        button({ write: true, label: 'Roll', variant: 'ghost', size: 'sm', ariaLabel: `Roll API key ${t.name}`, onClick: () => openRollDialog(t, reload) }),
+        button({ write: true, label: 'Revoke', variant: 'danger-ghost', size: 'sm', ariaLabel: `Revoke API key ${t.name}`, dataset: { action: 'revoke' }, onClick: () => revoke(t, reload) }),
+      ]
       : null)));
+}
+
+function openEditDialog(token, reload) {
+  openDialog({
+    title: 'Edit API key',
+    description: `${token.prefix}… — the secret does not change.`,
+    render: (close) => {
+      const name = h('input', { type: 'text', name: 'name', maxlength: '100', autocomplete: 'off', value: token.name, autofocus: true });
+      const standard = h('input', { type: 'number', name: 'rate_limit_standard', min: '1', max: '1000000', inputmode: 'numeric', value: token.rate_limit_standard ?? '' });
+      const exportLimit = h('input', { type: 'number', name: 'rate_limit_export', min: '1', max: '1000000', inputmode: 'numeric', value: token.rate_limit_export ?? '' });
+      const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, h('span', { class: 'btn-label', text: 'Save' }));
+      const form = h('form', { novalidate: true },
+        field({ label: 'Name', control: name, required: true }),
+        h('div', { class: 'field-row' },
+          field({ label: 'Requests per window', control: standard, hint: 'Empty: the server default (RATE_LIMIT_STANDARD).' }),
+          field({ label: 'Exports per window', control: exportLimit, hint: 'Empty: the server default (RATE_LIMIT_EXPORT).' })),
+        formError(),
+        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit));
+      const limit = (input) => (input.value.trim() === '' ? null : Number(input.value));
+      form.addEventListener('submit', (event) => {
+        event.preventDefault();
+        clearFormErrors(form);
+        const problems = [];
+        if (!name.value.trim()) problems.push({ param: 'name', message: 'Give the key a name.' });
+        for (const input of [standard, exportLimit]) {
+          const v = limit(input);
+          if (v !== null && (!Number.isInteger(v) || v < 1 || v > 1_000_000)) problems.push({ param: input.name, message: 'A whole number from 1 to 1,000,000, or empty.' });
+        }
+        if (problems.length) {
+          showProblemOnForm(form, { errors: problems });
+          form.querySelector('[aria-invalid="true"]')?.focus();
+          return;
+        }
+        runBusy(submit, async () => {
+          try {
+            await patch(`/tokens/${token.id}`, { name: name.value.trim(), rate_limit_standard: limit(standard), rate_limit_export: limit(exportLimit) });
+            close();
+            toast(`Saved the API key "${name.value.trim()}".`);
+            await reload();
+          } catch (error) {
+            if (!showProblemOnForm(form, error)) showFormError(form, error.message);
+          }
+        });
+      });
+      return form;
+    },
+  });
+}
+
+function openRollDialog(token, reload) {
+  openDialog({
+    title: 'Roll API key?',
+    description: `A new secret for "${token.name}". Switch your integration to it before the old one stops working.`,
+    render: (close, controls) => {
+      const overlap = h('select', { name: 'overlap_seconds', value: '86400', autofocus: true }, ROLL_OVERLAPS.map((o) => h('option', { value: o.value, text: o.label })));
+      const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, h('span', { class: 'btn-label', text: 'Roll key' }));
+      const form = h('form', { novalidate: true },
+        field({ label: 'The old key stops working', control: overlap }),
+        formError(),
+        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit));
+      form.addEventListener('submit', (event) => {
+        event.preventDefault();
+        runBusy(submit, async () => {
+          try {
+            const { data } = await post(`/tokens/${token.id}/roll`, { overlap_seconds: Number(overlap.value) });
+            showCreated(close, controls, data, { title: 'API key rolled', note: data.previous_secret_expires_at ? `The old key works until ${formatDateTime(data.previous_secret_expires_at)}.` : 'The old key no longer works.' });
+            reload();
+          } catch (error) {
+            showFormError(form, error.message);
+          }
+        });
+      });
+      return form;
+    },
+  });
 }
 
 async function revoke(token, reload) {
@@ -53,7 +151,14 @@ async function revoke(token, reload) {
   });
   if (confirmed) {
     toast(`Revoked the API key "${token.name}".`);
+    // The row leaves the list: focus goes to the next key's Revoke button, else the page title,
+    // never to the top of the document.
+    const rows = [...document.querySelectorAll('#api-keys-table tbody tr')];
+    const index = rows.findIndex((r) => r.dataset.tokenId === token.id);
     await reload();
+    const after = [...document.querySelectorAll('#api-keys-table tbody tr [data-action="revoke"]')];
+    const target = after[Math.min(Math.max(index, 0), after.length - 1)] ?? document.querySelector('#main h1');
+    target?.focus();
   }
 }
 
@@ -118,13 +223,22 @@ async function openCreateDialog(reload) {
           customDate.focus();
           return;
         }
+        if (expiresAt && Date.parse(expiresAt) <= Date.now()) {
+          showProblemOnForm(form, { errors: [{ param: 'expires_on', message: 'Pick a date in the future: a key that has already expired would never work.' }] });
+          customDate.focus();
+          return;
+        }
         runBusy(submit, async () => {
           try {
             const { data } = await post('/tokens', { name: name.value.trim(), scopes: chosen, ...(expiresAt ? { expires_at: expiresAt } : {}) });
             showCreated(close, controls, data);
             reload();
           } catch (error) {
-            if (!showProblemOnForm(form, error)) showFormError(form, error.message);
+            // The server names body.expires_at; the field for it is the date picker.
+            const problem = { errors: (error.errors ?? []).map((e) => (/expires_at$/.test(e.param) ? { param: 'expires_on', message: `The expiry date ${e.message}.` } : e)) };
+            if (problem.errors.some((e) => e.param === 'expires_on')) customField.hidden = false;
+            if (!showProblemOnForm(form, problem)) showFormError(form, error.message);
+            form.querySelector('[aria-invalid="true"]')?.focus();
           }
         });
       });
@@ -134,9 +248,9 @@ async function openCreateDialog(reload) {
 }
 
 /** Replaces the form with the new secret: shown this once, with a copy button. */
-function showCreated(close, controls, data) {
-  controls.setTitle('API key created');
-  controls.setDescription(null);
+function showCreated(close, controls, data, { title = 'API key created', note } = {}) {
+  controls.setTitle(title);
+  controls.setDescription(note ?? null);
   const secret = h('input', { type: 'text', class: 'input-secret', readonly: true, value: data.token, 'aria-label': 'The new API key', spellcheck: false, name: 'token' });
   secret.addEventListener('focus', () => secret.select());
   const origin = location.origin;
@@ -155,19 +269,29 @@ function showCreated(close, controls, data) {
 
 export async function renderApiKeys(view) {
   const body = h('div');
+  const showAll = view.query.get('show') === 'all';
+  const toggle = h('a', { class: 'btn btn-ghost btn-sm', href: showAll ? '#/api-keys' : '#/api-keys?show=all' });
   const reload = async () => {
     try {
-      const { data } = await get('/tokens');
+      const { data: all } = await get('/tokens');
+      const hidden = all.filter((t) => t.status !== 'active').length;
+      replace(toggle, h('span', { class: 'btn-label', text: showAll ? 'Hide revoked and expired' : `Show revoked and expired (${hidden})` }));
+      toggle.hidden = hidden === 0 && !showAll;
+      const data = showAll ? all : all.filter((t) => t.status === 'active');
+      if (data.length === 0 && all.length > 0) {
+        replace(body, emptyState({ iconName: 'key', title: 'No active API keys', text: `${hidden} revoked or expired ${hidden === 1 ? 'key is' : 'keys are'} hidden.`, action: button({ write: true, label: 'Create API key', icon: 'plus', variant: 'primary', onClick: () => openCreateDialog(reload) }) }));
+        return;
+      }
       if (data.length === 0) {
-        replace(body, emptyState({ iconName: 'key', title: 'No API keys yet', text: 'Create a key for each system that reads the store, so each can be revoked on its own.', action: button({ label: 'Create API key', icon: 'plus', variant: 'primary', onClick: () => openCreateDialog(reload) }) }));
+        replace(body, emptyState({ iconName: 'key', title: 'No API keys yet', text: 'Create a key for each system that reads the store, so each can be revoked on its own.', action: button({ write: true, label: 'Create API key', icon: 'plus', variant: 'primary', onClick: () => openCreateDialog(reload) }) }));
         return;
       }
       const active = data.filter((t) => t.status === 'active').length;
       replace(body,
-        h('div', { class: 'table-wrap' },
+        h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'API keys (scrolls sideways on narrow screens)' },
           h('table', { class: 'table', id: 'api-keys-table' },
             h('caption', { class: 'visually-hidden', text: `API keys: ${active} active of ${data.length}` }),
-            h('thead', {}, h('tr', {}, ['Name', 'Key', 'Access', 'Created', 'Last used', 'Expires', 'Status'].map((c) => h('th', { scope: 'col', text: c })), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })))),
+            h('thead', {}, h('tr', {}, ['Name', 'Key', 'Access', 'Created', 'Last used', 'Expires', 'Rate limits', 'Status'].map((c) => h('th', { scope: 'col', text: c })), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })))),
             h('tbody', {}, tokenRows(data, reload)))));
     } catch (error) {
       if (error.status !== 401) replace(body, errorState(error, reload));
@@ -178,7 +302,7 @@ export async function renderApiKeys(view) {
       title: 'API keys',
       description: 'Keys let integrations read products, orders, customers and inventory through the API. Each is shown once, when created.',
       breadcrumbs: [{ label: 'Integrations' }, { label: 'API keys' }],
-      actions: [button({ label: 'Create API key', icon: 'plus', variant: 'primary', onClick: () => openCreateDialog(reload) })],
+      actions: [toggle, button({ write: true, label: 'Create API key', icon: 'plus', variant: 'primary', onClick: () => openCreateDialog(reload) })],
     }),
     card({ body }));
   replace(body, loadingBlock('Loading API keys…'));

@@ -47,6 +47,7 @@ export async function renderDelivery(view) {
     const canRetry = d.status === 'failed' || d.status === 'dead';
     const retry = canRetry
       ? button({
+        write: true,
         label: 'Retry now',
         icon: 'refresh',
         variant: 'primary',

@@ -36,6 +36,7 @@ function secretCard(endpoint) {
     }
   };
   const reveal = button({
+    write: true,
     label: 'Reveal',
     icon: 'eye',
     size: 'sm',
@@ -54,6 +55,7 @@ function secretCard(endpoint) {
   });
   reveal.setAttribute('aria-pressed', 'false');
   const rotate = button({
+    write: true,
     label: 'Rotate…',
     icon: 'rotate',
     size: 'sm',
@@ -131,6 +133,9 @@ function openReplayDialog(endpoint, onQueued) {
   });
 }
 
+/** How often the endpoint page asks for the breaker's state. */
+const ENDPOINT_POLL_MS = 2000;
+
 export async function renderWebhookEndpoint(view) {
   const [id] = view.params;
   let panel = null;
@@ -142,6 +147,7 @@ export async function renderWebhookEndpoint(view) {
     view.setTitle(endpoint.url);
     const enabled = endpoint.enabled !== false && endpoint.state !== 'disabled';
     const ping = button({
+      write: true,
       label: 'Send ping',
       icon: 'send',
       variant: 'secondary',
@@ -152,8 +158,9 @@ export async function renderWebhookEndpoint(view) {
         return data;
       },
     });
-    const edit = button({ label: 'Edit', icon: 'edit', onClick: () => openEndpointDialog({ endpoint, onSaved: (saved) => draw(saved), navigate: view.navigate }) });
+    const edit = button({ write: true, label: 'Edit', icon: 'edit', onClick: () => openEndpointDialog({ endpoint, onSaved: (saved) => draw(saved), navigate: view.navigate }) });
     const toggle = button({
+      write: true,
       label: enabled ? 'Disable' : 'Enable',
       icon: 'power',
       variant: enabled ? 'danger-ghost' : 'primary',
@@ -179,6 +186,7 @@ export async function renderWebhookEndpoint(view) {
     });
     const resume = endpoint.state === 'paused'
       ? button({
+        write: true,
         label: 'Resume now',
         icon: 'refresh',
         variant: 'primary',
@@ -188,7 +196,7 @@ export async function renderWebhookEndpoint(view) {
         },
       })
       : null;
-    const replay = button({ label: 'Replay…', icon: 'replay', variant: 'ghost', onClick: () => openReplayDialog(endpoint, () => panel?.reload()) });
+    const replay = button({ write: true, label: 'Replay…', icon: 'replay', variant: 'ghost', onClick: () => openReplayDialog(endpoint, () => panel?.reload()) });
 
     let stateNotice = null;
     if (endpoint.state === 'paused') {
@@ -230,11 +238,42 @@ export async function renderWebhookEndpoint(view) {
   };
 
   replace(view.root, loadingBlock('Loading the endpoint…'));
+  let shown = null;
+  const drawn = (endpoint) => {
+    shown = endpoint;
+    draw(endpoint);
+  };
   try {
     const { data } = await get(`/webhooks/endpoints/${id}`);
-    draw(data);
+    drawn(data);
   } catch (error) {
     if (error.status !== 401) replace(view.root, pageHeader({ title: 'Webhook endpoint', breadcrumbs: [{ label: 'Webhooks', href: '#/webhooks' }, { label: 'Not available' }] }), errorState(error, () => renderWebhookEndpoint(view)));
+    return undefined;
   }
-  return () => panel?.cleanup();
+
+  // Follow the circuit breaker live: the page shows a pause (or its end, or a disable by a 410)
+  // without a reload. Redrawn only when the state changed, and not under an open dialog.
+  let timer;
+  let stopped = false;
+  const stateKey = (e) => JSON.stringify([e.state, e.enabled, e.paused_until, e.consecutive_failures, e.disabled_reason]);
+  const poll = () => {
+    timer = setTimeout(async () => {
+      if (stopped) return;
+      if (document.visibilityState === 'visible' && !document.querySelector('dialog[open]')) {
+        try {
+          const { data } = await get(`/webhooks/endpoints/${id}`);
+          if (!stopped && shown && stateKey(data) !== stateKey(shown)) drawn(data);
+        } catch (error) {
+          if (error.status === 401 || error.status === 404) return;
+        }
+      }
+      if (!stopped) poll();
+    }, ENDPOINT_POLL_MS);
+  };
+  poll();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+    panel?.cleanup();
+  };
 }

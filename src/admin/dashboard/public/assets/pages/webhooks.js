@@ -140,7 +140,7 @@ export async function renderWebhooks(view) {
     try {
       const endpoints = await listAll('/webhooks/endpoints');
       if (endpoints.length === 0) {
-        replace(body, emptyState({ iconName: 'webhook', title: 'No webhook endpoints yet', text: 'Add an endpoint to have orders, products, customers and stock changes pushed to your systems as they happen.', action: button({ label: 'Add endpoint', icon: 'plus', variant: 'primary', onClick: add }) }));
+        replace(body, emptyState({ iconName: 'webhook', title: 'No webhook endpoints yet', text: 'Add an endpoint to have orders, products, customers and stock changes pushed to your systems as they happen.', action: button({ write: true, label: 'Add endpoint', icon: 'plus', variant: 'primary', onClick: add }) }));
         return;
       }
       replace(body, h('div', { class: 'table-wrap' }, h('table', { class: 'table', id: 'endpoints-table' },
@@ -163,7 +163,7 @@ export async function renderWebhooks(view) {
       title: 'Webhooks',
       description: 'Endpoints that receive store events. Failed deliveries are retried on a schedule; an endpoint that keeps failing is paused for a while by the circuit breaker.',
       breadcrumbs: [{ label: 'Integrations' }, { label: 'Webhooks' }],
-      actions: [button({ label: 'Add endpoint', icon: 'plus', variant: 'primary', onClick: add })],
+      actions: [button({ write: true, label: 'Add endpoint', icon: 'plus', variant: 'primary', onClick: add })],
     }),
     card({ body }));
   replace(body, loadingBlock('Loading endpoints…'));

@@ -1,0 +1,45 @@
+# Store Integration API container image (README "Deployment", docs/decisions/0009).
+#
+#   docker build -t store-api .                       (official Node 24 LTS image as the base)
+#   docker build --build-arg BASE_IMAGE=store-api-base:node24 -t store-api .
+#                                                     (a locally built base: deploy/docker/build-base-image.sh)
+#   docker run -v store-api-data:/var/lib/store-api -p 3000:3000 store-api             (role `all`)
+#   docker run -e DATABASE_URL=postgres://… store-api serve|worker|migrate
+#
+# Stage 1 builds with the dev dependencies; stage 2 keeps package.json, the production
+# dependencies and the compiled JavaScript (dist/) only, runs as the unprivileged user `node`,
+# and starts node itself (exec form), so the server is PID 1 and receives SIGTERM.
+ARG BASE_IMAGE=node:24-bookworm-slim
+
+FROM ${BASE_IMAGE} AS build
+WORKDIR /app
+COPY . .
+# npm ci builds dist/ (prepare); the second install is the production install of the README:
+# dev dependencies removed, the build kept (bin/build.js --if-possible). The PGlite templates hold
+# owner-only files (PostgreSQL's modes): readable by all, so the runtime user can copy them.
+RUN npm ci --no-audit --no-fund \
+ && npm ci --omit=dev --no-audit --no-fund \
+ && test -f dist/.build-stamp && test ! -e node_modules/typescript \
+ && chmod -R a+rX dist \
+ && rm -rf node_modules/@store-api node_modules/.bin/store-api-sync
+
+FROM ${BASE_IMAGE} AS runtime
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=3000 \
+    DATA_DIR=/var/lib/store-api
+WORKDIR /app
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY --from=build /app/bin/store-api.js /app/bin/healthcheck.js ./bin/
+# The embedded database lives on a volume owned by the runtime user; mount your own there.
+RUN mkdir -p /var/lib/store-api && chown node:node /var/lib/store-api
+VOLUME ["/var/lib/store-api"]
+USER node
+EXPOSE 3000
+HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 CMD ["node", "/app/bin/healthcheck.js"]
+ENTRYPOINT ["node", "/app/bin/store-api.js"]
+# The role: all (API + worker on the embedded database), serve, worker, migrate — or any other
+# store-api command (tokens create …, admin create …, --version).
+CMD ["all"]

@@ -1,0 +1,131 @@
+/**
+ * Every read path of every resource on the generated store (issue 14): the first and the last list
+ * page, the paged export and the snapshot export against `COPY (SELECT <stored document> …) TO
+ * STDOUT` on the same rows, and `store-api-sync init` end to end into a PostgreSQL mirror against the
+ * sum of those COPY ceilings. One measurement each (the large store makes them long): the ratios are
+ * taken back to back, not alternated over rounds like the headline figures.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import { sql } from 'kysely';
+import pg from 'pg';
+import type { DatabaseHandle } from '../src/db/database.ts';
+import { copyOut, exportWalk, log, snapshotRead, wrk } from './bench-tools.ts';
+
+const SYNC_CLI = fileURLToPath(new URL('../packages/sync/bin/store-api-sync.js', import.meta.url));
+
+interface PathResource {
+  name: string;
+  path: string;
+  /** Query giving the same rows as `where` (every record the mirror takes). */
+  query: string;
+  from: string;
+  doc: string;
+  where: string;
+}
+
+const RESOURCES: readonly PathResource[] = [
+  { name: 'products', path: 'products', query: 'include_inactive=true', from: 'products p', doc: 'p.doc', where: 'true' },
+  { name: 'orders', path: 'orders', query: '', from: 'orders o', doc: 'o.doc', where: 'true' },
+  { name: 'customers', path: 'customers', query: '', from: 'customers c', doc: 'c.doc', where: 'true' },
+  { name: 'inventory', path: 'inventory', query: 'include_inactive=true', from: 'products p', doc: 'p.inventory_doc', where: `p.product_type IN ('physical','food','digital_card')` },
+  { name: 'stock movements', path: 'inventory/movements', query: '', from: 'stock_movements m', doc: 'm.doc', where: 'true' },
+];
+
+export interface PathFigures {
+  name: string;
+  records: number;
+  firstP50: number;
+  lastP50: number;
+  exportPerSecond: number;
+  snapshotPerSecond: number;
+  copyPerSecond: number;
+}
+
+export interface SyncFigures {
+  seconds: number;
+  records: number;
+  perSecond: number;
+  /** Records/s of the COPY ceilings over all resources together. */
+  ceilingPerSecond: number;
+}
+
+const alias = (from: string) => from.split(' ')[1]!;
+
+async function lastPageCursor(database: DatabaseHandle, r: PathResource, limit: number): Promise<string | undefined> {
+  const a = alias(r.from);
+  const { rows } = await sql<{ n: string }>`SELECT count(*)::text AS n FROM ${sql.raw(r.from)} WHERE ${sql.raw(r.where)}`.execute(database.db);
+  const n = Number(rows[0]!.n);
+  if (n <= limit) return undefined;
+  const { rows: [at] } = await sql<{ iso: string; id: string }>`
+    SELECT iso_utc(${sql.raw(`${a}.last_modified`)}) AS iso, ${sql.raw(`${a}.id`)}::text AS id FROM ${sql.raw(r.from)} WHERE ${sql.raw(r.where)}
+    ORDER BY ${sql.raw(`${a}.last_modified, ${a}.id`)} OFFSET ${n - limit - 1} LIMIT 1`.execute(database.db);
+  return `${at!.iso}_${at!.id}`;
+}
+
+/** First/last page p50, paged export, snapshot and COPY ceiling for each resource. */
+export async function benchEveryPath(
+  database: DatabaseHandle,
+  databaseUrl: string,
+  origin: string,
+  token: string,
+  load: { connections: number; seconds: number; limit: number },
+): Promise<PathFigures[]> {
+  const headers = { Authorization: `Bearer ${token}` };
+  const figures: PathFigures[] = [];
+  for (const r of RESOURCES) {
+    log(`every path: ${r.name}`);
+    const q = r.query ? `&${r.query}` : '';
+    const first = await wrk(`${origin}/api/v1/${r.path}?limit=${load.limit}${q}`, { connections: load.connections, seconds: load.seconds, headers });
+    const cursor = await lastPageCursor(database, r, load.limit);
+    const last = cursor
+      ? await wrk(`${origin}/api/v1/${r.path}?limit=${load.limit}${q}&cursor=${encodeURIComponent(cursor)}`, { connections: load.connections, seconds: load.seconds, headers })
+      : first;
+    const a = alias(r.from);
+    const copy = await copyOut(databaseUrl, `SELECT ${r.doc}::text FROM ${r.from} WHERE ${r.where} ORDER BY ${a}.last_modified, ${a}.id`);
+    const snapshot = await snapshotRead(origin, `/api/v1/${r.path}/snapshot${r.query ? `?${r.query}` : ''}`, token);
+    const paged = await exportWalk(origin, `/api/v1/${r.path}/export?limit=500${q}`, token);
+    figures.push({
+      name: r.name,
+      records: snapshot.records,
+      firstP50: first.p50,
+      lastP50: last.p50,
+      exportPerSecond: paged.perSecond,
+      snapshotPerSecond: snapshot.perSecond,
+      copyPerSecond: copy.perSecond,
+    });
+  }
+  return figures;
+}
+
+/** `store-api-sync init` of every resource into a fresh PostgreSQL mirror database, end to end. */
+export async function benchSyncInit(adminUrl: string, origin: string, token: string, paths: readonly PathFigures[]): Promise<SyncFigures> {
+  const name = `store_api_bench_mirror_${process.pid}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.query(`CREATE DATABASE ${name}`);
+    const mirrorUrl = new URL(adminUrl);
+    mirrorUrl.pathname = `/${name}`;
+    log('every path: store-api-sync init into a PostgreSQL mirror');
+    const start = performance.now();
+    const child = spawn(process.execPath, [SYNC_CLI, 'init', '--url', origin, '--token', token, '--database', mirrorUrl.toString()], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env },
+    });
+    let err = '';
+    child.stderr!.on('data', (chunk: Buffer) => (err = (err + chunk.toString()).slice(-4000)));
+    const [code] = await once(child, 'exit');
+    const seconds = (performance.now() - start) / 1000;
+    if (code !== 0) throw new Error(`store-api-sync init exited ${code}: ${err}`);
+    const records = paths.reduce((sum, p) => sum + p.records, 0);
+    const ceilingSeconds = paths.reduce((sum, p) => sum + p.records / p.copyPerSecond, 0);
+    return { seconds, records, perSecond: records / seconds, ceilingPerSecond: records / ceilingSeconds };
+  } finally {
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+    await admin.end();
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * What an administrator must notice in an incident: endpoints paused by the circuit breaker or
+ * disabled, and dead letters — in total and since this administrator last looked
+ * (admin_users.alerts_seen_at, migration 0012; the overview marks them seen). The same conditions
+ * are Prometheus gauges read from the database at scrape time (docs/operations.md has an example
+ * alert rule):
+ *
+ *   store_api_webhook_endpoints{state="active|paused|disabled"}   endpoints by state
+ *   store_api_webhook_dead_letters                                 deliveries dead now
+ */
+import client from 'prom-client';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import type {} from '../sessions/admin-user.table.ts';
+
+export interface AlertEndpoint {
+  id: string;
+  url: string;
+  state: 'paused' | 'disabled';
+  paused_until: string | null;
+  disabled_reason: string | null;
+}
+
+export interface Alerts {
+  endpoints: AlertEndpoint[];
+  dead_letters: { total: number; since_seen: number };
+  /** When this administrator last looked (null: never, or a token). */
+  seen_at: string | null;
+  /** Anything to look at: an endpoint paused or disabled, or new dead letters. */
+  attention: boolean;
+}
+
+/** The alerts as one administrator sees them (`adminUserId` undefined: a token, nothing "seen"). */
+export async function currentAlerts(db: Kysely<Database>, adminUserId?: string): Promise<Alerts> {
+  const seen = adminUserId
+    ? (await db.selectFrom('admin_users').select(sql<string | null>`iso_utc(alerts_seen_at)`.as('seen_at')).where('id', '=', adminUserId).executeTakeFirst())?.seen_at ?? null
+    : null;
+  const { rows: endpoints } = await sql<AlertEndpoint>`
+    SELECT id, url, CASE WHEN NOT enabled THEN 'disabled' ELSE 'paused' END AS state,
+           iso_utc(paused_until) AS paused_until, disabled_reason
+    FROM webhook_endpoints
+    WHERE NOT enabled OR paused_until > now()
+    ORDER BY url`.execute(db);
+  const { rows } = await sql<{ total: string; since_seen: string }>`
+    SELECT count(*) AS total,
+           count(*) FILTER (WHERE ${seen}::timestamptz IS NULL OR dead_at > ${seen}::timestamptz) AS since_seen
+    FROM webhook_deliveries WHERE status = 'dead'`.execute(db);
+  const dead = { total: Number(rows[0]?.total ?? 0), since_seen: Number(rows[0]?.since_seen ?? 0) };
+  return { endpoints, dead_letters: dead, seen_at: seen, attention: endpoints.length > 0 || dead.since_seen > 0 };
+}
+
+/** Marks the alerts seen by an administrator now (new dead letters count from here). */
+export async function markAlertsSeen(db: Kysely<Database>, adminUserId: string): Promise<void> {
+  await db.updateTable('admin_users').set({ alerts_seen_at: sql<string>`now()` }).where('id', '=', adminUserId).execute();
+}
+
+let source: Kysely<Database> | undefined;
+
+/** Sets the database the alert gauges read at scrape time (undefined: stop). */
+export function setAlertMetricsSource(db: Kysely<Database> | undefined): void {
+  source = db;
+}
+
+function gauge<T extends string>(name: string, help: string, labelNames: T[], collect: (g: client.Gauge<T>) => Promise<void>): void {
+  if (client.register.getSingleMetric(name)) return;
+  new client.Gauge<T>({
+    name,
+    help,
+    labelNames,
+    async collect() {
+      if (!source) return;
+      try {
+        await collect(this);
+      } catch {
+        // A scrape during shutdown or a database outage keeps the last value.
+      }
+    },
+  });
+}
+
+gauge('store_api_webhook_endpoints', 'Webhook endpoints by state (active, paused by the circuit breaker, disabled); read from the database at scrape time', ['state'], async (g) => {
+  const { rows } = await sql<{ active: string; paused: string; disabled: string }>`
+    SELECT count(*) FILTER (WHERE enabled AND (paused_until IS NULL OR paused_until <= now())) AS active,
+           count(*) FILTER (WHERE enabled AND paused_until > now()) AS paused,
+           count(*) FILTER (WHERE NOT enabled) AS disabled
+    FROM webhook_endpoints`.execute(source!);
+  for (const state of ['active', 'paused', 'disabled'] as const) g.set({ state }, Number(rows[0]?.[state] ?? 0));
+});
+
+gauge('store_api_webhook_dead_letters', 'Webhook deliveries dead now (waiting for an administrator to retry them); read from the database at scrape time', [], async (g) => {
+  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'dead'`.execute(source!);
+  g.set(Number(rows[0]?.n ?? 0));
+});

@@ -1,0 +1,167 @@
+/**
+ * One-time links an owner hands out (migration 0012, table admin_links):
+ *  - an invitation: an email and a role; whoever opens it chooses a password and becomes that
+ *    administrator (ADMIN_INVITATION_TTL_MS, default 7 days);
+ *  - a password reset: for an existing administrator; whoever opens it sets a new password and every
+ *    session of that administrator ends (ADMIN_PASSWORD_RESET_TTL_MS, default 1 h).
+ * A link works once. The code is 32 random bytes travelling in the URL fragment (never in a request
+ * log); only its SHA-256 is stored. A newer link for the same email (invitation) or administrator
+ * (reset) replaces older unused ones. The decision is the pure `linkState`.
+ */
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../../db/schema.ts';
+import type {} from './admin-user.table.ts';
+import { ApiError, type ErrorCode } from '../../shared/problem.ts';
+import { createAdminUser, findAdminUser, findAdminUserById, hashPassword, normalizeEmail, validateCredentials, type AdminUser } from './admin-user.service.ts';
+import type { AdminRole } from './admin-roles.ts';
+
+export type LinkPurpose = 'invitation' | 'password_reset';
+export type LinkState = 'valid' | 'unknown' | 'used' | 'expired';
+
+/** Throttle key of failed link uses (no email is spelled like this: emails contain '@'). */
+export const LINK_THROTTLE_KEY = 'admin-link';
+
+export interface AdminLink {
+  id: string;
+  purpose: LinkPurpose;
+  email: string;
+  role: AdminRole | null;
+  created_by: string;
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+}
+
+/** What a presented code is worth, given its stored row (if any) and the time. */
+export function linkState(row: { expires_at: string; used_at: string | null } | undefined, now: Date): LinkState {
+  if (!row) return 'unknown';
+  if (row.used_at) return 'used';
+  if (new Date(row.expires_at).getTime() <= now.getTime()) return 'expired';
+  return 'valid';
+}
+
+export const LINK_MESSAGES: Record<Exclude<LinkState, 'valid'>, string> = {
+  unknown: 'This link is not valid. Copy the whole link you were given, or ask an owner for a new one.',
+  used: 'This link has already been used. Sign in, or ask an owner for a new link.',
+  expired: 'This link has expired. Ask an owner for a new one.',
+};
+export const LINK_STATUS: Record<Exclude<LinkState, 'valid'>, ErrorCode> = { unknown: 'not_found', expired: 'not_found', used: 'conflict' };
+
+function hashCode(code: string): string {
+  return createHash('sha256').update(code).digest('hex');
+}
+
+const LINK_COLUMNS = [
+  'id', 'purpose', 'email', sql<AdminRole | null>`role`.as('role'), 'created_by',
+  sql<string>`iso_utc(created_at)`.as('created_at'), sql<string>`iso_utc(expires_at)`.as('expires_at'),
+  sql<string | null>`iso_utc(used_at)`.as('used_at'),
+] as const;
+
+/** Issues an invitation; 409 when an administrator with that email exists. Returns the code once. */
+export async function createInvitation(
+  db: Kysely<Database>,
+  input: { email: string; role: AdminRole; createdBy: string; ttlMs: number },
+): Promise<{ code: string; link: AdminLink }> {
+  const email = normalizeEmail(input.email);
+  validateCredentials(email, 'x'.repeat(10));
+  if (await findAdminUser(db, email)) throw new ApiError('conflict', `An administrator with the email '${email}' already exists.`, [{ param: 'email', message: 'is already an administrator' }]);
+  return issue(db, { purpose: 'invitation', email, role: input.role, adminUserId: null, createdBy: input.createdBy, ttlMs: input.ttlMs });
+}
+
+/** Issues a password-reset link for an administrator; 404 when unknown. */
+export async function createPasswordReset(
+  db: Kysely<Database>,
+  input: { adminUserId: string; createdBy: string; ttlMs: number },
+): Promise<{ code: string; link: AdminLink; user: AdminUser }> {
+  const user = await findAdminUserById(db, input.adminUserId);
+  if (!user) throw new ApiError('not_found', `No administrator with id '${input.adminUserId}'.`);
+  const issued = await issue(db, { purpose: 'password_reset', email: user.email, role: null, adminUserId: user.id, createdBy: input.createdBy, ttlMs: input.ttlMs });
+  return { ...issued, user };
+}
+
+async function issue(
+  db: Kysely<Database>,
+  input: { purpose: LinkPurpose; email: string; role: AdminRole | null; adminUserId: string | null; createdBy: string; ttlMs: number },
+): Promise<{ code: string; link: AdminLink }> {
+  const code = randomBytes(32).toString('base64url');
+  const id = randomUUID();
+  await db.transaction().execute(async (trx) => {
+    // One live link per person and purpose: the newer replaces the older.
+    await trx.deleteFrom('admin_links').where('purpose', '=', input.purpose).where('email', '=', input.email).where('used_at', 'is', null).execute();
+    await trx.insertInto('admin_links').values({
+      id,
+      code_hash: hashCode(code),
+      purpose: input.purpose,
+      email: input.email,
+      role: input.role,
+      admin_user_id: input.adminUserId,
+      created_by: input.createdBy,
+      created_at: sql<string>`now()`,
+      expires_at: sql<string>`now() + make_interval(secs => ${input.ttlMs / 1000})`,
+    }).execute();
+    // Links that can no longer be used only take space.
+    await trx.deleteFrom('admin_links').where('expires_at', '<', sql<string>`now() - interval '30 days'`).execute();
+  });
+  const link = await db.selectFrom('admin_links').select(LINK_COLUMNS).where('id', '=', id).executeTakeFirstOrThrow();
+  return { code, link };
+}
+
+/** Invitations not yet used (live or expired), newest first. */
+export async function listInvitations(db: Kysely<Database>): Promise<AdminLink[]> {
+  return db.selectFrom('admin_links').select(LINK_COLUMNS)
+    .where('purpose', '=', 'invitation').where('used_at', 'is', null)
+    .orderBy('created_at', 'desc').execute();
+}
+
+/** Withdraws an unused invitation; 404 when there is none with that id. */
+export async function revokeInvitation(db: Kysely<Database>, id: string): Promise<AdminLink> {
+  const link = await db.selectFrom('admin_links').select(LINK_COLUMNS).where('id', '=', id).where('purpose', '=', 'invitation').where('used_at', 'is', null).executeTakeFirst();
+  if (!link) throw new ApiError('not_found', `No open invitation with id '${id}'.`);
+  await db.deleteFrom('admin_links').where('id', '=', id).execute();
+  return link;
+}
+
+async function stateOf(db: Kysely<Database>, code: string) {
+  const row = await db.selectFrom('admin_links').select([...LINK_COLUMNS, 'admin_user_id']).where('code_hash', '=', hashCode(code)).executeTakeFirst();
+  const { rows } = await sql<{ now: string }>`SELECT now() AS now`.execute(db);
+  return { row, state: linkState(row, new Date(rows[0]!.now)) };
+}
+
+/** The state of a presented code and, when valid, what it is for (nothing changes). */
+export async function checkLink(db: Kysely<Database>, code: string): Promise<{ state: LinkState; link?: AdminLink }> {
+  const { row, state } = await stateOf(db, code);
+  if (state !== 'valid' || !row) return { state };
+  const { admin_user_id: _ignored, ...link } = row;
+  return { state, link };
+}
+
+/**
+ * Uses a link with a new password, once: an invitation creates its administrator, a reset sets the
+ * password and ends every session of that administrator. Returns the state instead when the code is
+ * not valid (nothing changes). Serialised on the link's row, so a link used twice at once works once.
+ */
+export async function useLink(
+  db: Kysely<Database>,
+  input: { code: string; password: string },
+): Promise<{ state: 'valid'; purpose: LinkPurpose; user: AdminUser } | { state: Exclude<LinkState, 'valid'> }> {
+  return db.transaction().execute(async (trx) => {
+    const locked = await trx.selectFrom('admin_links').select('id').where('code_hash', '=', hashCode(input.code)).forUpdate().executeTakeFirst();
+    const { row, state } = await stateOf(trx, input.code);
+    if (state !== 'valid' || !row || !locked) return { state: state === 'valid' ? 'unknown' as const : state };
+    let user: AdminUser;
+    if (row.purpose === 'invitation') {
+      user = await createAdminUser(trx, { email: row.email, password: input.password, role: row.role! });
+    } else {
+      validateCredentials(row.email, input.password);
+      const passwordHash = await hashPassword(input.password);
+      await trx.updateTable('admin_users').set({ password_hash: passwordHash, password_changed_at: sql<string>`now()` }).where('id', '=', row.admin_user_id!).execute();
+      await trx.deleteFrom('admin_sessions').where('admin_user_id', '=', row.admin_user_id!).execute();
+      const found = await findAdminUserById(trx, row.admin_user_id!);
+      if (!found) return { state: 'unknown' as const };
+      user = found;
+    }
+    await trx.updateTable('admin_links').set({ used_at: sql<string>`now()` }).where('id', '=', row.id).execute();
+    return { state: 'valid' as const, purpose: row.purpose, user };
+  });
+}

@@ -1,0 +1,229 @@
+/**
+ * Stored documents: every record's JSON, kept next to its row and served as it is.
+ *
+ * Each resource's JSON is built by one SQL expression (catalog/product.json-sql.ts and friends).
+ * Reads used to run that expression for every record on every request (three tables for a product).
+ * Now the database runs it once per write: statement-level AFTER triggers on every table a document
+ * reads from (products, variants, images, orders, order_items, customers, stock_movements) rebuild
+ * the documents of the records that statement touched, in the same transaction, after the
+ * last_modified forward trigger (migration 0006) has fixed the row's stamp. So after every commit
+ * the stored document is what the expression says about the tables, whichever code path wrote
+ * them. Lists, single GETs, exports and events serve the stored bytes (`json`, kept verbatim).
+ *
+ * The trigger functions are generated from the same TypeScript expressions (`documentTriggersSql`),
+ * so there is one definition of each document. Changing an expression needs a migration that calls
+ * `installDocumentTriggers` and `rebuildDocuments` again; `checkDocuments` (run by the test suite
+ * after every test app, and by `store-api documents check`) catches a document that differs.
+ * Decision: docs/decisions/0012-stored-documents.md.
+ */
+import { EventEmitter } from 'node:events';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { productJson } from '../catalog/product.json-sql.ts';
+import { customerJson } from '../customers/customer.json-sql.ts';
+import { inventoryJson, movementJson } from '../inventory/inventory.json-sql.ts';
+import { orderJson } from '../orders/order.json-sql.ts';
+
+/** One stored document: the column holding it, on which table (alias), built by which expression. */
+export interface DocumentKind {
+  /** Name used by the CLI and the check's report. */
+  readonly name: 'product' | 'inventory' | 'customer' | 'order' | 'stock_movement';
+  readonly table: 'products' | 'customers' | 'orders' | 'stock_movements';
+  /** The alias the build expression refers to. */
+  readonly alias: 'p' | 'c' | 'o' | 'm';
+  readonly column: 'doc' | 'inventory_doc';
+  readonly build: RawBuilder<unknown>;
+}
+
+export const DOCUMENT_KINDS: readonly DocumentKind[] = [
+  { name: 'product', table: 'products', alias: 'p', column: 'doc', build: productJson },
+  { name: 'inventory', table: 'products', alias: 'p', column: 'inventory_doc', build: inventoryJson },
+  { name: 'customer', table: 'customers', alias: 'c', column: 'doc', build: customerJson },
+  { name: 'order', table: 'orders', alias: 'o', column: 'doc', build: orderJson },
+  { name: 'stock_movement', table: 'stock_movements', alias: 'm', column: 'doc', build: movementJson },
+];
+
+/** The tables holding documents, each with the refresh function of its documents. */
+const OWNERS = ['products', 'customers', 'orders', 'stock_movements'] as const;
+type Owner = (typeof OWNERS)[number];
+
+/** Which owner's documents a change to `table` touches, through which column of the changed row. */
+const SOURCES: readonly { table: string; owner: Owner; key: string }[] = [
+  { table: 'products', owner: 'products', key: 'id' },
+  { table: 'variants', owner: 'products', key: 'product_id' },
+  { table: 'images', owner: 'products', key: 'product_id' },
+  { table: 'customers', owner: 'customers', key: 'id' },
+  { table: 'orders', owner: 'orders', key: 'id' },
+  { table: 'order_items', owner: 'orders', key: 'order_id' },
+  { table: 'stock_movements', owner: 'stock_movements', key: 'id' },
+];
+
+/** Runs the DDL of documentTriggersSql (creates or replaces the functions and triggers). */
+export async function installDocumentTriggers<DB>(db: Kysely<DB>): Promise<void> {
+  for (const statement of documentTriggersSql(db)) await sql.raw(statement).execute(db);
+}
+
+/** SQL text of an expression that has no parameters (the build expressions have none). */
+function sqlText<DB>(db: Kysely<DB>, expression: RawBuilder<unknown>): string {
+  const compiled = expression.compile(db);
+  if (compiled.parameters.length > 0) throw new Error('a document expression must not take parameters');
+  return compiled.sql;
+}
+
+/** `col = (expr)::json, …` for every document stored on `owner`'s rows. */
+function setList<DB>(db: Kysely<DB>, owner: Owner): string {
+  return DOCUMENT_KINDS.filter((k) => k.table === owner).map((k) => `${k.column} = (${sqlText(db, k.build)})::json`).join(', ');
+}
+
+function aliasOf(owner: Owner): string {
+  return DOCUMENT_KINDS.find((k) => k.table === owner)!.alias;
+}
+
+/**
+ * The DDL of the document columns' maintenance: one `refresh_<owner>_documents(uuid[])` per owner
+ * and, per source table, AFTER INSERT / UPDATE / DELETE statement triggers with transition tables
+ * that refresh the owners of the touched rows. The refresh's own UPDATE fires the owner's triggers
+ * again one level deeper; they return at once (pg_trigger_depth() > 1). No other trigger writes
+ * these tables, so every write by the application is at depth 1. rebuildDocuments sets
+ * store_api.rebuilding_documents for its own transactions so its UPDATEs are not rebuilt twice.
+ */
+export function documentTriggersSql<DB>(db: Kysely<DB>): string[] {
+  const parts: string[] = [];
+  for (const owner of OWNERS) {
+    const a = aliasOf(owner);
+    parts.push(`
+    CREATE OR REPLACE FUNCTION refresh_${owner}_documents(ids uuid[]) RETURNS void LANGUAGE sql AS $fn$
+      UPDATE ${owner} ${a} SET ${setList(db, owner)} WHERE ${a}.id = ANY(ids)
+    $fn$;`);
+  }
+  for (const { table, owner, key } of SOURCES) {
+    const fn = `${table}_documents_after`;
+    parts.push(`
+    CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $fn$
+      BEGIN
+        IF pg_trigger_depth() > 1 OR current_setting('store_api.rebuilding_documents', true) = 'on' THEN RETURN NULL; END IF;
+        IF TG_OP = 'INSERT' THEN
+          PERFORM refresh_${owner}_documents(ARRAY(SELECT DISTINCT ${key} FROM new_rows));
+        ELSIF TG_OP = 'UPDATE' THEN
+          PERFORM refresh_${owner}_documents(ARRAY(SELECT ${key} FROM new_rows UNION SELECT ${key} FROM old_rows));
+        ELSE
+          PERFORM refresh_${owner}_documents(ARRAY(SELECT DISTINCT ${key} FROM old_rows));
+        END IF;
+        RETURN NULL;
+      END
+    $fn$;
+    DROP TRIGGER IF EXISTS ${table}_documents_insert ON ${table};
+    DROP TRIGGER IF EXISTS ${table}_documents_update ON ${table};
+    DROP TRIGGER IF EXISTS ${table}_documents_delete ON ${table};
+    CREATE TRIGGER ${table}_documents_insert AFTER INSERT ON ${table}
+      REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ${fn}();
+    CREATE TRIGGER ${table}_documents_update AFTER UPDATE ON ${table}
+      REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION ${fn}();
+    CREATE TRIGGER ${table}_documents_delete AFTER DELETE ON ${table}
+      REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ${fn}();`);
+  }
+  // One statement per element; whitespace collapsed so each is one line.
+  return parts.flatMap((p) => p.split(/;\n(?= {4}(?:CREATE|DROP) )/)).map((p) => p.replace(/\s+/g, ' ').trim().replace(/;$/, ''));
+}
+
+/** Rows rebuilt per statement by rebuildDocuments: short statements, so the embedded database yields between them. */
+export const REBUILD_BATCH = 2000;
+
+export interface RebuildProgress {
+  /** Table being filled. */
+  table: Owner;
+  /** Rows of that table done so far. */
+  done: number;
+  /** Rows of that table in all. */
+  total: number;
+}
+
+/**
+ * Emits 'progress' (RebuildProgress) for every batch of every rebuild, the migration's included, so
+ * `store-api documents backfill` can show a progress bar while the migration fills a big store.
+ */
+export const rebuildEvents = new EventEmitter();
+
+/**
+ * Rebuilds the stored documents of every row (or only rows whose documents are missing), table by
+ * table in id order, REBUILD_BATCH rows per statement, each statement its own transaction unless
+ * `db` is one. Resumable: a run stopped half way leaves every finished batch stored. Returns the
+ * rows rebuilt.
+ */
+export async function rebuildDocuments<DB>(
+  db: Kysely<DB>,
+  options: { onlyMissing?: boolean; batch?: number; onProgress?: (p: RebuildProgress) => void } = {},
+): Promise<number> {
+  const batch = options.batch ?? REBUILD_BATCH;
+  let rebuilt = 0;
+  for (const owner of OWNERS) {
+    const a = aliasOf(owner);
+    const missing = options.onlyMissing
+      ? `(${DOCUMENT_KINDS.filter((k) => k.table === owner).map((k) => `${a}.${k.column} IS NULL`).join(' OR ')})`
+      : 'true';
+    const { rows: counted } = await sql<{ n: string }>`SELECT count(*)::text AS n FROM ${sql.raw(`${owner} ${a}`)} WHERE ${sql.raw(missing)}`.execute(db);
+    const total = Number(counted[0]!.n);
+    let done = 0;
+    let after = '00000000-0000-0000-0000-000000000000';
+    const report = (p: RebuildProgress) => {
+      options.onProgress?.(p);
+      rebuildEvents.emit('progress', p);
+    };
+    report({ table: owner, done, total });
+    for (;;) {
+      // Each batch in its own short transaction (or inside the caller's, e.g. a migration), flagged
+      // so that the owner's triggers do not rebuild the rows this UPDATE just rebuilt.
+      const rows = await inTransaction(db, async (trx) => {
+        await sql`SELECT set_config('store_api.rebuilding_documents', 'on', true)`.execute(trx);
+        const result = await sql<{ id: string }>`
+          UPDATE ${sql.raw(`${owner} ${a}`)} SET ${sql.raw(setList(db, owner))}
+          WHERE ${sql.raw(`${a}.id`)} IN (
+            SELECT id FROM ${sql.raw(owner)} ${sql.raw(a)} WHERE ${sql.raw(`${a}.id`)} > ${after}::uuid AND ${sql.raw(missing)}
+            ORDER BY id LIMIT ${batch})
+          RETURNING ${sql.raw(`${a}.id`)}::text AS id
+        `.execute(trx);
+        await sql`SELECT set_config('store_api.rebuilding_documents', 'off', true)`.execute(trx);
+        return result.rows;
+      });
+      if (rows.length === 0) break;
+      done += rows.length;
+      rebuilt += rows.length;
+      // biome-ignore lint/complexity/useMathMinMax: ids are uuid text compared as strings, not numbers.
+      after = rows.reduce((max, r) => (r.id > max ? r.id : max), after);
+      report({ table: owner, done, total });
+      if (rows.length < batch) break;
+    }
+  }
+  return rebuilt;
+}
+
+async function inTransaction<DB, T>(db: Kysely<DB>, fn: (trx: Kysely<DB>) => Promise<T>): Promise<T> {
+  return db.isTransaction ? fn(db) : db.transaction().execute(fn);
+}
+
+export interface DocumentDifference {
+  kind: DocumentKind['name'];
+  id: string;
+  stored: string | null;
+  rebuilt: string;
+}
+
+/**
+ * Rebuilds every document from the tables and compares it, byte for byte, with the stored one.
+ * Returns the records that differ (at most `limit`); empty when every stored document is right.
+ */
+export async function checkDocuments<DB>(db: Kysely<DB>, { limit = 100 } = {}): Promise<DocumentDifference[]> {
+  const differences: DocumentDifference[] = [];
+  for (const kind of DOCUMENT_KINDS) {
+    if (differences.length >= limit) break;
+    const a = sql.raw(kind.alias);
+    const { rows } = await sql<{ id: string; stored: string | null; rebuilt: string }>`
+      SELECT * FROM (
+        SELECT ${a}.id::text AS id, ${sql.raw(`${kind.alias}.${kind.column}`)}::text AS stored, (${kind.build})::text AS rebuilt
+        FROM ${sql.raw(kind.table)} ${a}) d
+      WHERE d.stored IS DISTINCT FROM d.rebuilt
+      ORDER BY d.id LIMIT ${limit - differences.length}
+    `.execute(db);
+    for (const row of rows) differences.push({ kind: kind.name, ...row });
+  }
+  return differences;
+}
