@@ -199,8 +199,9 @@ async function parseCsvYielding(csv: string): Promise<Record<string, string>[]> 
   const records: Record<string, string>[] = [];
   let failure: Error | undefined;
   parser.on('readable', () => {
-    let record: Record<string, string> | null;
-    while ((record = parser.read() as Record<string, string> | null) !== null) records.push(record);
+    for (let record = parser.read() as Record<string, string> | null; record !== null; record = parser.read() as Record<string, string> | null) {
+      records.push(record);
+    }
   });
   parser.on('error', (error) => { failure ??= error; });
   const ended = new Promise<void>((resolve) => { parser.on('end', resolve); parser.on('close', resolve); });
