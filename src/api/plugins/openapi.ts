@@ -278,7 +278,8 @@ export function completeDocument(generated: Json): Json {
     }
   }
   // Every tag an admin route uses is declared, with a description (routes added later included).
-  const tags: Json[] = (doc.tags ??= []);
+  doc.tags ??= [];
+  const tags: Json[] = doc.tags;
   for (const item of Object.values(doc.paths ?? {}) as Json[]) {
     for (const operation of Object.values(item) as Json[]) {
       for (const tag of (operation?.tags ?? []) as string[]) {
