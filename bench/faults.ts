@@ -27,7 +27,7 @@
  */
 import { Command } from 'commander';
 import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync, statfsSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync, statfsSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -218,84 +218,135 @@ async function refusedConnection(): Promise<void> {
 }
 
 // ---------------------------------------------------------------------------------------------
-async function diskFull(): Promise<void> {
-  if (process.getuid?.() !== 0 || spawnSync('mount', ['--version']).status !== 0) {
-    record('full disk (embedded, 64 MiB tmpfs)', '507/503, exit 75 or /readyz 503, recovery', 'needs root to mount a tmpfs', 'skipped');
-    return;
-  }
+/** Mounts a tmpfs of `sizeMb`, runs `work` on it, unmounts. */
+async function onTmpfs(sizeMb: number, work: (mountPoint: string) => Promise<void>): Promise<void> {
   const mountPoint = mkdtempSync(join(tmpdir(), 'faults-disk-'));
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64m', 'tmpfs', mountPoint]);
-  const dataDir = join(mountPoint, 'data');
-  mkdirSync(dataDir);
-  const filler = join(mountPoint, 'filler');
-  let proc: StoreApiProcess | undefined;
+  execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMb}m`, 'tmpfs', mountPoint]);
   try {
-    const env = { DATA_DIR: dataDir };
-    const token = createToken(env, 'admin');
-    proc = startStoreApi(['all'], { ...env, LOG_LEVEL: 'warn' });
-    const base = await listeningUrl(proc);
-    // Leave ~20 MiB: the store fills it within a few hundred writes.
-    const free = statfsSync(mountPoint).bavail * statfsSync(mountPoint).bsize;
-    writeFileSync(filler, Buffer.alloc(Math.max(0, free - 20 * 1024 * 1024)));
-    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
-    const acknowledged: string[] = [];
-    const statuses = new Map<number | string, number>();
-    let firstFailure: { status: number; body: string } | undefined;
-    let n = 0;
-    const writer = async () => {
-      while (!firstFailure && proc!.child.exitCode === null && n < 20_000) {
-        const i = n++;
-        const body = JSON.stringify({
-          name: `Filler ${i}`, product_type: 'simple', price: 1, sku: `FILL-${i}`,
-          images: Array.from({ length: 20 }, (_, k) => ({ image_url: `https://img.example/${i}/${k}/${randomBytes(600).toString('hex')}` })),
-        });
-        try {
-          const res = await fetch(`${base}/admin/api/v1/products`, { method: 'POST', headers, body });
-          const text = await res.text();
-          statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-          if (res.status === 201) acknowledged.push(JSON.parse(text).data.id);
-          else firstFailure ??= { status: res.status, body: text };
-        } catch {
-          statuses.set('no answer', (statuses.get('no answer') ?? 0) + 1);
-          firstFailure ??= { status: 0, body: 'no answer' };
-        }
-      }
-    };
-    await Promise.all([writer(), writer(), writer(), writer()]);
-    let readyz = 'not asked', healthz = 'not asked';
-    if (proc.child.exitCode === null) {
-      readyz = await fetch(`${base}/readyz`).then(async (r) => `${r.status} ${(await r.json() as { detail?: string }).detail ?? ''}`.trim()).catch(() => 'no answer');
-      healthz = await fetch(`${base}/healthz`).then((r) => String(r.status)).catch(() => 'no answer');
-    }
-    // The process either exits by itself (75) or is stopped with SIGTERM.
-    const exit = await Promise.race([proc.exited, sleep(15_000).then(() => 'still running')]);
-    const [exitCode, stopMs] = exit === 'still running' ? await timed(() => proc!.stop('SIGTERM')) : [exit, 0];
-    const message = /store-api: (.*could not write its log[^"\n]*)/.exec(proc.output())?.[1];
-    rmSync(filler);
-    const restarted = startStoreApi(['all'], { ...env, LOG_LEVEL: 'warn' });
-    let present = -1;
-    try {
-      const base2 = await listeningUrl(restarted);
-      present = 0;
-      for (const id of acknowledged) {
-        const res = await fetch(`${base2}/admin/api/v1/products/${id}`, { headers });
-        if (res.status === 200) present++;
-        await res.arrayBuffer();
-      }
-      const write = await fetch(`${base2}/admin/api/v1/products`, { method: 'POST', headers, body: JSON.stringify({ name: 'After', product_type: 'simple', price: 1 }) });
-      statuses.set(`after restart ${write.status}`, 1);
-    } finally {
-      await restarted.stop();
-    }
-    const problem = firstFailure && firstFailure.status > 0 ? (() => { try { return JSON.parse(firstFailure.body) as { code?: string; detail?: string }; } catch { return {}; } })() : {};
-    record('full disk (embedded, 64 MiB tmpfs, 4 writers)', 'no 500; failing write 507/503 naming the cause; exit 75 with a message (or /readyz 503 and SIGTERM obeyed); after freeing space a restart has every acknowledged write',
-      `${[...statuses].map(([k, v]) => `${v}× ${k}`).join(', ')}; first failure ${firstFailure?.status} ${problem.code ?? ''} "${(problem.detail ?? '').slice(0, 90)}"; /readyz ${readyz.slice(0, 60)}; /healthz ${healthz}; exit ${exitCode}${stopMs ? ` after SIGTERM in ${stopMs.toFixed(0)} ms` : ' by itself'}${message ? ` ("${message.slice(0, 80)}…")` : ''}; restarted: ${present}/${acknowledged.length} acknowledged present`,
-      !statuses.has(500) && firstFailure !== undefined && [503, 507].includes(firstFailure.status) && (exitCode === 75 || exitCode === 0) && present === acknowledged.length);
+    await work(mountPoint);
   } finally {
-    if (proc && proc.child.exitCode === null) await proc.stop('SIGKILL');
     spawnSync('umount', [mountPoint]);
     rmSync(mountPoint, { recursive: true, force: true });
   }
+}
+
+/** Writes products with 4 writers until one is refused or the process ends; what happened. */
+async function fillStore(base: string, headers: Record<string, string>, proc: StoreApiProcess) {
+  const acknowledged: string[] = [];
+  const statuses = new Map<number | string, number>();
+  let firstFailure: { status: number; body: string } | undefined;
+  let n = 0;
+  const writer = async () => {
+    while (!firstFailure && proc.child.exitCode === null && n < 20_000) {
+      const i = n++;
+      const body = JSON.stringify({
+        name: `Filler ${i}`, product_type: 'physical', price: 1, sku: `FILL-${i}`,
+        images: Array.from({ length: 20 }, (_, k) => ({ image_url: `https://img.example/${i}/${k}/${randomBytes(600).toString('hex')}` })),
+      });
+      try {
+        const res = await fetch(`${base}/admin/api/v1/products`, { method: 'POST', headers, body, signal: AbortSignal.timeout(30_000) });
+        const text = await res.text();
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        if (res.status === 201) acknowledged.push(JSON.parse(text).data.id);
+        else firstFailure ??= { status: res.status, body: text };
+      } catch {
+        statuses.set('no answer', (statuses.get('no answer') ?? 0) + 1);
+        firstFailure ??= { status: 0, body: 'no answer' };
+      }
+    }
+  };
+  await Promise.all([writer(), writer(), writer(), writer()]);
+  let problem: { code?: string; detail?: string } = {};
+  try { problem = JSON.parse(firstFailure?.body ?? '{}'); } catch { /* not JSON */ }
+  const summary = `${[...statuses].map(([k, v]) => `${v}× ${k}`).join(', ')}; first refusal ${firstFailure?.status} ${problem.code ?? ''} "${(problem.detail ?? '').slice(0, 80)}…"`;
+  return { acknowledged, statuses, firstFailure, summary };
+}
+
+async function probe(base: string, path: string): Promise<string> {
+  return fetch(`${base}${path}`, { signal: AbortSignal.timeout(10_000) })
+    .then(async (r) => `${r.status}${r.status === 200 ? '' : ` "${((await r.json()) as { detail?: string }).detail?.slice(0, 60) ?? ''}…"`}`)
+    .catch(() => 'no answer');
+}
+
+/** Starts the service again on `env` and counts the acknowledged products it has. */
+async function acknowledgedPresent(env: Record<string, string>, headers: Record<string, string>, ids: string[]): Promise<number> {
+  const restarted = startStoreApi(['all'], { ...env, LOG_LEVEL: 'warn' });
+  try {
+    const base = await listeningUrl(restarted);
+    let present = 0;
+    for (const id of ids) {
+      const res = await fetch(`${base}/admin/api/v1/products/${id}`, { headers });
+      if (res.status === 200) present++;
+      await res.arrayBuffer();
+    }
+    return present;
+  } finally {
+    await restarted.stop();
+  }
+}
+
+async function diskFull(): Promise<void> {
+  if (process.getuid?.() !== 0 || spawnSync('mount', ['--version']).status !== 0) {
+    record('full disk (embedded)', '507, /readyz 503, recovery', 'needs root to mount a tmpfs', 'skipped');
+    return;
+  }
+  // 1. The default guard: writes stop below DATA_DIR_MIN_FREE_MB (64) and resume once space is freed.
+  await onTmpfs(160, async (mountPoint) => {
+    const env = { DATA_DIR: join(mountPoint, 'data') };
+    const filler = join(mountPoint, 'filler');
+    const token = createToken(env, 'admin');
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const proc = startStoreApi(['all'], { ...env, LOG_LEVEL: 'warn' });
+    try {
+      const base = await listeningUrl(proc);
+      writeFileSync(filler, Buffer.alloc(Math.max(0, freeBytesOf(mountPoint) - 80 * 1024 * 1024)));
+      const fill = await fillStore(base, headers, proc);
+      const readyz = await probe(base, '/readyz'), healthz = await probe(base, '/healthz');
+      const read = await fetch(`${base}/admin/api/v1/products/${fill.acknowledged[0]}`, { headers }).then((r) => r.status);
+      rmSync(filler);
+      const after = await fetch(`${base}/admin/api/v1/products`, { method: 'POST', headers, body: JSON.stringify({ name: 'After', product_type: 'physical', price: 1 }) }).then((r) => r.status);
+      const readyAfter = await probe(base, '/readyz');
+      const [exitCode, stopMs] = await timed(() => proc.stop('SIGTERM'));
+      const present = await acknowledgedPresent(env, headers, fill.acknowledged);
+      record('disk filling up (embedded, 160 MiB tmpfs, default DATA_DIR_MIN_FREE_MB=64)',
+        'writes refused 507 naming the cause before the disk is full, no 500; /readyz 503, reads and /healthz go on; space freed → writes and /readyz back without restart; SIGTERM exits 0',
+        `${fill.summary}; /readyz ${readyz}; /healthz ${healthz}; read ${read}; filler removed → write ${after}, /readyz ${readyAfter}; SIGTERM → exit ${exitCode} in ${stopMs.toFixed(0)} ms; restart: ${present}/${fill.acknowledged.length} acknowledged present`,
+        !fill.statuses.has(500) && fill.firstFailure?.status === 507 && readyz.startsWith('503') && healthz === '200' && read === 200 && after === 201 && readyAfter === '200' && exitCode === 0 && present === fill.acknowledged.length);
+    } finally {
+      if (proc.child.exitCode === null) await proc.stop('SIGKILL');
+    }
+  });
+  // 2. The guard off (DATA_DIR_MIN_FREE_MB=0) on 64 MiB: PGlite meets the full disk itself.
+  await onTmpfs(64, async (mountPoint) => {
+    const env = { DATA_DIR: join(mountPoint, 'data'), DATA_DIR_MIN_FREE_MB: '0' };
+    const filler = join(mountPoint, 'filler');
+    const token = createToken(env, 'admin');
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const proc = startStoreApi(['all'], { ...env, LOG_LEVEL: 'warn' });
+    try {
+      const base = await listeningUrl(proc);
+      writeFileSync(filler, Buffer.alloc(Math.max(0, freeBytesOf(mountPoint) - 20 * 1024 * 1024)));
+      const fill = await fillStore(base, headers, proc);
+      // It exits by itself (75 after a WAL error it saw, or killed by the watchdog when wedged).
+      const exit = await Promise.race([proc.exited, sleep(60_000).then(() => 'still running')]);
+      const exitCode = exit === 'still running' ? `still running (then ${await Promise.race([proc.stop('SIGTERM'), sleep(30_000).then(() => 'SIGTERM ignored')])})` : exit;
+      const message = /store-api: (.*)/.exec(proc.output())?.[1] ?? '(no message)';
+      writeFileSync(join(tmpdir(), 'faults-disk-full.log'), proc.output());
+      rmSync(filler);
+      const present = await acknowledgedPresent(env, headers, fill.acknowledged);
+      record('full disk with the guard off (embedded, 64 MiB tmpfs, DATA_DIR_MIN_FREE_MB=0)',
+        'no 500; the process exits non-zero by itself with a clear message (75, or killed by the watchdog when PGlite wedges); space freed → restart has every acknowledged write',
+        `${fill.summary}; exit ${exitCode}: "${message.slice(0, 120)}…"; restart: ${present}/${fill.acknowledged.length} acknowledged present`,
+        !fill.statuses.has(500) && exit !== 'still running' && exit !== 0 && present === fill.acknowledged.length);
+    } finally {
+      if (proc.child.exitCode === null) await proc.stop('SIGKILL');
+    }
+  });
+}
+
+function freeBytesOf(dir: string): number {
+  const s = statfsSync(dir);
+  return s.bavail * s.bsize;
 }
 
 const cases: Record<CaseName, () => Promise<void>> = {

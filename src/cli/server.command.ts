@@ -75,7 +75,7 @@ async function run(role: Role): Promise<void> {
       process.exit(exitCode);
     } catch (error) {
       logger?.error({ err: error }, 'shutdown failed');
-      process.exit(1);
+      process.exit(exitCode || 1);
     }
   };
   const onSignal = (signal: string) => {

@@ -20,6 +20,7 @@ export const EnvSchema = Type.Object({
   KEEP_ALIVE_TIMEOUT_MS: Int(72_000, 100, 3_600_000, 'How long an idle keep-alive connection stays open waiting for its next request (keep it above your load balancer\'s idle timeout)'),
   TRUST_PROXY: Bool(false, 'Take the client address from X-Forwarded-For (set only behind a proxy you run)'),
   DATA_DIR: Type.String({ default: './data', description: 'Embedded (PGlite) data directory, used when DATABASE_URL is unset' }),
+  DATA_DIR_MIN_FREE_MB: Int(64, 0, 1_048_576, 'Embedded database only: writes are refused (507) while the data directory\'s disk has less free space than this, so a full disk never wedges the process; 0 = no check'),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL connection string; replaces the embedded database' })),
   DATABASE_POOL_SIZE: Int(10, 1, 200, 'Maximum PostgreSQL connections per process'),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis for state shared by several API processes (rate limits)' })),

@@ -12,7 +12,8 @@ import { join, resolve } from 'node:path';
 import type { Database } from './schema.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
 import { markConnectFailure } from '../shared/db-errors.ts';
-import { isOutOfSpace, isWalWriteFailure, StorageHealth, StoreFailedError } from './storage-health.ts';
+import { DISK_FULL_SQLSTATE, isOutOfSpace, isWalWriteFailure, StorageHealth, StoreFailedError } from './storage-health.ts';
+import { freeBytes, startDiskWatchdog } from './disk-watchdog.ts';
 import { copyPgliteTemplate, PGLITE_TEMPLATE_DIR, readStamp, type TemplateStamp } from './pglite-template.ts';
 
 export type Backend = 'pglite' | 'postgres';
@@ -55,6 +56,12 @@ export interface OpenDatabaseOptions {
    */
   template?: string | readonly string[] | false;
   applicationName?: string;
+  /**
+   * Embedded data directory only: writes are refused (53100, answered 507) while its disk has less
+   * than this many bytes free (DATA_DIR_MIN_FREE_MB; 0 = no check), and a watchdog kills a process
+   * wedged by a full disk (db/disk-watchdog.ts).
+   */
+  minFreeBytes?: number;
   /** Told about connection errors the pool recovers from by itself (default: ignored). */
   onConnectionError?: (error: Error) => void;
 }
@@ -116,6 +123,7 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
   let lock: DataDirLock | undefined;
   let pglite: PGlite;
   let templateDemo: TemplateStamp['demo'];
+  let diskDir: string | undefined;
   if (options.pglite) {
     pglite = options.pglite;
   } else if (options.dataDir) {
@@ -132,6 +140,7 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
         }
       }
       pglite = await PGlite.create({ dataDir: join(dir, 'pglite'), parsers });
+      diskDir = dir;
     } catch (error) {
       lock.release();
       throw error;
@@ -140,12 +149,21 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
     pglite = await PGlite.create({ parsers });
   }
   await pglite.exec(`SET TimeZone = 'UTC'`);
-  const storage = new StorageHealth();
+  const minFree = diskDir ? (options.minFreeBytes ?? 0) : 0;
+  const lowSpace = (): string | undefined => {
+    if (!diskDir || minFree <= 0) return undefined;
+    const free = freeBytes(diskDir);
+    return free < minFree
+      ? `The store cannot write: only ${(free / 1048576).toFixed(1)} MiB free on the embedded database's disk (${diskDir}), below DATA_DIR_MIN_FREE_MB (${(minFree / 1048576).toFixed(0)}). No space left on device for safe writes; free space or grow the volume.`
+      : undefined;
+  };
+  const storage = new StorageHealth(Date.now, undefined, diskDir && minFree > 0 ? lowSpace : undefined);
+  const stopWatchdog = diskDir ? startDiskWatchdog(diskDir) : () => {};
   const db = new Kysely<Database>({
     dialect: new PGliteDialect({
       pglite,
       onCreateConnection: async (connection) => {
-        guardAgainstWedge(connection, storage);
+        guardAgainstWedge(connection, storage, lowSpace);
         await yieldBetweenStatements(connection);
       },
     }),
@@ -157,6 +175,7 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
     templateDemo,
     poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
     close: async () => {
+      stopWatchdog();
       // A wedged instance spins for ever in close() too: leave it to the process exit.
       if (storage.fatal === undefined) {
         await db.destroy();
@@ -209,10 +228,20 @@ function yieldBetweenStatements(connection: DatabaseConnection): Promise<void> {
  * marks the store failed (db/storage-health.ts) and no statement reaches PGlite again; every other
  * out-of-space error is recorded for /readyz.
  */
-function guardAgainstWedge(connection: DatabaseConnection, storage: StorageHealth): void {
+function guardAgainstWedge(connection: DatabaseConnection, storage: StorageHealth, lowSpace: () => string | undefined): void {
   const execute = connection.executeQuery.bind(connection);
   connection.executeQuery = async (query) => {
     if (storage.fatal !== undefined) throw new StoreFailedError(storage.fatal);
+    // Writes stop before the disk is full (a full disk can wedge PGlite); reads and transaction
+    // control go on. Checked per statement: a statfs costs microseconds.
+    if (isWrite(query.sql)) {
+      const reason = lowSpace();
+      if (reason) {
+        const error = Object.assign(new Error(reason), { code: DISK_FULL_SQLSTATE });
+        storage.noteOutOfSpace(error);
+        throw error;
+      }
+    }
     try {
       return await execute(query);
     } catch (error) {
@@ -225,6 +254,12 @@ function guardAgainstWedge(connection: DatabaseConnection, storage: StorageHealt
       throw error;
     }
   };
+}
+
+/** Statements refused on a low disk: data and schema changes (reads and transaction control go on). */
+const WRITE_STATEMENT = /^\s*(insert|update|delete|merge|copy|create|alter|drop|truncate|vacuum|reindex|cluster|refresh)\b/i;
+function isWrite(text: string): boolean {
+  return WRITE_STATEMENT.test(text) || (/^\s*with\b/i.test(text) && /\b(insert|update|delete)\b/i.test(text));
 }
 
 /** Type parsers shared by both back ends (exported for PGlite instances made by tests). */

@@ -49,7 +49,15 @@ export class StorageHealth {
   #fatal: string | undefined;
   readonly #fatalListeners: ((reason: string) => void)[] = [];
 
-  constructor(private readonly now: () => number = Date.now, private readonly holdMs = OUT_OF_SPACE_HOLD_MS) {}
+  /**
+   * `probe`, when given, says live whether the disk can take writes (the embedded database's free
+   * space); it then decides alone, so the state clears as soon as space is freed.
+   */
+  constructor(
+    private readonly now: () => number = Date.now,
+    private readonly holdMs = OUT_OF_SPACE_HOLD_MS,
+    private readonly probe?: () => string | undefined,
+  ) {}
 
   /** Records an out-of-space error (any back end). */
   noteOutOfSpace(error: unknown): void {
@@ -77,6 +85,7 @@ export class StorageHealth {
   /** Why the store cannot take writes now, or undefined when it can (as far as we know). */
   cannotWrite(): string | undefined {
     if (this.#fatal !== undefined) return this.#fatal;
+    if (this.probe) return this.probe();
     if (this.#lastOutOfSpaceAt !== undefined && this.now() - this.#lastOutOfSpaceAt < this.holdMs) {
       return `The store cannot write: no space left on the database's disk (${this.#lastOutOfSpaceMessage}).`;
     }

@@ -61,6 +61,7 @@ export async function openContext(config: Config, logger: Logger, { migrate = tr
     databaseUrl: config.DATABASE_URL,
     dataDir: config.DATABASE_URL ? undefined : config.DATA_DIR,
     poolSize: config.DATABASE_POOL_SIZE,
+    minFreeBytes: config.DATA_DIR_MIN_FREE_MB * 1024 * 1024,
     applicationName,
     ...(template ? { template } : {}),
     onConnectionError: (error) => logger.warn({ err: error }, 'database connection lost; the pool opens a fresh one when needed'),

@@ -4,6 +4,7 @@
  * revocation takes effect on the next request because every request looks the hash up.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { isOutOfSpace } from '../db/storage-health.ts';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { conflict, notFound } from '../shared/problem.ts';
@@ -159,7 +160,9 @@ export async function authenticateToken(db: Kysely<Database>, token: string): Pr
   if (row.revoked_at) return 'revoked';
   if (row.expired) return 'expired';
   if (row.stale_use) {
-    await db.updateTable('api_tokens').set({ last_used_at: sql<string>`now()` }).where('id', '=', row.id).execute();
+    // Bookkeeping, not the request's purpose: on a disk out of space the read goes on without it.
+    await db.updateTable('api_tokens').set({ last_used_at: sql<string>`now()` }).where('id', '=', row.id).execute()
+      .catch((error: unknown) => { if (!isOutOfSpace(error)) throw error; });
   }
   return {
     id: row.id,

@@ -110,7 +110,9 @@ describe('the embedded database failing to write its log (pglite)', () => {
     t = await buildTestApp('pglite');
   });
   afterAll(async () => {
-    await t?.close();
+    // Closing meets the failed store too (hooks that still query it); the database is not touched.
+    await t?.app.close().catch(() => {});
+    await t?.database.close();
   });
 
   it('is never asked again: requests answer 503 at once, /readyz says why, the fatal listener fires once', async () => {
@@ -178,4 +180,44 @@ describe.skipIf(!DATABASE_URL)('connections PostgreSQL refuses (postgres)', () =
       await database.close();
     }
   });
+});
+
+describe('the embedded database on a disk low on space (pglite data directory)', () => {
+  it('refuses writes with 507 while free space is below DATA_DIR_MIN_FREE_MB, /readyz says so; reads go on; a database with room writes', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { migrateToLatest } = await import('../../src/db/migrate.ts');
+    const { createToken } = await import('../../src/tokens/token.service.ts');
+    const dir = mkdtempSync(join(tmpdir(), 'store-faults-low-'));
+    try {
+      for (const [minFreeBytes, expected] of [[Number.MAX_SAFE_INTEGER, 507], [1, 201]] as const) {
+        const database = await openDatabase({ dataDir: dir, template: false, minFreeBytes: 0 });
+        await migrateToLatest(database.db);
+        const { token } = await createToken(database.db, { name: 'low', scopes: ['admin'] });
+        await database.close();
+        const low = await openDatabase({ dataDir: dir, template: false, minFreeBytes });
+        const app = await buildApp({ config: loadConfig({ LOG_LEVEL: 'silent', SEED_DEMO: 'false' }), database: low, logger: pino({ level: 'silent' }) });
+        try {
+          const headers = { authorization: `Bearer ${token}` };
+          const res = await app.inject({ method: 'POST', url: '/admin/api/v1/products', headers, payload: { name: 'Low disk', product_type: 'physical', price: 1 } });
+          expect(res.statusCode, res.body).toBe(expected);
+          const ready = await app.inject({ url: '/readyz' });
+          expect((await app.inject({ url: '/admin/api/v1/tokens', headers })).statusCode).toBe(200);
+          if (expected === 507) {
+            expect(res.json()).toMatchObject({ code: 'insufficient_storage' });
+            expect(ready.statusCode).toBe(503);
+            expect(ready.json().detail).toMatch(/DATA_DIR_MIN_FREE_MB/);
+          } else {
+            expect(ready.statusCode).toBe(200);
+          }
+        } finally {
+          await app.close();
+          await low.close();
+        }
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
