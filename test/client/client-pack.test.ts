@@ -27,7 +27,7 @@ describe('npm pack of @store-api/client', () => {
     expect(manifest.repository).toMatchObject({ type: 'git', directory: 'packages/client' });
     expect(manifest.private).toBeUndefined();
     expect(manifest.type).toBe('module');
-    expect(manifest.exports['.']).toEqual({ types: './dist/index.d.ts', default: './dist/index.js' });
+    expect(manifest.exports['.']).toMatchObject({ types: './dist/index.d.ts', default: './dist/index.js' });
     expect(Object.keys(manifest.dependencies ?? {})).toEqual([]);
     expect(readFileSync(join(PACKAGE, 'CHANGELOG.md'), 'utf8')).toContain(`## ${manifest.version}`);
   });

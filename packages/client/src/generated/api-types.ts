@@ -5588,7 +5588,7 @@ export interface operations {
     };
     get_admin_api_v1_audit_log: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Email of an administrator or name of an API token (exact, case-insensitive) */
                 actor?: string;
                 action?: "session.signed_in" | "session.sign_in_failed" | "session.signed_out" | "setup.completed" | "admin.invited" | "admin.invitation_revoked" | "admin.joined" | "admin.role_changed" | "admin.removed" | "admin.password_changed" | "admin.password_reset_issued" | "admin.password_reset" | "key.created" | "key.rolled" | "key.revoked" | "key.updated" | "endpoint.created" | "endpoint.updated" | "endpoint.enabled" | "endpoint.disabled" | "endpoint.deleted" | "endpoint.secret_rotated" | "endpoint.pinged" | "endpoint.test_event_sent" | "endpoint.replayed" | "deliveries.retried" | "store.written";
@@ -5598,7 +5598,7 @@ export interface operations {
                 to?: string;
                 /** @description next_cursor of the previous page */
                 cursor?: string;
-                limit: number;
+                limit?: number;
             };
             header?: never;
             path?: never;

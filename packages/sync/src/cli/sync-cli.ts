@@ -53,13 +53,14 @@ function reader(options: CommonOptions, tuning: { retryBaseDelayMs?: number; ret
   return clientStoreReader({ baseUrl: options.url, token: options.token, onRetry: logRetry, ...tuning });
 }
 
-/** Says why the tool is waiting: a 429 is the export (or standard) rate limit, not a fault. */
+/**
+ * Says why the tool is waiting when the wait is the token's rate limit (a 429: not a fault, but it
+ * can last a minute); other retries stay quiet, their failure ends as one line.
+ */
 function logRetry(info: RetryInfo): void {
-  const seconds = Math.round(info.delayMs / 1000);
-  const line = info.status === 429
-    ? `waiting ${seconds} s for the ${/\/export\b/.test(info.error.request) ? 'export' : 'standard'} rate limit (the token's budget; see the README's sync recipe to raise it)`
-    : `retrying in ${(info.delayMs / 1000).toFixed(1)} s (try ${info.attempt}): ${info.error.message}`;
-  process.stderr.write(`${new Date().toISOString()} store-api-sync: ${line}\n`);
+  if (info.status !== 429) return;
+  const budget = /\/export\b/.test(info.error.request) ? 'export' : 'standard';
+  process.stderr.write(`${new Date().toISOString()} store-api-sync: waiting ${Math.round(info.delayMs / 1000)} s for the ${budget} rate limit (the token's budget; the README's sync recipe says how to raise it)\n`);
 }
 
 async function withMirror<T>(options: CommonOptions, fn: (mirror: MirrorDatabase, resources: SyncResource[]) => Promise<T>): Promise<T> {
