@@ -20,6 +20,7 @@ import { webhookAdminRoutes } from './routes/webhook.admin-routes.ts';
 import { overviewAdminRoutes } from './routes/overview.admin-routes.ts';
 import { resourceAdminRoutes } from './routes/resource.admin-routes.ts';
 import { recordAdminRoutes } from './routes/record.admin-routes.ts';
+import { registerIdempotency } from './idempotency/idempotency.ts';
 import { accountAdminRoutes } from './routes/account.admin-routes.ts';
 import { auditAdminRoutes } from './routes/audit.admin-routes.ts';
 import { alertsAdminRoutes } from './routes/alerts.admin-routes.ts';
@@ -93,6 +94,8 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
     await recordWrite(request, reply.statusCode, payload);
     return payload;
   });
+  // Every POST honours Idempotency-Key (decision 0013).
+  registerIdempotency(app);
   await app.register(tokenAdminRoutes);
   await app.register(storeAdminRoutes);
   await app.register(webhookAdminRoutes);

@@ -5,6 +5,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { EVENT_DATA, FEED_EVENT_TYPES, RECORD_SCHEMAS, type FeedEventType } from '../resources/registry.ts';
 import { Nullable, StringEnum } from '../shared/typebox.ts';
+import { errorCodes, type ErrorCode } from '../shared/problem.ts';
 
 /**
  * One event as the webhooks POST it and the events feed lists it, per type. Unnamed on purpose: the
@@ -34,7 +35,7 @@ export const ProblemSchema = Type.Object({
   title: Type.String(),
   status: Type.Integer(),
   detail: Type.String(),
-  code: Type.String(),
+  code: StringEnum(Object.keys(errorCodes) as ErrorCode[], { description: 'Machine-readable error code (the registry of src/shared/problem.ts)' }),
   errors: Type.Optional(Type.Array(Type.Object({ param: Type.String(), message: Type.String() }))),
 }, { title: 'Problem' });
 
@@ -63,7 +64,8 @@ export function snapshotQuery(filters: Readonly<Record<string, TSchema>>) {
 export function listQuery(filters: Readonly<Record<string, TSchema>>, isExport = false) {
   return Type.Object(
     {
-      limit: isExport ? limitParam(500, 500) : limitParam(200, 50),
+      // Optional with a default (ajv fills it in): generated clients must not have to pass it.
+      limit: Type.Optional(isExport ? limitParam(500, 500) : limitParam(200, 50)),
       cursor: Type.Optional(cursorParam),
       order: Type.Optional(orderParam),
       ...filters,

@@ -7,14 +7,17 @@
  * `adjustment` movement so every stock level is explained by the movement log.
  */
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { runWrite, type WriteContext } from '../db/write-clock.ts';
 import { conflict, notFound } from '../shared/problem.ts';
 import { translateDbError } from '../shared/db-errors.ts';
 import { inventoryChanged, productsChanged } from '../events/resource-events.ts';
 import { applyStockChanges, refreshProducts, type StockChange } from '../inventory/stock.service.ts';
-import { isStockTracked, productSource, type ProductType } from './product.json-sql.ts';
+import { isStockTracked, type ProductType } from './product.json-sql.ts';
+import { recordById } from '../resources/record.repository.ts';
+import { productResource } from './product.resource.ts';
+import { nextPosition } from './catalog.repository.ts';
 
 export interface VariantInput {
   name: string;
@@ -57,9 +60,7 @@ export function slugify(name: string): string {
 
 /** The product's JSON (as the read API returns it) inside a write or from the database. */
 export async function productById(db: Kysely<Database>, id: string): Promise<unknown> {
-  const { rows } = await sql<{ json: unknown }>`SELECT ${productSource.json} AS json FROM products p WHERE p.id = ${id}::uuid`.execute(db);
-  if (rows.length === 0) throw notFound('product', id);
-  return rows[0]!.json;
+  return recordById(db, productResource, id);
 }
 
 async function write<T>(db: Kysely<Database>, fn: (ctx: WriteContext) => Promise<T>): Promise<T> {
@@ -172,8 +173,7 @@ export async function addVariant(db: Kysely<Database>, productId: string, input:
     if (hadVariants.length === 0 && product.own_stock !== 0 && isStockTracked(product.product_type)) {
       throw conflict(`The product holds ${product.own_stock} units of its own; adjust them to 0 before adding variants, so no stock disappears.`);
     }
-    const { rows } = await sql<{ n: number }>`SELECT coalesce(max(position) + 1, 0)::int AS n FROM variants WHERE product_id = ${productId}::uuid`.execute(ctx.trx);
-    const initial = await insertVariants(ctx, productId, [input], rows[0]!.n);
+    const initial = await insertVariants(ctx, productId, [input], await nextPosition(ctx.trx, 'variants', productId));
     await refreshProducts(ctx, [productId]);
     if (initial.length > 0 && isStockTracked(product.product_type)) {
       await applyStockChanges(ctx, initial);
@@ -206,8 +206,7 @@ export async function updateVariant(db: Kysely<Database>, productId: string, var
 export async function addImage(db: Kysely<Database>, productId: string, input: ImageInput): Promise<unknown> {
   return write(db, async (ctx) => {
     await lockProduct(ctx, productId);
-    const { rows } = await sql<{ n: number }>`SELECT coalesce(max(position) + 1, 0)::int AS n FROM images WHERE product_id = ${productId}::uuid`.execute(ctx.trx);
-    await insertImages(ctx, productId, [input], rows[0]!.n);
+    await insertImages(ctx, productId, [input], await nextPosition(ctx.trx, 'images', productId));
     await refreshProducts(ctx, [productId]);
     await productsChanged(ctx, [productId]);
     await inventoryChanged(ctx, [productId]);

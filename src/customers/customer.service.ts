@@ -1,11 +1,12 @@
 /** Customer writes: create and update (is_active=false deactivates). Each appends its event. */
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { runWrite } from '../db/write-clock.ts';
 import { notFound } from '../shared/problem.ts';
 import { customerChanged } from '../events/resource-events.ts';
-import { customerSource } from './customer.json-sql.ts';
+import { recordById } from '../resources/record.repository.ts';
+import { customerResource } from './customer.resource.ts';
 
 export interface CustomerInput {
   name: string;
@@ -18,9 +19,7 @@ export interface CustomerInput {
 export type CustomerPatch = Partial<CustomerInput>;
 
 export async function customerById(db: Kysely<Database>, id: string): Promise<unknown> {
-  const { rows } = await sql<{ json: unknown }>`SELECT ${customerSource.json} AS json FROM customers c WHERE c.id = ${id}::uuid`.execute(db);
-  if (rows.length === 0) throw notFound('customer', id);
-  return rows[0]!.json;
+  return recordById(db, customerResource, id);
 }
 
 export async function createCustomer(db: Kysely<Database>, input: CustomerInput): Promise<unknown> {

@@ -58,19 +58,19 @@ const SOURCES: readonly { table: string; owner: Owner; key: string }[] = [
 ];
 
 /** Runs the DDL of documentTriggersSql (creates or replaces the functions and triggers). */
-export async function installDocumentTriggers(db: Kysely<any>): Promise<void> {
+export async function installDocumentTriggers<DB>(db: Kysely<DB>): Promise<void> {
   for (const statement of documentTriggersSql(db)) await sql.raw(statement).execute(db);
 }
 
 /** SQL text of an expression that has no parameters (the build expressions have none). */
-function sqlText(db: Kysely<any>, expression: RawBuilder<unknown>): string {
+function sqlText<DB>(db: Kysely<DB>, expression: RawBuilder<unknown>): string {
   const compiled = expression.compile(db);
   if (compiled.parameters.length > 0) throw new Error('a document expression must not take parameters');
   return compiled.sql;
 }
 
 /** `col = (expr)::json, …` for every document stored on `owner`'s rows. */
-function setList(db: Kysely<any>, owner: Owner): string {
+function setList<DB>(db: Kysely<DB>, owner: Owner): string {
   return DOCUMENT_KINDS.filter((k) => k.table === owner).map((k) => `${k.column} = (${sqlText(db, k.build)})::json`).join(', ');
 }
 
@@ -86,7 +86,7 @@ function aliasOf(owner: Owner): string {
  * these tables, so every write by the application is at depth 1. rebuildDocuments sets
  * store_api.rebuilding_documents for its own transactions so its UPDATEs are not rebuilt twice.
  */
-export function documentTriggersSql(db: Kysely<any>): string[] {
+export function documentTriggersSql<DB>(db: Kysely<DB>): string[] {
   const parts: string[] = [];
   for (const owner of OWNERS) {
     const a = aliasOf(owner);
@@ -122,7 +122,7 @@ export function documentTriggersSql(db: Kysely<any>): string[] {
       REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION ${fn}();`);
   }
   // One statement per element; whitespace collapsed so each is one line.
-  return parts.flatMap((p) => p.split(/;\n(?=    (?:CREATE|DROP) )/)).map((p) => p.replace(/\s+/g, ' ').trim().replace(/;$/, ''));
+  return parts.flatMap((p) => p.split(/;\n(?= {4}(?:CREATE|DROP) )/)).map((p) => p.replace(/\s+/g, ' ').trim().replace(/;$/, ''));
 }
 
 /** Rows rebuilt per statement by rebuildDocuments: short statements, so the embedded database yields between them. */
@@ -149,8 +149,8 @@ export const rebuildEvents = new EventEmitter();
  * `db` is one. Resumable: a run stopped half way leaves every finished batch stored. Returns the
  * rows rebuilt.
  */
-export async function rebuildDocuments(
-  db: Kysely<any>,
+export async function rebuildDocuments<DB>(
+  db: Kysely<DB>,
   options: { onlyMissing?: boolean; batch?: number; onProgress?: (p: RebuildProgress) => void } = {},
 ): Promise<number> {
   const batch = options.batch ?? REBUILD_BATCH;
@@ -187,6 +187,7 @@ export async function rebuildDocuments(
       if (rows.length === 0) break;
       done += rows.length;
       rebuilt += rows.length;
+      // biome-ignore lint/complexity/useMathMinMax: ids are uuid text compared as strings, not numbers.
       after = rows.reduce((max, r) => (r.id > max ? r.id : max), after);
       report({ table: owner, done, total });
       if (rows.length < batch) break;
@@ -195,7 +196,7 @@ export async function rebuildDocuments(
   return rebuilt;
 }
 
-async function inTransaction<T>(db: Kysely<any>, fn: (trx: Kysely<any>) => Promise<T>): Promise<T> {
+async function inTransaction<DB, T>(db: Kysely<DB>, fn: (trx: Kysely<DB>) => Promise<T>): Promise<T> {
   return db.isTransaction ? fn(db) : db.transaction().execute(fn);
 }
 
@@ -210,7 +211,7 @@ export interface DocumentDifference {
  * Rebuilds every document from the tables and compares it, byte for byte, with the stored one.
  * Returns the records that differ (at most `limit`); empty when every stored document is right.
  */
-export async function checkDocuments(db: Kysely<any>, { limit = 100 } = {}): Promise<DocumentDifference[]> {
+export async function checkDocuments<DB>(db: Kysely<DB>, { limit = 100 } = {}): Promise<DocumentDifference[]> {
   const differences: DocumentDifference[] = [];
   for (const kind of DOCUMENT_KINDS) {
     if (differences.length >= limit) break;

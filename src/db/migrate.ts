@@ -11,9 +11,10 @@ import * as adminUsers from './migrations/0003-admin-users.ts';
 import * as eventFeedRetention from './migrations/0004-event-feed-retention.ts';
 import * as adminSetupCodes from './migrations/0005-admin-setup-codes.ts';
 import * as lastModifiedForward from './migrations/0006-last-modified-forward.ts';
-import * as adminAccountsAudit from './migrations/0012-admin-accounts-audit.ts';
 import * as equalStampsAndDeliveryTiers from './migrations/0007-equal-stamps-and-delivery-tiers.ts';
 import * as storedDocuments from './migrations/0009-stored-documents.ts';
+import * as idempotencyKeys from './migrations/0010-idempotency-keys.ts';
+import * as adminAccountsAudit from './migrations/0012-admin-accounts-audit.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -22,9 +23,10 @@ const migrations: Record<string, Migration> = {
   '0004-event-feed-retention': eventFeedRetention,
   '0005-admin-setup-codes': adminSetupCodes,
   '0006-last-modified-forward': lastModifiedForward,
-  '0012-admin-accounts-audit': adminAccountsAudit,
   '0007-equal-stamps-and-delivery-tiers': equalStampsAndDeliveryTiers,
   '0009-stored-documents': storedDocuments,
+  '0010-idempotency-keys': idempotencyKeys,
+  '0012-admin-accounts-audit': adminAccountsAudit,
 };
 
 /** Names of every migration this code has, in order. */

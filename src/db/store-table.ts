@@ -1,7 +1,7 @@
 /**
  * Store tables: the tables whose rows are records of a resource (resources/registry.ts). Each has a
  * `last_modified` column stamped by every write (db/write-clock.ts), the keyset index every list and
- * export walks, and the trigger that keeps last_modified moving forward (migration 0006). A migration
+ * export walks, and the trigger that keeps last_modified moving forward (migrations 0006, 0007). A migration
  * creates a store table with `createStoreTable`, which always adds all three;
  * test/db/store-tables.test.ts checks every table of every declared resource has them.
  */
@@ -9,14 +9,18 @@ import type { Kysely } from 'kysely';
 import { executeScript } from './execute-script.ts';
 
 /** The keyset index of a store table: (last_modified, id), the order of every page. */
-export function keysetIndexSql(table: string): string {
+function keysetIndexSql(table: string): string {
   return `CREATE INDEX ${table}_last_modified_idx ON ${table} (last_modified, id);`;
 }
 
-/** The trigger moving a row's last_modified past the version it replaces (function of migration 0006). */
-export function forwardTriggerSql(table: string): string {
-  return `CREATE TRIGGER ${table}_last_modified_forward BEFORE UPDATE ON ${table}
-      FOR EACH ROW WHEN (NEW.last_modified < OLD.last_modified) EXECUTE FUNCTION last_modified_forward();`;
+/**
+ * The trigger moving a row's last_modified past the version it replaces, as migration 0007 left it
+ * on the first store tables (function of migrations 0006/0007); test/db/store-tables.test.ts checks
+ * that a new table's trigger is theirs.
+ */
+function forwardTriggerSql(table: string): string {
+  return `CREATE TRIGGER ${table}_last_modified_forward BEFORE UPDATE OF last_modified ON ${table}
+      FOR EACH ROW WHEN (NEW.last_modified <= OLD.last_modified) EXECUTE FUNCTION last_modified_forward();`;
 }
 
 /**

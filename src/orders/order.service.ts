@@ -6,7 +6,7 @@
  * total = subtotal − discount + delivery_fee hold by construction and by CHECK constraints.
  */
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { runWrite } from '../db/write-clock.ts';
 import { conflict, invalidParameter, notFound } from '../shared/problem.ts';
@@ -16,8 +16,9 @@ import {
   canMoveOrder, canMovePayment, ORDER_TRANSITIONS, PAYMENT_TRANSITIONS, restockReasonFor,
   type OrderStatus, type PaymentStatus,
 } from './order-status.ts';
-import { orderSource } from './order.json-sql.ts';
 import { amountCents, newOrderRows, type PricedItem } from './new-order.ts';
+import { recordById } from '../resources/record.repository.ts';
+import { orderResource } from './order.resource.ts';
 
 export interface OrderItemInput {
   product_id: string;
@@ -39,9 +40,7 @@ export interface OrderInput {
 }
 
 export async function orderById(db: Kysely<Database>, id: string): Promise<unknown> {
-  const { rows } = await sql<{ json: unknown }>`SELECT ${orderSource.json} AS json FROM orders o WHERE o.id = ${id}::uuid`.execute(db);
-  if (rows.length === 0) throw notFound('order', id);
-  return rows[0]!.json;
+  return recordById(db, orderResource, id);
 }
 
 /** Places an order in status pending / payment pending; returns its JSON. */

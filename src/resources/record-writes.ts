@@ -7,21 +7,15 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { runWrite, type WriteContext } from '../db/write-clock.ts';
+import { runWrite } from '../db/write-clock.ts';
 import { recordsChanged } from '../events/resource-events.ts';
 import { notFound } from '../shared/problem.ts';
+import { recordById } from './record.repository.ts';
 import type { ResourceDeclaration } from './resource.ts';
 
 type Fields = Readonly<Record<string, unknown>>;
 /** A declaration whose events are `created` and `updated`. */
 type WritableResource = ResourceDeclaration<string, string, string, 'created' | 'updated'>;
-
-async function recordById(ctx: WriteContext, resource: WritableResource, id: string): Promise<unknown> {
-  const { source } = resource;
-  const { rows } = await sql<{ json: unknown }>`SELECT ${source.json} AS json FROM ${source.from} WHERE ${source.id} = ${id}::uuid`.execute(ctx.trx);
-  if (rows.length === 0) throw notFound(resource.noun, id);
-  return rows[0]!.json;
-}
 
 /** Inserts one record with `fields`; returns it as the read API shows it. */
 export async function createRecord(db: Kysely<Database>, resource: WritableResource, fields: Fields): Promise<unknown> {
@@ -32,7 +26,7 @@ export async function createRecord(db: Kysely<Database>, resource: WritableResou
     await sql`INSERT INTO ${sql.table(resource.table)} (${sql.join(columns.map((c) => sql.ref(c)))})
       VALUES (${sql.join(columns.map((c) => values[c]))})`.execute(ctx.trx);
     await recordsChanged(ctx, resource, 'created', [id]);
-    return recordById(ctx, resource, id);
+    return recordById(ctx.trx, resource, id);
   });
 }
 
@@ -45,6 +39,6 @@ export async function updateRecord(db: Kysely<Database>, resource: WritableResou
       WHERE id = ${id}::uuid`.execute(ctx.trx);
     if (Number(result.numAffectedRows ?? 0) === 0) throw notFound(resource.noun, id);
     await recordsChanged(ctx, resource, 'updated', [id]);
-    return recordById(ctx, resource, id);
+    return recordById(ctx.trx, resource, id);
   });
 }

@@ -14,6 +14,7 @@
  *     cursor against the watermark never finds events missing while it reads: events are deleted
  *     one interval after the feed stopped offering them.
  *  4. audit log entries past AUDIT_LOG_RETENTION_MS.
+ *  5. admin API idempotency keys older than 24 h (decision 0013).
  */
 import { EventEmitter } from 'node:events';
 import type { AppContext } from '../app-context.ts';
@@ -24,6 +25,7 @@ import { deleteAuditBefore } from '../admin/audit/audit-log.ts';
 import { lastPruningRun, pruningRuns, rowsPruned } from './retention-metrics.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import { IDEMPOTENCY_KEY_TTL_MS, deleteExpiredIdempotencyKeys } from '../admin/idempotency/idempotency.ts';
 
 /** What one run deleted. */
 export interface PruneReport {
@@ -32,6 +34,8 @@ export interface PruneReport {
   readonly deadLetters: number;
   readonly attempts: number;
   readonly auditEntries: number;
+  /** Admin API idempotency keys past their 24 h. */
+  readonly idempotencyKeys: number;
   /** Events older than this were deleted (the watermark of the previous run), if any. */
   readonly eventsDeletedBefore?: string;
   readonly durationMs: number;
@@ -79,8 +83,10 @@ export async function pruneOnce(db: Kysely<Database>, policy: RetentionPolicy, n
   await publishWatermark(db, 'events', cutoffs.events, nowIso);
 
   const auditEntries = await inBatches(() => deleteAuditBefore(db, cutoffs.auditLog, policy.batchSize), policy.batchSize, signal);
+  const keyCutoff = isoFromMillis(nowMs - IDEMPOTENCY_KEY_TTL_MS);
+  const idempotencyKeys = await inBatches(() => deleteExpiredIdempotencyKeys(db, keyCutoff, policy.batchSize), policy.batchSize, signal);
 
-  return { events, deliveries, deadLetters, attempts, auditEntries, eventsDeletedBefore: published, durationMs: Date.now() - started };
+  return { events, deliveries, deadLetters, attempts, auditEntries, idempotencyKeys, eventsDeletedBefore: published, durationMs: Date.now() - started };
 }
 
 /** Typed events of the pruner (tests wait on them instead of sleeping). */
@@ -118,11 +124,12 @@ export function startRetentionPruner(ctx: AppContext, options: RetentionPrunerOp
         rowsPruned.inc({ table: 'webhook_dead_letters' }, report.deadLetters);
         rowsPruned.inc({ table: 'webhook_attempts' }, report.attempts);
         rowsPruned.inc({ table: 'admin_audit_log' }, report.auditEntries);
+        rowsPruned.inc({ table: 'idempotency_keys' }, report.idempotencyKeys);
         pruningRuns.inc({ result: 'ok' });
         lastPruningRun.set(Date.now() / 1000);
         ctx.logger.info({
           events: report.events, deliveries: report.deliveries, dead_letters: report.deadLetters,
-          attempts: report.attempts, audit_entries: report.auditEntries, duration_ms: report.durationMs,
+          attempts: report.attempts, audit_entries: report.auditEntries, idempotency_keys: report.idempotencyKeys, duration_ms: report.durationMs,
         }, 'retention pruning run');
         events.emit('pruned', report);
       } catch (error) {

@@ -15,6 +15,8 @@ export const errorCodes = {
   uri_too_long: { status: 414, title: 'URI Too Long' },
   unsupported_media_type: { status: 415, title: 'Unsupported Media Type' },
   conflict: { status: 409, title: 'Conflict' },
+  idempotency_key_in_use: { status: 409, title: 'Idempotency Key In Use' },
+  idempotency_key_reused: { status: 422, title: 'Idempotency Key Reused' },
   rate_limited: { status: 429, title: 'Too Many Requests' },
   header_fields_too_large: { status: 431, title: 'Request Header Fields Too Large' },
   internal_error: { status: 500, title: 'Internal Server Error' },

@@ -20,6 +20,9 @@
  *   STOPPING         stop(): no further polls or claims; deliveries claimed but not sent are
  *                    released (no attempt recorded); attempts in flight finish and settle; the
  *                    LISTEN connection and the HTTP pool close. Then STOPPED.
+ * Files: this one holds the two loops and the attempt; the settle batches are settle-batcher.ts,
+ * the LISTEN connection listen-connection.ts, the sleeps that wake-ups cut short wakeable.ts (the
+ * wake-up signals themselves webhook-wakeup.ts), the claim and settle statements delivery-queue.ts.
  * An attempt: sign → POST (webhook-http-client.ts) → settle (delivery-queue.ts), never inside a
  * database transaction. Its endpoint slot is free again when the answer is in; the settle follows
  * in a batch (the delivery stays leased until then, so at-least-once holds). A claimed delivery is
@@ -28,18 +31,19 @@
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import pg from 'pg';
 import type { AppContext } from '../app-context.ts';
 import type { BreakerPolicy } from './circuit-breaker.ts';
 import type { RetryPolicy } from './retry-policy.ts';
-import { claimDueDeliveries, nextDueAt, queueDepth, releaseDeliveries, settleDeliveries, settleDelivery, type ClaimedDelivery, type Finished, type SettleResult, type Settlement } from './delivery-queue.ts';
+import { claimDueDeliveries, nextDueAt, queueDepth, releaseDeliveries, settleDelivery, type ClaimedDelivery, type Settlement } from './delivery-queue.ts';
 import { CLAIM_AHEAD_ROUNDS, answeredFast, claimAhead, nextConcurrencyLimit, type ConcurrencyPolicy } from './endpoint-concurrency.ts';
 import { pollEvents, type PollResult } from './event-poller.ts';
 import { WebhookHttpClient, type HttpAttemptResult } from './webhook-http-client.ts';
 import { signatureHeaders } from './webhook-signing.ts';
-import { DELIVERIES_CHANNEL, EVENTS_CHANNEL, localWakeups } from './webhook-wakeup.ts';
+import { localWakeups } from './webhook-wakeup.ts';
+import { Wakeable } from './wakeable.ts';
+import { SettleBatcher } from './settle-batcher.ts';
+import { ListenConnection } from './listen-connection.ts';
 import { writeCommits } from '../db/write-clock.ts';
-import { CONNECT_TIMEOUT_MS } from '../db/database.ts';
 import {
   attemptDuration, deliveriesAttempted, deliveriesDeadLettered, deliveriesFailed, deliveriesSucceeded,
   deliveryLatency, eventsQueued, releaseQueueDepthSource, setQueueDepthSource,
@@ -53,9 +57,6 @@ const SETTLE_BATCH_MAX = 500;
  */
 const PGLITE_SETTLE_BATCH_MAX = 100;
 const PGLITE_CLAIM_MAX = 64;
-/** While requests are in flight, a settle batch waits up to SETTLE_GATHER_MS for this many attempts. */
-const SETTLE_GATHER = 128;
-const SETTLE_GATHER_MS = 20;
 /**
  * Lease a claimed delivery must still have, beyond WEBHOOK_TIMEOUT_MS, to be sent; one with less
  * is released unsent (half of the 1 s by which the lease must exceed the timeout).
@@ -136,43 +137,6 @@ export function loopBackoffMs(failures: number, intervalMs: number): number {
   return Math.min(Math.max(intervalMs, 30_000), intervalMs * 2 ** Math.min(Math.max(0, failures - 1), 10));
 }
 
-/** Wait before reopening the LISTEN connection after its `failures`-th consecutive loss. */
-export function listenBackoffMs(failures: number, intervalMs: number): number {
-  return Math.min(30_000, Math.min(intervalMs, 1000) * 2 ** Math.min(Math.max(0, failures - 1), 10));
-}
-
-class Wakeable {
-  #pending = false;
-  #resolve: (() => void) | undefined;
-
-  wake(): void {
-    if (this.#resolve) {
-      const resolve = this.#resolve;
-      this.#resolve = undefined;
-      resolve();
-    } else {
-      this.#pending = true;
-    }
-  }
-
-  /** Resolves true when woken, false when `ms` passed. */
-  wait(ms: number): Promise<boolean> {
-    if (this.#pending) {
-      this.#pending = false;
-      return Promise.resolve(true);
-    }
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.#resolve = undefined;
-        resolve(false);
-      }, Math.max(1, ms));
-      this.#resolve = () => {
-        clearTimeout(timer);
-        resolve(true);
-      };
-    });
-  }
-}
 
 class DeliveryWorker implements WebhookWorker {
   readonly id: string;
@@ -187,6 +151,7 @@ class DeliveryWorker implements WebhookWorker {
   readonly #dispatchWake = new Wakeable();
   readonly #concurrency: ConcurrencyPolicy;
   readonly #settleBatchMax: number;
+  readonly #settles: SettleBatcher;
   /** Attempts (send and settle) and releases running, for stop() to wait on. */
   readonly #running = new Set<Promise<unknown>>();
   readonly #endpoints = new Map<string, EndpointSlots>();
@@ -198,9 +163,7 @@ class DeliveryWorker implements WebhookWorker {
   #backlog = false;
   #stopping = false;
   #loops: Promise<void>[] = [];
-  #listener: pg.Client | undefined;
-  #listenRetry: NodeJS.Timeout | undefined;
-  #listenFailures = 0;
+  #listener: ListenConnection | undefined;
   /** Consecutive failed steps of each loop, for their backoff. */
   #pollFailures = 0;
   #dispatchFailures = 0;
@@ -219,6 +182,7 @@ class DeliveryWorker implements WebhookWorker {
     this.#retry = { scheduleMs: ctx.config.webhookRetryScheduleMs };
     this.#breaker = { threshold: ctx.config.WEBHOOK_BREAKER_THRESHOLD, pauseMs: ctx.config.WEBHOOK_BREAKER_PAUSE_MS };
     this.#settleBatchMax = ctx.database.backend === 'pglite' ? PGLITE_SETTLE_BATCH_MAX : SETTLE_BATCH_MAX;
+    this.#settles = new SettleBatcher({ db: ctx.database.db, batchMax: this.#settleBatchMax, mayGather: () => this.#sending > 0 && !this.#stopping });
     this.#concurrency = {
       initial: ctx.config.WEBHOOK_ENDPOINT_CONCURRENCY,
       min: 1,
@@ -236,7 +200,22 @@ class DeliveryWorker implements WebhookWorker {
   async start(): Promise<void> {
     localWakeups.on('deliveries', this.#onLocalWake);
     writeCommits.on('commit', this.#onLocalWrite);
-    if (this.#listenUrl) await this.#listen(this.#listenUrl);
+    if (this.#listenUrl) {
+      this.#listener = new ListenConnection({
+        url: this.#listenUrl,
+        intervalMs: this.#ctx.config.WEBHOOK_POLL_INTERVAL_MS,
+        logger: this.#ctx.logger,
+        onEvents: () => this.#pollWake.wake(),
+        onDeliveries: () => this.#dispatchWake.wake(),
+        onListening: () => {
+          // Events written while nobody listened are picked up now rather than at the next interval.
+          this.#pollWake.wake();
+          this.#dispatchWake.wake();
+          this.events.emit('listening');
+        },
+      });
+      await this.#listener.open();
+    }
     setQueueDepthSource(this.#queueDepth);
     this.#loops = [this.#pollLoop(), this.#dispatchLoop()];
   }
@@ -253,9 +232,7 @@ class DeliveryWorker implements WebhookWorker {
     this.#waiting = 0;
     this.#release(unsent.map((w) => w.delivery));
     while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
-    clearTimeout(this.#listenRetry);
-    await this.#listener?.end().catch(() => {});
-    this.#listener = undefined;
+    await this.#listener?.close();
     releaseQueueDepthSource(this.#queueDepth);
     await this.#http.close();
   }
@@ -454,7 +431,7 @@ class DeliveryWorker implements WebhookWorker {
     let settled;
     try {
       try {
-        settled = await this.#settle({ delivery, result, options: { ...settleOptions, now: this.#clock() } });
+        settled = await this.#settles.settle({ delivery, result, options: { ...settleOptions, now: this.#clock() } });
       } catch (error) {
         // One more try (a dropped connection); if that fails too the lease expires and another claim sends it again.
         this.#ctx.logger.warn({ err: error, deliveryId: delivery.id }, 'settling a webhook delivery failed; retrying once');
@@ -498,102 +475,6 @@ class DeliveryWorker implements WebhookWorker {
       settlement: settled.settled ? settled.settlement : undefined,
       endpointDisabled: settled.endpointDisabled,
     });
-  }
-
-  /**
-   * Settles one finished attempt together with the others finishing meanwhile: attempts queue while
-   * a batch statement runs and go in the next one (settleDeliveries), so a busy worker commits
-   * once per batch, not once per delivery. While requests are in flight a batch also waits up to
-   * SETTLE_GATHER_MS for SETTLE_GATHER attempts (fewer, larger commits; no slot waits on it: the
-   * delivery stays leased until its batch commits, so at-least-once holds); an idle worker settles
-   * at once. A failed batch is settled again one by one, so one bad attempt cannot fail the others.
-   */
-  #settle(finished: Finished): Promise<SettleResult> {
-    return new Promise((resolve, reject) => {
-      this.#settleQueue.push({ finished, resolve, reject });
-      if (this.#settleQueue.length >= Math.min(SETTLE_GATHER, this.#settleBatchMax)) this.#settleGathered.wake();
-      if (!this.#flushing) void this.#flushSettles();
-    });
-  }
-
-  readonly #settleQueue: Array<{ finished: Finished; resolve: (r: SettleResult) => void; reject: (e: unknown) => void }> = [];
-  #flushing = false;
-  readonly #settleGathered = new Wakeable();
-
-  async #flushSettles(): Promise<void> {
-    this.#flushing = true;
-    const db = this.#ctx.database.db;
-    // The flag drops in the same synchronous step that finds the queue empty (no await between), so
-    // an attempt queued at any moment is either taken by this loop or starts the next one.
-    for (;;) {
-      if (this.#settleQueue.length === 0) {
-        this.#flushing = false;
-        return;
-      }
-      if (this.#settleQueue.length < Math.min(SETTLE_GATHER, this.#settleBatchMax) && this.#sending > 0 && !this.#stopping) {
-        await this.#settleGathered.wait(SETTLE_GATHER_MS);
-      }
-      const batch = this.#settleQueue.splice(0, this.#settleBatchMax);
-      try {
-        const results = await settleDeliveries(db, batch.map((b) => b.finished));
-        batch.forEach((b, i) => b.resolve(results[i]!));
-      } catch {
-        await Promise.all(batch.map(async (b) => {
-          try {
-            b.resolve(await settleDelivery(db, b.finished.delivery, b.finished.result, b.finished.options));
-          } catch (error) {
-            b.reject(error);
-          }
-        }));
-      }
-    }
-  }
-
-  /**
-   * Opens the LISTEN connection. It is a dedicated client outside the pool, so its faults are ours
-   * to handle: when it fails to open, errors or ends (a terminated backend, a failover), the worker
-   * keeps polling on its interval and opens a new one after a backoff (listenBackoffMs).
-   */
-  async #listen(url: string): Promise<void> {
-    const client = new pg.Client({ connectionString: url, application_name: 'store-api-webhook-listener', connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
-    let lost = false;
-    const onLost = (error?: Error) => {
-      if (lost) return;
-      lost = true;
-      if (this.#listener === client) this.#listener = undefined;
-      client.end().catch(() => {});
-      if (this.#stopping) return;
-      this.#listenFailures++;
-      const delay = listenBackoffMs(this.#listenFailures, this.#ctx.config.WEBHOOK_POLL_INTERVAL_MS);
-      this.#ctx.logger.warn({ err: error, retryInMs: delay }, 'webhook LISTEN connection lost; polling only until it is back');
-      this.#listenRetry = setTimeout(() => void this.#listen(url), delay);
-      this.#listenRetry.unref();
-    };
-    client.on('notification', (message) => {
-      if (message.channel === EVENTS_CHANNEL) this.#pollWake.wake();
-      else this.#dispatchWake.wake();
-    });
-    client.on('error', onLost);
-    client.on('end', () => onLost());
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${EVENTS_CHANNEL}`);
-      await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
-    } catch (error) {
-      onLost(error as Error);
-      return;
-    }
-    if (this.#stopping || lost) {
-      await client.end().catch(() => {});
-      return;
-    }
-    if (this.#listenFailures > 0) this.#ctx.logger.info('webhook LISTEN connection restored');
-    this.#listenFailures = 0;
-    this.#listener = client;
-    // Events written while nobody listened are picked up now rather than at the next interval.
-    this.#pollWake.wake();
-    this.#dispatchWake.wake();
-    this.events.emit('listening');
   }
 
   #loopError(message: string, error: unknown): void {

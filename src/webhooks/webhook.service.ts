@@ -181,8 +181,11 @@ export class WebhookService {
     if (!delivery) throw notFound('webhook delivery', id);
     const retried = await retryDeliveries(this.db, { ids: [id] }, isoFromMillis(this.clock()));
     if (retried.length === 0) throw conflict(`Only dead or failed deliveries can be retried; this one is ${delivery.status}.`);
+    // Read back before the workers are told: the answer is the delivery as made due (a worker
+    // woken first could otherwise have sent and settled it already).
+    const due = (await findDelivery(this.db, id))!;
     await announceDueDeliveries(this.db, this.ctx.database.backend);
-    return (await findDelivery(this.db, id))!;
+    return due;
   }
 
   /** Retries a selection, or every dead letter of one endpoint; returns how many became due. */

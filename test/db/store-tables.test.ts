@@ -67,6 +67,10 @@ describe.each(backends)('store tables (%s)', (backend) => {
       await createStoreTable(db, 'scratch_things', ['id uuid PRIMARY KEY', 'name text NOT NULL']);
       expect(await indexColumns(db, 'scratch_things')).toContain('last_modified,id');
       expect(await triggers(db, 'scratch_things')).toContainEqual({ fn: 'last_modified_forward', before_update: true });
+      // …the very trigger the first store tables have (same timing, columns and WHEN clause).
+      const definition = async (table: string) => (await sql<{ def: string }>`
+        SELECT pg_get_triggerdef(oid) AS def FROM pg_trigger WHERE tgrelid = ${table}::regclass AND tgname = ${`${table}_last_modified_forward`}`.execute(db)).rows[0]?.def.replaceAll(table, 'T');
+      expect(await definition('scratch_things')).toBe(await definition('customers'));
       const id = '0190a000-0000-7000-8000-000000000001';
       await sql`INSERT INTO scratch_things VALUES (${id}, 'a', '2026-01-01T00:00:00Z', '2026-01-02T00:00:00Z')`.execute(db);
       // A late writer's older stamp moves the row forward instead of back.

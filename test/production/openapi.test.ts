@@ -5,6 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileErrors, validate } from '@readme/openapi-parser';
+import { expectSchema } from '../helpers/schema-check.ts';
+import { EVENT_PAYLOADS } from '../../src/api/schemas.ts';
+import { exampleEvent } from '../../src/api/openapi-examples.ts';
 import { EVENT_TYPES } from '../../src/events/event-log.ts';
 import { READ_SCOPES, RESOURCES } from '../../src/resources/registry.ts';
 import { backends } from '../helpers/test-database.ts';
@@ -66,13 +69,47 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
 
   it('documents exactly the read API and operational endpoints, each a real route', async () => {
     const expected = [...new Set([...API_OPERATIONS.map(([path]) => path), ...DECLARED_PATHS, ...OPS_PATHS])].sort();
-    expect(Object.keys(doc.paths).sort()).toEqual(expected);
-    for (const path of Object.keys(doc.paths)) {
+    const readPaths = Object.keys(doc.paths).filter((path) => !path.startsWith('/admin/api/v1/'));
+    expect(readPaths.sort()).toEqual(expected);
+    for (const path of readPaths) {
       expect(Object.keys(doc.paths[path]), path).toEqual(['get']);
       expect(t.app.hasRoute({ method: 'GET', url: path.replace(/\{(\w+)\}/g, ':$1') }), path).toBe(true);
     }
-    const ids = (Object.values(doc.paths) as Json[]).map((item) => item.get.operationId);
+    const ids = (Object.values(doc.paths) as Json[]).flatMap((item) => Object.values(item).map((op: Json) => op.operationId));
     expect(new Set(ids).size).toBe(ids.length);
+    for (const path of OPS_PATHS) expect(doc.paths[path].get.security, path).toEqual([]);
+  });
+
+  it('documents the admin API apart: Admin tags, the admin scope, problem responses, Idempotency-Key on every POST', () => {
+    const adminPaths = Object.keys(doc.paths).filter((path) => path.startsWith('/admin/api/v1/'));
+    // The routes the admin API registers, each documented.
+    for (const path of ['/admin/api/v1/tokens', '/admin/api/v1/tokens/{id}/revoke', '/admin/api/v1/orders', '/admin/api/v1/products',
+      '/admin/api/v1/webhooks/endpoints', '/admin/api/v1/webhooks/endpoints/{id}/replay', '/admin/api/v1/webhooks/deliveries',
+      '/admin/api/v1/webhooks/deliveries/{id}/retry']) expect(adminPaths).toContain(path);
+    const adminTags = new Set((doc.tags as Json[]).map((tag) => tag.name).filter((name: string) => name.startsWith('Admin: ')));
+    for (const path of adminPaths) {
+      for (const [method, op] of Object.entries(doc.paths[path]) as [string, Json][]) {
+        expect(t.app.hasRoute({ method: method.toUpperCase() as 'GET', url: path.replace(/\{(\w+)\}/g, ':$1') }), `${method} ${path}`).toBe(true);
+        expect(op.tags.length, path).toBe(1);
+        expect(adminTags.has(op.tags[0]), `${path}: ${op.tags[0]}`).toBe(true);
+        expect(op.security).toEqual([{ bearerAuth: ['admin'] }]);
+        expect(op.responses['401']).toEqual({ $ref: '#/components/responses/AdminUnauthorized' });
+        const idempotency = (op.parameters ?? []).some((p: Json) => p.$ref === '#/components/parameters/IdempotencyKey');
+        expect(idempotency, `${method} ${path}`).toBe(method === 'post');
+      }
+    }
+    expect(doc.components.parameters.IdempotencyKey).toMatchObject({ name: 'Idempotency-Key', in: 'header', required: false });
+  });
+
+  it('leaves every parameter with a default optional (generated clients need not pass limit)', () => {
+    for (const [path, item] of Object.entries(doc.paths) as [string, Json][]) {
+      for (const op of Object.values(item) as Json[]) {
+        for (const param of (op.parameters ?? []).map(resolve)) {
+          if (param.schema?.default !== undefined) expect(param.required ?? false, `${path} ${param.name}`).toBe(false);
+        }
+      }
+    }
+    expect(doc.paths['/api/v1/products'].get.parameters.find((p: Json) => p.name === 'limit').required ?? false).toBe(false);
   });
 
   it.each(API_OPERATIONS)('%s: parameters, security, responses, errors and headers', (path, scope, kind, query) => {
@@ -138,9 +175,16 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
       expect(body.required).toEqual(['id', 'type', 'created_at', 'data']);
       expect(body.properties.type).toEqual({ type: 'string', const: type });
       expect(post.parameters.map((p: Json) => p.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
+      expect(post.security).toEqual([]);
+      expect(post.requestBody.content['application/json'].example).toEqual(exampleEvent(type as never));
     }
     expect(doc.webhooks['order.updated'].post.requestBody.content['application/json'].schema.properties.data).toEqual({ $ref: '#/components/schemas/Order' });
     expect(doc.webhooks['stock_movement.created'].post.requestBody.content['application/json'].schema.properties.data).toEqual({ $ref: '#/components/schemas/StockMovement' });
+  });
+
+  it('gives every webhook event type an example payload that its schema accepts', () => {
+    for (const [type, schema] of Object.entries(EVENT_PAYLOADS)) expectSchema(schema, exampleEvent(type as never));
+    expect(exampleEvent('ping')).toMatchObject({ type: 'ping', data: { endpoint_id: expect.any(String) } });
   });
 
   it('lists the events feed as the union of the webhook payloads', () => {

@@ -24,12 +24,13 @@ import { isoFromMillis } from '../../src/shared/time.ts';
 const DAY = 86_400_000;
 
 describe('retention configuration', () => {
-  it('defaults to what an operator expects: events and deliveries 30 days, dead letters 90', () => {
+  it('defaults to what an operator expects: events and deliveries 30 days, dead letters 90, the audit log 365', () => {
     const policy = retentionPolicyOf(loadConfig({}));
-    expect(policy).toMatchObject({ eventsMs: 30 * DAY, deliveriesMs: 30 * DAY, deadLettersMs: 90 * DAY });
+    expect(policy).toMatchObject({ eventsMs: 30 * DAY, deliveriesMs: 30 * DAY, deadLettersMs: 90 * DAY, auditLogMs: 365 * DAY });
     const now = Date.parse('2026-11-23T12:00:00Z');
     expect(cutoffsAt(policy, now)).toEqual({
       events: '2026-10-24T12:00:00.000000Z', deliveries: '2026-10-24T12:00:00.000000Z', deadLetters: '2026-08-25T12:00:00.000000Z',
+      auditLog: '2025-11-23T12:00:00.000000Z',
     });
   });
 

@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { isDatabaseUnavailable } from '../../src/shared/db-errors.ts';
-import { listenBackoffMs, loopBackoffMs } from '../../src/webhooks/webhook-worker.ts';
+import { loopBackoffMs } from '../../src/webhooks/webhook-worker.ts';
+import { listenBackoffMs } from '../../src/webhooks/listen-connection.ts';
 
 const pgError = (code: string, message = 'x') => Object.assign(new Error(message), { code, severity: 'FATAL' });
 

@@ -34,15 +34,26 @@ describe.each(backends)('delivery queue (%s)', (backend) => {
     await kit?.close();
   });
 
-  const claim = (workerId: string, now: number, extra: Partial<ClaimOptions> = {}) => claimDueDeliveries(db, {
-    workerId, now, leaseMs: LEASE_MS, limit: 50, freeSlots: new Map(), endpointCapacity: 50, breaker: BREAKER, ...extra,
-  });
+  const claim = (workerId: string, now: number, extra: Partial<ClaimOptions> = {}) =>
+    claimDueDeliveries(db, {
+      workerId,
+      now,
+      leaseMs: LEASE_MS,
+      limit: 50,
+      freeSlots: new Map(),
+      endpointCapacity: 50,
+      breaker: BREAKER,
+      ...extra,
+    });
   const settle = (workerId: string, delivery: Awaited<ReturnType<typeof claim>>[number], result: HttpAttemptResult, now: number) =>
     settleDelivery(db, delivery, result, { workerId, startedAt: now, now, retry: { scheduleMs: SCHEDULE }, breaker: BREAKER });
   const ping = async (endpointId: string): Promise<string> => (await kit.api('POST', `/webhooks/endpoints/${endpointId}/ping`)).body.data.delivery_id;
-  const row = async (id: string) => (await sql<{ status: string; locked_by: string | null; attempt_count: number; next_attempt_ms: number | null }>`
+  const row = async (id: string) =>
+    (
+      await sql<{ status: string; locked_by: string | null; attempt_count: number; next_attempt_ms: number | null }>`
     SELECT status, locked_by, attempt_count, (extract(epoch FROM next_attempt_at) * 1000)::float8 AS next_attempt_ms
-    FROM webhook_deliveries WHERE id = ${id}::uuid`.execute(db)).rows[0]!;
+    FROM webhook_deliveries WHERE id = ${id}::uuid`.execute(db)
+    ).rows[0]!;
   /** An endpoint no other test's deliveries belong to (claims below only see their own endpoint's rows). */
   const anEndpoint = async () => {
     const endpoint = await kit.createEndpoint(`http://127.0.0.1:9/${Math.random()}`);
@@ -129,7 +140,9 @@ describe.each(backends)('delivery queue (%s)', (backend) => {
       }
     }
     expect(await row(id)).toMatchObject({ status: 'dead', attempt_count: SCHEDULE.length + 1 });
-    const outcomes = (await sql<{ outcome: string }>`SELECT outcome FROM webhook_attempts WHERE delivery_id = ${id}::uuid ORDER BY attempt_number, started_at`.execute(db)).rows.map((r) => r.outcome);
+    const outcomes = (
+      await sql<{ outcome: string }>`SELECT outcome FROM webhook_attempts WHERE delivery_id = ${id}::uuid ORDER BY attempt_number, started_at`.execute(db)
+    ).rows.map((r) => r.outcome);
     expect(outcomes.filter((o) => o === 'abandoned')).toHaveLength(3);
     expect(outcomes.filter((o) => o === 'http_error')).toHaveLength(SCHEDULE.length + 1);
   });
@@ -147,7 +160,9 @@ describe.each(backends)('delivery queue (%s)', (backend) => {
     const [after] = await claim('worker-a', expiresAt + 1);
     expect(after!.secrets).toEqual([rotated.secret]);
     // The admin API says so too.
-    await sql`UPDATE webhook_endpoints SET previous_secret_expires_at = ${isoFromMillis(Date.now() - 1)}::timestamptz WHERE id = ${endpoint.id}::uuid`.execute(db);
+    await sql`UPDATE webhook_endpoints SET previous_secret_expires_at = ${isoFromMillis(Date.now() - 1)}::timestamptz WHERE id = ${endpoint.id}::uuid`.execute(
+      db,
+    );
     expect((await kit.api('GET', `/webhooks/endpoints/${endpoint.id}/secret`)).body.data.previous_secret_expires_at).toBeNull();
   });
 });

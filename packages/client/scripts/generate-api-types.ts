@@ -6,6 +6,8 @@
  * The document is built in-process from the repository's own application (an empty in-memory
  * database is enough: building the document runs no query). With `--from <url>` it is fetched from
  * a running service instead, e.g. `npm run generate -w @store-api/client -- --from http://127.0.0.1:3000`.
+ * With `--openapi <file>` it writes the document itself there instead of the types (for linters and
+ * other generators: `npm run openapi:lint` at the root uses it).
  */
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -97,6 +99,14 @@ async function main(): Promise<void> {
     document = (await res.json()) as Record<string, unknown>;
   } else {
     document = await buildOpenApiDocument();
+  }
+  const documentAt = process.argv.indexOf('--openapi');
+  if (documentAt !== -1) {
+    const file = process.argv[documentAt + 1];
+    if (!file) throw new Error('--openapi needs a file to write the OpenAPI document to');
+    writeFileSync(file, `${JSON.stringify(document, null, 2)}\n`);
+    console.log(`wrote ${file}`);
+    return;
   }
   writeFileSync(API_TYPES_FILE, await renderApiTypes(document));
   writeFileSync(RESOURCES_FILE, renderResources(document));

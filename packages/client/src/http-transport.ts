@@ -1,10 +1,10 @@
 /**
- * GET requests carried out under the retry policy (retry-policy.ts), and the one-line StoreApiError
- * of every way a request can fail.
+ * Requests carried out under the retry policy (retry-policy.ts) and the client's timeouts, and the
+ * one-line StoreApiError of every way a request can fail.
  */
 import { decideRetry, type RetrySettings } from './retry-policy.ts';
 import { StoreApiError } from './store-api.error.ts';
-import type { Problem } from './resource-types.ts';
+import type { Problem, ProblemCode } from './resource-types.ts';
 
 /** Why a request is about to be retried, for logging (`onRetry`). */
 export interface RetryInfo {
@@ -33,9 +33,53 @@ function causeCode(error: unknown): string | undefined {
   return undefined;
 }
 
+/**
+ * The client's own clock on one attempt: armed for timeoutMs until the answer's headers (and, for a
+ * JSON body, the body) arrive, then, for a streamed export, re-armed for idleTimeoutMs at each line.
+ * When it fires it aborts the attempt's fetch; `fired` says the abort was a timeout.
+ */
+export class AttemptTimer {
+  readonly #controller = new AbortController();
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  /** The limit that fired (ms) and what it limited, once it has. */
+  fired: { ms: number; what: 'answer' | 'idle' } | undefined;
+  /** Aborts on the caller's signal or on this timer. */
+  readonly signal: AbortSignal;
+
+  constructor(callerSignal?: AbortSignal) {
+    this.signal = callerSignal ? AbortSignal.any([callerSignal, this.#controller.signal]) : this.#controller.signal;
+  }
+
+  /** (Re)starts the clock: `ms` from now the attempt is aborted (0 = no limit). */
+  arm(ms: number, what: 'answer' | 'idle'): void {
+    this.clear();
+    if (ms <= 0) return;
+    this.#timer = setTimeout(() => {
+      this.fired = { ms, what };
+      this.#controller.abort(new DOMException(`No answer within ${ms} ms`, 'TimeoutError'));
+    }, ms);
+  }
+
+  clear(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+  }
+}
+
+/** The typed error of a timeout of `timer` on `request`. */
+export function timeoutError(timer: AttemptTimer, url: URL, method: string, cause: unknown): StoreApiError {
+  const request = `${method} ${url.pathname}${url.search}`;
+  const { ms, what } = timer.fired!;
+  const message = what === 'idle'
+    ? `The Store API at ${url.origin} stopped sending the export for ${ms} ms (idleTimeoutMs) on ${request}: the service or the network is hung`
+    : `No answer from the Store API at ${url.origin} within ${ms} ms (timeoutMs) on ${request}: the service is hung or overloaded, or the base URL points at something that never answers`;
+  return new StoreApiError(message, { code: 'timeout', request, cause });
+}
+
 /** The one-line StoreApiError for a failed fetch (no answer at all). */
-export function networkError(error: unknown, url: URL, signal?: AbortSignal): StoreApiError {
-  const request = `GET ${url.pathname}${url.search}`;
+export function networkError(error: unknown, url: URL, signal?: AbortSignal, method = 'GET', timer?: AttemptTimer): StoreApiError {
+  const request = `${method} ${url.pathname}${url.search}`;
+  if (timer?.fired) return timeoutError(timer, url, method, error);
   // Whatever fetch threw once the caller's signal fired (AbortError, a TimeoutError, its reason) is an abort.
   if (signal?.aborted) return new StoreApiError(`Request aborted: ${request}`, { code: 'aborted', request, cause: error });
   const code = causeCode(error);
@@ -56,8 +100,8 @@ export function networkCode(error: StoreApiError): string | undefined {
 }
 
 /** The StoreApiError for a non-2xx answer, reading its problem+json body. */
-export async function errorFromResponse(response: Response, url: URL): Promise<StoreApiError> {
-  const request = `GET ${url.pathname}${url.search}`;
+export async function errorFromResponse(response: Response, url: URL, method = 'GET'): Promise<StoreApiError> {
+  const request = `${method} ${url.pathname}${url.search}`;
   const requestId = response.headers.get('x-request-id') ?? undefined;
   const type = response.headers.get('content-type') ?? '';
   const text = await response.text().catch(() => '');
@@ -84,7 +128,7 @@ export async function errorFromResponse(response: Response, url: URL): Promise<S
     : response.status === 403
       ? `The token lacks the scope for ${request} (403 ${problem.code}): ${detail}`
       : `${response.status} ${problem.title} on ${request}: ${detail}${params}`;
-  return new StoreApiError(message, { status: response.status, code: problem.code, problem, request, requestId });
+  return new StoreApiError(message, { status: response.status, code: problem.code as ProblemCode, problem, request, requestId });
 }
 
 /** Waits `ms`, or rejects when `signal` aborts. */
@@ -103,33 +147,53 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** One request of the client. */
+export interface RequestSpec {
+  method: 'GET' | 'POST' | 'PATCH';
+  url: URL;
+  headers: Record<string, string>;
+  /** JSON text of the body. */
+  body?: string;
+  /** Safe to repeat: a GET, or a POST with an Idempotency-Key. */
+  idempotent: boolean;
+  /** Limit until the answer's headers arrive (ms, 0 = none). */
+  timeoutMs: number;
+}
+
+/** A 2xx answer, body unread, and the timer still running on it (clear it, or re-arm it per line). */
+export interface Answer {
+  response: Response;
+  timer: AttemptTimer;
+}
+
 /**
- * GETs `url` until it answers 2xx (returned with its body unread), retrying per `policy`; throws the
- * StoreApiError of the last failure.
+ * Sends `spec` until it answers 2xx, retrying per `policy`; throws the StoreApiError of the last
+ * failure. The answer's timer keeps running (timeoutMs) until the caller clears or re-arms it.
  */
-export async function getWithRetries(
-  fetchImpl: typeof fetch,
-  url: URL,
-  headers: Record<string, string>,
-  policy: RetryPolicy,
-  signal?: AbortSignal,
-): Promise<Response> {
+export async function requestWithRetries(fetchImpl: typeof fetch, spec: RequestSpec, policy: RetryPolicy, signal?: AbortSignal): Promise<Answer> {
+  const { method, url, headers, body, idempotent } = spec;
   for (let attempt = 1; ; attempt++) {
     let error: StoreApiError;
     let decision;
+    const timer = new AttemptTimer(signal);
+    timer.arm(spec.timeoutMs, 'answer');
     try {
-      const response = await fetchImpl(url, { method: 'GET', headers, signal });
-      if (response.ok) return response;
-      error = await errorFromResponse(response, url);
-      decision = decideRetry({ kind: 'status', status: response.status, retryAfter: response.headers.get('retry-after') }, attempt, policy);
+      const response = await fetchImpl(url, { method, headers, body, signal: timer.signal });
+      if (response.ok) return { response, timer };
+      error = await errorFromResponse(response, url, method);
+      timer.clear();
+      decision = decideRetry({ kind: 'status', status: response.status, retryAfter: response.headers.get('retry-after'), code: error.code }, attempt, policy, { idempotent });
     } catch (cause) {
+      timer.clear();
       if (cause instanceof StoreApiError) throw cause;
-      error = networkError(cause, url, signal);
+      error = networkError(cause, url, signal, method, timer);
       if (error.code === 'aborted') throw error;
-      decision = decideRetry({ kind: 'network', code: networkCode(error) }, attempt, policy);
+      decision = error.code === 'timeout'
+        ? decideRetry({ kind: 'timeout' }, attempt, policy, { idempotent })
+        : decideRetry({ kind: 'network', code: networkCode(error) }, attempt, policy, { idempotent });
     }
     if (!decision.retry) throw error;
     policy.onRetry?.({ attempt, delayMs: decision.delayMs, status: error.status, error });
-    await sleep(decision.delayMs, signal).catch((reason) => { throw networkError(reason, url, signal); });
+    await sleep(decision.delayMs, signal).catch((reason) => { throw networkError(reason, url, signal, method); });
   }
 }

@@ -40,6 +40,8 @@ export type StoreEvent = Schemas['Event'];
 export type StoreEventType = StoreEvent['type'];
 /** An RFC 9457 problem+json error body. */
 export type Problem = Schemas['Problem'];
+/** Every error code the service answers with (its error-code registry, through the OpenAPI document). */
+export type ProblemCode = Problem['code'];
 
 type QueryOf<Op extends keyof operations> = Partial<NonNullable<operations[Op]['parameters']['query']>>;
 

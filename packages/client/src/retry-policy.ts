@@ -1,6 +1,8 @@
 /**
- * The client's retry policy as data plus one pure decision, tested without I/O. Only GETs exist in
- * the read API, so every request is safe to repeat; what is worth repeating:
+ * The client's retry policy as data plus one pure decision, tested without I/O. Only a request that
+ * is safe to repeat is retried: a GET, or a POST carrying an Idempotency-Key (the client sends one on
+ * every admin POST). A POST without a key is retried only when it surely never ran: connection
+ * refused, or a 429 (the service refused it before doing anything). What is worth repeating:
  *
  * | Outcome                                   | Retried? | Wait                                   |
  * |-------------------------------------------|----------|----------------------------------------|
@@ -8,9 +10,12 @@
  * | 5xx                                       | yes      | jittered exponential backoff           |
  * | network: refused, reset, timeout, DNS try-again, no code | yes | jittered exponential backoff |
  * | network: host not found, TLS/certificate  | no       | (a wrong base URL does not heal)       |
+ * | our own timeout (timeoutMs, idleTimeoutMs) | only `maxTimeoutRetries` times (default 0) | backoff |
+ * | 409 idempotency_key_in_use (keyed POST)   | yes      | Retry-After                            |
  * | any other status (400, 401, 403, 404 …)   | no       |                                        |
  *
- * At most `maxRetries` retries per request.
+ * At most `maxRetries` retries per request. A hung service is not retried blindly: by default a
+ * timeout fails the call at once, so it fails within timeoutMs.
  */
 
 /** Retry settings (see StoreApiClientOptions for the defaults). */
@@ -23,6 +28,8 @@ export interface RetrySettings {
   retryMaxDelayMs: number;
   /** A Retry-After longer than this (ms) fails instead of waiting. */
   maxRetryAfterMs: number;
+  /** Retries after the client's own timeout fired (0: a timeout fails the call). Optional: 0. */
+  maxTimeoutRetries?: number;
 }
 
 /** Network error codes worth another try (the service restarting, a dropped connection, a DNS hiccup). */
@@ -34,7 +41,13 @@ export const TRANSIENT_NETWORK_CODES: ReadonlySet<string> = new Set([
 /** What came back from one attempt. */
 export type AttemptOutcome =
   | { kind: 'network'; code: string | undefined }
-  | { kind: 'status'; status: number; retryAfter: string | null };
+  | { kind: 'timeout' }
+  | { kind: 'status'; status: number; retryAfter: string | null; code?: string };
+
+/** Whether repeating the request is safe: a GET, or a POST with an Idempotency-Key. Default true. */
+export interface RequestSafety {
+  idempotent?: boolean;
+}
 
 export type RetryDecision =
   | { retry: true; delayMs: number }
@@ -64,15 +77,25 @@ export function decideRetry(
   outcome: AttemptOutcome,
   attempt: number,
   settings: RetrySettings,
-  { random = Math.random, now = Date.now() }: { random?: () => number; now?: number } = {},
+  { random = Math.random, now = Date.now(), idempotent = true }: { random?: () => number; now?: number } & RequestSafety = {},
 ): RetryDecision {
-  const retryable = outcome.kind === 'network'
-    ? isTransientNetworkCode(outcome.code)
-    : outcome.status === 429 || outcome.status >= 500;
+  let retryable: boolean;
+  if (outcome.kind === 'timeout') {
+    if (!idempotent) return { retry: false, reason: 'not_retryable' };
+    if (attempt > (settings.maxTimeoutRetries ?? 0)) return { retry: false, reason: 'retries_exhausted' };
+    retryable = true;
+  } else if (outcome.kind === 'network') {
+    // Refused: the request never reached the service, so even an unkeyed POST may go again.
+    retryable = isTransientNetworkCode(outcome.code) && (idempotent || outcome.code === 'ECONNREFUSED');
+  } else {
+    retryable = outcome.status === 429
+      || (idempotent && outcome.status >= 500)
+      || (idempotent && outcome.status === 409 && outcome.code === 'idempotency_key_in_use');
+  }
   if (!retryable) return { retry: false, reason: 'not_retryable' };
   if (attempt > settings.maxRetries) return { retry: false, reason: 'retries_exhausted' };
   const backoff = backoffDelay(attempt, settings.retryBaseDelayMs, settings.retryMaxDelayMs, random);
-  if (outcome.kind === 'status' && outcome.status === 429) {
+  if (outcome.kind === 'status' && (outcome.status === 429 || outcome.status === 409)) {
     const asked = retryAfterMs(outcome.retryAfter, now);
     if (asked !== undefined && asked > settings.maxRetryAfterMs) return { retry: false, reason: 'retry_after_too_long' };
     return { retry: true, delayMs: asked ?? backoff };

@@ -4,7 +4,8 @@
  */
 import { StoreApiError } from './store-api.error.ts';
 import { TruncatedBodyError, lines } from './ndjson-lines.ts';
-import { getWithRetries, networkError, type RetryInfo, type RetryPolicy } from './http-transport.ts';
+import { networkError, requestWithRetries, type Answer, type RetryInfo, type RetryPolicy } from './http-transport.ts';
+import { AdminClient } from './admin.client.ts';
 import type {
   Customer, CustomerExportQuery, CustomerListQuery, InventoryExportQuery, InventoryListQuery, InventoryRecord,
   Order, OrderExportQuery, OrderListQuery, Page, Product, ProductExportQuery, ProductListQuery,
@@ -17,7 +18,16 @@ export interface StoreApiClientOptions {
   baseUrl: string;
   /** API token `sia_…` with the read scopes of the resources you call. */
   token: string;
-  /** Retries of one request after a 429, a 5xx or a network error (default 5; 0 disables). */
+  /**
+   * Longest wait for an answer's headers (and a JSON body), per attempt, in ms (default 30 000; 0 = none).
+   * A call to a hung service fails with code `timeout` after this long.
+   */
+  timeoutMs?: number;
+  /** Longest silence inside an export stream before it is abandoned, in ms (default 60 000; 0 = none). */
+  idleTimeoutMs?: number;
+  /** Retries after a timeout (default 0: a timeout fails the call; an export resumes from its cursor). */
+  maxTimeoutRetries?: number;
+  /** Retries of one request after a 429, a 5xx or a network error (default 5; 0 disables). Only safe requests are retried. */
   maxRetries?: number;
   /** First backoff step in ms (default 500); doubles per retry, with jitter. */
   retryBaseDelayMs?: number;
@@ -80,13 +90,25 @@ export class RecordIterator<T> implements AsyncIterable<T> {
     return this.#source(this);
   }
 
-  /** Collects every record into an array (for small resources and tests; prefer for await). */
-  async toArray(): Promise<T[]> {
+  /**
+   * Collects every record into an array (for small resources and tests; prefer for await). Fails with
+   * code `too_many_records` past `max` records (default 10 000), before holding more in memory.
+   */
+  async toArray({ max = DEFAULT_TO_ARRAY_MAX }: { max?: number } = {}): Promise<T[]> {
+    if (!Number.isInteger(max) || max < 0) throw new TypeError(`max must be a non-negative integer, got ${max}`);
     const all: T[] = [];
-    for await (const record of this) all.push(record);
+    for await (const record of this) {
+      if (all.length === max) {
+        throw new StoreApiError(`toArray() stopped at its cap of ${max} records; iterate with for await, or pass a larger { max }`, { code: 'too_many_records', request: 'toArray' });
+      }
+      all.push(record);
+    }
     return all;
   }
 }
+
+/** Default cap of RecordIterator.toArray(). */
+export const DEFAULT_TO_ARRAY_MAX = 10_000;
 
 /** What a cursor is built from: the list's sort key (last_modified, or created_at for events) and id. */
 export interface Cursored {
@@ -157,19 +179,23 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
     let failures = 0;
     while (true) {
       const cursor = self.cursor ?? undefined;
-      const response = await this.client.getResponse(exportPath, { ...query, cursor }, 'application/x-ndjson', options.signal);
+      const { response, timer } = await this.client.getAnswer(exportPath, { ...query, cursor }, 'application/x-ndjson', options.signal);
       const url = response.url ? new URL(response.url) : this.client.urlOf(exportPath, { ...query, cursor });
       const hasMore = response.headers.get('x-has-more');
       const nextCursor = response.headers.get('x-next-cursor');
       if (hasMore !== 'true' && hasMore !== 'false') {
+        timer.clear();
         await response.body?.cancel().catch(() => {});
         throw new StoreApiError(`${url.origin} did not answer like the Store Integration API (no X-Has-More header on GET ${url.pathname}); check the base URL`, { status: response.status, code: 'not_store_api', request: `GET ${url.pathname}${url.search}` });
       }
       self.pages++;
       let count = 0;
+      const idle = this.client.timeouts.idleTimeoutMs;
+      timer.arm(idle, 'idle');
       try {
         if (response.body) {
-          for await (const line of lines(response.body, options.signal)) {
+          for await (const line of lines(response.body, timer.signal)) {
+            timer.arm(idle, 'idle');
             let record: T;
             try {
               record = JSON.parse(line) as T;
@@ -184,14 +210,18 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
           }
         }
       } catch (error) {
+        timer.clear();
         if (error instanceof StoreApiError) throw error;
         const failure = error instanceof TruncatedBodyError
           ? new StoreApiError(`The export of ${this.path} from ${url.origin} broke off in the middle of a line (connection lost)`, { status: response.status, code: 'network_error', request: `GET ${url.pathname}${url.search}`, cause: error })
-          : networkError(error, url, options.signal);
-        if (failure.code === 'aborted' || ++failures > this.client.retryPolicy.maxRetries) throw failure;
+          : networkError(error, url, options.signal, 'GET', timer);
+        const limit = failure.code === 'timeout' ? this.client.retryPolicy.maxTimeoutRetries ?? 0 : this.client.retryPolicy.maxRetries;
+        if (failure.code === 'aborted' || ++failures > limit) throw failure;
         // Resume from the last record consumed: nothing is skipped, nothing repeated.
         this.client.retryPolicy.onRetry?.({ attempt: failures, delayMs: 0, status: undefined, error: failure });
         continue;
+      } finally {
+        timer.clear();
       }
       if (nextCursor && nextCursor !== self.cursor) {
         // The body ended cleanly between two lines but before the page's last record (a proxy
@@ -283,7 +313,8 @@ export class ResourceWithGet<T extends Cursored, LQ extends Query, EQ extends Qu
   }
 }
 
-const VERSION = '0.1.0';
+/** The package's version (kept equal to package.json's by a test). */
+export const VERSION = '0.2.0';
 
 /** Typed client of the Store Integration API's read endpoints (see the package README). */
 export class StoreApiClient {
@@ -299,8 +330,12 @@ export class StoreApiClient {
   readonly movements: ResourceClient<StockMovement, StockMovementListQuery, StockMovementExportQuery>;
   /** The events feed (the log of changes within its retention, as webhooks POST them): list, iterate, export. */
   readonly events: ResourceClient<StoreEvent, EventListQuery, EventExportQuery>;
+  /** The admin API (admin-scoped token): tokens, webhook endpoints, deliveries, retries, replays. */
+  readonly admin: AdminClient;
   /** The retry settings in effect. */
   readonly retryPolicy: Readonly<RetryPolicy>;
+  /** The timeouts in effect (ms; 0 = none). */
+  readonly timeouts: Readonly<{ timeoutMs: number; idleTimeoutMs: number }>;
 
   readonly #base: URL;
   readonly #headers: Record<string, string>;
@@ -329,7 +364,12 @@ export class StoreApiClient {
       retryBaseDelayMs: count('retryBaseDelayMs', options.retryBaseDelayMs, 500),
       retryMaxDelayMs: count('retryMaxDelayMs', options.retryMaxDelayMs, 30_000),
       maxRetryAfterMs: count('maxRetryAfterMs', options.maxRetryAfterMs, 120_000),
+      maxTimeoutRetries: count('maxTimeoutRetries', options.maxTimeoutRetries, 0),
       onRetry: options.onRetry,
+    });
+    this.timeouts = Object.freeze({
+      timeoutMs: count('timeoutMs', options.timeoutMs, 30_000),
+      idleTimeoutMs: count('idleTimeoutMs', options.idleTimeoutMs, 60_000),
     });
     this.#headers = {
       authorization: `Bearer ${options.token.trim()}`,
@@ -342,11 +382,12 @@ export class StoreApiClient {
     this.inventory = new ResourceClient(this, 'inventory');
     this.movements = new ResourceClient(this, 'inventory/movements');
     this.events = new ResourceClient(this, 'events');
+    this.admin = new AdminClient(this);
   }
 
-  /** Absolute URL of /api/v1/{path} with `query` (undefined and null values left out). */
-  urlOf(path: string, query: Query = {}): URL {
-    const url = new URL(`api/v1/${path}`, this.#base);
+  /** Absolute URL of /api/v1/{path} (or, with prefix, /{prefix}{path}) with `query` (undefined and null values left out). */
+  urlOf(path: string, query: Query = {}, prefix = 'api/v1/'): URL {
+    const url = new URL(`${prefix}${path}`, this.#base);
     for (const [key, value] of Object.entries(query)) {
       for (const item of Array.isArray(value) ? value : [value]) {
         if (item !== undefined && item !== null) url.searchParams.append(key, String(item));
@@ -362,22 +403,50 @@ export class StoreApiClient {
     return new StoreApiError(`${url.origin} did not answer like the Store Integration API (${what} on ${request}); check the base URL`, { status: 200, code: 'not_store_api', request });
   }
 
-  /** GET /api/v1/{path} answered 2xx, body unread (retries per the policy). */
+  /** GET /api/v1/{path} answered 2xx, body unread, its timer still on timeoutMs (retries per the policy). */
+  async getAnswer(path: string, query: Query, accept: string, signal?: AbortSignal): Promise<Answer> {
+    return requestWithRetries(this.#fetch, {
+      method: 'GET', url: this.urlOf(path, query), headers: { ...this.#headers, accept }, idempotent: true, timeoutMs: this.timeouts.timeoutMs,
+    }, this.retryPolicy, signal);
+  }
+
+  /** GET /api/v1/{path} answered 2xx, body unread (retries per the policy; no timeout on the body). */
   async getResponse(path: string, query: Query, accept: string, signal?: AbortSignal): Promise<Response> {
-    return getWithRetries(this.#fetch, this.urlOf(path, query), { ...this.#headers, accept }, this.retryPolicy, signal);
+    const { response, timer } = await this.getAnswer(path, query, accept, signal);
+    timer.clear();
+    return response;
   }
 
   /** GET /api/v1/{path} as parsed JSON (retries per the policy). */
   async getJson<B>(path: string, query: Query = {}, signal?: AbortSignal): Promise<B> {
-    const url = this.urlOf(path, query);
-    const response = await getWithRetries(this.#fetch, url, { ...this.#headers, accept: 'application/json' }, this.retryPolicy, signal);
-    const request = `GET ${url.pathname}${url.search}`;
+    return this.requestJson<B>('GET', path, { query, signal });
+  }
+
+  /**
+   * Any call answered with JSON: `prefix` + `path` (default the read API, /api/v1/). A POST is
+   * retried only with an Idempotency-Key (`idempotencyKey`), as every admin POST of this client has.
+   */
+  async requestJson<B>(method: 'GET' | 'POST' | 'PATCH', path: string, options: {
+    query?: Query; body?: unknown; idempotencyKey?: string; signal?: AbortSignal; prefix?: string;
+  } = {}): Promise<B> {
+    const { query = {}, body, idempotencyKey, signal, prefix } = options;
+    const url = this.urlOf(path, query, prefix);
+    const headers: Record<string, string> = { ...this.#headers, accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
+    const { response, timer } = await requestWithRetries(this.#fetch, {
+      method, url, headers, body: body === undefined ? undefined : JSON.stringify(body),
+      idempotent: method === 'GET' || idempotencyKey !== undefined, timeoutMs: this.timeouts.timeoutMs,
+    }, this.retryPolicy, signal);
+    const request = `${method} ${url.pathname}${url.search}`;
     const type = response.headers.get('content-type') ?? '';
     let text: string;
     try {
       text = await response.text();
     } catch (cause) {
-      throw networkError(cause, url, signal);
+      throw networkError(cause, url, signal, method, timer);
+    } finally {
+      timer.clear();
     }
     if (!/^application\/json/i.test(type)) {
       throw new StoreApiError(`${url.origin} did not answer like the Store Integration API (HTTP ${response.status}, ${type.split(';')[0] || 'no content type'} on ${request}); check the base URL`, { status: response.status, code: 'not_store_api', request });

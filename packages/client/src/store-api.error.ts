@@ -3,7 +3,7 @@
  * that cannot be reached, an answer that is not the Store API's) is a StoreApiError whose `message`
  * is one line saying what went wrong and what to check.
  */
-import type { Problem } from './resource-types.ts';
+import type { Problem, ProblemCode } from './resource-types.ts';
 
 /** Codes for failures the service did not answer with a problem+json body. */
 export type ClientErrorCode =
@@ -14,7 +14,14 @@ export type ClientErrorCode =
   /** A 5xx without a problem+json body (a proxy or load balancer in front of the service failed). */
   | 'server_error'
   /** The request was aborted through the caller's AbortSignal. */
-  | 'aborted';
+  | 'aborted'
+  /** No answer within timeoutMs, or an export stalled for idleTimeoutMs. */
+  | 'timeout'
+  /** toArray() met more records than its cap. */
+  | 'too_many_records';
+
+/** Every `code` a StoreApiError can carry: the service's problem codes and the client's own. */
+export type StoreApiErrorCode = ProblemCode | ClientErrorCode;
 
 /** A failed call: `status` and `problem` (the problem+json body) when the service answered. */
 export class StoreApiError extends Error {
@@ -22,7 +29,7 @@ export class StoreApiError extends Error {
   /** HTTP status; undefined when the service did not answer (network_error, aborted). */
   readonly status: number | undefined;
   /** The problem's `code` (e.g. `unauthorized`, `invalid_parameter`, `rate_limited`), or a ClientErrorCode. */
-  readonly code: string;
+  readonly code: StoreApiErrorCode;
   /** The problem+json body the service answered, when it did. */
   readonly problem: Problem | undefined;
   /** Method and URL of the request, without the token. */
@@ -30,7 +37,7 @@ export class StoreApiError extends Error {
   /** X-Request-Id of the answer, to find the request in the service's logs. */
   readonly requestId: string | undefined;
 
-  constructor(message: string, init: { status?: number; code: string; problem?: Problem; request: string; requestId?: string; cause?: unknown }) {
+  constructor(message: string, init: { status?: number; code: StoreApiErrorCode; problem?: Problem; request: string; requestId?: string; cause?: unknown }) {
     super(message, init.cause === undefined ? undefined : { cause: init.cause });
     this.status = init.status;
     this.code = init.code;

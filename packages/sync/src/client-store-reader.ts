@@ -3,7 +3,7 @@
  * The client waits on 429, retries 5xx and network errors with backoff, resumes a broken export from
  * the last record consumed, and fails with one-line StoreApiErrors (see sync-errors.ts).
  */
-import { StoreApiClient, isSnapshotUnsupported, type ResourceClient } from '@store-api/client';
+import { StoreApiClient, isSnapshotUnsupported, type ResourceClient, type RetryInfo } from '@store-api/client';
 import { SyncError } from './sync-errors.ts';
 import type { Page, SnapshotWalk, StoreReader } from './store-reader.ts';
 import type { MirrorRecord, ResourceName, SyncResource } from './sync-resources.ts';
@@ -15,6 +15,11 @@ export interface ClientStoreReaderOptions {
   exportLimit?: number;
   /** Retries of one request (the client's default when unset). */
   maxRetries?: number;
+  /** Backoff of the client's retries (its defaults when unset). */
+  retryBaseDelayMs?: number;
+  retryMaxDelayMs?: number;
+  /** Called before each retry of the client (a 429's wait, a 5xx, a network error). */
+  onRetry?: (info: RetryInfo) => void;
   /** fetch implementation (default: the global fetch). */
   fetch?: typeof fetch;
 }
@@ -23,10 +28,10 @@ type Query = Record<string, string | number | boolean | null | undefined>;
 type AnyResource = ResourceClient<MirrorRecord, Query, Query>;
 
 /** A StoreReader for the service at `baseUrl`. */
-export function clientStoreReader({ baseUrl, token, exportLimit = 500, maxRetries, fetch }: ClientStoreReaderOptions): StoreReader {
+export function clientStoreReader({ baseUrl, token, exportLimit = 500, maxRetries, retryBaseDelayMs, retryMaxDelayMs, onRetry, fetch }: ClientStoreReaderOptions): StoreReader {
   let client: StoreApiClient;
   try {
-    client = new StoreApiClient({ baseUrl, token, maxRetries, fetch });
+    client = new StoreApiClient({ baseUrl, token, maxRetries, retryBaseDelayMs, retryMaxDelayMs, onRetry, fetch });
   } catch (error) {
     throw new SyncError(`${(error as Error).message} (--url / --token)`);
   }

@@ -9,3 +9,5 @@ export { webhookVerifier } from './webhook-verifier.ts';
 export { clientStoreReader } from './client-store-reader.ts';
 export { SYNC_RESOURCES, resourcesNamed } from './sync-resources.ts';
 export { SyncError, describeError } from './sync-errors.ts';
+export { runDaemon, readDaemonState, isFatal, daemonBackoff, type DaemonOptions, type DaemonState } from './daemon.ts';
+export { webhookGaps, type WebhookGaps, type MissedEvent } from './webhook-gaps.ts';

@@ -51,7 +51,7 @@ export async function currentAlerts(db: Kysely<Database>, adminUserId?: string):
 
 /** Marks the alerts seen by an administrator now (new dead letters count from here). */
 export async function markAlertsSeen(db: Kysely<Database>, adminUserId: string): Promise<void> {
-  await db.updateTable('admin_users').set({ alerts_seen_at: sql<string>`now()` as unknown as string }).where('id', '=', adminUserId).execute();
+  await db.updateTable('admin_users').set({ alerts_seen_at: sql<string>`now()` }).where('id', '=', adminUserId).execute();
 }
 
 let source: Kysely<Database> | undefined;

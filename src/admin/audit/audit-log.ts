@@ -68,7 +68,7 @@ export function redactDetails(value: unknown): unknown {
 export async function recordAudit(db: Kysely<Database>, entry: AuditEntryInput): Promise<void> {
   await db.insertInto('admin_audit_log').values({
     id: uuidv7(),
-    at: sql<string>`now()` as unknown as string,
+    at: sql<string>`now()`,
     actor_kind: entry.actor.kind,
     actor_id: entry.actor.id,
     actor: entry.actor.name.slice(0, 300),

@@ -37,7 +37,7 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/tokens', { schema: { tags, summary: 'List API tokens' } }, async () => ({ data: await listTokens(db) }));
 
-  app.get('/tokens/:id', { schema: { tags, params: IdParam } }, async (request) => ({
+  app.get('/tokens/:id', { schema: { tags, summary: 'An API token (without its secret)', params: IdParam } }, async (request) => ({
     data: await getToken(db, id(request.params)),
   }));
 

@@ -37,14 +37,14 @@ const ReplayBody = Type.Object({
 const DeliveryQuery = Type.Object({
   endpoint_id: Type.Optional(Uuid),
   status: Type.Optional(Type.Unsafe<DeliveryStatus>({ type: 'string', enum: [...DELIVERY_STATUSES] })),
-  limit: Type.Integer({ minimum: 1, maximum: 200, default: 50 }),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
   cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'next_cursor of the previous page' })),
 }, strict);
 const RetryManyBody = Type.Union([
   Type.Object({ delivery_ids: Type.Array(Uuid, { minItems: 1, maxItems: 1000 }) }, strict),
   Type.Object({ endpoint_id: Uuid, all_dead: Type.Literal(true) }, strict),
 ]);
-const StatsQuery = Type.Object({ hours: Type.Integer({ minimum: 1, maximum: 720, default: 24 }) }, strict);
+const StatsQuery = Type.Object({ hours: Type.Optional(Type.Integer({ minimum: 1, maximum: 720, default: 24 })) }, strict);
 
 export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   const webhooks = new WebhookService(app.ctx);
@@ -55,7 +55,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
     async () => ({ data: await webhooks.listEndpoints() }));
   app.post('/webhooks/endpoints', { config: { audit: 'endpoint.created', auditTarget: 'endpoint' }, schema: { tags, summary: 'Register an endpoint (its signing secret is in the response)', body: CreateBody } },
     async (req, reply) => reply.code(201).send({ data: await webhooks.createEndpoint(req.body as typeof CreateBody.static) }));
-  app.get('/webhooks/endpoints/:id', { schema: { tags, params: IdParam } },
+  app.get('/webhooks/endpoints/:id', { schema: { tags, summary: 'A webhook endpoint with its health', params: IdParam } },
     async (req) => ({ data: await webhooks.getEndpoint(id(req.params)) }));
   app.patch('/webhooks/endpoints/:id', { config: { audit: 'endpoint.updated', auditTarget: 'endpoint' }, schema: { tags, summary: 'Update an endpoint; enabled=true resets its breaker', params: IdParam, body: PatchBody } },
     async (req) => {
@@ -91,7 +91,8 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
     });
 
   app.get('/webhooks/deliveries', { schema: { tags, summary: 'List deliveries, newest first', querystring: DeliveryQuery } },
-    async (req) => webhooks.listDeliveries(req.query as typeof DeliveryQuery.static));
+    // ajv has filled in limit's default.
+    async (req) => webhooks.listDeliveries(req.query as typeof DeliveryQuery.static & { limit: number }));
   app.get('/webhooks/deliveries/:id', { schema: { tags, summary: 'A delivery with its attempts and event', params: IdParam } },
     async (req) => ({ data: await webhooks.getDelivery(id(req.params)) }));
   app.post('/webhooks/deliveries/retry', { config: { audit: 'deliveries.retried', auditTarget: 'deliveries' }, schema: { tags, summary: 'Retry a selection, or all dead letters of an endpoint', body: RetryManyBody } },

@@ -97,8 +97,8 @@ async function issue(
       role: input.role,
       admin_user_id: input.adminUserId,
       created_by: input.createdBy,
-      created_at: sql<string>`now()` as unknown as string,
-      expires_at: sql<string>`now() + make_interval(secs => ${input.ttlMs / 1000})` as unknown as string,
+      created_at: sql<string>`now()`,
+      expires_at: sql<string>`now() + make_interval(secs => ${input.ttlMs / 1000})`,
     }).execute();
     // Links that can no longer be used only take space.
     await trx.deleteFrom('admin_links').where('expires_at', '<', sql<string>`now() - interval '30 days'`).execute();
@@ -155,13 +155,13 @@ export async function useLink(
     } else {
       validateCredentials(row.email, input.password);
       const passwordHash = await hashPassword(input.password);
-      await trx.updateTable('admin_users').set({ password_hash: passwordHash, password_changed_at: sql<string>`now()` as unknown as string }).where('id', '=', row.admin_user_id!).execute();
+      await trx.updateTable('admin_users').set({ password_hash: passwordHash, password_changed_at: sql<string>`now()` }).where('id', '=', row.admin_user_id!).execute();
       await trx.deleteFrom('admin_sessions').where('admin_user_id', '=', row.admin_user_id!).execute();
       const found = await findAdminUserById(trx, row.admin_user_id!);
       if (!found) return { state: 'unknown' as const };
       user = found;
     }
-    await trx.updateTable('admin_links').set({ used_at: sql<string>`now()` as unknown as string }).where('id', '=', row.id).execute();
+    await trx.updateTable('admin_links').set({ used_at: sql<string>`now()` }).where('id', '=', row.id).execute();
     return { state: 'valid' as const, purpose: row.purpose, user };
   });
 }

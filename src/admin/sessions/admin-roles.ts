@@ -18,10 +18,6 @@ export type Permission = 'read' | 'write' | 'owner';
 const RANK: Record<AdminRole, number> = { viewer: 0, admin: 1, owner: 2 };
 const NEEDS: Record<Permission, number> = { read: 0, write: 1, owner: 2 };
 
-export function isAdminRole(value: unknown): value is AdminRole {
-  return typeof value === 'string' && (ADMIN_ROLES as readonly string[]).includes(value);
-}
-
 /** Whether `role` may do what `permission` names. */
 export function allows(role: AdminRole, permission: Permission): boolean {
   return RANK[role] >= NEEDS[permission];

@@ -208,7 +208,7 @@ export async function changeOwnPassword(
   if (input.newPassword.length > MAX_PASSWORD_LENGTH) throw invalidParameter('new_password', `must be at most ${MAX_PASSWORD_LENGTH} characters`);
   const passwordHash = await hashPassword(input.newPassword);
   await db.transaction().execute(async (trx) => {
-    await trx.updateTable('admin_users').set({ password_hash: passwordHash, password_changed_at: sql<string>`now()` as unknown as string }).where('id', '=', input.adminUserId).execute();
+    await trx.updateTable('admin_users').set({ password_hash: passwordHash, password_changed_at: sql<string>`now()` }).where('id', '=', input.adminUserId).execute();
     await deleteSessionsOf(trx, input.adminUserId, input.keepSessionId);
   });
   return (await findAdminUserById(db, input.adminUserId))!;

@@ -11,9 +11,13 @@
  *    Link on list and export pages, ETag and a 304 on single GETs (with the If-None-Match parameter),
  *    X-Request-Id everywhere;
  *  - the `webhooks` section: one entry per event type with its payload and signature headers;
- *  - `x-resources`: every declared resource (path, key, record schema, events), for generated clients.
- * Only /api/v1 and the operational endpoints are documented; the admin API is an operator surface
- * described in the README.
+ *  - `x-resources`: every declared resource (path, key, record schema, events), for generated clients;
+ *  - security: every read operation names its bearer scope, the admin API the `admin` scope, and the
+ *    public operations (probes, metrics) and the webhooks say `security: []`;
+ *  - the admin API (/admin/api/v1) is documented under its own `Admin: …` tags, each operation with
+ *    its problem responses and, on POST, the Idempotency-Key header (decision 0013);
+ *  - every webhook event type has an example payload (openapi-examples.ts).
+ * The document passes `redocly lint` with the recommended rules (test/production/openapi-lint.test.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
@@ -22,6 +26,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import { EVENT_PAYLOADS, namedSchemas } from '../schemas.ts';
 import { resourceCatalog } from '../../resources/registry.ts';
 import type { FeedEventType } from '../../resources/registry.ts';
+import { exampleEvent } from '../openapi-examples.ts';
 
 /** Path of the generated document. */
 export const OPENAPI_PATH = '/api/v1/openapi.json';
@@ -64,7 +69,7 @@ const rateLimitHeaderRefs = Object.fromEntries(
 
 function operationId(method: string, url: string): string {
   const api = /^\/api\/v1\/(.+)$/.exec(url);
-  if (!api) return `${method.toLowerCase()}_${url.replace(/^\//, '').replace(/[^A-Za-z0-9]+/g, '_')}`;
+  if (!api) return `${method.toLowerCase()}_${url.replace(/^\//, '').replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+/g, '_').replace(/_+$/, '')}`;
   const segments = api[1]!.split('/');
   const last = segments[segments.length - 1];
   if (last === 'export') return `export_${segments.slice(0, -1).join('_')}`;
@@ -120,13 +125,15 @@ function webhookSection(names: Set<string>): Json {
     webhooks[type] = {
       post: {
         operationId: `webhook_${type.replace(/\./g, '_')}`,
+        // The receiver authenticates the POST by its signature, not by a token of this API.
+        security: [],
         tags: ['Webhooks'],
         summary: `${type} event`,
         description: 'POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.',
         parameters: signatureHeaders,
         requestBody: {
           required: true,
-          content: { 'application/json': { schema: bodySchema } },
+          content: { 'application/json': { schema: bodySchema, example: exampleEvent(type as FeedEventType | 'ping') } },
         },
         responses: {
           '2XX': { description: 'Acknowledged; the delivery is done.' },
@@ -136,6 +143,52 @@ function webhookSection(names: Set<string>): Json {
     };
   }
   return webhooks;
+}
+
+/** Header of an idempotent admin POST (decision 0013). */
+export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
+
+/** Problem responses of the admin operations: [component name, description]. */
+const ADMIN_PROBLEMS: readonly [string, string][] = [
+  ['AdminBadRequest', 'Invalid parameter or body (problem+json naming each wrong field).'],
+  ['AdminUnauthorized', 'No token, an unknown, expired or revoked token, or an expired dashboard session.'],
+  ['AdminForbidden', 'The token lacks the `admin` scope (or a dashboard session sent no CSRF token).'],
+  ['AdminNotFound', 'No record with this id.'],
+  ['AdminConflict', 'The change conflicts with the record\'s state, or a request with the same Idempotency-Key is still in progress.'],
+  ['AdminUnprocessable', 'The Idempotency-Key was already used with another request body.'],
+];
+
+/** The admin API's tags, kept apart from the read API's. */
+const ADMIN_TAGS = [
+  { name: 'Admin: API keys', description: 'Admin API (`admin` scope): API tokens.' },
+  { name: 'Admin: catalog', description: 'Admin API (`admin` scope): products, variants, images.' },
+  { name: 'Admin: customers', description: 'Admin API (`admin` scope): customers.' },
+  { name: 'Admin: orders', description: 'Admin API (`admin` scope): placing orders and moving their status.' },
+  { name: 'Admin: inventory', description: 'Admin API (`admin` scope): stock adjustments and CSV import.' },
+  { name: 'Admin: webhooks', description: 'Admin API (`admin` scope): webhook endpoints, deliveries, retries and replays.' },
+  { name: 'Admin: dashboard', description: 'Admin API (`admin` scope): figures the dashboard shows.' },
+];
+
+function completeAdminOperation(method: string, operation: Json): void {
+  operation.security = [{ bearerAuth: ['admin'] }];
+  const responses: Json = operation.responses;
+  // Fastify's placeholder when a route declares no response schema: say what the admin API answers.
+  for (const [status, response] of Object.entries(responses) as [string, Json][]) {
+    if (/^2/.test(status) && response.description === 'Default Response') {
+      response.description = 'The record or result, as `{ "data": … }`.';
+      response.content ??= { 'application/json': { schema: { type: 'object', required: ['data'], properties: { data: {} } } } };
+    }
+  }
+  responses['400'] = ref('responses', 'AdminBadRequest');
+  responses['401'] = ref('responses', 'AdminUnauthorized');
+  responses['403'] = ref('responses', 'AdminForbidden');
+  if (/\{[^}]+\}/.test(JSON.stringify(operation.parameters ?? []))) responses['404'] = ref('responses', 'AdminNotFound');
+  if (method === 'post') {
+    responses['409'] = ref('responses', 'AdminConflict');
+    responses['422'] = ref('responses', 'AdminUnprocessable');
+    operation.parameters = [...(operation.parameters ?? []), ref('parameters', 'IdempotencyKey')];
+  }
+  responses['500'] = ref('responses', 'InternalError');
 }
 
 /** Adds to the generated document what route schemas cannot express (see the file comment). */
@@ -163,14 +216,37 @@ export function completeDocument(generated: Json): Json {
     },
   };
 
+  components.parameters.IdempotencyKey = {
+    name: IDEMPOTENCY_KEY_HEADER,
+    in: 'header',
+    required: false,
+    description: 'Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key.',
+    schema: { type: 'string', minLength: 1, maxLength: 255 },
+  };
+  for (const [name, description] of ADMIN_PROBLEMS) {
+    components.responses[name] = { description, headers: { 'X-Request-Id': ref('headers', 'X-Request-Id') }, content: { 'application/problem+json': { schema: ref('schemas', 'Problem') } } };
+  }
+
   for (const [path, item] of Object.entries(doc.paths ?? {}) as [string, Json][]) {
     const isApi = path.startsWith('/api/v1/');
+    const isAdmin = path.startsWith('/admin/api/v1/');
     for (const [method, operation] of Object.entries(item) as [string, Json][]) {
       if (typeof operation !== 'object' || !operation.responses) continue;
       operation.operationId ??= operationId(method, path);
+      if (isAdmin) {
+        completeAdminOperation(method, operation);
+      } else if (!isApi) {
+        // Probes and metrics: no token; what any route can answer to a malformed request.
+        operation.security = [];
+        operation.responses['4XX'] ??= {
+          description: 'The request was refused before reaching the endpoint (malformed URL, URI or headers too long): problem+json.',
+          content: { 'application/problem+json': { schema: ref('schemas', 'Problem') } },
+        };
+      }
       const isExport = path.endsWith('/export');
       const isSingle = /\{[^}]+\}$/.test(path);
       for (const [status, response] of Object.entries(operation.responses) as [string, Json][]) {
+        if (response.$ref) continue; // a shared response component, complete as it is
         const code = Number(status);
         if (code >= 400 && response.content) {
           // Errors are problem+json whatever the route produces (`produces` applies to every status).
@@ -201,6 +277,15 @@ export function completeDocument(generated: Json): Json {
       }
     }
   }
+  // Every tag an admin route uses is declared, with a description (routes added later included).
+  const tags: Json[] = (doc.tags ??= []);
+  for (const item of Object.values(doc.paths ?? {}) as Json[]) {
+    for (const operation of Object.values(item) as Json[]) {
+      for (const tag of (operation?.tags ?? []) as string[]) {
+        if (tag.startsWith('Admin: ') && !tags.some((t) => t.name === tag)) tags.push({ name: tag, description: `Admin API (\`admin\` scope): ${tag.slice('Admin: '.length)}.` });
+      }
+    }
+  }
   doc.paths = refNamedSchemas(doc.paths, names);
   doc.webhooks = webhookSection(names);
   // The resource declarations (resources/registry.ts), from which the client's resource list and the
@@ -217,6 +302,8 @@ export const openApiPlugin = fp(async function openApi(app: FastifyInstance) {
       info: {
         title: 'Store Integration API',
         version: '1.0.0',
+        // The interface description: integrators may generate code from it freely (decision 0013).
+        license: { name: 'MIT', identifier: 'MIT' },
         description: [
           'Read-only access to a store\'s products, orders, customers, stock levels and stock movements, NDJSON bulk exports, and signed webhooks.',
           '',
@@ -226,10 +313,14 @@ export const openApiPlugin = fp(async function openApi(app: FastifyInstance) {
       },
       servers: [{ url: config.PUBLIC_URL ?? '/' }],
       tags: [
-        { name: 'Products' }, { name: 'Orders' }, { name: 'Customers' }, { name: 'Inventory' },
+        { name: 'Products', description: 'The catalog: products with their variants and images.' },
+        { name: 'Orders', description: 'Orders with their items, POS and online.' },
+        { name: 'Customers', description: 'Customer records.' },
+        { name: 'Inventory', description: 'Stock levels per product and variant, and the stock movements that changed them.' },
         { name: 'Events', description: 'The event log within its retention, with the webhook payloads: catch up on missed webhooks here. A token sees the event types of the resources its scopes cover.' },
         { name: 'Operations', description: 'Probes and metrics; no token.' },
         { name: 'Webhooks', description: 'Events POSTed to your endpoints.' },
+        ...ADMIN_TAGS,
       ],
       components: {
         securitySchemes: {
@@ -242,7 +333,8 @@ export const openApiPlugin = fp(async function openApi(app: FastifyInstance) {
       },
     },
     transform: ({ schema, url }) => {
-      const documented = url.startsWith('/api/v1/') && url !== OPENAPI_PATH ? true : ['/healthz', '/readyz', '/metrics'].includes(url);
+      const documented = (url.startsWith('/api/v1/') && url !== OPENAPI_PATH) || url.startsWith('/admin/api/v1/')
+        || ['/healthz', '/readyz', '/metrics'].includes(url);
       return { schema: documented ? schema : { ...schema, hide: true }, url };
     },
     transformObject: (document) => completeDocument((document as { openapiObject: Json }).openapiObject) as never,

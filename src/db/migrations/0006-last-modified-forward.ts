@@ -15,7 +15,6 @@
  */
 import type { Kysely } from 'kysely';
 import { executeScript } from '../execute-script.ts';
-import { forwardTriggerSql } from '../store-table.ts';
 
 /** The store tables of this migration's day; tables created later get theirs from createStoreTable. */
 const TABLES = ['products', 'orders', 'customers', 'stock_movements'];
@@ -25,6 +24,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE FUNCTION last_modified_forward() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN NEW.last_modified := OLD.last_modified + interval '1 microsecond'; RETURN NEW; END
     $$;
-    ${TABLES.map(forwardTriggerSql).join('\n    ')}
+    ${TABLES.map((table) => `
+    CREATE TRIGGER ${table}_last_modified_forward BEFORE UPDATE ON ${table}
+      FOR EACH ROW WHEN (NEW.last_modified < OLD.last_modified) EXECUTE FUNCTION last_modified_forward();`).join('')}
   `);
 }

@@ -430,6 +430,676 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/api/v1/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List API tokens */
+        get: operations["get_admin_api_v1_tokens"];
+        put?: never;
+        /** Create an API token (the secret is in the response, once) */
+        post: operations["post_admin_api_v1_tokens"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/tokens/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An API token (without its secret) */
+        get: operations["get_admin_api_v1_tokens_id"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Rename an API token or change its rate limits */
+        patch: operations["patch_admin_api_v1_tokens_id"];
+        trace?: never;
+    };
+    "/admin/api/v1/tokens/{id}/roll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Roll an API token: a new secret (in the response, once); the old one works for overlap_seconds more */
+        post: operations["post_admin_api_v1_tokens_id_roll"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/tokens/{id}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Revoke an API token */
+        post: operations["post_admin_api_v1_tokens_id_revoke"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/products": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create a product with variants and images */
+        post: operations["post_admin_api_v1_products"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/products/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A product, inactive variants and images included */
+        get: operations["get_admin_api_v1_products_id"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Update a product (is_active=false deactivates) */
+        patch: operations["patch_admin_api_v1_products_id"];
+        trace?: never;
+    };
+    "/admin/api/v1/products/{id}/variants": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Add a variant to a product */
+        post: operations["post_admin_api_v1_products_id_variants"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/products/{id}/variants/{variantId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Update a variant (is_active=false deactivates) */
+        patch: operations["patch_admin_api_v1_products_id_variants_variantId"];
+        trace?: never;
+    };
+    "/admin/api/v1/products/{id}/images": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Add an image to a product */
+        post: operations["post_admin_api_v1_products_id_images"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/products/{id}/images/{imageId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Update an image (is_active=false removes it) */
+        patch: operations["patch_admin_api_v1_products_id_images_imageId"];
+        trace?: never;
+    };
+    "/admin/api/v1/customers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create a customer */
+        post: operations["post_admin_api_v1_customers"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/customers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Update a customer (is_active=false deactivates) */
+        patch: operations["patch_admin_api_v1_customers_id"];
+        trace?: never;
+    };
+    "/admin/api/v1/orders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Place an order (takes stock: sale movements) */
+        post: operations["post_admin_api_v1_orders"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/orders/{id}/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Move the order status (cancel/refund restore stock) */
+        post: operations["post_admin_api_v1_orders_id_status"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/orders/{id}/payment-status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Move the payment status */
+        post: operations["post_admin_api_v1_orders_id_payment_status"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/inventory/adjustments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Manual stock adjustment */
+        post: operations["post_admin_api_v1_inventory_adjustments"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/inventory/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** CSV bulk stock import (text/csv; header sku,stock or sku,quantity_change; optional note). All rows or none. */
+        post: operations["post_admin_api_v1_inventory_import"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/webhooks/endpoints": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List webhook endpoints */
+        get: operations["get_admin_api_v1_webhooks_endpoints"];
+        put?: never;
+        /** Register an endpoint (its signing secret is in the response) */
+        post: operations["post_admin_api_v1_webhooks_endpoints"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/webhooks/endpoints/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A webhook endpoint with its health */
+        get: operations["get_admin_api_v1_webhooks_endpoints_id"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Update an endpoint; enabled=true resets its breaker */
+        patch: operations["patch_admin_api_v1_webhooks_endpoints_id"];
+        trace?: never;
+    };
+    "/admin/api/v1/webhooks/endpoints/{id}/secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The signing secret (owner or admin role) */
+        get: operations["get_admin_api_v1_webhooks_endpoints_id_secret"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/webhooks/endpoints/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** New secret; the old one signs too until previous_secret_expires_at */
+        post: operations["post_admin_api_v1_webhooks_endpoints_id_rotate_secret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/webhooks/endpoints/{id}/ping": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Send a ping event to this endpoint */
+        post: operations["post_admin_api_v1_webhooks_endpoints_id_ping"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/webhooks/endpoints/{id}/replay": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Queue again every subscribed event of [from, to) */
+        post: operations["post_admin_api_v1_webhooks_endpoints_id_replay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/webhooks/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List deliveries, newest first */
+        get: operations["get_admin_api_v1_webhooks_deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/webhooks/deliveries/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A delivery with its attempts and event */
+        get: operations["get_admin_api_v1_webhooks_deliveries_id"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/webhooks/deliveries/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Retry a selection, or all dead letters of an endpoint */
+        post: operations["post_admin_api_v1_webhooks_deliveries_retry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/webhooks/deliveries/{id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Retry a dead or failed delivery now */
+        post: operations["post_admin_api_v1_webhooks_deliveries_id_retry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/webhooks/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Hourly delivery activity and current totals */
+        get: operations["get_admin_api_v1_webhooks_stats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/overview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Counts of products, orders, customers and active API tokens */
+        get: operations["get_admin_api_v1_overview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/resources": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Token scopes and webhook event types, for the dashboard's forms */
+        get: operations["get_admin_api_v1_resources"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/admins": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List administrators */
+        get: operations["get_admin_api_v1_admins"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/admins/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Open invitations (not yet used) */
+        get: operations["get_admin_api_v1_admins_invitations"];
+        put?: never;
+        /** Invite an administrator: a one-time link (shown once) */
+        post: operations["post_admin_api_v1_admins_invitations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/admins/invitations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Withdraw an invitation */
+        delete: operations["delete_admin_api_v1_admins_invitations_id"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/admins/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove an administrator (their sessions end at once) */
+        delete: operations["delete_admin_api_v1_admins_id"];
+        options?: never;
+        head?: never;
+        /** Change an administrator's role (their sessions end) */
+        patch: operations["patch_admin_api_v1_admins_id"];
+        trace?: never;
+    };
+    "/admin/api/v1/admins/{id}/password-reset": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A one-time password-reset link for an administrator (shown once) */
+        post: operations["post_admin_api_v1_admins_id_password_reset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/account/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Change one's own password (dashboard sessions; other sessions end) */
+        post: operations["post_admin_api_v1_account_password"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Who did what, when and from where, newest first */
+        get: operations["get_admin_api_v1_audit_log"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Paused or disabled endpoints and dead letters (new since the administrator last looked) */
+        get: operations["get_admin_api_v1_alerts"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/alerts/seen": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mark the alerts seen by the signed-in administrator */
+        post: operations["post_admin_api_v1_alerts_seen"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "product.created": {
@@ -900,7 +1570,11 @@ export interface components {
             title: string;
             status: number;
             detail: string;
-            code: string;
+            /**
+             * @description Machine-readable error code (the registry of src/shared/problem.ts)
+             * @enum {string}
+             */
+            code: "unauthorized" | "forbidden" | "not_found" | "invalid_parameter" | "invalid_body" | "malformed_request" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "conflict" | "idempotency_key_in_use" | "idempotency_key_reused" | "rate_limited" | "header_fields_too_large" | "internal_error" | "service_unavailable" | "insufficient_storage";
             errors?: {
                 param: string;
                 message: string;
@@ -918,10 +1592,72 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description Invalid parameter or body (problem+json naming each wrong field). */
+        AdminBadRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No token, an unknown, expired or revoked token, or an expired dashboard session. */
+        AdminUnauthorized: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The token lacks the `admin` scope (or a dashboard session sent no CSRF token). */
+        AdminForbidden: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description No record with this id. */
+        AdminNotFound: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The change conflicts with the record's state, or a request with the same Idempotency-Key is still in progress. */
+        AdminConflict: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The Idempotency-Key was already used with another request body. */
+        AdminUnprocessable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
     };
     parameters: {
         /** @description An ETag from an earlier response; 304 when the record is unchanged. */
         IfNoneMatch: string;
+        /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+        IdempotencyKey: string;
     };
     requestBodies: never;
     headers: {
@@ -974,6 +1710,16 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request was refused before reaching the endpoint (malformed URL, URI or headers too long): problem+json. */
+            "4XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     get_readyz: {
@@ -1012,6 +1758,16 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The request was refused before reaching the endpoint (malformed URL, URI or headers too long): problem+json. */
+            "4XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     get_metrics: {
@@ -1033,13 +1789,23 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description The request was refused before reaching the endpoint (malformed URL, URI or headers too long): problem+json. */
+            "4XX": {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     list_products: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Page size, 1–200, default 50 */
-                limit: number;
+                limit?: number;
                 /** @description ISO 8601 timestamp or a next_cursor value */
                 cursor?: string;
                 /** @description Sort by last_modified */
@@ -1133,9 +1899,9 @@ export interface operations {
     };
     export_products: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Page size, 1–500, default 500 */
-                limit: number;
+                limit?: number;
                 /** @description ISO 8601 timestamp or a next_cursor value */
                 cursor?: string;
                 /** @description Sort by last_modified */
@@ -1438,9 +2204,9 @@ export interface operations {
     };
     list_orders: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Page size, 1–200, default 50 */
-                limit: number;
+                limit?: number;
                 /** @description ISO 8601 timestamp or a next_cursor value */
                 cursor?: string;
                 /** @description Sort by last_modified */
@@ -1538,9 +2304,9 @@ export interface operations {
     };
     export_orders: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Page size, 1–500, default 500 */
-                limit: number;
+                limit?: number;
                 /** @description ISO 8601 timestamp or a next_cursor value */
                 cursor?: string;
                 /** @description Sort by last_modified */
@@ -1851,9 +2617,9 @@ export interface operations {
     };
     list_customers: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Page size, 1–200, default 50 */
-                limit: number;
+                limit?: number;
                 /** @description ISO 8601 timestamp or a next_cursor value */
                 cursor?: string;
                 /** @description Sort by last_modified */
@@ -1945,9 +2711,9 @@ export interface operations {
     };
     export_customers: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Page size, 1–500, default 500 */
-                limit: number;
+                limit?: number;
                 /** @description ISO 8601 timestamp or a next_cursor value */
                 cursor?: string;
                 /** @description Sort by last_modified */
@@ -2246,9 +3012,9 @@ export interface operations {
     };
     list_inventory: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Page size, 1–200, default 50 */
-                limit: number;
+                limit?: number;
                 /** @description ISO 8601 timestamp or a next_cursor value */
                 cursor?: string;
                 /** @description Sort by last_modified */
@@ -2342,9 +3108,9 @@ export interface operations {
     };
     export_inventory: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Page size, 1–500, default 500 */
-                limit: number;
+                limit?: number;
                 /** @description ISO 8601 timestamp or a next_cursor value */
                 cursor?: string;
                 /** @description Sort by last_modified */
@@ -2527,9 +3293,9 @@ export interface operations {
     };
     list_inventory_movements: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Page size, 1–200, default 50 */
-                limit: number;
+                limit?: number;
                 /** @description ISO 8601 timestamp or a next_cursor value */
                 cursor?: string;
                 /** @description Sort by last_modified */
@@ -2625,9 +3391,9 @@ export interface operations {
     };
     export_inventory_movements: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Page size, 1–500, default 500 */
-                limit: number;
+                limit?: number;
                 /** @description ISO 8601 timestamp or a next_cursor value */
                 cursor?: string;
                 /** @description Sort by last_modified */
@@ -2814,9 +3580,9 @@ export interface operations {
     };
     list_events: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Page size, 1–200, default 50 */
-                limit: number;
+                limit?: number;
                 /** @description ISO 8601 timestamp or a next_cursor value */
                 cursor?: string;
                 /** @description Sort by last_modified */
@@ -2912,9 +3678,9 @@ export interface operations {
     };
     export_events: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Page size, 1–500, default 500 */
-                limit: number;
+                limit?: number;
                 /** @description ISO 8601 timestamp or a next_cursor value */
                 cursor?: string;
                 /** @description Sort by last_modified */
@@ -3099,6 +3865,1867 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    get_admin_api_v1_tokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_tokens: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    scopes?: ("products:read" | "orders:read" | "customers:read" | "inventory:read" | "admin")[];
+                    /** @description ISO 8601, in the future; null or omitted: never */
+                    expires_at?: string | null;
+                    rate_limit_standard?: number | null;
+                    rate_limit_export?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_tokens_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    patch_admin_api_v1_tokens_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    rate_limit_standard?: number | null;
+                    rate_limit_export?: number | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_tokens_id_roll: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description How long the old secret keeps working (0: ends now; default 24 h)
+                     * @default 86400
+                     */
+                    overlap_seconds: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_tokens_id_revoke: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_products: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    slug?: string;
+                    /** @enum {string} */
+                    product_type: "physical" | "food" | "digital" | "digital_card" | "service" | "bundle";
+                    barcode?: string | null;
+                    sku?: string | null;
+                    price: number;
+                    cost_price?: number | null;
+                    /** @description Initial stock of a product without variants */
+                    stock?: number;
+                    category_id?: string | null;
+                    thumbnail_url?: string | null;
+                    is_active?: boolean;
+                    variants?: {
+                        name: string;
+                        sku?: string | null;
+                        price: number;
+                        stock?: number;
+                        attributes?: {
+                            [key: string]: string;
+                        };
+                    }[];
+                    images?: {
+                        /** Format: uri */
+                        image_url: string;
+                        is_primary?: boolean;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_products_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    patch_admin_api_v1_products_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    slug?: string;
+                    barcode?: string | null;
+                    sku?: string | null;
+                    price?: number;
+                    cost_price?: number | null;
+                    category_id?: string | null;
+                    thumbnail_url?: string | null;
+                    is_active?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_products_id_variants: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    sku?: string | null;
+                    price: number;
+                    stock?: number;
+                    attributes?: {
+                        [key: string]: string;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    patch_admin_api_v1_products_id_variants_variantId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                variantId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    sku?: string | null;
+                    price?: number;
+                    attributes?: {
+                        [key: string]: string;
+                    };
+                    is_active?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_products_id_images: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: uri */
+                    image_url: string;
+                    is_primary?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    patch_admin_api_v1_products_id_images_imageId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                imageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: uri */
+                    image_url?: string;
+                    is_primary?: boolean;
+                    is_active?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_customers: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name: string;
+                    phone?: string | null;
+                    email?: string | null;
+                    city?: string | null;
+                    is_active?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    patch_admin_api_v1_customers_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    name?: string;
+                    phone?: string | null;
+                    email?: string | null;
+                    city?: string | null;
+                    is_active?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_orders: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    source: "pos" | "online";
+                    payment_method?: string | null;
+                    customer_id?: string | null;
+                    customer_name?: string | null;
+                    customer_phone?: string | null;
+                    discount?: number;
+                    delivery_fee?: number;
+                    items: {
+                        /** Format: uuid */
+                        product_id: string;
+                        variant_id?: string | null;
+                        quantity: number;
+                        unit_price?: number;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_orders_id_status: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    status: "pending" | "processing" | "preparing" | "ready" | "shipped" | "delivered" | "completed" | "cancelled" | "refunded";
+                    note?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_orders_id_payment_status: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    payment_status: "pending" | "paid" | "failed" | "expired";
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_inventory_adjustments: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: uuid */
+                    product_id: string;
+                    variant_id?: string | null;
+                    quantity_change: number;
+                    note?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_inventory_import: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_webhooks_endpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_webhooks_endpoints: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description http or https URL of the receiver */
+                    url: string;
+                    /** @description Event types to receive; omitted or [] = all */
+                    event_types?: ("product.created" | "product.updated" | "order.created" | "order.updated" | "customer.created" | "customer.updated" | "inventory.updated" | "stock_movement.created")[];
+                    description?: null | string;
+                    enabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_webhooks_endpoints_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    patch_admin_api_v1_webhooks_endpoints_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description http or https URL of the receiver */
+                    url?: string;
+                    /** @description Event types to receive; omitted or [] = all */
+                    event_types?: ("product.created" | "product.updated" | "order.created" | "order.updated" | "customer.created" | "customer.updated" | "inventory.updated" | "stock_movement.created")[];
+                    description?: null | string;
+                    /** @description true also closes the circuit breaker and clears a 410 disable */
+                    enabled?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_webhooks_endpoints_id_secret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_webhooks_endpoints_id_rotate_secret: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_webhooks_endpoints_id_ping: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_webhooks_endpoints_id_replay: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description ISO 8601, inclusive */
+                    from: string;
+                    /** @description ISO 8601, exclusive */
+                    to: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_webhooks_deliveries: {
+        parameters: {
+            query?: {
+                endpoint_id?: string;
+                status?: "pending" | "succeeded" | "failed" | "dead";
+                limit?: number;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_webhooks_deliveries_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_webhooks_deliveries_retry: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    delivery_ids: string[];
+                } | {
+                    /** Format: uuid */
+                    endpoint_id: string;
+                    /** @enum {boolean} */
+                    all_dead: true;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_webhooks_deliveries_id_retry: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_webhooks_stats: {
+        parameters: {
+            query?: {
+                hours?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_overview: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_resources: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            scopes: {
+                                value: string;
+                                label: string;
+                                hint: string;
+                            }[];
+                            event_groups: {
+                                label: string;
+                                types: string[];
+                            }[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_admins: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: uuid */
+                            id: string;
+                            email: string;
+                            /**
+                             * @description owner: everything; admin: everything but administrators; viewer: read only
+                             * @enum {string}
+                             */
+                            role: "owner" | "admin" | "viewer";
+                            /** Format: date-time */
+                            created_at: string;
+                            last_sign_in_at: string | null;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_admins_invitations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: uuid */
+                            id: string;
+                            /** @enum {string} */
+                            purpose: "invitation" | "password_reset";
+                            email: string;
+                            role: ("owner" | "admin" | "viewer") | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            expires_at: string;
+                            used_at: string | null;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_admins_invitations: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    email: string;
+                    /**
+                     * @description owner: everything; admin: everything but administrators; viewer: read only
+                     * @enum {string}
+                     */
+                    role: "owner" | "admin" | "viewer";
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: uuid */
+                            id: string;
+                            /** @enum {string} */
+                            purpose: "invitation" | "password_reset";
+                            email: string;
+                            role: ("owner" | "admin" | "viewer") | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            expires_at: string;
+                            used_at: string | null;
+                        } & {
+                            /** @description The one-time link; shown once, never stored */
+                            url: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    delete_admin_api_v1_admins_invitations_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: uuid */
+                            id: string;
+                            /** @enum {string} */
+                            purpose: "invitation" | "password_reset";
+                            email: string;
+                            role: ("owner" | "admin" | "viewer") | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            expires_at: string;
+                            used_at: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    delete_admin_api_v1_admins_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: uuid */
+                            id: string;
+                            email: string;
+                            /**
+                             * @description owner: everything; admin: everything but administrators; viewer: read only
+                             * @enum {string}
+                             */
+                            role: "owner" | "admin" | "viewer";
+                            /** Format: date-time */
+                            created_at: string;
+                            last_sign_in_at: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    patch_admin_api_v1_admins_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description owner: everything; admin: everything but administrators; viewer: read only
+                     * @enum {string}
+                     */
+                    role: "owner" | "admin" | "viewer";
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: uuid */
+                            id: string;
+                            email: string;
+                            /**
+                             * @description owner: everything; admin: everything but administrators; viewer: read only
+                             * @enum {string}
+                             */
+                            role: "owner" | "admin" | "viewer";
+                            /** Format: date-time */
+                            created_at: string;
+                            last_sign_in_at: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_admins_id_password_reset: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: uuid */
+                            id: string;
+                            /** @enum {string} */
+                            purpose: "invitation" | "password_reset";
+                            email: string;
+                            role: ("owner" | "admin" | "viewer") | null;
+                            created_by: string;
+                            /** Format: date-time */
+                            created_at: string;
+                            /** Format: date-time */
+                            expires_at: string;
+                            used_at: string | null;
+                        } & {
+                            /** @description The one-time link; shown once, never stored */
+                            url: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_account_password: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    current_password: string;
+                    new_password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: uuid */
+                            id: string;
+                            email: string;
+                            /**
+                             * @description owner: everything; admin: everything but administrators; viewer: read only
+                             * @enum {string}
+                             */
+                            role: "owner" | "admin" | "viewer";
+                            /** Format: date-time */
+                            created_at: string;
+                            last_sign_in_at: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_audit_log: {
+        parameters: {
+            query: {
+                /** @description Email of an administrator or name of an API token (exact, case-insensitive) */
+                actor?: string;
+                action?: "session.signed_in" | "session.sign_in_failed" | "session.signed_out" | "setup.completed" | "admin.invited" | "admin.invitation_revoked" | "admin.joined" | "admin.role_changed" | "admin.removed" | "admin.password_changed" | "admin.password_reset_issued" | "admin.password_reset" | "key.created" | "key.rolled" | "key.revoked" | "key.updated" | "endpoint.created" | "endpoint.updated" | "endpoint.enabled" | "endpoint.disabled" | "endpoint.deleted" | "endpoint.secret_rotated" | "endpoint.pinged" | "endpoint.test_event_sent" | "endpoint.replayed" | "deliveries.retried" | "store.written";
+                /** @description ISO 8601, inclusive */
+                from?: string;
+                /** @description ISO 8601, exclusive */
+                to?: string;
+                /** @description next_cursor of the previous page */
+                cursor?: string;
+                limit: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: date-time */
+                            at: string;
+                            actor: {
+                                /** @enum {string} */
+                                kind: "session" | "token" | "anonymous";
+                                id: string | null;
+                                name: string;
+                            };
+                            action: string;
+                            target: {
+                                type: string;
+                                id: string | null;
+                            } | null;
+                            client_ip: string | null;
+                            /** @description What changed; never a secret */
+                            details: {
+                                [key: string]: unknown;
+                            };
+                        }[];
+                        pagination: {
+                            limit: number;
+                            has_more: boolean;
+                            next_cursor: string | null;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_alerts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            endpoints: {
+                                /** Format: uuid */
+                                id: string;
+                                url: string;
+                                /** @enum {string} */
+                                state: "paused" | "disabled";
+                                paused_until: string | null;
+                                disabled_reason: string | null;
+                            }[];
+                            dead_letters: {
+                                total: number;
+                                since_seen: number;
+                            };
+                            seen_at: string | null;
+                            attention: boolean;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_alerts_seen: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     webhook_product_created: {
         parameters: {
             query?: never;
@@ -3115,6 +5742,49 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "0193a5c3-0b13-7e55-b6c7-d8e9f0a1b2c3",
+                 *       "type": "product.created",
+                 *       "created_at": "2026-11-21T14:05:30.770123Z",
+                 *       "data": {
+                 *         "id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f60",
+                 *         "name": "Linen shirt",
+                 *         "slug": "linen-shirt",
+                 *         "product_type": "physical",
+                 *         "barcode": null,
+                 *         "sku": "SHIRT-LIN",
+                 *         "price": 49.9,
+                 *         "cost_price": 21.5,
+                 *         "stock": 12,
+                 *         "category_id": "shirts",
+                 *         "thumbnail_url": "https://cdn.example.com/linen-shirt.jpg",
+                 *         "is_active": true,
+                 *         "variants": [
+                 *           {
+                 *             "id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61",
+                 *             "name": "M / white",
+                 *             "sku": "SHIRT-LIN-M-W",
+                 *             "price": 49.9,
+                 *             "stock": 12,
+                 *             "attributes": {
+                 *               "size": "M",
+                 *               "color": "white"
+                 *             }
+                 *           }
+                 *         ],
+                 *         "images": [
+                 *           {
+                 *             "id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f62",
+                 *             "image_url": "https://cdn.example.com/linen-shirt.jpg",
+                 *             "is_primary": true
+                 *           }
+                 *         ],
+                 *         "created_at": "2026-11-20T09:12:44.120034Z",
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: uuid
@@ -3162,6 +5832,49 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "0193a5c3-0b13-7e55-b6c7-d8e9f0a1b2c3",
+                 *       "type": "product.updated",
+                 *       "created_at": "2026-11-21T14:05:30.770123Z",
+                 *       "data": {
+                 *         "id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f60",
+                 *         "name": "Linen shirt",
+                 *         "slug": "linen-shirt",
+                 *         "product_type": "physical",
+                 *         "barcode": null,
+                 *         "sku": "SHIRT-LIN",
+                 *         "price": 49.9,
+                 *         "cost_price": 21.5,
+                 *         "stock": 12,
+                 *         "category_id": "shirts",
+                 *         "thumbnail_url": "https://cdn.example.com/linen-shirt.jpg",
+                 *         "is_active": true,
+                 *         "variants": [
+                 *           {
+                 *             "id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61",
+                 *             "name": "M / white",
+                 *             "sku": "SHIRT-LIN-M-W",
+                 *             "price": 49.9,
+                 *             "stock": 12,
+                 *             "attributes": {
+                 *               "size": "M",
+                 *               "color": "white"
+                 *             }
+                 *           }
+                 *         ],
+                 *         "images": [
+                 *           {
+                 *             "id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f62",
+                 *             "image_url": "https://cdn.example.com/linen-shirt.jpg",
+                 *             "is_primary": true
+                 *           }
+                 *         ],
+                 *         "created_at": "2026-11-20T09:12:44.120034Z",
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: uuid
@@ -3209,6 +5922,41 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "0193a5c3-0b13-7e55-b6c7-d8e9f0a1b2c3",
+                 *       "type": "order.created",
+                 *       "created_at": "2026-11-21T14:05:30.770123Z",
+                 *       "data": {
+                 *         "id": "0193a5c3-0b12-7d34-a5b6-c7d8e9f0a1b2",
+                 *         "source": "pos",
+                 *         "status": "completed",
+                 *         "payment_status": "paid",
+                 *         "payment_method": "card",
+                 *         "customer_id": "0193a5c2-8a10-7c22-8e31-4d5e6f708192",
+                 *         "customer_name": "Amira Haddad",
+                 *         "customer_phone": "+33 6 12 34 56 78",
+                 *         "subtotal": 99.8,
+                 *         "discount": 0,
+                 *         "delivery_fee": 0,
+                 *         "total": 99.8,
+                 *         "items": [
+                 *           {
+                 *             "id": "0193a5c3-0b12-7d34-a5b6-c7d8e9f0a1b3",
+                 *             "product_id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f60",
+                 *             "variant_id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61",
+                 *             "product_name": "Linen shirt",
+                 *             "variant_name": "M / white",
+                 *             "quantity": 2,
+                 *             "unit_price": 49.9,
+                 *             "total": 99.8
+                 *           }
+                 *         ],
+                 *         "created_at": "2026-11-21T14:05:30.770123Z",
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: uuid
@@ -3256,6 +6004,41 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "0193a5c3-0b13-7e55-b6c7-d8e9f0a1b2c3",
+                 *       "type": "order.updated",
+                 *       "created_at": "2026-11-21T14:05:30.770123Z",
+                 *       "data": {
+                 *         "id": "0193a5c3-0b12-7d34-a5b6-c7d8e9f0a1b2",
+                 *         "source": "pos",
+                 *         "status": "completed",
+                 *         "payment_status": "paid",
+                 *         "payment_method": "card",
+                 *         "customer_id": "0193a5c2-8a10-7c22-8e31-4d5e6f708192",
+                 *         "customer_name": "Amira Haddad",
+                 *         "customer_phone": "+33 6 12 34 56 78",
+                 *         "subtotal": 99.8,
+                 *         "discount": 0,
+                 *         "delivery_fee": 0,
+                 *         "total": 99.8,
+                 *         "items": [
+                 *           {
+                 *             "id": "0193a5c3-0b12-7d34-a5b6-c7d8e9f0a1b3",
+                 *             "product_id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f60",
+                 *             "variant_id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61",
+                 *             "product_name": "Linen shirt",
+                 *             "variant_name": "M / white",
+                 *             "quantity": 2,
+                 *             "unit_price": 49.9,
+                 *             "total": 99.8
+                 *           }
+                 *         ],
+                 *         "created_at": "2026-11-21T14:05:30.770123Z",
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: uuid
@@ -3303,6 +6086,23 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "0193a5c3-0b13-7e55-b6c7-d8e9f0a1b2c3",
+                 *       "type": "customer.created",
+                 *       "created_at": "2026-11-21T14:05:30.770123Z",
+                 *       "data": {
+                 *         "id": "0193a5c2-8a10-7c22-8e31-4d5e6f708192",
+                 *         "name": "Amira Haddad",
+                 *         "phone": "+33 6 12 34 56 78",
+                 *         "email": "amira@example.com",
+                 *         "city": "Lyon",
+                 *         "is_active": true,
+                 *         "created_at": "2026-11-19T17:40:02.000511Z",
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: uuid
@@ -3350,6 +6150,23 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "0193a5c3-0b13-7e55-b6c7-d8e9f0a1b2c3",
+                 *       "type": "customer.updated",
+                 *       "created_at": "2026-11-21T14:05:30.770123Z",
+                 *       "data": {
+                 *         "id": "0193a5c2-8a10-7c22-8e31-4d5e6f708192",
+                 *         "name": "Amira Haddad",
+                 *         "phone": "+33 6 12 34 56 78",
+                 *         "email": "amira@example.com",
+                 *         "city": "Lyon",
+                 *         "is_active": true,
+                 *         "created_at": "2026-11-19T17:40:02.000511Z",
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: uuid
@@ -3397,6 +6214,29 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "0193a5c3-0b13-7e55-b6c7-d8e9f0a1b2c3",
+                 *       "type": "inventory.updated",
+                 *       "created_at": "2026-11-21T14:05:30.770123Z",
+                 *       "data": {
+                 *         "product_id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f60",
+                 *         "product_name": "Linen shirt",
+                 *         "sku": "SHIRT-LIN",
+                 *         "stock": 12,
+                 *         "is_active": true,
+                 *         "variants": [
+                 *           {
+                 *             "variant_id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61",
+                 *             "variant_name": "M / white",
+                 *             "sku": "SHIRT-LIN-M-W",
+                 *             "stock": 12
+                 *           }
+                 *         ],
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: uuid
@@ -3444,6 +6284,27 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "0193a5c3-0b13-7e55-b6c7-d8e9f0a1b2c3",
+                 *       "type": "stock_movement.created",
+                 *       "created_at": "2026-11-21T14:05:30.770123Z",
+                 *       "data": {
+                 *         "id": "0193a5c3-0b12-7d34-a5b6-c7d8e9f0a1b4",
+                 *         "product_id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f60",
+                 *         "variant_id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61",
+                 *         "sku": "SHIRT-LIN-M-W",
+                 *         "reason": "sale",
+                 *         "quantity_change": -2,
+                 *         "stock_before": 14,
+                 *         "stock_after": 12,
+                 *         "order_id": "0193a5c3-0b12-7d34-a5b6-c7d8e9f0a1b2",
+                 *         "note": null,
+                 *         "created_at": "2026-11-21T14:05:30.770123Z",
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: uuid
@@ -3491,6 +6352,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "id": "0193a5c3-0b13-7e55-b6c7-d8e9f0a1b2c3",
+                 *       "type": "ping",
+                 *       "created_at": "2026-11-21T14:05:30.770123Z",
+                 *       "data": {
+                 *         "endpoint_id": "0193a5c1-1111-7222-8333-444455556666",
+                 *         "message": "Test event sent on demand from the admin API"
+                 *       }
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * Format: uuid

@@ -16,6 +16,10 @@ import { webhookVerifier } from '../webhook-verifier.ts';
 import { describeError, SyncError } from '../sync-errors.ts';
 import { resourcesNamed, type SyncResource } from '../sync-resources.ts';
 import { parseDuration } from './duration.ts';
+import { readDaemonState, runDaemon } from '../daemon.ts';
+import { webhookGaps, type WebhookGaps } from '../webhook-gaps.ts';
+import { StoreApiClient } from '@store-api/client';
+import type { RetryInfo } from '@store-api/client';
 
 interface CommonOptions {
   url?: string;
@@ -43,10 +47,19 @@ function withCommon(command: Command, { api = true } = {}): Command {
     .option('--resources <names>', 'comma-separated subset: products,orders,customers,inventory,stock_movements', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean));
 }
 
-function reader(options: CommonOptions) {
+function reader(options: CommonOptions, tuning: { retryBaseDelayMs?: number; retryMaxDelayMs?: number; maxRetries?: number } = {}) {
   if (!options.url) throw new SyncError('--url (or STORE_API_URL) is required: the base URL of the store API');
   if (!options.token) throw new SyncError('--token (or STORE_API_TOKEN) is required: an API token with the read scopes');
-  return clientStoreReader({ baseUrl: options.url, token: options.token });
+  return clientStoreReader({ baseUrl: options.url, token: options.token, onRetry: logRetry, ...tuning });
+}
+
+/** Says why the tool is waiting: a 429 is the export (or standard) rate limit, not a fault. */
+function logRetry(info: RetryInfo): void {
+  const seconds = Math.round(info.delayMs / 1000);
+  const line = info.status === 429
+    ? `waiting ${seconds} s for the ${/\/export\b/.test(info.error.request) ? 'export' : 'standard'} rate limit (the token's budget; see the README's sync recipe to raise it)`
+    : `retrying in ${(info.delayMs / 1000).toFixed(1)} s (try ${info.attempt}): ${info.error.message}`;
+  process.stderr.write(`${new Date().toISOString()} store-api-sync: ${line}\n`);
 }
 
 async function withMirror<T>(options: CommonOptions, fn: (mirror: MirrorDatabase, resources: SyncResource[]) => Promise<T>): Promise<T> {
@@ -71,7 +84,7 @@ function run<Args extends unknown[]>(action: (...args: Args) => Promise<number |
   };
 }
 
-async function runInitialSync(mirror: MirrorDatabase, options: CommonOptions, resources: SyncResource[], batchSize?: number): Promise<void> {
+function progressBars(resources: readonly SyncResource[]) {
   const bars = new cliProgress.MultiBar({
     format: '{resource} |{bar}| {value} records {state}',
     hideCursor: true,
@@ -80,16 +93,21 @@ async function runInitialSync(mirror: MirrorDatabase, options: CommonOptions, re
     notTTYSchedule: 5000,
   }, cliProgress.Presets.shades_classic);
   const byName = new Map(resources.map((r) => [r.name, bars.create(1, 0, { resource: r.name.padEnd(15), state: 'waiting' })]));
+  return {
+    onProgress: ({ resource, records, done }: { resource: SyncResource; records: number; done: boolean }) => {
+      const bar = byName.get(resource.name)!;
+      // The export does not announce its size: the bar grows with it and is full when done.
+      bar.setTotal(done ? Math.max(records, 1) : records + 500);
+      bar.update(records, { state: done ? 'done' : 'syncing' });
+    },
+    stop: () => bars.stop(),
+  };
+}
+
+async function runInitialSync(mirror: MirrorDatabase, options: CommonOptions, resources: SyncResource[], batchSize?: number): Promise<void> {
+  const bars = progressBars(resources);
   try {
-    await initialSync(mirror, reader(options), resources, {
-      batchSize,
-      onProgress: ({ resource, records, done }) => {
-        const bar = byName.get(resource.name)!;
-        // The export does not announce its size: the bar grows with it and is full when done.
-        bar.setTotal(done ? Math.max(records, 1) : records + 500);
-        bar.update(records, { state: done ? 'done' : 'syncing' });
-      },
-    });
+    await initialSync(mirror, reader(options), resources, { batchSize, onProgress: bars.onProgress });
   } finally {
     bars.stop();
   }
@@ -160,39 +178,55 @@ withCommon(receiverOptions(program.command('serve').alias('receive').description
     await receiver.close();
   })));
 
-withCommon(receiverOptions(program.command('run').description('initial sync if needed, then the webhook receiver plus a reconcile on a schedule')))
+withCommon(receiverOptions(program.command('run').description('initial sync if needed, then the webhook receiver plus a reconcile on a schedule; outages of the service or the mirror are retried without end')))
   .option('--reconcile-every <duration>', 'how often to reconcile (e.g. 30s, 15m, 1h)', (v: string) => parseDuration(v, '--reconcile-every'), 3_600_000)
-  .action(run(async (options: ReceiverCliOptions & { reconcileEvery: number }) => withMirror(options, async (mirror, resources) => {
-    // Receive first: events that arrive during the initial sync are applied too (newest wins).
+  .option('--retry-min <duration>', 'first wait after a failure (outage of the service or the mirror)', (v: string) => parseDuration(v, '--retry-min'), 1_000)
+  .option('--retry-max <duration>', 'longest wait between tries during an outage', (v: string) => parseDuration(v, '--retry-max'), 60_000)
+  .action(run(async (options: ReceiverCliOptions & { reconcileEvery: number; retryMin: number; retryMax: number }) => withMirror(options, async (mirror, resources) => {
+    // Receive first: events that arrive during the initial sync are applied too (newest wins). The
+    // receiver stays up whatever happens to the service: the loop below only logs and retries.
     const receiver = await startCliReceiver(mirror, options);
-    let timer: NodeJS.Timeout | undefined;
-    let stopping = false;
+    const stop = new AbortController();
+    const onSignal = () => stop.abort();
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
+    const bars = progressBars(resources);
     try {
-      await runInitialSync(mirror, options, resources);
-      const tick = async () => {
-        try {
-          printReconcile(await reconcile(mirror, reader(options), resources));
-        } catch (error) {
-          process.stderr.write(`store-api-sync: reconcile failed: ${describeError(error)}\n`);
-        }
-        if (!stopping) timer = setTimeout(tick, options.reconcileEvery);
-      };
-      await tick();
-      await untilSignal();
+      await runDaemon(mirror, reader(options, { retryBaseDelayMs: options.retryMin, retryMaxDelayMs: options.retryMax, maxRetries: 2 }), resources, {
+        reconcileEveryMs: options.reconcileEvery,
+        retryMinMs: options.retryMin,
+        retryMaxMs: options.retryMax,
+        signal: stop.signal,
+        log: (line) => process.stderr.write(`${new Date().toISOString()} store-api-sync: ${line}\n`),
+        onProgress: bars.onProgress,
+        onReconcile: printReconcile,
+      });
     } finally {
-      stopping = true;
-      clearTimeout(timer);
+      bars.stop();
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
       await receiver.close();
     }
   })));
 
-withCommon(program.command('status').description('last event, cursor positions and lag of the mirror'), { api: false })
+withCommon(program.command('status').description('last event, cursor positions, lag and outages of the mirror; with --url/--token also the webhooks that never arrived (compared with the events feed)'))
   .option('--json', 'print JSON')
-  .action(run(async (options: CommonOptions & { json?: boolean }) => withMirror(options, async (mirror, resources) => {
+  .option('--max-events <n>', 'missed events listed', (v: string) => positiveInt(v, '--max-events'), 20)
+  .action(run(async (options: CommonOptions & { json?: boolean; maxEvents: number }) => withMirror(options, async (mirror, resources) => {
     const status = await syncStatus(mirror, resources);
+    let gaps: WebhookGaps | null = null;
+    if (options.url && options.token) {
+      gaps = await webhookGaps(mirror, new StoreApiClient({ baseUrl: options.url, token: options.token, onRetry: logRetry }));
+    }
     if (options.json) {
-      process.stdout.write(`${JSON.stringify(status, null, 2)}\n`);
+      process.stdout.write(`${JSON.stringify({ ...status, daemon: (await readDaemonState(mirror)) ?? null, webhooks: gaps }, null, 2)}\n`);
       return;
+    }
+    const daemon = await readDaemonState(mirror);
+    if (daemon?.outage_since) {
+      process.stdout.write(`OUTAGE: the service or the mirror has failed since ${daemon.outage_since} (${daemon.outage_attempts} failed tries; run keeps retrying): ${daemon.last_error}\n`);
+    } else if (daemon?.last_success_at) {
+      process.stdout.write(`service: reachable (last successful sync ${daemon.last_success_at})\n`);
     }
     const e = status.events;
     process.stdout.write(e.last
@@ -203,6 +237,16 @@ withCommon(program.command('status').description('last event, cursor positions a
       const initial = r.initial_done ? 'initial sync done' : r.export_cursor ? `initial sync at ${r.export_cursor}` : 'initial sync not started';
       const last = r.last_reconcile_at ? `last reconcile ${r.last_reconcile_at} (pulled ${r.last_reconcile_pulled}, applied ${r.last_reconcile_applied})` : 'never reconciled';
       process.stdout.write(`${r.resource.padEnd(15)} ${String(r.records).padStart(8)} records; ${initial}; cursor ${r.cursor ?? '—'} (lag ${formatAge(r.cursorAgeMs)}); ${last}\n`);
+    }
+    if (gaps && gaps.from === null) process.stdout.write('webhooks: none received yet, nothing to compare with the events feed\n');
+    else if (gaps) {
+      process.stdout.write(`webhooks: ${gaps.received} of ${gaps.feedEvents} events of the feed between ${gaps.from} and ${gaps.to} arrived`);
+      if (gaps.missed.length === 0) process.stdout.write('; none missing\n');
+      else {
+        process.stdout.write(`; ${gaps.missed.length} MISSING (only the reconcile brought their changes; check the endpoint's deliveries):\n`);
+        for (const m of gaps.missed.slice(0, options.maxEvents)) process.stdout.write(`  ${m.created_at} ${m.type} ${m.id} (record ${m.resource_id ?? '—'})\n`);
+        if (gaps.missed.length > options.maxEvents) process.stdout.write(`  … ${gaps.missed.length - options.maxEvents} more (--max-events)\n`);
+      }
     }
   })));
 

@@ -52,6 +52,15 @@ const MIGRATIONS: readonly string[] = [
      deliveries integer NOT NULL DEFAULT 1
    );
    CREATE INDEX received_events_received_at ON store_mirror.received_events (received_at);`,
+  // The daemon's view of the service (`store-api-sync run`): an outage in progress, for `status`.
+  `CREATE TABLE store_mirror.daemon_state (
+     id integer PRIMARY KEY CHECK (id = 1),
+     outage_since timestamptz,
+     outage_attempts integer NOT NULL DEFAULT 0,
+     last_error text,
+     last_success_at timestamptz,
+     updated_at timestamptz NOT NULL DEFAULT now()
+   )`,
 ];
 
 /** Applies the pending migrations of the mirror schema. */

@@ -4,8 +4,8 @@
  * cover). Read-only; every route needs a bearer token with the resource's read scope.
  */
 import type { FastifyInstance } from 'fastify';
-import { sql } from 'kysely';
 import { RESOURCES } from '../../../resources/registry.ts';
+import { recordJsonText } from '../../../resources/record.repository.ts';
 import type { ResourceDeclaration } from '../../../resources/resource.ts';
 import { bearerAuthPlugin } from '../../plugins/bearer-auth.ts';
 import { registerResource, type ResourceDefinition } from './resource-routes.ts';
@@ -23,7 +23,7 @@ function routesOf(resource: ResourceDeclaration): ResourceDefinition {
     record: resource.record,
     filters: resource.filters,
     conditions: (query) => resource.conditions(query),
-    byId: resource.single ? (id) => sql`${source.id} = ${id}::uuid` : undefined,
+    byId: resource.single ? (db, id) => recordJsonText(db, resource, id) : undefined,
     description: resource.description,
   };
 }

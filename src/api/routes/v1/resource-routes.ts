@@ -4,7 +4,8 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TSchema } from '@sinclair/typebox';
-import { sql, type RawBuilder } from 'kysely';
+import type { Kysely, RawBuilder } from 'kysely';
+import type { Database } from '../../../db/schema.ts';
 import { Readable } from 'node:stream';
 import { fetchPage, fetchPageKeys, streamPage, type ListSource, type PageRequest } from '../../../db/keyset-page.ts';
 import { snapshotStream, snapshotEndCursor, SnapshotSlots } from '../../../db/snapshot.ts';
@@ -31,8 +32,8 @@ export interface ResourceDefinition {
   filters: Readonly<Record<string, TSchema>>;
   /** Builds SQL conditions from the parsed query (validated by the schema already) and the request's token. */
   conditions(query: Record<string, unknown>, request: FastifyRequest): RawBuilder<unknown>[] | Promise<RawBuilder<unknown>[]>;
-  /** Condition identifying one record by id for the single GET; omit for no single GET. */
-  byId?: ((id: string) => RawBuilder<unknown>) | undefined;
+  /** The JSON text of one record by id (undefined when none) for the single GET; omit for no single GET. */
+  byId?: ((db: Kysely<Database>, id: string) => Promise<string | undefined>) | undefined;
   description: { readonly list: string; readonly get?: string; readonly export: string };
 }
 
@@ -75,7 +76,10 @@ const snapshotSlots = new WeakMap<FastifyInstance, SnapshotSlots>();
 /** Registers GET /{path}, GET /{path}/export, GET /{path}/snapshot and (with byId) GET /{path}/:id. */
 export function registerResource(app: FastifyInstance, def: ResourceDefinition): void {
   let slots = snapshotSlots.get(app);
-  if (!slots) snapshotSlots.set(app, (slots = new SnapshotSlots()));
+  if (!slots) {
+    slots = new SnapshotSlots();
+    snapshotSlots.set(app, slots);
+  }
   const running = slots;
   const config = (rateLimitClass: 'standard' | 'export') => (typeof def.scope === 'string'
     ? { scope: def.scope, rateLimitClass }
@@ -208,11 +212,9 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       },
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         const id = requireUuid((request.params as { id: string }).id, 'id');
-        const { rows } = await sql<{ json: string }>`
-          SELECT ${def.source.json}::text AS json FROM ${def.source.from} WHERE ${byId(id)}
-        `.execute(app.ctx.database.db);
-        if (rows.length === 0) throw notFound(def.noun, id);
-        return reply.type('application/json; charset=utf-8').send(`{"data":${rows[0]!.json}}`);
+        const json = await byId(app.ctx.database.db, id);
+        if (json === undefined) throw notFound(def.noun, id);
+        return reply.type('application/json; charset=utf-8').send(`{"data":${json}}`);
       },
     });
   }

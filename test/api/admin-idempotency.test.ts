@@ -1,0 +1,153 @@
+/**
+ * Idempotent admin writes (decision 0013): every admin POST honours Idempotency-Key. The same key
+ * with the same request answers the first response again without writing; another body is a 422;
+ * concurrent requests with one key write once; keys are per principal, kept 24 h, then reusable
+ * and pruned.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql } from 'kysely';
+import { backends } from '../helpers/test-database.ts';
+import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
+import { aProduct } from '../helpers/store-fixtures.ts';
+import { pruneOnce } from '../../src/retention/retention-pruner.ts';
+import { retentionPolicyOf } from '../../src/retention/retention-policy.ts';
+
+type Json = Record<string, any>;
+
+describe.each(backends)('Idempotency-Key on the admin API (%s)', (backend) => {
+  let t: TestApp;
+  let admin: { authorization: string };
+  let productId: string;
+  beforeAll(async () => {
+    t = await buildTestApp(backend, { ...UNLIMITED, WEBHOOK_ALLOW_PRIVATE_URLS: 'true' });
+    admin = await t.auth(['admin']);
+    productId = (await aProduct(t.ctx.database.db, { stock: 100_000 })).id;
+  });
+  afterAll(async () => t?.close());
+
+  const post = async (url: string, payload: unknown, key?: string, auth = admin) => {
+    const res = await t.app.inject({
+      method: 'POST', url: `/admin/api/v1${url}`,
+      headers: { ...auth, 'content-type': 'application/json', ...(key === undefined ? {} : { 'idempotency-key': key }) },
+      payload: JSON.stringify(payload),
+    });
+    return { status: res.statusCode, body: res.json() as Json, headers: res.headers, raw: res.body };
+  };
+  const count = async (table: string) =>
+    (await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table)}`.execute(t.ctx.database.db)).rows[0]!.n;
+  const order = () => ({ source: 'pos', payment_method: 'cash', items: [{ product_id: productId, quantity: 1 }] });
+
+  it('a retried order POST answers the first order again and places it once', async () => {
+    const [orders, movements, events] = [await count('orders'), await count('stock_movements'), await count('events')];
+    const first = await post('/orders', order(), 'pos-7-sale-1001');
+    expect(first.status).toBe(201);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    const again = await post('/orders', order(), 'pos-7-sale-1001');
+    expect(again.status).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.headers['content-type']).toMatch(/^application\/json/);
+    expect(again.raw).toBe(first.raw);
+    expect(await count('orders')).toBe(orders + 1);
+    expect(await count('stock_movements')).toBe(movements + 1);
+    const newEvents = await count('events') - events;
+    // A third try is still a replay: the count of events stays.
+    await post('/orders', order(), 'pos-7-sale-1001');
+    expect(await count('events') - events).toBe(newEvents);
+  });
+
+  it('the same key with another body is refused with 422 problem+json, and nothing is written', async () => {
+    await post('/orders', order(), 'pos-7-sale-1002');
+    const orders = await count('orders');
+    const other = await post('/orders', { ...order(), items: [{ product_id: productId, quantity: 5 }] }, 'pos-7-sale-1002');
+    expect(other.status).toBe(422);
+    expect(other.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(other.body).toMatchObject({ code: 'idempotency_key_reused', status: 422, errors: [{ param: 'header.Idempotency-Key' }] });
+    // …another path too.
+    expect((await post('/customers', { name: 'Sam' }, 'pos-7-sale-1002')).status).toBe(422);
+    expect(await count('orders')).toBe(orders);
+  });
+
+  it('concurrent requests with one key write once: the others get the answer or 409 in use', async () => {
+    const orders = await count('orders');
+    const answers = await Promise.all(Array.from({ length: 6 }, () => post('/orders', order(), 'pos-7-sale-concurrent')));
+    expect(await count('orders')).toBe(orders + 1);
+    const created = answers.filter((a) => a.status === 201);
+    expect(created.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(created.map((a) => a.body.data.id)).size).toBe(1);
+    for (const a of answers.filter((x) => x.status !== 201)) {
+      expect(a.status).toBe(409);
+      expect(a.body.code).toBe('idempotency_key_in_use');
+      expect(a.headers['retry-after']).toBe('1');
+    }
+  });
+
+  it('keys are per principal; POSTs without a key are not deduplicated', async () => {
+    const other = await t.auth(['admin']);
+    const orders = await count('orders');
+    expect((await post('/orders', order(), 'shared-key', admin)).status).toBe(201);
+    const theirs = await post('/orders', order(), 'shared-key', other);
+    expect(theirs.status).toBe(201);
+    expect(theirs.headers['idempotent-replayed']).toBeUndefined();
+    await post('/orders', order());
+    await post('/orders', order());
+    expect(await count('orders')).toBe(orders + 4);
+  });
+
+  it('holds for every admin POST: a token is created once, a webhook endpoint once', async () => {
+    const tokens = await count('api_tokens');
+    const a = await post('/tokens', { name: 'erp', scopes: ['orders:read'] }, 'create-erp-token');
+    const b = await post('/tokens', { name: 'erp', scopes: ['orders:read'] }, 'create-erp-token');
+    expect(a.status).toBe(201);
+    expect(b.body.data).toEqual(a.body.data);
+    expect(await count('api_tokens')).toBe(tokens + 1);
+    const endpoints = await count('webhook_endpoints');
+    const e1 = await post('/webhooks/endpoints', { url: 'http://127.0.0.1:9/hooks/store' }, 'endpoint-1');
+    const e2 = await post('/webhooks/endpoints', { url: 'http://127.0.0.1:9/hooks/store' }, 'endpoint-1');
+    expect(e2.body.data.id).toBe(e1.body.data.id);
+    expect(await count('webhook_endpoints')).toBe(endpoints + 1);
+  });
+
+  it('a 4xx answer is kept and replayed (the retry does not run again)', async () => {
+    const created = await post('/orders', order(), 'order-for-transition');
+    const id = created.body.data.id as string;
+    const bad = await post(`/orders/${id}/status`, { status: 'pending' }, 'bad-transition');
+    expect(bad.status).toBeGreaterThanOrEqual(400);
+    expect(bad.status).toBeLessThan(500);
+    const again = await post(`/orders/${id}/status`, { status: 'pending' }, 'bad-transition');
+    expect(again.status).toBe(bad.status);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(bad.body);
+  });
+
+  it('refuses a malformed key with 400 naming the header', async () => {
+    for (const key of ['', 'has space', 'x'.repeat(256), 'clé']) {
+      const res = await post('/customers', { name: 'Sam' }, key);
+      expect(res.status, JSON.stringify(key)).toBe(400);
+      expect(res.body.errors?.[0]?.param ?? res.body.detail).toMatch(/Idempotency-Key/i);
+    }
+  });
+
+  it('a key is kept 24 h: then it may be reused, and the pruner deletes it', async () => {
+    const db = t.ctx.database.db;
+    await post('/customers', { name: 'Ana' }, 'day-old');
+    const customers = await count('customers');
+    // Within 24 h another body is refused…
+    await sql`UPDATE idempotency_keys SET created_at = now() - interval '23 hours' WHERE idempotency_key = 'day-old'`.execute(db);
+    expect((await post('/customers', { name: 'Bea' }, 'day-old')).status).toBe(422);
+    // …after 24 h the key is free again.
+    await sql`UPDATE idempotency_keys SET created_at = now() - interval '24 hours 1 second' WHERE idempotency_key = 'day-old'`.execute(db);
+    const reused = await post('/customers', { name: 'Bea' }, 'day-old');
+    expect(reused.status).toBe(201);
+    expect(reused.headers['idempotent-replayed']).toBeUndefined();
+    expect(await count('customers')).toBe(customers + 1);
+
+    await sql`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE idempotency_key = 'day-old'`.execute(db);
+    const keys = await count('idempotency_keys');
+    const report = await pruneOnce(db, retentionPolicyOf(t.ctx.config), Date.now());
+    expect(report.idempotencyKeys).toBe(1);
+    expect(await count('idempotency_keys')).toBe(keys - 1);
+    const left = (await sql<{ k: string }>`SELECT idempotency_key AS k FROM idempotency_keys`.execute(db)).rows.map((r) => r.k);
+    expect(left).not.toContain('day-old');
+    expect(left).toContain('pos-7-sale-1001');
+  });
+});
