@@ -199,11 +199,11 @@ async function parseCsvYielding(csv: string): Promise<Record<string, string>[]> 
   const records: Record<string, string>[] = [];
   let failure: Error | undefined;
   parser.on('readable', () => {
-    for (let record = parser.read() as Record<string, string> | null; record !== null; record = parser.read() as Record<string, string> | null) {
-      records.push(record);
-    }
+    for (let record = parser.read() as Record<string, string> | null; record !== null; record = parser.read() as Record<string, string> | null) records.push(record);
   });
-  parser.on('error', (error) => { failure ??= error; });
+  parser.on('error', (error) => {
+    failure ??= error;
+  });
   const ended = new Promise<void>((resolve) => { parser.on('end', resolve); parser.on('close', resolve); });
   for (let at = 0; at < csv.length && !failure; at += CSV_SLICE) {
     parser.write(csv.slice(at, at + CSV_SLICE));
