@@ -3,8 +3,9 @@
  * HMAC-SHA256, keyed with the base64 part of a `whsec_…` secret, over `{webhook-id}.{webhook-timestamp}.{raw body}`,
  * sent as `v1,<base64>`; during a secret rotation the header carries two signatures, space-separated.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { WebhookEvent } from './resource-types.ts';
+import { signatureOf } from './webhook-signature.ts';
 
 /** Why a delivery was refused. */
 export type WebhookVerificationCode = 'missing_header' | 'invalid_timestamp' | 'stale_timestamp' | 'invalid_signature' | 'invalid_secret' | 'invalid_payload';
@@ -76,8 +77,7 @@ export function verifyWebhook(
   }
 
   const raw = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  const signed = Buffer.concat([Buffer.from(`${id}.${timestamp!.trim()}.`, 'utf8'), raw]);
-  const expected = keys.map((key) => createHmac('sha256', key).update(signed).digest());
+  const expected = keys.map((key) => signatureOf(key, id!, timestamp!.trim(), raw));
   let matched = false;
   for (const part of signatures!.trim().split(/\s+/)) {
     const comma = part.indexOf(',');
