@@ -40,7 +40,11 @@ describe('Standard Webhooks signing (verified with the public standardwebhooks p
     expect(signatureOf(key, 'msg_4', now, Buffer.from(body, 'utf8'))).toEqual(signatureOf(key, 'msg_4', String(now), body));
     // Signed by the reference implementation, not by the service: the client's verifier accepts it,
     // raw bytes or string, so a builder broken on both sides alike cannot pass.
-    const headers = { 'webhook-id': 'msg_4', 'webhook-timestamp': String(now), 'webhook-signature': new Webhook(secret).sign('msg_4', new Date(now * 1000), body) };
+    const headers = {
+      'webhook-id': 'msg_4',
+      'webhook-timestamp': String(now),
+      'webhook-signature': new Webhook(secret).sign('msg_4', new Date(now * 1000), body),
+    };
     expect(verifyWebhook(new TextEncoder().encode(body), headers, secret).id).toBe('evt');
     expect(verifyWebhook(body, headers, secret).id).toBe('evt');
   });

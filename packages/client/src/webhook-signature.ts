@@ -14,5 +14,7 @@ export function signedContent(id: string, timestamp: number | string, body: stri
 
 /** The v1 signature's HMAC-SHA256 digest (raw bytes; the header carries `v1,` + its base64) of `body` with `key`. */
 export function signatureOf(key: KeyObject | Uint8Array, id: string, timestamp: number | string, body: string | Uint8Array): Buffer {
-  return createHmac('sha256', key).update(signedContent(id, timestamp, body)).digest();
+  return createHmac('sha256', key)
+    .update(signedContent(id, timestamp, body))
+    .digest();
 }

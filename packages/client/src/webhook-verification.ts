@@ -13,7 +13,10 @@ export type WebhookVerificationCode = 'missing_header' | 'invalid_timestamp' | '
 /** A delivery that must not be trusted; answer it with a 4xx. `message` is one line. */
 export class WebhookVerificationError extends Error {
   override readonly name = 'WebhookVerificationError';
-  constructor(readonly code: WebhookVerificationCode, message: string) {
+  constructor(
+    readonly code: WebhookVerificationCode,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -42,7 +45,11 @@ function header(headers: WebhookHeaders, name: string): string | undefined {
 function keyOf(secret: string): Buffer {
   const encoded = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
   const key = Buffer.from(encoded, 'base64');
-  if (encoded.trim() === '' || key.length === 0) throw new WebhookVerificationError('invalid_secret', 'The webhook signing secret is empty or not base64; use the whsec_… secret shown when the endpoint was created');
+  if (encoded.trim() === '' || key.length === 0)
+    throw new WebhookVerificationError(
+      'invalid_secret',
+      'The webhook signing secret is empty or not base64; use the whsec_… secret shown when the endpoint was created',
+    );
   return key;
 }
 
@@ -64,16 +71,25 @@ export function verifyWebhook(
   const id = header(headers, 'webhook-id');
   const timestamp = header(headers, 'webhook-timestamp');
   const signatures = header(headers, 'webhook-signature');
-  for (const [name, value] of [['webhook-id', id], ['webhook-timestamp', timestamp], ['webhook-signature', signatures]] as const) {
-    if (value === undefined || value.trim() === '') throw new WebhookVerificationError('missing_header', `The ${name} header is missing; this is not a signed Store API delivery`);
+  for (const [name, value] of [
+    ['webhook-id', id],
+    ['webhook-timestamp', timestamp],
+    ['webhook-signature', signatures],
+  ] as const) {
+    if (value === undefined || value.trim() === '')
+      throw new WebhookVerificationError('missing_header', `The ${name} header is missing; this is not a signed Store API delivery`);
   }
-  if (!/^\d{1,15}$/.test(timestamp!.trim())) throw new WebhookVerificationError('invalid_timestamp', `The webhook-timestamp header is not Unix seconds: ${JSON.stringify(timestamp)}`);
+  if (!/^\d{1,15}$/.test(timestamp!.trim()))
+    throw new WebhookVerificationError('invalid_timestamp', `The webhook-timestamp header is not Unix seconds: ${JSON.stringify(timestamp)}`);
   const seconds = Number(timestamp!.trim());
   const tolerance = options.toleranceSeconds ?? 300;
   const nowSeconds = Math.floor((options.now ?? Date.now()) / 1000);
   if (Math.abs(nowSeconds - seconds) > tolerance) {
     const side = seconds < nowSeconds ? 'old' : 'in the future';
-    throw new WebhookVerificationError('stale_timestamp', `The webhook timestamp is ${Math.abs(nowSeconds - seconds)} s ${side} (tolerance ${tolerance} s): a replay or a wrong clock`);
+    throw new WebhookVerificationError(
+      'stale_timestamp',
+      `The webhook timestamp is ${Math.abs(nowSeconds - seconds)} s ${side} (tolerance ${tolerance} s): a replay or a wrong clock`,
+    );
   }
 
   const raw = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
@@ -88,7 +104,11 @@ export function verifyWebhook(
       if (given.length === mac.length && timingSafeEqual(given, mac)) matched = true;
     }
   }
-  if (!matched) throw new WebhookVerificationError('invalid_signature', 'No webhook signature matches the signing secret: a wrong secret, or a body changed after signing (verify the raw body)');
+  if (!matched)
+    throw new WebhookVerificationError(
+      'invalid_signature',
+      'No webhook signature matches the signing secret: a wrong secret, or a body changed after signing (verify the raw body)',
+    );
 
   let event: unknown;
   try {
