@@ -20,8 +20,9 @@ COPY . .
 RUN npm ci --no-audit --no-fund \
  && npm ci --omit=dev --no-audit --no-fund \
  && test -f dist/.build-stamp && test ! -e node_modules/typescript \
- && chmod -R a+rX dist \
- && rm -rf node_modules/@store-api node_modules/.bin/store-api-sync
+ && test -f packages/client/dist/webhook-signature.js \
+ && chmod -R a+rX dist packages/client/dist \
+ && rm -rf node_modules/@store-api/sync node_modules/.bin/store-api-sync
 
 FROM ${BASE_IMAGE} AS runtime
 ENV NODE_ENV=production \
@@ -32,6 +33,10 @@ WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# The service signs webhooks with @store-api/client/webhook-signature (the verifier's own signed
+# content): node_modules/@store-api/client links to packages/client, whose package.json and dist/ it needs.
+COPY --from=build /app/packages/client/package.json ./packages/client/
+COPY --from=build /app/packages/client/dist ./packages/client/dist
 COPY --from=build /app/bin/store-api.js /app/bin/healthcheck.js ./bin/
 # The embedded database lives on a volume owned by the runtime user; mount your own there.
 RUN mkdir -p /var/lib/store-api && chown node:node /var/lib/store-api

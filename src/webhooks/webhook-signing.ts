@@ -4,7 +4,8 @@
  * `{id}.{timestamp}.{body}`, keyed with the base64-decoded part of a `whsec_<base64>` secret.
  * During a secret rotation's overlap both signatures are sent, space-separated, newest first.
  */
-import { createHmac, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import { createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import { signatureOf } from '@store-api/client/webhook-signature';
 
 const PREFIX = 'whsec_';
 /** Decoded keys by secret: a worker signs every delivery, with a handful of secrets. */
@@ -28,8 +29,8 @@ export function generateSecret(): string {
 
 /** `v1,<base64>` signature of `body` for message `id` at `timestampSeconds` with `secret`. */
 export function sign(secret: string, id: string, timestampSeconds: number, body: string): string {
-  const mac = createHmac('sha256', keyOf(secret)).update(`${id}.${timestampSeconds}.${body}`).digest('base64');
-  return `v1,${mac}`;
+  // The signed content is built by the client package's verifier's own function, so the two cannot drift.
+  return `v1,${signatureOf(keyOf(secret), id, timestampSeconds, body).toString('base64')}`;
 }
 
 /** The three Standard Webhooks headers for `body`, signed with every secret in `secrets`. */

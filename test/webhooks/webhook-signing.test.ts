@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
+import { verifyWebhook } from '@store-api/client';
+import { signatureOf, signedContent } from '@store-api/client/webhook-signature';
 import { generateSecret, sign, signatureHeaders } from '../../src/webhooks/webhook-signing.ts';
 
 describe('Standard Webhooks signing (verified with the public standardwebhooks package)', () => {
@@ -29,5 +31,21 @@ describe('Standard Webhooks signing (verified with the public standardwebhooks p
     expect(() => new Webhook(generateSecret()).verify(body, headers)).toThrow();
     expect(() => new Webhook(current).verify(`${body} `, headers)).toThrow();
     expect(() => new Webhook(current).verify(body, { ...headers, 'webhook-id': 'msg_3' })).toThrow();
+  });
+
+  it('signing and verification share one signed-content builder that matches the reference both ways', () => {
+    const secret = generateSecret();
+    const key = Buffer.from(secret.slice('whsec_'.length), 'base64');
+    expect(signedContent('msg_4', now, body).toString('utf8')).toBe(`msg_4.${now}.${body}`);
+    expect(signatureOf(key, 'msg_4', now, Buffer.from(body, 'utf8'))).toEqual(signatureOf(key, 'msg_4', String(now), body));
+    // Signed by the reference implementation, not by the service: the client's verifier accepts it,
+    // raw bytes or string, so a builder broken on both sides alike cannot pass.
+    const headers = {
+      'webhook-id': 'msg_4',
+      'webhook-timestamp': String(now),
+      'webhook-signature': new Webhook(secret).sign('msg_4', new Date(now * 1000), body),
+    };
+    expect(verifyWebhook(new TextEncoder().encode(body), headers, secret).id).toBe('evt');
+    expect(verifyWebhook(body, headers, secret).id).toBe('evt');
   });
 });

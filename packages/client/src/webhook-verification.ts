@@ -3,8 +3,9 @@
  * HMAC-SHA256, keyed with the base64 part of a `whsec_…` secret, over `{webhook-id}.{webhook-timestamp}.{raw body}`,
  * sent as `v1,<base64>`; during a secret rotation the header carries two signatures, space-separated.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { WebhookEvent } from './resource-types.ts';
+import { signatureOf } from './webhook-signature.ts';
 
 /** Why a delivery was refused. */
 export type WebhookVerificationCode = 'missing_header' | 'invalid_timestamp' | 'stale_timestamp' | 'invalid_signature' | 'invalid_secret' | 'invalid_payload';
@@ -12,7 +13,10 @@ export type WebhookVerificationCode = 'missing_header' | 'invalid_timestamp' | '
 /** A delivery that must not be trusted; answer it with a 4xx. `message` is one line. */
 export class WebhookVerificationError extends Error {
   override readonly name = 'WebhookVerificationError';
-  constructor(readonly code: WebhookVerificationCode, message: string) {
+  constructor(
+    readonly code: WebhookVerificationCode,
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -41,7 +45,11 @@ function header(headers: WebhookHeaders, name: string): string | undefined {
 function keyOf(secret: string): Buffer {
   const encoded = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
   const key = Buffer.from(encoded, 'base64');
-  if (encoded.trim() === '' || key.length === 0) throw new WebhookVerificationError('invalid_secret', 'The webhook signing secret is empty or not base64; use the whsec_… secret shown when the endpoint was created');
+  if (encoded.trim() === '' || key.length === 0)
+    throw new WebhookVerificationError(
+      'invalid_secret',
+      'The webhook signing secret is empty or not base64; use the whsec_… secret shown when the endpoint was created',
+    );
   return key;
 }
 
@@ -63,21 +71,29 @@ export function verifyWebhook(
   const id = header(headers, 'webhook-id');
   const timestamp = header(headers, 'webhook-timestamp');
   const signatures = header(headers, 'webhook-signature');
-  for (const [name, value] of [['webhook-id', id], ['webhook-timestamp', timestamp], ['webhook-signature', signatures]] as const) {
-    if (value === undefined || value.trim() === '') throw new WebhookVerificationError('missing_header', `The ${name} header is missing; this is not a signed Store API delivery`);
+  for (const [name, value] of [
+    ['webhook-id', id],
+    ['webhook-timestamp', timestamp],
+    ['webhook-signature', signatures],
+  ] as const) {
+    if (value === undefined || value.trim() === '')
+      throw new WebhookVerificationError('missing_header', `The ${name} header is missing; this is not a signed Store API delivery`);
   }
-  if (!/^\d{1,15}$/.test(timestamp!.trim())) throw new WebhookVerificationError('invalid_timestamp', `The webhook-timestamp header is not Unix seconds: ${JSON.stringify(timestamp)}`);
+  if (!/^\d{1,15}$/.test(timestamp!.trim()))
+    throw new WebhookVerificationError('invalid_timestamp', `The webhook-timestamp header is not Unix seconds: ${JSON.stringify(timestamp)}`);
   const seconds = Number(timestamp!.trim());
   const tolerance = options.toleranceSeconds ?? 300;
   const nowSeconds = Math.floor((options.now ?? Date.now()) / 1000);
   if (Math.abs(nowSeconds - seconds) > tolerance) {
     const side = seconds < nowSeconds ? 'old' : 'in the future';
-    throw new WebhookVerificationError('stale_timestamp', `The webhook timestamp is ${Math.abs(nowSeconds - seconds)} s ${side} (tolerance ${tolerance} s): a replay or a wrong clock`);
+    throw new WebhookVerificationError(
+      'stale_timestamp',
+      `The webhook timestamp is ${Math.abs(nowSeconds - seconds)} s ${side} (tolerance ${tolerance} s): a replay or a wrong clock`,
+    );
   }
 
   const raw = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  const signed = Buffer.concat([Buffer.from(`${id}.${timestamp!.trim()}.`, 'utf8'), raw]);
-  const expected = keys.map((key) => createHmac('sha256', key).update(signed).digest());
+  const expected = keys.map((key) => signatureOf(key, id!, timestamp!.trim(), raw));
   let matched = false;
   for (const part of signatures!.trim().split(/\s+/)) {
     const comma = part.indexOf(',');
@@ -88,7 +104,11 @@ export function verifyWebhook(
       if (given.length === mac.length && timingSafeEqual(given, mac)) matched = true;
     }
   }
-  if (!matched) throw new WebhookVerificationError('invalid_signature', 'No webhook signature matches the signing secret: a wrong secret, or a body changed after signing (verify the raw body)');
+  if (!matched)
+    throw new WebhookVerificationError(
+      'invalid_signature',
+      'No webhook signature matches the signing secret: a wrong secret, or a body changed after signing (verify the raw body)',
+    );
 
   let event: unknown;
   try {
