@@ -34,8 +34,9 @@ function distIsCurrent() {
 
 function sourceConditionOn() {
   const flags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
-  return flags.some((flag, i) => flag === '--conditions=source' || flag === '-C=source'
-    || ((flag === '--conditions' || flag === '-C') && flags[i + 1] === 'source'));
+  return flags.some(
+    (flag, i) => flag === '--conditions=source' || flag === '-C=source' || ((flag === '--conditions' || flag === '-C') && flags[i + 1] === 'source'),
+  );
 }
 
 if (!sourceConditionOn() && distIsCurrent()) {

@@ -13,7 +13,12 @@ function formatEta(seconds: number): string {
  * the percentage, the total and an ETA from the rate since the resource's first report; without one
  * (the exports of an older server) the count alone.
  */
-export function progressDetail({ records, total, done, since }: {
+export function progressDetail({
+  records,
+  total,
+  done,
+  since,
+}: {
   records: number;
   total: number | null;
   done: boolean;
