@@ -76,6 +76,18 @@ export function recordsQuery(source: ListSource, req: Omit<PageRequest, 'limit'>
   `;
 }
 
+/**
+ * How many records a walk from `req.cursor` below `req.horizon` reads: one count over the same
+ * conditions as the walk, on the (last_modified, id) index, without building any record's JSON
+ * (the snapshot's X-Total-Count).
+ */
+export async function countRecords(db: Kysely<Database>, source: ListSource, req: Omit<PageRequest, 'limit' | 'order'>): Promise<number> {
+  const { rows } = await sql<{ n: string | number }>`
+    SELECT count(*) AS n FROM ${source.from} WHERE ${whereClause(source, { ...req, order: 'asc' })}
+  `.execute(db);
+  return Number(rows[0]!.n);
+}
+
 /** Up to `limit` records after `req.cursor`, in page order, with their JSON. */
 async function selectRecords(db: Kysely<Database>, source: ListSource, req: Omit<PageRequest, 'limit'>, limit: number): Promise<PageRow[]> {
   const { rows } = await recordsQuery(source, req, limit).execute(db);

@@ -37,6 +37,8 @@ describe.each(backends)('snapshot export (%s)', (backend) => {
     expect(response.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
     const end = response.headers.get('x-snapshot-cursor');
     expect(end).toMatch(/^\d{4}-\d\d-\d\dT.+Z_00000000-0000-0000-0000-000000000000$/);
+    // The size of the stream, known before its first record (a sync tool's percentage and ETA).
+    expect(response.headers.get('x-total-count')).toBe(String(CUSTOMERS));
     const records = lines(await response.text());
     expect(records.length).toBe(CUSTOMERS);
     expect(new Set(records.map((r) => r.id)).size).toBe(CUSTOMERS);
@@ -78,7 +80,10 @@ describe.each(backends)('snapshot export (%s)', (backend) => {
   it('resumes from the last record received without repeating or skipping one', async () => {
     const all = lines(await (await get('customers/snapshot')).text());
     const cut = all[1234]!;
-    const rest = lines(await (await get(`customers/snapshot?cursor=${encodeURIComponent(`${cut.last_modified}_${cut.id}`)}`)).text());
+    const resumed = await get(`customers/snapshot?cursor=${encodeURIComponent(`${cut.last_modified}_${cut.id}`)}`);
+    // The count of a resumed stream is what is left after its cursor.
+    expect(resumed.headers.get('x-total-count')).toBe(String(all.length - 1235));
+    const rest = lines(await resumed.text());
     expect([...all.slice(0, 1235), ...rest].map((r) => r.id)).toEqual(all.map((r) => r.id));
   });
 

@@ -24,14 +24,18 @@ describe.each(backends)('client snapshot (%s)', (backend) => {
 
   it('reads every record in one request and ends on the server end cursor', async () => {
     const snapshot = s.client().products.snapshot({ include_inactive: true });
+    expect(snapshot.total).toBeNull(); // nothing asked yet
     const records = await snapshot.toArray();
     expect(records.length).toBe(PRODUCTS);
+    expect(snapshot.total).toBe(PRODUCTS); // the server's X-Total-Count
     expect(snapshot.pages).toBe(1);
     expect(snapshot.cursor).toMatch(/_00000000-0000-0000-0000-000000000000$/);
     const after = await s.client().products.list({ cursor: snapshot.cursor!, include_inactive: true });
     expect(after.data).toEqual([]);
     // The default filter is the export's: active products only.
-    expect((await s.client().products.snapshot().toArray()).length).toBe(PRODUCTS - PRODUCTS / 10);
+    const active = s.client().products.snapshot();
+    expect((await active.toArray()).length).toBe(PRODUCTS - PRODUCTS / 10);
+    expect(active.total).toBe(PRODUCTS - PRODUCTS / 10); // counted under the same filters
   });
 
   it('the sync reader falls back to the paged exports when the server has no snapshot endpoint', async () => {

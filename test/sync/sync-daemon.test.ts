@@ -18,6 +18,8 @@ import { buildApp, type App } from '../../src/app.ts';
 import { PROJECT_ROOT } from '../production/process-helpers.ts';
 
 const SYNC_CLI = join(PROJECT_ROOT, 'packages/sync/bin/store-api-sync.js');
+/** The CLI under test runs its TypeScript sources and the client's (the "source" export condition), never a dist/ build. */
+const RUN_SOURCE = '--conditions=source';
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
 async function freePort(): Promise<number> {
@@ -56,7 +58,7 @@ class Output {
 
 function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [SYNC_CLI, ...args], { env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [SYNC_CLI, ...args], { env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_OPTIONS: RUN_SOURCE, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -107,7 +109,7 @@ describe.each(backends)('store-api-sync run through outages of the service (%s)'
     const env = { STORE_API_URL: `http://127.0.0.1:${port}`, STORE_API_TOKEN: token, STORE_WEBHOOK_SECRET: SECRET };
     const daemon: ChildProcessWithoutNullStreams = spawn(process.execPath, [
       SYNC_CLI, 'run', ...mirrorArgs, '--port', '0', '--reconcile-every', '200ms', '--retry-min', '100ms', '--retry-max', '400ms',
-    ], { env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    ], { env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_OPTIONS: RUN_SOURCE, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
     const exited = new Promise<number | null>((resolve) => daemon.on('exit', (code) => resolve(code)));
     const stdout = new Output(daemon.stdout);
     const stderr = new Output(daemon.stderr);

@@ -86,6 +86,21 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
     expect(mirrorMatches(await verifyMirror(mirror, reader, SYNC_RESOURCES))).toBe(true);
   });
 
+  it('initial sync: the snapshot announces its total before the first batch, and every report carries it', async () => {
+    const mirror = await freshMirror();
+    const reports: { records: number; total: number | null; done: boolean }[] = [];
+    await initialSync(mirror, clientStoreReader({ baseUrl, token }), [products], {
+      batchSize: 4,
+      onProgress: ({ records, total, done }) => reports.push({ records, total, done }),
+    });
+    const applied = reports.at(-1)!.records;
+    expect(applied).toBeGreaterThan(8);
+    expect(reports.length).toBeGreaterThan(2);
+    // Known from the first report on: the count the snapshot's X-Total-Count gave.
+    for (const report of reports) expect(report.total).toBe(applied);
+    expect(reports.filter((r) => !r.done).map((r) => r.records)).toEqual(reports.filter((r) => !r.done).map((_, i) => 4 * (i + 1)));
+  });
+
   it('receiver: newer payloads apply, older ones and redeliveries change nothing, a wrong secret is refused', async () => {
     const mirror = await freshMirror();
     const verify = webhookVerifier([SECRET]);
@@ -167,6 +182,27 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
     const badSecret = await cli(['serve', ...mirrorArgs, '--secret', 'not-a-secret'], env);
     expect(badSecret.code).toBe(1);
     expect(badSecret.stderr.trim()).toBe('store-api-sync: the signing secret is not a whsec_… secret (--secret or STORE_WEBHOOK_SECRET)');
+  }, 120_000);
+
+  it('CLI: init says on screen that it waits for the export rate limit (snapshots count against it), then finishes', async () => {
+    // One snapshot a second: the second resource's snapshot is answered 429 until the window turns.
+    const limited = await buildTestApp(backend, { RATE_LIMIT_STANDARD: '1000000', RATE_LIMIT_EXPORT: '1', RATE_LIMIT_WINDOW_MS: '1000' });
+    closers.push(limited);
+    await limited.app.listen({ port: 0, host: '127.0.0.1' });
+    await aProduct(limited.database.db);
+    const env = {
+      STORE_API_URL: `http://127.0.0.1:${(limited.app.server.address() as AddressInfo).port}`,
+      STORE_API_TOKEN: (await limited.auth()).authorization.slice('Bearer '.length),
+    };
+    const mirrorArgs = backend === 'postgres'
+      ? ['--database', (await openTestDatabase('postgres', { poolSize: 1 }).then((db) => { closers.push(db); return db; })).url!]
+      : ['--data-dir', mkdtempSync(join(tmpdir(), 'store-api-sync-limited-'))];
+    const init = await cli(['init', ...mirrorArgs], env);
+    expect(init.code, init.stderr).toBe(0);
+    expect(init.stderr).toMatch(/store-api-sync: waiting \d+ s for the export rate limit/);
+    expect(init.stderr).not.toMatch(/for the standard rate limit/);
+    const verified = await cli(['verify', ...mirrorArgs], env);
+    expect(verified.code, verified.stderr).toBe(0);
   }, 120_000);
 });
 

@@ -66,7 +66,10 @@ describe.each(backends)('webhooks missing compared with the events feed (%s)', (
     await mirror.close();
 
     const status = await new Promise<{ code: number | null; stdout: string }>((resolve) => {
-      const child = spawn(process.execPath, [SYNC_CLI, 'status', ...mirrorArgs, '--url', baseUrl, '--token', token], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(process.execPath, [SYNC_CLI, 'status', ...mirrorArgs, '--url', baseUrl, '--token', token], {
+        env: { ...process.env, NODE_OPTIONS: '--conditions=source' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let stdout = '';
       child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
       child.on('exit', (code) => resolve({ code, stdout }));

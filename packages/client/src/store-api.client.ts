@@ -76,6 +76,12 @@ export class RecordIterator<T> implements AsyncIterable<T> {
   count = 0;
   /** Pages (list pages or export requests) fetched so far. */
   pages = 0;
+  /**
+   * Records the whole walk holds, when the server says so before sending them (a snapshot's
+   * X-Total-Count, counted at its start); null until the first request answers, and for lists and
+   * exports, which do not announce their size.
+   */
+  total: number | null = null;
   readonly #source: (self: RecordIterator<T>) => AsyncGenerator<T>;
   #started = false;
 
@@ -261,6 +267,9 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
         throw new StoreApiError(`${url.origin} did not answer like the Store Integration API (no X-Snapshot-Cursor header on GET ${url.pathname}); check the base URL`, { status: response.status, code: 'not_store_api', request: `GET ${url.pathname}${url.search}` });
       }
       self.pages++;
+      const announced = Number.parseInt(response.headers.get('x-total-count') ?? '', 10);
+      // A resumed stream counts what is left after its cursor: add what was consumed before it.
+      if (Number.isSafeInteger(announced) && announced >= 0) self.total = self.count + announced;
       let count = 0;
       try {
         if (response.body) {

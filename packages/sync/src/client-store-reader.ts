@@ -65,6 +65,7 @@ export function clientStoreReader({ baseUrl, token, exportLimit = 500, maxRetrie
           }
         },
         endCursor: () => (fellBack ? null : snapshot.cursor),
+        total: () => (fellBack ? null : snapshot.total),
       };
     },
   };

@@ -13,6 +13,8 @@ export interface InitialSyncProgress {
   resource: SyncResource;
   /** Records applied by this run so far. */
   records: number;
+  /** Records this run applies in all when the server announced it (a snapshot's X-Total-Count); null when unknown. */
+  total: number | null;
   done: boolean;
 }
 
@@ -30,7 +32,7 @@ export async function initialSync(mirror: MirrorDatabase, reader: StoreReader, r
     const state = await readSyncState(mirror.db, resource.name);
     let records = 0;
     if (state.initial_done) {
-      options.onProgress?.({ resource, records, done: true });
+      options.onProgress?.({ resource, records, total: 0, done: true });
       totals.set(resource.name, 0);
       continue;
     }
@@ -49,7 +51,7 @@ export async function initialSync(mirror: MirrorDatabase, reader: StoreReader, r
       records += batch.length;
       cursor = next;
       batch = [];
-      options.onProgress?.({ resource, records, done });
+      options.onProgress?.({ resource, records, total: snapshot?.total?.() ?? null, done });
     };
     for await (const record of snapshot ?? reader.exportRecords(resource, cursor)) {
       batch.push(record);

@@ -26,4 +26,6 @@ export interface StoreReader {
 export interface SnapshotWalk extends AsyncIterable<MirrorRecord> {
   /** The snapshot's end cursor after a complete walk; null when the walk fell back to the export. */
   endCursor(): string | null;
+  /** Records the walk holds in all, once the server said so (a snapshot's X-Total-Count); null when unknown. */
+  total?(): number | null;
 }

@@ -98,7 +98,7 @@ export interface paths {
         };
         /**
          * Every product record in one NDJSON stream (initial sync)
-         * @description Streams every product record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
+         * @description Streams every product record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Total-Count says how many records the stream holds (counted at its start, after `cursor`), for a progress bar. The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
          */
         get: operations["snapshot_products"];
         put?: never;
@@ -169,7 +169,7 @@ export interface paths {
         };
         /**
          * Every order record in one NDJSON stream (initial sync)
-         * @description Streams every order record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
+         * @description Streams every order record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Total-Count says how many records the stream holds (counted at its start, after `cursor`), for a progress bar. The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
          */
         get: operations["snapshot_orders"];
         put?: never;
@@ -240,7 +240,7 @@ export interface paths {
         };
         /**
          * Every customer record in one NDJSON stream (initial sync)
-         * @description Streams every customer record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
+         * @description Streams every customer record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Total-Count says how many records the stream holds (counted at its start, after `cursor`), for a progress bar. The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
          */
         get: operations["snapshot_customers"];
         put?: never;
@@ -311,7 +311,7 @@ export interface paths {
         };
         /**
          * Every inventory record record in one NDJSON stream (initial sync)
-         * @description Streams every inventory record record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
+         * @description Streams every inventory record record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Total-Count says how many records the stream holds (counted at its start, after `cursor`), for a progress bar. The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
          */
         get: operations["snapshot_inventory"];
         put?: never;
@@ -365,7 +365,7 @@ export interface paths {
         };
         /**
          * Every stock movement record in one NDJSON stream (initial sync)
-         * @description Streams every stock movement record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
+         * @description Streams every stock movement record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Total-Count says how many records the stream holds (counted at its start, after `cursor`), for a progress bar. The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
          */
         get: operations["snapshot_inventory_movements"];
         put?: never;
@@ -419,7 +419,7 @@ export interface paths {
         };
         /**
          * Every event record in one NDJSON stream (initial sync)
-         * @description Streams every event record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
+         * @description Streams every event record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Total-Count says how many records the stream holds (counted at its start, after `cursor`), for a progress bar. The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
          */
         get: operations["snapshot_events"];
         put?: never;
@@ -2006,11 +2006,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description NDJSON: one record per line. Header X-Snapshot-Cursor. */
+            /** @description NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count. */
             200: {
                 headers: {
                     /** @description cursor after the snapshot: pass it as `cursor` to lists and exports to continue with what changed since */
                     "X-Snapshot-Cursor"?: string;
+                    /** @description how many records this stream holds (those after `cursor`, below the read horizon fixed at its start), counted before the first record is sent */
+                    "X-Total-Count"?: number;
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -2419,11 +2421,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description NDJSON: one record per line. Header X-Snapshot-Cursor. */
+            /** @description NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count. */
             200: {
                 headers: {
                     /** @description cursor after the snapshot: pass it as `cursor` to lists and exports to continue with what changed since */
                     "X-Snapshot-Cursor"?: string;
+                    /** @description how many records this stream holds (those after `cursor`, below the read horizon fixed at its start), counted before the first record is sent */
+                    "X-Total-Count"?: number;
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -2814,11 +2818,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description NDJSON: one record per line. Header X-Snapshot-Cursor. */
+            /** @description NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count. */
             200: {
                 headers: {
                     /** @description cursor after the snapshot: pass it as `cursor` to lists and exports to continue with what changed since */
                     "X-Snapshot-Cursor"?: string;
+                    /** @description how many records this stream holds (those after `cursor`, below the read horizon fixed at its start), counted before the first record is sent */
+                    "X-Total-Count"?: number;
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -3215,11 +3221,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description NDJSON: one record per line. Header X-Snapshot-Cursor. */
+            /** @description NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count. */
             200: {
                 headers: {
                     /** @description cursor after the snapshot: pass it as `cursor` to lists and exports to continue with what changed since */
                     "X-Snapshot-Cursor"?: string;
+                    /** @description how many records this stream holds (those after `cursor`, below the read horizon fixed at its start), counted before the first record is sent */
+                    "X-Total-Count"?: number;
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -3502,11 +3510,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description NDJSON: one record per line. Header X-Snapshot-Cursor. */
+            /** @description NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count. */
             200: {
                 headers: {
                     /** @description cursor after the snapshot: pass it as `cursor` to lists and exports to continue with what changed since */
                     "X-Snapshot-Cursor"?: string;
+                    /** @description how many records this stream holds (those after `cursor`, below the read horizon fixed at its start), counted before the first record is sent */
+                    "X-Total-Count"?: number;
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -3789,11 +3799,13 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description NDJSON: one record per line. Header X-Snapshot-Cursor. */
+            /** @description NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count. */
             200: {
                 headers: {
                     /** @description cursor after the snapshot: pass it as `cursor` to lists and exports to continue with what changed since */
                     "X-Snapshot-Cursor"?: string;
+                    /** @description how many records this stream holds (those after `cursor`, below the read horizon fixed at its start), counted before the first record is sent */
+                    "X-Total-Count"?: number;
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                     "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];

@@ -4,6 +4,7 @@
  */
 import { Command, Option } from 'commander';
 import cliProgress from 'cli-progress';
+import { progressDetail } from './progress.ts';
 import { openMirror, type MirrorDatabase } from '../mirror/mirror-database.ts';
 import { resetInitialSync } from '../mirror/mirror.repository.ts';
 import { clientStoreReader } from '../client-store-reader.ts';
@@ -59,7 +60,8 @@ function reader(options: CommonOptions, tuning: { retryBaseDelayMs?: number; ret
  */
 function logRetry(info: RetryInfo): void {
   if (info.status !== 429) return;
-  const budget = /\/export\b/.test(info.error.request) ? 'export' : 'standard';
+  // Snapshots count against the export budget like the exports (the service's `config('export')`).
+  const budget = /\/(export|snapshot)\b/.test(info.error.request) ? 'export' : 'standard';
   process.stderr.write(`${new Date().toISOString()} store-api-sync: waiting ${Math.round(info.delayMs / 1000)} s for the ${budget} rate limit (the token's budget; the README's sync recipe says how to raise it)\n`);
 }
 
@@ -87,19 +89,23 @@ function run<Args extends unknown[]>(action: (...args: Args) => Promise<number |
 
 function progressBars(resources: readonly SyncResource[]) {
   const bars = new cliProgress.MultiBar({
-    format: '{resource} |{bar}| {value} records {state}',
+    format: '{resource} |{bar}| {detail}',
     hideCursor: true,
     clearOnComplete: false,
     noTTYOutput: !process.stderr.isTTY,
     notTTYSchedule: 5000,
   }, cliProgress.Presets.shades_classic);
-  const byName = new Map(resources.map((r) => [r.name, bars.create(1, 0, { resource: r.name.padEnd(15), state: 'waiting' })]));
+  const byName = new Map(resources.map((r) => [r.name, bars.create(1, 0, { resource: r.name.padEnd(15), detail: 'waiting' })]));
+  // Each resource's first report (time, records): the ETA's rate is measured from there.
+  const first = new Map<string, { at: number; records: number }>();
   return {
-    onProgress: ({ resource, records, done }: { resource: SyncResource; records: number; done: boolean }) => {
+    onProgress: ({ resource, records, total, done }: { resource: SyncResource; records: number; total: number | null; done: boolean }) => {
       const bar = byName.get(resource.name)!;
-      // The export does not announce its size: the bar grows with it and is full when done.
-      bar.setTotal(done ? Math.max(records, 1) : records + 500);
-      bar.update(records, { state: done ? 'done' : 'syncing' });
+      if (!first.has(resource.name)) first.set(resource.name, { at: performance.now(), records });
+      const since = first.get(resource.name)!;
+      // Without an announced total the bar grows with the export and is full when done.
+      bar.setTotal(done ? Math.max(records, 1) : (total ?? records + 500) || 1);
+      bar.update(records, { detail: progressDetail({ records, total, done, since: { records: since.records, elapsedMs: performance.now() - since.at } }) });
     },
     stop: () => bars.stop(),
   };

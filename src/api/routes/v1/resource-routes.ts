@@ -7,7 +7,7 @@ import type { TSchema } from '@sinclair/typebox';
 import type { Kysely, RawBuilder } from 'kysely';
 import type { Database } from '../../../db/schema.ts';
 import { Readable } from 'node:stream';
-import { fetchPage, fetchPageKeys, streamPage, type ListSource, type PageRequest } from '../../../db/keyset-page.ts';
+import { countRecords, fetchPage, fetchPageKeys, streamPage, type ListSource, type PageRequest } from '../../../db/keyset-page.ts';
 import { snapshotStream, snapshotEndCursor, SnapshotSlots } from '../../../db/snapshot.ts';
 import { readHorizon } from '../../../db/write-clock.ts';
 import type { Scope } from '../../../tokens/token.service.ts';
@@ -154,6 +154,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       summary: `Every ${def.noun} record in one NDJSON stream (initial sync)`,
       description: [
         `Streams every ${def.noun} record (filters as in the export) in (last_modified, id) order, with no page limit, then ends.`,
+        'The response header X-Total-Count says how many records the stream holds (counted at its start, after `cursor`), for a progress bar.',
         'The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor.',
         'A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor.',
         'Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After.',
@@ -164,10 +165,11 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       produces: ['application/x-ndjson'],
       response: {
         200: {
-          description: 'NDJSON: one record per line. Header X-Snapshot-Cursor.',
+          description: 'NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count.',
           content: { 'application/x-ndjson': { schema: def.record } },
           headers: {
             'X-Snapshot-Cursor': { type: 'string', description: 'cursor after the snapshot: pass it as `cursor` to lists and exports to continue with what changed since' },
+            'X-Total-Count': { type: 'integer', minimum: 0, description: 'how many records this stream holds (those after `cursor`, below the read horizon fixed at its start), counted before the first record is sent' },
           },
         },
         ...errorResponses,
@@ -188,6 +190,8 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
         const db = app.ctx.database.db;
         const horizon = await readHorizon(db);
         reply.header('X-Snapshot-Cursor', await snapshotEndCursor(db, horizon));
+        // What this stream will hold, known before the first record: a sync tool shows a percentage and an ETA.
+        reply.header('X-Total-Count', String(await countRecords(db, def.source, { cursor, horizon, filters })));
         reply.type('application/x-ndjson; charset=utf-8');
         // Released when the response ends or the client goes away, whichever comes first.
         reply.raw.once('close', release);
