@@ -117,7 +117,10 @@ export function ensureWrk(): void {
   throw new Error('bench: wrk is needed for the load and is not installed: apt-get install -y wrk');
 }
 
-export async function wrk(url: string, opts: { connections: number; seconds: number; headers: Record<string, string>; script?: string; env?: Record<string, string> }): Promise<LoadResult> {
+export async function wrk(
+  url: string,
+  opts: { connections: number; seconds: number; headers: Record<string, string>; script?: string; env?: Record<string, string> },
+): Promise<LoadResult> {
   const args = ['-t', String(Math.min(2, opts.connections)), '-c', String(opts.connections), '-d', `${opts.seconds}s`, '--latency'];
   for (const [name, value] of Object.entries(opts.headers)) args.push('-H', `${name}: ${value}`);
   if (opts.script) args.push('-s', opts.script);
@@ -144,20 +147,26 @@ function percentile(sorted: number[], q: number): number {
 }
 
 /** One statement run by `connections` pg clients in closed loops for `seconds`: the read ceiling. */
-export async function queryLoop(databaseUrl: string, query: { sql: string; parameters: readonly unknown[] }, opts: { connections: number; seconds: number }): Promise<LoadResult> {
+export async function queryLoop(
+  databaseUrl: string,
+  query: { sql: string; parameters: readonly unknown[] },
+  opts: { connections: number; seconds: number },
+): Promise<LoadResult> {
   const pool = new pg.Pool({ connectionString: databaseUrl, max: opts.connections });
   try {
     const clients = await Promise.all(Array.from({ length: opts.connections }, () => pool.connect()));
     const latencies: number[] = [];
     const end = performance.now() + opts.seconds * 1000;
     const start = performance.now();
-    await Promise.all(clients.map(async (client) => {
-      while (performance.now() < end) {
-        const t = performance.now();
-        await client.query(query.sql, query.parameters as unknown[]);
-        latencies.push(performance.now() - t);
-      }
-    }));
+    await Promise.all(
+      clients.map(async (client) => {
+        while (performance.now() < end) {
+          const t = performance.now();
+          await client.query(query.sql, query.parameters as unknown[]);
+          latencies.push(performance.now() - t);
+        }
+      }),
+    );
     const elapsed = (performance.now() - start) / 1000;
     for (const client of clients) client.release();
     latencies.sort((a, b) => a - b);
@@ -258,7 +267,11 @@ export async function bareBodyServer(body: Buffer): Promise<{ origin: string; cl
   const { port } = server.address() as { port: number };
   return {
     origin: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 

@@ -24,7 +24,16 @@ const program = new Command()
   .option('--write-pause <ms>', 'pause of each writer between operations', (v) => Number(v), 250)
   .option('--database <url>', 'run the service on PostgreSQL: a scratch database on this server');
 program.parse();
-const opts = program.opts<{ products: number; minutes: number; writers: number; kills: number; csvRows: number; csvEvery: number; writePause: number; database?: string }>();
+const opts = program.opts<{
+  products: number;
+  minutes: number;
+  writers: number;
+  kills: number;
+  csvRows: number;
+  csvEvery: number;
+  writePause: number;
+  database?: string;
+}>();
 
 let scratch: { url: string; drop(): Promise<void> } | undefined;
 if (opts.database) {
@@ -67,8 +76,19 @@ try {
     ['back end', backend],
     ['products at start', opts.products],
     ['chaos', `${opts.minutes} min, ${opts.writers} writers, ${report.kills} SIGKILLs`],
-    ['admin writes', `${writes} (${Object.entries(report.writes).sort().map(([k, v]) => `${k} ${v}`).join(', ')})`],
-    ['receiver answers', Object.entries(report.receiver).map(([k, v]) => `${k} ${v}`).join(', ')],
+    [
+      'admin writes',
+      `${writes} (${Object.entries(report.writes)
+        .sort()
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')})`,
+    ],
+    [
+      'receiver answers',
+      Object.entries(report.receiver)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', '),
+    ],
     ['events', report.events],
     ['events delivered', report.delivered],
     ['dead letters', report.deadLetters],

@@ -30,7 +30,14 @@ const RESOURCES: readonly PathResource[] = [
   { name: 'products', path: 'products', query: 'include_inactive=true', from: 'products p', doc: 'p.doc', where: 'true' },
   { name: 'orders', path: 'orders', query: '', from: 'orders o', doc: 'o.doc', where: 'true' },
   { name: 'customers', path: 'customers', query: '', from: 'customers c', doc: 'c.doc', where: 'true' },
-  { name: 'inventory', path: 'inventory', query: 'include_inactive=true', from: 'products p', doc: 'p.inventory_doc', where: `p.product_type IN ('physical','food','digital_card')` },
+  {
+    name: 'inventory',
+    path: 'inventory',
+    query: 'include_inactive=true',
+    from: 'products p',
+    doc: 'p.inventory_doc',
+    where: `p.product_type IN ('physical','food','digital_card')`,
+  },
   { name: 'stock movements', path: 'inventory/movements', query: '', from: 'stock_movements m', doc: 'm.doc', where: 'true' },
 ];
 
@@ -59,7 +66,9 @@ async function lastPageCursor(database: DatabaseHandle, r: PathResource, limit: 
   const { rows } = await sql<{ n: string }>`SELECT count(*)::text AS n FROM ${sql.raw(r.from)} WHERE ${sql.raw(r.where)}`.execute(database.db);
   const n = Number(rows[0]!.n);
   if (n <= limit) return undefined;
-  const { rows: [at] } = await sql<{ iso: string; id: string }>`
+  const {
+    rows: [at],
+  } = await sql<{ iso: string; id: string }>`
     SELECT iso_utc(${sql.raw(`${a}.last_modified`)}) AS iso, ${sql.raw(`${a}.id`)}::text AS id FROM ${sql.raw(r.from)} WHERE ${sql.raw(r.where)}
     ORDER BY ${sql.raw(`${a}.last_modified, ${a}.id`)} OFFSET ${n - limit - 1} LIMIT 1`.execute(database.db);
   return `${at!.iso}_${at!.id}`;
@@ -81,7 +90,11 @@ export async function benchEveryPath(
     const first = await wrk(`${origin}/api/v1/${r.path}?limit=${load.limit}${q}`, { connections: load.connections, seconds: load.seconds, headers });
     const cursor = await lastPageCursor(database, r, load.limit);
     const last = cursor
-      ? await wrk(`${origin}/api/v1/${r.path}?limit=${load.limit}${q}&cursor=${encodeURIComponent(cursor)}`, { connections: load.connections, seconds: load.seconds, headers })
+      ? await wrk(`${origin}/api/v1/${r.path}?limit=${load.limit}${q}&cursor=${encodeURIComponent(cursor)}`, {
+          connections: load.connections,
+          seconds: load.seconds,
+          headers,
+        })
       : first;
     const a = alias(r.from);
     const copy = await copyOut(databaseUrl, `SELECT ${r.doc}::text FROM ${r.from} WHERE ${r.where} ORDER BY ${a}.last_modified, ${a}.id`);

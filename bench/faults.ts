@@ -46,7 +46,12 @@ program.parse();
 const opts = program.opts<{ only?: string; databaseUrl?: string }>();
 const selected = (opts.only ? opts.only.split(',') : [...ALL]) as CaseName[];
 
-interface Row { fault: string; expected: string; observed: string; result: 'pass' | 'FAIL' | 'skipped' }
+interface Row {
+  fault: string;
+  expected: string;
+  observed: string;
+  result: 'pass' | 'FAIL' | 'skipped';
+}
 const rows: Row[] = [];
 const record = (fault: string, expected: string, observed: string, pass: boolean | 'skipped') =>
   rows.push({ fault, expected, observed, result: pass === 'skipped' ? 'skipped' : pass ? 'pass' : 'FAIL' });
@@ -59,7 +64,9 @@ async function until<T>(what: string, condition: () => Promise<T | undefined | f
     try {
       const value = await condition();
       if (value) return value;
-    } catch { /* try again */ }
+    } catch {
+      /* try again */
+    }
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
   }
@@ -75,7 +82,9 @@ async function freePort(): Promise<number> {
 
 /** `store-api tokens create` against the environment `env`; returns the token. */
 function createToken(env: Record<string, string>, scopes: string): string {
-  const out = execFileSync(process.execPath, [CLI, 'tokens', 'create', '--name', `faults-${scopes}`, '--scopes', scopes, '--json'], { env: childEnv(env) }).toString();
+  const out = execFileSync(process.execPath, [CLI, 'tokens', 'create', '--name', `faults-${scopes}`, '--scopes', scopes, '--json'], {
+    env: childEnv(env),
+  }).toString();
   return (JSON.parse(out.trim().split('\n').pop()!) as { token: string }).token;
 }
 
@@ -95,27 +104,36 @@ async function slowBody(): Promise<void> {
     const connections = 200;
     const head = 'POST /admin/session HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{';
     const started = performance.now();
-    const results = await Promise.all(Array.from({ length: connections }, (_, i) => new Promise<{ status: number; ms: number }>((resolve) => {
-      const socket = connect(port, '127.0.0.1');
-      let data = '';
-      let trickle: NodeJS.Timeout | undefined;
-      socket.on('connect', () => {
-        socket.write(head);
-        if (i % 2 === 1) trickle = setInterval(() => socket.writable && socket.write('x'), 500);
-      });
-      socket.on('data', (c) => (data += c.toString()));
-      socket.on('error', () => {});
-      socket.on('close', () => {
-        clearInterval(trickle);
-        resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(data)?.[1] ?? 0), ms: performance.now() - started });
-      });
-    })));
+    const results = await Promise.all(
+      Array.from(
+        { length: connections },
+        (_, i) =>
+          new Promise<{ status: number; ms: number }>((resolve) => {
+            const socket = connect(port, '127.0.0.1');
+            let data = '';
+            let trickle: NodeJS.Timeout | undefined;
+            socket.on('connect', () => {
+              socket.write(head);
+              if (i % 2 === 1) trickle = setInterval(() => socket.writable && socket.write('x'), 500);
+            });
+            socket.on('data', (c) => (data += c.toString()));
+            socket.on('error', () => {});
+            socket.on('close', () => {
+              clearInterval(trickle);
+              resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(data)?.[1] ?? 0), ms: performance.now() - started });
+            });
+          }),
+      ),
+    );
     const [health, healthMs] = await timed(() => fetch(new URL('/healthz', base)));
     const cut = results.filter((r) => r.status === 408).length;
     const slowest = Math.max(...results.map((r) => r.ms));
-    record('slow body (200 connections: head + nothing / a byte every 500 ms)', 'each answered 408 and closed within REQUEST_TIMEOUT_MS (3 s) + 1 s check',
+    record(
+      'slow body (200 connections: head + nothing / a byte every 500 ms)',
+      'each answered 408 and closed within REQUEST_TIMEOUT_MS (3 s) + 1 s check',
       `${cut}/${connections} answered 408; last closed after ${(slowest / 1000).toFixed(1)} s; /healthz ${health.status} in ${healthMs.toFixed(0)} ms`,
-      cut === connections && slowest < 3000 + 1000 + 1500 && health.status === 200);
+      cut === connections && slowest < 3000 + 1000 + 1500 && health.status === 200,
+    );
   } finally {
     await proc.stop();
     rmSync(dataDir, { recursive: true, force: true });
@@ -129,7 +147,9 @@ async function hungRedis(): Promise<void> {
     return;
   }
   const port = await freePort();
-  const redis: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const redis: ChildProcess = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
   let redisOut = '';
   redis.stdout!.on('data', (c: Buffer) => (redisOut += c.toString()));
   const dataDir = mkdtempSync(join(tmpdir(), 'faults-redis-'));
@@ -161,9 +181,12 @@ async function hungRedis(): Promise<void> {
     redis.kill('SIGCONT');
     const [, resumeMs] = await timed(() => until('counting to resume', async () => (await get()).headers.get('x-ratelimit-remaining') !== null));
     const backLines = (proc.output().match(/rate-limit store \(Redis\) is back/g) ?? []).length;
-    record('hung Redis (SIGSTOP, 40 requests)', '≤ 3 requests wait the 500 ms timeout, the rest served at once uncounted; 1 line per outage; counting resumes after SIGCONT',
+    record(
+      'hung Redis (SIGSTOP, 40 requests)',
+      '≤ 3 requests wait the 500 ms timeout, the rest served at once uncounted; 1 line per outage; counting resumes after SIGCONT',
       `${slow} requests ≥ 400 ms, median of the last 35 ${p50.toFixed(0)} ms, statuses ${[...statuses].join('/')}, ${counted} counted; ${outageLines} outage line (${stackLines} stacks); counting back ${(resumeMs / 1000).toFixed(1)} s after SIGCONT, ${backLines} recovery line`,
-      slow <= 3 && statuses.size === 1 && statuses.has(200) && outageLines === 1 && stackLines === 0 && backLines === 1);
+      slow <= 3 && statuses.size === 1 && statuses.has(200) && outageLines === 1 && stackLines === 0 && backLines === 1,
+    );
     statuses = new Set();
   } finally {
     await proc?.stop();
@@ -207,9 +230,12 @@ async function refusedConnection(): Promise<void> {
     await admin.query(`ALTER DATABASE ${name} ALLOW_CONNECTIONS true`);
     const [, backMs] = await timed(() => until('answers again', async () => (await get()).status === 200));
     const fivehundreds = counts.get('500') ?? 0;
-    record('PostgreSQL refuses connections (55000) for 5 s', 'every request 503 + Retry-After, none 500; 200 again once it accepts',
+    record(
+      'PostgreSQL refuses connections (55000) for 5 s',
+      'every request 503 + Retry-After, none 500; 200 again once it accepts',
       `${[...counts].map(([k, v]) => `${v}× ${k}`).join(', ')}; 200 again after ${backMs.toFixed(0)} ms`,
-      fivehundreds === 0 && [...counts.keys()].every((k) => k === '503+Retry-After' || k === '200') && (counts.get('503+Retry-After') ?? 0) > 0);
+      fivehundreds === 0 && [...counts.keys()].every((k) => k === '503+Retry-After' || k === '200') && (counts.get('503+Retry-After') ?? 0) > 0,
+    );
   } finally {
     await proc?.stop();
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
@@ -240,7 +266,10 @@ async function fillStore(base: string, headers: Record<string, string>, proc: St
     while (!firstFailure && proc.child.exitCode === null && n < 20_000) {
       const i = n++;
       const body = JSON.stringify({
-        name: `Filler ${i}`, product_type: 'physical', price: 1, sku: `FILL-${i}`,
+        name: `Filler ${i}`,
+        product_type: 'physical',
+        price: 1,
+        sku: `FILL-${i}`,
         images: Array.from({ length: 20 }, (_, k) => ({ image_url: `https://img.example/${i}/${k}/${randomBytes(600).toString('hex')}` })),
       });
       try {
@@ -257,7 +286,11 @@ async function fillStore(base: string, headers: Record<string, string>, proc: St
   };
   await Promise.all([writer(), writer(), writer(), writer()]);
   let problem: { code?: string; detail?: string } = {};
-  try { problem = JSON.parse(firstFailure?.body ?? '{}'); } catch { /* not JSON */ }
+  try {
+    problem = JSON.parse(firstFailure?.body ?? '{}');
+  } catch {
+    /* not JSON */
+  }
   const summary = `${[...statuses].map(([k, v]) => `${v}× ${k}`).join(', ')}; first refusal ${firstFailure?.status} ${problem.code ?? ''} "${(problem.detail ?? '').slice(0, 80)}…"`;
   return { acknowledged, statuses, firstFailure, summary };
 }
@@ -301,17 +334,32 @@ async function diskFull(): Promise<void> {
       const base = await listeningUrl(proc);
       writeFileSync(filler, Buffer.alloc(Math.max(0, freeBytesOf(mountPoint) - 80 * 1024 * 1024)));
       const fill = await fillStore(base, headers, proc);
-      const readyz = await probe(base, '/readyz'), healthz = await probe(base, '/healthz');
+      const readyz = await probe(base, '/readyz'),
+        healthz = await probe(base, '/healthz');
       const read = await fetch(`${base}/admin/api/v1/products/${fill.acknowledged[0]}`, { headers }).then((r) => r.status);
       rmSync(filler);
-      const after = await fetch(`${base}/admin/api/v1/products`, { method: 'POST', headers, body: JSON.stringify({ name: 'After', product_type: 'physical', price: 1 }) }).then((r) => r.status);
+      const after = await fetch(`${base}/admin/api/v1/products`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ name: 'After', product_type: 'physical', price: 1 }),
+      }).then((r) => r.status);
       const readyAfter = await probe(base, '/readyz');
       const [exitCode, stopMs] = await timed(() => proc.stop('SIGTERM'));
       const present = await acknowledgedPresent(env, headers, fill.acknowledged);
-      record('disk filling up (embedded, 160 MiB tmpfs, default DATA_DIR_MIN_FREE_MB=64)',
+      record(
+        'disk filling up (embedded, 160 MiB tmpfs, default DATA_DIR_MIN_FREE_MB=64)',
         'writes refused 507 naming the cause before the disk is full, no 500; /readyz 503, reads and /healthz go on; space freed → writes and /readyz back without restart; SIGTERM exits 0',
         `${fill.summary}; /readyz ${readyz}; /healthz ${healthz}; read ${read}; filler removed → write ${after}, /readyz ${readyAfter}; SIGTERM → exit ${exitCode} in ${stopMs.toFixed(0)} ms; restart: ${present}/${fill.acknowledged.length} acknowledged present`,
-        !fill.statuses.has(500) && fill.firstFailure?.status === 507 && readyz.startsWith('503') && healthz === '200' && read === 200 && after === 201 && readyAfter === '200' && exitCode === 0 && present === fill.acknowledged.length);
+        !fill.statuses.has(500) &&
+          fill.firstFailure?.status === 507 &&
+          readyz.startsWith('503') &&
+          healthz === '200' &&
+          read === 200 &&
+          after === 201 &&
+          readyAfter === '200' &&
+          exitCode === 0 &&
+          present === fill.acknowledged.length,
+      );
     } finally {
       if (proc.child.exitCode === null) await proc.stop('SIGKILL');
     }
@@ -329,15 +377,18 @@ async function diskFull(): Promise<void> {
       const fill = await fillStore(base, headers, proc);
       // It exits by itself (75 after a WAL error it saw, or killed by the watchdog when wedged).
       const exit = await Promise.race([proc.exited, sleep(60_000).then(() => 'still running')]);
-      const exitCode = exit === 'still running' ? `still running (then ${await Promise.race([proc.stop('SIGTERM'), sleep(30_000).then(() => 'SIGTERM ignored')])})` : exit;
+      const exitCode =
+        exit === 'still running' ? `still running (then ${await Promise.race([proc.stop('SIGTERM'), sleep(30_000).then(() => 'SIGTERM ignored')])})` : exit;
       const message = /store-api: (.*)/.exec(proc.output())?.[1] ?? '(no message)';
       writeFileSync(join(tmpdir(), 'faults-disk-full.log'), proc.output());
       rmSync(filler);
       const present = await acknowledgedPresent(env, headers, fill.acknowledged);
-      record('full disk with the guard off (embedded, 64 MiB tmpfs, DATA_DIR_MIN_FREE_MB=0)',
+      record(
+        'full disk with the guard off (embedded, 64 MiB tmpfs, DATA_DIR_MIN_FREE_MB=0)',
         'no 500; the process exits non-zero by itself with a clear message (75, or killed by the watchdog when PGlite wedges); space freed → restart has every acknowledged write',
         `${fill.summary}; exit ${exitCode}: "${message.slice(0, 120)}…"; restart: ${present}/${fill.acknowledged.length} acknowledged present`,
-        !fill.statuses.has(500) && exit !== 'still running' && exit !== 0 && present === fill.acknowledged.length);
+        !fill.statuses.has(500) && exit !== 'still running' && exit !== 0 && present === fill.acknowledged.length,
+      );
     } finally {
       if (proc.child.exitCode === null) await proc.stop('SIGKILL');
     }

@@ -51,7 +51,14 @@ async function openScratchDatabase(): Promise<{ database: DatabaseHandle; label:
   if (!args['database-url']) {
     const dataDir = mkdtempSync(join(tmpdir(), 'store-api-fuzz-'));
     const database = await openDatabase({ dataDir });
-    return { database, label: 'PGlite (embedded default)', dispose: async () => { await database.close(); rmSync(dataDir, { recursive: true, force: true }); } };
+    return {
+      database,
+      label: 'PGlite (embedded default)',
+      dispose: async () => {
+        await database.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      },
+    };
   }
   const base = args['database-url'];
   const name = `store_api_fuzz_${randomBytes(4).toString('hex')}`;
@@ -80,7 +87,10 @@ async function main(): Promise<number> {
   try {
     await migrateToLatest(database.db);
     const config = loadConfig({
-      LOG_LEVEL: 'silent', SEED_DEMO: 'false', RATE_LIMIT_STANDARD: '1000000', RATE_LIMIT_EXPORT: '1000000',
+      LOG_LEVEL: 'silent',
+      SEED_DEMO: 'false',
+      RATE_LIMIT_STANDARD: '1000000',
+      RATE_LIMIT_EXPORT: '1000000',
       // Endpoints registered by generated requests are never called (no worker) and need no DNS.
       WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
     });
@@ -91,7 +101,9 @@ async function main(): Promise<number> {
     const db = database.db;
     const product = (await createProduct(db, { name: 'Fuzz product', product_type: 'physical', sku: 'FUZZ-1', price: 10, stock: 1_000_000 })) as { id: string };
     const withVariants = (await createProduct(db, {
-      name: 'Fuzz variants', product_type: 'physical', price: 5,
+      name: 'Fuzz variants',
+      product_type: 'physical',
+      price: 5,
       variants: [{ name: 'S', sku: 'FUZZ-S', price: 5, stock: 1_000_000 }],
       images: [{ image_url: 'https://example.com/a.png' }],
     })) as { id: string; variants: { id: string }[]; images: { id: string }[] };
@@ -99,8 +111,21 @@ async function main(): Promise<number> {
     const order = (await placeOrder(db, { source: 'pos', items: [{ product_id: product.id, quantity: 1 }] })) as { id: string };
     const { token: readToken } = await createToken(db, { name: 'fuzz-read' });
     const { token: adminToken } = await createToken(db, { name: 'fuzz-admin', scopes: ['admin'] });
-    const endpoint = await app.inject({ method: 'POST', url: '/admin/api/v1/webhooks/endpoints', headers: { authorization: `Bearer ${adminToken}` }, payload: { url: 'http://127.0.0.1:9/hook' } });
-    const ids = [product.id, withVariants.id, withVariants.variants[0]!.id, withVariants.images[0]!.id, customer.id, order.id, endpoint.json().data.id as string];
+    const endpoint = await app.inject({
+      method: 'POST',
+      url: '/admin/api/v1/webhooks/endpoints',
+      headers: { authorization: `Bearer ${adminToken}` },
+      payload: { url: 'http://127.0.0.1:9/hook' },
+    });
+    const ids = [
+      product.id,
+      withVariants.id,
+      withVariants.variants[0]!.id,
+      withVariants.images[0]!.id,
+      customer.id,
+      order.id,
+      endpoint.json().data.id as string,
+    ];
     const arbitrary = requestArbitrary(routes, { ids, readToken, adminToken });
 
     log(`${label}: ${routes.length} routes, ${REQUESTS} requests, concurrency ${CONCURRENCY}, seed ${SEED}, ${origin}`);
@@ -112,7 +137,9 @@ async function main(): Promise<number> {
     let batchSeed = SEED;
     // Ctrl-C stops sending and still reports (and drops the scratch database).
     let interrupted = false;
-    process.once('SIGINT', () => { interrupted = true; });
+    process.once('SIGINT', () => {
+      interrupted = true;
+    });
     const nextRequest = (): GeneratedRequest | undefined => {
       if (sent >= REQUESTS || interrupted) return undefined;
       sent++;
@@ -142,7 +169,10 @@ async function main(): Promise<number> {
     await pool.close();
     await app.close();
 
-    const statuses = [...byStatus.entries()].sort(([a], [b]) => a - b).map(([s, n]) => `${s}: ${n}`).join(', ');
+    const statuses = [...byStatus.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([s, n]) => `${s}: ${n}`)
+      .join(', ');
     const fiveHundreds = [...byStatus.entries()].filter(([s]) => s >= 500 || s === 0).reduce((sum, [, n]) => sum + n, 0);
     console.log(`${label}: ${sent} requests in ${seconds.toFixed(0)} s (${(sent / seconds).toFixed(0)}/s), seed ${SEED}`);
     console.log(`  by status: ${statuses}`);

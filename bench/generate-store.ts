@@ -43,12 +43,15 @@ async function chunked(label: string, total: number, step: (from: number, to: nu
 /** A progress bar on stderr around `work` (plain lines every 5 s when not a terminal). */
 async function progress(label: string, total: number, work: (update: (done: number) => void) => Promise<void>): Promise<void> {
   if (total <= 0) return;
-  const bar = new cliProgress.SingleBar({
-    format: `  ${label.padEnd(10)} [{bar}] {percentage}% {value}/{total} {duration}s`,
-    stream: process.stderr,
-    noTTYOutput: true,
-    notTTYSchedule: 5000,
-  }, cliProgress.Presets.shades_classic);
+  const bar = new cliProgress.SingleBar(
+    {
+      format: `  ${label.padEnd(10)} [{bar}] {percentage}% {value}/{total} {duration}s`,
+      stream: process.stderr,
+      noTTYOutput: true,
+      notTTYSchedule: 5000,
+    },
+    cliProgress.Presets.shades_classic,
+  );
   bar.start(total, 0);
   try {
     await work((done) => bar.update(done));
@@ -68,7 +71,9 @@ async function withoutDocuments(db: Kysely<Database>, statement: ReturnType<type
 /** Products 1..n: a tenth inactive, six types, 2 variants and 2 images each (all active). */
 async function products(db: Kysely<Database>, total: number): Promise<void> {
   await chunked('products', total, async (from, to) => {
-    await withoutDocuments(db, sql`
+    await withoutDocuments(
+      db,
+      sql`
       WITH g AS (
         SELECT g, md5('p' || g)::uuid AS id, ${EPOCH}::timestamptz + g * interval '1 second' AS ts
         FROM generate_series(${from}::bigint, ${to}::bigint) g
@@ -92,26 +97,32 @@ async function products(db: Kysely<Database>, total: number): Promise<void> {
       INSERT INTO images (id, product_id, image_url, is_primary, position, is_active, created_at)
       SELECT md5('i' || g || '-' || k)::uuid, id, 'https://cdn.example.com/p/' || g || '/' || k || '.jpg', k = 0, k, true, ts
       FROM g CROSS JOIN generate_series(0, 1) k
-    `);
+    `,
+    );
   });
 }
 
 async function customers(db: Kysely<Database>, total: number): Promise<void> {
   await chunked('customers', total, async (from, to) => {
-    await withoutDocuments(db, sql`
+    await withoutDocuments(
+      db,
+      sql`
       INSERT INTO customers (id, name, phone, email, city, is_active, created_at, last_modified)
       SELECT md5('c' || g)::uuid, 'Customer ' || g, '+2547' || lpad(g::text, 8, '0'), 'customer' || g || '@example.com',
              (ARRAY['Nairobi','Mombasa','Kisumu','Nakuru'])[1 + g % 4], g % 25 <> 0,
              ${EPOCH}::timestamptz + g * interval '1 second', ${EPOCH}::timestamptz + g * interval '1 second'
       FROM generate_series(${from}::bigint, ${to}::bigint) g
-    `);
+    `,
+    );
   });
 }
 
 /** Orders 1..n with 2 items each, on customers 1..c (none when c = 0) and products 1..p. */
 async function orders(db: Kysely<Database>, total: number, customerCount: number, productCount: number): Promise<void> {
   await chunked('orders', total, async (from, to) => {
-    await withoutDocuments(db, sql`
+    await withoutDocuments(
+      db,
+      sql`
       WITH g AS (
         SELECT g, md5('o' || g)::uuid AS id, ${EPOCH}::timestamptz + g * interval '1 second' AS ts,
                1 + (g * 31 % ${productCount}::int) AS p1, 1 + (g * 37 % ${productCount}::int) AS p2,
@@ -132,14 +143,17 @@ async function orders(db: Kysely<Database>, total: number, customerCount: number
              CASE k WHEN 0 THEN q1 ELSE q2 END, CASE k WHEN 0 THEN u1 ELSE u2 END,
              CASE k WHEN 0 THEN q1 * u1 ELSE q2 * u2 END, k
       FROM g CROSS JOIN generate_series(0, 1) k
-    `);
+    `,
+    );
   });
 }
 
 /** Stock movements 1..n on products 1..p, every reason, none tied to an order. */
 async function movements(db: Kysely<Database>, total: number, productCount: number): Promise<void> {
   await chunked('movements', total, async (from, to) => {
-    await withoutDocuments(db, sql`
+    await withoutDocuments(
+      db,
+      sql`
       INSERT INTO stock_movements (id, product_id, variant_id, sku, reason, quantity_change, stock_before, stock_after,
                                    order_id, note, created_at, last_modified)
       SELECT md5('m' || g)::uuid, md5('p' || p)::uuid, NULL, 'SKU-' || p, (ARRAY['sale','refund','adjustment','bulk_import'])[1 + g % 4],
@@ -147,7 +161,8 @@ async function movements(db: Kysely<Database>, total: number, productCount: numb
       FROM (SELECT g, 1 + (g * 13 % ${productCount}::int) AS p, CASE WHEN g % 2 = 0 THEN -(1 + g % 3) ELSE 1 + g % 3 END AS q,
                    ${EPOCH}::timestamptz + g * interval '1 second' AS ts
             FROM generate_series(${from}::bigint, ${to}::bigint) g) s
-    `);
+    `,
+    );
   });
 }
 

@@ -33,8 +33,13 @@ const csv = `sku,stock\n${Array.from({ length: ROWS }, (_, i) => `SKU-${i + 1},$
 let done = false;
 const started = performance.now();
 const importing = fetch(`${base}/admin/api/v1/inventory/import`, {
-  method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'text/csv' }, body: csv,
-}).then(async (r) => { done = true; return { status: r.status, body: await r.text(), ms: performance.now() - started }; });
+  method: 'POST',
+  headers: { authorization: `Bearer ${token}`, 'content-type': 'text/csv' },
+  body: csv,
+}).then(async (r) => {
+  done = true;
+  return { status: r.status, body: await r.text(), ms: performance.now() - started };
+});
 const latencies: number[] = [];
 while (!done) {
   const t = performance.now();
@@ -43,10 +48,18 @@ while (!done) {
 }
 const result = await importing;
 latencies.sort((a, b) => a - b);
-const pct = (p: number) => latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!.toFixed(1) : 'n/a';
-console.log(JSON.stringify({
-  rows: ROWS, importStatus: result.status, importMs: Math.round(result.ms), importBody: result.body.slice(0, 200),
-  healthzDuringImport: latencies.length, healthzMaxMs: latencies.length ? latencies.at(-1)!.toFixed(1) : 'n/a', healthzP50Ms: pct(0.5), healthzP95Ms: pct(0.95),
-}));
+const pct = (p: number) => (latencies.length ? latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))]!.toFixed(1) : 'n/a');
+console.log(
+  JSON.stringify({
+    rows: ROWS,
+    importStatus: result.status,
+    importMs: Math.round(result.ms),
+    importBody: result.body.slice(0, 200),
+    healthzDuringImport: latencies.length,
+    healthzMaxMs: latencies.length ? latencies.at(-1)!.toFixed(1) : 'n/a',
+    healthzP50Ms: pct(0.5),
+    healthzP95Ms: pct(0.95),
+  }),
+);
 await app.close();
 await database.close();

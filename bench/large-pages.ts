@@ -39,7 +39,9 @@ if (!url) {
 
 const database = await openDatabase({ databaseUrl: url });
 await migrateToLatest(database.db);
-const { rows: [{ n: existing }] } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM products`.execute(database.db);
+const {
+  rows: [{ n: existing }],
+} = await sql<{ n: number }>`SELECT count(*)::int AS n FROM products`.execute(database.db);
 if (existing !== products) {
   if (existing > 0) throw new Error(`${url} holds ${existing} products, not ${products}: give another --database-url or drop it`);
   log(`generating ${products} products into ${url}`);
@@ -54,8 +56,11 @@ const lastCursor = await cursorAt(database, active - 201);
 await database.close();
 
 const port = await freePort();
-const server = await startServer([new URL('../bin/store-api.js', import.meta.url).pathname, 'serve'],
-  { DATABASE_URL: url, PORT: String(port), LOG_LEVEL: 'warn', SEED_DEMO: 'false', RATE_LIMIT_STANDARD: '1000000', HOST: '127.0.0.1' }, port);
+const server = await startServer(
+  [new URL('../bin/store-api.js', import.meta.url).pathname, 'serve'],
+  { DATABASE_URL: url, PORT: String(port), LOG_LEVEL: 'warn', SEED_DEMO: 'false', RATE_LIMIT_STANDARD: '1000000', HOST: '127.0.0.1' },
+  port,
+);
 try {
   const load = { connections: 8, seconds: 5, headers: { Authorization: `Bearer ${token}` } };
   const firstUrl = `${server.origin}/api/v1/products?limit=200`;
@@ -66,17 +71,19 @@ try {
   const first = spread(r.first!.map((x) => x.p50));
   const lastP50 = spread(r.last!.map((x) => x.p50));
   const f1 = (s: { median: number; min: number; max: number }) => `${s.median.toFixed(1)} (${s.min.toFixed(1)}–${s.max.toFixed(1)})`;
-  process.stdout.write([
-    '',
-    `| ${active.toLocaleString('en')} active of ${products.toLocaleString('en')} products, limit 200, wrk 8 connections | |`,
-    '|---|---:|',
-    `| First page p50 (ms) | ${f1(first)} |`,
-    `| Last page p50 (ms) | ${f1(lastP50)} |`,
-    `| First page requests/s | ${f1(spread(r.first!.map((x) => x.perSecond)))} |`,
-    `| Last page requests/s | ${f1(spread(r.last!.map((x) => x.perSecond)))} |`,
-    `| **Last page ÷ first page (p50)** | **${(lastP50.median / first.median).toFixed(2)}** (target ≤ 1.2) |`,
-    '',
-  ].join('\n'));
+  process.stdout.write(
+    [
+      '',
+      `| ${active.toLocaleString('en')} active of ${products.toLocaleString('en')} products, limit 200, wrk 8 connections | |`,
+      '|---|---:|',
+      `| First page p50 (ms) | ${f1(first)} |`,
+      `| Last page p50 (ms) | ${f1(lastP50)} |`,
+      `| First page requests/s | ${f1(spread(r.first!.map((x) => x.perSecond)))} |`,
+      `| Last page requests/s | ${f1(spread(r.last!.map((x) => x.perSecond)))} |`,
+      `| **Last page ÷ first page (p50)** | **${(lastP50.median / first.median).toFixed(2)}** (target ≤ 1.2) |`,
+      '',
+    ].join('\n'),
+  );
 } finally {
   await server.stop();
 }

@@ -36,8 +36,22 @@ import { benchWebhooks, type WebhookResults } from './webhook-bench.ts';
 import { benchEveryPath, benchSyncInit, type PathFigures, type SyncFigures } from './every-path.ts';
 import { WRK_POST_SCRIPT, peerPageBody, startPostGraphile } from './peer/graphql-page.ts';
 import {
-  alternate, copyOut, ensureWrk, exportWalk, freePort, log, queryLoop, spread, startServer, wrk,
-  type ExportResult, type LoadResult, type ServerProcess, type Spread, snapshotRead, bareBodyServer,
+  alternate,
+  copyOut,
+  ensureWrk,
+  exportWalk,
+  freePort,
+  log,
+  queryLoop,
+  spread,
+  startServer,
+  wrk,
+  type ExportResult,
+  type LoadResult,
+  type ServerProcess,
+  type Spread,
+  snapshotRead,
+  bareBodyServer,
 } from './bench-tools.ts';
 
 const { values: args } = parseArgs({
@@ -130,7 +144,17 @@ interface Results {
   firstPage: Spread;
   lastPage: Spread;
   lastOverFirst: number;
-  export: { api: Spread; ceiling: Spread; ratio: Spread; records: number; apiBytes: number; ceilingBytes: number; snapshot: Spread; snapshotRatio: Spread; snapshotRecords: number };
+  export: {
+    api: Spread;
+    ceiling: Spread;
+    ratio: Spread;
+    records: number;
+    apiBytes: number;
+    ceilingBytes: number;
+    snapshot: Spread;
+    snapshotRatio: Spread;
+    snapshotRecords: number;
+  };
   serve: { startMs: number; rssBeforeMb: number; peakMb: number; rssAfterMb: number };
   webhooks?: WebhookResults;
   runtime: { compiledStartMs: Spread; compiledRssMb: Spread; tsxStartMs: Spread; tsxRssMb: Spread };
@@ -195,10 +219,19 @@ async function benchPostgres(): Promise<Results> {
     // Read: the list page of 200 active products half-way through the catalogue.
     const midCursor = await cursorAt(database, Math.floor(active / 2));
     const listUrl = `${server.origin}/api/v1/products?limit=${LIMIT}&cursor=${encodeURIComponent(midCursor)}`;
-    const { rows: [clock] } = await sql<{ t: string }>`SELECT clock_timestamp()::text AS t`.execute(database.db);
-    const pageSql = recordsQuery(productSource, {
-      cursor: parseCursor(midCursor), order: 'asc', horizon: clock!.t, filters: [sql`p.is_active`],
-    }, LIMIT + 1).compile(database.db);
+    const {
+      rows: [clock],
+    } = await sql<{ t: string }>`SELECT clock_timestamp()::text AS t`.execute(database.db);
+    const pageSql = recordsQuery(
+      productSource,
+      {
+        cursor: parseCursor(midCursor),
+        order: 'asc',
+        horizon: clock!.t,
+        filters: [sql`p.is_active`],
+      },
+      LIMIT + 1,
+    ).compile(database.db);
     log('read: warm-up');
     await wrk(listUrl, { ...load, seconds: 2 });
     await queryLoop(scratch.url, pageSql, { connections: CONNECTIONS, seconds: 2 });
@@ -258,7 +291,9 @@ async function benchPostgres(): Promise<Results> {
     const apiExport = exports['export API']!;
     const ceilExport = exports['export ceiling (COPY)']!;
     // Every resource's pages, exports and snapshot, then the sync tool's initial sync end to end.
-    const paths = args['no-paths'] ? undefined : await benchEveryPath(database, scratch.url, server.origin, token, { connections: CONNECTIONS, seconds: Math.min(SECONDS, 4), limit: LIMIT });
+    const paths = args['no-paths']
+      ? undefined
+      : await benchEveryPath(database, scratch.url, server.origin, token, { connections: CONNECTIONS, seconds: Math.min(SECONDS, 4), limit: LIMIT });
     const syncInit = paths ? await benchSyncInit(DATABASE_URL, server.origin, token, paths) : undefined;
     const final = server.memory();
     await server.stop();
@@ -283,15 +318,32 @@ async function benchPostgres(): Promise<Results> {
         apiP99: spread(apiRead.map((r) => r.p99)),
         ceiling: spread(ceilRead.map((r) => r.perSecond)),
         ceilingP50: spread(ceilRead.map((r) => r.p50)),
-        ratio: spread(ratios(apiRead.map((r) => r.perSecond), ceilRead.map((r) => r.perSecond))),
+        ratio: spread(
+          ratios(
+            apiRead.map((r) => r.perSecond),
+            ceilRead.map((r) => r.perSecond),
+          ),
+        ),
         transport: spread(transportRead.map((r) => r.perSecond)),
-        overTransport: spread(ratios(apiRead.map((r) => r.perSecond), transportRead.map((r) => r.perSecond))),
-        ...(peerRead ? {
-          peer: spread(peerRead.map((r) => r.perSecond)),
-          peerP50: spread(peerRead.map((r) => r.p50)),
-          overPeer: spread(ratios(apiRead.map((r) => r.perSecond), peerRead.map((r) => r.perSecond))),
-          peerBytes,
-        } : {}),
+        overTransport: spread(
+          ratios(
+            apiRead.map((r) => r.perSecond),
+            transportRead.map((r) => r.perSecond),
+          ),
+        ),
+        ...(peerRead
+          ? {
+              peer: spread(peerRead.map((r) => r.perSecond)),
+              peerP50: spread(peerRead.map((r) => r.p50)),
+              overPeer: spread(
+                ratios(
+                  apiRead.map((r) => r.perSecond),
+                  peerRead.map((r) => r.perSecond),
+                ),
+              ),
+              peerBytes,
+            }
+          : {}),
       },
       firstPage: spread(firstP50),
       lastPage: spread(lastP50),
@@ -299,12 +351,22 @@ async function benchPostgres(): Promise<Results> {
       export: {
         api: spread(apiExport.map((r) => r.perSecond)),
         ceiling: spread(ceilExport.map((r) => r.perSecond)),
-        ratio: spread(ratios(apiExport.map((r) => r.perSecond), ceilExport.map((r) => r.perSecond))),
+        ratio: spread(
+          ratios(
+            apiExport.map((r) => r.perSecond),
+            ceilExport.map((r) => r.perSecond),
+          ),
+        ),
         records: apiExport[0]!.records,
         apiBytes: apiExport[0]!.bytes,
         ceilingBytes: ceilExport[0]!.bytes,
         snapshot: spread(apiSnapshot.map((r) => r.perSecond)),
-        snapshotRatio: spread(ratios(apiSnapshot.map((r) => r.perSecond), ceilExport.map((r) => r.perSecond))),
+        snapshotRatio: spread(
+          ratios(
+            apiSnapshot.map((r) => r.perSecond),
+            ceilExport.map((r) => r.perSecond),
+          ),
+        ),
         snapshotRecords: apiSnapshot[0]!.records,
       },
       serve: { startMs: server.startMs, rssBeforeMb, peakMb: Math.max(afterList.peakMb, final.peakMb), rssAfterMb: afterList.rssMb },
@@ -361,7 +423,12 @@ async function benchPglite(): Promise<Results['pglite']> {
 
     log(`PGlite: generating ${f0(PGLITE_PRODUCTS)} products`);
     const database = await openDatabase({ dataDir });
-    const generateSeconds = await generate(database, { products: PGLITE_PRODUCTS, customers: Math.round(PGLITE_PRODUCTS / 10), orders: Math.round(PGLITE_PRODUCTS / 5), movements: Math.round(PGLITE_PRODUCTS / 2) });
+    const generateSeconds = await generate(database, {
+      products: PGLITE_PRODUCTS,
+      customers: Math.round(PGLITE_PRODUCTS / 10),
+      orders: Math.round(PGLITE_PRODUCTS / 5),
+      movements: Math.round(PGLITE_PRODUCTS / 2),
+    });
     const { token } = await createToken(database.db, { name: 'bench' });
     const midCursor = await cursorAt(database, Math.floor((await activeCount(database)) / 2));
     await database.close();
@@ -421,11 +488,13 @@ function report(r: Results): string {
     `| **List ÷ read ceiling** | **${range(r.read.ratio, f2)}** |`,
     `| Transport ceiling: a bare Node HTTP server sending the same body bytes, same load: requests/s | ${range(r.read.transport, f0)} |`,
     `| **List ÷ transport ceiling** | **${range(r.read.overTransport, f2)}** |`,
-    ...(r.read.peer ? [
-      `| Peer: PostGraphile 5, one process, the same page (${f0(r.read.peerBytes! / 1024)} KiB of GraphQL JSON): requests/s | ${range(r.read.peer, f1)} |`,
-      `| … latency p50 (ms) | ${f1(r.read.peerP50!.median)} |`,
-      `| **List ÷ PostGraphile** | **${range(r.read.overPeer!, f1)}** |`,
-    ] : []),
+    ...(r.read.peer
+      ? [
+          `| Peer: PostGraphile 5, one process, the same page (${f0(r.read.peerBytes! / 1024)} KiB of GraphQL JSON): requests/s | ${range(r.read.peer, f1)} |`,
+          `| … latency p50 (ms) | ${f1(r.read.peerP50!.median)} |`,
+          `| **List ÷ PostGraphile** | **${range(r.read.overPeer!, f1)}** |`,
+        ]
+      : []),
     `| First page p50 (ms) | ${range(r.firstPage, f1)} |`,
     `| Last page p50 (ms) | ${range(r.lastPage, f1)} |`,
     `| **Last page ÷ first page** | **${f2(r.lastOverFirst)}** |`,
@@ -462,10 +531,16 @@ function report(r: Results): string {
       '',
       '| Resource | Records | First page p50 (ms) | Last page p50 (ms) | Last ÷ first | Paged export records/s | Snapshot records/s | COPY records/s | Snapshot ÷ COPY |',
       '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
-      ...r.paths.map((p) => `| ${p.name} | ${f0(p.records)} | ${f1(p.firstP50)} | ${f1(p.lastP50)} | ${f2(p.lastP50 / p.firstP50)} | ${f0(p.exportPerSecond)} | ${f0(p.snapshotPerSecond)} | ${f0(p.copyPerSecond)} | ${f2(p.snapshotPerSecond / p.copyPerSecond)} |`),
+      ...r.paths.map(
+        (p) =>
+          `| ${p.name} | ${f0(p.records)} | ${f1(p.firstP50)} | ${f1(p.lastP50)} | ${f2(p.lastP50 / p.firstP50)} | ${f0(p.exportPerSecond)} | ${f0(p.snapshotPerSecond)} | ${f0(p.copyPerSecond)} | ${f2(p.snapshotPerSecond / p.copyPerSecond)} |`,
+      ),
     );
     if (r.syncInit) {
-      lines.push('', `\`store-api-sync init\` of every resource into a PostgreSQL mirror: ${f0(r.syncInit.records)} records in ${f1(r.syncInit.seconds)} s (${f1(r.syncInit.seconds / 60)} min), ${f0(r.syncInit.perSecond)} records/s against the COPY ceilings' ${f0(r.syncInit.ceilingPerSecond)}: **${f2(r.syncInit.perSecond / r.syncInit.ceilingPerSecond)}×**. (The bench server lifts the rate limits; a snapshot is one export request per resource, so the default 10 a minute would not bind.)`);
+      lines.push(
+        '',
+        `\`store-api-sync init\` of every resource into a PostgreSQL mirror: ${f0(r.syncInit.records)} records in ${f1(r.syncInit.seconds)} s (${f1(r.syncInit.seconds / 60)} min), ${f0(r.syncInit.perSecond)} records/s against the COPY ceilings' ${f0(r.syncInit.ceilingPerSecond)}: **${f2(r.syncInit.perSecond / r.syncInit.ceilingPerSecond)}×**. (The bench server lifts the rate limits; a snapshot is one export request per resource, so the default 10 a minute would not bind.)`,
+      );
     }
   }
   lines.push(
@@ -478,21 +553,41 @@ function report(r: Results): string {
     ...(r.read.overPeer ? [check(r.read.overPeer.median >= 5, `List ≥ 5× PostGraphile: ${f1(r.read.overPeer.median)}×`)] : []),
     check(r.lastOverFirst <= 1.2, `Last page ≤ 1.2× the first (target set at 1M products; this run ${f0(SIZE.products)}): ${f2(r.lastOverFirst)}×`),
     check(r.export.ratio.median >= 0.5, `Export ≥ 0.5× the export ceiling: ${f2(r.export.ratio.median)}×`),
-    check(r.export.snapshotRatio.median >= 0.8, `Snapshot export ≥ 0.8× \`COPY (SELECT <stored document>) TO STDOUT\` (products): ${f2(r.export.snapshotRatio.median)}×`),
+    check(
+      r.export.snapshotRatio.median >= 0.8,
+      `Snapshot export ≥ 0.8× \`COPY (SELECT <stored document>) TO STDOUT\` (products): ${f2(r.export.snapshotRatio.median)}×`,
+    ),
     check(r.read.overTransport.median >= 0.25, `List ≥ 0.25× the transport ceiling (bare Node HTTP, same bytes): ${f2(r.read.overTransport.median)}×`),
     ...(args.large ? [check(r.generateSeconds <= 600, `Large store generated (documents included) in ≤ 10 minutes: ${f1(r.generateSeconds / 60)} min`)] : []),
-    ...(r.paths ? r.paths.map((p) => check(p.snapshotPerSecond / p.copyPerSecond >= 0.8, `Snapshot of ${p.name} ≥ 0.8× its COPY ceiling: ${f2(p.snapshotPerSecond / p.copyPerSecond)}×`)) : []),
+    ...(r.paths
+      ? r.paths.map((p) =>
+          check(p.snapshotPerSecond / p.copyPerSecond >= 0.8, `Snapshot of ${p.name} ≥ 0.8× its COPY ceiling: ${f2(p.snapshotPerSecond / p.copyPerSecond)}×`),
+        )
+      : []),
     ...(r.paths ? r.paths.map((p) => check(p.lastP50 / p.firstP50 <= 1.2, `Last page ÷ first page of ${p.name} ≤ 1.2: ${f2(p.lastP50 / p.firstP50)}`)) : []),
-    ...(r.syncInit ? [check(r.syncInit.perSecond / r.syncInit.ceilingPerSecond >= 0.4, `\`store-api-sync init\` ≥ 0.4× the export ceiling end to end: ${f2(r.syncInit.perSecond / r.syncInit.ceilingPerSecond)}× (${f1(r.syncInit.seconds / 60)} min)`)] : []),
+    ...(r.syncInit
+      ? [
+          check(
+            r.syncInit.perSecond / r.syncInit.ceilingPerSecond >= 0.4,
+            `\`store-api-sync init\` ≥ 0.4× the export ceiling end to end: ${f2(r.syncInit.perSecond / r.syncInit.ceilingPerSecond)}× (${f1(r.syncInit.seconds / 60)} min)`,
+          ),
+        ]
+      : []),
     check(r.serve.peakMb <= 200, `\`serve\` RSS ≤ 200 MB under the list load: peak ${r.serve.peakMb} MiB`),
   );
   if (r.webhooks) {
     lines.push(
       check(r.webhooks.ratio.median >= 0.3, `Webhook deliveries ≥ 0.3× the delivery ceiling: ${f2(r.webhooks.ratio.median)}×`),
-      check(r.webhooks.latencyP50 <= 20 && r.webhooks.latencyP99 <= 250, `Change → receiver p50 ≤ 20 ms, p99 ≤ 250 ms: ${f1(r.webhooks.latencyP50)} / ${f1(r.webhooks.latencyP99)} ms`),
+      check(
+        r.webhooks.latencyP50 <= 20 && r.webhooks.latencyP99 <= 250,
+        `Change → receiver p50 ≤ 20 ms, p99 ≤ 250 ms: ${f1(r.webhooks.latencyP50)} / ${f1(r.webhooks.latencyP99)} ms`,
+      ),
     );
   }
-  if (r.pglite) lines.push(check(r.pglite.emptyStartMs <= 3000, `\`npm start\` on an empty directory answers with the demo store in ≤ 3 s: ${f0(r.pglite.emptyStartMs)} ms`));
+  if (r.pglite)
+    lines.push(
+      check(r.pglite.emptyStartMs <= 3000, `\`npm start\` on an empty directory answers with the demo store in ≤ 3 s: ${f0(r.pglite.emptyStartMs)} ms`),
+    );
   lines.push('', ...NOTES, '');
   return lines.join('\n');
 }
@@ -503,12 +598,12 @@ const NOTES: string[] = [
   '',
   '### Issue 14 (stored documents, snapshot export, volume): the runs of 2026-11-24 03:33 and 03:42 UTC',
   '',
-  'Both runs shared the two cores with five other engineers\' test suites (load average ~19): absolute',
+  "Both runs shared the two cores with five other engineers' test suites (load average ~19): absolute",
   'figures are a fraction of the quiet-machine ones below and single rounds swing 2–3× (the tables',
   'above are the 03:42 run; figures in parentheses here are the 03:33 run). What they show:',
   '',
   '- **Stored documents.** Lists, GETs, exports, snapshots, events and webhooks serve the JSON stored',
-  '  by the write path (src/db/documents.ts). The page\'s own SQL (the read ceiling) became ~3× cheaper',
+  "  by the write path (src/db/documents.ts). The page's own SQL (the read ceiling) became ~3× cheaper",
   '  (248–430 q/s loaded, against 157 q/s quiet before), so *list ÷ read ceiling* fell to 0.12 (0.16):',
   '  the ceiling moved, the API did not keep up on a machine where its Node CPU competes with',
   '  PostgreSQL and wrk. *List ÷ PostGraphile* 2.8× (5.9× at 03:33): target 5×, met in one run of two.',
@@ -522,11 +617,11 @@ const NOTES: string[] = [
   '  0.12–0.18. The snapshot reads keyset chunks of 1,000 rows, each its own statement (no transaction',
   '  is held, by design), and every row is decoded to a string and re-joined in Node; small records',
   '  (movements, customers) lose most, since the per-row cost in Node dominates. Larger chunks on',
-  '  PostgreSQL and passing the rows\' bytes through without decoding would close most of it.',
+  "  PostgreSQL and passing the rows' bytes through without decoding would close most of it.",
   '- **`store-api-sync init` 0.03× the export ceiling (target 0.4): missed.** 230,000 records in 81.6 s',
   '  (1.4 min) into a PostgreSQL mirror: five snapshot requests instead of 460 export requests (at the',
   '  default 10 a minute those alone would have taken 46 minutes), so the rate limit no longer binds;',
-  '  the time is now the mirror\'s side (a transaction per 500 records, JSON parsed and re-serialised,',
+  "  the time is now the mirror's side (a transaction per 500 records, JSON parsed and re-serialised,",
   '  generated columns). Bigger batches and COPY into the mirror would close it.',
   '- **Last page ÷ first page ≤ 1.2: met for every list** at 100k products (0.58–1.15).',
   '- **Document backfill.** 48.6 s of the 81.9 s generation at 100k products (products 100k, orders',
@@ -535,10 +630,10 @@ const NOTES: string[] = [
   '  (1M products, 2M orders, 500k customers, 5M movements) that extrapolates to well over the',
   '  10-minute target on this loaded machine. **`npm run bench -- --large` was not run** in this',
   '  session (it would have held the shared machine for most of an hour).',
-  '- **Embedded default.** PGlite lists at 40 pages/s against PostgreSQL\'s 28 in the same run (target',
+  "- **Embedded default.** PGlite lists at 40 pages/s against PostgreSQL's 28 in the same run (target",
   '  ≥ 0.5×: met); its `serve` peaked at 418 MiB (target 250: missed). Its WebAssembly heap grows to',
-  '  the largest statement it ran (the backfill\'s 10,000-row batches, the generator\'s inserts) and',
-  '  never shrinks; PostgreSQL\'s `shared_buffers` inside it is the default 128 MB. Not tuned in this',
+  "  the largest statement it ran (the backfill's 10,000-row batches, the generator's inserts) and",
+  "  never shrinks; PostgreSQL's `shared_buffers` inside it is the default 128 MB. Not tuned in this",
   '  session, nor measured: the 100k-row CSV import with ten endpoints, nor webhook throughput.',
   '',
   '### Earlier runs',
@@ -555,10 +650,10 @@ const NOTES: string[] = [
   '(3 s); each is explained below with what would close it.',
   '',
   '- **List ÷ read ceiling (target ≥ 0.7).** Met on the quiet machine (0.78, 0.62–0.83); 0.57–0.61 in',
-  '  loaded runs, where the API\'s CPU competes with PostgreSQL\'s. Before this work each list request made four database',
+  "  loaded runs, where the API's CPU competes with PostgreSQL's. Before this work each list request made four database",
   '  round trips: the token lookup, `clock_timestamp()`, the horizon (`pg_locks` joined with the whole',
   '  `pg_stat_activity` view: 1.6 ms at 4 clients in pgbench, against 0.1 ms for `SELECT 1`) and the',
-  '  page. The horizon is now one statement reading only the lock holders\' activity (0.47 ms; decision',
+  "  page. The horizon is now one statement reading only the lock holders' activity (0.47 ms; decision",
   '  0001): the ratio went from 0.49 to 0.57–0.61 (0.70 in the best round). `node --cpu-prof` of `serve` under',
   '  wrk (8 connections, limit 200, ~190 KB per page): the process is idle about half the time; of its',
   '  busy time `writev` (the kernel copying each 190 KB response to the loopback socket) is a quarter,',
@@ -571,16 +666,16 @@ const NOTES: string[] = [
   '  JavaScript string (pg binary mode).',
   '- **`serve` RSS (target ≤ 200 MB under the list load).** Compiling (`npm run build`) cut an idle',
   '  `serve` from ~195 to ~130 MiB (tsx, its loader thread and its transform cache are gone). Under the',
-  '  list load the peak reached 236–276 MiB: sampling V8\'s heap spaces every 50 ms showed old space',
+  "  list load the peak reached 236–276 MiB: sampling V8's heap spaces every 50 ms showed old space",
   '  growing to 95–145 MiB around a live set of ~40 MiB (page strings still in flight at two scavenges',
   '  are promoted, then wait for a full collection V8 schedules late). `HEAP_GROWING_PERCENT` (default',
   '  10, set at run time in server roles, src/ops/heap-tuning.ts) keeps old space near 45 MiB and the',
   '  peak near 175 MiB, for about the same CPU per request; unlike `--max-old-space-size` it is no',
   '  ceiling a busy process could run into. `--optimize-for-size` gave 115 MiB for twice the CPU.',
   '- **Webhook deliveries ÷ delivery ceiling (target ≥ 0.3).** Was 0.01–0.03 (87–580 deliveries/s):',
-  '  an endpoint\'s 4 slots were each held through a settle transaction, and a claim took only the',
+  "  an endpoint's 4 slots were each held through a settle transaction, and a claim took only the",
   '  slots free at that moment (5 round trips and a commit per one to four deliveries). Decision 0007:',
-  '  a slot frees when the answer is in, the worker claims up to 16 rounds of an endpoint\'s limit ahead',
+  "  a slot frees when the answer is in, the worker claims up to 16 rounds of an endpoint's limit ahead",
   '  in ONE statement, an all-success settle batch is ONE statement, and the per-endpoint limit adapts',
   '  (4 at first, up to 16 while the receiver answers fast, down to 1 when it slows or fails). Quick',
   '  runs (`--only webhooks`, 3 rounds): 0.03 before (257/s against 8,175/s at load 3), 0.21–0.28',
@@ -626,8 +721,8 @@ const NOTES: string[] = [
   '- **List ÷ PostGraphile (target ≥ 3).** 3.4 in the loaded full run (load 30), 2.3 on the quiet',
   '  machine: PostGraphile answers the same page at 51.7 requests/s, a third of the read ceiling (157),',
   '  while the list API serves 122, 0.78 of it. Against this peer 3× would need the list at 0.99 of',
-  '  its own SQL run bare, so it cannot come from the HTTP side: the page\'s SQL itself must get',
-  '  cheaper. Its cost is building each product\'s JSON (variants and images) on every read; a JSON',
+  "  its own SQL run bare, so it cannot come from the HTTP side: the page's SQL itself must get",
+  "  cheaper. Its cost is building each product's JSON (variants and images) on every read; a JSON",
   '  document per product kept up to date by the write path (it already rebuilds it for the event)',
   '  would make a page an index walk and a concatenation, for the list and the ceiling alike, and',
   '  leave the peer, which builds its JSON per request, behind by that factor.',

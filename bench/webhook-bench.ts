@@ -73,7 +73,11 @@ async function appendEvents(database: DatabaseHandle, n: number, offset: number)
   });
 }
 
-export async function benchWebhooks(databaseUrl: string, database: DatabaseHandle, opts: { deliveries: number; rounds: number; latencySamples: number }): Promise<WebhookResults> {
+export async function benchWebhooks(
+  databaseUrl: string,
+  database: DatabaseHandle,
+  opts: { deliveries: number; rounds: number; latencySamples: number },
+): Promise<WebhookResults> {
   const receiver = await startReceiver();
   const config = loadConfig({ DATABASE_URL: databaseUrl, WEBHOOK_ALLOW_PRIVATE_URLS: 'true', LOG_LEVEL: 'silent' });
   const service = new WebhookService({ config, database, logger: pino({ level: 'silent' }) });
@@ -121,13 +125,15 @@ export async function benchWebhooks(databaseUrl: string, database: DatabaseHandl
       'delivery ceiling (undici loop)': async () => {
         let next = 0;
         const t = performance.now();
-        await Promise.all(Array.from({ length: CEILING_CONCURRENCY }, async () => {
-          while (next < bodies.length) {
-            const body = bodies[next++]!.body;
-            const res = await http.request({ path: '/hook', method: 'POST', body, headers: { 'content-type': 'application/json' } });
-            await res.body.dump();
-          }
-        }));
+        await Promise.all(
+          Array.from({ length: CEILING_CONCURRENCY }, async () => {
+            while (next < bodies.length) {
+              const body = bodies[next++]!.body;
+              const res = await http.request({ path: '/hook', method: 'POST', body, headers: { 'content-type': 'application/json' } });
+              await res.body.dump();
+            }
+          }),
+        );
         return bodies.length / ((performance.now() - t) / 1000);
       },
     });
@@ -136,17 +142,23 @@ export async function benchWebhooks(databaseUrl: string, database: DatabaseHandl
     // Change → receiver latency: single product updates written here (as the store would), one at
     // a time, each waited for at the receiver.
     log(`webhooks: latency of ${opts.latencySamples} changes`);
-    const { rows: products } = await sql<{ id: string }>`SELECT id::text AS id FROM products ORDER BY last_modified DESC LIMIT ${opts.latencySamples}`.execute(database.db);
+    const { rows: products } = await sql<{ id: string }>`SELECT id::text AS id FROM products ORDER BY last_modified DESC LIMIT ${opts.latencySamples}`.execute(
+      database.db,
+    );
     const latencies: number[] = [];
     for (const [i, { id }] of products.entries()) {
       // Taken before the write: the figure includes the write itself, so it errs long.
       const written = performance.timeOrigin + performance.now();
       await updateProduct(database.db, id, { name: `Renamed ${i}` });
       let arrived: number | undefined;
-      await until('a change at the receiver', async () => {
-        arrived = await receiver.arrival(`product.updated:${id}`);
-        return arrived !== undefined && arrived > written;
-      }, 60_000);
+      await until(
+        'a change at the receiver',
+        async () => {
+          arrived = await receiver.arrival(`product.updated:${id}`);
+          return arrived !== undefined && arrived > written;
+        },
+        60_000,
+      );
       latencies.push(Math.max(0, arrived! - written));
     }
     latencies.sort((a, b) => a - b);

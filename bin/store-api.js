@@ -11,10 +11,14 @@ import { fileURLToPath } from 'node:url';
 // stderr is not a terminal, like every failure of a start).
 const [major, minor] = process.versions.node.split('.').map(Number);
 if (major < 22 || (major === 22 && minor < 12)) {
-  const message = `store-api needs Node.js 22.12 or newer (24 LTS recommended); this is Node.js ${process.versions.node} (${process.execPath}). ` +
+  const message =
+    `store-api needs Node.js 22.12 or newer (24 LTS recommended); this is Node.js ${process.versions.node} (${process.execPath}). ` +
     'In a checkout, `npm start` and `npm test` bring Node 24 themselves (the `node` dev dependency).';
-  process.stderr.write(process.stderr.isTTY ? `${message}\n`
-    : `${JSON.stringify({ level: 60, time: new Date().toISOString(), pid: process.pid, hostname: hostname(), node: process.versions.node, msg: message })}\n`);
+  process.stderr.write(
+    process.stderr.isTTY
+      ? `${message}\n`
+      : `${JSON.stringify({ level: 60, time: new Date().toISOString(), pid: process.pid, hostname: hostname(), node: process.versions.node, msg: message })}\n`,
+  );
   process.exit(1);
 }
 

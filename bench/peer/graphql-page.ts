@@ -29,12 +29,10 @@ export function installPostGraphile(): string {
 
 export async function startPostGraphile(databaseUrl: string, port: number): Promise<ServerProcess> {
   const dir = installPostGraphile();
-  return startServer(
-    ['-r', join(dir, 'promise-with-resolvers.cjs'), join(dir, 'postgraphile-server.mjs'), String(port)],
-    { DATABASE_URL: databaseUrl },
-    port,
-    { path: '/graphql', ready: (status) => status === 405 },
-  );
+  return startServer(['-r', join(dir, 'promise-with-resolvers.cjs'), join(dir, 'postgraphile-server.mjs'), String(port)], { DATABASE_URL: databaseUrl }, port, {
+    path: '/graphql',
+    ready: (status) => status === 405,
+  });
 }
 
 async function graphql<T>(origin: string, query: string): Promise<T> {
@@ -47,8 +45,10 @@ async function graphql<T>(origin: string, query: string): Promise<T> {
 /** The JSON body of the page query after the active product at `position` (0-based). */
 export async function peerPageBody(origin: string, position: number, limit: number): Promise<string> {
   const order = 'orderBy: [LAST_MODIFIED_ASC, PRIMARY_KEY_ASC]';
-  const at = await graphql<{ allProducts: { pageInfo: { endCursor: string } } }>(origin,
-    `{ allProducts(first: 1, offset: ${position}, condition: {isActive: true}, ${order}) { pageInfo { endCursor } } }`);
+  const at = await graphql<{ allProducts: { pageInfo: { endCursor: string } } }>(
+    origin,
+    `{ allProducts(first: 1, offset: ${position}, condition: {isActive: true}, ${order}) { pageInfo { endCursor } } }`,
+  );
   const cursor = at.allProducts.pageInfo.endCursor;
   const children = '(condition: {isActive: true}, orderBy: [POSITION_ASC, PRIMARY_KEY_ASC])';
   const query = `{ allProducts(first: ${limit}, after: ${JSON.stringify(cursor)}, condition: {isActive: true}, ${order}) {

@@ -17,5 +17,8 @@ const preset = {
 const pgl = postgraphile(preset);
 const serv = pgl.createServ(grafserv);
 const server = createServer();
-serv.addTo(server).catch((e) => { console.error(e); process.exit(1); });
+serv.addTo(server).catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
 server.listen(port, '127.0.0.1', () => process.stdout.write('listening\n'));

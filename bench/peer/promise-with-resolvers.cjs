@@ -2,7 +2,10 @@
 if (!Promise.withResolvers) {
   Promise.withResolvers = function withResolvers() {
     let resolve, reject;
-    const promise = new this((res, rej) => { resolve = res; reject = rej; });
+    const promise = new this((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
     return { promise, resolve, reject };
   };
 }

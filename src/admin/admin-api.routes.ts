@@ -65,14 +65,19 @@ async function recordWrite(request: FastifyRequest, statusCode: number, payload:
   const config = request.routeOptions.config;
   const action = note.action ?? config.audit ?? 'store.written';
   const paramsId = (request.params as { id?: string } | undefined)?.id ?? null;
-  const target = note.target ?? (config.auditTarget || action === 'store.written'
-    ? { type: config.auditTarget ?? String(request.routeOptions.url ?? '').split('/')[1] ?? 'store', id: paramsId ?? answerId(payload) }
-    : undefined);
+  const target =
+    note.target ??
+    (config.auditTarget || action === 'store.written'
+      ? { type: config.auditTarget ?? String(request.routeOptions.url ?? '').split('/')[1] ?? 'store', id: paramsId ?? answerId(payload) }
+      : undefined);
   let details = note.details;
   if (!details) {
-    details = action === 'store.written'
-      ? { method: request.method, route: request.routeOptions.url }
-      : (request.body && typeof request.body === 'object' ? request.body as Record<string, unknown> : {});
+    details =
+      action === 'store.written'
+        ? { method: request.method, route: request.routeOptions.url }
+        : request.body && typeof request.body === 'object'
+          ? (request.body as Record<string, unknown>)
+          : {};
   }
   await recordAudit(request.server.ctx.database.db, {
     actor: { kind: request.admin.kind, id: request.admin.id, name: request.admin.name },

@@ -48,7 +48,10 @@ export async function authenticateAdmin(request: FastifyRequest): Promise<AdminP
     throw new ApiError('unauthorized', 'The dashboard session has expired or was signed out. Sign in again.');
   }
   if (!SAFE_METHODS.has(request.method) && !csrfTokenMatches(request.headers[CSRF_HEADER], session.csrfToken)) {
-    throw new ApiError('forbidden', `Missing or wrong CSRF token. Requests made with a dashboard session must send the session's token in the ${CSRF_HEADER} header.`);
+    throw new ApiError(
+      'forbidden',
+      `Missing or wrong CSRF token. Requests made with a dashboard session must send the session's token in the ${CSRF_HEADER} header.`,
+    );
   }
   request.admin = { kind: 'session', id: session.adminUserId, name: session.email, role: session.role, sessionId };
   return request.admin;

@@ -53,10 +53,18 @@ export const exampleOrder = {
   discount: 0,
   delivery_fee: 0,
   total: 99.8,
-  items: [{
-    id: '0193a5c3-0b12-7d34-a5b6-c7d8e9f0a1b3', product_id: productId, variant_id: variantId,
-    product_name: 'Linen shirt', variant_name: 'M / white', quantity: 2, unit_price: 49.9, total: 99.8,
-  }],
+  items: [
+    {
+      id: '0193a5c3-0b12-7d34-a5b6-c7d8e9f0a1b3',
+      product_id: productId,
+      variant_id: variantId,
+      product_name: 'Linen shirt',
+      variant_name: 'M / white',
+      quantity: 2,
+      unit_price: 49.9,
+      total: 99.8,
+    },
+  ],
   created_at: '2026-11-21T14:05:30.770123Z',
   last_modified: '2026-11-21T14:05:30.770123Z',
 };

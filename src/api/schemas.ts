@@ -11,41 +11,57 @@ import { errorCodes, type ErrorCode } from '../shared/problem.ts';
  * One event as the webhooks POST it and the events feed lists it, per type. Unnamed on purpose: the
  * webhooks section of the OpenAPI document shows each inline, the feed references the `Event` union.
  */
-export const EVENT_PAYLOADS = Object.fromEntries(FEED_EVENT_TYPES.map((type) => [type, Type.Object({
-  id: Type.String({ format: 'uuid', description: 'Event id, stable across retries' }),
-  type: Type.Literal(type),
-  created_at: Type.String({ format: 'date-time' }),
-  data: EVENT_DATA[type],
-}, { additionalProperties: false })])) as unknown as Record<FeedEventType, TSchema>;
+export const EVENT_PAYLOADS = Object.fromEntries(
+  FEED_EVENT_TYPES.map((type) => [
+    type,
+    Type.Object(
+      {
+        id: Type.String({ format: 'uuid', description: 'Event id, stable across retries' }),
+        type: Type.Literal(type),
+        created_at: Type.String({ format: 'date-time' }),
+        data: EVENT_DATA[type],
+      },
+      { additionalProperties: false },
+    ),
+  ]),
+) as unknown as Record<FeedEventType, TSchema>;
 
 /** Any event of the feed: the union of the webhook payloads (ping excluded). */
-export const Event = Type.Union(FEED_EVENT_TYPES.map((type) => EVENT_PAYLOADS[type]), {
-  title: 'Event',
-  description: 'A change to store data, exactly as POSTed to webhook endpoints: `data` is the full record at that moment.',
-});
+export const Event = Type.Union(
+  FEED_EVENT_TYPES.map((type) => EVENT_PAYLOADS[type]),
+  {
+    title: 'Event',
+    description: 'A change to store data, exactly as POSTed to webhook endpoints: `data` is the full record at that moment.',
+  },
+);
 
-export const Pagination = Type.Object({
-  next_cursor: Nullable(Type.String({ description: 'Pass back as `cursor`; null only on an empty first page' })),
-  has_more: Type.Boolean(),
-  limit: Type.Integer(),
-}, { title: 'Pagination', additionalProperties: false });
+export const Pagination = Type.Object(
+  {
+    next_cursor: Nullable(Type.String({ description: 'Pass back as `cursor`; null only on an empty first page' })),
+    has_more: Type.Boolean(),
+    limit: Type.Integer(),
+  },
+  { title: 'Pagination', additionalProperties: false },
+);
 
-export const ProblemSchema = Type.Object({
-  type: Type.String(),
-  title: Type.String(),
-  status: Type.Integer(),
-  detail: Type.String(),
-  code: StringEnum(Object.keys(errorCodes) as ErrorCode[], { description: 'Machine-readable error code (the registry of src/shared/problem.ts)' }),
-  errors: Type.Optional(Type.Array(Type.Object({ param: Type.String(), message: Type.String() }))),
-}, { title: 'Problem' });
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    code: StringEnum(Object.keys(errorCodes) as ErrorCode[], { description: 'Machine-readable error code (the registry of src/shared/problem.ts)' }),
+    errors: Type.Optional(Type.Array(Type.Object({ param: Type.String(), message: Type.String() }))),
+  },
+  { title: 'Problem' },
+);
 
 export const listOf = <T extends TSchema>(item: T) => Type.Object({ data: Type.Array(item), pagination: Pagination });
 export const single = <T extends TSchema>(item: T) => Type.Object({ data: item });
 
 // ---- query parameters ----------------------------------------------------------------------
 
-const limitParam = (max: number, def: number) =>
-  Type.Integer({ minimum: 1, maximum: max, default: def, description: `Page size, 1–${max}, default ${def}` });
+const limitParam = (max: number, def: number) => Type.Integer({ minimum: 1, maximum: max, default: def, description: `Page size, 1–${max}, default ${def}` });
 const cursorParam = Type.String({ minLength: 1, maxLength: 100, description: 'ISO 8601 timestamp or a next_cursor value' });
 const orderParam = StringEnum(['asc', 'desc'] as const, { default: 'asc', description: 'Sort by last_modified' });
 
@@ -53,7 +69,13 @@ const orderParam = StringEnum(['asc', 'desc'] as const, { default: 'asc', descri
 export function snapshotQuery(filters: Readonly<Record<string, TSchema>>) {
   return Type.Object(
     {
-      cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Resume after this record: the cursor of the last record received (`<last_modified>_<id>`), or any cursor of this API' })),
+      cursor: Type.Optional(
+        Type.String({
+          minLength: 1,
+          maxLength: 100,
+          description: 'Resume after this record: the cursor of the last record received (`<last_modified>_<id>`), or any cursor of this API',
+        }),
+      ),
       ...filters,
     },
     { additionalProperties: false },
@@ -76,10 +98,12 @@ export function listQuery(filters: Readonly<Record<string, TSchema>>, isExport =
 
 /** Filters of the events feed. */
 export const eventFilters = {
-  type: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 300 }), {
-    maxItems: 20,
-    description: `Only these event types: repeat the parameter and/or separate with commas (${FEED_EVENT_TYPES.join(', ')})`,
-  })),
+  type: Type.Optional(
+    Type.Array(Type.String({ minLength: 1, maxLength: 300 }), {
+      maxItems: 20,
+      description: `Only these event types: repeat the parameter and/or separate with commas (${FEED_EVENT_TYPES.join(', ')})`,
+    }),
+  ),
   since: Type.Optional(Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601 date or timestamp; only events created after it' })),
 };
 

@@ -54,7 +54,13 @@ export type ImagePatch = Partial<ImageInput> & { is_active?: boolean };
 
 /** URL-safe slug of a name. */
 export function slugify(name: string): string {
-  const base = name.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 80);
+  const base = name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 80);
   return base || 'product';
 }
 
@@ -86,9 +92,9 @@ async function insertVariants(ctx: WriteContext, productId: string, variants: Va
     created_at: ctx.stamp,
   }));
   await ctx.trx.insertInto('variants').values(rows).execute();
-  return rows.flatMap((r, i) => ((variants[i]!.stock ?? 0) !== 0
-    ? [{ productId, variantId: r.id, delta: variants[i]!.stock!, reason: 'adjustment' as const, note: 'initial stock' }]
-    : []));
+  return rows.flatMap((r, i) =>
+    (variants[i]!.stock ?? 0) !== 0 ? [{ productId, variantId: r.id, delta: variants[i]!.stock!, reason: 'adjustment' as const, note: 'initial stock' }] : [],
+  );
 }
 
 async function insertImages(ctx: WriteContext, productId: string, images: ImageInput[], firstPosition: number): Promise<void> {
@@ -97,15 +103,20 @@ async function insertImages(ctx: WriteContext, productId: string, images: ImageI
     await ctx.trx.updateTable('images').set({ is_primary: false }).where('product_id', '=', productId).execute();
   }
   const primaryIndex = images.findIndex((i) => i.is_primary);
-  await ctx.trx.insertInto('images').values(images.map((img, i) => ({
-    id: randomUUID(),
-    product_id: productId,
-    image_url: img.image_url,
-    is_primary: i === primaryIndex,
-    position: firstPosition + i,
-    is_active: true,
-    created_at: ctx.stamp,
-  }))).execute();
+  await ctx.trx
+    .insertInto('images')
+    .values(
+      images.map((img, i) => ({
+        id: randomUUID(),
+        product_id: productId,
+        image_url: img.image_url,
+        is_primary: i === primaryIndex,
+        position: firstPosition + i,
+        is_active: true,
+        created_at: ctx.stamp,
+      })),
+    )
+    .execute();
 }
 
 async function lockProduct(ctx: WriteContext, id: string) {
@@ -119,23 +130,26 @@ export async function createProduct(db: Kysely<Database>, input: ProductInput): 
   return write(db, async (ctx) => {
     const id = randomUUID();
     const tracked = isStockTracked(input.product_type);
-    await ctx.trx.insertInto('products').values({
-      id,
-      name: input.name,
-      slug: input.slug ?? `${slugify(input.name)}-${id.slice(0, 8)}`,
-      product_type: input.product_type,
-      barcode: input.barcode ?? null,
-      sku: input.sku ?? null,
-      price: input.price,
-      cost_price: input.cost_price ?? null,
-      own_stock: 0,
-      stock: 0,
-      category_id: input.category_id ?? null,
-      thumbnail_url: input.thumbnail_url ?? null,
-      is_active: input.is_active ?? true,
-      created_at: ctx.stamp,
-      last_modified: ctx.stamp,
-    }).execute();
+    await ctx.trx
+      .insertInto('products')
+      .values({
+        id,
+        name: input.name,
+        slug: input.slug ?? `${slugify(input.name)}-${id.slice(0, 8)}`,
+        product_type: input.product_type,
+        barcode: input.barcode ?? null,
+        sku: input.sku ?? null,
+        price: input.price,
+        cost_price: input.cost_price ?? null,
+        own_stock: 0,
+        stock: 0,
+        category_id: input.category_id ?? null,
+        thumbnail_url: input.thumbnail_url ?? null,
+        is_active: input.is_active ?? true,
+        created_at: ctx.stamp,
+        last_modified: ctx.stamp,
+      })
+      .execute();
     const variants = input.variants ?? [];
     const initial = await insertVariants(ctx, id, variants, 0);
     if (variants.length === 0 && (input.stock ?? 0) !== 0) {
@@ -189,7 +203,12 @@ export async function addVariant(db: Kysely<Database>, productId: string, input:
 export async function updateVariant(db: Kysely<Database>, productId: string, variantId: string, patch: VariantPatch): Promise<unknown> {
   return write(db, async (ctx) => {
     await lockProduct(ctx, productId);
-    const variant = await ctx.trx.selectFrom('variants').select(['id', 'stock', 'is_active']).where('id', '=', variantId).where('product_id', '=', productId).executeTakeFirst();
+    const variant = await ctx.trx
+      .selectFrom('variants')
+      .select(['id', 'stock', 'is_active'])
+      .where('id', '=', variantId)
+      .where('product_id', '=', productId)
+      .executeTakeFirst();
     if (!variant) throw notFound('variant of this product', variantId);
     const { attributes, ...rest } = patch;
     const set: Record<string, unknown> = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));

@@ -59,17 +59,20 @@ export function registerAdminCommands(program: Command): void {
     .requiredOption('--email <email>', 'the address to sign in with')
     .option('--password <password>', 'the password (default: ADMIN_PASSWORD, else asked for without echo)')
     .action((opts: { email: string; password?: string }) =>
-      withContext(async (ctx) => {
-        const password = await passwordFor(ctx, opts.password);
-        const user = await createAdminUser(ctx.database.db, { email: opts.email, password });
-        process.stdout.write(`Created administrator ${user.email}. Sign in at /admin on the running server.\n`);
-      }, { whileServerRuns: 'while no administrator exists, open the one-time setup link the server printed at start (restart it for a new one)' }),
+      withContext(
+        async (ctx) => {
+          const password = await passwordFor(ctx, opts.password);
+          const user = await createAdminUser(ctx.database.db, { email: opts.email, password });
+          process.stdout.write(`Created administrator ${user.email}. Sign in at /admin on the running server.\n`);
+        },
+        { whileServerRuns: 'while no administrator exists, open the one-time setup link the server printed at start (restart it for a new one)' },
+      ),
     );
 
   admin
     .command('set-password')
     .description('Set a new password for an administrator (signs them out everywhere)')
-    .requiredOption('--email <email>', 'the administrator\'s address')
+    .requiredOption('--email <email>', "the administrator's address")
     .option('--password <password>', 'the new password (default: ADMIN_PASSWORD, else asked for without echo)')
     .action((opts: { email: string; password?: string }) =>
       withContext(async (ctx) => {
@@ -86,7 +89,8 @@ export function registerAdminCommands(program: Command): void {
       withContext(async (ctx) => {
         const users = await listAdminUsers(ctx.database.db);
         if (users.length === 0) process.stdout.write('No administrators. Create one with: store-api admin create --email you@example.com\n');
-        for (const u of users) process.stdout.write(`${u.email}  ${u.role}  created ${u.created_at}${u.last_sign_in_at ? `  last sign-in ${u.last_sign_in_at}` : ''}\n`);
+        for (const u of users)
+          process.stdout.write(`${u.email}  ${u.role}  created ${u.created_at}${u.last_sign_in_at ? `  last sign-in ${u.last_sign_in_at}` : ''}\n`);
       }),
     );
 }

@@ -9,10 +9,13 @@ export function registerDatabaseCommands(program: Command): void {
     .command('migrate')
     .description('Apply pending database migrations (the embedded default also migrates at start)')
     .action(() =>
-      withContext(async (ctx) => {
-        const pending = await pendingMigrations(ctx.database.db);
-        const msg = pending.length === 0 ? 'Schema is current.' : `Still pending: ${pending.join(', ')}`;
-        createAnnouncer({ logLevel: ctx.config.LOG_LEVEL })({ text: `${msg}\n`, msg, fields: { pending } });
-      }, { whileServerRuns: 'nothing is needed: the running server applied every migration when it started', json: machineOutput() }),
+      withContext(
+        async (ctx) => {
+          const pending = await pendingMigrations(ctx.database.db);
+          const msg = pending.length === 0 ? 'Schema is current.' : `Still pending: ${pending.join(', ')}`;
+          createAnnouncer({ logLevel: ctx.config.LOG_LEVEL })({ text: `${msg}\n`, msg, fields: { pending } });
+        },
+        { whileServerRuns: 'nothing is needed: the running server applied every migration when it started', json: machineOutput() },
+      ),
     );
 }

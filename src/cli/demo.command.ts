@@ -4,11 +4,13 @@ import { generateDemoStore } from '../demo/demo-store.ts';
 import { progressBar } from '../demo/demo-seed.ts';
 import { withContext } from './run-command.ts';
 
-const positive = (name: string) => (value: string): number => {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${name} must be a whole number ≥ 0.`);
-  return n;
-};
+const positive =
+  (name: string) =>
+  (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError(`${name} must be a whole number ≥ 0.`);
+    return n;
+  };
 
 export function registerDemoCommands(program: Command): void {
   const demo = program.command('demo').description('Demo data');
@@ -25,7 +27,9 @@ export function registerDemoCommands(program: Command): void {
         const started = Date.now();
         const summary = await generateDemoStore(ctx.database.db, { ...opts, onProgress: (d, t, phase) => bar.update(d, t, phase) });
         bar.stop();
-        process.stdout.write(`Generated ${summary.products} products, ${summary.customers} customers, ${summary.orders} orders in ${((Date.now() - started) / 1000).toFixed(1)} s.\n`);
+        process.stdout.write(
+          `Generated ${summary.products} products, ${summary.customers} customers, ${summary.orders} orders in ${((Date.now() - started) / 1000).toFixed(1)} s.\n`,
+        );
       }),
     );
 }

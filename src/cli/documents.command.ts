@@ -10,7 +10,10 @@ import { checkDocuments, rebuildDocuments, rebuildEvents, type RebuildProgress }
 /** A bar per table on stderr while documents are filled (plain lines when not a terminal). */
 function showProgress(): () => void {
   const tty = process.stderr.isTTY === true;
-  const bar = new SingleBar({ format: ' {table} [{bar}] {percentage}% | {value}/{total} rows | {eta_formatted} left', hideCursor: true, stream: process.stderr }, Presets.shades_classic);
+  const bar = new SingleBar(
+    { format: ' {table} [{bar}] {percentage}% | {value}/{total} rows | {eta_formatted} left', hideCursor: true, stream: process.stderr },
+    Presets.shades_classic,
+  );
   let current: string | undefined;
   const onProgress = ({ table, done, total }: RebuildProgress) => {
     if (tty) {
@@ -40,30 +43,38 @@ export function registerDocumentsCommands(program: Command): void {
     .option('--all', 'rebuild every document, not only missing ones (after a change to how a document is built)')
     .action((options: { all?: boolean }) => {
       const stop = showProgress();
-      return withContext(async (ctx) => {
-        try {
-          const rebuilt = await rebuildDocuments(ctx.database.db, { onlyMissing: !options.all });
-          process.stdout.write(`Documents filled (${rebuilt} rebuilt by this command; any missing ones were filled by the migration).\n`);
-        } finally {
-          stop();
-        }
-      }, { whileServerRuns: 'stop the server: it applied the migration that fills the documents when it started' });
+      return withContext(
+        async (ctx) => {
+          try {
+            const rebuilt = await rebuildDocuments(ctx.database.db, { onlyMissing: !options.all });
+            process.stdout.write(`Documents filled (${rebuilt} rebuilt by this command; any missing ones were filled by the migration).\n`);
+          } finally {
+            stop();
+          }
+        },
+        { whileServerRuns: 'stop the server: it applied the migration that fills the documents when it started' },
+      );
     });
   documents
     .command('check')
     .description('Rebuild every document from the tables and compare it with the stored one; exit 1 naming the records that differ')
     .option('--limit <n>', 'name at most this many records', '100')
     .action((options: { limit: string }) =>
-      withContext(async (ctx) => {
-        const limit = Math.max(1, Number.parseInt(options.limit, 10) || 100);
-        const differences = await checkDocuments(ctx.database.db, { limit });
-        if (differences.length === 0) {
-          process.stdout.write('Every stored document equals its rebuild from the tables.\n');
-          return;
-        }
-        for (const d of differences) process.stdout.write(`${d.kind} ${d.id} differs\n  stored:  ${d.stored ?? '(missing)'}\n  rebuilt: ${d.rebuilt}\n`);
-        process.stderr.write(`${differences.length}${differences.length >= limit ? '+' : ''} stored documents differ from their rebuild: run \`store-api documents backfill --all\` to rebuild them.\n`);
-        process.exitCode = 1;
-      }, { whileServerRuns: 'stop the server first, or run it against PostgreSQL where it can run alongside' }),
+      withContext(
+        async (ctx) => {
+          const limit = Math.max(1, Number.parseInt(options.limit, 10) || 100);
+          const differences = await checkDocuments(ctx.database.db, { limit });
+          if (differences.length === 0) {
+            process.stdout.write('Every stored document equals its rebuild from the tables.\n');
+            return;
+          }
+          for (const d of differences) process.stdout.write(`${d.kind} ${d.id} differs\n  stored:  ${d.stored ?? '(missing)'}\n  rebuilt: ${d.rebuilt}\n`);
+          process.stderr.write(
+            `${differences.length}${differences.length >= limit ? '+' : ''} stored documents differ from their rebuild: run \`store-api documents backfill --all\` to rebuild them.\n`,
+          );
+          process.exitCode = 1;
+        },
+        { whileServerRuns: 'stop the server first, or run it against PostgreSQL where it can run alongside' },
+      ),
     );
 }

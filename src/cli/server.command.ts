@@ -89,8 +89,10 @@ async function run(role: Role): Promise<void> {
     const config = loadConfig();
     applyHeapGrowing(config.HEAP_GROWING_PERCENT);
     // The default demo store of a first start comes ready-made from the build (demo/demo-template.ts).
-    const demoTemplate = role === 'all' && config.SEED_DEMO && config.SEED_DEMO_PRODUCTS === DEMO_TEMPLATE_PRODUCTS
-      ? { template: [PGLITE_DEMO_TEMPLATE_DIR, PGLITE_TEMPLATE_DIR] } : {};
+    const demoTemplate =
+      role === 'all' && config.SEED_DEMO && config.SEED_DEMO_PRODUCTS === DEMO_TEMPLATE_PRODUCTS
+        ? { template: [PGLITE_DEMO_TEMPLATE_DIR, PGLITE_TEMPLATE_DIR] }
+        : {};
     running.ctx = await openContext(config, createLogger(config), { applicationName: `store-api-${role}`, ...demoTemplate });
     const ctx = running.ctx;
     // Text on a terminal, JSON lines (credentials flagged as secrets) anywhere else (ops/announce.ts).
@@ -116,7 +118,8 @@ async function run(role: Role): Promise<void> {
             fields: counts,
           });
           announce({
-            text: `Demo API token (all read scopes; shown once):\n\n  ${seeded.token}\n\n` +
+            text:
+              `Demo API token (all read scopes; shown once):\n\n  ${seeded.token}\n\n` +
               `Try: curl -H "Authorization: Bearer ${seeded.token}" ${publicUrl(config)}/api/v1/products?limit=2\n\n`,
             msg: 'demo API token (all read scopes; shown once) in secret_value; send it as "Authorization: Bearer <token>"',
             secret: { kind: 'demo_token', value: seeded.token },
@@ -156,7 +159,16 @@ async function run(role: Role): Promise<void> {
 }
 
 export function registerServerCommands(program: Command): void {
-  program.command('all').description('Run the HTTP API and the webhook worker in one process (what npm start runs)').action(() => run('all'));
-  program.command('serve').description('Run the HTTP API only').action(() => run('serve'));
-  program.command('worker').description('Run the event poller and webhook dispatcher only').action(() => run('worker'));
+  program
+    .command('all')
+    .description('Run the HTTP API and the webhook worker in one process (what npm start runs)')
+    .action(() => run('all'));
+  program
+    .command('serve')
+    .description('Run the HTTP API only')
+    .action(() => run('serve'));
+  program
+    .command('worker')
+    .description('Run the event poller and webhook dispatcher only')
+    .action(() => run('worker'));
 }

@@ -5,7 +5,10 @@ import { parseIsoTimestamp } from '../shared/time.ts';
 import { CliUsageError, exitWithError, withContext } from './run-command.ts';
 
 function parseScopes(value: string): Scope[] {
-  const scopes = value.split(',').map((s) => s.trim()).filter(Boolean);
+  const scopes = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const bad = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
   if (bad.length > 0) throw new CliUsageError(`Unknown scope(s): ${bad.join(', ')}. Known: ${SCOPES.join(', ')}`);
   return scopes as Scope[];
@@ -32,11 +35,17 @@ export function registerTokenCommands(program: Command): void {
       } catch (error) {
         exitWithError(error);
       }
-      return withContext(async (ctx) => {
-        const { token, summary } = await createToken(ctx.database.db, { name: opts.name, scopes, expiresAt });
-        if (opts.json) process.stdout.write(`${JSON.stringify({ ...summary, token })}\n`);
-        else process.stdout.write(`Created token "${summary.name}" (${summary.id}) with scopes ${summary.scopes.join(', ')}.\nStore it now; it is not shown again:\n\n${token}\n`);
-      }, { whileServerRuns: 'create the key in the running server\'s dashboard (/admin, Integrations → API keys) or with POST /admin/api/v1/tokens' });
+      return withContext(
+        async (ctx) => {
+          const { token, summary } = await createToken(ctx.database.db, { name: opts.name, scopes, expiresAt });
+          if (opts.json) process.stdout.write(`${JSON.stringify({ ...summary, token })}\n`);
+          else
+            process.stdout.write(
+              `Created token "${summary.name}" (${summary.id}) with scopes ${summary.scopes.join(', ')}.\nStore it now; it is not shown again:\n\n${token}\n`,
+            );
+        },
+        { whileServerRuns: "create the key in the running server's dashboard (/admin, Integrations → API keys) or with POST /admin/api/v1/tokens" },
+      );
     });
 
   tokens
@@ -44,17 +53,22 @@ export function registerTokenCommands(program: Command): void {
     .description('List API tokens (never their secrets)')
     .option('--json', 'print JSON instead of a table')
     .action((opts: { json?: boolean }) =>
-      withContext(async (ctx) => {
-        const all = await listTokens(ctx.database.db);
-        if (opts.json) {
-          process.stdout.write(`${JSON.stringify(all)}\n`);
-          return;
-        }
-        if (all.length === 0) process.stdout.write('No tokens.\n');
-        for (const t of all) {
-          process.stdout.write(`${t.id}  ${t.prefix}…  ${t.status.padEnd(7)}  ${t.name}  [${t.scopes.join(',')}]  created ${t.created_at}${t.expires_at ? `  expires ${t.expires_at}` : ''}${t.last_used_at ? `  last used ${t.last_used_at}` : ''}\n`);
-        }
-      }, { whileServerRuns: 'see the keys in the running server\'s dashboard (/admin, Integrations → API keys) or with GET /admin/api/v1/tokens' }),
+      withContext(
+        async (ctx) => {
+          const all = await listTokens(ctx.database.db);
+          if (opts.json) {
+            process.stdout.write(`${JSON.stringify(all)}\n`);
+            return;
+          }
+          if (all.length === 0) process.stdout.write('No tokens.\n');
+          for (const t of all) {
+            process.stdout.write(
+              `${t.id}  ${t.prefix}…  ${t.status.padEnd(7)}  ${t.name}  [${t.scopes.join(',')}]  created ${t.created_at}${t.expires_at ? `  expires ${t.expires_at}` : ''}${t.last_used_at ? `  last used ${t.last_used_at}` : ''}\n`,
+            );
+          }
+        },
+        { whileServerRuns: "see the keys in the running server's dashboard (/admin, Integrations → API keys) or with GET /admin/api/v1/tokens" },
+      ),
     );
 
   tokens
@@ -62,9 +76,12 @@ export function registerTokenCommands(program: Command): void {
     .description('Revoke an API token by id or prefix; takes effect on its next request')
     .argument('<id-or-prefix>')
     .action((idOrPrefix: string) =>
-      withContext(async (ctx) => {
-        const t = await revokeToken(ctx.database.db, idOrPrefix);
-        process.stdout.write(`Revoked token "${t.name}" (${t.id}).\n`);
-      }, { whileServerRuns: 'revoke it in the running server\'s dashboard (/admin, Integrations → API keys) or with POST /admin/api/v1/tokens/:id/revoke' }),
+      withContext(
+        async (ctx) => {
+          const t = await revokeToken(ctx.database.db, idOrPrefix);
+          process.stdout.write(`Revoked token "${t.name}" (${t.id}).\n`);
+        },
+        { whileServerRuns: "revoke it in the running server's dashboard (/admin, Integrations → API keys) or with POST /admin/api/v1/tokens/:id/revoke" },
+      ),
     );
 }

@@ -7,26 +7,59 @@ import { Value } from '@sinclair/typebox/value';
 import { existsSync, readFileSync } from 'node:fs';
 import { parse as parseDotenv } from 'dotenv';
 
-const Int = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER, description = '') =>
-  Type.Integer({ default: def, minimum: min, maximum: max, description });
+const Int = (def: number, min = 0, max = Number.MAX_SAFE_INTEGER, description = '') => Type.Integer({ default: def, minimum: min, maximum: max, description });
 const Bool = (def: boolean, description = '') => Type.Boolean({ default: def, description });
 
 /** The environment schema; every key is an environment variable of the same name. */
 export const EnvSchema = Type.Object({
   PORT: Int(3000, 0, 65535, 'TCP port of the HTTP server'),
   HOST: Type.String({ default: '127.0.0.1', description: 'Interface the HTTP server binds to' }),
-  REQUEST_TIMEOUT_MS: Int(30_000, 100, 3_600_000, 'Longest a client may take to send a whole request, head and body; a slower one is answered 408 and disconnected'),
-  HEADERS_TIMEOUT_MS: Int(10_000, 100, 3_600_000, 'Longest a client may take to send the head of a request (at most REQUEST_TIMEOUT_MS); a slower one is answered 408'),
-  KEEP_ALIVE_TIMEOUT_MS: Int(72_000, 100, 3_600_000, 'How long an idle keep-alive connection stays open waiting for its next request (keep it above your load balancer\'s idle timeout)'),
+  REQUEST_TIMEOUT_MS: Int(
+    30_000,
+    100,
+    3_600_000,
+    'Longest a client may take to send a whole request, head and body; a slower one is answered 408 and disconnected',
+  ),
+  HEADERS_TIMEOUT_MS: Int(
+    10_000,
+    100,
+    3_600_000,
+    'Longest a client may take to send the head of a request (at most REQUEST_TIMEOUT_MS); a slower one is answered 408',
+  ),
+  KEEP_ALIVE_TIMEOUT_MS: Int(
+    72_000,
+    100,
+    3_600_000,
+    "How long an idle keep-alive connection stays open waiting for its next request (keep it above your load balancer's idle timeout)",
+  ),
   TRUST_PROXY: Bool(false, 'Take the client address from X-Forwarded-For (set only behind a proxy you run)'),
   DATA_DIR: Type.String({ default: './data', description: 'Embedded (PGlite) data directory, used when DATABASE_URL is unset' }),
-  DATA_DIR_MIN_FREE_MB: Int(64, 0, 1_048_576, 'Embedded database only: writes are refused (507) while the data directory\'s disk has less free space than this, so a full disk never wedges the process; 0 = no check'),
+  DATA_DIR_MIN_FREE_MB: Int(
+    64,
+    0,
+    1_048_576,
+    "Embedded database only: writes are refused (507) while the data directory's disk has less free space than this, so a full disk never wedges the process; 0 = no check",
+  ),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL connection string; replaces the embedded database' })),
   DATABASE_POOL_SIZE: Int(10, 1, 200, 'Maximum PostgreSQL connections per process'),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis for state shared by several API processes (rate limits)' })),
-  REDIS_KEY_PREFIX: Type.String({ default: 'store-api:', minLength: 1, maxLength: 100, description: 'Prefix of every Redis key this deployment writes (several deployments may share one Redis)' }),
-  METRICS_PORT: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535, description: 'Port of the /metrics, /healthz and /readyz listener of the `worker` role (the API roles serve them on PORT)' })),
-  LOG_LEVEL: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
+  REDIS_KEY_PREFIX: Type.String({
+    default: 'store-api:',
+    minLength: 1,
+    maxLength: 100,
+    description: 'Prefix of every Redis key this deployment writes (several deployments may share one Redis)',
+  }),
+  METRICS_PORT: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: 65535,
+      description: 'Port of the /metrics, /healthz and /readyz listener of the `worker` role (the API roles serve them on PORT)',
+    }),
+  ),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+    { default: 'info' },
+  ),
   PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://', description: 'Base URL printed and used in Link headers; default http://HOST:PORT' })),
   SEED_DEMO: Bool(true, 'Seed a small demo store when the database is empty at start (embedded default)'),
   SEED_DEMO_PRODUCTS: Int(300, 1, 1_000_000, 'Number of demo products seeded at first start'),
@@ -34,24 +67,48 @@ export const EnvSchema = Type.Object({
   RATE_LIMIT_EXPORT: Int(10, 1, 1_000_000, 'Requests per window per token on export endpoints'),
   RATE_LIMIT_WINDOW_MS: Int(60_000, 100, 86_400_000, 'Rate-limit window length in milliseconds'),
   WEBHOOK_POLL_INTERVAL_MS: Int(3000, 10, 3_600_000, 'How often the event log is checked for new events'),
-  WEBHOOK_RETRY_SCHEDULE_MS: Type.String({ default: '60000,300000,1800000,7200000,43200000', pattern: '^\\d+(,\\d+)*$', description: 'Delays before each retry, comma-separated milliseconds' }),
+  WEBHOOK_RETRY_SCHEDULE_MS: Type.String({
+    default: '60000,300000,1800000,7200000,43200000',
+    pattern: '^\\d+(,\\d+)*$',
+    description: 'Delays before each retry, comma-separated milliseconds',
+  }),
   WEBHOOK_TIMEOUT_MS: Int(10_000, 10, 600_000, 'Timeout of one delivery attempt'),
   WEBHOOK_BREAKER_THRESHOLD: Int(10, 1, 10_000, 'Consecutive failures that pause an endpoint'),
   WEBHOOK_BREAKER_PAUSE_MS: Int(1_800_000, 10, 86_400_000, 'How long a tripped endpoint stays paused'),
   WEBHOOK_SECRET_OVERLAP_MS: Int(86_400_000, 0, 604_800_000, 'How long a rotated-out signing secret keeps signing'),
   WEBHOOK_CONCURRENCY: Int(16, 1, 1000, 'Deliveries in flight per worker process'),
-  WEBHOOK_ENDPOINT_CONCURRENCY: Int(4, 1, 100, 'Deliveries in flight per endpoint per worker process to start with; adapts between 1 and WEBHOOK_ENDPOINT_CONCURRENCY_MAX to how the endpoint answers'),
-  WEBHOOK_ENDPOINT_CONCURRENCY_MAX: Int(16, 1, 1000, 'Most deliveries in flight per endpoint per worker process, reached only while the endpoint answers fast and succeeds (never below WEBHOOK_ENDPOINT_CONCURRENCY)'),
-  WEBHOOK_SLOW_ANSWER_MS: Int(1000, 1, 600_000, 'A successful answer slower than this lowers the endpoint\'s concurrency by one; faster ones raise it'),
+  WEBHOOK_ENDPOINT_CONCURRENCY: Int(
+    4,
+    1,
+    100,
+    'Deliveries in flight per endpoint per worker process to start with; adapts between 1 and WEBHOOK_ENDPOINT_CONCURRENCY_MAX to how the endpoint answers',
+  ),
+  WEBHOOK_ENDPOINT_CONCURRENCY_MAX: Int(
+    16,
+    1,
+    1000,
+    'Most deliveries in flight per endpoint per worker process, reached only while the endpoint answers fast and succeeds (never below WEBHOOK_ENDPOINT_CONCURRENCY)',
+  ),
+  WEBHOOK_SLOW_ANSWER_MS: Int(1000, 1, 600_000, "A successful answer slower than this lowers the endpoint's concurrency by one; faster ones raise it"),
   WEBHOOK_LEASE_MS: Int(60_000, 100, 3_600_000, 'How long a claimed delivery stays locked to its worker'),
   WEBHOOK_ALLOW_PRIVATE_URLS: Bool(false, 'Allow webhook URLs on loopback and private networks'),
   EVENT_RETENTION_MS: Int(2_592_000_000, 1000, 315_360_000_000, 'How long events are kept (feed, replays); longer while a delivery still needs one'),
   WEBHOOK_DELIVERY_RETENTION_MS: Int(2_592_000_000, 1000, 315_360_000_000, 'How long succeeded deliveries and their attempts are kept after success'),
-  WEBHOOK_DEAD_LETTER_RETENTION_MS: Int(7_776_000_000, 1000, 315_360_000_000, 'How long dead letters and their attempts are kept unless retried (at least WEBHOOK_DELIVERY_RETENTION_MS)'),
-  AUDIT_LOG_RETENTION_MS: Int(31_536_000_000, 1000, 315_360_000_000, 'How long entries of the administrators\' audit log are kept'),
+  WEBHOOK_DEAD_LETTER_RETENTION_MS: Int(
+    7_776_000_000,
+    1000,
+    315_360_000_000,
+    'How long dead letters and their attempts are kept unless retried (at least WEBHOOK_DELIVERY_RETENTION_MS)',
+  ),
+  AUDIT_LOG_RETENTION_MS: Int(31_536_000_000, 1000, 315_360_000_000, "How long entries of the administrators' audit log are kept"),
   RETENTION_INTERVAL_MS: Int(600_000, 1000, 86_400_000, 'Time between pruning runs of the worker role'),
   RETENTION_BATCH_SIZE: Int(1000, 1, 100_000, 'Rows deleted per pruning statement (each in its own short transaction)'),
-  HEAP_GROWING_PERCENT: Int(10, 0, 1000, 'How far (%) the JavaScript heap may grow past its live size before a full collection in server roles; 0 = V8 default (see src/ops/heap-tuning.ts)'),
+  HEAP_GROWING_PERCENT: Int(
+    10,
+    0,
+    1000,
+    'How far (%) the JavaScript heap may grow past its live size before a full collection in server roles; 0 = V8 default (see src/ops/heap-tuning.ts)',
+  ),
   SHUTDOWN_TIMEOUT_MS: Int(25_000, 100, 600_000, 'Grace period for in-flight work on SIGTERM'),
   ADMIN_SESSION_TTL_MS: Int(43_200_000, 60_000, 2_592_000_000, 'Admin dashboard session lifetime'),
   COOKIE_SECURE: Bool(false, 'Mark the dashboard session cookie Secure (set when served over HTTPS)'),
@@ -60,7 +117,9 @@ export const EnvSchema = Type.Object({
   ADMIN_SETUP_LINK_TTL_MS: Int(3_600_000, 60_000, 604_800_000, 'How long the one-time first-administrator setup link printed at start stays valid'),
   ADMIN_INVITATION_TTL_MS: Int(604_800_000, 60_000, 2_592_000_000, 'How long a one-time invitation link for a new administrator stays valid'),
   ADMIN_PASSWORD_RESET_TTL_MS: Int(3_600_000, 60_000, 604_800_000, 'How long a one-time password-reset link an owner issued stays valid'),
-  ADMIN_PASSWORD: Type.Optional(Type.String({ minLength: 1, description: 'Password for `store-api admin create` when --password is not given (never read by the server)' })),
+  ADMIN_PASSWORD: Type.Optional(
+    Type.String({ minLength: 1, description: 'Password for `store-api admin create` when --password is not given (never read by the server)' }),
+  ),
 });
 
 export type Config = Readonly<Static<typeof EnvSchema>> & {
@@ -70,7 +129,10 @@ export type Config = Readonly<Static<typeof EnvSchema>> & {
 
 /** A bad configuration; `variables` names the variables at fault. */
 export class ConfigError extends Error {
-  constructor(message: string, readonly variables: readonly string[] = []) {
+  constructor(
+    message: string,
+    readonly variables: readonly string[] = [],
+  ) {
     super(message);
   }
 }
@@ -97,13 +159,18 @@ export function loadConfig(env: Record<string, string | undefined> = readEnviron
   // Dead letters are the deliveries someone still has to look at: never pruned before the others.
   // The message names the variable that was set (the dead letters' one when both were).
   if (parsed.WEBHOOK_DEAD_LETTER_RETENTION_MS < parsed.WEBHOOK_DELIVERY_RETENTION_MS) {
-    const problem = input.WEBHOOK_DEAD_LETTER_RETENTION_MS !== undefined
-      ? `WEBHOOK_DEAD_LETTER_RETENTION_MS=${JSON.stringify(input.WEBHOOK_DEAD_LETTER_RETENTION_MS)}: must be at least WEBHOOK_DELIVERY_RETENTION_MS (${parsed.WEBHOOK_DELIVERY_RETENTION_MS})`
-      : `WEBHOOK_DELIVERY_RETENTION_MS=${JSON.stringify(input.WEBHOOK_DELIVERY_RETENTION_MS)}: must not exceed WEBHOOK_DEAD_LETTER_RETENTION_MS (${parsed.WEBHOOK_DEAD_LETTER_RETENTION_MS}); raise that too`;
-    throw new ConfigError(`Invalid configuration:\n  ${problem}`, [input.WEBHOOK_DEAD_LETTER_RETENTION_MS !== undefined ? 'WEBHOOK_DEAD_LETTER_RETENTION_MS' : 'WEBHOOK_DELIVERY_RETENTION_MS']);
+    const problem =
+      input.WEBHOOK_DEAD_LETTER_RETENTION_MS !== undefined
+        ? `WEBHOOK_DEAD_LETTER_RETENTION_MS=${JSON.stringify(input.WEBHOOK_DEAD_LETTER_RETENTION_MS)}: must be at least WEBHOOK_DELIVERY_RETENTION_MS (${parsed.WEBHOOK_DELIVERY_RETENTION_MS})`
+        : `WEBHOOK_DELIVERY_RETENTION_MS=${JSON.stringify(input.WEBHOOK_DELIVERY_RETENTION_MS)}: must not exceed WEBHOOK_DEAD_LETTER_RETENTION_MS (${parsed.WEBHOOK_DEAD_LETTER_RETENTION_MS}); raise that too`;
+    throw new ConfigError(`Invalid configuration:\n  ${problem}`, [
+      input.WEBHOOK_DEAD_LETTER_RETENTION_MS !== undefined ? 'WEBHOOK_DEAD_LETTER_RETENTION_MS' : 'WEBHOOK_DELIVERY_RETENTION_MS',
+    ]);
   }
   if (parsed.HEADERS_TIMEOUT_MS > parsed.REQUEST_TIMEOUT_MS) {
-    throw new ConfigError(`Invalid configuration:\n  HEADERS_TIMEOUT_MS=${JSON.stringify(String(parsed.HEADERS_TIMEOUT_MS))}: must not exceed REQUEST_TIMEOUT_MS (${parsed.REQUEST_TIMEOUT_MS})`);
+    throw new ConfigError(
+      `Invalid configuration:\n  HEADERS_TIMEOUT_MS=${JSON.stringify(String(parsed.HEADERS_TIMEOUT_MS))}: must not exceed REQUEST_TIMEOUT_MS (${parsed.REQUEST_TIMEOUT_MS})`,
+    );
   }
   return Object.freeze({
     ...parsed,

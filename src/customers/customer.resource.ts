@@ -4,16 +4,19 @@ import { defineResource } from '../resources/resource.ts';
 import { Nullable, Timestamp, Uuid } from '../shared/typebox.ts';
 import { customerSource } from './customer.json-sql.ts';
 
-export const Customer = Type.Object({
-  id: Uuid,
-  name: Type.String(),
-  phone: Nullable(Type.String()),
-  email: Nullable(Type.String()),
-  city: Nullable(Type.String()),
-  is_active: Type.Boolean(),
-  created_at: Timestamp,
-  last_modified: Timestamp,
-}, { title: 'Customer', additionalProperties: false });
+export const Customer = Type.Object(
+  {
+    id: Uuid,
+    name: Type.String(),
+    phone: Nullable(Type.String()),
+    email: Nullable(Type.String()),
+    city: Nullable(Type.String()),
+    is_active: Type.Boolean(),
+    created_at: Timestamp,
+    last_modified: Timestamp,
+  },
+  { title: 'Customer', additionalProperties: false },
+);
 
 export const customerResource = defineResource({
   name: 'customers',

@@ -25,16 +25,19 @@ export async function customerById(db: Kysely<Database>, id: string): Promise<un
 export async function createCustomer(db: Kysely<Database>, input: CustomerInput): Promise<unknown> {
   return runWrite(db, async (ctx) => {
     const id = randomUUID();
-    await ctx.trx.insertInto('customers').values({
-      id,
-      name: input.name,
-      phone: input.phone ?? null,
-      email: input.email ?? null,
-      city: input.city ?? null,
-      is_active: input.is_active ?? true,
-      created_at: ctx.stamp,
-      last_modified: ctx.stamp,
-    }).execute();
+    await ctx.trx
+      .insertInto('customers')
+      .values({
+        id,
+        name: input.name,
+        phone: input.phone ?? null,
+        email: input.email ?? null,
+        city: input.city ?? null,
+        is_active: input.is_active ?? true,
+        created_at: ctx.stamp,
+        last_modified: ctx.stamp,
+      })
+      .execute();
     await customerChanged(ctx, id, true);
     return customerById(ctx.trx, id);
   });
@@ -43,7 +46,11 @@ export async function createCustomer(db: Kysely<Database>, input: CustomerInput)
 export async function updateCustomer(db: Kysely<Database>, id: string, patch: CustomerPatch): Promise<unknown> {
   return runWrite(db, async (ctx) => {
     const set = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-    const updated = await ctx.trx.updateTable('customers').set({ ...set, last_modified: ctx.stamp }).where('id', '=', id).executeTakeFirst();
+    const updated = await ctx.trx
+      .updateTable('customers')
+      .set({ ...set, last_modified: ctx.stamp })
+      .where('id', '=', id)
+      .executeTakeFirst();
     if (Number(updated.numUpdatedRows) === 0) throw notFound('customer', id);
     await customerChanged(ctx, id);
     return customerById(ctx.trx, id);

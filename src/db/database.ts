@@ -86,7 +86,9 @@ function openPostgres(url: string, max: number, applicationName = 'store-api', o
     application_name: applicationName,
     // Session time zone UTC so that any timestamp text we read back is in UTC.
     options: '-c TimeZone=UTC',
-    types: { getTypeParser: ((oid: number, format?: string) => parsers[oid] ?? pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser },
+    types: {
+      getTypeParser: ((oid: number, format?: string) => parsers[oid] ?? pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    },
   });
   // A connection that dies (pg_terminate_backend, restart, failover) emits 'error' on its client;
   // an unlistened 'error' event kills the process. pg-pool listens only while a client is idle
@@ -205,7 +207,9 @@ function yieldBetweenStatements(connection: DatabaseConnection): Promise<void> {
   // issued after a turn start a new stretch of holding the thread.
   let turned = true;
   let heldSince = 0;
-  const noteTurn = () => { turned = true; };
+  const noteTurn = () => {
+    turned = true;
+  };
   connection.executeQuery = async (query) => {
     if (turned) {
       turned = false;
@@ -248,7 +252,9 @@ function guardAgainstWedge(connection: DatabaseConnection, storage: StorageHealt
       if (isOutOfSpace(error)) {
         storage.noteOutOfSpace(error);
         if (isWalWriteFailure(error)) {
-          storage.markFatal(`The embedded database could not write its log: ${(error as Error).message}. It cannot recover in this process; free disk space and restart it.`);
+          storage.markFatal(
+            `The embedded database could not write its log: ${(error as Error).message}. It cannot recover in this process; free disk space and restart it.`,
+          );
         }
       }
       throw error;

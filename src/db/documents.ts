@@ -71,7 +71,9 @@ function sqlText<DB>(db: Kysely<DB>, expression: RawBuilder<unknown>): string {
 
 /** `col = (expr)::json, …` for every document stored on `owner`'s rows. */
 function setList<DB>(db: Kysely<DB>, owner: Owner): string {
-  return DOCUMENT_KINDS.filter((k) => k.table === owner).map((k) => `${k.column} = (${sqlText(db, k.build)})::json`).join(', ');
+  return DOCUMENT_KINDS.filter((k) => k.table === owner)
+    .map((k) => `${k.column} = (${sqlText(db, k.build)})::json`)
+    .join(', ');
 }
 
 function aliasOf(owner: Owner): string {
@@ -158,7 +160,9 @@ export async function rebuildDocuments<DB>(
   for (const owner of OWNERS) {
     const a = aliasOf(owner);
     const missing = options.onlyMissing
-      ? `(${DOCUMENT_KINDS.filter((k) => k.table === owner).map((k) => `${a}.${k.column} IS NULL`).join(' OR ')})`
+      ? `(${DOCUMENT_KINDS.filter((k) => k.table === owner)
+          .map((k) => `${a}.${k.column} IS NULL`)
+          .join(' OR ')})`
       : 'true';
     const { rows: counted } = await sql<{ n: string }>`SELECT count(*)::text AS n FROM ${sql.raw(`${owner} ${a}`)} WHERE ${sql.raw(missing)}`.execute(db);
     const total = Number(counted[0]!.n);

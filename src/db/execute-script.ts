@@ -6,6 +6,9 @@
 import { sql, type Kysely } from 'kysely';
 
 export async function executeScript<DB>(db: Kysely<DB>, script: string): Promise<void> {
-  const statements = script.split(/;\s*$/m).map((s) => s.trim()).filter((s) => s.replace(/--.*$/gm, '').trim().length > 0);
+  const statements = script
+    .split(/;\s*$/m)
+    .map((s) => s.trim())
+    .filter((s) => s.replace(/--.*$/gm, '').trim().length > 0);
   for (const statement of statements) await sql.raw(statement).execute(db);
 }

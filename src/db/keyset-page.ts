@@ -47,7 +47,11 @@ export interface KeyRow {
 }
 
 function whereClause(source: ListSource, req: Omit<PageRequest, 'limit'>): RawBuilder<unknown> {
-  const conditions: RawBuilder<unknown>[] = [sql`${source.lastModified} < ${req.horizon}::timestamptz`, ...(source.where ? [source.where] : []), ...req.filters];
+  const conditions: RawBuilder<unknown>[] = [
+    sql`${source.lastModified} < ${req.horizon}::timestamptz`,
+    ...(source.where ? [source.where] : []),
+    ...req.filters,
+  ];
   const c = req.cursor;
   if (c) {
     const op = req.order === 'asc' ? sql`>` : sql`<`;
@@ -121,13 +125,7 @@ export async function fetchPageKeys(db: Kysely<Database>, source: ListSource, re
  * up to and including `last`, in chunks, so an export never holds a whole page in memory and never
  * holds a transaction open while the client reads.
  */
-export async function* streamPage(
-  db: Kysely<Database>,
-  source: ListSource,
-  req: PageRequest,
-  last: KeyRow,
-  chunkSize = 100,
-): AsyncGenerator<PageRow[]> {
+export async function* streamPage(db: Kysely<Database>, source: ListSource, req: PageRequest, last: KeyRow, chunkSize = 100): AsyncGenerator<PageRow[]> {
   let cursor = req.cursor;
   const boundOp = req.order === 'asc' ? sql`<=` : sql`>=`;
   const bound = sql`(${source.lastModified}, ${source.id}) ${boundOp} (${last.iso}::timestamptz, ${last.id}::uuid)`;

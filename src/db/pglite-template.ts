@@ -63,7 +63,12 @@ export async function writePgliteTemplate(templateDir: string): Promise<void> {
  * Builds a template in `templateDir` from a copy of `fromTemplate` (or initdb when undefined), with
  * `fill` run on the open PGlite; the stamp (with what `fill` returns as `demo`) is written last.
  */
-export async function writeTemplate(templateDir: string, fromTemplate: string | undefined, fill: (pglite: PGlite) => Promise<TemplateStamp['demo']>, parsers?: Record<number, (value: string) => unknown>): Promise<void> {
+export async function writeTemplate(
+  templateDir: string,
+  fromTemplate: string | undefined,
+  fill: (pglite: PGlite) => Promise<TemplateStamp['demo']>,
+  parsers?: Record<number, (value: string) => unknown>,
+): Promise<void> {
   rmSync(templateDir, { recursive: true, force: true });
   mkdirSync(templateDir, { recursive: true });
   if (fromTemplate) cpSync(join(fromTemplate, 'pgdata'), join(templateDir, 'pgdata'), { recursive: true });

@@ -29,11 +29,14 @@ function forwardTriggerSql(table: string): string {
  */
 export async function createStoreTable<DB>(db: Kysely<DB>, table: string, columns: readonly string[]): Promise<void> {
   if (!/^[a-z_][a-z0-9_]*$/.test(table)) throw new Error(`not a plain table name: ${table}`);
-  await executeScript(db, `
+  await executeScript(
+    db,
+    `
     CREATE TABLE ${table} (
       ${[...columns, 'created_at timestamptz NOT NULL', 'last_modified timestamptz NOT NULL'].join(',\n      ')}
     );
     ${keysetIndexSql(table)}
     ${forwardTriggerSql(table)}
-  `);
+  `,
+  );
 }

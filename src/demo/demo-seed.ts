@@ -25,7 +25,10 @@ export function progressBar(enabled: boolean) {
   };
 }
 
-export async function seedDemoStoreIfEmpty(ctx: AppContext, { products, progress, announce = () => {} }: { products: number; progress: boolean; announce?: Announce }): Promise<(DemoSummary & { token: string }) | undefined> {
+export async function seedDemoStoreIfEmpty(
+  ctx: AppContext,
+  { products, progress, announce = () => {} }: { products: number; progress: boolean; announce?: Announce },
+): Promise<(DemoSummary & { token: string }) | undefined> {
   const db = ctx.database.db;
   // Copied from the build's demo template just now: the store is there, its token is not yet.
   const fromTemplate = ctx.database.templateDemo;

@@ -100,29 +100,48 @@ export async function generateDemoStore(db: Kysely<Database>, options: DemoOptio
         const n = start + i;
         const id = randomUUID();
         // Every type appears; physical and food dominate like in a real shop.
-        const type: ProductType = n < PRODUCT_TYPES.length ? PRODUCT_TYPES[n]! : rnd.pick(['physical', 'physical', 'physical', 'food', 'food', 'digital', 'digital_card', 'service', 'bundle'] as const);
+        const type: ProductType =
+          n < PRODUCT_TYPES.length
+            ? PRODUCT_TYPES[n]!
+            : rnd.pick(['physical', 'physical', 'physical', 'food', 'food', 'digital', 'digital_card', 'service', 'bundle'] as const);
         const name = `${rnd.pick(ADJECTIVES)} ${rnd.pick(NOUNS[type])} ${n + 1}`;
         const price = rnd.money(2, 250);
         const withVariants = (type === 'physical' || type === 'food') && rnd.next() < 0.6;
         products.push({
-          id, name, slug: `${slugify(name)}-${id.slice(0, 8)}`, product_type: type,
+          id,
+          name,
+          slug: `${slugify(name)}-${id.slice(0, 8)}`,
+          product_type: type,
           barcode: type === 'physical' || type === 'food' ? String(4000000000000 + n) : null,
           sku: `SKU-${String(n + 1).padStart(6, '0')}`,
-          price, cost_price: Math.round(price * 55) / 100, own_stock: 0, stock: 0,
+          price,
+          cost_price: Math.round(price * 55) / 100,
+          own_stock: 0,
+          stock: 0,
           category_id: `cat-${rnd.int(1, 12)}`,
           thumbnail_url: `https://images.example.com/products/${id}/thumb.jpg`,
           is_active: rnd.next() > 0.05,
-          created_at: ctx.stamp, last_modified: ctx.stamp,
+          created_at: ctx.stamp,
+          last_modified: ctx.stamp,
         });
         if (withVariants) {
-          const options = type === 'food' ? WEIGHTS.map((w) => ({ weight: w })) : COLORS.slice(0, rnd.int(1, 3)).flatMap((c) => SIZES.slice(0, rnd.int(2, 4)).map((s) => ({ color: c, size: s })));
+          const options =
+            type === 'food'
+              ? WEIGHTS.map((w) => ({ weight: w }))
+              : COLORS.slice(0, rnd.int(1, 3)).flatMap((c) => SIZES.slice(0, rnd.int(2, 4)).map((s) => ({ color: c, size: s })));
           options.forEach((attributes, position) => {
             const variantId = randomUUID();
             variants.push({
-              id: variantId, product_id: id, name: Object.values(attributes).join(' / '),
+              id: variantId,
+              product_id: id,
+              name: Object.values(attributes).join(' / '),
               sku: `SKU-${String(n + 1).padStart(6, '0')}-${position + 1}`,
-              price: Math.round((price + position) * 100) / 100, stock: 0,
-              attributes: JSON.stringify(attributes), position, is_active: true, created_at: ctx.stamp,
+              price: Math.round((price + position) * 100) / 100,
+              stock: 0,
+              attributes: JSON.stringify(attributes),
+              position,
+              is_active: true,
+              created_at: ctx.stamp,
             });
             stock.push({ productId: id, variantId, delta: rnd.int(5, 200), reason: 'adjustment', note: 'initial stock' });
             orderable.push({ productId: id, variantId });
@@ -132,17 +151,35 @@ export async function generateDemoStore(db: Kysely<Database>, options: DemoOptio
           orderable.push({ productId: id, variantId: null });
         }
         for (let k = 0; k < rnd.int(1, 3); k++) {
-          images.push({ id: randomUUID(), product_id: id, image_url: `https://images.example.com/products/${id}/${k + 1}.jpg`, is_primary: k === 0, position: k, is_active: true, created_at: ctx.stamp });
+          images.push({
+            id: randomUUID(),
+            product_id: id,
+            image_url: `https://images.example.com/products/${id}/${k + 1}.jpg`,
+            is_primary: k === 0,
+            position: k,
+            is_active: true,
+            created_at: ctx.stamp,
+          });
         }
       }
       await ctx.trx.insertInto('products').values(products).execute();
-      for (let i = 0; i < variants.length; i += 1000) await ctx.trx.insertInto('variants').values(variants.slice(i, i + 1000) as never).execute();
-      await ctx.trx.insertInto('images').values(images as never).execute();
+      for (let i = 0; i < variants.length; i += 1000)
+        await ctx.trx
+          .insertInto('variants')
+          .values(variants.slice(i, i + 1000) as never)
+          .execute();
+      await ctx.trx
+        .insertInto('images')
+        .values(images as never)
+        .execute();
       const ids = products.map((p) => p.id);
       await refreshProducts(ctx, ids);
       const { productIds: stocked } = await applyStockChanges(ctx, stock, { announceProducts: false });
       const stockedSet = new Set(stocked);
-      await inventoryChanged(ctx, ids.filter((id) => !stockedSet.has(id)));
+      await inventoryChanged(
+        ctx,
+        ids.filter((id) => !stockedSet.has(id)),
+      );
       await productsChanged(ctx, ids, true);
     });
     tick(size, 'products');
@@ -155,18 +192,28 @@ export async function generateDemoStore(db: Kysely<Database>, options: DemoOptio
     const size = Math.min(batch, customerCount - start);
     await runWrite(db, async (ctx) => {
       const rows = Array.from({ length: size }, (_, i) => {
-        const first = rnd.pick(FIRST), last = rnd.pick(LAST);
+        const first = rnd.pick(FIRST),
+          last = rnd.pick(LAST);
         const id = randomUUID();
         customerIds.push(id);
         return {
-          id, name: `${first} ${last}`, phone: `+49${rnd.int(150000000, 179999999)}`,
-          email: `${first}.${last}.${start + i + 1}@example.com`.toLowerCase(), city: rnd.pick(CITIES),
-          is_active: rnd.next() > 0.03, created_at: ctx.stamp, last_modified: ctx.stamp,
+          id,
+          name: `${first} ${last}`,
+          phone: `+49${rnd.int(150000000, 179999999)}`,
+          email: `${first}.${last}.${start + i + 1}@example.com`.toLowerCase(),
+          city: rnd.pick(CITIES),
+          is_active: rnd.next() > 0.03,
+          created_at: ctx.stamp,
+          last_modified: ctx.stamp,
         };
       });
       await ctx.trx.insertInto('customers').values(rows).execute();
       for (const row of rows) customerById.set(row.id, row);
-      await customersChanged(ctx, rows.map((r) => r.id), true);
+      await customersChanged(
+        ctx,
+        rows.map((r) => r.id),
+        true,
+      );
     });
     tick(size, 'customers');
   }
@@ -178,11 +225,26 @@ export async function generateDemoStore(db: Kysely<Database>, options: DemoOptio
   // order.created per order carrying its final state. Stock is tracked here so no order asks for
   // more than is left: a sold-out line is passed over for the next one in stock, and a quantity is
   // cut to what is left, so no order is refused while anything can be sold.
-  const lines = new Map((await db.selectFrom('products as p')
-    .leftJoin('variants as v', (join) => join.onRef('v.product_id', '=', 'p.id').on('v.is_active', '=', true))
-    .select(['p.id as productId', 'v.id as variantId', 'p.name as productName', 'v.name as variantName', 'p.price as productPrice', 'v.price as variantPrice', 'p.product_type as type', 'p.own_stock as ownStock', 'v.stock as variantStock'])
-    .where('p.is_active', '=', true)
-    .execute()).map((r) => [`${r.productId}:${r.variantId}`, r]));
+  const lines = new Map(
+    (
+      await db
+        .selectFrom('products as p')
+        .leftJoin('variants as v', (join) => join.onRef('v.product_id', '=', 'p.id').on('v.is_active', '=', true))
+        .select([
+          'p.id as productId',
+          'v.id as variantId',
+          'p.name as productName',
+          'v.name as variantName',
+          'p.price as productPrice',
+          'v.price as variantPrice',
+          'p.product_type as type',
+          'p.own_stock as ownStock',
+          'v.stock as variantStock',
+        ])
+        .where('p.is_active', '=', true)
+        .execute()
+    ).map((r) => [`${r.productId}:${r.variantId}`, r]),
+  );
   const candidates = orderable.filter((o) => lines.has(`${o.productId}:${o.variantId}`));
   const available = new Map([...lines].flatMap(([key, l]) => (isStockTracked(l.type) ? [[key, l.variantId ? l.variantStock! : l.ownStock] as const] : [])));
   /** The first orderable line from candidates[from] on with stock left, at most `quantity` of it. */
@@ -226,17 +288,28 @@ export async function generateDemoStore(db: Kysely<Database>, options: DemoOptio
           sales.push({ productId: line.productId, variantId: line.variantId, delta: -p.quantity, reason: 'sale', orderId });
           if (restock) restocks.push({ productId: line.productId, variantId: line.variantId, delta: p.quantity, reason: restock, orderId });
           return {
-            product_id: line.productId, variant_id: line.variantId, product_name: line.productName, variant_name: line.variantName,
-            quantity: p.quantity, unitCents: amountCents(Number(line.variantPrice ?? line.productPrice), 'unit_price'),
+            product_id: line.productId,
+            variant_id: line.variantId,
+            product_name: line.productName,
+            variant_name: line.variantName,
+            quantity: p.quantity,
+            unitCents: amountCents(Number(line.variantPrice ?? line.productPrice), 'unit_price'),
           };
         });
         const subtotalCents = priced.reduce((sum, p) => sum + p.unitCents * p.quantity, 0);
         const rows = newOrderRows({
-          id: orderId, stamp: ctx.stamp, source: online ? 'online' : 'pos', status, payment_status: paymentStatus,
-          payment_method: paymentMethod, customer_id: customer?.id ?? null,
-          customer_name: customer?.name ?? posName, customer_phone: customer?.phone ?? null,
+          id: orderId,
+          stamp: ctx.stamp,
+          source: online ? 'online' : 'pos',
+          status,
+          payment_status: paymentStatus,
+          payment_method: paymentMethod,
+          customer_id: customer?.id ?? null,
+          customer_name: customer?.name ?? posName,
+          customer_phone: customer?.phone ?? null,
           // A discount never exceeds what is charged (placeOrder refuses that).
-          discount: Math.min(discount, (subtotalCents + Math.round(deliveryFee * 100)) / 100), delivery_fee: deliveryFee,
+          discount: Math.min(discount, (subtotalCents + Math.round(deliveryFee * 100)) / 100),
+          delivery_fee: deliveryFee,
           items: priced,
         });
         orders.push(rows.order);
@@ -245,7 +318,11 @@ export async function generateDemoStore(db: Kysely<Database>, options: DemoOptio
       }
       for (const part of chunks(orders, 500)) await ctx.trx.insertInto('orders').values(part).execute();
       for (const part of chunks(items, 500)) await ctx.trx.insertInto('order_items').values(part).execute();
-      await ordersChanged(ctx, orders.map((o) => o.id), true);
+      await ordersChanged(
+        ctx,
+        orders.map((o) => o.id),
+        true,
+      );
       await applyStockChanges(ctx, [...sales, ...restocks]);
       for (const r of restocks) {
         const key = `${r.productId}:${r.variantId}`;

@@ -17,9 +17,14 @@ export const DEMO_TEMPLATE_PRODUCTS = 300;
 
 /** Builds the demo template in `templateDir` from the migrated (empty) template `fromTemplate`. */
 export async function writeDemoTemplate(templateDir: string, fromTemplate: string): Promise<void> {
-  await writeTemplate(templateDir, fromTemplate, async (pglite: PGlite) => {
-    const database = await openDatabase({ pglite });
-    await migrateToLatest(database.db);
-    return generateDemoStore(database.db, { products: DEMO_TEMPLATE_PRODUCTS });
-  }, typeParsers);
+  await writeTemplate(
+    templateDir,
+    fromTemplate,
+    async (pglite: PGlite) => {
+      const database = await openDatabase({ pglite });
+      await migrateToLatest(database.db);
+      return generateDemoStore(database.db, { products: DEMO_TEMPLATE_PRODUCTS });
+    },
+    typeParsers,
+  );
 }

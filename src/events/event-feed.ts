@@ -14,16 +14,17 @@ export function visibleEventTypes(scopes: readonly Scope[]): FeedEventType[] {
   return FEED_EVENT_TYPES.filter((type) => scopes.includes(EVENT_TYPE_SCOPES[type]));
 }
 
-export type TypeFilter =
-  | { ok: true; types: FeedEventType[] }
-  | { ok: false; unknown: string[] };
+export type TypeFilter = { ok: true; types: FeedEventType[] } | { ok: false; unknown: string[] };
 
 /**
  * Parses the `type` filter: values given repeatedly and/or comma-separated, blanks ignored,
  * duplicates merged. Unknown names are reported, never dropped silently.
  */
 export function parseTypeFilter(values: readonly string[]): TypeFilter {
-  const names = values.flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '');
+  const names = values
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim())
+    .filter((v) => v !== '');
   const known = new Set<string>(FEED_EVENT_TYPES);
   const unknown = [...new Set(names.filter((n) => !known.has(n)))];
   if (unknown.length > 0) return { ok: false, unknown };

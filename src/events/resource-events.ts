@@ -37,8 +37,11 @@ export async function recordsChanged<Prefix extends string, Kind extends string>
   const type = `${events.prefix}.${kind}` as FeedEventType;
   for (const part of idChunks(ids)) {
     const base = source.where ? sql` AND ${source.where}` : sql``;
-    await appendEvents(ctx, type,
-      sql`SELECT ${source.id} AS resource_id, ${source.json} AS data FROM ${source.from} WHERE ${source.id} = ANY(${part}::uuid[])${base}`);
+    await appendEvents(
+      ctx,
+      type,
+      sql`SELECT ${source.id} AS resource_id, ${source.json} AS data FROM ${source.from} WHERE ${source.id} = ANY(${part}::uuid[])${base}`,
+    );
   }
 }
 

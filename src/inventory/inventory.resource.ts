@@ -6,37 +6,46 @@ import { requireUuid, sinceOf } from '../resources/filters.ts';
 import { Nullable, StringEnum, Timestamp, Uuid, sinceParam } from '../shared/typebox.ts';
 import { MOVEMENT_REASONS, inventorySource, movementSource } from './inventory.json-sql.ts';
 
-export const InventoryVariant = Type.Object({
-  variant_id: Uuid,
-  variant_name: Type.String(),
-  sku: Nullable(Type.String()),
-  stock: Type.Integer(),
-}, { title: 'InventoryVariant', additionalProperties: false });
+export const InventoryVariant = Type.Object(
+  {
+    variant_id: Uuid,
+    variant_name: Type.String(),
+    sku: Nullable(Type.String()),
+    stock: Type.Integer(),
+  },
+  { title: 'InventoryVariant', additionalProperties: false },
+);
 
-export const InventoryRecord = Type.Object({
-  product_id: Uuid,
-  product_name: Type.String(),
-  sku: Nullable(Type.String()),
-  stock: Type.Integer(),
-  is_active: Type.Boolean(),
-  variants: Type.Array(InventoryVariant),
-  last_modified: Timestamp,
-}, { title: 'InventoryRecord', additionalProperties: false });
+export const InventoryRecord = Type.Object(
+  {
+    product_id: Uuid,
+    product_name: Type.String(),
+    sku: Nullable(Type.String()),
+    stock: Type.Integer(),
+    is_active: Type.Boolean(),
+    variants: Type.Array(InventoryVariant),
+    last_modified: Timestamp,
+  },
+  { title: 'InventoryRecord', additionalProperties: false },
+);
 
-export const StockMovement = Type.Object({
-  id: Uuid,
-  product_id: Uuid,
-  variant_id: Nullable(Uuid),
-  sku: Nullable(Type.String()),
-  reason: StringEnum(MOVEMENT_REASONS),
-  quantity_change: Type.Integer({ description: 'Signed change' }),
-  stock_before: Type.Integer(),
-  stock_after: Type.Integer(),
-  order_id: Nullable(Uuid),
-  note: Nullable(Type.String()),
-  created_at: Timestamp,
-  last_modified: Timestamp,
-}, { title: 'StockMovement', additionalProperties: false });
+export const StockMovement = Type.Object(
+  {
+    id: Uuid,
+    product_id: Uuid,
+    variant_id: Nullable(Uuid),
+    sku: Nullable(Type.String()),
+    reason: StringEnum(MOVEMENT_REASONS),
+    quantity_change: Type.Integer({ description: 'Signed change' }),
+    stock_before: Type.Integer(),
+    stock_after: Type.Integer(),
+    order_id: Nullable(Uuid),
+    note: Nullable(Type.String()),
+    created_at: Timestamp,
+    last_modified: Timestamp,
+  },
+  { title: 'StockMovement', additionalProperties: false },
+);
 
 export const inventoryResource = defineResource({
   name: 'inventory',

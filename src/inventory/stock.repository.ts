@@ -33,14 +33,24 @@ export interface StockBySku {
 
 /** Locks the products `ids` (sorted by the caller) FOR NO KEY UPDATE; see stock.service.ts. */
 export async function lockProducts(trx: Trx, ids: readonly string[]): Promise<LockedProduct[]> {
-  return trx.selectFrom('products').select(['id', 'product_type', 'sku', 'own_stock'])
-    .where('id', '=', sql<string>`ANY(${ids}::uuid[])`).orderBy('id').forNoKeyUpdate().execute();
+  return trx
+    .selectFrom('products')
+    .select(['id', 'product_type', 'sku', 'own_stock'])
+    .where('id', '=', sql<string>`ANY(${ids}::uuid[])`)
+    .orderBy('id')
+    .forNoKeyUpdate()
+    .execute();
 }
 
 /** Locks the variants `ids` (sorted by the caller) FOR NO KEY UPDATE. */
 export async function lockVariants(trx: Trx, ids: readonly string[]): Promise<LockedVariant[]> {
-  return trx.selectFrom('variants').select(['id', 'product_id', 'sku', 'stock'])
-    .where('id', '=', sql<string>`ANY(${ids}::uuid[])`).orderBy('id').forNoKeyUpdate().execute();
+  return trx
+    .selectFrom('variants')
+    .select(['id', 'product_id', 'sku', 'stock'])
+    .where('id', '=', sql<string>`ANY(${ids}::uuid[])`)
+    .orderBy('id')
+    .forNoKeyUpdate()
+    .execute();
 }
 
 /** Sets each variant's stock: [variant id, stock] pairs. */
@@ -58,7 +68,10 @@ export async function setOwnStock(trx: Trx, levels: readonly (readonly [string, 
 }
 
 export async function insertMovements(trx: Trx, movements: readonly Insertable<StockMovementTable>[]): Promise<void> {
-  await trx.insertInto('stock_movements').values([...movements]).execute();
+  await trx
+    .insertInto('stock_movements')
+    .values([...movements])
+    .execute();
 }
 
 /** The first of `productIds` whose active variants' stock would sum past an integer, if any. */

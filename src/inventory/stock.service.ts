@@ -19,7 +19,14 @@ import { ApiError, conflict, invalidParameter, notFound, type ParamError } from 
 import { inventoryChanged, movementsCreated, productsChanged } from '../events/resource-events.ts';
 import type { MovementReason } from './inventory.json-sql.ts';
 import {
-  insertMovements, lockProducts, lockVariants, productWithOverflowingStock, recomputeProductStock, setOwnStock, setVariantStock, stockBySku,
+  insertMovements,
+  lockProducts,
+  lockVariants,
+  productWithOverflowingStock,
+  recomputeProductStock,
+  setOwnStock,
+  setVariantStock,
+  stockBySku,
 } from './stock.repository.ts';
 
 export interface StockChange {
@@ -41,7 +48,6 @@ export interface StockChangeResult {
 /** Reasons that may not take stock below zero. Restocks (cancel, refund) only add. */
 const GUARDED: ReadonlySet<MovementReason> = new Set(['sale', 'adjustment', 'bulk_import']);
 
-
 export interface ApplyOptions {
   /**
    * Append product.updated for the touched products (default true). A caller that creates the
@@ -52,7 +58,11 @@ export interface ApplyOptions {
 }
 
 /** Applies `changes` in order inside the caller's write transaction (see module comment). */
-export async function applyStockChanges(ctx: WriteContext, changes: readonly StockChange[], { announceProducts = true }: ApplyOptions = {}): Promise<StockChangeResult> {
+export async function applyStockChanges(
+  ctx: WriteContext,
+  changes: readonly StockChange[],
+  { announceProducts = true }: ApplyOptions = {},
+): Promise<StockChangeResult> {
   const { trx, stamp } = ctx;
   if (changes.length === 0) return { movementIds: [], productIds: [] };
   const productIds = [...new Set(changes.map((c) => c.productId))];
@@ -68,11 +78,11 @@ export async function applyStockChanges(ctx: WriteContext, changes: readonly Sto
   // bounded size, so the embedded database yields to the HTTP side between them (db/database.ts).
   const products = [];
   for (const part of chunks([...productIds].sort())) {
-    products.push(...await lockProducts(trx, part));
+    products.push(...(await lockProducts(trx, part)));
   }
   const variants = [];
   for (const part of chunks([...variantIds].sort())) {
-    variants.push(...await lockVariants(trx, part));
+    variants.push(...(await lockVariants(trx, part)));
   }
   const productById = new Map(products.map((p) => [p.id, p]));
   const variantById = new Map(variants.map((v) => [v.id, v]));
@@ -130,7 +140,10 @@ export async function applyStockChanges(ctx: WriteContext, changes: readonly Sto
   }
   const touched = [...new Set(movements.map((m) => m.product_id))];
   await refreshProducts(ctx, touched);
-  await movementsCreated(ctx, movements.map((m) => m.id));
+  await movementsCreated(
+    ctx,
+    movements.map((m) => m.id),
+  );
   await inventoryChanged(ctx, touched);
   if (announceProducts) await productsChanged(ctx, touched);
   return { movementIds: movements.map((m) => m.id), productIds: touched };
@@ -199,12 +212,16 @@ async function parseCsvYielding(csv: string): Promise<Record<string, string>[]> 
   const records: Record<string, string>[] = [];
   let failure: Error | undefined;
   parser.on('readable', () => {
-    for (let record = parser.read() as Record<string, string> | null; record !== null; record = parser.read() as Record<string, string> | null) records.push(record);
+    for (let record = parser.read() as Record<string, string> | null; record !== null; record = parser.read() as Record<string, string> | null)
+      records.push(record);
   });
   parser.on('error', (error) => {
     failure ??= error;
   });
-  const ended = new Promise<void>((resolve) => { parser.on('end', resolve); parser.on('close', resolve); });
+  const ended = new Promise<void>((resolve) => {
+    parser.on('end', resolve);
+    parser.on('close', resolve);
+  });
   for (let at = 0; at < csv.length && !failure; at += CSV_SLICE) {
     parser.write(csv.slice(at, at + CSV_SLICE));
     await new Promise<void>((resolve) => setImmediate(resolve));
@@ -229,7 +246,7 @@ export async function importStockCsv(db: Kysely<Database>, csv: string): Promise
   }
   if (records.length === 0) throw invalidParameter('body', 'the CSV has no data rows (first line is the header: sku,stock or sku,quantity_change)');
   const header = Object.keys(records[0]!);
-  if (!header.includes('sku') || (header.includes('stock') === header.includes('quantity_change'))) {
+  if (!header.includes('sku') || header.includes('stock') === header.includes('quantity_change')) {
     throw invalidParameter('body', 'the header must have `sku` and exactly one of `stock` or `quantity_change`');
   }
   const absolute = header.includes('stock');
@@ -250,7 +267,8 @@ export async function importStockCsv(db: Kysely<Database>, csv: string): Promise
     const skus = [...new Set(rows.map((r) => r.sku))];
     const targets = new Map<string, { productId: string; variantId: string | null; stock: number; type: string }>();
     for (const part of chunks(skus)) {
-      for (const f of await stockBySku(ctx.trx, part)) targets.set(f.sku, { productId: f.product_id, variantId: f.variant_id, stock: f.stock, type: f.product_type });
+      for (const f of await stockBySku(ctx.trx, part))
+        targets.set(f.sku, { productId: f.product_id, variantId: f.variant_id, stock: f.stock, type: f.product_type });
     }
     const missing = rows.filter((r) => !targets.has(r.sku));
     const untracked = rows.filter((r) => targets.has(r.sku) && !isStockTracked(targets.get(r.sku)!.type));
@@ -258,7 +276,8 @@ export async function importStockCsv(db: Kysely<Database>, csv: string): Promise
       ...missing.map((r) => ({ param: `line ${r.line}`, message: `unknown sku '${r.sku}'` })),
       ...untracked.map((r) => ({ param: `line ${r.line}`, message: `sku '${r.sku}' is a product type without stock` })),
     ];
-    if (problems.length > 0) throw new ApiError('invalid_parameter', `${problems.length} row(s) name an unknown or untracked sku; nothing was imported.`, problems.slice(0, 100));
+    if (problems.length > 0)
+      throw new ApiError('invalid_parameter', `${problems.length} row(s) name an unknown or untracked sku; nothing was imported.`, problems.slice(0, 100));
 
     // Absolute levels become deltas against the running level, so repeated skus apply in order.
     const running = new Map<string, number>();

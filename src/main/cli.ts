@@ -18,7 +18,7 @@ const program = new Command();
 program
   .name('store-api')
   .version(version, '-V, --version', 'Print the version (package.json) and exit')
-  .description('Store Integration API: read API, exports and webhooks for a store\'s data.\nConfiguration comes from environment variables (see README).')
+  .description("Store Integration API: read API, exports and webhooks for a store's data.\nConfiguration comes from environment variables (see README).")
   .showHelpAfterError();
 
 registerServerCommands(program);

@@ -56,7 +56,11 @@ export function createLogger(config: Config, destination?: NodeJS.WritableStream
 }
 
 /** Opens the database of `config` and brings its schema up to date. */
-export async function openContext(config: Config, logger: Logger, { migrate = true, applicationName = 'store-api', template }: { migrate?: boolean; applicationName?: string; template?: readonly string[] } = {}): Promise<AppContext> {
+export async function openContext(
+  config: Config,
+  logger: Logger,
+  { migrate = true, applicationName = 'store-api', template }: { migrate?: boolean; applicationName?: string; template?: readonly string[] } = {},
+): Promise<AppContext> {
   const database = await openDatabase({
     databaseUrl: config.DATABASE_URL,
     dataDir: config.DATABASE_URL ? undefined : config.DATA_DIR,

@@ -12,31 +12,34 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import fp from 'fastify-plugin';
 
-export const gracefulClosePlugin = fp(async function gracefulClose(app: FastifyInstance) {
-  const inFlight = new Set<ServerResponse>();
-  let closing = false;
+export const gracefulClosePlugin = fp(
+  async function gracefulClose(app: FastifyInstance) {
+    const inFlight = new Set<ServerResponse>();
+    let closing = false;
 
-  const closeWhenDone = (res: ServerResponse) => {
-    if (!res.headersSent) {
-      res.shouldKeepAlive = false;
-      res.setHeader('Connection', 'close');
-      return;
-    }
-    // Node detaches the socket from the response on 'finish' before our listener runs: hold it now.
-    const socket = res.socket;
-    if (res.writableFinished) socket?.end();
-    else res.once('finish', () => socket?.end());
-  };
+    const closeWhenDone = (res: ServerResponse) => {
+      if (!res.headersSent) {
+        res.shouldKeepAlive = false;
+        res.setHeader('Connection', 'close');
+        return;
+      }
+      // Node detaches the socket from the response on 'finish' before our listener runs: hold it now.
+      const socket = res.socket;
+      if (res.writableFinished) socket?.end();
+      else res.once('finish', () => socket?.end());
+    };
 
-  app.addHook('onRequest', async (_request, reply) => {
-    const res = reply.raw;
-    inFlight.add(res);
-    res.once('close', () => inFlight.delete(res));
-    if (closing) closeWhenDone(res);
-  });
+    app.addHook('onRequest', async (_request, reply) => {
+      const res = reply.raw;
+      inFlight.add(res);
+      res.once('close', () => inFlight.delete(res));
+      if (closing) closeWhenDone(res);
+    });
 
-  app.addHook('preClose', async () => {
-    closing = true;
-    for (const res of inFlight) closeWhenDone(res);
-  });
-}, { name: 'graceful-close' });
+    app.addHook('preClose', async () => {
+      closing = true;
+      for (const res of inFlight) closeWhenDone(res);
+    });
+  },
+  { name: 'graceful-close' },
+);

@@ -13,16 +13,39 @@ export const REDACTED = '[redacted]';
  * ignored when comparing, so `api-key`, `apiKey` and `API_KEY` all match).
  */
 export const SECRET_QUERY_PARAMS = [
-  'token', 'accesstoken', 'refreshtoken', 'idtoken', 'apikey', 'key', 'secret', 'clientsecret', 'password',
-  'passwd', 'pwd', 'auth', 'authorization', 'bearer', 'session', 'sessionid', 'signature', 'sig', 'code', 'csrf',
-  'csrftoken', 'xcsrftoken', 'jwt', 'credential', 'credentials',
+  'token',
+  'accesstoken',
+  'refreshtoken',
+  'idtoken',
+  'apikey',
+  'key',
+  'secret',
+  'clientsecret',
+  'password',
+  'passwd',
+  'pwd',
+  'auth',
+  'authorization',
+  'bearer',
+  'session',
+  'sessionid',
+  'signature',
+  'sig',
+  'code',
+  'csrf',
+  'csrftoken',
+  'xcsrftoken',
+  'jwt',
+  'credential',
+  'credentials',
 ];
 
 /**
  * Values that are credentials wherever they appear: our API tokens (`sia_`), webhook secrets
  * (`whsec_`), JWTs, and other services' well-known token prefixes.
  */
-const SECRET_VALUE = /(?:sia_|whsec_|sk_live_|sk_test_|rk_live_|ghp_|gho_|github_pat_|xox[abpr]-|AKIA)[A-Za-z0-9_\-+/=.%]*|eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]*)?/g;
+const SECRET_VALUE =
+  /(?:sia_|whsec_|sk_live_|sk_test_|rk_live_|ghp_|gho_|github_pat_|xox[abpr]-|AKIA)[A-Za-z0-9_\-+/=.%]*|eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]*)?/g;
 
 /**
  * A long run (32+) of letters and digits with several upper-case and several lower-case letters:
@@ -32,7 +55,8 @@ const SECRET_VALUE = /(?:sia_|whsec_|sk_live_|sk_test_|rk_live_|ghp_|gho_|github
 const LONG_RUN = /[A-Za-z0-9_+/=-]{32,}/g;
 function looksRandom(value: string): boolean {
   for (const [run] of value.matchAll(LONG_RUN)) {
-    const upper = run.replace(/[^A-Z]/g, '').length, lower = run.replace(/[^a-z]/g, '').length;
+    const upper = run.replace(/[^A-Z]/g, '').length,
+      lower = run.replace(/[^a-z]/g, '').length;
     if (upper >= 4 && lower >= 4 && /[0-9]/.test(run)) return true;
   }
   return false;
@@ -53,19 +77,25 @@ export function redactUrl(url: string): string {
   const at = url.indexOf('?');
   const path = at === -1 ? url : url.slice(0, at);
   const query = at === -1 ? undefined : url.slice(at + 1);
-  const safePath = path.split('/').map((segment) => (isSecretShaped(segment) ? REDACTED : segment)).join('/');
+  const safePath = path
+    .split('/')
+    .map((segment) => (isSecretShaped(segment) ? REDACTED : segment))
+    .join('/');
   if (query === undefined) return safePath;
-  const safeQuery = query.split('&').map((pair) => {
-    const eq = pair.indexOf('=');
-    const name = eq === -1 ? pair : pair.slice(0, eq);
-    // A credential can be sent as a bare name (`?<token>`, `?<token>=1`), with its prefix
-    // percent-encoded (`?%73ia_…`): names are judged decoded, like values.
-    const safeName = isSecretShaped(name) ? REDACTED : name;
-    if (eq === -1) return safeName;
-    const value = pair.slice(eq + 1);
-    if (SECRET_QUERY_PARAMS.includes(normaliseName(safeDecode(name)))) return `${safeName}=${REDACTED}`;
-    return `${safeName}=${isSecretShaped(value) ? REDACTED : value}`;
-  }).join('&');
+  const safeQuery = query
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      const name = eq === -1 ? pair : pair.slice(0, eq);
+      // A credential can be sent as a bare name (`?<token>`, `?<token>=1`), with its prefix
+      // percent-encoded (`?%73ia_…`): names are judged decoded, like values.
+      const safeName = isSecretShaped(name) ? REDACTED : name;
+      if (eq === -1) return safeName;
+      const value = pair.slice(eq + 1);
+      if (SECRET_QUERY_PARAMS.includes(normaliseName(safeDecode(name)))) return `${safeName}=${REDACTED}`;
+      return `${safeName}=${isSecretShaped(value) ? REDACTED : value}`;
+    })
+    .join('&');
   return `${safePath}?${safeQuery}`;
 }
 

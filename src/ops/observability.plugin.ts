@@ -16,29 +16,32 @@ import { setAlertMetricsSource } from '../admin/alerts/alerts.ts';
 /** Route label of requests that matched no route (404s): one series, not one per probed URL. */
 export const UNMATCHED_ROUTE = 'unmatched';
 
-export const observabilityPlugin = fp(async function observability(app: FastifyInstance) {
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header(REQUEST_ID_HEADER, request.id);
-  });
+export const observabilityPlugin = fp(
+  async function observability(app: FastifyInstance) {
+    app.addHook('onRequest', async (request, reply) => {
+      reply.header(REQUEST_ID_HEADER, request.id);
+    });
 
-  app.addHook('onResponse', async (request, reply) => {
-    const labels = {
-      method: request.method,
-      route: request.routeOptions.url ?? UNMATCHED_ROUTE,
-      status_code: String(reply.statusCode),
-    };
-    httpRequestsTotal.inc(labels);
-    httpRequestDuration.observe(labels, reply.elapsedTime / 1000);
-  });
+    app.addHook('onResponse', async (request, reply) => {
+      const labels = {
+        method: request.method,
+        route: request.routeOptions.url ?? UNMATCHED_ROUTE,
+        status_code: String(reply.statusCode),
+      };
+      httpRequestsTotal.inc(labels);
+      httpRequestDuration.observe(labels, reply.elapsedTime / 1000);
+    });
 
-  const untrack = trackDatabasePool(app.ctx.database);
-  app.addHook('onReady', async () => {
-    setQueueDepthSource(() => queueDepth(app.ctx.database.db));
-    setAlertMetricsSource(app.ctx.database.db);
-  });
-  app.addHook('onClose', async () => {
-    untrack();
-    setQueueDepthSource(undefined);
-    setAlertMetricsSource(undefined);
-  });
-}, { name: 'observability' });
+    const untrack = trackDatabasePool(app.ctx.database);
+    app.addHook('onReady', async () => {
+      setQueueDepthSource(() => queueDepth(app.ctx.database.db));
+      setAlertMetricsSource(app.ctx.database.db);
+    });
+    app.addHook('onClose', async () => {
+      untrack();
+      setQueueDepthSource(undefined);
+      setAlertMetricsSource(undefined);
+    });
+  },
+  { name: 'observability' },
+);

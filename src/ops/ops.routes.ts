@@ -19,11 +19,14 @@ import { DATABASE_RETRY_AFTER_SECONDS } from '../shared/db-errors.ts';
 const READINESS_TIMEOUT_MS = 2000;
 
 const HealthBody = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
-const ReadyBody = Type.Object({
-  status: Type.Literal('ready'),
-  database: Type.Literal('ok'),
-  migrations: Type.Literal('current'),
-}, { additionalProperties: false });
+const ReadyBody = Type.Object(
+  {
+    status: Type.Literal('ready'),
+    database: Type.Literal('ok'),
+    migrations: Type.Literal('current'),
+  },
+  { additionalProperties: false },
+);
 
 async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
@@ -40,55 +43,70 @@ async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
 export async function opsRoutes(app: FastifyInstance): Promise<void> {
   const db = app.ctx.database.db;
 
-  app.get('/healthz', {
-    schema: {
-      tags: ['Operations'],
-      summary: 'Liveness: the process is up (no token)',
-      response: { 200: HealthBody },
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        tags: ['Operations'],
+        summary: 'Liveness: the process is up (no token)',
+        response: { 200: HealthBody },
+      },
     },
-  }, async () => ({ status: 'ok' as const }));
+    async () => ({ status: 'ok' as const }),
+  );
 
-  app.get('/readyz', {
-    schema: {
-      tags: ['Operations'],
-      summary: 'Readiness: the database is reachable and its migrations are current (no token)',
-      response: { 200: ReadyBody, 503: ProblemSchema },
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        tags: ['Operations'],
+        summary: 'Readiness: the database is reachable and its migrations are current (no token)',
+        response: { 200: ReadyBody, 503: ProblemSchema },
+      },
     },
-  }, async (request, reply) => {
-    const cannotWrite = app.ctx.database.storage.cannotWrite();
-    if (cannotWrite) {
-      return sendProblem(reply, 'service_unavailable', cannotWrite, undefined, { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) });
-    }
-    let pending: string[];
-    try {
-      pending = await withTimeout((async () => {
-        await sql`SELECT 1`.execute(db);
-        return pendingMigrations(db);
-      })(), READINESS_TIMEOUT_MS);
-    } catch (error) {
-      request.log.warn({ err: error }, 'readiness check: database unreachable');
-      return sendProblem(reply, 'service_unavailable', 'The database is unreachable.', undefined, { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) });
-    }
-    if (pending.length > 0) {
-      return sendProblem(reply, 'service_unavailable', `Database migrations are pending: ${pending.join(', ')}. Run \`store-api migrate\`.`);
-    }
-    return { status: 'ready' as const, database: 'ok' as const, migrations: 'current' as const };
-  });
+    async (request, reply) => {
+      const cannotWrite = app.ctx.database.storage.cannotWrite();
+      if (cannotWrite) {
+        return sendProblem(reply, 'service_unavailable', cannotWrite, undefined, { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) });
+      }
+      let pending: string[];
+      try {
+        pending = await withTimeout(
+          (async () => {
+            await sql`SELECT 1`.execute(db);
+            return pendingMigrations(db);
+          })(),
+          READINESS_TIMEOUT_MS,
+        );
+      } catch (error) {
+        request.log.warn({ err: error }, 'readiness check: database unreachable');
+        return sendProblem(reply, 'service_unavailable', 'The database is unreachable.', undefined, { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) });
+      }
+      if (pending.length > 0) {
+        return sendProblem(reply, 'service_unavailable', `Database migrations are pending: ${pending.join(', ')}. Run \`store-api migrate\`.`);
+      }
+      return { status: 'ready' as const, database: 'ok' as const, migrations: 'current' as const };
+    },
+  );
 
-  app.get('/metrics', {
-    schema: {
-      tags: ['Operations'],
-      summary: 'Prometheus metrics of this process (no token)',
-      produces: ['text/plain'],
-      response: {
-        200: {
-          description: 'Prometheus text exposition format 0.0.4',
-          content: { 'text/plain': { schema: { type: 'string' } } },
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        tags: ['Operations'],
+        summary: 'Prometheus metrics of this process (no token)',
+        produces: ['text/plain'],
+        response: {
+          200: {
+            description: 'Prometheus text exposition format 0.0.4',
+            content: { 'text/plain': { schema: { type: 'string' } } },
+          },
         },
       },
     },
-  }, async (_request, reply) => {
-    const body = await metricsRegistry.metrics();
-    return reply.type(metricsRegistry.contentType).send(body);
-  });
+    async (_request, reply) => {
+      const body = await metricsRegistry.metrics();
+      return reply.type(metricsRegistry.contentType).send(body);
+    },
+  );
 }

@@ -12,11 +12,14 @@ import fp from 'fastify-plugin';
 /** A whole API token (`sia_` + 43 base64url characters) or a webhook signing secret. */
 export const SECRET_IN_BODY = /sia_[A-Za-z0-9_-]{40,}|whsec_[A-Za-z0-9+/=_-]{20,}/;
 
-export const secretResponsesPlugin = fp(async function secretResponses(app: FastifyInstance) {
-  // Registered before compression and ETags, so the body is still the serialised text here.
-  app.addHook('onSend', async (_request, reply, payload) => {
-    const text = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('latin1') : undefined;
-    if (text !== undefined && SECRET_IN_BODY.test(text)) reply.header('Cache-Control', 'no-store');
-    return payload;
-  });
-}, { name: 'store-api-secret-responses' });
+export const secretResponsesPlugin = fp(
+  async function secretResponses(app: FastifyInstance) {
+    // Registered before compression and ETags, so the body is still the serialised text here.
+    app.addHook('onSend', async (_request, reply, payload) => {
+      const text = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('latin1') : undefined;
+      if (text !== undefined && SECRET_IN_BODY.test(text)) reply.header('Cache-Control', 'no-store');
+      return payload;
+    });
+  },
+  { name: 'store-api-secret-responses' },
+);

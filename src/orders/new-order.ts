@@ -75,7 +75,8 @@ export function newOrderRows(order: NewOrder): { order: Insertable<OrderTable>; 
   if (discount > subtotal + deliveryFee) throw invalidParameter('body.discount', 'must not exceed subtotal + delivery_fee');
   // Every amount fits numeric(14,2) on its own; their sums may not.
   if (storableCents(subtotal) === undefined) throw invalidParameter('body.items', `the items' totals must not add up to more than ${MAX_MONEY}`);
-  if (storableCents(subtotal - discount + deliveryFee) === undefined) throw invalidParameter('body.delivery_fee', `the order total must not exceed ${MAX_MONEY}`);
+  if (storableCents(subtotal - discount + deliveryFee) === undefined)
+    throw invalidParameter('body.delivery_fee', `the order total must not exceed ${MAX_MONEY}`);
   return {
     order: {
       id: order.id,

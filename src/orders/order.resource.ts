@@ -7,34 +7,40 @@ import { Money, Nullable, StringEnum, Timestamp, Uuid, sinceParam } from '../sha
 import { ORDER_STATUSES, PAYMENT_STATUSES } from './order-status.ts';
 import { ORDER_SOURCES, orderSource } from './order.json-sql.ts';
 
-export const OrderItem = Type.Object({
-  id: Uuid,
-  product_id: Nullable(Uuid),
-  variant_id: Nullable(Uuid),
-  product_name: Type.String(),
-  variant_name: Nullable(Type.String()),
-  quantity: Type.Integer({ minimum: 1 }),
-  unit_price: Money,
-  total: Money,
-}, { title: 'OrderItem', additionalProperties: false });
+export const OrderItem = Type.Object(
+  {
+    id: Uuid,
+    product_id: Nullable(Uuid),
+    variant_id: Nullable(Uuid),
+    product_name: Type.String(),
+    variant_name: Nullable(Type.String()),
+    quantity: Type.Integer({ minimum: 1 }),
+    unit_price: Money,
+    total: Money,
+  },
+  { title: 'OrderItem', additionalProperties: false },
+);
 
-export const Order = Type.Object({
-  id: Uuid,
-  source: StringEnum(ORDER_SOURCES),
-  status: StringEnum(ORDER_STATUSES),
-  payment_status: StringEnum(PAYMENT_STATUSES),
-  payment_method: Nullable(Type.String()),
-  customer_id: Nullable(Uuid),
-  customer_name: Nullable(Type.String()),
-  customer_phone: Nullable(Type.String()),
-  subtotal: Money,
-  discount: Money,
-  delivery_fee: Money,
-  total: Money,
-  items: Type.Array(OrderItem),
-  created_at: Timestamp,
-  last_modified: Timestamp,
-}, { title: 'Order', additionalProperties: false });
+export const Order = Type.Object(
+  {
+    id: Uuid,
+    source: StringEnum(ORDER_SOURCES),
+    status: StringEnum(ORDER_STATUSES),
+    payment_status: StringEnum(PAYMENT_STATUSES),
+    payment_method: Nullable(Type.String()),
+    customer_id: Nullable(Uuid),
+    customer_name: Nullable(Type.String()),
+    customer_phone: Nullable(Type.String()),
+    subtotal: Money,
+    discount: Money,
+    delivery_fee: Money,
+    total: Money,
+    items: Type.Array(OrderItem),
+    created_at: Timestamp,
+    last_modified: Timestamp,
+  },
+  { title: 'Order', additionalProperties: false },
+);
 
 export const orderResource = defineResource({
   name: 'orders',

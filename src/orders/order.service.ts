@@ -13,8 +13,13 @@ import { conflict, invalidParameter, notFound } from '../shared/problem.ts';
 import { orderChanged } from '../events/resource-events.ts';
 import { applyStockChanges, type StockChange } from '../inventory/stock.service.ts';
 import {
-  canMoveOrder, canMovePayment, ORDER_TRANSITIONS, PAYMENT_TRANSITIONS, restockReasonFor,
-  type OrderStatus, type PaymentStatus,
+  canMoveOrder,
+  canMovePayment,
+  ORDER_TRANSITIONS,
+  PAYMENT_TRANSITIONS,
+  restockReasonFor,
+  type OrderStatus,
+  type PaymentStatus,
 } from './order-status.ts';
 import { amountCents, newOrderRows, type PricedItem } from './new-order.ts';
 import { recordById } from '../resources/record.repository.ts';
@@ -59,8 +64,15 @@ export async function placeOrder(db: Kysely<Database>, input: OrderInput): Promi
     const productIds = [...new Set(input.items.map((i) => i.product_id))];
     const products = await trx.selectFrom('products').select(['id', 'name', 'price', 'is_active']).where('id', 'in', productIds).execute();
     const variantIds = input.items.flatMap((i) => (i.variant_id ? [i.variant_id] : []));
-    const variants = variantIds.length === 0 ? [] : await trx.selectFrom('variants').select(['id', 'product_id', 'name', 'price', 'is_active']).where('id', 'in', variantIds).execute();
-    const withVariants = new Set((await trx.selectFrom('variants').select('product_id').where('product_id', 'in', productIds).where('is_active', '=', true).execute()).map((v) => v.product_id));
+    const variants =
+      variantIds.length === 0
+        ? []
+        : await trx.selectFrom('variants').select(['id', 'product_id', 'name', 'price', 'is_active']).where('id', 'in', variantIds).execute();
+    const withVariants = new Set(
+      (await trx.selectFrom('variants').select('product_id').where('product_id', 'in', productIds).where('is_active', '=', true).execute()).map(
+        (v) => v.product_id,
+      ),
+    );
     const productById = new Map(products.map((p) => [p.id, p]));
     const variantById = new Map(variants.map((v) => [v.id, v]));
 
@@ -74,7 +86,8 @@ export async function placeOrder(db: Kysely<Database>, input: OrderInput): Promi
       let variant: (typeof variants)[number] | undefined;
       if (item.variant_id) {
         variant = variantById.get(item.variant_id);
-        if (!variant || variant.product_id !== product.id || !variant.is_active) throw invalidParameter(`${param}.variant_id`, 'is not an active variant of the product');
+        if (!variant || variant.product_id !== product.id || !variant.is_active)
+          throw invalidParameter(`${param}.variant_id`, 'is not an active variant of the product');
       } else if (withVariants.has(product.id)) {
         throw invalidParameter(`${param}.variant_id`, 'is required: the product has variants');
       }
@@ -123,10 +136,25 @@ export async function changeOrderStatus(db: Kysely<Database>, id: string, to: Or
     await orderChanged(ctx, id);
     const reason = restockReasonFor(to);
     if (reason) {
-      const items = await ctx.trx.selectFrom('order_items').select(['product_id', 'variant_id', 'quantity']).where('order_id', '=', id).orderBy('position').execute();
-      await applyStockChanges(ctx, items.filter((i) => i.product_id).map((i) => ({
-        productId: i.product_id!, variantId: i.variant_id, delta: i.quantity, reason, orderId: id, note: note ?? null,
-      })));
+      const items = await ctx.trx
+        .selectFrom('order_items')
+        .select(['product_id', 'variant_id', 'quantity'])
+        .where('order_id', '=', id)
+        .orderBy('position')
+        .execute();
+      await applyStockChanges(
+        ctx,
+        items
+          .filter((i) => i.product_id)
+          .map((i) => ({
+            productId: i.product_id!,
+            variantId: i.variant_id,
+            delta: i.quantity,
+            reason,
+            orderId: id,
+            note: note ?? null,
+          })),
+      );
     }
     return orderById(ctx.trx, id);
   });

@@ -63,23 +63,29 @@ export async function pruneOnce(db: Kysely<Database>, policy: RetentionPolicy, n
   const nowIso = isoFromMillis(nowMs);
   let attempts = 0;
 
-  const deliveries = await inBatches(async () => {
-    const r = await deleteFinishedDeliveries(db, 'succeeded', cutoffs.deliveries, policy.batchSize);
-    attempts += r.attempts;
-    return r.deliveries;
-  }, policy.batchSize, signal);
+  const deliveries = await inBatches(
+    async () => {
+      const r = await deleteFinishedDeliveries(db, 'succeeded', cutoffs.deliveries, policy.batchSize);
+      attempts += r.attempts;
+      return r.deliveries;
+    },
+    policy.batchSize,
+    signal,
+  );
   await publishWatermark(db, 'webhook_deliveries', cutoffs.deliveries, nowIso);
 
-  const deadLetters = await inBatches(async () => {
-    const r = await deleteFinishedDeliveries(db, 'dead', cutoffs.deadLetters, policy.batchSize);
-    attempts += r.attempts;
-    return r.deliveries;
-  }, policy.batchSize, signal);
+  const deadLetters = await inBatches(
+    async () => {
+      const r = await deleteFinishedDeliveries(db, 'dead', cutoffs.deadLetters, policy.batchSize);
+      attempts += r.attempts;
+      return r.deliveries;
+    },
+    policy.batchSize,
+    signal,
+  );
 
   const published = await oldestAvailable(db, 'events');
-  const events = published === undefined
-    ? 0
-    : await inBatches(() => deleteUnneededEvents(db, published, policy.batchSize), policy.batchSize, signal);
+  const events = published === undefined ? 0 : await inBatches(() => deleteUnneededEvents(db, published, policy.batchSize), policy.batchSize, signal);
   await publishWatermark(db, 'events', cutoffs.events, nowIso);
 
   const auditEntries = await inBatches(() => deleteAuditBefore(db, cutoffs.auditLog, policy.batchSize), policy.batchSize, signal);
@@ -127,10 +133,18 @@ export function startRetentionPruner(ctx: AppContext, options: RetentionPrunerOp
         rowsPruned.inc({ table: 'idempotency_keys' }, report.idempotencyKeys);
         pruningRuns.inc({ result: 'ok' });
         lastPruningRun.set(Date.now() / 1000);
-        ctx.logger.info({
-          events: report.events, deliveries: report.deliveries, dead_letters: report.deadLetters,
-          attempts: report.attempts, audit_entries: report.auditEntries, idempotency_keys: report.idempotencyKeys, duration_ms: report.durationMs,
-        }, 'retention pruning run');
+        ctx.logger.info(
+          {
+            events: report.events,
+            deliveries: report.deliveries,
+            dead_letters: report.deadLetters,
+            attempts: report.attempts,
+            audit_entries: report.auditEntries,
+            idempotency_keys: report.idempotencyKeys,
+            duration_ms: report.durationMs,
+          },
+          'retention pruning run',
+        );
         events.emit('pruned', report);
       } catch (error) {
         pruningRuns.inc({ result: 'error' });

@@ -51,9 +51,8 @@ export interface DeletedDeliveries {
  * touched; rows locked by someone else are skipped.
  */
 export async function deleteFinishedDeliveries(db: Kysely<Database>, kind: 'succeeded' | 'dead', cutoff: string, limit: number): Promise<DeletedDeliveries> {
-  const finishedBefore = kind === 'succeeded'
-    ? sql`status = 'succeeded' AND succeeded_at < ${cutoff}::timestamptz`
-    : sql`status = 'dead' AND dead_at < ${cutoff}::timestamptz`;
+  const finishedBefore =
+    kind === 'succeeded' ? sql`status = 'succeeded' AND succeeded_at < ${cutoff}::timestamptz` : sql`status = 'dead' AND dead_at < ${cutoff}::timestamptz`;
   return db.transaction().execute(async (trx) => {
     const { rows } = await sql<{ id: string }>`
       SELECT id FROM webhook_deliveries

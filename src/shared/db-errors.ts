@@ -59,7 +59,10 @@ const UNAVAILABLE_NODE_CODES: readonly string[] = [
   'ECONNRESET', //   the connection was cut
   'EPIPE', //        written to a connection already closed
   'ETIMEDOUT', //    the network dropped packets
-  'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', // DNS / routing during a failover
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN', // DNS / routing during a failover
 ];
 const UNAVAILABLE_MESSAGES: readonly RegExp[] = [
   /^Connection terminated/, //                          pg: socket closed (unexpectedly / due to connection timeout)
@@ -105,10 +108,7 @@ export function isDatabaseUnavailable(error: unknown, depth = 0): boolean {
 
 /** The 503 a request gets when the database is unavailable. */
 export function databaseUnavailable(): ApiError {
-  return new ApiError(
-    'service_unavailable',
-    'The database is unavailable at the moment (restart or failover). Retry the request shortly.',
-    undefined,
-    { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
-  );
+  return new ApiError('service_unavailable', 'The database is unavailable at the moment (restart or failover). Retry the request shortly.', undefined, {
+    'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS),
+  });
 }

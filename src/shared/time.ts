@@ -29,12 +29,18 @@ export function parseIsoTimestamp(value: string, { dateOnly = true } = {}): stri
   if (!m) return undefined;
   const [, y, mo, d, h, mi, s, frac, zone] = m;
   if (h === undefined && !dateOnly) return undefined;
-  const year = Number(y), month = Number(mo), day = Number(d), hour = Number(h ?? 0), minute = Number(mi ?? 0), second = Number(s ?? 0);
+  const year = Number(y),
+    month = Number(mo),
+    day = Number(d),
+    hour = Number(h ?? 0),
+    minute = Number(mi ?? 0),
+    second = Number(s ?? 0);
   if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 59) return undefined;
   const probe = new Date(utcMillis(year, month, day));
   if (probe.getUTCMonth() !== month - 1) return undefined; // 2026-02-30
   const z = zone === undefined || zone === 'Z' ? '+00:00' : zone.length === 5 ? `${zone.slice(0, 3)}:${zone.slice(3)}` : zone;
-  const zh = Number(z.slice(1, 3)), zm = Number(z.slice(4, 6));
+  const zh = Number(z.slice(1, 3)),
+    zm = Number(z.slice(4, 6));
   if (zh > 14 || zm > 59) return undefined;
   const offsetMs = (z[0] === '-' ? -1 : 1) * (zh * 60 + zm) * 60_000;
   const instant = utcMillis(year, month, day, hour, minute, second) - offsetMs;

@@ -68,7 +68,12 @@ function tokenQuery(db: Kysely<Database>) {
   return db
     .selectFrom('api_tokens')
     .select([
-      'id', 'name', 'prefix', 'scopes', 'rate_limit_standard', 'rate_limit_export',
+      'id',
+      'name',
+      'prefix',
+      'scopes',
+      'rate_limit_standard',
+      'rate_limit_export',
       sql<string>`iso_utc(created_at)`.as('created_at'),
       sql<string | null>`iso_utc(expires_at)`.as('expires_at'),
       sql<string | null>`iso_utc(revoked_at)`.as('revoked_at'),
@@ -146,23 +151,36 @@ export async function authenticateToken(db: Kysely<Database>, token: string): Pr
   const row = await db
     .selectFrom('api_tokens')
     .select([
-      'id', 'name', 'scopes', 'rate_limit_standard', 'rate_limit_export', 'revoked_at',
+      'id',
+      'name',
+      'scopes',
+      'rate_limit_standard',
+      'rate_limit_export',
+      'revoked_at',
       sql<boolean>`expires_at IS NOT NULL AND expires_at <= now()`.as('expired'),
       sql<boolean>`last_used_at IS NULL OR last_used_at < now() - interval '60 seconds'`.as('stale_use'),
     ])
-    .where((eb) => eb.or([
-      eb('token_hash', '=', hashToken(token)),
-      // A rolled-out secret keeps working until its overlap ends.
-      eb.and([eb('previous_token_hash', '=', hashToken(token)), eb('previous_token_expires_at', '>', sql<string>`now()`)]),
-    ]))
+    .where((eb) =>
+      eb.or([
+        eb('token_hash', '=', hashToken(token)),
+        // A rolled-out secret keeps working until its overlap ends.
+        eb.and([eb('previous_token_hash', '=', hashToken(token)), eb('previous_token_expires_at', '>', sql<string>`now()`)]),
+      ]),
+    )
     .executeTakeFirst();
   if (!row) return 'unknown';
   if (row.revoked_at) return 'revoked';
   if (row.expired) return 'expired';
   if (row.stale_use) {
     // Bookkeeping, not the request's purpose: on a disk out of space the read goes on without it.
-    await db.updateTable('api_tokens').set({ last_used_at: sql<string>`now()` }).where('id', '=', row.id).execute()
-      .catch((error: unknown) => { if (!isOutOfSpace(error)) throw error; });
+    await db
+      .updateTable('api_tokens')
+      .set({ last_used_at: sql<string>`now()` })
+      .where('id', '=', row.id)
+      .execute()
+      .catch((error: unknown) => {
+        if (!isOutOfSpace(error)) throw error;
+      });
   }
   return {
     id: row.id,
@@ -181,7 +199,8 @@ export async function rollToken(db: Kysely<Database>, id: string, overlapMs: num
   const current = await getToken(db, id);
   if (current.status !== 'active') throw conflict(`Token '${id}' is ${current.status}; only an active token can be rolled. Create a new one instead.`);
   const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
-  await db.updateTable('api_tokens')
+  await db
+    .updateTable('api_tokens')
     .set({
       previous_token_hash: sql<string>`token_hash`,
       previous_token_expires_at: sql<string>`now() + make_interval(secs => ${overlapMs / 1000})`,

@@ -93,14 +93,25 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
   const fullEndpoints = [...options.freeSlots].filter(([, free]) => free <= 0).map(([id]) => id);
   const slots = JSON.stringify(Object.fromEntries(options.freeSlots));
   const held = JSON.stringify(Object.fromEntries(options.held ?? []));
-  const probeUntil = isoFromMillis(probeClaimed(options.breaker, { consecutiveFailures: options.breaker.threshold, pausedUntil: null }, options.now).pausedUntil!);
+  const probeUntil = isoFromMillis(
+    probeClaimed(options.breaker, { consecutiveFailures: options.breaker.threshold, pausedUntil: null }, options.now).pausedUntil!,
+  );
 
   // Every part reads the same snapshot: the candidates see the probed endpoints through `probes`
   // (not through the pause the probe re-arms), and the rows come back with the endpoint and event
   // as they were when the statement started.
   const { rows } = await sql<{
-    id: string; attempt_count: number; endpoint_id: string; url: string; secret: string; previous_secret: string | null;
-    event_id: string; event_type: string; event_created_at: string; event_created_at_ms: number; body: string;
+    id: string;
+    attempt_count: number;
+    endpoint_id: string;
+    url: string;
+    secret: string;
+    previous_secret: string | null;
+    event_id: string;
+    event_type: string;
+    event_created_at: string;
+    event_created_at_ms: number;
+    body: string;
   }>`
     WITH probes AS (
       UPDATE webhook_endpoints e SET paused_until = ${probeUntil}::timestamptz
@@ -209,13 +220,15 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
 }
 
 /** What happens to a delivery after an attempt: the transition chosen, pure. */
-export type Settlement =
-  | { readonly status: 'succeeded' }
-  | { readonly status: 'failed'; readonly nextAttemptAt: number }
-  | { readonly status: 'dead' };
+export type Settlement = { readonly status: 'succeeded' } | { readonly status: 'failed'; readonly nextAttemptAt: number } | { readonly status: 'dead' };
 
 /** The delivery's next state after attempt `attemptNumber` ended with `result` at `now`. */
-export function decideSettlement(policy: RetryPolicy, attemptNumber: number, result: Pick<HttpAttemptResult, 'outcome' | 'retryAfterMs'>, now: number): Settlement {
+export function decideSettlement(
+  policy: RetryPolicy,
+  attemptNumber: number,
+  result: Pick<HttpAttemptResult, 'outcome' | 'retryAfterMs'>,
+  now: number,
+): Settlement {
   if (result.outcome === 'success') return { status: 'succeeded' };
   const decision = decideAfterFailure(policy, attemptNumber, now, result.retryAfterMs);
   return decision.kind === 'dead' ? { status: 'dead' } : { status: 'failed', nextAttemptAt: decision.nextAttemptAt };
@@ -244,7 +257,12 @@ export interface SettleResult {
 }
 
 /** Settles one finished attempt (settleDeliveries with one attempt). */
-export async function settleDelivery(db: Kysely<Database>, delivery: ClaimedDelivery, result: HttpAttemptResult, options: SettleOptions): Promise<SettleResult> {
+export async function settleDelivery(
+  db: Kysely<Database>,
+  delivery: ClaimedDelivery,
+  result: HttpAttemptResult,
+  options: SettleOptions,
+): Promise<SettleResult> {
   return (await settleDeliveries(db, [{ delivery, result, options }]))[0]!;
 }
 
@@ -277,9 +295,11 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
   if (allSucceeded) {
     const moved = await settleStatement(db, true);
     const settledIds = new Set(moved);
-    return rows.map((r) => settledIds.has(r.f.delivery.id)
-      ? { settled: true, settlement: r.settlement, endpointDisabled: false, breaker: afterSuccess() }
-      : { settled: false, settlement: r.settlement, endpointDisabled: false, breaker: null });
+    return rows.map((r) =>
+      settledIds.has(r.f.delivery.id)
+        ? { settled: true, settlement: r.settlement, endpointDisabled: false, breaker: afterSuccess() }
+        : { settled: false, settlement: r.settlement, endpointDisabled: false, breaker: null },
+    );
   }
   return db.transaction().execute(async (trx) => {
     const moved = await settleStatement(trx, false);

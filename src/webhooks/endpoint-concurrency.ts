@@ -33,7 +33,11 @@ export interface ConcurrencyPolicy {
 }
 
 /** The endpoint's limit after an attempt with `result` finished under `limit`. */
-export function nextConcurrencyLimit(policy: ConcurrencyPolicy, limit: number, result: Pick<HttpAttemptResult, 'outcome' | 'statusCode' | 'durationMs'>): number {
+export function nextConcurrencyLimit(
+  policy: ConcurrencyPolicy,
+  limit: number,
+  result: Pick<HttpAttemptResult, 'outcome' | 'statusCode' | 'durationMs'>,
+): number {
   const clamp = (n: number) => Math.min(policy.max, Math.max(policy.min, n));
   if (result.outcome === 'success') return clamp(answeredFast(policy, result) ? limit + 1 : limit - 1);
   if (signalsOverload(result)) return clamp(Math.floor(limit / 2));

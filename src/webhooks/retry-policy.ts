@@ -14,9 +14,7 @@ export interface RetryPolicy {
   readonly scheduleMs: readonly number[];
 }
 
-export type RetryDecision =
-  | { readonly kind: 'retry'; readonly delayMs: number; readonly nextAttemptAt: number }
-  | { readonly kind: 'dead' };
+export type RetryDecision = { readonly kind: 'retry'; readonly delayMs: number; readonly nextAttemptAt: number } | { readonly kind: 'dead' };
 
 /**
  * What follows the failure of attempt `attemptNumber` (1 = the first attempt) finished at `now`

@@ -83,9 +83,11 @@ export async function listDeliveryRows(db: Kysely<Database>, query: DeliveryList
   if (query.endpointId) conditions.push(sql`d.endpoint_id = ${query.endpointId}::uuid`);
   if (query.status) conditions.push(sql`d.status = ${query.status}`);
   if (query.before) {
-    conditions.push(query.before.id
-      ? sql`(d.created_at, d.id) < (${query.before.ts}::timestamptz, ${query.before.id}::uuid)`
-      : sql`d.created_at < ${query.before.ts}::timestamptz`);
+    conditions.push(
+      query.before.id
+        ? sql`(d.created_at, d.id) < (${query.before.ts}::timestamptz, ${query.before.id}::uuid)`
+        : sql`d.created_at < ${query.before.ts}::timestamptz`,
+    );
   }
   const { rows } = await sql<WebhookDelivery>`
     SELECT ${deliveryColumns}
@@ -125,10 +127,15 @@ export async function findEvent(db: Kysely<Database>, eventId: string): Promise<
  * A retried dead letter gets one more attempt (its attempt count is past the schedule), a failed
  * delivery keeps its place in the schedule. Returns the ids retried.
  */
-export async function retryDeliveries(db: Kysely<Database>, target: { ids: readonly string[] } | { deadOfEndpoint: string }, nowIso: string): Promise<string[]> {
-  const which = 'ids' in target
-    ? sql`id = ANY(${[...new Set(target.ids)]}::uuid[]) AND status IN ('dead','failed')`
-    : sql`endpoint_id = ${target.deadOfEndpoint}::uuid AND status = 'dead'`;
+export async function retryDeliveries(
+  db: Kysely<Database>,
+  target: { ids: readonly string[] } | { deadOfEndpoint: string },
+  nowIso: string,
+): Promise<string[]> {
+  const which =
+    'ids' in target
+      ? sql`id = ANY(${[...new Set(target.ids)]}::uuid[]) AND status IN ('dead','failed')`
+      : sql`endpoint_id = ${target.deadOfEndpoint}::uuid AND status = 'dead'`;
   const { rows } = await sql<{ id: string }>`
     UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ${nowIso}, updated_at = ${nowIso}
     WHERE ${which}
@@ -138,7 +145,13 @@ export async function retryDeliveries(db: Kysely<Database>, target: { ids: reado
 }
 
 /** Queues one delivery of `eventId` to `endpointId`, due at once. */
-export async function insertDelivery(db: Kysely<Database> | WriteContext['trx'], eventId: string, eventType: string, endpointId: string, nowIso: string): Promise<string> {
+export async function insertDelivery(
+  db: Kysely<Database> | WriteContext['trx'],
+  eventId: string,
+  eventType: string,
+  endpointId: string,
+  nowIso: string,
+): Promise<string> {
   const id = randomUUID();
   await sql`
     INSERT INTO webhook_deliveries (id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at)

@@ -59,8 +59,14 @@ export class WebhookHttpClient {
   async post(url: string, body: string, headers: Record<string, string>): Promise<HttpAttemptResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
-    const failed = (outcome: AttemptOutcome, error: string, statusCode: number | null = null, responseExcerpt: string | null = null): HttpAttemptResult =>
-      ({ outcome, statusCode, responseExcerpt, error, retryAfterMs: null, durationMs: elapsed() });
+    const failed = (outcome: AttemptOutcome, error: string, statusCode: number | null = null, responseExcerpt: string | null = null): HttpAttemptResult => ({
+      outcome,
+      statusCode,
+      responseExcerpt,
+      error,
+      retryAfterMs: null,
+      durationMs: elapsed(),
+    });
 
     const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
     // Literal IPs never reach the lookup guard.
@@ -131,8 +137,12 @@ function excerptOf(buffer: Buffer): string | null {
 
 function classify(error: unknown, signal: AbortSignal, timeoutMs: number, durationMs: number): HttpAttemptResult {
   const base = { statusCode: null, responseExcerpt: null, retryAfterMs: null, durationMs };
-  if (signal.aborted || error instanceof undiciErrors.HeadersTimeoutError || error instanceof undiciErrors.BodyTimeoutError
-    || error instanceof undiciErrors.ConnectTimeoutError) {
+  if (
+    signal.aborted ||
+    error instanceof undiciErrors.HeadersTimeoutError ||
+    error instanceof undiciErrors.BodyTimeoutError ||
+    error instanceof undiciErrors.ConnectTimeoutError
+  ) {
     return { ...base, outcome: 'timeout', error: `no complete response within ${timeoutMs} ms` };
   }
   const err = error as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };

@@ -18,17 +18,33 @@ import ipaddr from 'ipaddr.js';
  */
 const blockedIPv4 = new BlockList();
 for (const [net, prefix] of [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16],
-  ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15],
-  ['198.51.100.0', 24], ['203.0.113.0', 24], ['224.0.0.0', 4], ['240.0.0.0', 4],
-] as const) blockedIPv4.addSubnet(net, prefix, 'ipv4');
+  ['0.0.0.0', 8],
+  ['10.0.0.0', 8],
+  ['100.64.0.0', 10],
+  ['127.0.0.0', 8],
+  ['169.254.0.0', 16],
+  ['172.16.0.0', 12],
+  ['192.0.0.0', 24],
+  ['192.0.2.0', 24],
+  ['192.168.0.0', 16],
+  ['198.18.0.0', 15],
+  ['198.51.100.0', 24],
+  ['203.0.113.0', 24],
+  ['224.0.0.0', 4],
+  ['240.0.0.0', 4],
+] as const)
+  blockedIPv4.addSubnet(net, prefix, 'ipv4');
 
 /**
  * IPv6 networks refused outright: the local-use NAT64 prefix (RFC 8215, which embeds IPv4 at
  * operator-chosen positions, so it cannot be decoded) and the newer documentation prefix.
  */
 const blockedIPv6 = new BlockList();
-for (const [net, prefix] of [['64:ff9b:1::', 48], ['3fff::', 20]] as const) blockedIPv6.addSubnet(net, prefix, 'ipv6');
+for (const [net, prefix] of [
+  ['64:ff9b:1::', 48],
+  ['3fff::', 20],
+] as const)
+  blockedIPv6.addSubnet(net, prefix, 'ipv6');
 
 /**
  * The IPv4 addresses an IPv6 address carries, decided on its bytes (never on its spelling, which

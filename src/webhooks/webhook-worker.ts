@@ -45,8 +45,15 @@ import { SettleBatcher } from './settle-batcher.ts';
 import { ListenConnection } from './listen-connection.ts';
 import { writeCommits } from '../db/write-clock.ts';
 import {
-  attemptDuration, deliveriesAttempted, deliveriesDeadLettered, deliveriesFailed, deliveriesSucceeded,
-  deliveryLatency, eventsQueued, releaseQueueDepthSource, setQueueDepthSource,
+  attemptDuration,
+  deliveriesAttempted,
+  deliveriesDeadLettered,
+  deliveriesFailed,
+  deliveriesSucceeded,
+  deliveryLatency,
+  eventsQueued,
+  releaseQueueDepthSource,
+  setQueueDepthSource,
 } from './webhook-metrics.ts';
 
 /** Most attempts settled in one statement (bounds how long it holds endpoint rows). */
@@ -122,7 +129,9 @@ export interface WebhookWorkerOptions {
 export async function startWebhookWorker(ctx: AppContext, options: WebhookWorkerOptions = {}): Promise<WebhookWorker> {
   const { config } = ctx;
   if (config.WEBHOOK_LEASE_MS < config.WEBHOOK_TIMEOUT_MS + 1000) {
-    throw new Error(`WEBHOOK_LEASE_MS (${config.WEBHOOK_LEASE_MS}) must exceed WEBHOOK_TIMEOUT_MS (${config.WEBHOOK_TIMEOUT_MS}) by at least 1000 ms, or a slow attempt could be sent twice at once`);
+    throw new Error(
+      `WEBHOOK_LEASE_MS (${config.WEBHOOK_LEASE_MS}) must exceed WEBHOOK_TIMEOUT_MS (${config.WEBHOOK_TIMEOUT_MS}) by at least 1000 ms, or a slow attempt could be sent twice at once`,
+    );
   }
   const worker = new DeliveryWorker(ctx, options);
   await worker.start();
@@ -136,7 +145,6 @@ export async function startWebhookWorker(ctx: AppContext, options: WebhookWorker
 export function loopBackoffMs(failures: number, intervalMs: number): number {
   return Math.min(Math.max(intervalMs, 30_000), intervalMs * 2 ** Math.min(Math.max(0, failures - 1), 10));
 }
-
 
 class DeliveryWorker implements WebhookWorker {
   readonly id: string;
@@ -178,7 +186,7 @@ class DeliveryWorker implements WebhookWorker {
     this.#ctx = ctx;
     this.#clock = options.clock ?? Date.now;
     this.id = options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-    this.#listenUrl = ctx.database.backend === 'postgres' ? options.listenUrl ?? ctx.config.DATABASE_URL : undefined;
+    this.#listenUrl = ctx.database.backend === 'postgres' ? (options.listenUrl ?? ctx.config.DATABASE_URL) : undefined;
     this.#retry = { scheduleMs: ctx.config.webhookRetryScheduleMs };
     this.#breaker = { threshold: ctx.config.WEBHOOK_BREAKER_THRESHOLD, pauseMs: ctx.config.WEBHOOK_BREAKER_PAUSE_MS };
     this.#settleBatchMax = ctx.database.backend === 'pglite' ? PGLITE_SETTLE_BATCH_MAX : SETTLE_BATCH_MAX;
@@ -399,7 +407,11 @@ class DeliveryWorker implements WebhookWorker {
   /** Gives claimed, unsent deliveries back to the queue (releaseDeliveries). */
   #release(deliveries: readonly ClaimedDelivery[]): void {
     if (deliveries.length === 0) return;
-    const run = releaseDeliveries(this.#ctx.database.db, this.id, deliveries.map((d) => d.id))
+    const run = releaseDeliveries(
+      this.#ctx.database.db,
+      this.id,
+      deliveries.map((d) => d.id),
+    )
       .catch((error) => this.#loopError('releasing unsent webhook deliveries failed (they are sent again when their lease expires)', error))
       .finally(() => this.#running.delete(run));
     this.#running.add(run);
@@ -458,10 +470,17 @@ class DeliveryWorker implements WebhookWorker {
     } else {
       deliveriesFailed.inc();
       if (settled.settlement.status === 'dead') deliveriesDeadLettered.inc();
-      this.#ctx.logger.info({
-        deliveryId: delivery.id, endpointId: delivery.endpointId, attempt: delivery.attemptNumber,
-        outcome: result.outcome, statusCode: result.statusCode, status: settled.settlement.status,
-      }, 'webhook delivery attempt failed');
+      this.#ctx.logger.info(
+        {
+          deliveryId: delivery.id,
+          endpointId: delivery.endpointId,
+          attempt: delivery.attemptNumber,
+          outcome: result.outcome,
+          statusCode: result.statusCode,
+          status: settled.settlement.status,
+        },
+        'webhook delivery attempt failed',
+      );
     }
     if (settled.endpointDisabled) this.#ctx.logger.warn({ endpointId: delivery.endpointId }, 'webhook endpoint answered 410 Gone; disabled');
     this.events.emit('attempt', {

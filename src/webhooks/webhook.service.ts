@@ -11,12 +11,30 @@ import { runWrite } from '../db/write-clock.ts';
 import { epochMicros, isoFromMillis, parseIsoTimestamp } from '../shared/time.ts';
 import { oldestAvailable, oldestDeliveryAt } from '../retention/retention.repository.ts';
 import {
-  findEndpoint, findEndpointSecrets, insertEndpoint, listEndpointRows, rotateEndpointSecret, updateEndpoint,
-  type EndpointView, type WebhookEndpoint,
+  findEndpoint,
+  findEndpointSecrets,
+  insertEndpoint,
+  listEndpointRows,
+  rotateEndpointSecret,
+  updateEndpoint,
+  type EndpointView,
+  type WebhookEndpoint,
 } from './webhook-endpoint.repository.ts';
 import {
-  countReplayEvents, deliveryStats, findDelivery, findEvent, insertDelivery, insertReplayDeliveries, listAttempts,
-  listDeliveryRows, retryDeliveries, type DeliveryStats, type DeliveryStatus, type DeliveryEvent, type WebhookAttempt, type WebhookDelivery,
+  countReplayEvents,
+  deliveryStats,
+  findDelivery,
+  findEvent,
+  insertDelivery,
+  insertReplayDeliveries,
+  listAttempts,
+  listDeliveryRows,
+  retryDeliveries,
+  type DeliveryStats,
+  type DeliveryStatus,
+  type DeliveryEvent,
+  type WebhookAttempt,
+  type WebhookDelivery,
 } from './webhook-delivery.repository.ts';
 import { generateSecret } from './webhook-signing.ts';
 import { validateWebhookUrl, WebhookUrlError } from './webhook-url-policy.ts';
@@ -56,7 +74,10 @@ export interface SecretView {
 
 /** The webhook admin operations bound to one process's context; `clock` gives epoch ms. */
 export class WebhookService {
-  constructor(private readonly ctx: AppContext, private readonly clock: () => number = Date.now) {}
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly clock: () => number = Date.now,
+  ) {}
 
   private get db() {
     return this.ctx.database.db;
@@ -80,24 +101,31 @@ export class WebhookService {
     const url = await this.checkUrl(input.url);
     const secret = generateSecret();
     const eventTypes = checkEventTypes(input.event_types);
-    const id = await runWrite(this.db, (write) => insertEndpoint(write, {
-      url,
-      description: input.description ?? null,
-      eventTypes,
-      enabled: input.enabled ?? true,
-      secret,
-    }));
+    const id = await runWrite(this.db, (write) =>
+      insertEndpoint(write, {
+        url,
+        description: input.description ?? null,
+        eventTypes,
+        enabled: input.enabled ?? true,
+        secret,
+      }),
+    );
     return { ...(await this.getEndpoint(id)), secret };
   }
 
   async updateEndpoint(id: string, patch: EndpointPatchInput): Promise<WebhookEndpoint> {
     const url = patch.url === undefined ? undefined : await this.checkUrl(patch.url);
-    const updated = await updateEndpoint(this.db, id, {
-      url,
-      description: patch.description,
-      eventTypes: patch.event_types === undefined ? undefined : checkEventTypes(patch.event_types),
-      enabled: patch.enabled,
-    }, isoFromMillis(this.clock()));
+    const updated = await updateEndpoint(
+      this.db,
+      id,
+      {
+        url,
+        description: patch.description,
+        eventTypes: patch.event_types === undefined ? undefined : checkEventTypes(patch.event_types),
+        enabled: patch.enabled,
+      },
+      isoFromMillis(this.clock()),
+    );
     if (!updated) throw notFound('webhook endpoint', id);
     if (patch.enabled === true) await announceDueDeliveries(this.db, this.ctx.database.backend);
     return this.getEndpoint(id);
@@ -143,7 +171,10 @@ export class WebhookService {
     if (Date.parse(toIso) <= Date.parse(fromIso)) throw invalidParameter('to', 'must be after from');
     const oldest = await oldestAvailable(this.db, 'events');
     if (oldest && epochMicros(fromIso)! < epochMicros(oldest)!) {
-      throw invalidParameter('from', `reaches behind the retention of the event log (EVENT_RETENTION_MS): events before ${oldest} have been pruned; the oldest available instant is ${oldest}`);
+      throw invalidParameter(
+        'from',
+        `reaches behind the retention of the event log (EVENT_RETENTION_MS): events before ${oldest} have been pruned; the oldest available instant is ${oldest}`,
+      );
     }
     const count = await countReplayEvents(this.db, id, fromIso, toIso, MAX_REPLAY_EVENTS);
     if (count > MAX_REPLAY_EVENTS) {
@@ -155,7 +186,8 @@ export class WebhookService {
   }
 
   async listDeliveries(query: { endpoint_id?: string; status?: DeliveryStatus; limit: number; cursor?: string }): Promise<{
-    data: WebhookDelivery[]; pagination: { next_cursor: string | null; has_more: boolean; limit: number };
+    data: WebhookDelivery[];
+    pagination: { next_cursor: string | null; has_more: boolean; limit: number };
   }> {
     const before = query.cursor ? parseCursor(query.cursor) : undefined;
     const rows = await listDeliveryRows(this.db, { endpointId: query.endpoint_id, status: query.status, limit: query.limit, before });
@@ -164,7 +196,7 @@ export class WebhookService {
     const last = data[data.length - 1];
     return {
       data,
-      pagination: { next_cursor: last ? formatCursor(last.created_at, last.id) : query.cursor ?? null, has_more: hasMore, limit: query.limit },
+      pagination: { next_cursor: last ? formatCursor(last.created_at, last.id) : (query.cursor ?? null), has_more: hasMore, limit: query.limit },
     };
   }
 
@@ -191,7 +223,11 @@ export class WebhookService {
   /** Retries a selection, or every dead letter of one endpoint; returns how many became due. */
   async retryMany(target: { delivery_ids: string[] } | { endpoint_id: string }): Promise<{ retried: number }> {
     if ('endpoint_id' in target) await this.getEndpoint(target.endpoint_id);
-    const retried = await retryDeliveries(this.db, 'delivery_ids' in target ? { ids: target.delivery_ids } : { deadOfEndpoint: target.endpoint_id }, isoFromMillis(this.clock()));
+    const retried = await retryDeliveries(
+      this.db,
+      'delivery_ids' in target ? { ids: target.delivery_ids } : { deadOfEndpoint: target.endpoint_id },
+      isoFromMillis(this.clock()),
+    );
     if (retried.length > 0) await announceDueDeliveries(this.db, this.ctx.database.backend);
     return { retried: retried.length };
   }

@@ -76,13 +76,21 @@ describe.each(backends)('administrators and roles (%s)', (backend) => {
     admin = { cookie: cookieOf(await join(await invite(owner, 'admin@example.com', 'admin'))), csrf: '' };
     admin = await signIn('admin@example.com');
     const list = await as(owner, 'GET', '/admins');
-    expect(list.json().data.map((a: { email: string; role: string }) => `${a.email}:${a.role}`).sort())
-      .toEqual(['admin@example.com:admin', 'owner@example.com:owner', 'viewer@example.com:viewer']);
+    expect(
+      list
+        .json()
+        .data.map((a: { email: string; role: string }) => `${a.email}:${a.role}`)
+        .sort(),
+    ).toEqual(['admin@example.com:admin', 'owner@example.com:owner', 'viewer@example.com:viewer']);
   });
 
   it('refuses an expired invitation, an invitation for an existing administrator, a bad email and a short password, changing nothing', async () => {
     const code = await invite(owner, 'late@example.com', 'admin');
-    await t.database.db.updateTable('admin_links').set({ expires_at: sql<string>`now() - interval '1 second'` }).where('email', '=', 'late@example.com').execute();
+    await t.database.db
+      .updateTable('admin_links')
+      .set({ expires_at: sql<string>`now() - interval '1 second'` })
+      .where('email', '=', 'late@example.com')
+      .execute();
     const late = await join(code);
     expect(late.statusCode).toBe(404);
     expect(late.json().detail).toMatch(/expired/);
@@ -124,11 +132,16 @@ describe.each(backends)('administrators and roles (%s)', (backend) => {
 
   it('an API token with the admin scope keeps full rights (acts as an owner)', async () => {
     const headers = await t.auth(['admin']);
-    const res = await t.app.inject({ method: 'POST', url: '/admin/api/v1/admins/invitations', headers, payload: { email: 'scripted@example.com', role: 'viewer' } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/admin/api/v1/admins/invitations',
+      headers,
+      payload: { email: 'scripted@example.com', role: 'viewer' },
+    });
     expect(res.statusCode, res.body).toBe(201);
   });
 
-  it('changing a role ends that administrator\'s sessions; the last owner can be neither demoted nor removed', async () => {
+  it("changing a role ends that administrator's sessions; the last owner can be neither demoted nor removed", async () => {
     const me = (await as(owner, 'GET', '/admins')).json().data.find((a: { email: string }) => a.email === OWNER);
     const demote = await as(owner, 'PATCH', `/admins/${me.id}`, { role: 'admin' });
     expect(demote.statusCode).toBe(409);
@@ -152,11 +165,16 @@ describe.each(backends)('administrators and roles (%s)', (backend) => {
     const removed = await as(owner, 'DELETE', `/admins/${id}`);
     expect(removed.statusCode).toBe(200);
     expect((await as(leaver, 'GET', '/tokens')).statusCode).toBe(401);
-    const retry = await t.app.inject({ method: 'POST', url: '/admin/session', payload: { email: 'leaver@example.com', password: PASSWORD }, remoteAddress: nextIp() });
+    const retry = await t.app.inject({
+      method: 'POST',
+      url: '/admin/session',
+      payload: { email: 'leaver@example.com', password: PASSWORD },
+      remoteAddress: nextIp(),
+    });
     expect(retry.statusCode).toBe(401);
   });
 
-  it('changes one\'s own password with the current one (wrong current: 400 at current_password); other sessions end', async () => {
+  it("changes one's own password with the current one (wrong current: 400 at current_password); other sessions end", async () => {
     const other = await signIn('viewer@example.com');
     const wrong = await as(viewer, 'POST', '/account/password', { current_password: 'not it at all', new_password: 'a brand new password' });
     expect(wrong.statusCode).toBe(400);
@@ -168,11 +186,16 @@ describe.each(backends)('administrators and roles (%s)', (backend) => {
     expect((await as(viewer, 'GET', '/tokens')).statusCode).toBe(200);
     expect((await as(other, 'GET', '/tokens')).statusCode).toBe(401);
     viewer = await signIn('viewer@example.com', 'a brand new password');
-    const byToken = await t.app.inject({ method: 'POST', url: '/admin/api/v1/account/password', headers: await t.auth(['admin']), payload: { current_password: 'x', new_password: 'yyyyyyyyyyyy' } });
+    const byToken = await t.app.inject({
+      method: 'POST',
+      url: '/admin/api/v1/account/password',
+      headers: await t.auth(['admin']),
+      payload: { current_password: 'x', new_password: 'yyyyyyyyyyyy' },
+    });
     expect(byToken.statusCode).toBe(403);
   });
 
-  it('an owner\'s one-time reset link sets a new password, signs the administrator out everywhere, and works once', async () => {
+  it("an owner's one-time reset link sets a new password, signs the administrator out everywhere, and works once", async () => {
     const id = (await as(owner, 'GET', '/admins')).json().data.find((a: { email: string }) => a.email === 'viewer@example.com').id;
     expect((await as(admin, 'POST', `/admins/${id}/password-reset`)).statusCode).toBe(403);
     const issued = await as(owner, 'POST', `/admins/${id}/password-reset`);

@@ -45,13 +45,24 @@ describe.each(backends)('alerts (%s)', (backend) => {
     const disabled = (await create('http://127.0.0.1:9/disabled')).json().data;
     await create('http://127.0.0.1:9/fine');
     await t.app.inject({ method: 'PATCH', url: `/admin/api/v1/webhooks/endpoints/${disabled.id}`, headers: token, payload: { enabled: false } });
-    await t.database.db.updateTable('webhook_endpoints').set({ paused_until: sql<string>`now() + interval '10 minutes'`, consecutive_failures: 10 }).where('id', '=', paused.id).execute();
+    await t.database.db
+      .updateTable('webhook_endpoints')
+      .set({ paused_until: sql<string>`now() + interval '10 minutes'`, consecutive_failures: 10 })
+      .where('id', '=', paused.id)
+      .execute();
     const ping = (await t.app.inject({ method: 'POST', url: `/admin/api/v1/webhooks/endpoints/${paused.id}/ping`, headers: token })).json().data;
-    await t.database.db.updateTable('webhook_deliveries').set({ status: 'dead', next_attempt_at: null, dead_at: sql<string>`now()` }).where('id', '=', ping.delivery_id).execute();
+    await t.database.db
+      .updateTable('webhook_deliveries')
+      .set({ status: 'dead', next_attempt_at: null, dead_at: sql<string>`now()` })
+      .where('id', '=', ping.delivery_id)
+      .execute();
 
     const before = await alerts();
     expect(before.attention).toBe(true);
-    expect(before.endpoints.map((e: { url: string; state: string }) => `${e.state} ${e.url}`)).toEqual(['disabled http://127.0.0.1:9/disabled', 'paused http://127.0.0.1:9/paused']);
+    expect(before.endpoints.map((e: { url: string; state: string }) => `${e.state} ${e.url}`)).toEqual([
+      'disabled http://127.0.0.1:9/disabled',
+      'paused http://127.0.0.1:9/paused',
+    ]);
     expect(before.dead_letters).toEqual({ total: 1, since_seen: 1 });
     expect(await metric(/^store_api_webhook_endpoints\{state="paused"\} (\d+)$/m)).toBe(1);
     expect(await metric(/^store_api_webhook_endpoints\{state="disabled"\} (\d+)$/m)).toBe(1);

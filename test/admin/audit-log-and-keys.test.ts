@@ -64,7 +64,11 @@ describe.each(backends)('audit log and API keys (%s)', (backend) => {
     expect((await readApi(next.token)).statusCode).toBe(200);
     expect((await readApi(created.token)).statusCode).toBe(200);
     // The overlap ends: the old secret is refused, the new one still works.
-    await t.database.db.updateTable('api_tokens').set({ previous_token_expires_at: sql<string>`now() - interval '1 second'` }).where('id', '=', created.id).execute();
+    await t.database.db
+      .updateTable('api_tokens')
+      .set({ previous_token_expires_at: sql<string>`now() - interval '1 second'` })
+      .where('id', '=', created.id)
+      .execute();
     expect((await readApi(created.token)).statusCode).toBe(401);
     expect((await readApi(next.token)).statusCode).toBe(200);
     // overlap 0: the old secret ends at once.
@@ -93,8 +97,19 @@ describe.each(backends)('audit log and API keys (%s)', (backend) => {
     await as('POST', '/admins/invitations', { email: 'new@example.com', role: 'viewer' });
     const { data } = await audit('?limit=200');
     const actions = data.map((e: { action: string }) => e.action);
-    for (const action of ['session.sign_in_failed', 'session.signed_in', 'key.created', 'key.rolled', 'key.revoked', 'key.updated',
-      'endpoint.created', 'endpoint.updated', 'endpoint.disabled', 'endpoint.secret_rotated', 'admin.invited']) {
+    for (const action of [
+      'session.sign_in_failed',
+      'session.signed_in',
+      'key.created',
+      'key.rolled',
+      'key.revoked',
+      'key.updated',
+      'endpoint.created',
+      'endpoint.updated',
+      'endpoint.disabled',
+      'endpoint.secret_rotated',
+      'admin.invited',
+    ]) {
       expect(actions, action).toContain(action);
     }
     const rename = data.find((e: { action: string }) => e.action === 'key.updated');
@@ -114,8 +129,9 @@ describe.each(backends)('audit log and API keys (%s)', (backend) => {
     const byAction = (await audit('?action=key.created')).data;
     expect(byAction.length).toBe(all.filter((e: { action: string }) => e.action === 'key.created').length);
     expect(byAction.every((e: { action: string }) => e.action === 'key.created')).toBe(true);
-    expect((await audit(`?actor=${encodeURIComponent('OWNER@example.com')}&limit=200`)).data.length)
-      .toBe(all.filter((e: { actor: { name: string } }) => e.actor.name === OWNER).length);
+    expect((await audit(`?actor=${encodeURIComponent('OWNER@example.com')}&limit=200`)).data.length).toBe(
+      all.filter((e: { actor: { name: string } }) => e.actor.name === OWNER).length,
+    );
     expect((await audit('?to=2000-01-01')).data).toEqual([]);
     expect((await audit('?from=2000-01-01&limit=200')).data.length).toBe(all.length);
     const seen: string[] = [];
@@ -135,8 +151,16 @@ describe.each(backends)('audit log and API keys (%s)', (backend) => {
 
   it('prunes entries older than AUDIT_LOG_RETENTION_MS (default 365 days) with the other logs', async () => {
     expect(t.ctx.config.AUDIT_LOG_RETENTION_MS).toBe(365 * 86_400_000);
-    await t.database.db.updateTable('admin_audit_log').set({ at: sql<string>`now() - interval '366 days'` }).where('action', '=', 'session.sign_in_failed').execute();
-    await t.database.db.updateTable('admin_audit_log').set({ at: sql<string>`now() - interval '364 days'` }).where('action', '=', 'session.signed_in').execute();
+    await t.database.db
+      .updateTable('admin_audit_log')
+      .set({ at: sql<string>`now() - interval '366 days'` })
+      .where('action', '=', 'session.sign_in_failed')
+      .execute();
+    await t.database.db
+      .updateTable('admin_audit_log')
+      .set({ at: sql<string>`now() - interval '364 days'` })
+      .where('action', '=', 'session.signed_in')
+      .execute();
     const report = await pruneOnce(t.database.db, retentionPolicyOf(t.ctx.config), Date.now());
     expect(report.auditEntries).toBe(1);
     const actions = (await audit('?limit=200')).data.map((e: { action: string }) => e.action);

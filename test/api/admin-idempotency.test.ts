@@ -27,14 +27,14 @@ describe.each(backends)('Idempotency-Key on the admin API (%s)', (backend) => {
 
   const post = async (url: string, payload: unknown, key?: string, auth = admin) => {
     const res = await t.app.inject({
-      method: 'POST', url: `/admin/api/v1${url}`,
+      method: 'POST',
+      url: `/admin/api/v1${url}`,
       headers: { ...auth, 'content-type': 'application/json', ...(key === undefined ? {} : { 'idempotency-key': key }) },
       payload: JSON.stringify(payload),
     });
     return { status: res.statusCode, body: res.json() as Json, headers: res.headers, raw: res.body };
   };
-  const count = async (table: string) =>
-    (await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table)}`.execute(t.ctx.database.db)).rows[0]!.n;
+  const count = async (table: string) => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table)}`.execute(t.ctx.database.db)).rows[0]!.n;
   const order = () => ({ source: 'pos', payment_method: 'cash', items: [{ product_id: productId, quantity: 1 }] });
 
   it('a retried order POST answers the first order again and places it once', async () => {
@@ -49,10 +49,10 @@ describe.each(backends)('Idempotency-Key on the admin API (%s)', (backend) => {
     expect(again.raw).toBe(first.raw);
     expect(await count('orders')).toBe(orders + 1);
     expect(await count('stock_movements')).toBe(movements + 1);
-    const newEvents = await count('events') - events;
+    const newEvents = (await count('events')) - events;
     // A third try is still a replay: the count of events stays.
     await post('/orders', order(), 'pos-7-sale-1001');
-    expect(await count('events') - events).toBe(newEvents);
+    expect((await count('events')) - events).toBe(newEvents);
   });
 
   it('the same key with another body is refused with 422 problem+json, and nothing is written', async () => {

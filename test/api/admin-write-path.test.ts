@@ -23,14 +23,21 @@ describe.each(backends)('admin write path (%s)', (backend) => {
 
   const call = async (method: 'POST' | 'PATCH' | 'GET', url: string, payload?: unknown, contentType = 'application/json') => {
     const res = await t.app.inject({
-      method, url: `/admin/api/v1${url}`,
+      method,
+      url: `/admin/api/v1${url}`,
       headers: { ...admin, ...(payload === undefined ? {} : { 'content-type': contentType }) },
       payload: payload === undefined ? undefined : typeof payload === 'string' ? payload : JSON.stringify(payload),
     });
     return { status: res.statusCode, body: res.json() as Json };
   };
   const events = async (since: string) =>
-    (await sql<{ type: string; resource_id: string; data: Json }>`SELECT type, resource_id, data FROM events WHERE created_at > ${since}::timestamptz ORDER BY created_at, seq`.execute(t.ctx.database.db)).rows;
+    (
+      await sql<{
+        type: string;
+        resource_id: string;
+        data: Json;
+      }>`SELECT type, resource_id, data FROM events WHERE created_at > ${since}::timestamptz ORDER BY created_at, seq`.execute(t.ctx.database.db)
+    ).rows;
   const now = async () => (await sql<{ t: string }>`SELECT clock_timestamp() AS t`.execute(t.ctx.database.db)).rows[0]!.t;
   const movements = async (productId: string) =>
     (await t.app.inject({ url: `/api/v1/inventory/movements?product_id=${productId}&limit=200`, headers: read })).json().data as Json[];
@@ -38,8 +45,14 @@ describe.each(backends)('admin write path (%s)', (backend) => {
   it('creates a product with variants and images; nested changes move last_modified and emit product.updated', async () => {
     const start = await now();
     const created = await call('POST', '/products', {
-      name: 'Linen Shirt', product_type: 'physical', sku: 'LS-1', price: 49.9,
-      variants: [{ name: 'S', sku: 'LS-1-S', price: 49.9, stock: 4, attributes: { size: 'S' } }, { name: 'M', sku: 'LS-1-M', price: 49.9, stock: 6, attributes: { size: 'M' } }],
+      name: 'Linen Shirt',
+      product_type: 'physical',
+      sku: 'LS-1',
+      price: 49.9,
+      variants: [
+        { name: 'S', sku: 'LS-1-S', price: 49.9, stock: 4, attributes: { size: 'S' } },
+        { name: 'M', sku: 'LS-1-M', price: 49.9, stock: 6, attributes: { size: 'M' } },
+      ],
       images: [{ image_url: 'https://img.example.com/ls.jpg', is_primary: true }],
     });
     expect(created.status).toBe(201);
@@ -94,13 +107,24 @@ describe.each(backends)('admin write path (%s)', (backend) => {
     const p = (await call('POST', '/products', { name: 'Beans', product_type: 'food', price: 12.34, stock: 10 })).body.data;
     const service = (await call('POST', '/products', { name: 'Gift wrap', product_type: 'service', price: 2 })).body.data;
     const start = await now();
-    const order = await call('POST', '/orders', { source: 'pos', payment_method: 'cash', discount: 0.68, items: [{ product_id: p.id, quantity: 3 }, { product_id: service.id, quantity: 1 }] });
+    const order = await call('POST', '/orders', {
+      source: 'pos',
+      payment_method: 'cash',
+      discount: 0.68,
+      items: [
+        { product_id: p.id, quantity: 3 },
+        { product_id: service.id, quantity: 1 },
+      ],
+    });
     expect(order.status).toBe(201);
     const o = order.body.data;
     expect(o.subtotal).toBe(39.02);
     expect(o.total).toBe(38.34);
     expect((await events(start)).map((e) => e.type)).toEqual(['order.created', 'stock_movement.created', 'inventory.updated', 'product.updated']);
-    expect((await movements(p.id)).map((m) => [m.reason, m.quantity_change, m.stock_after])).toEqual([['adjustment', 10, 10], ['sale', -3, 7]]);
+    expect((await movements(p.id)).map((m) => [m.reason, m.quantity_change, m.stock_after])).toEqual([
+      ['adjustment', 10, 10],
+      ['sale', -3, 7],
+    ]);
     expect(await movements(service.id)).toEqual([]);
 
     const bad = await call('POST', `/orders/${o.id}/status`, { status: 'delivered' });
@@ -123,7 +147,10 @@ describe.each(backends)('admin write path (%s)', (backend) => {
 
     const second = (await call('POST', '/orders', { source: 'online', items: [{ product_id: p.id, quantity: 4 }] })).body.data;
     expect((await call('POST', `/orders/${second.id}/status`, { status: 'cancelled' })).status).toBe(200);
-    expect((await movements(p.id)).slice(-2).map((m) => [m.reason, m.quantity_change])).toEqual([['sale', -4], ['cancel', 4]]);
+    expect((await movements(p.id)).slice(-2).map((m) => [m.reason, m.quantity_change])).toEqual([
+      ['sale', -4],
+      ['cancel', 4],
+    ]);
   });
 
   it('refuses to oversell or adjust below zero (409) and changes nothing', async () => {
@@ -135,7 +162,8 @@ describe.each(backends)('admin write path (%s)', (backend) => {
     expect(ok.status).toBe(201);
     expect(ok.body.data.product.stock).toBe(1);
     expect((await movements(p.id)).map((m) => m.reason)).toEqual(['adjustment', 'adjustment']);
-    const withVariants = (await call('POST', '/products', { name: 'Cap', product_type: 'physical', price: 9, variants: [{ name: 'One', price: 9, stock: 1 }] })).body.data;
+    const withVariants = (await call('POST', '/products', { name: 'Cap', product_type: 'physical', price: 9, variants: [{ name: 'One', price: 9, stock: 1 }] }))
+      .body.data;
     const missingVariant = await call('POST', '/inventory/adjustments', { product_id: withVariants.id, quantity_change: 1 });
     expect(missingVariant.status).toBe(400);
     expect(missingVariant.body.errors[0].param).toBe('variant_id');
@@ -143,7 +171,9 @@ describe.each(backends)('admin write path (%s)', (backend) => {
 
   it('CSV import: one stamp, bulk_import movements, all rows or none', async () => {
     const a = (await call('POST', '/products', { name: 'Pen', product_type: 'physical', sku: 'CSV-A', price: 1, stock: 5 })).body.data;
-    const b = (await call('POST', '/products', { name: 'Pad', product_type: 'physical', price: 2, variants: [{ name: 'A5', sku: 'CSV-B-A5', price: 2, stock: 1 }] })).body.data;
+    const b = (
+      await call('POST', '/products', { name: 'Pad', product_type: 'physical', price: 2, variants: [{ name: 'A5', sku: 'CSV-B-A5', price: 2, stock: 1 }] })
+    ).body.data;
     const bad = await call('POST', '/inventory/import', 'sku,stock\nCSV-A,9\nNOPE,3\n', 'text/csv');
     expect(bad.status).toBe(400);
     expect(bad.body.errors).toEqual([{ param: 'line 3', message: "unknown sku 'NOPE'" }]);
@@ -165,7 +195,10 @@ describe.each(backends)('admin write path (%s)', (backend) => {
 
     const delta = await call('POST', '/inventory/import', 'sku,quantity_change\nCSV-A,-2\nCSV-A,-3\n', 'text/csv');
     expect(delta.status).toBe(201);
-    expect((await movements(a.id)).slice(-2).map((m) => [m.stock_before, m.stock_after])).toEqual([[9, 7], [7, 4]]);
+    expect((await movements(a.id)).slice(-2).map((m) => [m.stock_before, m.stock_after])).toEqual([
+      [9, 7],
+      [7, 4],
+    ]);
   });
 
   it('customers: create and update emit customer.created / customer.updated with the full resource', async () => {

@@ -97,7 +97,12 @@ describe.each(backends)('bad input (%s)', (backend) => {
 
   it('admin bodies: wrong types, unknown fields, broken JSON, bad money → 400 naming the field; data untouched', async () => {
     const post = (url: string, payload: unknown, extra: Record<string, string> = {}) =>
-      t.app.inject({ method: 'POST', url, headers: { ...admin, 'content-type': 'application/json', ...extra }, payload: typeof payload === 'string' ? payload : JSON.stringify(payload) });
+      t.app.inject({
+        method: 'POST',
+        url,
+        headers: { ...admin, 'content-type': 'application/json', ...extra },
+        payload: typeof payload === 'string' ? payload : JSON.stringify(payload),
+      });
     expectProblem(await post('/admin/api/v1/products', { name: 'x', product_type: 'weapon', price: 1 }), 400, 'body.product_type');
     expectProblem(await post('/admin/api/v1/products', { name: 'x', product_type: 'physical', price: 'free' }), 400, 'body.price');
     expectProblem(await post('/admin/api/v1/products', { name: 'x', product_type: 'physical', price: 1.999 }), 400, 'body.price');
@@ -105,7 +110,11 @@ describe.each(backends)('bad input (%s)', (backend) => {
     expectProblem(await post('/admin/api/v1/products', '{"name": "x",'), 400, 'body');
     expectProblem(await post('/admin/api/v1/orders', { source: 'online', items: [] }), 400, 'body.items');
     expectProblem(await post('/admin/api/v1/orders', { source: 'online', items: [{ product_id: productId, quantity: 0 }] }), 400, 'body.items.0.quantity');
-    expectProblem(await post('/admin/api/v1/orders', { source: 'online', items: [{ product_id: '00000000-0000-4000-8000-000000000000', quantity: 1 }] }), 400, 'body.items[0].product_id');
+    expectProblem(
+      await post('/admin/api/v1/orders', { source: 'online', items: [{ product_id: '00000000-0000-4000-8000-000000000000', quantity: 1 }] }),
+      400,
+      'body.items[0].product_id',
+    );
     expectProblem(await post('/admin/api/v1/inventory/adjustments', { product_id: productId, quantity_change: 'lots' }), 400, 'body.quantity_change');
     expectProblem(await post('/admin/api/v1/customers', { name: 'x', email: 'not-an-email' }), 400, 'body.email');
     expectProblem(await post('/admin/api/v1/inventory/import', 'sku,stock\nnope,-1\n', { 'content-type': 'text/csv' }), 400, 'line 2');
@@ -120,11 +129,23 @@ describe.each(backends)('bad input (%s)', (backend) => {
     expectProblem(await post('/admin/api/v1/orders', { source: 'pos', items: [half], delivery_fee: 999_999_999_999.99 }), 400, 'body.delivery_fee');
     // Each variant's stock fits an integer column, their sum (the product's stock) would not.
     const twoBillion = { name: 'v', price: 1, stock: 2_000_000_000 };
-    expectProblem(await post('/admin/api/v1/products', { name: 'x', product_type: 'physical', price: 1, variants: [twoBillion, { ...twoBillion, name: 'w' }] }), 409);
+    expectProblem(
+      await post('/admin/api/v1/products', { name: 'x', product_type: 'physical', price: 1, variants: [twoBillion, { ...twoBillion, name: 'w' }] }),
+      409,
+    );
     // Text PostgreSQL cannot store: NUL anywhere (values, keys, CSV), lone surrogates.
     expectProblem(await post('/admin/api/v1/customers', { name: 'a\u0000b' }), 400, 'body.name');
     expectProblem(await post('/admin/api/v1/customers', '{"name": "a\\udc00"}'), 400, 'body.name');
-    expectProblem(await post('/admin/api/v1/products', { name: 'x', product_type: 'physical', price: 1, variants: [{ name: 'v', price: 1, attributes: { 'k\u0000': 'v' } }] }), 400, 'body.variants.0.attributes');
+    expectProblem(
+      await post('/admin/api/v1/products', {
+        name: 'x',
+        product_type: 'physical',
+        price: 1,
+        variants: [{ name: 'v', price: 1, attributes: { 'k\u0000': 'v' } }],
+      }),
+      400,
+      'body.variants.0.attributes',
+    );
     expectProblem(await post('/admin/api/v1/inventory/import', 'sku,stock\nT\u0000,1\n', { 'content-type': 'text/csv' }), 400, 'body');
     expectProblem(await post('/admin/api/v1/tokens', { name: 'x', expires_at: '0000-01-01T00:00:00Z' }), 400, 'body.expires_at');
     expectProblem(await post('/admin/api/v1/tokens', { name: 'x\u0000' }), 400, 'body.name');
@@ -132,7 +153,12 @@ describe.each(backends)('bad input (%s)', (backend) => {
     const signIn = (payload: string) => t.app.inject({ method: 'POST', url: '/admin/session', headers: { 'content-type': 'application/json' }, payload });
     expectProblem(await signIn('{"email": "a\\u0000@x.io", "password": "p"}'), 400, 'body.email');
     expectProblem(await signIn('{"email": "a@x.io", "password": "\\ud800"}'), 400, 'body.password');
-    const res = await t.app.inject({ method: 'POST', url: '/admin/api/v1/customers', headers: { ...admin, 'content-type': 'application/xml' }, payload: '<x/>' });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/admin/api/v1/customers',
+      headers: { ...admin, 'content-type': 'application/xml' },
+      payload: '<x/>',
+    });
     expectProblem(res, 415);
     const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM orders`.execute(t.ctx.database.db);
     expect(rows[0]!.n).toBe(0);

@@ -24,28 +24,45 @@ describe.each(backends)('concurrent writes to one product (%s)', (backend) => {
   afterAll(async () => t?.close());
 
   const call = async (method: 'POST' | 'PATCH', url: string, payload: unknown) => {
-    const res = await t.app.inject({ method, url: `/admin/api/v1${url}`, headers: { ...admin, 'content-type': 'application/json' }, payload: JSON.stringify(payload) });
+    const res = await t.app.inject({
+      method,
+      url: `/admin/api/v1${url}`,
+      headers: { ...admin, 'content-type': 'application/json' },
+      payload: JSON.stringify(payload),
+    });
     return { status: res.statusCode, body: res.json() as Json };
   };
 
   it('orders, cancellations, adjustments and edits of one product all succeed, and the stock adds up', async () => {
     const created = await call('POST', '/products', {
-      name: 'Popular shirt', product_type: 'physical', price: 20,
-      variants: [{ name: 'M', sku: `POP-M-${backend}`, price: 20, stock: 500 }, { name: 'L', sku: `POP-L-${backend}`, price: 21, stock: 500 }],
+      name: 'Popular shirt',
+      product_type: 'physical',
+      price: 20,
+      variants: [
+        { name: 'M', sku: `POP-M-${backend}`, price: 20, stock: 500 },
+        { name: 'L', sku: `POP-L-${backend}`, price: 21, stock: 500 },
+      ],
     });
     expect(created.status).toBe(201);
     const product = created.body.data as Json;
     const [m, l] = product.variants as Json[];
 
     // A first wave of orders to cancel in the second wave.
-    const first = await Promise.all(Array.from({ length: 4 }, () => call('POST', '/orders', { source: 'pos', items: [{ product_id: product.id, variant_id: m!.id, quantity: 2 }] })));
+    const first = await Promise.all(
+      Array.from({ length: 4 }, () => call('POST', '/orders', { source: 'pos', items: [{ product_id: product.id, variant_id: m!.id, quantity: 2 }] })),
+    );
     expect(first.map((r) => r.status)).toEqual([201, 201, 201, 201]);
 
     const wave = await Promise.all([
-      ...Array.from({ length: 12 }, (_, i) => call('POST', '/orders', {
-        source: i % 2 ? 'online' : 'pos',
-        items: [{ product_id: product.id, variant_id: m!.id, quantity: 1 }, { product_id: product.id, variant_id: l!.id, quantity: 1 }],
-      })),
+      ...Array.from({ length: 12 }, (_, i) =>
+        call('POST', '/orders', {
+          source: i % 2 ? 'online' : 'pos',
+          items: [
+            { product_id: product.id, variant_id: m!.id, quantity: 1 },
+            { product_id: product.id, variant_id: l!.id, quantity: 1 },
+          ],
+        }),
+      ),
       ...first.map((o) => call('POST', `/orders/${o.body.data.id}/status`, { status: 'cancelled' })),
       ...Array.from({ length: 4 }, () => call('POST', '/inventory/adjustments', { product_id: product.id, variant_id: l!.id, quantity_change: 5 })),
       call('PATCH', `/products/${product.id}`, { name: 'Popular shirt (renamed)' }),

@@ -14,7 +14,10 @@ import { importStockCsv } from '../../src/inventory/stock.service.ts';
 import { runWrite } from '../../src/db/write-clock.ts';
 import { updateProduct } from '../../src/catalog/catalog.service.ts';
 
-type Page = { data: { id: string; product_id?: string; last_modified: string }[]; pagination: { next_cursor: string | null; has_more: boolean; limit: number } };
+type Page = {
+  data: { id: string; product_id?: string; last_modified: string }[];
+  pagination: { next_cursor: string | null; has_more: boolean; limit: number };
+};
 
 describe.each(backends)('cursor correctness (%s)', (backend) => {
   let t: TestApp;
@@ -69,7 +72,7 @@ describe.each(backends)('cursor correctness (%s)', (backend) => {
     const first = await t.app.inject({ url: `/api/v1/products?cursor=${encodeURIComponent(cursor!)}`, headers });
     expect((first.json() as Page).data).toEqual([]);
     expect((first.json() as Page).pagination.next_cursor).toBe(cursor);
-    const changed = await updateProduct(t.ctx.database.db, seen[3]!, { name: 'Renamed' }) as { id: string };
+    const changed = (await updateProduct(t.ctx.database.db, seen[3]!, { name: 'Renamed' })) as { id: string };
     const later = await t.app.inject({ url: `/api/v1/products?cursor=${encodeURIComponent(cursor!)}`, headers });
     expect((later.json() as Page).data.map((r) => r.id)).toEqual([changed.id]);
   });

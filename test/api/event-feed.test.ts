@@ -9,7 +9,7 @@ import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { expectSchema } from '../helpers/schema-check.ts';
 import { aCustomer, aProduct, anOrder } from '../helpers/store-fixtures.ts';
 import { Event, listOf } from '../../src/api/schemas.ts';
-import { adjustStock, } from '../../src/inventory/stock.service.ts';
+import { adjustStock } from '../../src/inventory/stock.service.ts';
 import { updateCustomer } from '../../src/customers/customer.service.ts';
 import { runWrite } from '../../src/db/write-clock.ts';
 import { appendEvent } from '../../src/events/event-log.ts';
@@ -48,7 +48,8 @@ describe.each(backends)('events feed (%s)', (backend) => {
     throw new Error('walk did not end');
   }
 
-  const storeEventIds = async () => (await sql<{ id: string }>`SELECT id::text FROM events WHERE type <> 'ping'`.execute(t.ctx.database.db)).rows.map((r) => r.id);
+  const storeEventIds = async () =>
+    (await sql<{ id: string }>`SELECT id::text FROM events WHERE type <> 'ping'`.execute(t.ctx.database.db)).rows.map((r) => r.id);
 
   it('lists every event exactly once while writers run, late commits included', async () => {
     const db = t.ctx.database.db;
@@ -67,7 +68,9 @@ describe.each(backends)('events feed (%s)', (backend) => {
           if (i % 3 === 2) await nextPage();
         }
       })(),
-      (async () => { for (let i = 0; i < 15; i++) await adjustStock(db, { product_id: base.id, quantity_change: -1 }); })(),
+      (async () => {
+        for (let i = 0; i < 15; i++) await adjustStock(db, { product_id: base.id, quantity_change: -1 });
+      })(),
       (async () => {
         for (let i = 0; i < 8; i++) {
           const c = await aCustomer(db);
@@ -85,7 +88,9 @@ describe.each(backends)('events feed (%s)', (backend) => {
           });
         }
       })(),
-    ]).finally(() => { writing = false; });
+    ]).finally(() => {
+      writing = false;
+    });
 
     const seen: FeedEvent[] = [];
     let cursor: string | undefined;
@@ -130,7 +135,12 @@ describe.each(backends)('events feed (%s)', (backend) => {
       const res = await get(`/api/v1/events/export?limit=40${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
       expect(res.statusCode).toBe(200);
       expect(res.headers['content-type']).toMatch(/application\/x-ndjson/);
-      exported.push(...res.body.split('\n').filter(Boolean).map((line) => (JSON.parse(line) as FeedEvent).id));
+      exported.push(
+        ...res.body
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => (JSON.parse(line) as FeedEvent).id),
+      );
       cursor = String(res.headers['x-next-cursor']);
       if (res.headers['x-has-more'] === 'false') break;
     }
@@ -210,7 +220,10 @@ describe.each(backends)('events feed (%s)', (backend) => {
     try {
       const old = all[0]!;
       const cursor = `${old.created_at}_${old.id}`;
-      for (const [query, param] of [[`cursor=${encodeURIComponent(cursor)}`, 'cursor'], [`since=${old.created_at}`, 'since']] as const) {
+      for (const [query, param] of [
+        [`cursor=${encodeURIComponent(cursor)}`, 'cursor'],
+        [`since=${old.created_at}`, 'since'],
+      ] as const) {
         const res = await get(`/api/v1/events?${query}`);
         expect(res.statusCode).toBe(400);
         expect(res.json().errors[0].param).toBe(param);

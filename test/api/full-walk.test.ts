@@ -46,7 +46,10 @@ describe.each(backends)('walking every list and export of a 10,000-product store
       let records: Record<string, string>[];
       let hasMore: boolean;
       if (isExport) {
-        records = res.body.split('\n').filter(Boolean).map((line) => JSON.parse(line));
+        records = res.body
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line));
         expect(records.length).toBeLessThanOrEqual(limit);
         hasMore = res.headers['x-has-more'] === 'true';
         cursor = String(res.headers['x-next-cursor']);

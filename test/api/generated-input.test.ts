@@ -28,16 +28,36 @@ describe.each(backends)('generated input (%s)', (backend) => {
     const adminToken = (await t.auth(['admin'])).authorization.slice('Bearer '.length);
     const readToken = (await t.auth()).authorization.slice('Bearer '.length);
     const endpoint = await t.app.inject({
-      method: 'POST', url: '/admin/api/v1/webhooks/endpoints', headers: { authorization: `Bearer ${adminToken}` }, payload: { url: 'http://127.0.0.1:9/hook' },
+      method: 'POST',
+      url: '/admin/api/v1/webhooks/endpoints',
+      headers: { authorization: `Bearer ${adminToken}` },
+      payload: { url: 'http://127.0.0.1:9/hook' },
     });
-    const ids = [product.id, withVariants.id, withVariants.variants[0]!.id, product.images[0]?.id ?? product.id, customer.id, order.id, endpoint.json().data.id];
+    const ids = [
+      product.id,
+      withVariants.id,
+      withVariants.variants[0]!.id,
+      product.images[0]?.id ?? product.id,
+      customer.id,
+      order.id,
+      endpoint.json().data.id,
+    ];
     arbitrary = requestArbitrary(routes, { ids, readToken, adminToken });
   });
   afterAll(async () => t?.close());
 
   it('covers the read API, the admin API and the sign-in route', () => {
     const urls = routes.map((r) => `${r.method} ${r.url}`);
-    expect(urls).toEqual(expect.arrayContaining(['GET /api/v1/products', 'GET /api/v1/orders', 'POST /admin/api/v1/orders', 'POST /admin/api/v1/tokens', 'POST /admin/session', 'POST /admin/api/v1/webhooks/endpoints/:id/replay']));
+    expect(urls).toEqual(
+      expect.arrayContaining([
+        'GET /api/v1/products',
+        'GET /api/v1/orders',
+        'POST /admin/api/v1/orders',
+        'POST /admin/api/v1/tokens',
+        'POST /admin/session',
+        'POST /admin/api/v1/webhooks/endpoints/:id/replay',
+      ]),
+    );
     expect(routes.length).toBeGreaterThan(40);
   });
 

@@ -97,7 +97,9 @@ describe.each(backends)('last_modified of two transactions in one clock tick (%s
     await runWrite(db, async (ctx) => {
       await sql`UPDATE customers SET last_modified = ${c1}::timestamptz WHERE id = ${customer.id}::uuid`.execute(ctx.trx);
     });
-    const c2 = (await sql<{ step: string }>`SELECT (last_modified - ${c1}::timestamptz)::text AS step FROM customers WHERE id = ${customer.id}::uuid`.execute(db)).rows[0]!.step;
+    const c2 = (
+      await sql<{ step: string }>`SELECT (last_modified - ${c1}::timestamptz)::text AS step FROM customers WHERE id = ${customer.id}::uuid`.execute(db)
+    ).rows[0]!.step;
     expect(c2).toBe('00:00:00.000001');
   });
 });
@@ -132,7 +134,9 @@ describe.runIf(backends.includes('postgres'))('last_modified with interleaved wr
   }
 
   async function eventsOf(resourceId: string, resourceType: string): Promise<Versioned[]> {
-    const { rows } = await sql<{ data: Versioned }>`SELECT data FROM events WHERE resource_id = ${resourceId} AND resource_type = ${resourceType} ORDER BY seq`.execute(t.ctx.database.db);
+    const { rows } = await sql<{
+      data: Versioned;
+    }>`SELECT data FROM events WHERE resource_id = ${resourceId} AND resource_type = ${resourceType} ORDER BY seq`.execute(t.ctx.database.db);
     return rows.map((r) => r.data);
   }
 

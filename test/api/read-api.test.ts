@@ -32,7 +32,14 @@ describe.each(backends)('read API (%s)', (backend) => {
     await updateProduct(db, inactive.id, { is_active: false });
     await aProduct(db, { product_type: 'service', stock: 0, sku: null });
     const customer = await aCustomer(db);
-    const order = await anOrder(db, [{ product_id: product.id, quantity: 3 }, { product_id: variantProduct.id, variant_id: variantProduct.variants[0]!.id, quantity: 2 }], { discount: 1.5, delivery_fee: 4.99 });
+    const order = await anOrder(
+      db,
+      [
+        { product_id: product.id, quantity: 3 },
+        { product_id: variantProduct.id, variant_id: variantProduct.variants[0]!.id, quantity: 2 },
+      ],
+      { discount: 1.5, delivery_fee: 4.99 },
+    );
     const cancelled = await anOrder(db, [{ product_id: product.id, quantity: 1 }]);
     await changeOrderStatus(db, cancelled.id, 'cancelled');
     ids = { product: product.id, variantProduct: variantProduct.id, inactive: inactive.id, customer: customer.id, order: order.id, cancelled: cancelled.id };
@@ -66,7 +73,11 @@ describe.each(backends)('read API (%s)', (backend) => {
       expect(lines.length, `${url}: ${exp.body}`).toBe(res.json().data.length);
       for (const line of lines) expectSchema(schema, JSON.parse(line));
     }
-    for (const [url, schema] of [[`/api/v1/products/${ids.variantProduct}`, Product], [`/api/v1/orders/${ids.order}`, Order], [`/api/v1/customers/${ids.customer}`, Customer]] as const) {
+    for (const [url, schema] of [
+      [`/api/v1/products/${ids.variantProduct}`, Product],
+      [`/api/v1/orders/${ids.order}`, Order],
+      [`/api/v1/customers/${ids.customer}`, Customer],
+    ] as const) {
       const res = await get(url);
       expect(res.statusCode, url).toBe(200);
       expectSchema(single(schema), res.json());
@@ -114,7 +125,13 @@ describe.each(backends)('read API (%s)', (backend) => {
   });
 
   it('movements: sale, cancel and initial adjustments recorded; product_id and since filters', async () => {
-    const res = (await get(`/api/v1/inventory/movements?product_id=${ids.product}&limit=200`)).json().data as { reason: string; quantity_change: number; stock_before: number; stock_after: number; order_id: string | null }[];
+    const res = (await get(`/api/v1/inventory/movements?product_id=${ids.product}&limit=200`)).json().data as {
+      reason: string;
+      quantity_change: number;
+      stock_before: number;
+      stock_after: number;
+      order_id: string | null;
+    }[];
     expect(res.map((m) => m.reason)).toEqual(['adjustment', 'sale', 'sale', 'cancel']);
     expect(res.map((m) => m.quantity_change)).toEqual([50, -3, -1, 1]);
     for (const m of res) expect(m.stock_after).toBe(m.stock_before + m.quantity_change);
@@ -172,7 +189,9 @@ describe.each(backends)('read API (%s)', (backend) => {
 
   it('tokens are stored only as a hash', async () => {
     const { token } = await createToken(t.ctx.database.db, { name: 'hash check' });
-    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM api_tokens WHERE token_hash = ${token} OR prefix = ${token}`.execute(t.ctx.database.db);
+    const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM api_tokens WHERE token_hash = ${token} OR prefix = ${token}`.execute(
+      t.ctx.database.db,
+    );
     expect(rows[0]!.n).toBe(0);
   });
 });

@@ -21,19 +21,23 @@ describe.each(backends)('GET /admin/api/v1/resources (%s)', (backend) => {
     expect(res.statusCode).toBe(200);
     const { scopes, event_groups } = res.json().data;
     // The spec's (DECISIONS.md), and those of any resource declared since.
-    expect(scopes).toEqual(expect.arrayContaining([
-      { value: 'products:read', label: 'Products', hint: 'read products, variants and images' },
-      { value: 'orders:read', label: 'Orders', hint: 'read orders and their items' },
-      { value: 'customers:read', label: 'Customers', hint: 'read registered customers' },
-      { value: 'inventory:read', label: 'Inventory', hint: 'read stock levels and stock movements' },
-      { value: 'admin', label: 'Admin', hint: 'full access to the admin API — only for automation you trust' },
-    ]));
-    expect(event_groups).toEqual(expect.arrayContaining([
-      { label: 'Products', types: ['product.created', 'product.updated'] },
-      { label: 'Orders', types: ['order.created', 'order.updated'] },
-      { label: 'Customers', types: ['customer.created', 'customer.updated'] },
-      { label: 'Inventory', types: ['inventory.updated', 'stock_movement.created'] },
-    ]));
+    expect(scopes).toEqual(
+      expect.arrayContaining([
+        { value: 'products:read', label: 'Products', hint: 'read products, variants and images' },
+        { value: 'orders:read', label: 'Orders', hint: 'read orders and their items' },
+        { value: 'customers:read', label: 'Customers', hint: 'read registered customers' },
+        { value: 'inventory:read', label: 'Inventory', hint: 'read stock levels and stock movements' },
+        { value: 'admin', label: 'Admin', hint: 'full access to the admin API — only for automation you trust' },
+      ]),
+    );
+    expect(event_groups).toEqual(
+      expect.arrayContaining([
+        { label: 'Products', types: ['product.created', 'product.updated'] },
+        { label: 'Orders', types: ['order.created', 'order.updated'] },
+        { label: 'Customers', types: ['customer.created', 'customer.updated'] },
+        { label: 'Inventory', types: ['inventory.updated', 'stock_movement.created'] },
+      ]),
+    );
     expect(scopes.map((s: { value: string }) => s.value)).toEqual(SCOPES);
     expect(event_groups.flatMap((g: { types: string[] }) => g.types)).toEqual(SUBSCRIBABLE_EVENT_TYPES);
   });

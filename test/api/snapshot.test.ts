@@ -13,13 +13,21 @@ import { createCustomer, updateCustomer } from '../../src/customers/customer.ser
 /** More customers than one snapshot chunk (1000) and than socket buffers hold unread. */
 const CUSTOMERS = 20_000;
 
-interface Customer { id: string; name: string; last_modified: string }
+interface Customer {
+  id: string;
+  name: string;
+  last_modified: string;
+}
 
 describe.each(backends)('snapshot export (%s)', (backend) => {
   let s: ClientTestServer;
   const get = (path: string, init: RequestInit = {}) =>
     fetch(`${s.baseUrl}/api/v1/${path}`, { ...init, headers: { authorization: `Bearer ${s.token}`, ...(init.headers ?? {}) } });
-  const lines = (text: string) => text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as Customer);
+  const lines = (text: string) =>
+    text
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as Customer);
 
   beforeAll(async () => {
     s = await startClientTestServer(backend, UNLIMITED);
@@ -56,7 +64,9 @@ describe.each(backends)('snapshot export (%s)', (backend) => {
     const first = await reader.read();
     expect(first.done).toBe(false);
     // While the stream runs: change one record surely streamed already and one surely not yet, add one.
-    const { rows: [early, late] } = await sql<{ id: string }>`
+    const {
+      rows: [early, late],
+    } = await sql<{ id: string }>`
       (SELECT id::text AS id FROM customers ORDER BY last_modified, id LIMIT 1)
       UNION ALL (SELECT id::text FROM customers ORDER BY last_modified DESC, id DESC LIMIT 1)`.execute(s.t.database.db);
     const created = (await createCustomer(s.t.database.db, { name: 'Made during the snapshot' })) as Customer;

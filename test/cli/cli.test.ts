@@ -118,7 +118,9 @@ describe('embedded data directory held by a running server', () => {
     expect(res.stderr).toContain(`in use by another process (pid ${server!.pid})`);
     // One line, saying what to do instead while the server runs.
     expect(res.stderr.trimEnd().split('\n')).toHaveLength(1);
-    expect(res.stderr).toContain('Instead, create the key in the running server\'s dashboard (/admin, Integrations → API keys) or with POST /admin/api/v1/tokens');
+    expect(res.stderr).toContain(
+      "Instead, create the key in the running server's dashboard (/admin, Integrations → API keys) or with POST /admin/api/v1/tokens",
+    );
     expect(res.stdout).toBe('');
   });
 
@@ -181,7 +183,7 @@ describe.each(backends)('documents CLI (%s)', (backend) => {
 
   /** Writes one product's stored document behind the triggers' back, as a bug would. */
   async function corruptOneProduct(): Promise<string> {
-    const handle = database ?? await openDatabase({ dataDir, template: false });
+    const handle = database ?? (await openDatabase({ dataDir, template: false }));
     try {
       return await handle.db.transaction().execute(async (trx) => {
         await sql`SELECT set_config('store_api.rebuilding_documents', 'on', true)`.execute(trx);

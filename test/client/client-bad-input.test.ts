@@ -12,7 +12,10 @@ import { StoreApiClient, StoreApiError } from '../../packages/client/src/index.t
 import { startClientTestServer, type ClientTestServer } from './client-test-kit.ts';
 
 async function failureOf(promise: Promise<unknown>): Promise<StoreApiError> {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(StoreApiError);
   const e = error as StoreApiError;
   expect(e.message.split('\n')).toHaveLength(1);
@@ -56,7 +59,9 @@ describe('client options and unreachable services', () => {
     const e = await failureOf(client.listProducts());
     expect(e.code).toBe('network_error');
     expect(e.status).toBeUndefined();
-    expect(e.message).toBe(`Cannot reach the Store API at http://127.0.0.1:${port}: connection refused (ECONNREFUSED); check the base URL and that the service is running`);
+    expect(e.message).toBe(
+      `Cannot reach the Store API at http://127.0.0.1:${port}: connection refused (ECONNREFUSED); check the base URL and that the service is running`,
+    );
     expect(retries).toBe(2);
   });
 
@@ -78,7 +83,9 @@ describe('client options and unreachable services', () => {
     expect(ok.code).toBe('not_store_api');
     expect(ok.message).toMatch(/did not answer like the Store Integration API \(HTTP 200, text\/html/);
     const otherJson = await failureOf(client.listOrders());
-    expect(otherJson.message).toBe(`${htmlUrl} did not answer like the Store Integration API (a list without data and pagination on GET /api/v1/orders); check the base URL`);
+    expect(otherJson.message).toBe(
+      `${htmlUrl} did not answer like the Store Integration API (a list without data and pagination on GET /api/v1/orders); check the base URL`,
+    );
     expect((await failureOf(client.getOrder('00000000-0000-4000-8000-000000000000'))).code).toBe('not_store_api');
     const exported = await failureOf(client.inventory.export().toArray());
     expect(exported.code).toBe('not_store_api');

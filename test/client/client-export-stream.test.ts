@@ -15,7 +15,10 @@ import { FaultProxy, forward } from './fault-proxy.ts';
 const CUSTOMERS = 20_000;
 
 /** Per response: bytes the client has pulled from the body, and whether it pulled the end. */
-interface Metered { bytesRead: number; ended: boolean }
+interface Metered {
+  bytesRead: number;
+  ended: boolean;
+}
 
 /** A fetch whose response bodies are read strictly on demand and metered. */
 function meteredFetch(responses: Metered[]): typeof fetch {
@@ -25,19 +28,22 @@ function meteredFetch(responses: Metered[]): typeof fetch {
     const reader = response.body.getReader();
     const meter: Metered = { bytesRead: 0, ended: false };
     responses.push(meter);
-    const body = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        const chunk = await reader.read();
-        if (chunk.done) {
-          meter.ended = true;
-          controller.close();
-          return;
-        }
-        meter.bytesRead += chunk.value.byteLength;
-        controller.enqueue(chunk.value);
+    const body = new ReadableStream<Uint8Array>(
+      {
+        async pull(controller) {
+          const chunk = await reader.read();
+          if (chunk.done) {
+            meter.ended = true;
+            controller.close();
+            return;
+          }
+          meter.bytesRead += chunk.value.byteLength;
+          controller.enqueue(chunk.value);
+        },
+        cancel: (reason) => reader.cancel(reason),
       },
-      cancel: (reason) => reader.cancel(reason),
-    }, { highWaterMark: 0 });
+      { highWaterMark: 0 },
+    );
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
 }
@@ -90,11 +96,14 @@ describe.each(backends)('export streaming (%s)', (backend) => {
   it('yields the records that arrived while the rest of the response is held back', async () => {
     const proxy = await new FaultProxy(server.baseUrl).start();
     let release!: () => void;
-    const until = new Promise<void>((resolve) => { release = resolve; });
+    const until = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     proxy.fault = (req, n) => (n === 1 && req.url?.includes('/export') ? { kind: 'hold', afterBytes: 20_000, until } : forward);
     try {
       const client = new StoreApiClient({
-        baseUrl: proxy.url, token: server.token,
+        baseUrl: proxy.url,
+        token: server.token,
         fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), 'accept-encoding': 'identity' } }),
       });
       const iterator = client.customers.export({ limit: 500 });

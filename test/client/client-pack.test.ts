@@ -43,8 +43,18 @@ describe('npm pack of @store-api/client', () => {
     const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', scratch], { cwd: stage });
     const [packed] = JSON.parse(stdout.slice(stdout.indexOf('['))) as [{ filename: string; files: { path: string }[] }];
     const files = packed.files.map((f) => f.path).sort();
-    for (const needed of ['package.json', 'README.md', 'CHANGELOG.md', 'LICENSE', 'dist/index.js', 'dist/index.d.ts',
-      'dist/admin.client.js', 'dist/admin.client.d.ts', 'dist/generated/api-types.d.ts', 'src/index.ts']) {
+    for (const needed of [
+      'package.json',
+      'README.md',
+      'CHANGELOG.md',
+      'LICENSE',
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/admin.client.js',
+      'dist/admin.client.d.ts',
+      'dist/generated/api-types.d.ts',
+      'src/index.ts',
+    ]) {
       expect(files, needed).toContain(needed);
     }
     expect(files.filter((f) => /(^|\/)(test|scripts|node_modules)\//.test(f) || f.endsWith('tsconfig.build.json'))).toEqual([]);

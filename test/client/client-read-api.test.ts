@@ -31,7 +31,10 @@ describe.each(backends)('StoreApiClient read methods (%s)', (backend) => {
     const withVariants = await aProductWithVariants(db);
     const simple = await aProduct(db);
     await aCustomer(db);
-    await anOrder(db, [{ product_id: simple.id, quantity: 2 }, { product_id: withVariants.id, variant_id: withVariants.variants[0]!.id, quantity: 1 }]);
+    await anOrder(db, [
+      { product_id: simple.id, quantity: 2 },
+      { product_id: withVariants.id, variant_id: withVariants.variants[0]!.id, quantity: 1 },
+    ]);
     const all = async (q: string) => (await sql<{ id: string }>`${sql.raw(q)}`.execute(db)).rows.map((r) => r.id).sort();
     ids = {
       products: await all('SELECT id::text AS id FROM products WHERE is_active'),
@@ -58,7 +61,7 @@ describe.each(backends)('StoreApiClient read methods (%s)', (backend) => {
     expectSchema(Customer, customer);
   });
 
-  it('sends the token and a User-Agent naming the package version (or the caller\'s own)', async () => {
+  it("sends the token and a User-Agent naming the package version (or the caller's own)", async () => {
     const sent: Record<string, string>[] = [];
     const spy: typeof fetch = (input, init) => {
       sent.push(init?.headers as Record<string, string>);
@@ -84,7 +87,7 @@ describe.each(backends)('StoreApiClient read methods (%s)', (backend) => {
   it('reports a bad parameter as a 400 naming it, without retrying', async () => {
     let retries = 0;
     const strict = server.client({ onRetry: () => retries++ });
-    const error = await strict.listOrders({ since: 'yesterday' }).catch((e: unknown) => e) as StoreApiError;
+    const error = (await strict.listOrders({ since: 'yesterday' }).catch((e: unknown) => e)) as StoreApiError;
     expect(error.status).toBe(400);
     expect(error.errors.map((e) => e.param)).toContain('since');
     expect(error.message).toContain('since');
@@ -115,7 +118,14 @@ describe.each(backends)('StoreApiClient read methods (%s)', (backend) => {
 
   it.each(resources)('iterates every page of %s: each record exactly once, cursor at the end', async (resource) => {
     const pages: PageProgress[] = [];
-    const iterator = client[resource].iterate({ limit: 17 }, { onPage: (p) => { pages.push(p); } });
+    const iterator = client[resource].iterate(
+      { limit: 17 },
+      {
+        onPage: (p) => {
+          pages.push(p);
+        },
+      },
+    );
     const seen: string[] = [];
     for await (const record of iterator) seen.push(key(record));
     expect(seen.sort()).toEqual(ids[resource]);
@@ -162,18 +172,24 @@ describe.each(backends)('StoreApiClient read methods (%s)', (backend) => {
       else if (event.type === 'customer.created') expect(ids.customers).toContain(event.data.id);
       else throw new Error(`unexpected ${event.type}`);
     }
-    const e = await client.listEvents({ type: 'nope' as never }).catch((error: unknown) => error) as StoreApiError;
+    const e = (await client.listEvents({ type: 'nope' as never }).catch((error: unknown) => error)) as StoreApiError;
     expect(e.status).toBe(400);
     expect(e.errors[0]!.param).toBe('type');
   });
 
   it('stops an iteration or an export through an AbortSignal with an "aborted" StoreApiError', async () => {
-    for (const walk of [(signal: AbortSignal) => client.products.iterate({ limit: 5 }, { signal }), (signal: AbortSignal) => client.products.export({}, { signal })]) {
+    for (const walk of [
+      (signal: AbortSignal) => client.products.iterate({ limit: 5 }, { signal }),
+      (signal: AbortSignal) => client.products.export({}, { signal }),
+    ]) {
       const controller = new AbortController();
       const iterator = walk(controller.signal);
-      const error = await (async () => {
+      const error = (await (async () => {
         for await (const _ of iterator) controller.abort();
-      })().then(() => undefined, (e: unknown) => e) as StoreApiError;
+      })().then(
+        () => undefined,
+        (e: unknown) => e,
+      )) as StoreApiError;
       expect(error).toBeInstanceOf(StoreApiError);
       expect(error.code).toBe('aborted');
       expect(iterator.count).toBeLessThan(ids.products.length);

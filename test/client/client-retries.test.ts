@@ -18,14 +18,22 @@ describe.each(backends)('client retries (%s)', (backend) => {
   let proxy: FaultProxy;
   let productIds: string[];
   const retries: RetryInfo[] = [];
-  const viaProxy = (maxRetries = 3) => new StoreApiClient({
-    baseUrl: proxy.url, token: server.token, maxRetries, retryBaseDelayMs: 5, retryMaxDelayMs: 20, onRetry: (r) => retries.push(r),
-  });
+  const viaProxy = (maxRetries = 3) =>
+    new StoreApiClient({
+      baseUrl: proxy.url,
+      token: server.token,
+      maxRetries,
+      retryBaseDelayMs: 5,
+      retryMaxDelayMs: 20,
+      onRetry: (r) => retries.push(r),
+    });
 
   beforeAll(async () => {
     server = await startClientTestServer(backend, UNLIMITED);
     await generateDemoStore(server.t.ctx.database.db, { products: 300, customers: 10, orders: 10, batchSize: 300 });
-    productIds = (await sql<{ id: string }>`SELECT id::text AS id FROM products WHERE is_active`.execute(server.t.ctx.database.db)).rows.map((r) => r.id).sort();
+    productIds = (await sql<{ id: string }>`SELECT id::text AS id FROM products WHERE is_active`.execute(server.t.ctx.database.db)).rows
+      .map((r) => r.id)
+      .sort();
     proxy = await new FaultProxy(server.baseUrl).start();
   }, 300_000);
   afterEach(() => {
@@ -39,8 +47,16 @@ describe.each(backends)('client retries (%s)', (backend) => {
   });
 
   const problem503: Fault = {
-    kind: 'status', status: 503, contentType: 'application/problem+json',
-    body: JSON.stringify({ type: 'about:blank', title: 'Service Unavailable', status: 503, detail: 'The database is not reachable.', code: 'service_unavailable' }),
+    kind: 'status',
+    status: 503,
+    contentType: 'application/problem+json',
+    body: JSON.stringify({
+      type: 'about:blank',
+      title: 'Service Unavailable',
+      status: 503,
+      detail: 'The database is not reachable.',
+      code: 'service_unavailable',
+    }),
   };
 
   it('retries a 5xx with backoff until the service answers', async () => {
@@ -48,12 +64,17 @@ describe.each(backends)('client retries (%s)', (backend) => {
     const page = await viaProxy().listProducts({ limit: 3 });
     expect(page.data).toHaveLength(3);
     expect(proxy.log.map((r) => r.fault)).toEqual(['status', 'status', 'forward']);
-    expect(retries.map((r) => [r.attempt, r.status, r.error.code])).toEqual([[1, 503, 'service_unavailable'], [2, 503, 'service_unavailable']]);
+    expect(retries.map((r) => [r.attempt, r.status, r.error.code])).toEqual([
+      [1, 503, 'service_unavailable'],
+      [2, 503, 'service_unavailable'],
+    ]);
   });
 
   it('gives up after maxRetries with the last error, typed, in one line', async () => {
     proxy.fault = () => ({ kind: 'status', status: 502 });
-    const error = await viaProxy(2).getProduct(productIds[0]!).catch((e: unknown) => e) as StoreApiError;
+    const error = (await viaProxy(2)
+      .getProduct(productIds[0]!)
+      .catch((e: unknown) => e)) as StoreApiError;
     expect(error).toBeInstanceOf(StoreApiError);
     expect(proxy.log).toHaveLength(3);
     expect(error.status).toBe(502);
@@ -71,8 +92,22 @@ describe.each(backends)('client retries (%s)', (backend) => {
   });
 
   it('does not retry a 4xx', async () => {
-    proxy.fault = () => ({ kind: 'status', status: 400, contentType: 'application/problem+json', body: JSON.stringify({ type: 'about:blank', title: 'Invalid Parameter', status: 400, detail: 'limit must be ≤ 200', code: 'invalid_parameter', errors: [{ param: 'limit', message: 'must be ≤ 200' }] }) });
-    const error = await viaProxy().listProducts().catch((e: unknown) => e) as StoreApiError;
+    proxy.fault = () => ({
+      kind: 'status',
+      status: 400,
+      contentType: 'application/problem+json',
+      body: JSON.stringify({
+        type: 'about:blank',
+        title: 'Invalid Parameter',
+        status: 400,
+        detail: 'limit must be ≤ 200',
+        code: 'invalid_parameter',
+        errors: [{ param: 'limit', message: 'must be ≤ 200' }],
+      }),
+    });
+    const error = (await viaProxy()
+      .listProducts()
+      .catch((e: unknown) => e)) as StoreApiError;
     expect(error.status).toBe(400);
     expect(error.errors).toEqual([{ param: 'limit', message: 'must be ≤ 200' }]);
     expect(proxy.log).toHaveLength(1);
@@ -87,7 +122,13 @@ describe.each(backends)('client retries (%s)', (backend) => {
       seenUrls.add(req.url);
       return { kind: 'cut', afterBytes: 40_000 };
     };
-    const client = new StoreApiClient({ baseUrl: proxy.url, token: server.token, maxRetries: 3, onRetry: (r) => retries.push(r), fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), 'accept-encoding': 'identity' } }) });
+    const client = new StoreApiClient({
+      baseUrl: proxy.url,
+      token: server.token,
+      maxRetries: 3,
+      onRetry: (r) => retries.push(r),
+      fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), 'accept-encoding': 'identity' } }),
+    });
     // Pages of 100 products (~100 kB), each cut at 40 kB on its first attempt.
     const iterator = client.products.export({ limit: 100 });
     const seen: string[] = [];
@@ -102,10 +143,17 @@ describe.each(backends)('client retries (%s)', (backend) => {
 
   it('fails an export that breaks off before any record maxRetries + 1 times in a row', async () => {
     proxy.fault = (req) => (req.url?.includes('/export') ? { kind: 'cut', afterBytes: 100 } : forward);
-    const client = new StoreApiClient({ baseUrl: proxy.url, token: server.token, maxRetries: 1, fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), 'accept-encoding': 'identity' } }) });
+    const client = new StoreApiClient({
+      baseUrl: proxy.url,
+      token: server.token,
+      maxRetries: 1,
+      fetch: (input, init) => fetch(input, { ...init, headers: { ...(init?.headers as Record<string, string>), 'accept-encoding': 'identity' } }),
+    });
     const iterator = client.products.export();
     let consumed = 0;
-    const error = await (async () => { for await (const _ of iterator) consumed++; })().catch((e: unknown) => e) as StoreApiError;
+    const error = (await (async () => {
+      for await (const _ of iterator) consumed++;
+    })().catch((e: unknown) => e)) as StoreApiError;
     expect(error).toBeInstanceOf(StoreApiError);
     expect(error.code).toBe('network_error');
     expect(error.message).toMatch(/^(Lost the connection to the Store API|The export of products .* broke off)/);
@@ -145,10 +193,14 @@ describe.each(backends)('client and the rate limit (%s)', (backend) => {
     const strict = server.client({ maxRetries: 0 });
     const impatient = server.client({ maxRetryAfterMs: 10 });
     let error: unknown;
-    for (let i = 0; i < 10 && !error; i++) error = await strict.listProducts({ limit: 1 }).then(() => undefined, (e: unknown) => e);
+    for (let i = 0; i < 10 && !error; i++)
+      error = await strict.listProducts({ limit: 1 }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect((error as StoreApiError).status).toBe(429);
     expect((error as StoreApiError).code).toBe('rate_limited');
-    const second = await impatient.listProducts({ limit: 1 }).catch((e: unknown) => e) as StoreApiError;
+    const second = (await impatient.listProducts({ limit: 1 }).catch((e: unknown) => e)) as StoreApiError;
     expect(second.status).toBe(429);
   });
 });

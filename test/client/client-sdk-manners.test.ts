@@ -17,7 +17,10 @@ import { errorCodes } from '../../src/shared/problem.ts';
 import { startClientTestServer, type ClientTestServer } from './client-test-kit.ts';
 
 async function failureOf(promise: Promise<unknown>): Promise<StoreApiError> {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(StoreApiError);
   return error as StoreApiError;
 }
@@ -26,7 +29,8 @@ async function failureOf(promise: Promise<unknown>): Promise<StoreApiError> {
 const known: StoreApiErrorCode[] = ['unauthorized', 'idempotency_key_reused', 'timeout', 'network_error'];
 // @ts-expect-error not a code the service or the client has
 const unknownCode: StoreApiErrorCode = 'teapot';
-void known; void unknownCode;
+void known;
+void unknownCode;
 
 describe('a hung service', () => {
   let hung: TcpServer;
@@ -38,7 +42,10 @@ describe('a hung service', () => {
 
   beforeAll(async () => {
     // Accepts connections and never answers.
-    hung = createTcpServer((socket) => { connections++; sockets.push(socket); });
+    hung = createTcpServer((socket) => {
+      connections++;
+      sockets.push(socket);
+    });
     await new Promise<void>((resolve) => hung.listen(0, '127.0.0.1', resolve));
     hungUrl = `http://127.0.0.1:${(hung.address() as AddressInfo).port}`;
     // Answers an export's headers and one record, then goes silent.
@@ -58,7 +65,10 @@ describe('a hung service', () => {
 
   it('fails a call with a typed timeout error naming the cause, without retrying it', async () => {
     let attempts = 0;
-    const counting: typeof fetch = (input, init) => { attempts++; return fetch(input, init); };
+    const counting: typeof fetch = (input, init) => {
+      attempts++;
+      return fetch(input, init);
+    };
     const client = new StoreApiClient({ baseUrl: hungUrl, token: 'sia_x', timeoutMs: 200, retryBaseDelayMs: 1, fetch: counting });
     const error = await failureOf(client.products.list());
     expect(error.code).toBe('timeout');
@@ -69,8 +79,19 @@ describe('a hung service', () => {
 
   it('retries a timeout only as often as maxTimeoutRetries says', async () => {
     let attempts = 0;
-    const counting: typeof fetch = (input, init) => { attempts++; return fetch(input, init); };
-    const client = new StoreApiClient({ baseUrl: hungUrl, token: 'sia_x', timeoutMs: 100, maxTimeoutRetries: 2, retryBaseDelayMs: 1, retryMaxDelayMs: 2, fetch: counting });
+    const counting: typeof fetch = (input, init) => {
+      attempts++;
+      return fetch(input, init);
+    };
+    const client = new StoreApiClient({
+      baseUrl: hungUrl,
+      token: 'sia_x',
+      timeoutMs: 100,
+      maxTimeoutRetries: 2,
+      retryBaseDelayMs: 1,
+      retryMaxDelayMs: 2,
+      fetch: counting,
+    });
     expect((await failureOf(client.customers.list())).code).toBe('timeout');
     expect(attempts).toBe(3);
   });
@@ -84,7 +105,11 @@ describe('a hung service', () => {
   it('fails an export that stalls mid-stream after idleTimeoutMs, having yielded what came', async () => {
     const client = new StoreApiClient({ baseUrl: stallingUrl, token: 'sia_x', idleTimeoutMs: 200 });
     const seen: unknown[] = [];
-    const error = await failureOf((async () => { for await (const record of client.products.export()) seen.push(record); })());
+    const error = await failureOf(
+      (async () => {
+        for await (const record of client.products.export()) seen.push(record);
+      })(),
+    );
     expect(error.code).toBe('timeout');
     expect(error.message).toMatch(/stopped sending the export for 200 ms \(idleTimeoutMs\)/);
     expect(seen).toHaveLength(1);
@@ -137,7 +162,8 @@ describe.each(backends)('client SDK manners against the service (%s)', (backend)
     };
     const { authorization } = await server.t.auth(['admin']);
     const client = server.client({ token: authorization.slice('Bearer '.length), fetch: lossy });
-    const tokens = async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM api_tokens WHERE name = 'pos-retry'`.execute(server.t.ctx.database.db)).rows[0]!.n;
+    const tokens = async () =>
+      (await sql<{ n: number }>`SELECT count(*)::int AS n FROM api_tokens WHERE name = 'pos-retry'`.execute(server.t.ctx.database.db)).rows[0]!.n;
     const created = await client.admin.tokens.create({ name: 'pos-retry', scopes: ['orders:read'] });
     expect(created.name).toBe('pos-retry');
     expect(await tokens()).toBe(1);
@@ -175,7 +201,7 @@ describe.each(backends)('client SDK manners against the service (%s)', (backend)
     expect((await admin.admin.deliveries.retryMany({ delivery_ids: [ping.delivery_id] })).retried).toBeGreaterThanOrEqual(0);
   });
 
-  it('the error-code union covers the service\'s registry exactly', async () => {
+  it("the error-code union covers the service's registry exactly", async () => {
     const document = (await server.t.app.inject({ url: '/api/v1/openapi.json' })).json();
     expect([...document.components.schemas.Problem.properties.code.enum].sort()).toEqual(Object.keys(errorCodes).sort());
   });

@@ -44,7 +44,10 @@ describe.each(backends)('client snapshot (%s)', (backend) => {
       const url = new URL(String(input instanceof Request ? input.url : input));
       requests.push(url.pathname);
       if (url.pathname.endsWith('/snapshot')) {
-        return new Response(JSON.stringify({ type: 'about:blank', title: 'Not Found', status: 404, detail: 'Route not found', code: 'not_found' }), { status: 404, headers: { 'content-type': 'application/problem+json' } });
+        return new Response(JSON.stringify({ type: 'about:blank', title: 'Not Found', status: 404, detail: 'Route not found', code: 'not_found' }), {
+          status: 404,
+          headers: { 'content-type': 'application/problem+json' },
+        });
       }
       return fetch(input, init);
     };

@@ -17,8 +17,24 @@ import { firstPages, walkEverything } from './openapi-fetch/walk.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const HERE = fileURLToPath(new URL('./openapi-fetch/', import.meta.url));
-const STRICT = ['--noEmit', '--strict', '--skipLibCheck', '--module', 'NodeNext', '--moduleResolution', 'NodeNext', '--target', 'ES2022',
-  '--allowImportingTsExtensions', '--types', 'node', '--lib', 'ES2023,DOM', '--pretty', 'false'];
+const STRICT = [
+  '--noEmit',
+  '--strict',
+  '--skipLibCheck',
+  '--module',
+  'NodeNext',
+  '--moduleResolution',
+  'NodeNext',
+  '--target',
+  'ES2022',
+  '--allowImportingTsExtensions',
+  '--types',
+  'node',
+  '--lib',
+  'ES2023,DOM',
+  '--pretty',
+  'false',
+];
 
 async function tsc(file: string): Promise<{ code: number; out: string }> {
   return promisify(execFile)(join(ROOT, 'node_modules', '.bin', 'tsc'), [...STRICT, join(HERE, file)], { cwd: ROOT })

@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { API_TYPES_FILE, RESOURCES_FILE, buildOpenApiDocument, renderApiTypes, renderResources } from '../../packages/client/scripts/generate-api-types.ts';
 import { RESOURCES } from '../../src/resources/registry.ts';
 
-describe('the client\'s generated API types', () => {
+describe("the client's generated API types", () => {
   let document: Record<string, unknown>;
   beforeAll(async () => {
     document = await buildOpenApiDocument();
@@ -17,12 +17,17 @@ describe('the client\'s generated API types', () => {
   it('match the OpenAPI document the service serves (run `npm run generate -w @store-api/client` if not)', async () => {
     const generated = await renderApiTypes(document);
     const committed = readFileSync(API_TYPES_FILE, 'utf8');
-    expect(committed === generated, 'packages/client/src/generated/api-types.ts is stale: run `npm run generate -w @store-api/client` and commit it').toBe(true);
+    expect(committed === generated, 'packages/client/src/generated/api-types.ts is stale: run `npm run generate -w @store-api/client` and commit it').toBe(
+      true,
+    );
   });
 
   it('list every resource the service declares (run `npm run generate -w @store-api/client` if not)', () => {
     const committed = readFileSync(RESOURCES_FILE, 'utf8');
-    expect(committed === renderResources(document), 'packages/client/src/generated/resources.ts is stale: run `npm run generate -w @store-api/client` and commit it').toBe(true);
+    expect(
+      committed === renderResources(document),
+      'packages/client/src/generated/resources.ts is stale: run `npm run generate -w @store-api/client` and commit it',
+    ).toBe(true);
     expect((document['x-resources'] as { name: string }[]).map((r) => r.name)).toEqual(RESOURCES.map((r) => r.name));
   });
 

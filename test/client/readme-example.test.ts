@@ -47,21 +47,28 @@ function runExample(dir: string, env: Record<string, string>) {
   };
   child.stdout.on('data', onData);
   child.stderr.on('data', onData);
-  child.on('exit', () => { for (const w of waiters) w(); });
+  child.on('exit', () => {
+    for (const w of waiters) w();
+  });
   return {
     child,
     output: () => text,
-    waitFor: (pattern: RegExp, timeoutMs = 60_000) => new Promise<RegExpMatchArray>((resolveMatch, reject) => {
-      const timer = setTimeout(() => finish(() => reject(new Error(`the example did not print ${pattern}:\n${text}`))), timeoutMs);
-      const finish = (then: () => void) => { clearTimeout(timer); waiters.delete(check); then(); };
-      const check = () => {
-        const match = text.match(pattern);
-        if (match) finish(() => resolveMatch(match));
-        else if (child.exitCode !== null) finish(() => reject(new Error(`the example exited ${child.exitCode}:\n${text}`)));
-      };
-      waiters.add(check);
-      check();
-    }),
+    waitFor: (pattern: RegExp, timeoutMs = 60_000) =>
+      new Promise<RegExpMatchArray>((resolveMatch, reject) => {
+        const timer = setTimeout(() => finish(() => reject(new Error(`the example did not print ${pattern}:\n${text}`))), timeoutMs);
+        const finish = (then: () => void) => {
+          clearTimeout(timer);
+          waiters.delete(check);
+          then();
+        };
+        const check = () => {
+          const match = text.match(pattern);
+          if (match) finish(() => resolveMatch(match));
+          else if (child.exitCode !== null) finish(() => reject(new Error(`the example exited ${child.exitCode}:\n${text}`)));
+        };
+        waiters.add(check);
+        check();
+      }),
   };
 }
 
@@ -76,7 +83,11 @@ beforeAll(() => {
   const installed = join(exampleDir, 'node_modules/@store-api/client');
   mkdirSync(installed, { recursive: true });
   copyFileSync(resolve(PROJECT_ROOT, 'packages/client/package.json'), join(installed, 'package.json'));
-  execFileSync(process.execPath, [resolve(PROJECT_ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'packages/client/tsconfig.build.json', '--outDir', join(installed, 'dist')], { cwd: PROJECT_ROOT });
+  execFileSync(
+    process.execPath,
+    [resolve(PROJECT_ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'packages/client/tsconfig.build.json', '--outDir', join(installed, 'dist')],
+    { cwd: PROJECT_ROOT },
+  );
   copyFileSync(EXAMPLE, join(exampleDir, 'pull-and-verify.mjs'));
 }, 120_000);
 afterAll(() => {
@@ -113,13 +124,27 @@ describe.each(backends)('the client example against a running service (%s)', (ba
       const handle = await openDatabase({ dataDir });
       await migrateToLatest(handle.db);
       await seed(handle.db);
-      products = Number((await handle.db.selectFrom('products').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+      products = Number(
+        (
+          await handle.db
+            .selectFrom('products')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
       await handle.close();
       env = { DATA_DIR: dataDir };
     } else {
       database = await openTestDatabase('postgres');
       await seed(database.db);
-      products = Number((await database.db.selectFrom('products').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).n);
+      products = Number(
+        (
+          await database.db
+            .selectFrom('products')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .executeTakeFirstOrThrow()
+        ).n,
+      );
       env = { DATABASE_URL: database.url! };
     }
     service = startStoreApi(['all'], { ...env, WEBHOOK_ALLOW_PRIVATE_URLS: 'true', WEBHOOK_POLL_INTERVAL_MS: '100' }, { name: `store-api all (${backend})` });
@@ -135,17 +160,24 @@ describe.each(backends)('the client example against a running service (%s)', (ba
   it('pulls every product, then verifies a signed ping', async () => {
     const port = await freePort();
     const admin = { authorization: `Bearer ${adminToken}`, 'content-type': 'application/json' };
-    const created = await fetch(`${baseUrl}/admin/api/v1/webhooks/endpoints`, { method: 'POST', headers: admin, body: JSON.stringify({ url: `http://127.0.0.1:${port}/` }) });
+    const created = await fetch(`${baseUrl}/admin/api/v1/webhooks/endpoints`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ url: `http://127.0.0.1:${port}/` }),
+    });
     expect(created.status).toBe(201);
-    const endpoint = (await created.json() as { data: { id: string; secret: string } }).data;
+    const endpoint = ((await created.json()) as { data: { id: string; secret: string } }).data;
 
     example = runExample(exampleDir, { STORE_API_URL: baseUrl, STORE_API_TOKEN: readToken, STORE_WEBHOOK_SECRET: endpoint.secret, WEBHOOK_PORT: String(port) });
     expect(Number((await example.waitFor(/pulled (\d+) products/))[1])).toBe(products);
     await example.waitFor(/waiting for webhooks/);
 
-    const ping = await fetch(`${baseUrl}/admin/api/v1/webhooks/endpoints/${endpoint.id}/ping`, { method: 'POST', headers: { authorization: admin.authorization } });
+    const ping = await fetch(`${baseUrl}/admin/api/v1/webhooks/endpoints/${endpoint.id}/ping`, {
+      method: 'POST',
+      headers: { authorization: admin.authorization },
+    });
     expect(ping.status).toBeLessThan(300);
-    const eventId = (await ping.json() as { data: { event_id: string } }).data.event_id;
+    const eventId = ((await ping.json()) as { data: { event_id: string } }).data.event_id;
     await example.waitFor(new RegExp(`verified ping ${eventId}`));
     expect(example.output()).not.toMatch(/signature|Error/);
   });

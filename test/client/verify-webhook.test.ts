@@ -37,7 +37,7 @@ function recordId(event: WebhookEvent): string {
   }
 }
 
-describe.each(backends)('verifyWebhook with the service\'s deliveries (%s)', (backend) => {
+describe.each(backends)("verifyWebhook with the service's deliveries (%s)", (backend) => {
   let kit: WebhookTestKit;
   let receiver: WebhookReceiver;
   let endpoint: { id: string; secret: string };
@@ -77,7 +77,8 @@ describe.each(backends)('verifyWebhook with the service\'s deliveries (%s)', (ba
 
   it('agrees with the standardwebhooks reference library', () => {
     const reference = new Webhook(endpoint.secret);
-    for (const delivery of deliveries) expect(verifyWebhook(delivery.body, delivery.headers, endpoint.secret)).toEqual(reference.verify(delivery.body, delivery.headers));
+    for (const delivery of deliveries)
+      expect(verifyWebhook(delivery.body, delivery.headers, endpoint.secret)).toEqual(reference.verify(delivery.body, delivery.headers));
   });
 
   it('refuses a wrong secret', () => {
@@ -91,7 +92,9 @@ describe.each(backends)('verifyWebhook with the service\'s deliveries (%s)', (ba
     const changed = a!.body.replace(/"data"\s*:\s*{/, '"data":{"x":1,');
     expect(changed).not.toBe(a!.body);
     expect(refusal(() => verifyWebhook(changed, a!.headers, endpoint.secret)).code).toBe('invalid_signature');
-    expect(refusal(() => verifyWebhook(a!.body, { ...a!.headers, 'webhook-signature': b!.headers['webhook-signature']! }, endpoint.secret)).code).toBe('invalid_signature');
+    expect(refusal(() => verifyWebhook(a!.body, { ...a!.headers, 'webhook-signature': b!.headers['webhook-signature']! }, endpoint.secret)).code).toBe(
+      'invalid_signature',
+    );
   });
 
   it('refuses a stale or future timestamp (5 minutes by default, configurable)', () => {

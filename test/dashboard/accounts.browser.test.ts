@@ -28,7 +28,8 @@ const OWNER = 'owner@example.com';
 const OWNER_PASSWORD = 'correct horse battery staple';
 const VIEWER = 'viewer@example.com';
 const VIEWER_PASSWORD = 'viewer password 123';
-const SCREENSHOTS = process.env.UPDATE_SCREENSHOTS === '1' ? join(REPO_ROOT, 'docs', 'screenshots') : join(tmpdir(), `store-api-screenshots-accounts-${process.pid}`);
+const SCREENSHOTS =
+  process.env.UPDATE_SCREENSHOTS === '1' ? join(REPO_ROOT, 'docs', 'screenshots') : join(tmpdir(), `store-api-screenshots-accounts-${process.pid}`);
 const LONG = 30_000;
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
@@ -64,17 +65,34 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
   const checkPage = async (page: Page, where: string) => {
     await page.evaluate(AXE_SOURCE);
     const found = await page.evaluate(async () => {
-      const axe = (window as unknown as { axe: { run(ctx: Document, o: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
+      const axe = (
+        window as unknown as {
+          axe: { run(ctx: Document, o: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> };
+        }
+      ).axe;
       const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
-      return result.violations.map((v) => `${v.impact} ${v.id} (${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')})`);
+      return result.violations.map(
+        (v) =>
+          `${v.impact} ${v.id} (${v.nodes
+            .map((n) => n.target.join(' '))
+            .slice(0, 3)
+            .join(', ')})`,
+      );
     });
     a11yViolations.push(...found.map((v) => `${where}: ${v}`));
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     if (overflow > 0) {
       // Name the outermost elements that stick out, so a failure says where to look.
-      const culprits = await page.evaluate(() => Array.from(document.querySelectorAll('body *'))
-        .filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1 && !(el.parentElement && el.parentElement.getBoundingClientRect().right > window.innerWidth + 1))
-        .slice(0, 3).map((el) => `${el.tagName.toLowerCase()}.${Array.from(el.classList).join('.')}`));
+      const culprits = await page.evaluate(() =>
+        Array.from(document.querySelectorAll('body *'))
+          .filter(
+            (el) =>
+              el.getBoundingClientRect().right > window.innerWidth + 1 &&
+              !(el.parentElement && el.parentElement.getBoundingClientRect().right > window.innerWidth + 1),
+          )
+          .slice(0, 3)
+          .map((el) => `${el.tagName.toLowerCase()}.${Array.from(el.classList).join('.')}`),
+      );
       sidewaysScroll.push(`${where}: ${overflow}px (${culprits.join(', ')})`);
     }
   };
@@ -207,7 +225,11 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     await owner.keyboard.press('Tab');
     await owner.keyboard.press('Enter');
     await owner.locator('#api-keys-table tbody tr', { hasText: 'Temporary' }).waitFor({ state: 'detached' });
-    const focused = await owner.evaluate(() => ({ body: document.activeElement === document.body, inMain: Boolean(document.activeElement?.closest('#main')), label: document.activeElement?.getAttribute('aria-label') ?? document.activeElement?.textContent }));
+    const focused = await owner.evaluate(() => ({
+      body: document.activeElement === document.body,
+      inMain: Boolean(document.activeElement?.closest('#main')),
+      label: document.activeElement?.getAttribute('aria-label') ?? document.activeElement?.textContent,
+    }));
     expect(focused.body).toBe(false);
     expect(focused.inMain).toBe(true);
     await owner.getByRole('link', { name: 'Show revoked and expired (1)' }).click();
@@ -261,7 +283,11 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
       return el.scrollWidth - el.clientWidth;
     });
     expect(wrap).toBe(0);
-    const broken = await owner.evaluate(() => Array.from(document.querySelectorAll('.table-deliveries tbody th code')).filter((c) => c.getClientRects().length > 1).map((c) => c.textContent));
+    const broken = await owner.evaluate(() =>
+      Array.from(document.querySelectorAll('.table-deliveries tbody th code'))
+        .filter((c) => c.getClientRects().length > 1)
+        .map((c) => c.textContent),
+    );
     expect(broken).toEqual([]);
     await checkPage(owner, 'deliveries (owner)');
   });
@@ -278,7 +304,10 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     await navTo(owner, 'Audit log');
     await heading(owner, 'Audit log').waitFor();
     for (const action of ['API key rolled', 'API key changed', 'API key revoked', 'Administrator invited', 'Endpoint created', 'Signed in']) {
-      await owner.locator('#audit-table tbody td', { hasText: new RegExp(`^${action}$`) }).first().waitFor();
+      await owner
+        .locator('#audit-table tbody td', { hasText: new RegExp(`^${action}$`) })
+        .first()
+        .waitFor();
     }
     await owner.locator('#audit-table tbody tr', { hasText: 'API key changed' }).getByText('name: ERP → ERP production').waitFor();
     const logged = (await owner.locator('#audit-table').textContent())!;
@@ -302,7 +331,7 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     viewer = await viewerContext.newPage();
     watch(viewer, 'viewer');
     await viewer.goto(inviteLink);
-    await heading(viewer, 'Join the store\'s administrators').waitFor();
+    await heading(viewer, "Join the store's administrators").waitFor();
     await viewer.getByText(`You are invited as a viewer (read only), signing in as ${VIEWER}.`).waitFor();
     await checkPage(viewer, 'invitation page (390)');
     await shot(viewer, 'invitation-accept');
@@ -311,8 +340,19 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     await viewer.getByRole('button', { name: 'Create my account' }).click();
     await heading(viewer, 'Overview').waitFor();
     await viewer.locator('.user-role', { hasText: 'Viewer (read only)' }).waitFor();
-    for (const [hash, title] of [['#/overview', 'Overview'], ['#/api-keys', 'API keys'], ['#/webhooks', 'Webhooks'], [`#/webhooks/${endpointId}`, null], ['#/deliveries', 'Deliveries'], ['#/audit-log', 'Audit log'], ['#/admins', 'Administrators'], ['#/account', 'Your account']] as const) {
-      await viewer.evaluate((h) => { location.hash = h; }, hash);
+    for (const [hash, title] of [
+      ['#/overview', 'Overview'],
+      ['#/api-keys', 'API keys'],
+      ['#/webhooks', 'Webhooks'],
+      [`#/webhooks/${endpointId}`, null],
+      ['#/deliveries', 'Deliveries'],
+      ['#/audit-log', 'Audit log'],
+      ['#/admins', 'Administrators'],
+      ['#/account', 'Your account'],
+    ] as const) {
+      await viewer.evaluate((h) => {
+        location.hash = h;
+      }, hash);
       if (title) await heading(viewer, title).waitFor();
       else await viewer.locator('.page-title-url').waitFor();
       await viewer.waitForFunction(() => !document.querySelector('.loading-block'));
@@ -325,7 +365,10 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     await viewer.locator('#api-keys-table tbody tr').first().waitFor();
     await shot(viewer, 'api-keys-viewer-390');
     provoking = true;
-    const refused = await viewer.request.post(`${server.url}/admin/api/v1/tokens`, { data: { name: 'sneaky' }, headers: { 'x-csrf-token': await csrfOf(viewer) } });
+    const refused = await viewer.request.post(`${server.url}/admin/api/v1/tokens`, {
+      data: { name: 'sneaky' },
+      headers: { 'x-csrf-token': await csrfOf(viewer) },
+    });
     provoking = false;
     expect(refused.status()).toBe(403);
     expect(refused.headers()['content-type']).toContain('application/problem+json');
@@ -334,15 +377,22 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
   it('each role walks every page at the other size too, and dialogs fit a phone', async () => {
     await viewer.setViewportSize(DESKTOP);
     await owner.setViewportSize(PHONE);
-    for (const [page, who] of [[viewer, 'viewer'], [owner, 'owner']] as const) {
+    for (const [page, who] of [
+      [viewer, 'viewer'],
+      [owner, 'owner'],
+    ] as const) {
       for (const hash of ['#/overview', '#/api-keys', '#/webhooks', `#/webhooks/${endpointId}`, '#/deliveries', '#/audit-log', '#/admins', '#/account']) {
-        await page.evaluate((h) => { location.hash = h; }, hash);
+        await page.evaluate((h) => {
+          location.hash = h;
+        }, hash);
         await page.locator('.page h1').waitFor();
         await page.waitForFunction(() => !document.querySelector('.loading-block'));
         await checkPage(page, `${who} ${hash} (${who === 'owner' ? 390 : 1280})`);
       }
     }
-    await owner.evaluate(() => { location.hash = '#/api-keys'; });
+    await owner.evaluate(() => {
+      location.hash = '#/api-keys';
+    });
     await owner.getByRole('button', { name: 'Create API key' }).first().click();
     const dialog = owner.getByRole('dialog', { name: 'Create API key' });
     const box = (await dialog.boundingBox())!;
@@ -381,7 +431,10 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     await navTo(owner, 'Administrators');
     const row = owner.locator('#invitations-table tbody tr', { hasText: 'nobody@example.com' });
     const csrf = await csrfOf(owner);
-    await owner.request.post(`${server.url}/admin/api/v1/admins/invitations`, { data: { email: 'nobody@example.com', role: 'viewer' }, headers: { 'x-csrf-token': csrf } });
+    await owner.request.post(`${server.url}/admin/api/v1/admins/invitations`, {
+      data: { email: 'nobody@example.com', role: 'viewer' },
+      headers: { 'x-csrf-token': csrf },
+    });
     await owner.reload();
     await row.waitFor();
     const invitations = await (await owner.request.get(`${server.url}/admin/api/v1/admins/invitations`)).json();
@@ -396,10 +449,15 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
 
     await navTo(owner, 'Administrators');
     await owner.getByRole('button', { name: 'Invite administrator' }).waitFor();
-    await owner.request.post(`${server.url}/admin/api/v1/admins/invitations`, { data: { email: 'nobody@example.com', role: 'viewer' }, headers: { 'x-csrf-token': csrf } });
+    await owner.request.post(`${server.url}/admin/api/v1/admins/invitations`, {
+      data: { email: 'nobody@example.com', role: 'viewer' },
+      headers: { 'x-csrf-token': csrf },
+    });
     await owner.reload();
     await row.waitFor();
-    const again = (await (await owner.request.get(`${server.url}/admin/api/v1/admins/invitations`)).json()).data.find((i: { email: string }) => i.email === 'nobody@example.com').id;
+    const again = (await (await owner.request.get(`${server.url}/admin/api/v1/admins/invitations`)).json()).data.find(
+      (i: { email: string }) => i.email === 'nobody@example.com',
+    ).id;
     await owner.request.delete(`${server.url}/admin/api/v1/admins/invitations/${again}`, { headers: { 'x-csrf-token': csrf } });
     await row.getByRole('button', { name: /Withdraw/ }).click();
     await owner.locator('#toasts .toast-error').waitFor();

@@ -96,7 +96,9 @@ describe.each(backends)('dashboard sign-in (%s)', (backend) => {
 
   it('accepts sign-in only as JSON, so another site cannot post a form to sign a browser in', async () => {
     const form = await t.app.inject({
-      method: 'POST', url: '/admin/session', remoteAddress: nextIp(),
+      method: 'POST',
+      url: '/admin/session',
+      remoteAddress: nextIp(),
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       payload: `email=${encodeURIComponent(EMAIL)}&password=${encodeURIComponent(PASSWORD)}`,
     });
@@ -137,7 +139,7 @@ describe.each(backends)('dashboard sign-in (%s)', (backend) => {
     expect(Array.isArray(res.json().data)).toBe(true);
   });
 
-  it('refuses a session\'s state change without the CSRF token, or with another session\'s', async () => {
+  it("refuses a session's state change without the CSRF token, or with another session's", async () => {
     const mine = await session();
     const other = await session();
     const payload = { name: 'from-dashboard' };
@@ -150,7 +152,11 @@ describe.each(backends)('dashboard sign-in (%s)', (backend) => {
     const ok = await t.app.inject({ method: 'POST', url: '/admin/api/v1/tokens', headers: { cookie: mine.cookie, 'x-csrf-token': mine.csrf }, payload });
     expect(ok.statusCode).toBe(201);
     expect(ok.json().data.token).toMatch(/^sia_/);
-    const count = await t.database.db.selectFrom('api_tokens').select(sql<number>`count(*)`.as('n')).where('name', '=', 'from-dashboard').executeTakeFirstOrThrow();
+    const count = await t.database.db
+      .selectFrom('api_tokens')
+      .select(sql<number>`count(*)`.as('n'))
+      .where('name', '=', 'from-dashboard')
+      .executeTakeFirstOrThrow();
     expect(Number(count.n)).toBe(1);
   });
 
@@ -198,7 +204,9 @@ describe.each(backends)('dashboard sign-in (%s)', (backend) => {
   it('counts products, orders and customers on the overview', async () => {
     const { cookie, csrf } = await session();
     const created = await t.app.inject({
-      method: 'POST', url: '/admin/api/v1/customers', headers: { cookie, 'x-csrf-token': csrf },
+      method: 'POST',
+      url: '/admin/api/v1/customers',
+      headers: { cookie, 'x-csrf-token': csrf },
       payload: { name: 'Ada Lovelace', email: 'ada@example.com' },
     });
     expect(created.statusCode).toBe(201);

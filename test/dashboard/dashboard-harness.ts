@@ -60,7 +60,9 @@ export async function startServer(env: Record<string, string>, ready = /listenin
       if (ready.test(output)) resolve();
     };
     child.stdout!.on('data', onData);
-    child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
     exited.then(([code]) => reject(new Error(`store-api exited (${code}) before listening:\n${output}`)), reject);
   });
   return {

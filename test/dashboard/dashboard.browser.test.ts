@@ -61,9 +61,24 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
   const checkA11y = async (where: string) => {
     await page.evaluate(AXE_SOURCE);
     const found = await page.evaluate(async () => {
-      const axe = (window as unknown as { axe: { run(ctx: Document, options: object): Promise<{ violations: Array<{ id: string; impact: string; help: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
+      const axe = (
+        window as unknown as {
+          axe: {
+            run(
+              ctx: Document,
+              options: object,
+            ): Promise<{ violations: Array<{ id: string; impact: string; help: string; nodes: Array<{ target: string[] }> }> }>;
+          };
+        }
+      ).axe;
       const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
-      return result.violations.map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).slice(0, 3).join(', ')})`);
+      return result.violations.map(
+        (v) =>
+          `${v.impact} ${v.id}: ${v.help} (${v.nodes
+            .map((n) => n.target.join(' '))
+            .slice(0, 3)
+            .join(', ')})`,
+      );
     });
     a11yViolations.push(...found.map((v) => `${where}: ${v}`));
   };
@@ -74,7 +89,11 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     const scope = (await page.locator('dialog[open]').count()) > 0 ? page.locator('dialog[open]') : page.locator('#toasts');
     const dismiss = scope.getByRole('button', { name: 'Dismiss notification' });
     // A notification may also leave on its own timer meanwhile, hence the re-count and the short click timeout.
-    for (let i = 0; i < 20 && (await dismiss.count()) > 0; i++) await dismiss.first().click({ timeout: 2000 }).catch(() => {});
+    for (let i = 0; i < 20 && (await dismiss.count()) > 0; i++)
+      await dismiss
+        .first()
+        .click({ timeout: 2000 })
+        .catch(() => {});
     await page.evaluate(() => document.querySelector('#main')?.scrollTo(0, 0));
     await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), animations: 'disabled', fullPage });
     await checkA11y(name);
@@ -280,7 +299,7 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     await page.locator('#endpoints-table tbody tr', { hasText: '/hooks/erp' }).waitFor();
   });
 
-  it('shows a failing endpoint\'s deliveries going dead and retries them: one, the selected, all dead letters', async () => {
+  it("shows a failing endpoint's deliveries going dead and retries them: one, the selected, all dead letters", async () => {
     receiver.answer('/hooks/flaky', 500);
     await page.getByRole('button', { name: 'Add endpoint' }).first().click();
     const form = page.getByRole('dialog', { name: 'Add webhook endpoint' });
@@ -356,14 +375,15 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
 
     // All dead letters of the endpoint: the last one.
     const arrivedBefore = receiver.requests.filter((r) => r.path === '/hooks/flaky' && r.answered === 200).length;
-    const lastArrived = receiver.next((r) => r.path === '/hooks/flaky' && r.answered === 200 && r.headers['webhook-id'] !== eventId && r.headers['webhook-id'] !== second.headers['webhook-id']);
+    const lastArrived = receiver.next(
+      (r) => r.path === '/hooks/flaky' && r.answered === 200 && r.headers['webhook-id'] !== eventId && r.headers['webhook-id'] !== second.headers['webhook-id'],
+    );
     await page.getByRole('button', { name: 'Retry all dead letters' }).click();
     await page.getByRole('dialog', { name: 'Retry all dead letters?' }).getByRole('button', { name: 'Retry all' }).click();
     await toastSaying('Queued 1 dead letter for another attempt.').waitFor();
     await lastArrived;
     expect(receiver.requests.filter((r) => r.path === '/hooks/flaky' && r.answered === 200).length).toBeGreaterThanOrEqual(arrivedBefore + 1);
     await page.locator('.deliveries-panel .empty-state', { hasText: 'No dead deliveries' }).waitFor();
-
 
     // Disable the endpoint (after confirming); the list shows it disabled.
     await navTo('Webhooks');
@@ -386,7 +406,9 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     expect(Number(await page.locator('.legend-value[data-series="succeeded"]').textContent())).toBeGreaterThanOrEqual(4);
     expect(await page.locator('[data-now="dead"]').textContent()).toBe('0');
     // How far back delivery history goes (retention).
-    expect(await page.locator('[data-retention]').textContent()).toMatch(/^History goes back to .+\. Succeeded deliveries are kept 30 days, dead letters 90 days unless retried, events 30 days\.$/);
+    expect(await page.locator('[data-retention]').textContent()).toMatch(
+      /^History goes back to .+\. Succeeded deliveries are kept 30 days, dead letters 90 days unless retried, events 30 days\.$/,
+    );
     await page.locator('.endpoint-mini-list li').first().waitFor();
     await shot('overview');
   });
@@ -427,7 +449,9 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     await page.getByLabel('Password').fill('not the password at all');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('alert').filter({ hasText: 'Wrong email or password.' }).waitFor();
-    await expect(page.getByLabel('Password').evaluate((input) => input === document.activeElement && (input as HTMLInputElement).value === '')).resolves.toBe(true);
+    await expect(page.getByLabel('Password').evaluate((input) => input === document.activeElement && (input as HTMLInputElement).value === '')).resolves.toBe(
+      true,
+    );
 
     await page.getByLabel('Password').fill(ADMIN_PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();

@@ -31,8 +31,7 @@ describe.each(backends)('first-administrator setup link (%s)', (backend) => {
   });
   afterAll(async () => t?.close());
 
-  const post = (url: string, payload: unknown, ip = '10.0.0.1') =>
-    t.app.inject({ method: 'POST', url, payload: payload as object, remoteAddress: ip });
+  const post = (url: string, payload: unknown, ip = '10.0.0.1') => t.app.inject({ method: 'POST', url, payload: payload as object, remoteAddress: ip });
   const expectProblem = (res: Awaited<ReturnType<typeof post>>, status: number, text: string) => {
     expect(res.statusCode).toBe(status);
     expect(res.headers['content-type']).toContain('application/problem+json');
@@ -42,7 +41,9 @@ describe.each(backends)('first-administrator setup link (%s)', (backend) => {
   it('refuses wrong and expired codes clearly, creates the administrator once with a valid one', async () => {
     const { code } = (await issueSetupCode(t.database.db, 3_600_000))!;
     const { code: expired } = (await issueSetupCode(t.database.db, 3_600_000))!;
-    await sql`UPDATE admin_setup_codes SET expires_at = now() - interval '1 second' WHERE expires_at = (SELECT max(expires_at) FROM admin_setup_codes)`.execute(t.database.db);
+    await sql`UPDATE admin_setup_codes SET expires_at = now() - interval '1 second' WHERE expires_at = (SELECT max(expires_at) FROM admin_setup_codes)`.execute(
+      t.database.db,
+    );
 
     expect((await post('/admin/setup/check', { code }, '10.0.0.9')).json()).toEqual({ data: { valid: true } });
     expectProblem(await post('/admin/setup/check', { code: 'nope' }), 404, 'not valid');
@@ -86,9 +87,15 @@ describe.each(backends)('two setup codes used at once (%s)', (backend) => {
   it('makes exactly one administrator', async () => {
     const a = (await issueSetupCode(t.database.db, 3_600_000))!.code;
     const b = (await issueSetupCode(t.database.db, 3_600_000))!.code;
-    const answers = await Promise.all([a, b].map((code, i) => t.app.inject({
-      method: 'POST', url: '/admin/setup', payload: { code, email: `admin${i}@example.com`, password: 'a long enough password' },
-    })));
+    const answers = await Promise.all(
+      [a, b].map((code, i) =>
+        t.app.inject({
+          method: 'POST',
+          url: '/admin/setup',
+          payload: { code, email: `admin${i}@example.com`, password: 'a long enough password' },
+        }),
+      ),
+    );
     expect(answers.map((r) => r.statusCode).sort()).toEqual([201, 409]);
     expect(await countAdminUsers(t.database.db)).toBe(1);
   });

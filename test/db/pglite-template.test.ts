@@ -106,7 +106,15 @@ describe('the PGlite template of a first start', () => {
     const database = await openDatabase({ dataDir, template: [demo, template] });
     try {
       expect(database.templateDemo).toEqual({ products: DEMO_TEMPLATE_PRODUCTS, customers: expect.any(Number), orders: expect.any(Number) });
-      const count = async (table: 'products' | 'orders' | 'customers') => Number((await database.db.selectFrom(table).select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+      const count = async (table: 'products' | 'orders' | 'customers') =>
+        Number(
+          (
+            await database.db
+              .selectFrom(table)
+              .select((eb) => eb.fn.countAll().as('n'))
+              .executeTakeFirstOrThrow()
+          ).n,
+        );
       expect(await count('products')).toBe(DEMO_TEMPLATE_PRODUCTS);
       expect(await count('orders')).toBe(database.templateDemo!.orders);
       expect(await count('customers')).toBe(database.templateDemo!.customers);

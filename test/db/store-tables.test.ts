@@ -68,8 +68,11 @@ describe.each(backends)('store tables (%s)', (backend) => {
       expect(await indexColumns(db, 'scratch_things')).toContain('last_modified,id');
       expect(await triggers(db, 'scratch_things')).toContainEqual({ fn: 'last_modified_forward', before_update: true });
       // …the very trigger the first store tables have (same timing, columns and WHEN clause).
-      const definition = async (table: string) => (await sql<{ def: string }>`
-        SELECT pg_get_triggerdef(oid) AS def FROM pg_trigger WHERE tgrelid = ${table}::regclass AND tgname = ${`${table}_last_modified_forward`}`.execute(db)).rows[0]?.def.replaceAll(table, 'T');
+      const definition = async (table: string) =>
+        (
+          await sql<{ def: string }>`
+        SELECT pg_get_triggerdef(oid) AS def FROM pg_trigger WHERE tgrelid = ${table}::regclass AND tgname = ${`${table}_last_modified_forward`}`.execute(db)
+        ).rows[0]?.def.replaceAll(table, 'T');
       expect(await definition('scratch_things')).toBe(await definition('customers'));
       const id = '0190a000-0000-7000-8000-000000000001';
       await sql`INSERT INTO scratch_things VALUES (${id}, 'a', '2026-01-01T00:00:00Z', '2026-01-02T00:00:00Z')`.execute(db);
@@ -80,20 +83,38 @@ describe.each(backends)('store tables (%s)', (backend) => {
 
       // A flat resource over it: the derived writes stamp the row and append its events in one transaction.
       const things = defineResource({
-        name: 'things', path: 'things', noun: 'thing', summary: 'things', label: 'Things', scope: 'things:read', table: 'scratch_things', key: 'id',
+        name: 'things',
+        path: 'things',
+        noun: 'thing',
+        summary: 'things',
+        label: 'Things',
+        scope: 'things:read',
+        table: 'scratch_things',
+        key: 'id',
         record: Type.Object({ id: Type.String(), name: Type.String(), last_modified: Type.String() }, { title: 'Thing' }),
-        source: { from: sql`scratch_things t`, lastModified: sql`t.last_modified`, id: sql`t.id`, json: sql`json_build_object('id', t.id, 'name', t.name, 'last_modified', iso_utc(t.last_modified))` },
-        filters: {}, conditions: () => [], single: true, description: { list: 'things', export: 'things' },
+        source: {
+          from: sql`scratch_things t`,
+          lastModified: sql`t.last_modified`,
+          id: sql`t.id`,
+          json: sql`json_build_object('id', t.id, 'name', t.name, 'last_modified', iso_utc(t.last_modified))`,
+        },
+        filters: {},
+        conditions: () => [],
+        single: true,
+        description: { list: 'things', export: 'things' },
         events: { prefix: 'thing', kinds: ['created', 'updated'] },
       });
-      const created = await createRecord(scratch.db, things, { name: 'first' }) as { id: string; name: string; last_modified: string };
+      const created = (await createRecord(scratch.db, things, { name: 'first' })) as { id: string; name: string; last_modified: string };
       expect(created.name).toBe('first');
-      const updated = await updateRecord(scratch.db, things, created.id, { name: 'second' }) as { name: string; last_modified: string };
+      const updated = (await updateRecord(scratch.db, things, created.id, { name: 'second' })) as { name: string; last_modified: string };
       expect(updated.name).toBe('second');
       expect(Date.parse(updated.last_modified)).toBeGreaterThan(Date.parse(created.last_modified));
       const { rows: logged } = await sql<{ type: string; data: { name: string; last_modified: string } }>`
         SELECT type, data FROM events WHERE resource_id = ${created.id} ORDER BY created_at`.execute(scratch.db);
-      expect(logged).toEqual([{ type: 'thing.created', data: created }, { type: 'thing.updated', data: updated }]);
+      expect(logged).toEqual([
+        { type: 'thing.created', data: created },
+        { type: 'thing.updated', data: updated },
+      ]);
       await expect(updateRecord(scratch.db, things, '0190a000-0000-7000-8000-00000000ffff', { name: 'x' })).rejects.toMatchObject({ code: 'not_found' });
     } finally {
       await scratch.close();
@@ -117,7 +138,8 @@ describe.each(backends)('store tables (%s)', (backend) => {
   async function call(method: 'POST' | 'PATCH', url: string, payload: unknown): Promise<Json> {
     const csv = typeof payload === 'string';
     const res = await t.app.inject({
-      method, url: `/admin/api/v1${url}`,
+      method,
+      url: `/admin/api/v1${url}`,
       headers: { ...admin, 'content-type': csv ? 'text/csv' : 'application/json' },
       payload: csv ? payload : JSON.stringify(payload),
     });
@@ -143,8 +165,12 @@ describe.each(backends)('store tables (%s)', (backend) => {
     };
     // Every write route of the admin API's store data (admin/routes/store.admin-routes.ts).
     const product = await write('POST', '/products', {
-      name: 'Stamp Shirt', product_type: 'physical', sku: 'ST-1', price: 10,
-      variants: [{ name: 'S', sku: 'ST-1-S', price: 10, stock: 3 }], images: [{ image_url: 'https://img.example.com/st.jpg' }],
+      name: 'Stamp Shirt',
+      product_type: 'physical',
+      sku: 'ST-1',
+      price: 10,
+      variants: [{ name: 'S', sku: 'ST-1-S', price: 10, stock: 3 }],
+      images: [{ image_url: 'https://img.example.com/st.jpg' }],
     });
     await write('PATCH', `/products/${product.id}`, { price: 11 });
     const variant = await write('POST', `/products/${product.id}/variants`, { name: 'M', sku: 'ST-1-M', price: 10, stock: 2 });
@@ -153,7 +179,11 @@ describe.each(backends)('store tables (%s)', (backend) => {
     await write('PATCH', `/products/${product.id}/images/${withImage.images[1].id}`, { is_primary: true });
     const customer = await write('POST', '/customers', { name: 'Ada' });
     await write('PATCH', `/customers/${customer.id}`, { city: 'Dhaka' });
-    const order = await write('POST', '/orders', { source: 'pos', customer_id: customer.id, items: [{ product_id: product.id, variant_id: product.variants[0].id, quantity: 1 }] });
+    const order = await write('POST', '/orders', {
+      source: 'pos',
+      customer_id: customer.id,
+      items: [{ product_id: product.id, variant_id: product.variants[0].id, quantity: 1 }],
+    });
     await write('POST', `/orders/${order.id}/payment-status`, { payment_status: 'paid' });
     await write('POST', `/orders/${order.id}/status`, { status: 'cancelled' });
     await write('POST', '/inventory/adjustments', { product_id: product.id, variant_id: product.variants[0].id, quantity_change: 5 });

@@ -120,7 +120,10 @@ describe.each(backends)('the generated demo store (%s)', (backend) => {
             ORDER BY e.created_at DESC, e.seq DESC LIMIT 1) = ${c.json}::text AS same
         FROM ${c.from}`.execute(db());
       expect(rows.length, c.type).toBeGreaterThan(0);
-      expect(rows.filter((r) => !r.created || !r.same), c.type).toEqual([]);
+      expect(
+        rows.filter((r) => !r.created || !r.same),
+        c.type,
+      ).toEqual([]);
     }
     const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM stock_movements m
       WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.resource_id = m.id::text AND e.type = 'stock_movement.created')`.execute(db());

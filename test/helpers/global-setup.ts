@@ -47,7 +47,9 @@ export default async function setup({ provide }: { provide: (key: string, value:
     if (url && templateDb) {
       const admin = new pg.Client({ connectionString: url });
       await admin.connect();
-      const { rows } = await admin.query(`SELECT datname FROM pg_database WHERE datname LIKE 'store_api_test_${runId.split('_')[0]}%' OR datname = $1`, [templateDb]);
+      const { rows } = await admin.query(`SELECT datname FROM pg_database WHERE datname LIKE 'store_api_test_${runId.split('_')[0]}%' OR datname = $1`, [
+        templateDb,
+      ]);
       for (const row of rows) await admin.query(`DROP DATABASE IF EXISTS ${row.datname} WITH (FORCE)`);
       await admin.end();
     }

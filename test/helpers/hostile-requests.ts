@@ -75,19 +75,72 @@ class RawNumber {
 }
 
 export const HOSTILE_STRINGS = [
-  '\u0000', 'a\u0000b', '\ud800', 'x\udfffy', '\udbff\udbff', '0000-01-01T00:00:00Z', '0000-12-31', '0001-01-01T00:00:00+14:00',
-  '9999-12-31T23:59:59-14:00', '10000-01-01T00:00:00Z', '-infinity', 'infinity', 'epoch', 'allballs', 'NaN', '1e400',
-  '-1e400', '0000-01-01T00:00:00Z_00000000-0000-4000-8000-000000000000', "'; DROP TABLE products; --", '" OR 1=1 --',
-  '%00', '../../etc/passwd', '', ' ', 'x'.repeat(5000), '\u202e\u200b', '😀', 'null', 'true', '{}', '[]',
-  'http://[::ffff:7f00:1]/', 'https://[64:ff9b::a00:1]/x', 'sku,stock\nA,1e400\n', 'sku,stock\nA\u0000,1\n',
+  '\u0000',
+  'a\u0000b',
+  '\ud800',
+  'x\udfffy',
+  '\udbff\udbff',
+  '0000-01-01T00:00:00Z',
+  '0000-12-31',
+  '0001-01-01T00:00:00+14:00',
+  '9999-12-31T23:59:59-14:00',
+  '10000-01-01T00:00:00Z',
+  '-infinity',
+  'infinity',
+  'epoch',
+  'allballs',
+  'NaN',
+  '1e400',
+  '-1e400',
+  '0000-01-01T00:00:00Z_00000000-0000-4000-8000-000000000000',
+  "'; DROP TABLE products; --",
+  '" OR 1=1 --',
+  '%00',
+  '../../etc/passwd',
+  '',
+  ' ',
+  'x'.repeat(5000),
+  '\u202e\u200b',
+  '😀',
+  'null',
+  'true',
+  '{}',
+  '[]',
+  'http://[::ffff:7f00:1]/',
+  'https://[64:ff9b::a00:1]/x',
+  'sku,stock\nA,1e400\n',
+  'sku,stock\nA\u0000,1\n',
 ];
 export const HOSTILE_NUMBERS = [
-  '1e400', '-1e400', '1e308', '-0', '0.001', '1.0000000001', '12.345', '999999999999.99', '999999999999.995',
-  '1000000000000', '9007199254740993', '2147483648', '-2147483649', '1e-7', '5e-324', '1E2', '0',
+  '1e400',
+  '-1e400',
+  '1e308',
+  '-0',
+  '0.001',
+  '1.0000000001',
+  '12.345',
+  '999999999999.99',
+  '999999999999.995',
+  '1000000000000',
+  '9007199254740993',
+  '2147483648',
+  '-2147483649',
+  '1e-7',
+  '5e-324',
+  '1E2',
+  '0',
 ];
 
 /** The classes that reached PostgreSQL, weighted up among the hostile values. */
-const CORE_STRINGS = ['\u0000', 'a\u0000b', 'x\udfffy', '0000-01-01T00:00:00Z', '0000-01-01T00:00:00Z_00000000-0000-4000-8000-000000000000', '9999-12-31T23:59:59-14:00', '1e400'];
+const CORE_STRINGS = [
+  '\u0000',
+  'a\u0000b',
+  'x\udfffy',
+  '0000-01-01T00:00:00Z',
+  '0000-01-01T00:00:00Z_00000000-0000-4000-8000-000000000000',
+  '9999-12-31T23:59:59-14:00',
+  '1e400',
+];
 const CORE_NUMBERS = ['1e400', '-1e400', '1.0000000001', '999999999999.99'];
 
 const hostileString = fc.oneof(fc.constantFrom(...CORE_STRINGS), fc.constantFrom(...HOSTILE_STRINGS));
@@ -114,10 +167,14 @@ function stringFor(schema: Schema, fixtures: FuzzFixtures): fc.Arbitrary<string>
   const max = Math.min(schema.maxLength ?? 40, 60);
   const min = Math.min(schema.minLength ?? 0, max);
   switch (schema.format) {
-    case 'uuid': return fc.oneof(fc.constantFrom(...fixtures.ids), fc.uuid());
-    case 'date-time': return ISO;
-    case 'email': return fc.emailAddress();
-    case 'uri': return fc.constantFrom('https://example.com/a.png', 'http://93.184.216.34/x');
+    case 'uuid':
+      return fc.oneof(fc.constantFrom(...fixtures.ids), fc.uuid());
+    case 'date-time':
+      return ISO;
+    case 'email':
+      return fc.emailAddress();
+    case 'uri':
+      return fc.constantFrom('https://example.com/a.png', 'http://93.184.216.34/x');
   }
   if (typeof schema.pattern === 'string' && schema.pattern.startsWith('^[a-z0-9]')) return fc.stringMatching(/^[a-z0-9]{1,10}(-[a-z0-9]{1,10}){0,2}$/);
   if (typeof schema.pattern === 'string' && schema.pattern.startsWith('^https?')) return fc.constantFrom('https://example.com/a.png', 'http://93.184.216.34/x');
@@ -157,18 +214,28 @@ function validValueFor(schema: Schema, fixtures: FuzzFixtures, depth: number): f
   if (branches) return fc.oneof(...branches.map((b) => validValueFor(b, fixtures, depth)));
   const type = Array.isArray(schema.type) ? schema.type[0] : schema.type;
   switch (type) {
-    case 'null': return fc.constant(null);
-    case 'boolean': return fc.boolean();
-    case 'integer': return numberFor(schema, true);
-    case 'number': return numberFor(schema, false);
-    case 'string': return stringFor(schema, fixtures);
+    case 'null':
+      return fc.constant(null);
+    case 'boolean':
+      return fc.boolean();
+    case 'integer':
+      return numberFor(schema, true);
+    case 'number':
+      return numberFor(schema, false);
+    case 'string':
+      return stringFor(schema, fixtures);
     case 'array': {
       const items = schema.items as Schema;
       const minLength = schema.minItems ?? 0;
-      return fc.array(depth > 3 ? validValueFor(items, fixtures, depth + 1) : valueFor(items, fixtures, depth + 1), { minLength, maxLength: Math.max(minLength, Math.min(schema.maxItems ?? 3, 3)) });
+      return fc.array(depth > 3 ? validValueFor(items, fixtures, depth + 1) : valueFor(items, fixtures, depth + 1), {
+        minLength,
+        maxLength: Math.max(minLength, Math.min(schema.maxItems ?? 3, 3)),
+      });
     }
-    case 'object': return objectFor(schema, fixtures, depth);
-    default: return anyHostile;
+    case 'object':
+      return objectFor(schema, fixtures, depth);
+    default:
+      return anyHostile;
   }
 }
 
@@ -179,11 +246,14 @@ function objectFor(schema: Schema, fixtures: FuzzFixtures, depth: number): fc.Ar
   for (const [name, property] of Object.entries(properties)) model[name] = valueFor(property, fixtures, depth + 1);
   const record = fc.record(model, { requiredKeys: [...required].filter((k) => k in model) });
   if (schema.patternProperties || (schema.additionalProperties && typeof schema.additionalProperties === 'object')) {
-    const valueSchema = (schema.additionalProperties && typeof schema.additionalProperties === 'object' ? schema.additionalProperties : Object.values(schema.patternProperties)[0]) as Schema;
+    const valueSchema = (
+      schema.additionalProperties && typeof schema.additionalProperties === 'object' ? schema.additionalProperties : Object.values(schema.patternProperties)[0]
+    ) as Schema;
     return fc.dictionary(fc.oneof(fc.string({ minLength: 1, maxLength: 10 }), hostileString), valueFor(valueSchema, fixtures, depth + 1), { maxKeys: 3 });
   }
   // Now and then a field no schema knows.
-  return fc.tuple(record, fc.option(fc.tuple(fc.oneof(fc.constantFrom('hacker', 'id', '__proto__'), hostileString), anyHostile), { freq: 10 }))
+  return fc
+    .tuple(record, fc.option(fc.tuple(fc.oneof(fc.constantFrom('hacker', 'id', '__proto__'), hostileString), anyHostile), { freq: 10 }))
     .map(([value, extra]) => (extra ? { ...value, [extra[0]]: extra[1] } : value));
 }
 
@@ -205,18 +275,20 @@ function encode(text: string): string {
   try {
     return encodeURIComponent(text);
   } catch {
-    return [...text].map((ch) => {
-      try {
-        return encodeURIComponent(ch);
-      } catch {
-        const code = ch.charCodeAt(0);
-        return [0xe0 | (code >> 12), 0x80 | ((code >> 6) & 63), 0x80 | (code & 63)].map((b) => `%${b.toString(16).toUpperCase()}`).join('');
-      }
-    }).join('');
+    return [...text]
+      .map((ch) => {
+        try {
+          return encodeURIComponent(ch);
+        } catch {
+          const code = ch.charCodeAt(0);
+          return [0xe0 | (code >> 12), 0x80 | ((code >> 6) & 63), 0x80 | (code & 63)].map((b) => `%${b.toString(16).toUpperCase()}`).join('');
+        }
+      })
+      .join('');
   }
 }
 
-const textOf = (value: unknown): string => (value instanceof RawNumber ? value.text : typeof value === 'string' ? value : JSON.stringify(value) ?? '');
+const textOf = (value: unknown): string => (value instanceof RawNumber ? value.text : typeof value === 'string' ? value : (JSON.stringify(value) ?? ''));
 
 /** Arbitrary requests over `routes`, with the token each part of the API needs. */
 export function requestArbitrary(routes: RouteSpec[], fixtures: FuzzFixtures): fc.Arbitrary<GeneratedRequest> {
@@ -228,21 +300,37 @@ function routeRequest(route: RouteSpec, fixtures: FuzzFixtures): fc.Arbitrary<Ge
   const paramSchemas = (route.params?.properties ?? {}) as Record<string, Schema>;
   const params = fc.tuple(...paramNames.map((name) => valueFor(paramSchemas[name] ?? { type: 'string', format: 'uuid' }, fixtures)));
   const queryProperties = (route.querystring?.properties ?? {}) as Record<string, Schema>;
-  const query = fc.dictionary(
-    fc.oneof({ weight: 8, arbitrary: fc.constantFrom(...(Object.keys(queryProperties).length ? Object.keys(queryProperties) : ['limit'])) }, { weight: 1, arbitrary: fc.constantFrom('colour', 'token', '__proto__') }),
-    fc.constant(undefined),
-    { maxKeys: 4 },
-  ).chain((chosen) => fc.record(Object.fromEntries(Object.keys(chosen).map((name) => [name, valueFor(queryProperties[name], fixtures)]))));
+  const query = fc
+    .dictionary(
+      fc.oneof(
+        { weight: 8, arbitrary: fc.constantFrom(...(Object.keys(queryProperties).length ? Object.keys(queryProperties) : ['limit'])) },
+        { weight: 1, arbitrary: fc.constantFrom('colour', 'token', '__proto__') },
+      ),
+      fc.constant(undefined),
+      { maxKeys: 4 },
+    )
+    .chain((chosen) => fc.record(Object.fromEntries(Object.keys(chosen).map((name) => [name, valueFor(queryProperties[name], fixtures)]))));
   const csv = route.url.endsWith('/inventory/import');
   const body: fc.Arbitrary<string | undefined> = csv
-    ? fc.oneof(fc.constantFrom('sku,stock\nT-1,5\n', 'sku,quantity_change,note\nT-1,-1,x\n'), hostileString, fc.string({ unit: 'binary' }).map((s) => `sku,stock\n${s},1\n`))
+    ? fc.oneof(
+        fc.constantFrom('sku,stock\nT-1,5\n', 'sku,quantity_change,note\nT-1,-1,x\n'),
+        hostileString,
+        fc.string({ unit: 'binary' }).map((s) => `sku,stock\n${s},1\n`),
+      )
     : route.body
-      ? fc.oneof({ weight: 9, arbitrary: valueFor(route.body, fixtures).map(toJsonText) }, { weight: 1, arbitrary: fc.constantFrom('{"a":', 'null', '[]', '"x"', '{"price": 1e400}', `${'['.repeat(5000)}${']'.repeat(5000)}`) })
+      ? fc.oneof(
+          { weight: 9, arbitrary: valueFor(route.body, fixtures).map(toJsonText) },
+          { weight: 1, arbitrary: fc.constantFrom('{"a":', 'null', '[]', '"x"', '{"price": 1e400}', `${'['.repeat(5000)}${']'.repeat(5000)}`) },
+        )
       : fc.constant(undefined);
   return fc.tuple(params, query, body).map(([paramValues, queryValues, payload]) => {
     let path = route.url;
-    paramNames.forEach((name, i) => { path = path.replace(`:${name}`, encode(textOf(paramValues[i])) || 'x'); });
-    const search = Object.entries(queryValues).map(([k, v]) => `${encode(k)}=${encode(textOf(v))}`).join('&');
+    paramNames.forEach((name, i) => {
+      path = path.replace(`:${name}`, encode(textOf(paramValues[i])) || 'x');
+    });
+    const search = Object.entries(queryValues)
+      .map(([k, v]) => `${encode(k)}=${encode(textOf(v))}`)
+      .join('&');
     const headers: Record<string, string> = {};
     if (route.url.startsWith('/api/')) headers.authorization = `Bearer ${fixtures.readToken}`;
     if (route.url.startsWith('/admin/api/')) headers.authorization = `Bearer ${fixtures.adminToken}`;

@@ -38,7 +38,13 @@ export async function aProductWithVariants(db: Kysely<Database>, stocks: number[
     product_type: 'physical',
     sku: `TV-${process.pid}-${n}`,
     price: 25,
-    variants: stocks.map((stock, i) => ({ name: `Size ${i}`, sku: `TV-${process.pid}-${n}-${i}`, price: 25 + i, stock, attributes: { size: String(i), color: 'red' } })),
+    variants: stocks.map((stock, i) => ({
+      name: `Size ${i}`,
+      sku: `TV-${process.pid}-${n}-${i}`,
+      price: 25 + i,
+      stock,
+      attributes: { size: String(i), color: 'red' },
+    })),
     images: [{ image_url: `https://img.example.com/${n}.jpg`, is_primary: true }],
   })) as ProductJson;
 }
@@ -61,6 +67,10 @@ export interface OrderJson {
   created_at: string;
 }
 
-export async function anOrder(db: Kysely<Database>, items: { product_id: string; variant_id?: string | null; quantity: number; unit_price?: number }[], extra: { discount?: number; delivery_fee?: number } = {}) {
+export async function anOrder(
+  db: Kysely<Database>,
+  items: { product_id: string; variant_id?: string | null; quantity: number; unit_price?: number }[],
+  extra: { discount?: number; delivery_fee?: number } = {},
+) {
   return (await placeOrder(db, { source: 'online', payment_method: 'card', customer_name: 'Walk-in', items, ...extra })) as OrderJson;
 }

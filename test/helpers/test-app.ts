@@ -57,6 +57,8 @@ export async function buildTestApp(backend: Backend, env: Record<string, string>
 export async function assertDocumentsMatch(database: TestDatabase): Promise<void> {
   const differences = await checkDocuments(database.db, { limit: 5 });
   if (differences.length > 0) {
-    throw new Error(`stored documents differ from their rebuild:\n${differences.map((d) => `${d.kind} ${d.id}\n  stored:  ${d.stored}\n  rebuilt: ${d.rebuilt}`).join('\n')}`);
+    throw new Error(
+      `stored documents differ from their rebuild:\n${differences.map((d) => `${d.kind} ${d.id}\n  stored:  ${d.stored}\n  rebuilt: ${d.rebuilt}`).join('\n')}`,
+    );
   }
 }

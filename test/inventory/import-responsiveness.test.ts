@@ -49,18 +49,26 @@ describe.each(backends)('large CSV import keeps the server answering (%s)', (bac
     await database?.close();
   });
 
-  const importCsv = (csv: string) => fetch(`${base}/admin/api/v1/inventory/import`, {
-    method: 'POST', headers: { ...admin, 'content-type': 'text/csv' }, body: csv,
-  });
+  const importCsv = (csv: string) =>
+    fetch(`${base}/admin/api/v1/inventory/import`, {
+      method: 'POST',
+      headers: { ...admin, 'content-type': 'text/csv' },
+      body: csv,
+    });
   const csvOf = (rows: string[]) => `sku,stock\n${rows.join('\n')}\n`;
 
   it('answers /healthz while the import transaction is in progress, and applies every row', async () => {
-    const onCommit = () => { if (phase.movementsWritten) phase.committed = true; };
+    const onCommit = () => {
+      if (phase.movementsWritten) phase.committed = true;
+    };
     writeCommits.on('commit', onCommit);
     try {
       const importing = importCsv(csvOf(Array.from({ length: ROWS }, (_, i) => `IMP-${i + 1},${i + 7}`)));
       let finished = false;
-      const imported = importing.then((r) => { finished = true; return r; });
+      const imported = importing.then((r) => {
+        finished = true;
+        return r;
+      });
       let answeredDuringTransaction = 0;
       while (!finished) {
         const health = await fetch(`${base}/healthz`);

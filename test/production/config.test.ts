@@ -13,14 +13,21 @@ describe('configuration', () => {
   it('has defaults for everything optional, per the spec and DECISIONS.md', () => {
     const config = loadConfig({});
     expect(config).toMatchObject({
-      PORT: 3000, HOST: '127.0.0.1', RATE_LIMIT_STANDARD: 60, RATE_LIMIT_EXPORT: 10, RATE_LIMIT_WINDOW_MS: 60_000,
-      REDIS_KEY_PREFIX: 'store-api:', SHUTDOWN_TIMEOUT_MS: 25_000, LOG_LEVEL: 'info', WEBHOOK_TIMEOUT_MS: 10_000,
+      PORT: 3000,
+      HOST: '127.0.0.1',
+      RATE_LIMIT_STANDARD: 60,
+      RATE_LIMIT_EXPORT: 10,
+      RATE_LIMIT_WINDOW_MS: 60_000,
+      REDIS_KEY_PREFIX: 'store-api:',
+      SHUTDOWN_TIMEOUT_MS: 25_000,
+      LOG_LEVEL: 'info',
+      WEBHOOK_TIMEOUT_MS: 10_000,
     });
     expect(config.REDIS_URL).toBeUndefined();
     expect(Object.isFrozen(config)).toBe(true);
   });
 
-  it('defaults the webhook numbers to the spec\'s: poll every 3 s, retries after 1 min, 5 min, 30 min, 2 h, 12 h, breaker 10 failures / 30 min, old secret 24 h', () => {
+  it("defaults the webhook numbers to the spec's: poll every 3 s, retries after 1 min, 5 min, 30 min, 2 h, 12 h, breaker 10 failures / 30 min, old secret 24 h", () => {
     // Tests shrink these through configuration; this pins what a deployment gets when it sets nothing.
     const config = loadConfig({});
     expect(config.WEBHOOK_POLL_INTERVAL_MS).toBe(3_000);
@@ -67,7 +74,7 @@ describe('configuration', () => {
     expect(() => loadConfig({ PORT: 'x', LOG_LEVEL: 'y' })).toThrow(/PORT=.*\n.*LOG_LEVEL=|LOG_LEVEL=.*\n.*PORT=/s);
   });
 
-  it('stops a starting process with the variable\'s name and exit code 1, reading .env from the working directory', async () => {
+  it("stops a starting process with the variable's name and exit code 1, reading .env from the working directory", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'store-api-config-'));
     try {
       writeFileSync(join(dir, '.env'), 'RATE_LIMIT_EXPORT=ten\nDATA_DIR=./data\n');

@@ -115,7 +115,9 @@ describe.skipIf(!DATABASE_URL)('database faults never kill a process (postgres)'
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks`;
     const endpoint = await t.app.inject({
-      method: 'POST', url: '/admin/api/v1/webhooks/endpoints', headers: { ...admin, 'content-type': 'application/json' },
+      method: 'POST',
+      url: '/admin/api/v1/webhooks/endpoints',
+      headers: { ...admin, 'content-type': 'application/json' },
       payload: JSON.stringify({ url, event_types: ['customer.created'] }),
     });
     expect(endpoint.statusCode).toBe(201);
@@ -153,87 +155,110 @@ describe.skipIf(!DATABASE_URL)('database faults never kill a process (postgres)'
     const target = {
       list: { method: 'GET', path: '/api/v1/products?limit=200', headers: read },
       export: { method: 'GET', path: '/api/v1/products/export?limit=300', headers: read },
-      write: { method: 'POST', path: '/admin/api/v1/customers', headers: { ...admin, 'content-type': 'application/json' }, body: JSON.stringify({ name: `Fault ${i}` }) },
+      write: {
+        method: 'POST',
+        path: '/admin/api/v1/customers',
+        headers: { ...admin, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: `Fault ${i}` }),
+      },
       ready: { method: 'GET', path: '/readyz', headers: {} },
     }[kind]!;
-    const res = await request(`${base}${target.path}`, { method: target.method as 'GET', headers: target.headers, body: 'body' in target ? target.body : undefined });
+    const res = await request(`${base}${target.path}`, {
+      method: target.method as 'GET',
+      headers: target.headers,
+      body: 'body' in target ? target.body : undefined,
+    });
     let text: string;
     try {
       text = await res.body.text();
     } catch {
       return { kind, status: 'aborted' };
     }
-    const answer: Answer = { kind, status: res.statusCode, type: String(res.headers['content-type'] ?? ''), retryAfter: res.headers['retry-after'] as string | undefined };
+    const answer: Answer = {
+      kind,
+      status: res.statusCode,
+      type: String(res.headers['content-type'] ?? ''),
+      retryAfter: res.headers['retry-after'] as string | undefined,
+    };
     if (res.statusCode >= 400) answer.code = (JSON.parse(text) as { code: string }).code;
     return answer;
   };
 
-  it.each(ROLES)('%s: terminated backends under load, then fresh connections and deliveries', async (role) => {
-    const proc = start(role);
-    const base = await listeningUrl(proc);
-    const appName = `store-api-${role}`;
+  it.each(ROLES)(
+    '%s: terminated backends under load, then fresh connections and deliveries',
+    async (role) => {
+      const proc = start(role);
+      const base = await listeningUrl(proc);
+      const appName = `store-api-${role}`;
 
-    if (role !== 'worker') {
-      const answers: Answer[] = [];
-      let running = true;
-      const kinds = ['list', 'export', 'write', 'ready', 'list', 'export'];
-      const loops = kinds.map(async (kind, n) => {
-        for (let i = 0; running; i++) {
-          // A refused or reset connection (the process died) is recorded, and fails the test below.
-          answers.push(await call(base, kind, n * 100_000 + i).catch((error: Error) => ({ kind, status: `error ${error.message}` }) as unknown as Answer));
-        }
-      });
-      for (let round = 0; round < 3; round++) {
-        // Terminate while this process has queries running (a condition, polled), not at a guessed moment.
-        await until('a busy backend of the server', async () => (await backendsOf(appName, true)) > 0).catch(() => undefined);
-        expect(proc.child.exitCode, `round ${round}: ${proc.output()}`).toBeNull();
-        expect(await terminateBackends(), `round ${round}: ${JSON.stringify(answers.slice(-12))}`).toBeGreaterThan(0);
-        const seen = answers.length;
-        await until('answers after the fault', async () => answers.length >= seen + kinds.length);
-      }
-      running = false;
-      await Promise.all(loops);
-
-      expect(proc.child.exitCode, proc.output()).toBeNull();
-      const failures = answers.filter((a) => a.status !== 200 && a.status !== 201);
-      for (const failure of failures) {
-        // An export whose stream was cut after its 200 headers is the only other outcome.
-        if (failure.status === 'aborted') {
-          expect(failure.kind).toBe('export');
-          continue;
-        }
-        expect(failure).toMatchObject({ status: 503, code: 'service_unavailable', type: expect.stringContaining('application/problem+json') });
-        expect(Number(failure.retryAfter)).toBeGreaterThan(0);
-      }
-      expect(answers.filter((a) => a.status === 200 || a.status === 201).length).toBeGreaterThan(0);
-      // Fresh connections serve everything again.
-      for (const kind of ['list', 'export', 'write', 'ready']) {
-        await until(`${kind} answering again`, async () => {
-          const answer = await call(base, kind, 999_000);
-          return answer.status === 200 || answer.status === 201;
+      if (role !== 'worker') {
+        const answers: Answer[] = [];
+        let running = true;
+        const kinds = ['list', 'export', 'write', 'ready', 'list', 'export'];
+        const loops = kinds.map(async (kind, n) => {
+          for (let i = 0; running; i++) {
+            // A refused or reset connection (the process died) is recorded, and fails the test below.
+            answers.push(await call(base, kind, n * 100_000 + i).catch((error: Error) => ({ kind, status: `error ${error.message}` }) as unknown as Answer));
+          }
         });
-      }
-    }
+        for (let round = 0; round < 3; round++) {
+          // Terminate while this process has queries running (a condition, polled), not at a guessed moment.
+          await until('a busy backend of the server', async () => (await backendsOf(appName, true)) > 0).catch(() => undefined);
+          expect(proc.child.exitCode, `round ${round}: ${proc.output()}`).toBeNull();
+          expect(await terminateBackends(), `round ${round}: ${JSON.stringify(answers.slice(-12))}`).toBeGreaterThan(0);
+          const seen = answers.length;
+          await until('answers after the fault', async () => answers.length >= seen + kinds.length);
+        }
+        running = false;
+        await Promise.all(loops);
 
-    if (role !== 'serve') {
-      // The worker's loops and its LISTEN connection (a dedicated client) survive the fault.
-      await until('the LISTEN connection', async () => (await backendsOf('store-api-webhook-listener')) === 1);
-      for (let round = 0; round < 3; round++) {
-        await until('a busy worker backend', async () => (await backendsOf(appName, true)) > 0, 5000).catch(() => undefined);
-        await terminateBackends();
+        expect(proc.child.exitCode, proc.output()).toBeNull();
+        const failures = answers.filter((a) => a.status !== 200 && a.status !== 201);
+        for (const failure of failures) {
+          // An export whose stream was cut after its 200 headers is the only other outcome.
+          if (failure.status === 'aborted') {
+            expect(failure.kind).toBe('export');
+            continue;
+          }
+          expect(failure).toMatchObject({ status: 503, code: 'service_unavailable', type: expect.stringContaining('application/problem+json') });
+          expect(Number(failure.retryAfter)).toBeGreaterThan(0);
+        }
+        expect(answers.filter((a) => a.status === 200 || a.status === 201).length).toBeGreaterThan(0);
+        // Fresh connections serve everything again.
+        for (const kind of ['list', 'export', 'write', 'ready']) {
+          await until(`${kind} answering again`, async () => {
+            const answer = await call(base, kind, 999_000);
+            return answer.status === 200 || answer.status === 201;
+          });
+        }
       }
-      await until('the LISTEN connection back', async () => (await backendsOf('store-api-webhook-listener')) === 1);
-      const name = `After the fault (${role})`;
-      await until('the write after the fault', async () => {
-        const res = await t.app.inject({ method: 'POST', url: '/admin/api/v1/customers', headers: { ...admin, 'content-type': 'application/json' }, payload: JSON.stringify({ name }) });
-        return res.statusCode === 201;
-      });
-      await until('its delivery', async () => received.some((body) => body.includes(name)));
-      expect(proc.child.exitCode, proc.output()).toBeNull();
-    }
 
-    expect(await proc.stop('SIGTERM')).toBe(0);
-  }, 180_000);
+      if (role !== 'serve') {
+        // The worker's loops and its LISTEN connection (a dedicated client) survive the fault.
+        await until('the LISTEN connection', async () => (await backendsOf('store-api-webhook-listener')) === 1);
+        for (let round = 0; round < 3; round++) {
+          await until('a busy worker backend', async () => (await backendsOf(appName, true)) > 0, 5000).catch(() => undefined);
+          await terminateBackends();
+        }
+        await until('the LISTEN connection back', async () => (await backendsOf('store-api-webhook-listener')) === 1);
+        const name = `After the fault (${role})`;
+        await until('the write after the fault', async () => {
+          const res = await t.app.inject({
+            method: 'POST',
+            url: '/admin/api/v1/customers',
+            headers: { ...admin, 'content-type': 'application/json' },
+            payload: JSON.stringify({ name }),
+          });
+          return res.statusCode === 201;
+        });
+        await until('its delivery', async () => received.some((body) => body.includes(name)));
+        expect(proc.child.exitCode, proc.output()).toBeNull();
+      }
+
+      expect(await proc.stop('SIGTERM')).toBe(0);
+    },
+    180_000,
+  );
 
   it('serve: while the database is unreachable /readyz and the API answer 503 with Retry-After, then recover', async () => {
     const pgUrl = new URL(t.database.url!);

@@ -255,16 +255,20 @@ describe.skipIf(Boolean(skipReason))('fleet: serve ×2 + worker ×2 on PostgreSQ
     // Every delivery was settled by the worker that sent it — including the ones in flight at
     // SIGTERM — in one attempt; none is left leased to a stopped worker for a later repeat.
     // The receiver records a request before the worker has read the answer: wait for the last settles.
-    const settled = () => sql<{ status: string; attempt_count: number; attempts: number; locked_by: string | null }>`
+    const settled = () =>
+      sql<{ status: string; attempt_count: number; attempts: number; locked_by: string | null }>`
       SELECT d.status, d.attempt_count, d.locked_by,
              (SELECT count(*) FROM webhook_attempts a WHERE a.delivery_id = d.id)::int AS attempts
       FROM webhook_deliveries d WHERE d.event_type = 'customer.created'
     `.execute(database.db);
     // (An abandoned attempt would stay leased past this wait: WEBHOOK_LEASE_MS is 40 s.)
-    await vi.waitFor(async () => {
-      const { rows } = await settled();
-      expect(rows.filter((d) => d.locked_by !== null)).toEqual([]);
-    }, { timeout: 30_000, interval: 100 });
+    await vi.waitFor(
+      async () => {
+        const { rows } = await settled();
+        expect(rows.filter((d) => d.locked_by !== null)).toEqual([]);
+      },
+      { timeout: 30_000, interval: 100 },
+    );
     const { rows: deliveries } = await settled();
     expect(deliveries).toHaveLength(3 * BATCH);
     for (const d of deliveries) expect(d).toMatchObject({ status: 'succeeded', attempt_count: 1, attempts: 1, locked_by: null });
@@ -279,11 +283,13 @@ describe.skipIf(Boolean(skipReason))('fleet: serve ×2 + worker ×2 on PostgreSQ
     // Signed per Standard Webhooks with the endpoint's secret.
     const verifier = new Webhook(endpointSecret);
     for (const r of receiver.received.slice(0, 5)) {
-      expect(() => verifier.verify(r.body, {
-        'webhook-id': String(r.headers['webhook-id']),
-        'webhook-timestamp': String(r.headers['webhook-timestamp']),
-        'webhook-signature': String(r.headers['webhook-signature']),
-      })).not.toThrow();
+      expect(() =>
+        verifier.verify(r.body, {
+          'webhook-id': String(r.headers['webhook-id']),
+          'webhook-timestamp': String(r.headers['webhook-timestamp']),
+          'webhook-signature': String(r.headers['webhook-signature']),
+        }),
+      ).not.toThrow();
     }
   });
 

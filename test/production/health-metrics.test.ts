@@ -40,7 +40,9 @@ describe.each(backends)('health and metrics (%s)', (backend) => {
   });
 
   it('/readyz is 503 problem+json naming the pending migration', async () => {
-    const { rows } = await sql<{ name: string; timestamp: string }>`SELECT name, timestamp FROM kysely_migration ORDER BY name DESC LIMIT 1`.execute(t.database.db);
+    const { rows } = await sql<{ name: string; timestamp: string }>`SELECT name, timestamp FROM kysely_migration ORDER BY name DESC LIMIT 1`.execute(
+      t.database.db,
+    );
     const latest = rows[0]!;
     await sql`DELETE FROM kysely_migration WHERE name = ${latest.name}`.execute(t.database.db);
     try {
@@ -100,7 +102,9 @@ describe.each(backends)('health and metrics (%s)', (backend) => {
     await t.app.inject({ url: '/api/v1/customers/export', headers });
     await t.app.inject({ url: '/api/v1/customers/export', headers });
     const after = (await scrape()).metrics;
-    const delta = (cls: string) => metricSum(after, 'store_api_rate_limit_rejections_total', `class="${cls}"`) - metricSum(before, 'store_api_rate_limit_rejections_total', `class="${cls}"`);
+    const delta = (cls: string) =>
+      metricSum(after, 'store_api_rate_limit_rejections_total', `class="${cls}"`) -
+      metricSum(before, 'store_api_rate_limit_rejections_total', `class="${cls}"`);
     expect(delta('standard')).toBe(2);
     expect(delta('export')).toBe(1);
     expect(metricSum(after, 'http_requests_total', 'route="/api/v1/customers"', 'status_code="429"')).toBeGreaterThanOrEqual(2);
@@ -115,7 +119,10 @@ describe.each(backends)('health and metrics (%s)', (backend) => {
     expect(metricSum(metrics, 'store_api_db_pool_connections', 'state="total"')).toBe(stats.total);
     expect(metricSum(metrics, 'store_api_db_pool_connections', 'state="idle"')).toBe(stats.idle);
     for (const state of ['total', 'idle', 'in_use', 'waiting']) {
-      expect([...metrics.keys()].some((k) => k === `store_api_db_pool_connections{state="${state}"}`), state).toBe(true);
+      expect(
+        [...metrics.keys()].some((k) => k === `store_api_db_pool_connections{state="${state}"}`),
+        state,
+      ).toBe(true);
     }
     expect(metricSum(metrics, 'process_resident_memory_bytes')).toBeGreaterThan(0);
   });
@@ -123,7 +130,11 @@ describe.each(backends)('health and metrics (%s)', (backend) => {
   it('reports the webhook queue depth from the database, and the webhook metric families', async () => {
     const { text, metrics } = await scrape();
     expect(metrics.get('store_api_webhook_queue_depth')).toBe(0);
-    for (const family of ['store_api_webhook_deliveries_attempted_total', 'store_api_webhook_deliveries_dead_lettered_total', 'store_api_webhook_attempt_duration_seconds']) {
+    for (const family of [
+      'store_api_webhook_deliveries_attempted_total',
+      'store_api_webhook_deliveries_dead_lettered_total',
+      'store_api_webhook_attempt_duration_seconds',
+    ]) {
       expect(text, family).toContain(`# TYPE ${family} `);
     }
   });

@@ -9,7 +9,11 @@ import { backends } from '../helpers/test-database.ts';
 import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { aProduct } from '../helpers/store-fixtures.ts';
 
-interface RawResponse { status: number; headers: Record<string, string>; body: string }
+interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
 
 /** Sends `text` as is on a new connection and parses the one response that comes back. */
 function rawRequest(port: number, text: string): Promise<RawResponse> {
@@ -63,7 +67,10 @@ describe.each(backends)('hostile requests over the wire (%s)', (backend) => {
     const configured = await start({ PUBLIC_URL: 'https://api.shop.example' });
     const { authorization: own } = await configured.t.auth();
     for (let i = 0; i < 2; i++) await aProduct(configured.t.ctx.database.db);
-    const res = await rawRequest(configured.port, `GET http://evil.example/api/v1/products?limit=1 HTTP/1.1\r\nHost: evil.example\r\nX-Forwarded-Host: evil.example\r\nAuthorization: ${own}\r\nConnection: close\r\n\r\n`);
+    const res = await rawRequest(
+      configured.port,
+      `GET http://evil.example/api/v1/products?limit=1 HTTP/1.1\r\nHost: evil.example\r\nX-Forwarded-Host: evil.example\r\nAuthorization: ${own}\r\nConnection: close\r\n\r\n`,
+    );
     expect(res.status).toBe(200);
     expect(res.headers.link).toMatch(/^<https:\/\/api\.shop\.example\/api\/v1\/products\?limit=1&cursor=[^>]+>; rel="next"$/);
   });

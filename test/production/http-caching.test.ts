@@ -61,7 +61,12 @@ describe.each(backends)('conditional GET, compression and Link (%s)', (backend) 
     it('changes the ETag when the record changes', async () => {
       const id = (await t.app.inject({ url: '/api/v1/products?limit=1', headers })).json().data[0].id as string;
       const before = await t.app.inject({ url: `/api/v1/products/${id}`, headers });
-      const patched = await t.app.inject({ method: 'PATCH', url: `/admin/api/v1/products/${id}`, headers: admin, payload: { name: 'Renamed for the ETag test' } });
+      const patched = await t.app.inject({
+        method: 'PATCH',
+        url: `/admin/api/v1/products/${id}`,
+        headers: admin,
+        payload: { name: 'Renamed for the ETag test' },
+      });
       expect(patched.statusCode).toBe(200);
       const after = await t.app.inject({ url: `/api/v1/products/${id}`, headers: { ...headers, 'if-none-match': before.headers.etag as string } });
       expect(after.statusCode).toBe(200);
@@ -174,7 +179,11 @@ describe.each(backends)('conditional GET, compression and Link (%s)', (backend) 
     });
 
     it('makes the link absolute on PUBLIC_URL when one is configured', async () => {
-      const app = await buildApp({ ...t.ctx, config: loadConfig({ LOG_LEVEL: 'silent', SEED_DEMO: 'false', PUBLIC_URL: 'https://store.example/' }), logger: pino({ level: 'silent' }) });
+      const app = await buildApp({
+        ...t.ctx,
+        config: loadConfig({ LOG_LEVEL: 'silent', SEED_DEMO: 'false', PUBLIC_URL: 'https://store.example/' }),
+        logger: pino({ level: 'silent' }),
+      });
       try {
         const { token } = await createToken(t.database.db, { name: 'public url' });
         const res = await app.inject({ url: '/api/v1/customers?limit=3', headers: { authorization: `Bearer ${token}` } });

@@ -47,7 +47,9 @@ describe.each(backends)('logs (%s)', (backend) => {
     const requestLines = parsed().filter((l) => l.req || l.res);
     expect(requestLines.length).toBeGreaterThanOrEqual(6);
     for (const line of requestLines) expect(line.request_id, JSON.stringify(line)).toEqual(expect.any(String));
-    const ofMine = parsed().filter((l) => l.request_id === 'erp-sync-42').map((l) => l.msg);
+    const ofMine = parsed()
+      .filter((l) => l.request_id === 'erp-sync-42')
+      .map((l) => l.msg);
     expect(ofMine).toEqual(expect.arrayContaining(['incoming request', 'request completed']));
     expect(parsed().some((l) => l.request_id === generated.headers['x-request-id'])).toBe(true);
     for (const line of parsed()) expect(typeof line.time === 'string' && typeof line.level === 'number').toBe(true);
@@ -61,12 +63,20 @@ describe.each(backends)('logs (%s)', (backend) => {
     await app.inject({ url: '/api/v1/products', headers: { authorization: `Bearer ${revokedProbe}` } });
     await app.inject({ url: '/api/v1/products', headers: { authorization: `Bearer ${reader}x` } });
     await app.inject({ url: '/api/v1/products?cursor=bad', headers: { authorization: `Bearer ${reader}` } });
-    const created = await app.inject({ method: 'POST', url: '/admin/api/v1/tokens', headers: { authorization: `Bearer ${admin}` }, payload: { name: 'from admin' } });
+    const created = await app.inject({
+      method: 'POST',
+      url: '/admin/api/v1/tokens',
+      headers: { authorization: `Bearer ${admin}` },
+      payload: { name: 'from admin' },
+    });
     expect(created.statusCode).toBe(201);
     const createdSecret = JSON.stringify(created.json()).match(/sia_[A-Za-z0-9_-]{43}/)?.[0];
     expect(createdSecret).toBeDefined();
     // Code that logs an object holding credentials by hand gets them redacted.
-    app.log.info({ token: reader, endpoint: { url: 'https://erp.example', secret: 'whsec_c2VjcmV0LXZhbHVl' }, headers: { authorization: `Bearer ${reader}` } }, 'hand-written log line');
+    app.log.info(
+      { token: reader, endpoint: { url: 'https://erp.example', secret: 'whsec_c2VjcmV0LXZhbHVl' }, headers: { authorization: `Bearer ${reader}` } },
+      'hand-written log line',
+    );
 
     // Tokens where they do not belong: in the query under the usual names, in the path, as a request id.
     for (const name of ['token', 'access_token', 'api_key', 'apiKey']) {

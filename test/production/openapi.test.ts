@@ -40,7 +40,12 @@ const API_OPERATIONS: Array<[path: string, scope: string | string[], kind: 'list
 ];
 const OPS_PATHS = ['/healthz', '/readyz', '/metrics'];
 /** The routes every declared resource has (resources/registry.ts): the spec's above, and any added since. */
-const DECLARED_PATHS = RESOURCES.flatMap((r) => [`/api/v1/${r.path}`, `/api/v1/${r.path}/export`, `/api/v1/${r.path}/snapshot`, ...(r.single ? [`/api/v1/${r.path}/{id}`] : [])]);
+const DECLARED_PATHS = RESOURCES.flatMap((r) => [
+  `/api/v1/${r.path}`,
+  `/api/v1/${r.path}/export`,
+  `/api/v1/${r.path}/snapshot`,
+  ...(r.single ? [`/api/v1/${r.path}/{id}`] : []),
+]);
 
 type Json = Record<string, any>;
 
@@ -83,9 +88,17 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
   it('documents the admin API apart: Admin tags, the admin scope, problem responses, Idempotency-Key on every POST', () => {
     const adminPaths = Object.keys(doc.paths).filter((path) => path.startsWith('/admin/api/v1/'));
     // The routes the admin API registers, each documented.
-    for (const path of ['/admin/api/v1/tokens', '/admin/api/v1/tokens/{id}/revoke', '/admin/api/v1/orders', '/admin/api/v1/products',
-      '/admin/api/v1/webhooks/endpoints', '/admin/api/v1/webhooks/endpoints/{id}/replay', '/admin/api/v1/webhooks/deliveries',
-      '/admin/api/v1/webhooks/deliveries/{id}/retry']) expect(adminPaths).toContain(path);
+    for (const path of [
+      '/admin/api/v1/tokens',
+      '/admin/api/v1/tokens/{id}/revoke',
+      '/admin/api/v1/orders',
+      '/admin/api/v1/products',
+      '/admin/api/v1/webhooks/endpoints',
+      '/admin/api/v1/webhooks/endpoints/{id}/replay',
+      '/admin/api/v1/webhooks/deliveries',
+      '/admin/api/v1/webhooks/deliveries/{id}/retry',
+    ])
+      expect(adminPaths).toContain(path);
     const adminTags = new Set((doc.tags as Json[]).map((tag) => tag.name).filter((name: string) => name.startsWith('Admin: ')));
     for (const path of adminPaths) {
       for (const [method, op] of Object.entries(doc.paths[path]) as [string, Json][]) {
@@ -117,7 +130,12 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
     // Several scopes: any one of them (one security requirement each).
     expect(op.security).toEqual((Array.isArray(scope) ? scope : [scope]).map((s) => ({ bearerAuth: [s] })));
     const params = op.parameters.map(resolve);
-    expect(params.filter((p: Json) => p.in === 'query').map((p: Json) => p.name).sort()).toEqual([...query].sort());
+    expect(
+      params
+        .filter((p: Json) => p.in === 'query')
+        .map((p: Json) => p.name)
+        .sort(),
+    ).toEqual([...query].sort());
     if (kind === 'single') {
       expect(params.find((p: Json) => p.in === 'path')).toMatchObject({ name: 'id', required: true });
       expect(params.find((p: Json) => p.in === 'header')).toMatchObject({ name: 'If-None-Match' });
@@ -158,8 +176,29 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
 
   it('names the resource schemas as components, with every field of the spec', () => {
     const schemas = doc.components.schemas;
-    expect(Object.keys(schemas)).toEqual(expect.arrayContaining(['Product', 'Variant', 'Image', 'Order', 'OrderItem', 'Customer', 'InventoryRecord', 'StockMovement', 'Pagination', 'Problem']));
-    expect(Object.keys(schemas.Product.properties)).toEqual(expect.arrayContaining(['id', 'name', 'slug', 'product_type', 'barcode', 'sku', 'price', 'cost_price', 'stock', 'category_id', 'thumbnail_url', 'is_active', 'variants', 'images', 'created_at', 'last_modified']));
+    expect(Object.keys(schemas)).toEqual(
+      expect.arrayContaining(['Product', 'Variant', 'Image', 'Order', 'OrderItem', 'Customer', 'InventoryRecord', 'StockMovement', 'Pagination', 'Problem']),
+    );
+    expect(Object.keys(schemas.Product.properties)).toEqual(
+      expect.arrayContaining([
+        'id',
+        'name',
+        'slug',
+        'product_type',
+        'barcode',
+        'sku',
+        'price',
+        'cost_price',
+        'stock',
+        'category_id',
+        'thumbnail_url',
+        'is_active',
+        'variants',
+        'images',
+        'created_at',
+        'last_modified',
+      ]),
+    );
     expect(schemas.Product.properties.variants.items).toEqual({ $ref: '#/components/schemas/Variant' });
     expect(Object.keys(schemas.Problem.properties)).toEqual(expect.arrayContaining(['type', 'title', 'status', 'detail', 'code', 'errors']));
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
@@ -168,7 +207,19 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
   it('describes every webhook event with its payload and signature headers', () => {
     expect(Object.keys(doc.webhooks).sort()).toEqual([...EVENT_TYPES].sort());
     // …among them every type the spec names (DECISIONS.md).
-    expect(EVENT_TYPES).toEqual(expect.arrayContaining(['product.created', 'product.updated', 'order.created', 'order.updated', 'customer.created', 'customer.updated', 'inventory.updated', 'stock_movement.created', 'ping']));
+    expect(EVENT_TYPES).toEqual(
+      expect.arrayContaining([
+        'product.created',
+        'product.updated',
+        'order.created',
+        'order.updated',
+        'customer.created',
+        'customer.updated',
+        'inventory.updated',
+        'stock_movement.created',
+        'ping',
+      ]),
+    );
     for (const type of EVENT_TYPES) {
       const post = doc.webhooks[type].post;
       const body = post.requestBody.content['application/json'].schema;
@@ -179,7 +230,9 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
       expect(post.requestBody.content['application/json'].example).toEqual(exampleEvent(type as never));
     }
     expect(doc.webhooks['order.updated'].post.requestBody.content['application/json'].schema.properties.data).toEqual({ $ref: '#/components/schemas/Order' });
-    expect(doc.webhooks['stock_movement.created'].post.requestBody.content['application/json'].schema.properties.data).toEqual({ $ref: '#/components/schemas/StockMovement' });
+    expect(doc.webhooks['stock_movement.created'].post.requestBody.content['application/json'].schema.properties.data).toEqual({
+      $ref: '#/components/schemas/StockMovement',
+    });
   });
 
   it('gives every webhook event type an example payload that its schema accepts', () => {
@@ -191,8 +244,7 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
     const list = doc.paths['/api/v1/events'].get.responses['200'].content['application/json'].schema;
     expect(list.properties.data.items).toEqual({ $ref: '#/components/schemas/Event' });
     const union = doc.components.schemas.Event.anyOf as Json[];
-    const webhookBodies = EVENT_TYPES.filter((type) => type !== 'ping')
-      .map((type) => doc.webhooks[type].post.requestBody.content['application/json'].schema);
+    const webhookBodies = EVENT_TYPES.filter((type) => type !== 'ping').map((type) => doc.webhooks[type].post.requestBody.content['application/json'].schema);
     expect(union).toEqual(webhookBodies);
   });
 

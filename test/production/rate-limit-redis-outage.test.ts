@@ -51,7 +51,9 @@ class OwnRedis {
 
   async start(): Promise<void> {
     this.#output = '';
-    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.#child = child;
     child.stdout!.on('data', (c: Buffer) => (this.#output += c.toString()));
     await until('redis-server to accept connections', () => /Ready to accept connections/.test(this.#output) || child.exitCode !== null, 20_000);
@@ -152,7 +154,9 @@ describe.skipIf(!haveRedisServer).each(backends)('rate limits through a Redis ou
     const value = async (metric: { get(): Promise<{ values: { value: number }[] }> }) => (await metric.get()).values[0]?.value ?? 0;
 
     await until('counted requests', async () => (await get()).headers['x-ratelimit-remaining'] !== undefined);
-    const outagesBefore = outageLines().length, recoveriesBefore = recoveryLines().length, warningsBefore = warnings().length;
+    const outagesBefore = outageLines().length,
+      recoveriesBefore = recoveryLines().length,
+      warningsBefore = warnings().length;
     const errorsBefore = await value(rateLimitStoreErrors);
 
     redis.pause();
@@ -163,7 +167,7 @@ describe.skipIf(!haveRedisServer).each(backends)('rate limits through a Redis ou
         expect(res.statusCode).toBe(200);
         return outageLines().length > outagesBefore;
       });
-      expect(await value(rateLimitStoreErrors) - errorsBefore).toBe(REDIS_BREAKER.failures);
+      expect((await value(rateLimitStoreErrors)) - errorsBefore).toBe(REDIS_BREAKER.failures);
       expect(await value(rateLimitStoreOut)).toBe(1);
       const uncountedBefore = await value(rateLimitUncounted);
       for (let i = 0; i < 20; i++) {
@@ -172,8 +176,8 @@ describe.skipIf(!haveRedisServer).each(backends)('rate limits through a Redis ou
         expect(res.headers['x-ratelimit-remaining']).toBeUndefined();
       }
       // Served without asking Redis: no more failed checks, 20 more uncounted requests.
-      expect(await value(rateLimitStoreErrors) - errorsBefore).toBe(REDIS_BREAKER.failures);
-      expect(await value(rateLimitUncounted) - uncountedBefore).toBe(20);
+      expect((await value(rateLimitStoreErrors)) - errorsBefore).toBe(REDIS_BREAKER.failures);
+      expect((await value(rateLimitUncounted)) - uncountedBefore).toBe(20);
       expect(outageLines()).toHaveLength(outagesBefore + 1);
       expect(warnings()).toHaveLength(warningsBefore + 1);
       expect(JSON.stringify(outageLines().at(-1))).not.toMatch(/stack/);

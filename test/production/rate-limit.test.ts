@@ -72,7 +72,7 @@ describe.each(backends)('rate limits (%s)', (backend) => {
     expectRateLimitHeaders(standard.headers, 'standard', 60, 59, 60);
   });
 
-  it('applies a token\'s own limits over the deployment defaults', async () => {
+  it("applies a token's own limits over the deployment defaults", async () => {
     const headers = await tokenHeader(t, { rateLimitStandard: 3, rateLimitExport: 1 });
     for (let i = 1; i <= 3; i++) expect((await t.app.inject({ url: '/api/v1/customers', headers })).statusCode).toBe(200);
     const refused = await t.app.inject({ url: '/api/v1/customers', headers });
@@ -82,7 +82,7 @@ describe.each(backends)('rate limits (%s)', (backend) => {
     expect((await t.app.inject({ url: '/api/v1/customers/export', headers })).statusCode).toBe(429);
   });
 
-  it('counts per token: one token\'s exhaustion leaves another untouched', async () => {
+  it("counts per token: one token's exhaustion leaves another untouched", async () => {
     const first = await tokenHeader(t, { rateLimitStandard: 1 });
     const second = await tokenHeader(t, { rateLimitStandard: 1 });
     expect((await t.app.inject({ url: '/api/v1/products', headers: first })).statusCode).toBe(200);
@@ -120,9 +120,12 @@ describe.each(backends)('rate limits (%s)', (backend) => {
       expect(refused.statusCode).toBe(429);
       const resetAt = Number(refused.headers['x-ratelimit-reset']) * 1000;
       // The window ends at X-RateLimit-Reset; a request after that instant is counted afresh.
-      await vi.waitFor(async () => {
-        expect(Date.now()).toBeGreaterThanOrEqual(resetAt);
-      }, { timeout: 3000, interval: 50 });
+      await vi.waitFor(
+        async () => {
+          expect(Date.now()).toBeGreaterThanOrEqual(resetAt);
+        },
+        { timeout: 3000, interval: 50 },
+      );
       const fresh = await app.inject({ url: '/api/v1/products', headers });
       expect(fresh.statusCode).toBe(200);
       expect(fresh.headers['x-ratelimit-remaining']).toBe('1');

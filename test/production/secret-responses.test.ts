@@ -23,7 +23,12 @@ describe.each(backends)('responses carrying a secret (%s)', (backend) => {
     expect(token.statusCode).toBe(201);
     expect(token.headers['cache-control']).toBe('no-store');
 
-    const endpoint = await t.app.inject({ method: 'POST', url: '/admin/api/v1/webhooks/endpoints', headers: admin, payload: { url: 'http://127.0.0.1:9/hook' } });
+    const endpoint = await t.app.inject({
+      method: 'POST',
+      url: '/admin/api/v1/webhooks/endpoints',
+      headers: admin,
+      payload: { url: 'http://127.0.0.1:9/hook' },
+    });
     expect(endpoint.statusCode, endpoint.body).toBe(201);
     expect(endpoint.headers['cache-control']).toBe('no-store');
     const id = endpoint.json().data.id as string;

@@ -27,7 +27,12 @@ function exchange(port: number, drive: (socket: Socket) => void): Promise<Exchan
     socket.on('close', () => {
       const raw = Buffer.concat(chunks).toString('latin1');
       const at = raw.indexOf('\r\n\r\n');
-      resolve({ raw, status: Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1] ?? 0), headers: at === -1 ? raw : raw.slice(0, at), body: at === -1 ? '' : raw.slice(at + 4) });
+      resolve({
+        raw,
+        status: Number(/^HTTP\/1\.1 (\d{3})/.exec(raw)?.[1] ?? 0),
+        headers: at === -1 ? raw : raw.slice(0, at),
+        body: at === -1 ? '' : raw.slice(at + 4),
+      });
     });
     socket.on('connect', () => drive(socket));
   });
@@ -39,7 +44,9 @@ describe('timeouts of slow clients: defaults', () => {
     expect(config.REQUEST_TIMEOUT_MS).toBe(30_000);
     expect(config.HEADERS_TIMEOUT_MS).toBe(10_000);
     expect(config.KEEP_ALIVE_TIMEOUT_MS).toBe(72_000);
-    expect(() => loadConfig({ REQUEST_TIMEOUT_MS: '1000', HEADERS_TIMEOUT_MS: '2000' })).toThrow(/HEADERS_TIMEOUT_MS="2000": must not exceed REQUEST_TIMEOUT_MS/);
+    expect(() => loadConfig({ REQUEST_TIMEOUT_MS: '1000', HEADERS_TIMEOUT_MS: '2000' })).toThrow(
+      /HEADERS_TIMEOUT_MS="2000": must not exceed REQUEST_TIMEOUT_MS/,
+    );
   });
 
   it('the server is built with them', async () => {
@@ -79,7 +86,9 @@ describe('slow clients are cut', () => {
     let timer: NodeJS.Timeout | undefined;
     const answer = await exchange(port, (socket) => {
       socket.write(slowHead);
-      timer = setInterval(() => { if (socket.writable) socket.write('x'); }, 20);
+      timer = setInterval(() => {
+        if (socket.writable) socket.write('x');
+      }, 20);
       socket.on('close', () => clearInterval(timer));
     });
     expect(answer.status).toBe(408);
@@ -114,7 +123,10 @@ describe('requests the HTTP parser refuses', () => {
   it('headers too large: 431 problem+json with a grammatical detail', async () => {
     const answer = await exchange(port, (socket) => socket.write(bigHeaders('GET')));
     expect(answer.status).toBe(431);
-    expect(JSON.parse(answer.body)).toMatchObject({ code: 'header_fields_too_large', detail: 'The request headers are larger than the server accepts (16 KiB in all).' });
+    expect(JSON.parse(answer.body)).toMatchObject({
+      code: 'header_fields_too_large',
+      detail: 'The request headers are larger than the server accepts (16 KiB in all).',
+    });
   });
 
   it('a HEAD refused by the parser gets the status and headers but no body', async () => {

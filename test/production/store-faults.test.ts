@@ -29,8 +29,10 @@ const DATABASE_URL = process.env.TEST_DATABASE_URL;
 
 /** Makes every UPDATE of products fail as a full disk does, with `message`. */
 async function failProductWrites(t: TestApp, message: string): Promise<void> {
-  await sql.raw(`CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN RAISE EXCEPTION '${message.replace(/'/g, "''")}' USING ERRCODE = '53100'; END $$`).execute(t.database.db);
+  await sql
+    .raw(`CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN RAISE EXCEPTION '${message.replace(/'/g, "''")}' USING ERRCODE = '53100'; END $$`)
+    .execute(t.database.db);
   await sql`CREATE TRIGGER disk_full BEFORE UPDATE ON products FOR EACH ROW EXECUTE FUNCTION disk_full()`.execute(t.database.db);
 }
 
@@ -164,7 +166,11 @@ describe.skipIf(!DATABASE_URL)('connections PostgreSQL refuses (postgres)', () =
     ['3D000 no such database', () => urlOf(`${name}_missing`), '3D000'],
   ])('%s: the API and /readyz answer 503 with Retry-After', async (_label, url, sqlstate) => {
     const database = await openDatabase({ databaseUrl: url(), poolSize: 2 });
-    const direct = await database.db.selectFrom('products').select('id').execute().catch((error: { code?: string }) => error);
+    const direct = await database.db
+      .selectFrom('products')
+      .select('id')
+      .execute()
+      .catch((error: { code?: string }) => error);
     expect((direct as { code?: string }).code).toBe(sqlstate);
     const app = await buildApp({ config: loadConfig({ LOG_LEVEL: 'silent', SEED_DEMO: 'false' }), database, logger: pino({ level: 'silent' }) });
     try {
@@ -191,7 +197,10 @@ describe('the embedded database on a disk low on space (pglite data directory)',
     const { createToken } = await import('../../src/tokens/token.service.ts');
     const dir = mkdtempSync(join(tmpdir(), 'store-faults-low-'));
     try {
-      for (const [minFreeBytes, expected] of [[Number.MAX_SAFE_INTEGER, 507], [1, 201]] as const) {
+      for (const [minFreeBytes, expected] of [
+        [Number.MAX_SAFE_INTEGER, 507],
+        [1, 201],
+      ] as const) {
         const database = await openDatabase({ dataDir: dir, template: false, minFreeBytes: 0 });
         await migrateToLatest(database.db);
         const { token } = await createToken(database.db, { name: 'low', scopes: ['admin'] });
@@ -200,7 +209,12 @@ describe('the embedded database on a disk low on space (pglite data directory)',
         const app = await buildApp({ config: loadConfig({ LOG_LEVEL: 'silent', SEED_DEMO: 'false' }), database: low, logger: pino({ level: 'silent' }) });
         try {
           const headers = { authorization: `Bearer ${token}` };
-          const res = await app.inject({ method: 'POST', url: '/admin/api/v1/products', headers, payload: { name: 'Low disk', product_type: 'physical', price: 1 } });
+          const res = await app.inject({
+            method: 'POST',
+            url: '/admin/api/v1/products',
+            headers,
+            payload: { name: 'Low disk', product_type: 'physical', price: 1 },
+          });
           expect(res.statusCode, res.body).toBe(expected);
           const ready = await app.inject({ url: '/readyz' });
           expect((await app.inject({ url: '/admin/api/v1/tokens', headers })).statusCode).toBe(200);

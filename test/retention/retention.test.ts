@@ -29,7 +29,9 @@ describe('retention configuration', () => {
     expect(policy).toMatchObject({ eventsMs: 30 * DAY, deliveriesMs: 30 * DAY, deadLettersMs: 90 * DAY, auditLogMs: 365 * DAY });
     const now = Date.parse('2026-11-23T12:00:00Z');
     expect(cutoffsAt(policy, now)).toEqual({
-      events: '2026-10-24T12:00:00.000000Z', deliveries: '2026-10-24T12:00:00.000000Z', deadLetters: '2026-08-25T12:00:00.000000Z',
+      events: '2026-10-24T12:00:00.000000Z',
+      deliveries: '2026-10-24T12:00:00.000000Z',
+      deadLetters: '2026-08-25T12:00:00.000000Z',
       auditLog: '2025-11-23T12:00:00.000000Z',
     });
   });
@@ -47,10 +49,12 @@ describe('retention configuration', () => {
   });
 
   it('refuses dead letters kept shorter than succeeded deliveries', () => {
-    expect(() => loadConfig({ WEBHOOK_DELIVERY_RETENTION_MS: String(10 * DAY), WEBHOOK_DEAD_LETTER_RETENTION_MS: String(5 * DAY) }))
-      .toThrow(/WEBHOOK_DEAD_LETTER_RETENTION_MS="432000000": must be at least WEBHOOK_DELIVERY_RETENTION_MS/);
-    expect(() => loadConfig({ WEBHOOK_DELIVERY_RETENTION_MS: String(100 * DAY) }))
-      .toThrow(/WEBHOOK_DELIVERY_RETENTION_MS="8640000000": must not exceed WEBHOOK_DEAD_LETTER_RETENTION_MS/);
+    expect(() => loadConfig({ WEBHOOK_DELIVERY_RETENTION_MS: String(10 * DAY), WEBHOOK_DEAD_LETTER_RETENTION_MS: String(5 * DAY) })).toThrow(
+      /WEBHOOK_DEAD_LETTER_RETENTION_MS="432000000": must be at least WEBHOOK_DELIVERY_RETENTION_MS/,
+    );
+    expect(() => loadConfig({ WEBHOOK_DELIVERY_RETENTION_MS: String(100 * DAY) })).toThrow(
+      /WEBHOOK_DELIVERY_RETENTION_MS="8640000000": must not exceed WEBHOOK_DEAD_LETTER_RETENTION_MS/,
+    );
   });
 });
 
@@ -142,8 +146,10 @@ describe.each(backends)('retention pruning (%s)', (backend) => {
     const worker = await kit.startWorker();
     const product = await aProduct(db);
     await receiver.waitFor((r) => r.json.type === 'product.created' && (r.json.data as { id: string }).id === product.id);
-    const inFlight = (await sql<{ id: string; locked_until: string | null; status: string }>`
-      SELECT id::text, locked_until::text, status FROM webhook_deliveries WHERE event_type = 'product.created'`.execute(db)).rows;
+    const inFlight = (
+      await sql<{ id: string; locked_until: string | null; status: string }>`
+      SELECT id::text, locked_until::text, status FROM webhook_deliveries WHERE event_type = 'product.created'`.execute(db)
+    ).rows;
     expect(inFlight.length).toBeGreaterThan(0);
     expect(inFlight.every((d) => d.status === 'pending' && d.locked_until !== null)).toBe(true);
 
@@ -171,14 +177,20 @@ describe.each(backends)('retention pruning (%s)', (backend) => {
 
     // The held deliveries complete normally after all that.
     release();
-    await until(async () => (await sql<{ n: number }>`
-      SELECT count(*)::int AS n FROM webhook_deliveries WHERE event_type = 'product.created' AND status = 'succeeded'`.execute(db)).rows[0]!.n === inFlight.length);
+    await until(
+      async () =>
+        (
+          await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM webhook_deliveries WHERE event_type = 'product.created' AND status = 'succeeded'`.execute(db)
+        ).rows[0]!.n === inFlight.length,
+    );
     await worker.stop();
     receiver.respond = ok;
   });
 
   it('tells readers how far back data goes: feed and replay 400 naming the oldest instant, stats', async () => {
-    const oldest = (await sql<{ at: string }>`SELECT iso_utc(oldest_available) AS at FROM retention_watermarks WHERE table_name = 'events'`.execute(db)).rows[0]!.at;
+    const oldest = (await sql<{ at: string }>`SELECT iso_utc(oldest_available) AS at FROM retention_watermarks WHERE table_name = 'events'`.execute(db))
+      .rows[0]!.at;
     const read = await kit.t.auth(['products:read']);
     const feed = await kit.t.app.inject({ url: `/api/v1/events?cursor=${ago(31 * DAY)}`, headers: read });
     expect(feed.statusCode).toBe(400);
@@ -194,7 +206,10 @@ describe.each(backends)('retention pruning (%s)', (backend) => {
     const stats = await kit.api('GET', '/webhooks/stats?hours=1');
     expect(stats.status).toBe(200);
     expect(stats.body.data.retention).toMatchObject({
-      delivery_retention_ms: 30 * DAY, dead_letter_retention_ms: 90 * DAY, event_retention_ms: 30 * DAY, events_complete_since: oldest,
+      delivery_retention_ms: 30 * DAY,
+      dead_letter_retention_ms: 90 * DAY,
+      event_retention_ms: 30 * DAY,
+      events_complete_since: oldest,
     });
     expect(stats.body.data.retention.deliveries_complete_since).toMatch(/Z$/);
     expect(stats.body.data.retention.oldest_delivery_at).toMatch(/Z$/);
@@ -202,8 +217,16 @@ describe.each(backends)('retention pruning (%s)', (backend) => {
 
   it('runs in its own loop: a log line and metrics per run', async () => {
     const lines: Record<string, unknown>[] = [];
-    const logger = pino({ level: 'info' }, new Writable({ write(chunk, _enc, done) { lines.push(JSON.parse(String(chunk))); done(); } }));
-    const runs = async () => (await client.register.getSingleMetricAsString('store_api_retention_runs_total'));
+    const logger = pino(
+      { level: 'info' },
+      new Writable({
+        write(chunk, _enc, done) {
+          lines.push(JSON.parse(String(chunk)));
+          done();
+        },
+      }),
+    );
+    const runs = async () => await client.register.getSingleMetricAsString('store_api_retention_runs_total');
     const pruner = startRetentionPruner({ ...kit.t.ctx, logger });
     const report = await new Promise<PruneReport>((resolve, reject) => {
       pruner.events.once('pruned', resolve);
@@ -211,7 +234,11 @@ describe.each(backends)('retention pruning (%s)', (backend) => {
     });
     await pruner.stop();
     expect(report.durationMs).toBeGreaterThanOrEqual(0);
-    expect(lines.find((l) => l.msg === 'retention pruning run')).toMatchObject({ events: expect.any(Number), deliveries: expect.any(Number), dead_letters: expect.any(Number) });
+    expect(lines.find((l) => l.msg === 'retention pruning run')).toMatchObject({
+      events: expect.any(Number),
+      deliveries: expect.any(Number),
+      dead_letters: expect.any(Number),
+    });
     expect(await runs()).toMatch(/store_api_retention_runs_total\{result="ok"\} [1-9]/);
     expect(await client.register.getSingleMetricAsString('store_api_retention_pruned_rows_total')).toMatch(/table="events"/);
   });

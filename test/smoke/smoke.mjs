@@ -25,7 +25,9 @@ const step = (text) => process.stdout.write(`smoke (node ${process.version}): ${
 /** Resolves with `promise`, or fails naming `what` once TIMEOUT_MS has passed. */
 function within(what, promise) {
   let timer;
-  const timeout = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), TIMEOUT_MS); });
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), TIMEOUT_MS);
+  });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
@@ -51,24 +53,48 @@ function startServer(env) {
   const vars = { DATA_DIR: dataDir, HOST: '127.0.0.1', PORT: '0', ...env };
   const name = `store-api-smoke-${process.pid}-${++started}`;
   const child = IMAGE
-    ? spawn('docker', ['run', '--rm', '--name', name, '--network', 'host', '-v', `${VOLUME}:${dataDir}`,
-      ...Object.entries(vars).flatMap(([k, v]) => ['-e', `${k}=${v}`]), IMAGE, 'all'], { stdio: ['ignore', 'pipe', 'pipe'] })
+    ? spawn(
+        'docker',
+        [
+          'run',
+          '--rm',
+          '--name',
+          name,
+          '--network',
+          'host',
+          '-v',
+          `${VOLUME}:${dataDir}`,
+          ...Object.entries(vars).flatMap(([k, v]) => ['-e', `${k}=${v}`]),
+          IMAGE,
+          'all',
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      )
     : spawn(process.execPath, [CLI, 'all'], { env: { PATH: process.env.PATH, HOME: process.env.HOME, ...vars }, stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   const waiters = new Set();
-  const onData = (chunk) => { text += chunk; for (const check of waiters) check(); };
+  const onData = (chunk) => {
+    text += chunk;
+    for (const check of waiters) check();
+  };
   child.stdout.on('data', onData);
   child.stderr.on('data', onData);
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? signal)));
   return {
     output: () => text,
     exited,
-    printed: (pattern) => new Promise((resolve, reject) => {
-      const check = () => { if (pattern.test(text)) { waiters.delete(check); resolve(); } };
-      waiters.add(check);
-      check();
-      exited.then((code) => reject(new Error(`the server exited (${code}) before printing ${pattern}:\n${text}`)));
-    }),
+    printed: (pattern) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          if (pattern.test(text)) {
+            waiters.delete(check);
+            resolve();
+          }
+        };
+        waiters.add(check);
+        check();
+        exited.then((code) => reject(new Error(`the server exited (${code}) before printing ${pattern}:\n${text}`)));
+      }),
     kill: async (signal) => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       // A container gets the signal through the engine (PID 1 in it is node itself).
@@ -115,7 +141,8 @@ try {
   step('listed products with the demo token');
 
   const setup = await fetch(`${base}/admin/setup`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ code, email: 'smoke@example.com', password: 'smoke test password' }),
   });
   const session = await expectOk(setup, 'setup link');
@@ -123,9 +150,14 @@ try {
   const admin = { cookie, 'x-csrf-token': session.data.csrf_token, 'content-type': 'application/json' };
   step('created the first administrator through the setup link');
 
-  const endpoint = await expectOk(await fetch(`${base}/admin/api/v1/webhooks/endpoints`, {
-    method: 'POST', headers: admin, body: JSON.stringify({ url: receiverUrl, event_types: ['product.updated'] }),
-  }), 'register endpoint');
+  const endpoint = await expectOk(
+    await fetch(`${base}/admin/api/v1/webhooks/endpoints`, {
+      method: 'POST',
+      headers: admin,
+      body: JSON.stringify({ url: receiverUrl, event_types: ['product.updated'] }),
+    }),
+    'register endpoint',
+  );
   await expectOk(await fetch(`${base}/admin/api/v1/webhooks/endpoints/${endpoint.data.id}/ping`, { method: 'POST', headers: admin, body: '{}' }), 'ping');
   const { headers, body } = await within('the webhook delivery', delivered);
   if (body.type !== 'ping' || !headers['webhook-signature']) throw new Error(`unexpected delivery: ${JSON.stringify({ headers, body })}`);

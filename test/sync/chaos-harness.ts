@@ -25,8 +25,17 @@ import { openDatabase } from '../../src/db/database.ts';
 import { ORDER_TRANSITIONS, PAYMENT_TRANSITIONS, type OrderStatus, type PaymentStatus } from '../../src/orders/order-status.ts';
 import { startStoreApi, type StoreApiProcess } from '../production/process-helpers.ts';
 import {
-  handleWebhook, clientStoreReader, initialSync, mirrorMatches, reconcile, verifyMirror, webhookVerifier,
-  SYNC_RESOURCES, type MirrorDatabase, type ReconcileReport, type ResourceComparison,
+  handleWebhook,
+  clientStoreReader,
+  initialSync,
+  mirrorMatches,
+  reconcile,
+  verifyMirror,
+  webhookVerifier,
+  SYNC_RESOURCES,
+  type MirrorDatabase,
+  type ReconcileReport,
+  type ResourceComparison,
 } from '../../packages/sync/src/index.ts';
 import { receivedEventIds, eventSummary, readRecords, readSyncState } from '../../packages/sync/src/mirror/mirror.repository.ts';
 
@@ -123,7 +132,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await service.start();
     log(`service up on ${base} (${options.backend})`);
     const admin = new AdminApi(base, token, service);
-    const endpoint = (await admin.call('POST', '/webhooks/endpoints', { url: front.url, description: 'chaos mirror' })).data as { id: string; secret: string; created_at: string };
+    const endpoint = (await admin.call('POST', '/webhooks/endpoints', { url: front.url, description: 'chaos mirror' })).data as {
+      id: string;
+      secret: string;
+      created_at: string;
+    };
     front.verify = webhookVerifier([endpoint.secret]);
     const reader = clientStoreReader({ baseUrl: base, token });
     await initialSync(options.mirror, reader, SYNC_RESOURCES);
@@ -157,7 +170,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     // 4. Heal, drain, check.
     front.healthy = true;
     const marker = (await admin.call('POST', '/customers', { name: 'chaos end marker' })).data as { id: string };
-    await waitFor(async () => front.sawCustomer(marker.id), 120_000, 'the last write\'s event to reach the mirror');
+    await waitFor(async () => front.sawCustomer(marker.id), 120_000, "the last write's event to reach the mirror");
     log('last write delivered');
     await waitFor(async () => (await admin.pendingDeliveries(endpoint.id)) === 0, 120_000, 'no pending deliveries');
     log('no delivery pending');
@@ -179,8 +192,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const ids = [...r.missing, ...r.extra, ...r.different].filter((id) => !deadResources.has(id));
       if (ids.length) unexplainedBeforeReconcile[r.resource] = ids;
     }
-    const unexplainedDetail = Object.keys(unexplainedBeforeReconcile).length === 0 ? []
-      : await explainDifferences(options.backend === 'postgres' ? { databaseUrl: options.databaseUrl } : { dataDir }, endpoint.id, beforeMirror, unexplainedBeforeReconcile);
+    const unexplainedDetail =
+      Object.keys(unexplainedBeforeReconcile).length === 0
+        ? []
+        : await explainDifferences(
+            options.backend === 'postgres' ? { databaseUrl: options.databaseUrl } : { dataDir },
+            endpoint.id,
+            beforeMirror,
+            unexplainedBeforeReconcile,
+          );
     return {
       initialCursors,
       writes,
@@ -210,7 +230,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
 /** True when the report shows a lossless run. */
 export function chaosClean(report: ChaosReport): boolean {
-  return mirrorMatches(report.afterReconcile) && report.lostEvents.length === 0 && report.undelivered.length === 0 && Object.keys(report.unexplainedBeforeReconcile).length === 0;
+  return (
+    mirrorMatches(report.afterReconcile) &&
+    report.lostEvents.length === 0 &&
+    report.undelivered.length === 0 &&
+    Object.keys(report.unexplainedBeforeReconcile).length === 0
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -220,7 +245,10 @@ class ServiceProcesses {
   #api?: StoreApiProcess;
   #worker?: StoreApiProcess;
   #ready: Promise<void> = Promise.resolve();
-  constructor(readonly backend: 'pglite' | 'postgres', readonly env: Record<string, string>) {}
+  constructor(
+    readonly backend: 'pglite' | 'postgres',
+    readonly env: Record<string, string>,
+  ) {}
 
   /** Resolves once the API answers again (writers wait on it after a connection error). */
   get ready(): Promise<void> {
@@ -256,7 +284,11 @@ class ServiceProcesses {
 
   /** The API process's last logged errors (for a failure message). */
   recentErrors(): string {
-    return (this.#api?.output() ?? '').split('\n').filter((line) => /"level":(50|60)/.test(line)).slice(-3).join('\n');
+    return (this.#api?.output() ?? '')
+      .split('\n')
+      .filter((line) => /"level":(50|60)/.test(line))
+      .slice(-3)
+      .join('\n');
   }
 
   async stop(): Promise<void> {
@@ -302,7 +334,12 @@ async function mirrorSnapshot(mirror: MirrorDatabase, reader: ReturnType<typeof 
 }
 
 /** What a failed run needs to be understood: both versions, the fields that differ, the events. */
-async function explainDifferences(where: { databaseUrl?: string; dataDir?: string }, endpointId: string, snapshot: Awaited<ReturnType<typeof mirrorSnapshot>>, unexplained: Record<string, string[]>) {
+async function explainDifferences(
+  where: { databaseUrl?: string; dataDir?: string },
+  endpointId: string,
+  snapshot: Awaited<ReturnType<typeof mirrorSnapshot>>,
+  unexplained: Record<string, string[]>,
+) {
   const handle = await openDatabase({ ...where, poolSize: 2 });
   try {
     const detail: unknown[] = [];
@@ -312,7 +349,14 @@ async function explainDifferences(where: { databaseUrl?: string; dataDir?: strin
         const m = (mirror ?? {}) as Record<string, unknown>;
         const a = (api ?? {}) as Record<string, unknown>;
         const fields = [...new Set([...Object.keys(m), ...Object.keys(a)])].filter((k) => JSON.stringify(m[k]) !== JSON.stringify(a[k]));
-        const { rows: events } = await sql<{ seq: string; type: string; created_at: string; last_modified: string; status: string | null; attempts: number | null }>`
+        const { rows: events } = await sql<{
+          seq: string;
+          type: string;
+          created_at: string;
+          last_modified: string;
+          status: string | null;
+          attempts: number | null;
+        }>`
           SELECT e.seq::text, e.type, e.created_at::text, e.data->>'last_modified' AS last_modified, d.status, d.attempt_count AS attempts
           FROM events e LEFT JOIN webhook_deliveries d ON d.event_id = e.id AND d.endpoint_id = ${endpointId}::uuid
           WHERE e.resource_id = ${id} ORDER BY e.seq`.execute(handle.db);
@@ -350,44 +394,53 @@ async function deliveryFacts(where: { databaseUrl?: string; dataDir?: string }, 
 class ChaosFront {
   readonly counts = { requests: 0, ok: 0, error500: 0, swallowed: 0, appliedThenSwallowed: 0, refused: 0 };
   healthy = false;
-  verify: ReturnType<typeof webhookVerifier> = () => { throw new Error('no secret yet'); };
+  verify: ReturnType<typeof webhookVerifier> = () => {
+    throw new Error('no secret yet');
+  };
   #down = false;
   #server: Server;
   #sockets = new Set<Socket>();
   #customers = new Set<string>();
 
-  constructor(readonly mirror: MirrorDatabase, readonly failureRate: number) {
+  constructor(
+    readonly mirror: MirrorDatabase,
+    readonly failureRate: number,
+  ) {
     this.#server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => void (async () => {
-        this.counts.requests++;
-        const body = Buffer.concat(chunks).toString('utf8');
-        const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
-        const roll = this.healthy ? 1 : Math.random();
-        if (this.#down) {
-          this.counts.refused++;
-          req.socket.destroy();
-          return;
-        }
-        if (roll < this.failureRate) {
-          this.counts.error500++;
-          res.writeHead(500).end('chaos');
-          return;
-        }
-        if (roll < 2 * this.failureRate) {
-          this.counts.swallowed++; // never answered: the sender's timeout ends it
-          return;
-        }
-        const result = await handleWebhook(this.mirror, this.verify, body, headers);
-        if (result.event?.type === 'customer.created' && result.status === 200) this.#customers.add(String(result.event.data.id));
-        if (roll < 3 * this.failureRate) {
-          this.counts.appliedThenSwallowed++; // applied and committed, but the sender times out: a redelivery follows
-          return;
-        }
-        if (result.status === 200) this.counts.ok++;
-        res.writeHead(result.status).end(result.outcome);
-      })());
+      req.on(
+        'end',
+        () =>
+          void (async () => {
+            this.counts.requests++;
+            const body = Buffer.concat(chunks).toString('utf8');
+            const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
+            const roll = this.healthy ? 1 : Math.random();
+            if (this.#down) {
+              this.counts.refused++;
+              req.socket.destroy();
+              return;
+            }
+            if (roll < this.failureRate) {
+              this.counts.error500++;
+              res.writeHead(500).end('chaos');
+              return;
+            }
+            if (roll < 2 * this.failureRate) {
+              this.counts.swallowed++; // never answered: the sender's timeout ends it
+              return;
+            }
+            const result = await handleWebhook(this.mirror, this.verify, body, headers);
+            if (result.event?.type === 'customer.created' && result.status === 200) this.#customers.add(String(result.event.data.id));
+            if (roll < 3 * this.failureRate) {
+              this.counts.appliedThenSwallowed++; // applied and committed, but the sender times out: a redelivery follows
+              return;
+            }
+            if (result.status === 200) this.counts.ok++;
+            res.writeHead(result.status).end(result.outcome);
+          })(),
+      );
     });
     this.#server.on('connection', (s) => {
       this.#sockets.add(s);
@@ -433,7 +486,11 @@ class ChaosFront {
 // Writers.
 
 class AdminApi {
-  constructor(readonly base: string, readonly token: string, readonly service: ServiceProcesses) {}
+  constructor(
+    readonly base: string,
+    readonly token: string,
+    readonly service: ServiceProcesses,
+  ) {}
 
   /** One admin call; resolves with the body, `{ conflict }` on a 4xx, retrying while the service restarts. */
   async call(method: string, path: string, body?: unknown, contentType = 'application/json'): Promise<any> {
@@ -455,7 +512,8 @@ class AdminApi {
         continue;
       }
       if (res.status >= 500) {
-        if (attempt > 50) throw new Error(`${method} ${path} ${typeof body === 'string' ? body : JSON.stringify(body)}: ${res.status} ${text}\n${this.service.recentErrors()}`);
+        if (attempt > 50)
+          throw new Error(`${method} ${path} ${typeof body === 'string' ? body : JSON.stringify(body)}: ${res.status} ${text}\n${this.service.recentErrors()}`);
         await this.service.ready;
         continue;
       }
@@ -473,7 +531,13 @@ class AdminApi {
   }
 }
 
-interface ProductFacts { id: string; active: boolean; tracked: boolean; sku: string | null; variants: { id: string; sku: string | null; active: boolean }[] }
+interface ProductFacts {
+  id: string;
+  active: boolean;
+  tracked: boolean;
+  sku: string | null;
+  variants: { id: string; sku: string | null; active: boolean }[];
+}
 
 class World {
   products: ProductFacts[] = [];
@@ -495,7 +559,8 @@ class World {
         variants: (p.variants as { id: string; sku: string | null }[]).map((v) => ({ id: v.id, sku: v.sku, active: true })),
       });
     }
-    for await (const o of reader.exportRecords(find('orders'), null)) world.orders.push({ id: o.id as string, status: o.status as OrderStatus, payment: o.payment_status as PaymentStatus });
+    for await (const o of reader.exportRecords(find('orders'), null))
+      world.orders.push({ id: o.id as string, status: o.status as OrderStatus, payment: o.payment_status as PaymentStatus });
     for await (const c of reader.exportRecords(find('customers'), null)) world.customers.push(c.id as string);
     return world;
   }
@@ -513,108 +578,172 @@ type Op = (admin: AdminApi, world: World) => Promise<string>;
 
 /** One CSV stamps every row with the same last_modified: the ties the cursors must not skip. */
 const csvImport: Op = async (admin, world) => {
-    const skus = new Set<string>();
-    for (const p of world.activeTracked()) {
-      if (p.variants.length === 0 && p.sku) skus.add(p.sku);
-      for (const v of p.variants) if (v.active && v.sku) skus.add(v.sku);
-      if (skus.size >= world.csvRows) break;
-    }
-    if (skus.size === 0) return 'import-skipped';
-    const csv = `sku,quantity_change\n${[...skus].map((s) => `${s},2`).join('\n')}\n`;
-    const res = await admin.call('POST', '/inventory/import', csv, 'text/csv');
-    return res.data ? 'csv-import' : 'csv-rejected';
+  const skus = new Set<string>();
+  for (const p of world.activeTracked()) {
+    if (p.variants.length === 0 && p.sku) skus.add(p.sku);
+    for (const v of p.variants) if (v.active && v.sku) skus.add(v.sku);
+    if (skus.size >= world.csvRows) break;
+  }
+  if (skus.size === 0) return 'import-skipped';
+  const csv = `sku,quantity_change\n${[...skus].map((s) => `${s},2`).join('\n')}\n`;
+  const res = await admin.call('POST', '/inventory/import', csv, 'text/csv');
+  return res.data ? 'csv-import' : 'csv-rejected';
 };
 
 const OPS: [number, Op][] = [
-  [25, async (admin, world) => {
-    const items = [];
-    for (let i = 0; i < 1 + Math.floor(Math.random() * 3); i++) {
+  [
+    25,
+    async (admin, world) => {
+      const items = [];
+      for (let i = 0; i < 1 + Math.floor(Math.random() * 3); i++) {
+        const p = world.pick(world.activeTracked());
+        if (!p) break;
+        const v = world.pick(p.variants.filter((x) => x.active));
+        if (p.variants.length > 0 && !v) continue;
+        items.push({ product_id: p.id, variant_id: v?.id ?? null, quantity: 1 + Math.floor(Math.random() * 2) });
+      }
+      if (items.length === 0) return 'order-skipped';
+      const res = await admin.call('POST', '/orders', {
+        source: Math.random() < 0.5 ? 'pos' : 'online',
+        payment_method: 'card',
+        customer_name: 'Chaos buyer',
+        items,
+      });
+      if (res.data) world.orders.push({ id: res.data.id, status: res.data.status, payment: res.data.payment_status });
+      return res.data ? 'order-placed' : 'order-rejected';
+    },
+  ],
+  [
+    20,
+    async (admin, world) => {
+      const o = world.pick(world.orders.filter((x) => ORDER_TRANSITIONS[x.status].length > 0));
+      if (!o) return 'status-skipped';
+      // Lean towards cancel and refund, the moves that give stock back.
+      const options = ORDER_TRANSITIONS[o.status];
+      const to = options.find((s) => (s === 'cancelled' || s === 'refunded') && Math.random() < 0.4) ?? world.pick([...options])!;
+      const res = await admin.call('POST', `/orders/${o.id}/status`, { status: to });
+      if (res.data) o.status = res.data.status;
+      return res.data ? `status-${to}` : 'status-conflict';
+    },
+  ],
+  [
+    10,
+    async (admin, world) => {
+      const o = world.pick(world.orders.filter((x) => PAYMENT_TRANSITIONS[x.payment].length > 0));
+      if (!o) return 'payment-skipped';
+      const to = world.pick([...PAYMENT_TRANSITIONS[o.payment]])!;
+      const res = await admin.call('POST', `/orders/${o.id}/payment-status`, { payment_status: to });
+      if (res.data) o.payment = res.data.payment_status;
+      return res.data ? 'payment' : 'payment-conflict';
+    },
+  ],
+  [
+    7,
+    async (admin, world) => {
+      const n = ++world.serial;
+      const variants = Array.from({ length: Math.floor(Math.random() * 3) }, (_, i) => ({
+        name: `Size ${i}`,
+        sku: `CH-${process.pid}-${Date.now()}-${n}-${i}`,
+        price: 12 + i,
+        stock: 30,
+        attributes: { size: String(i) },
+      }));
+      const res = await admin.call('POST', '/products', {
+        name: `Chaos product ${n}`,
+        product_type: 'physical',
+        sku: `CH-${process.pid}-${Date.now()}-${n}`,
+        price: 9.99,
+        stock: variants.length ? undefined : 40,
+        variants,
+        images: [{ image_url: `https://img.example.com/chaos/${n}.jpg`, is_primary: true }],
+      });
+      if (res.data)
+        world.products.push({
+          id: res.data.id,
+          active: true,
+          tracked: true,
+          sku: res.data.sku,
+          variants: res.data.variants.map((v: { id: string; sku: string }) => ({ id: v.id, sku: v.sku, active: true })),
+        });
+      return res.data ? 'product-created' : 'product-rejected';
+    },
+  ],
+  [
+    5,
+    async (admin, world) => {
+      const p = world.pick(world.products);
+      if (!p) return 'activate-skipped';
+      const res = await admin.call('PATCH', `/products/${p.id}`, { is_active: !p.active });
+      if (res.data) p.active = res.data.is_active;
+      return res.data ? (p.active ? 'product-reactivated' : 'product-deactivated') : 'activate-conflict';
+    },
+  ],
+  [
+    5,
+    async (admin, world) => {
+      const p = world.pick(world.products);
+      if (!p) return 'price-skipped';
+      const res = await admin.call('PATCH', `/products/${p.id}`, { price: Math.round(100 + Math.random() * 9900) / 100 });
+      return res.data ? 'price-changed' : 'price-conflict';
+    },
+  ],
+  [
+    4,
+    async (admin, world) => {
+      const p = world.pick(world.products.filter((x) => x.variants.length > 0));
+      if (!p) return 'variant-skipped';
+      const n = ++world.serial;
+      const res = await admin.call('POST', `/products/${p.id}/variants`, {
+        name: `Extra ${n}`,
+        sku: `CHV-${process.pid}-${Date.now()}-${n}`,
+        price: 15,
+        stock: 10,
+        attributes: { edition: String(n) },
+      });
+      const added = res.data?.variants?.find((v: { name: string }) => v.name === `Extra ${n}`);
+      if (added) p.variants.push({ id: added.id, sku: added.sku, active: true });
+      return res.data ? 'variant-added' : 'variant-rejected';
+    },
+  ],
+  [
+    4,
+    async (admin, world) => {
+      const p = world.pick(world.products.filter((x) => x.variants.filter((v) => v.active).length > 1));
+      const v = p && world.pick(p.variants.filter((x) => x.active));
+      if (!p || !v) return 'variant-skipped';
+      const res = await admin.call('PATCH', `/products/${p.id}/variants/${v.id}`, { is_active: false });
+      if (res.data) v.active = false;
+      return res.data ? 'variant-deactivated' : 'variant-conflict';
+    },
+  ],
+  [
+    10,
+    async (admin, world) => {
       const p = world.pick(world.activeTracked());
-      if (!p) break;
+      if (!p) return 'adjust-skipped';
       const v = world.pick(p.variants.filter((x) => x.active));
-      if (p.variants.length > 0 && !v) continue;
-      items.push({ product_id: p.id, variant_id: v?.id ?? null, quantity: 1 + Math.floor(Math.random() * 2) });
-    }
-    if (items.length === 0) return 'order-skipped';
-    const res = await admin.call('POST', '/orders', { source: Math.random() < 0.5 ? 'pos' : 'online', payment_method: 'card', customer_name: 'Chaos buyer', items });
-    if (res.data) world.orders.push({ id: res.data.id, status: res.data.status, payment: res.data.payment_status });
-    return res.data ? 'order-placed' : 'order-rejected';
-  }],
-  [20, async (admin, world) => {
-    const o = world.pick(world.orders.filter((x) => ORDER_TRANSITIONS[x.status].length > 0));
-    if (!o) return 'status-skipped';
-    // Lean towards cancel and refund, the moves that give stock back.
-    const options = ORDER_TRANSITIONS[o.status];
-    const to = options.find((s) => (s === 'cancelled' || s === 'refunded') && Math.random() < 0.4) ?? world.pick([...options])!;
-    const res = await admin.call('POST', `/orders/${o.id}/status`, { status: to });
-    if (res.data) o.status = res.data.status;
-    return res.data ? `status-${to}` : 'status-conflict';
-  }],
-  [10, async (admin, world) => {
-    const o = world.pick(world.orders.filter((x) => PAYMENT_TRANSITIONS[x.payment].length > 0));
-    if (!o) return 'payment-skipped';
-    const to = world.pick([...PAYMENT_TRANSITIONS[o.payment]])!;
-    const res = await admin.call('POST', `/orders/${o.id}/payment-status`, { payment_status: to });
-    if (res.data) o.payment = res.data.payment_status;
-    return res.data ? 'payment' : 'payment-conflict';
-  }],
-  [7, async (admin, world) => {
-    const n = ++world.serial;
-    const variants = Array.from({ length: Math.floor(Math.random() * 3) }, (_, i) => ({ name: `Size ${i}`, sku: `CH-${process.pid}-${Date.now()}-${n}-${i}`, price: 12 + i, stock: 30, attributes: { size: String(i) } }));
-    const res = await admin.call('POST', '/products', {
-      name: `Chaos product ${n}`, product_type: 'physical', sku: `CH-${process.pid}-${Date.now()}-${n}`, price: 9.99, stock: variants.length ? undefined : 40,
-      variants, images: [{ image_url: `https://img.example.com/chaos/${n}.jpg`, is_primary: true }],
-    });
-    if (res.data) world.products.push({ id: res.data.id, active: true, tracked: true, sku: res.data.sku, variants: res.data.variants.map((v: { id: string; sku: string }) => ({ id: v.id, sku: v.sku, active: true })) });
-    return res.data ? 'product-created' : 'product-rejected';
-  }],
-  [5, async (admin, world) => {
-    const p = world.pick(world.products);
-    if (!p) return 'activate-skipped';
-    const res = await admin.call('PATCH', `/products/${p.id}`, { is_active: !p.active });
-    if (res.data) p.active = res.data.is_active;
-    return res.data ? (p.active ? 'product-reactivated' : 'product-deactivated') : 'activate-conflict';
-  }],
-  [5, async (admin, world) => {
-    const p = world.pick(world.products);
-    if (!p) return 'price-skipped';
-    const res = await admin.call('PATCH', `/products/${p.id}`, { price: Math.round(100 + Math.random() * 9900) / 100 });
-    return res.data ? 'price-changed' : 'price-conflict';
-  }],
-  [4, async (admin, world) => {
-    const p = world.pick(world.products.filter((x) => x.variants.length > 0));
-    if (!p) return 'variant-skipped';
-    const n = ++world.serial;
-    const res = await admin.call('POST', `/products/${p.id}/variants`, { name: `Extra ${n}`, sku: `CHV-${process.pid}-${Date.now()}-${n}`, price: 15, stock: 10, attributes: { edition: String(n) } });
-    const added = res.data?.variants?.find((v: { name: string }) => v.name === `Extra ${n}`);
-    if (added) p.variants.push({ id: added.id, sku: added.sku, active: true });
-    return res.data ? 'variant-added' : 'variant-rejected';
-  }],
-  [4, async (admin, world) => {
-    const p = world.pick(world.products.filter((x) => x.variants.filter((v) => v.active).length > 1));
-    const v = p && world.pick(p.variants.filter((x) => x.active));
-    if (!p || !v) return 'variant-skipped';
-    const res = await admin.call('PATCH', `/products/${p.id}/variants/${v.id}`, { is_active: false });
-    if (res.data) v.active = false;
-    return res.data ? 'variant-deactivated' : 'variant-conflict';
-  }],
-  [10, async (admin, world) => {
-    const p = world.pick(world.activeTracked());
-    if (!p) return 'adjust-skipped';
-    const v = world.pick(p.variants.filter((x) => x.active));
-    if (p.variants.length > 0 && !v) return 'adjust-skipped';
-    const res = await admin.call('POST', '/inventory/adjustments', { product_id: p.id, variant_id: v?.id ?? null, quantity_change: Math.floor(Math.random() * 11) - 3, note: 'chaos' });
-    return res.data ? 'adjustment' : 'adjustment-rejected';
-  }],
-  [7, async (admin, world) => {
-    const id = Math.random() < 0.5 ? world.pick(world.customers) : undefined;
-    const n = ++world.serial;
-    const res = id
-      ? await admin.call('PATCH', `/customers/${id}`, { city: world.pick(['Lisbon', 'Porto', 'Braga', 'Faro'])! })
-      : await admin.call('POST', '/customers', { name: `Chaos customer ${n}`, email: `chaos${n}@example.com`, city: 'Lisbon' });
-    if (!id && res.data) world.customers.push(res.data.id);
-    return res.data ? (id ? 'customer-updated' : 'customer-created') : 'customer-rejected';
-  }],
+      if (p.variants.length > 0 && !v) return 'adjust-skipped';
+      const res = await admin.call('POST', '/inventory/adjustments', {
+        product_id: p.id,
+        variant_id: v?.id ?? null,
+        quantity_change: Math.floor(Math.random() * 11) - 3,
+        note: 'chaos',
+      });
+      return res.data ? 'adjustment' : 'adjustment-rejected';
+    },
+  ],
+  [
+    7,
+    async (admin, world) => {
+      const id = Math.random() < 0.5 ? world.pick(world.customers) : undefined;
+      const n = ++world.serial;
+      const res = id
+        ? await admin.call('PATCH', `/customers/${id}`, { city: world.pick(['Lisbon', 'Porto', 'Braga', 'Faro'])! })
+        : await admin.call('POST', '/customers', { name: `Chaos customer ${n}`, email: `chaos${n}@example.com`, city: 'Lisbon' });
+      if (!id && res.data) world.customers.push(res.data.id);
+      return res.data ? (id ? 'customer-updated' : 'customer-created') : 'customer-rejected';
+    },
+  ],
 ];
 const TOTAL_WEIGHT = OPS.reduce((n, [w]) => n + w, 0);
 
@@ -622,7 +751,13 @@ async function writerLoop(admin: AdminApi, world: World, writes: Record<string, 
   for (let i = 0; Date.now() < deadline; i++) {
     let roll = Math.random() * TOTAL_WEIGHT;
     // Every writer imports a CSV early and then regularly: the ties must be in every run.
-    const op = i % world.csvEvery === 2 ? csvImport : OPS.find(([w]) => { roll -= w; return roll < 0; })![1];
+    const op =
+      i % world.csvEvery === 2
+        ? csvImport
+        : OPS.find(([w]) => {
+            roll -= w;
+            return roll < 0;
+          })![1];
     const what = await op(admin, world);
     writes[what] = (writes[what] ?? 0) + 1;
     // Pacing of a long run, so the webhook backlog stays within what the receiver drains.

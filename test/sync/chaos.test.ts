@@ -11,7 +11,15 @@ import { openMirror, type MirrorDatabase } from '../../packages/sync/src/index.t
 import { runChaos } from './chaos-harness.ts';
 
 function summary0(report: Awaited<ReturnType<typeof runChaos>>) {
-  return { writes: report.writes, receiver: report.receiver, events: report.events, delivered: report.delivered, dead: report.deadLetters, duplicates: report.duplicates, seconds: report.seconds };
+  return {
+    writes: report.writes,
+    receiver: report.receiver,
+    events: report.events,
+    delivered: report.delivered,
+    dead: report.deadLetters,
+    duplicates: report.duplicates,
+    seconds: report.seconds,
+  };
 }
 
 describe.each(backends)('sync chaos (%s)', (backend) => {
@@ -34,9 +42,26 @@ describe.each(backends)('sync chaos (%s)', (backend) => {
     }
     opened.push(mirror);
 
-    const report = await runChaos({ backend, databaseUrl: service?.url, mirror, products: 200, durationMs: 10_000, writers: 4, kills: 2, log: (line) => process.stderr.write(`[chaos ${backend}] ${line}\n`) });
+    const report = await runChaos({
+      backend,
+      databaseUrl: service?.url,
+      mirror,
+      products: 200,
+      durationMs: 10_000,
+      writers: 4,
+      kills: 2,
+      log: (line) => process.stderr.write(`[chaos ${backend}] ${line}\n`),
+    });
     process.stderr.write(`[chaos ${backend}] ${JSON.stringify({ ...summary0(report) })}\n`);
-    const summary = { writes: report.writes, receiver: report.receiver, events: report.events, delivered: report.delivered, dead: report.deadLetters, duplicates: report.duplicates, reconcile: report.reconcile };
+    const summary = {
+      writes: report.writes,
+      receiver: report.receiver,
+      events: report.events,
+      delivered: report.delivered,
+      dead: report.deadLetters,
+      duplicates: report.duplicates,
+      reconcile: report.reconcile,
+    };
 
     // The initial sync took each resource from one snapshot stream: its cursor is the snapshot's end cursor.
     for (const [resource, cursor] of Object.entries(report.initialCursors)) expect(cursor, resource).toMatch(/_00000000-0000-0000-0000-000000000000$/);
@@ -52,11 +77,19 @@ describe.each(backends)('sync chaos (%s)', (backend) => {
     expect(report.undelivered, 'events neither delivered nor dead-lettered').toEqual([]);
     expect(report.lostEvents, 'delivered events the mirror never recorded').toEqual([]);
     expect(report.delivered + report.deadLetters).toBe(report.events);
-    expect(report.unexplainedBeforeReconcile, `records differing before the reconcile with no dead letter to explain them: ${JSON.stringify(report.unexplainedDetail, null, 1)}`).toEqual({});
+    expect(
+      report.unexplainedBeforeReconcile,
+      `records differing before the reconcile with no dead letter to explain them: ${JSON.stringify(report.unexplainedDetail, null, 1)}`,
+    ).toEqual({});
 
     // And after the reconcile, record for record.
     for (const r of report.afterReconcile) {
-      expect({ resource: r.resource, missing: r.missing, extra: r.extra, different: r.different }).toEqual({ resource: r.resource, missing: [], extra: [], different: [] });
+      expect({ resource: r.resource, missing: r.missing, extra: r.extra, different: r.different }).toEqual({
+        resource: r.resource,
+        missing: [],
+        extra: [],
+        different: [],
+      });
       expect(r.mirrorChecksum).toBe(r.apiChecksum);
     }
     expect(report.recordsCompared).toBeGreaterThan(200);

@@ -41,7 +41,10 @@ class Output {
     });
   }
   #check(w: { pattern: RegExp; from: number; resolve: (line: string) => void }) {
-    const line = this.text.slice(w.from).split('\n').find((l) => w.pattern.test(l));
+    const line = this.text
+      .slice(w.from)
+      .split('\n')
+      .find((l) => w.pattern.test(l));
     if (line !== undefined) {
       this.#waiters.splice(this.#waiters.indexOf(w), 1);
       w.resolve(line);
@@ -58,7 +61,10 @@ class Output {
 
 function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [SYNC_CLI, ...args], { env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_OPTIONS: RUN_SOURCE, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [SYNC_CLI, ...args], {
+      env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_OPTIONS: RUN_SOURCE, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
@@ -107,9 +113,11 @@ describe.each(backends)('store-api-sync run through outages of the service (%s)'
     }
     const token = (await t.auth()).authorization.slice('Bearer '.length);
     const env = { STORE_API_URL: `http://127.0.0.1:${port}`, STORE_API_TOKEN: token, STORE_WEBHOOK_SECRET: SECRET };
-    const daemon: ChildProcessWithoutNullStreams = spawn(process.execPath, [
-      SYNC_CLI, 'run', ...mirrorArgs, '--port', '0', '--reconcile-every', '200ms', '--retry-min', '100ms', '--retry-max', '400ms',
-    ], { env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_OPTIONS: RUN_SOURCE, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const daemon: ChildProcessWithoutNullStreams = spawn(
+      process.execPath,
+      [SYNC_CLI, 'run', ...mirrorArgs, '--port', '0', '--reconcile-every', '200ms', '--retry-min', '100ms', '--retry-max', '400ms'],
+      { env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_OPTIONS: RUN_SOURCE, ...env }, stdio: ['pipe', 'pipe', 'pipe'] },
+    );
     const exited = new Promise<number | null>((resolve) => daemon.on('exit', (code) => resolve(code)));
     const stdout = new Output(daemon.stdout);
     const stderr = new Output(daemon.stderr);
@@ -120,7 +128,9 @@ describe.each(backends)('store-api-sync run through outages of the service (%s)'
       await stderr.next(/\(failed try 3\)/);
       if (backend === 'postgres') {
         const status = await cli(['status', ...mirrorArgs], env);
-        expect(status.stdout).toMatch(/^OUTAGE: the service or the mirror has failed since \S+ \(\d+ failed tries; run keeps retrying\): Cannot reach the Store API/m);
+        expect(status.stdout).toMatch(
+          /^OUTAGE: the service or the mirror has failed since \S+ \(\d+ failed tries; run keeps retrying\): Cannot reach the Store API/m,
+        );
       }
 
       // 2. The service comes up: the initial sync completes by itself.

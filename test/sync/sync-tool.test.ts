@@ -18,8 +18,16 @@ import { revokeToken, createToken } from '../../src/tokens/token.service.ts';
 import { signatureHeaders } from '../../src/webhooks/webhook-signing.ts';
 import { PROJECT_ROOT } from '../production/process-helpers.ts';
 import {
-  clientStoreReader, handleWebhook, initialSync, mirrorMatches, openMirror, reconcile, verifyMirror, webhookVerifier,
-  SYNC_RESOURCES, type MirrorDatabase,
+  clientStoreReader,
+  handleWebhook,
+  initialSync,
+  mirrorMatches,
+  openMirror,
+  reconcile,
+  verifyMirror,
+  webhookVerifier,
+  SYNC_RESOURCES,
+  type MirrorDatabase,
 } from '../../packages/sync/src/index.ts';
 import { applyRecords, readSyncState, countRecords } from '../../packages/sync/src/mirror/mirror.repository.ts';
 import type { StoreReader } from '../../packages/sync/src/store-reader.ts';
@@ -111,13 +119,23 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
       const body = JSON.stringify({ id: eventId, type: 'product.updated', created_at: '2026-01-01T00:00:00.000002Z', data });
       return handleWebhook(mirror, verify, body, signatureHeaders([secret], eventId, Math.floor(Date.now() / 1000), body));
     };
-    const stored = async () => (await sql<{ name: string; last_modified: string }>`SELECT name, record->>'last_modified' AS last_modified FROM store_mirror.products WHERE id = ${product.id}`.execute(mirror.db)).rows[0];
+    const stored = async () =>
+      (
+        await sql<{
+          name: string;
+          last_modified: string;
+        }>`SELECT name, record->>'last_modified' AS last_modified FROM store_mirror.products WHERE id = ${product.id}`.execute(mirror.db)
+      ).rows[0];
 
     expect(await deliver('0192aaaa-0000-7000-8000-000000000002', newer)).toMatchObject({ status: 200, outcome: 'applied' });
     expect(await deliver('0192aaaa-0000-7000-8000-000000000001', older)).toMatchObject({ status: 200, outcome: 'stale' });
     expect(await deliver('0192aaaa-0000-7000-8000-000000000002', { ...newer, name: 'tampered' })).toMatchObject({ status: 200, outcome: 'duplicate' });
     expect(await stored()).toEqual({ name: 'new name', last_modified: newer.last_modified });
-    const wrong = await deliver('0192aaaa-0000-7000-8000-000000000003', { ...newer, name: 'forged', last_modified: '2027-01-01T00:00:00.000000Z' }, 'whsec_b3RoZXJzZWNyZXRvdGhlcnNlY3JldA==');
+    const wrong = await deliver(
+      '0192aaaa-0000-7000-8000-000000000003',
+      { ...newer, name: 'forged', last_modified: '2027-01-01T00:00:00.000000Z' },
+      'whsec_b3RoZXJzZWNyZXRvdGhlcnNlY3JldA==',
+    );
     expect(wrong).toMatchObject({ status: 401, outcome: 'bad-signature' });
     expect(wrong.message).toMatch(/^webhook signature rejected .*check --secret/);
     expect(await stored()).toEqual({ name: 'new name', last_modified: newer.last_modified });
@@ -127,7 +145,8 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
     const mirror = await freshMirror();
     const product = (await aProduct(t.database.db)) as unknown as Record<string, unknown> & { id: string };
     const version = (name: string, micros: number) => ({ ...product, name, last_modified: `2026-02-01T00:00:00.00000${micros}Z` });
-    const stored = async () => (await sql<{ name: string }>`SELECT record->>'name' AS name FROM store_mirror.products WHERE id = ${product.id}`.execute(mirror.db)).rows[0]?.name;
+    const stored = async () =>
+      (await sql<{ name: string }>`SELECT record->>'name' AS name FROM store_mirror.products WHERE id = ${product.id}`.execute(mirror.db)).rows[0]?.name;
     expect(await applyRecords(mirror.db, products, [version('v2', 2), version('v1', 1)])).toEqual([product.id]);
     expect(await stored()).toBe('v2');
     expect(await applyRecords(mirror.db, products, [version('v3', 3), version('v5', 5), version('v4', 4)])).toEqual([product.id]);
@@ -141,7 +160,13 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
     const mirror = await freshMirror();
     const reader = clientStoreReader({ baseUrl, token });
     await initialSync(mirror, reader, SYNC_RESOURCES);
-    const skus = (await sql<{ sku: string }>`SELECT sku FROM variants WHERE sku IS NOT NULL UNION ALL SELECT sku FROM products p WHERE sku IS NOT NULL AND NOT EXISTS (SELECT 1 FROM variants v WHERE v.product_id = p.id)`.execute(t.database.db)).rows.map((r) => r.sku);
+    const skus = (
+      await sql<{
+        sku: string;
+      }>`SELECT sku FROM variants WHERE sku IS NOT NULL UNION ALL SELECT sku FROM products p WHERE sku IS NOT NULL AND NOT EXISTS (SELECT 1 FROM variants v WHERE v.product_id = p.id)`.execute(
+        t.database.db,
+      )
+    ).rows.map((r) => r.sku);
     await importStockCsv(t.database.db, `sku,quantity_change\n${skus.map((s) => `${s},1`).join('\n')}\n`);
     expect(mirrorMatches(await verifyMirror(mirror, reader, SYNC_RESOURCES))).toBe(false);
 
@@ -157,7 +182,18 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
 
   it('CLI: verify exits 0 on an exact mirror and 1 listing a tampered id; wrong URL and revoked token are one line each', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'store-api-sync-cli-'));
-    const mirrorArgs = backend === 'postgres' ? ['--database', (await openTestDatabase('postgres', { poolSize: 1 }).then((db) => { closers.push(db); return db; })).url!] : ['--data-dir', dataDir];
+    const mirrorArgs =
+      backend === 'postgres'
+        ? [
+            '--database',
+            (
+              await openTestDatabase('postgres', { poolSize: 1 }).then((db) => {
+                closers.push(db);
+                return db;
+              })
+            ).url!,
+          ]
+        : ['--data-dir', dataDir];
     const env = { STORE_API_URL: baseUrl, STORE_API_TOKEN: token };
     expect((await cli(['init', ...mirrorArgs], env)).code).toBe(0);
     const ok = await cli(['verify', ...mirrorArgs], env);
@@ -169,7 +205,7 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
     expect(differ.code).toBe(1);
     expect(differ.stdout).toContain(`missing from mirror (1): ${tampered}`);
 
-    const badUrl = await cli(['verify', ...mirrorArgs, '--url', 'http://127.0.0.1:1'], { ...env, });
+    const badUrl = await cli(['verify', ...mirrorArgs, '--url', 'http://127.0.0.1:1'], { ...env });
     expect(badUrl.code).toBe(1);
     expect(badUrl.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^store-api-sync: Cannot reach the Store API at http:\/\/127\.0\.0\.1:1/)]);
 
@@ -194,9 +230,18 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
       STORE_API_URL: `http://127.0.0.1:${(limited.app.server.address() as AddressInfo).port}`,
       STORE_API_TOKEN: (await limited.auth()).authorization.slice('Bearer '.length),
     };
-    const mirrorArgs = backend === 'postgres'
-      ? ['--database', (await openTestDatabase('postgres', { poolSize: 1 }).then((db) => { closers.push(db); return db; })).url!]
-      : ['--data-dir', mkdtempSync(join(tmpdir(), 'store-api-sync-limited-'))];
+    const mirrorArgs =
+      backend === 'postgres'
+        ? [
+            '--database',
+            (
+              await openTestDatabase('postgres', { poolSize: 1 }).then((db) => {
+                closers.push(db);
+                return db;
+              })
+            ).url!,
+          ]
+        : ['--data-dir', mkdtempSync(join(tmpdir(), 'store-api-sync-limited-'))];
     const init = await cli(['init', ...mirrorArgs], env);
     expect(init.code, init.stderr).toBe(0);
     expect(init.stderr).toMatch(/store-api-sync: waiting \d+ s for the export rate limit/);
@@ -208,7 +253,10 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
 
 function cli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [SYNC_CLI, ...args], { env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_OPTIONS: RUN_CLIENT_SOURCE, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [SYNC_CLI, ...args], {
+      env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', NODE_OPTIONS: RUN_CLIENT_SOURCE, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

@@ -49,14 +49,20 @@ describe('client retry policy', () => {
   });
 
   it('with maxRetries 0 never retries', () => {
-    expect(decideRetry({ kind: 'status', status: 500, retryAfter: null }, 1, { ...settings, maxRetries: 0 }, fixed)).toEqual({ retry: false, reason: 'retries_exhausted' });
+    expect(decideRetry({ kind: 'status', status: 500, retryAfter: null }, 1, { ...settings, maxRetries: 0 }, fixed)).toEqual({
+      retry: false,
+      reason: 'retries_exhausted',
+    });
   });
 
   it('does not retry its own timeouts unless maxTimeoutRetries allows, and never for an unkeyed POST', () => {
     expect(decideRetry({ kind: 'timeout' }, 1, settings, fixed)).toEqual({ retry: false, reason: 'retries_exhausted' });
     expect(decideRetry({ kind: 'timeout' }, 1, { ...settings, maxTimeoutRetries: 1 }, fixed)).toEqual({ retry: true, delayMs: 100 });
     expect(decideRetry({ kind: 'timeout' }, 2, { ...settings, maxTimeoutRetries: 1 }, fixed).retry).toBe(false);
-    expect(decideRetry({ kind: 'timeout' }, 1, { ...settings, maxTimeoutRetries: 1 }, { ...fixed, idempotent: false })).toEqual({ retry: false, reason: 'not_retryable' });
+    expect(decideRetry({ kind: 'timeout' }, 1, { ...settings, maxTimeoutRetries: 1 }, { ...fixed, idempotent: false })).toEqual({
+      retry: false,
+      reason: 'not_retryable',
+    });
   });
 
   it('retries a POST without an Idempotency-Key only when it surely never ran (refused, 429)', () => {
@@ -66,7 +72,10 @@ describe('client retry policy', () => {
     expect(decideRetry({ kind: 'network', code: 'ECONNREFUSED' }, 1, settings, unkeyed).retry).toBe(true);
     expect(decideRetry({ kind: 'status', status: 429, retryAfter: '1' }, 1, settings, unkeyed)).toEqual({ retry: true, delayMs: 1000 });
     // A keyed POST still being processed elsewhere: wait its Retry-After and ask again.
-    expect(decideRetry({ kind: 'status', status: 409, retryAfter: '1', code: 'idempotency_key_in_use' }, 1, settings, fixed)).toEqual({ retry: true, delayMs: 1000 });
+    expect(decideRetry({ kind: 'status', status: 409, retryAfter: '1', code: 'idempotency_key_in_use' }, 1, settings, fixed)).toEqual({
+      retry: true,
+      delayMs: 1000,
+    });
     expect(decideRetry({ kind: 'status', status: 409, retryAfter: null, code: 'conflict' }, 1, settings, fixed).retry).toBe(false);
   });
 });

@@ -20,7 +20,10 @@ describe('events feed policy', () => {
   });
 
   it('reads repeated and comma-separated types, merging duplicates, and reports unknown ones', () => {
-    expect(parseTypeFilter(['order.updated,order.created', ' order.created ', 'product.created'])).toEqual({ ok: true, types: ['product.created', 'order.created', 'order.updated'] });
+    expect(parseTypeFilter(['order.updated,order.created', ' order.created ', 'product.created'])).toEqual({
+      ok: true,
+      types: ['product.created', 'order.created', 'order.updated'],
+    });
     expect(parseTypeFilter([','])).toEqual({ ok: true, types: [] });
     expect(parseTypeFilter(['order.created,order.shipped', 'ping'])).toEqual({ ok: false, unknown: ['order.shipped', 'ping'] });
   });

@@ -6,12 +6,18 @@ import { isSafeRequestId, redactUrl } from '../../src/ops/log-redaction.ts';
 import { storableCents } from '../../src/shared/money.ts';
 
 describe('timestamps', () => {
-  it.each(['0001-01-01T00:00:00Z', '9999-12-31T23:59:59.999999Z', '0004-02-29', '2026-11-23T10:00:00+14:00', '9999-12-31T09:59:59-14:00'])('accepts %s', (value) => {
-    expect(parseIsoTimestamp(value)).toBeDefined();
-  });
-  it.each(['0000-01-01', '0000-12-31T23:59:59Z', '0001-01-01T00:00:00+00:01', '9999-12-31T23:59:59-00:01', '0003-02-29', '-infinity', 'epoch', '10000-01-01'])('refuses %s', (value) => {
-    expect(parseIsoTimestamp(value)).toBeUndefined();
-  });
+  it.each(['0001-01-01T00:00:00Z', '9999-12-31T23:59:59.999999Z', '0004-02-29', '2026-11-23T10:00:00+14:00', '9999-12-31T09:59:59-14:00'])(
+    'accepts %s',
+    (value) => {
+      expect(parseIsoTimestamp(value)).toBeDefined();
+    },
+  );
+  it.each(['0000-01-01', '0000-12-31T23:59:59Z', '0001-01-01T00:00:00+00:01', '9999-12-31T23:59:59-00:01', '0003-02-29', '-infinity', 'epoch', '10000-01-01'])(
+    'refuses %s',
+    (value) => {
+      expect(parseIsoTimestamp(value)).toBeUndefined();
+    },
+  );
 });
 
 describe('input PostgreSQL can store', () => {
@@ -45,13 +51,18 @@ describe('log redaction', () => {
     ['/api/v1/products?api_key=short', '/api/v1/products?api_key=[redacted]'],
     [`/api/v1/${token}/x`, '/api/v1/[redacted]/x'],
     [`/x?note=hello%20${token}`, '/x?note=[redacted]'],
-    ['/api/v1/products?cursor=2026-11-23T10%3A24%3A57.919000Z_4a9c51be-79c1-4270-a81e-9284e0b8a442', '/api/v1/products?cursor=2026-11-23T10%3A24%3A57.919000Z_4a9c51be-79c1-4270-a81e-9284e0b8a442'],
+    [
+      '/api/v1/products?cursor=2026-11-23T10%3A24%3A57.919000Z_4a9c51be-79c1-4270-a81e-9284e0b8a442',
+      '/api/v1/products?cursor=2026-11-23T10%3A24%3A57.919000Z_4a9c51be-79c1-4270-a81e-9284e0b8a442',
+    ],
     ['/api/v1/orders/0b8d3d1e-4a9c-4270-a81e-9284e0b8a442', '/api/v1/orders/0b8d3d1e-4a9c-4270-a81e-9284e0b8a442'],
   ])('%s → %s', (url, logged) => {
     expect(redactUrl(url)).toBe(logged);
   });
   it('keeps request ids that cannot be secrets', () => {
-    for (const id of ['erp-sync-42', '4edff348-1815-437c-b604-59a191060921', '0af7651916cd43dd8448eb211c80319c', '01ARZ3NDEKTSV4RRFFQ69G5FAV']) expect(isSafeRequestId(id), id).toBe(true);
-    for (const id of [token, 'whsec_c2VjcmV0', 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig', 'Zm9vYmFyQmF6UXV4MTIzNDU2Nzg5MEFCQ0RFRkdISUpL']) expect(isSafeRequestId(id), id).toBe(false);
+    for (const id of ['erp-sync-42', '4edff348-1815-437c-b604-59a191060921', '0af7651916cd43dd8448eb211c80319c', '01ARZ3NDEKTSV4RRFFQ69G5FAV'])
+      expect(isSafeRequestId(id), id).toBe(true);
+    for (const id of [token, 'whsec_c2VjcmV0', 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig', 'Zm9vYmFyQmF6UXV4MTIzNDU2Nzg5MEFCQ0RFRkdISUpL'])
+      expect(isSafeRequestId(id), id).toBe(false);
   });
 });

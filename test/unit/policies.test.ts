@@ -9,11 +9,22 @@ import { uuidv7 } from '../../src/shared/uuid-v7.ts';
 
 describe('order status transitions (DECISIONS.md)', () => {
   const allowed: [string, string][] = [
-    ['pending', 'processing'], ['pending', 'preparing'], ['pending', 'cancelled'],
-    ['processing', 'ready'], ['processing', 'shipped'], ['processing', 'cancelled'],
-    ['preparing', 'ready'], ['preparing', 'cancelled'],
-    ['ready', 'shipped'], ['ready', 'delivered'], ['ready', 'completed'], ['ready', 'cancelled'],
-    ['shipped', 'delivered'], ['delivered', 'completed'], ['delivered', 'refunded'], ['completed', 'refunded'],
+    ['pending', 'processing'],
+    ['pending', 'preparing'],
+    ['pending', 'cancelled'],
+    ['processing', 'ready'],
+    ['processing', 'shipped'],
+    ['processing', 'cancelled'],
+    ['preparing', 'ready'],
+    ['preparing', 'cancelled'],
+    ['ready', 'shipped'],
+    ['ready', 'delivered'],
+    ['ready', 'completed'],
+    ['ready', 'cancelled'],
+    ['shipped', 'delivered'],
+    ['delivered', 'completed'],
+    ['delivered', 'refunded'],
+    ['completed', 'refunded'],
   ];
   it('allows exactly the listed moves', () => {
     for (const from of ORDER_STATUSES) {
@@ -50,7 +61,16 @@ describe('ISO timestamps', () => {
     expect(parseIsoTimestamp('2026-01-31T12:30')).toBe('2026-01-31T12:30:00.000000+00:00');
   });
   it('rejects what is not one', () => {
-    for (const bad of ['', 'yesterday', '2026-02-30', '2026-13-01', '2026-01-01T24:00:00Z', '2026-01-01T00:00:00.1234567Z', '2026-01-01T00:00:00+15:00', "2026-01-01' OR 1=1"]) {
+    for (const bad of [
+      '',
+      'yesterday',
+      '2026-02-30',
+      '2026-13-01',
+      '2026-01-01T24:00:00Z',
+      '2026-01-01T00:00:00.1234567Z',
+      '2026-01-01T00:00:00+15:00',
+      "2026-01-01' OR 1=1",
+    ]) {
       expect(parseIsoTimestamp(bad), bad).toBeUndefined();
     }
     expect(parseIsoTimestamp('2026-01-01', { dateOnly: false })).toBeUndefined();

@@ -6,7 +6,12 @@ const policy = { threshold: 10, pauseMs: 30 * 60_000 };
 /** A fake clock: tests move it by hand. */
 function fakeClock(start = Date.UTC(2026, 0, 1)) {
   let now = start;
-  return { now: () => now, advance: (ms: number) => { now += ms; } };
+  return {
+    now: () => now,
+    advance: (ms: number) => {
+      now += ms;
+    },
+  };
 }
 
 describe('circuit breaker (pure, fake clock)', () => {

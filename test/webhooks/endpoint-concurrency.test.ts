@@ -29,13 +29,18 @@ describe('adaptive endpoint concurrency', () => {
     expect(after(16, [{ outcome: 'connection_error', statusCode: null, durationMs: 1 }])).toBe(8);
     expect(after(16, [{ outcome: 'http_error', statusCode: 429, durationMs: 1 }])).toBe(8);
     expect(after(16, [{ outcome: 'http_error', statusCode: 503, durationMs: 1 }])).toBe(8);
-    expect(after(3, [{ outcome: 'http_error', statusCode: 500, durationMs: 1 }, { outcome: 'timeout', statusCode: null, durationMs: 1 }])).toBe(1);
+    expect(
+      after(3, [
+        { outcome: 'http_error', statusCode: 500, durationMs: 1 },
+        { outcome: 'timeout', statusCode: null, durationMs: 1 },
+      ]),
+    ).toBe(1);
     expect(after(7, [{ outcome: 'http_error', statusCode: 400, durationMs: 1 }])).toBe(7);
     expect(after(7, [{ outcome: 'http_error', statusCode: 410, durationMs: 1 }])).toBe(7);
     expect(after(7, [{ outcome: 'response_too_large', statusCode: 200, durationMs: 1 }])).toBe(7);
   });
 
-  it('never leaves the policy\'s bounds, whatever it starts from', () => {
+  it("never leaves the policy's bounds, whatever it starts from", () => {
     expect(after(40, [{ outcome: 'http_error', statusCode: 400, durationMs: 1 }])).toBe(16);
     expect(after(0, [{ outcome: 'http_error', statusCode: 400, durationMs: 1 }])).toBe(1);
   });

@@ -30,8 +30,14 @@ describe.each(backends)('webhook admin API (%s)', (backend) => {
     expect(created.status).toBe(201);
     const endpoint = created.body.data;
     expect(endpoint).toMatchObject({
-      url: receiver.url, description: 'ERP', event_types: ['order.created', 'order.updated'], enabled: true, state: 'active',
-      paused_until: null, consecutive_failures: 0, disabled_reason: null,
+      url: receiver.url,
+      description: 'ERP',
+      event_types: ['order.created', 'order.updated'],
+      enabled: true,
+      state: 'active',
+      paused_until: null,
+      consecutive_failures: 0,
+      disabled_reason: null,
     });
     expect(endpoint.secret).toMatch(/^whsec_/);
     expect(endpoint.created_at).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/);
@@ -39,10 +45,19 @@ describe.each(backends)('webhook admin API (%s)', (backend) => {
     expect(read).not.toHaveProperty('secret');
     expect(read).toEqual(Object.fromEntries(Object.entries(endpoint).filter(([k]) => k !== 'secret')));
     expect((await kit.api('GET', '/webhooks/endpoints')).body.data.map((e: { id: string }) => e.id)).toContain(endpoint.id);
-    expect((await kit.api('GET', `/webhooks/endpoints/${endpoint.id}/secret`)).body.data).toEqual({ secret: endpoint.secret, previous_secret_expires_at: null });
+    expect((await kit.api('GET', `/webhooks/endpoints/${endpoint.id}/secret`)).body.data).toEqual({
+      secret: endpoint.secret,
+      previous_secret_expires_at: null,
+    });
 
     const patched = await kit.api('PATCH', `/webhooks/endpoints/${endpoint.id}`, { event_types: [], description: null, enabled: false });
-    expect(patched.body.data).toMatchObject({ event_types: [], description: null, enabled: false, state: 'disabled', disabled_reason: 'disabled by an administrator' });
+    expect(patched.body.data).toMatchObject({
+      event_types: [],
+      description: null,
+      enabled: false,
+      state: 'disabled',
+      disabled_reason: 'disabled by an administrator',
+    });
     expect(patched.body.data.url).toBe(receiver.url);
   });
 
@@ -71,9 +86,18 @@ describe.each(backends)('webhook admin API (%s)', (backend) => {
   it('refuses private and loopback URLs unless the deployment allows them', async () => {
     const strict = await webhookTestKit(backend, { WEBHOOK_ALLOW_PRIVATE_URLS: 'false' }, { worker: false });
     try {
-      for (const url of ['http://127.0.0.1:8080/h', 'http://localhost/h', 'http://10.0.0.8/h', 'http://[::1]/h', 'http://169.254.169.254/',
+      for (const url of [
+        'http://127.0.0.1:8080/h',
+        'http://localhost/h',
+        'http://10.0.0.8/h',
+        'http://[::1]/h',
+        'http://169.254.169.254/',
         // IPv4 inside IPv6 spellings: IPv4-compatible, IPv4-mapped in hex, NAT64, 6to4.
-        'http://[::127.0.0.1]/h', 'http://[::ffff:7f00:1]/h', 'http://[64:ff9b::a9fe:a9fe]/', 'http://[2002:a00:1::]/h']) {
+        'http://[::127.0.0.1]/h',
+        'http://[::ffff:7f00:1]/h',
+        'http://[64:ff9b::a9fe:a9fe]/',
+        'http://[2002:a00:1::]/h',
+      ]) {
         const res = await strict.api('POST', '/webhooks/endpoints', { url });
         expect(res.status, url).toBe(400);
         expect(res.body.errors[0].param).toBe('url');
@@ -109,12 +133,17 @@ describe.each(backends)('webhook admin API (%s)', (backend) => {
     const ping = (await kit.api('POST', `/webhooks/endpoints/${endpoint.id}/ping`)).body.data;
     expect((await gone)[0]).toMatchObject({ endpointDisabled: true, settlement: { status: 'failed' } });
     expect((await kit.api('GET', `/webhooks/endpoints/${endpoint.id}`)).body.data).toMatchObject({
-      enabled: false, state: 'disabled', disabled_reason: 'the receiver answered 410 Gone',
+      enabled: false,
+      state: 'disabled',
+      disabled_reason: 'the receiver answered 410 Gone',
     });
     expect((await kit.api('POST', `/webhooks/endpoints/${endpoint.id}/ping`)).status).toBe(409);
 
     receiver.respond = ok;
-    expect((await kit.api('PATCH', `/webhooks/endpoints/${endpoint.id}`, { enabled: true })).body.data).toMatchObject({ state: 'active', disabled_reason: null });
+    expect((await kit.api('PATCH', `/webhooks/endpoints/${endpoint.id}`, { enabled: true })).body.data).toMatchObject({
+      state: 'active',
+      disabled_reason: null,
+    });
     const delivered = waitForAttempts(kit.worker, 1, (r) => r.deliveryId === ping.delivery_id);
     expect((await kit.api('POST', `/webhooks/deliveries/${ping.delivery_id}/retry`)).body.data.status).toBe('pending');
     expect((await delivered)[0]!.settlement).toEqual({ status: 'succeeded' });
@@ -139,13 +168,13 @@ describe.each(backends)('webhook admin API (%s)', (backend) => {
 
   it('fans events out only to subscribed, enabled endpoints registered before the change; replays a time range to one endpoint', async () => {
     receiver.respond = ok;
-    const early = await createCustomer(kit.t.database.db, { name: 'Before Registration' }) as { id: string };
+    const early = (await createCustomer(kit.t.database.db, { name: 'Before Registration' })) as { id: string };
     const customers = await kit.createEndpoint(receiver.url, { event_types: ['customer.created', 'customer.updated'] });
     const ordersOnly = await kit.createEndpoint(receiver.url, { event_types: ['order.created'] });
     const disabled = await kit.createEndpoint(receiver.url, { enabled: false });
     const from = new Date().toISOString();
     const three = waitForAttempts(kit.worker, 3, (r) => r.endpointId === customers.id);
-    const customer = await createCustomer(kit.t.database.db, { name: 'Replayed' }) as { id: string };
+    const customer = (await createCustomer(kit.t.database.db, { name: 'Replayed' })) as { id: string };
     await updateCustomer(kit.t.database.db, customer.id, { city: 'Lyon' });
     await updateCustomer(kit.t.database.db, customer.id, { city: 'Nantes' });
     const reports = await three;
@@ -184,10 +213,17 @@ describe.each(backends)('webhook admin API (%s)', (backend) => {
     expect(seen).toEqual(everything.data.map((d: { id: string }) => d.id));
     const created = everything.data.map((d: { created_at: string }) => d.created_at);
     expect([...created].sort().reverse()).toEqual(created);
-    expect(everything.data[0]).toEqual(expect.objectContaining({
-      id: expect.any(String), event_id: expect.any(String), event_type: expect.any(String), endpoint_id: expect.any(String),
-      endpoint_url: receiver.url, status: expect.stringMatching(/^(pending|succeeded|failed|dead)$/), attempt_count: expect.any(Number),
-    }));
+    expect(everything.data[0]).toEqual(
+      expect.objectContaining({
+        id: expect.any(String),
+        event_id: expect.any(String),
+        event_type: expect.any(String),
+        endpoint_id: expect.any(String),
+        endpoint_url: receiver.url,
+        status: expect.stringMatching(/^(pending|succeeded|failed|dead)$/),
+        attempt_count: expect.any(Number),
+      }),
+    );
     expect((await kit.api('GET', '/webhooks/deliveries?status=succeeded')).body.data.every((d: { status: string }) => d.status === 'succeeded')).toBe(true);
 
     const stats = (await kit.api('GET', '/webhooks/stats?hours=3')).body.data;

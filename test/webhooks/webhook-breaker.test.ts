@@ -76,7 +76,9 @@ describe.each(backends)('circuit breaker (%s)', (backend) => {
     expect(probe2!.startedAt).toBeGreaterThanOrEqual(repausedUntil);
     expect(probe2!.settlement?.status).toBe('succeeded');
     expect((await kit.api('GET', `/webhooks/endpoints/${endpoint.id}`)).body.data).toMatchObject({
-      state: 'active', consecutive_failures: 0, paused_until: null,
+      state: 'active',
+      consecutive_failures: 0,
+      paused_until: null,
     });
     const rest = waitForAttempts(kit.worker, 1, (r) => r.endpointId === endpoint.id && r.settlement?.status === 'succeeded');
     await kit.api('POST', `/webhooks/endpoints/${endpoint.id}/ping`);

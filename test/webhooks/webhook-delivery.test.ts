@@ -53,7 +53,9 @@ describe.each(backends)('webhook delivery (%s)', (backend) => {
     await kit.api('PATCH', `/webhooks/endpoints/${endpoint.id}`, { enabled: false });
   });
 
-  it('follows the retry schedule through every kind of receiver fault, dead-letters after the 5th retry, and a manual retry succeeds', { timeout: 120_000 }, async () => {
+  it('follows the retry schedule through every kind of receiver fault, dead-letters after the 5th retry, and a manual retry succeeds', {
+    timeout: 120_000,
+  }, async () => {
     const faults: ((res: import('node:http').ServerResponse, socket: import('node:net').Socket) => void)[] = [
       (res) => res.writeHead(500).end('boom'),
       (res) => res.writeHead(302, { location: 'http://127.0.0.1:1/elsewhere' }).end(),
@@ -71,7 +73,7 @@ describe.each(backends)('webhook delivery (%s)', (backend) => {
     const endpoint = await kit.createEndpoint(receiver.url, { event_types: ['customer.created'] });
     const before = await counters();
     const six = waitForAttempts(kit.worker, 6, (r) => r.endpointId === endpoint.id, 80_000);
-    const customer = await createCustomer(kit.t.database.db, { name: 'Retry Schedule' }) as { id: string };
+    const customer = (await createCustomer(kit.t.database.db, { name: 'Retry Schedule' })) as { id: string };
     const reports = await six;
     const report = reports[5]!;
     expect(reports.map((r) => r.settlement?.status)).toEqual(['failed', 'failed', 'failed', 'failed', 'failed', 'dead']);
@@ -81,9 +83,24 @@ describe.each(backends)('webhook delivery (%s)', (backend) => {
     expect(sent.every((r) => r.json.type === 'customer.created' && r.json.data.id === customer.id)).toBe(true);
 
     const detail = (await kit.api('GET', `/webhooks/deliveries/${report.deliveryId}`)).body.data;
-    expect(detail).toMatchObject({ status: 'dead', attempt_count: 6, next_attempt_at: null, endpoint_id: endpoint.id, endpoint_url: receiver.url, event_type: 'customer.created' });
+    expect(detail).toMatchObject({
+      status: 'dead',
+      attempt_count: 6,
+      next_attempt_at: null,
+      endpoint_id: endpoint.id,
+      endpoint_url: receiver.url,
+      event_type: 'customer.created',
+    });
     expect(detail.event).toMatchObject({ id: report.eventId, type: 'customer.created', data: { id: customer.id } });
-    const attempts = detail.attempts as { attempt_number: number; started_at: string; duration_ms: number; outcome: string; status_code: number | null; response_body_excerpt: string | null; error: string | null }[];
+    const attempts = detail.attempts as {
+      attempt_number: number;
+      started_at: string;
+      duration_ms: number;
+      outcome: string;
+      status_code: number | null;
+      response_body_excerpt: string | null;
+      error: string | null;
+    }[];
     expect(attempts.map((a) => a.attempt_number)).toEqual([1, 2, 3, 4, 5, 6]);
     expect(attempts.map((a) => a.outcome)).toEqual(['http_error', 'http_error', 'http_error', 'connection_error', 'timeout', 'response_too_large']);
     expect(attempts.map((a) => a.status_code)).toEqual([500, 302, 404, null, null, 200]);
@@ -132,7 +149,7 @@ describe.each(backends)('webhook delivery (%s)', (backend) => {
   it('retries dead letters by selection and all of an endpoint at once', async () => {
     receiver.respond = (_req, _n, res) => res.writeHead(503).end();
     const endpoint = await kit.createEndpoint(receiver.url, { event_types: ['customer.updated'] });
-    const customer = await createCustomer(kit.t.database.db, { name: 'Dead Letters' }) as { id: string };
+    const customer = (await createCustomer(kit.t.database.db, { name: 'Dead Letters' })) as { id: string };
     const deadOnes = waitForAttempts(kit.worker, 3, (r) => r.endpointId === endpoint.id && r.settlement?.status === 'dead', 80_000);
     // Three deliveries, dead-lettered side by side after the whole (shrunk) schedule.
     for (let i = 0; i < 3; i++) await updateCustomer(kit.t.database.db, customer.id, { city: `City ${i}` });
@@ -157,9 +174,7 @@ describe.each(backends)('webhook delivery (%s)', (backend) => {
 async function counters() {
   const value = async (name: string, labels: Record<string, string> = {}) => {
     const metric = await client.register.getSingleMetric(name)!.get();
-    return metric.values
-      .filter((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l))
-      .reduce((n, v) => n + v.value, 0);
+    return metric.values.filter((v) => Object.entries(labels).every(([k, l]) => v.labels[k] === l)).reduce((n, v) => n + v.value, 0);
   };
   return {
     attempted: await value('store_api_webhook_deliveries_attempted_total'),

@@ -20,12 +20,16 @@ describe.each(backends)('adaptive endpoint concurrency (%s)', (backend) => {
   let kit: WebhookTestKit;
 
   beforeAll(async () => {
-    kit = await webhookTestKit(backend, {
-      WEBHOOK_CONCURRENCY: '16',
-      WEBHOOK_ENDPOINT_CONCURRENCY: String(INITIAL),
-      WEBHOOK_ENDPOINT_CONCURRENCY_MAX: '16',
-      WEBHOOK_BREAKER_THRESHOLD: '1000',
-    }, { worker: false });
+    kit = await webhookTestKit(
+      backend,
+      {
+        WEBHOOK_CONCURRENCY: '16',
+        WEBHOOK_ENDPOINT_CONCURRENCY: String(INITIAL),
+        WEBHOOK_ENDPOINT_CONCURRENCY_MAX: '16',
+        WEBHOOK_BREAKER_THRESHOLD: '1000',
+      },
+      { worker: false },
+    );
   });
   afterAll(async () => {
     await kit?.close();
@@ -69,13 +73,17 @@ describe.each(backends)('adaptive endpoint concurrency (%s)', (backend) => {
   });
 
   it('a receiver that answers slowly loses its extra slots: one request at a time', async () => {
-    const slowKit = await webhookTestKit(backend, {
-      WEBHOOK_CONCURRENCY: '16',
-      WEBHOOK_ENDPOINT_CONCURRENCY: String(INITIAL),
-      // Every answer of the receiver below counts as slow.
-      WEBHOOK_SLOW_ANSWER_MS: '1',
-      WEBHOOK_BREAKER_THRESHOLD: '1000',
-    }, { worker: false });
+    const slowKit = await webhookTestKit(
+      backend,
+      {
+        WEBHOOK_CONCURRENCY: '16',
+        WEBHOOK_ENDPOINT_CONCURRENCY: String(INITIAL),
+        // Every answer of the receiver below counts as slow.
+        WEBHOOK_SLOW_ANSWER_MS: '1',
+        WEBHOOK_BREAKER_THRESHOLD: '1000',
+      },
+      { worker: false },
+    );
     const receiver = await new WebhookReceiver().start();
     let open = 0;
     const openAtArrival: number[] = [];
@@ -157,10 +165,15 @@ describe.each(backends)('adaptive endpoint concurrency (%s)', (backend) => {
       receiver.respond = ok;
       for (const r of held.splice(0)) r.writeHead(200).end('ok');
       await receiver.waitForRequests(N);
-      await vi.waitFor(async () => {
-        const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = ${endpoint.id}::uuid AND status = 'succeeded'`.execute(kit.t.database.db);
-        expect(rows[0]!.n).toBe(N);
-      }, { timeout: 15_000, interval: 50 });
+      await vi.waitFor(
+        async () => {
+          const { rows } = await sql<{
+            n: number;
+          }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = ${endpoint.id}::uuid AND status = 'succeeded'`.execute(kit.t.database.db);
+          expect(rows[0]!.n).toBe(N);
+        },
+        { timeout: 15_000, interval: 50 },
+      );
     } finally {
       for (const r of held.splice(0)) r.writeHead(200).end('ok');
       await worker.stop();

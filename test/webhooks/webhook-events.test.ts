@@ -27,7 +27,8 @@ describe.each(backends)('data changes arrive as webhook events (%s)', (backend) 
 
   const admin = async (method: 'POST' | 'PATCH', url: string, payload: unknown, contentType?: string) => {
     const res = await kit.t.app.inject({
-      method, url: `/admin/api/v1${url}`,
+      method,
+      url: `/admin/api/v1${url}`,
       headers: { ...kit.admin, ...(contentType ? { 'content-type': contentType } : {}) },
       payload: payload as string,
     });
@@ -54,13 +55,15 @@ describe.each(backends)('data changes arrive as webhook events (%s)', (backend) 
     expect(movements[0].reason).toBe(reason);
     return movements[0];
   };
-  const inventoryOf = async (productId: string) =>
-    (await read('/inventory?limit=200')).find((r: { product_id: string }) => r.product_id === productId);
+  const inventoryOf = async (productId: string) => (await read('/inventory?limit=200')).find((r: { product_id: string }) => r.product_id === productId);
 
   it('catalog, customers, orders, adjustments and CSV imports each arrive as their events with the full resource', async () => {
     // Product created with a variant (its initial stock is an adjustment movement).
     const product = await admin('POST', '/products', {
-      name: 'Webhook Tee', product_type: 'physical', price: 10, sku: 'WH-TEE',
+      name: 'Webhook Tee',
+      product_type: 'physical',
+      price: 10,
+      sku: 'WH-TEE',
       variants: [{ name: 'M', price: 10, stock: 5, sku: 'WH-TEE-M', attributes: { size: 'M' } }],
     });
     const created = await read(`/products/${product.id}`);
@@ -98,7 +101,11 @@ describe.each(backends)('data changes arrive as webhook events (%s)', (backend) 
     await arrives('customer.updated', movedCustomer);
 
     // Order placed: order.created, a sale movement, the stock change.
-    const order = await admin('POST', '/orders', { source: 'online', customer_id: customer.id, items: [{ product_id: product.id, variant_id: variantId, quantity: 2 }] });
+    const order = await admin('POST', '/orders', {
+      source: 'online',
+      customer_id: customer.id,
+      items: [{ product_id: product.id, variant_id: variantId, quantity: 2 }],
+    });
     await arrives('order.created', await read(`/orders/${order.id}`));
     await arrives('stock_movement.created', await movement(product.id, 'sale'));
     await arrives('inventory.updated', await inventoryOf(product.id));

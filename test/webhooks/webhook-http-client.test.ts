@@ -21,7 +21,8 @@ describe('webhook HTTP client', () => {
       req.resume();
       req.on('end', () => {
         switch (req.url) {
-          case '/ok': return res.writeHead(204).end();
+          case '/ok':
+            return res.writeHead(204).end();
           case '/trickle': {
             // Headers at once, then one byte every 100 ms: never completes within the timeout.
             res.writeHead(200, { 'content-type': 'text/plain' });
@@ -29,14 +30,22 @@ describe('webhook HTTP client', () => {
             res.on('close', () => clearInterval(timer));
             return;
           }
-          case '/huge': return res.writeHead(200).end(Buffer.alloc(1024 * 1024, 'a'));
-          case '/retry-after': return res.writeHead(503, { 'retry-after': '120' }).end('busy');
-          case '/reset': return req.socket.destroy();
-          default: return res.writeHead(404).end();
+          case '/huge':
+            return res.writeHead(200).end(Buffer.alloc(1024 * 1024, 'a'));
+          case '/retry-after':
+            return res.writeHead(503, { 'retry-after': '120' }).end('busy');
+          case '/reset':
+            return req.socket.destroy();
+          default:
+            return res.writeHead(404).end();
         }
       });
     });
-    server.on('connection', (s) => { connections++; sockets.add(s); s.on('close', () => sockets.delete(s)); });
+    server.on('connection', (s) => {
+      connections++;
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+    });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
@@ -56,7 +65,12 @@ describe('webhook HTTP client', () => {
       const huge = await client.post(`${base}/huge`, '{}', {});
       expect(huge).toMatchObject({ outcome: 'response_too_large', statusCode: 200 });
       expect(huge.responseExcerpt!.length).toBe(2048);
-      expect(await client.post(`${base}/retry-after`, '{}', {})).toMatchObject({ outcome: 'http_error', statusCode: 503, retryAfterMs: 120_000, responseExcerpt: 'busy' });
+      expect(await client.post(`${base}/retry-after`, '{}', {})).toMatchObject({
+        outcome: 'http_error',
+        statusCode: 503,
+        retryAfterMs: 120_000,
+        responseExcerpt: 'busy',
+      });
       expect(await client.post(`${base}/reset`, '{}', {})).toMatchObject({ outcome: 'connection_error', statusCode: null });
       expect(await client.post('http://127.0.0.1:1/closed-port', '{}', {})).toMatchObject({ outcome: 'connection_error' });
     } finally {

@@ -24,7 +24,11 @@ describe.each(backends)('event poller (%s)', (backend) => {
 
   const db = () => kit.t.database.db;
   const deliveredEvents = async () =>
-    (await sql<{ event_id: string }>`SELECT event_id FROM webhook_deliveries WHERE endpoint_id = ${endpointId}::uuid ORDER BY created_at, event_id`.execute(db())).rows.map((r) => r.event_id);
+    (
+      await sql<{ event_id: string }>`SELECT event_id FROM webhook_deliveries WHERE endpoint_id = ${endpointId}::uuid ORDER BY created_at, event_id`.execute(
+        db(),
+      )
+    ).rows.map((r) => r.event_id);
   const drain = async () => {
     for (let i = 0; i < 100; i++) {
       const r = await pollEvents(db(), Date.now());
@@ -32,35 +36,42 @@ describe.each(backends)('event poller (%s)', (backend) => {
     }
   };
 
-  it.skipIf(backend === 'pglite')('waits for a write that stamped early and commits late instead of skipping it (PostgreSQL; PGlite runs one transaction at a time)', async () => {
-    await drain();
-    let stamped!: () => void;
-    const isStamped = new Promise<void>((resolve) => { stamped = resolve; });
-    let commit!: () => void;
-    const mayCommit = new Promise<void>((resolve) => { commit = resolve; });
-    const early = randomUUID();
-    const slow = runWrite(db(), async (w) => {
-      const id = await appendEvent(w, 'customer.created', early, { id: early });
-      stamped();
-      await mayCommit;
-      return id;
-    });
-    await isStamped;
-    const late = randomUUID();
-    const fastId = await runWrite(db(), (w) => appendEvent(w, 'customer.created', late, { id: late }));
+  it.skipIf(backend === 'pglite')(
+    'waits for a write that stamped early and commits late instead of skipping it (PostgreSQL; PGlite runs one transaction at a time)',
+    async () => {
+      await drain();
+      let stamped!: () => void;
+      const isStamped = new Promise<void>((resolve) => {
+        stamped = resolve;
+      });
+      let commit!: () => void;
+      const mayCommit = new Promise<void>((resolve) => {
+        commit = resolve;
+      });
+      const early = randomUUID();
+      const slow = runWrite(db(), async (w) => {
+        const id = await appendEvent(w, 'customer.created', early, { id: early });
+        stamped();
+        await mayCommit;
+        return id;
+      });
+      await isStamped;
+      const late = randomUUID();
+      const fastId = await runWrite(db(), (w) => appendEvent(w, 'customer.created', late, { id: late }));
 
-    // The fast write committed with a later stamp, but the slow one is still open: the poller must
-    // not move past the slow one's stamp, so it takes neither yet.
-    const first = await pollEvents(db(), Date.now());
-    expect(first.events).toBe(0);
-    commit();
-    const slowId = await slow;
-    await drain();
-    const events = await deliveredEvents();
-    expect(events).toContain(slowId);
-    expect(events).toContain(fastId);
-    expect(events.filter((e) => e === slowId || e === fastId)).toHaveLength(2);
-  });
+      // The fast write committed with a later stamp, but the slow one is still open: the poller must
+      // not move past the slow one's stamp, so it takes neither yet.
+      const first = await pollEvents(db(), Date.now());
+      expect(first.events).toBe(0);
+      commit();
+      const slowId = await slow;
+      await drain();
+      const events = await deliveredEvents();
+      expect(events).toContain(slowId);
+      expect(events).toContain(fastId);
+      expect(events.filter((e) => e === slowId || e === fastId)).toHaveLength(2);
+    },
+  );
 
   it('moves its position and the fan-out together: a failed fan-out is retried whole, never skipped or doubled', async () => {
     await drain();
@@ -71,9 +82,11 @@ describe.each(backends)('event poller (%s)', (backend) => {
     ]);
     const { rows: position } = await sql<{ p: string }>`SELECT position_created_at::text || '/' || position_seq AS p FROM webhook_poller_state`.execute(db());
     // Make the fan-out fail inside the poller's transaction.
-    await sql.raw(`
+    await sql
+      .raw(`
       CREATE FUNCTION fail_fan_out() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'simulated crash'; END $$
-    `).execute(db());
+    `)
+      .execute(db());
     await sql.raw(`CREATE TRIGGER fail_fan_out BEFORE INSERT ON webhook_deliveries FOR EACH STATEMENT EXECUTE FUNCTION fail_fan_out()`).execute(db());
     await expect(pollEvents(db(), Date.now())).rejects.toThrow(/simulated crash/);
     const { rows: unchanged } = await sql<{ p: string }>`SELECT position_created_at::text || '/' || position_seq AS p FROM webhook_poller_state`.execute(db());

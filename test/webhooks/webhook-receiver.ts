@@ -53,7 +53,13 @@ export class WebhookReceiver {
     if (this.requests.length >= n) return Promise.resolve(this.requests.slice(0, n));
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`receiver got ${this.requests.length} of ${n} requests within ${timeoutMs} ms`)), timeoutMs);
-      this.#waiters.push({ n, resolve: () => { clearTimeout(timer); resolve(this.requests.slice(0, n)); } });
+      this.#waiters.push({
+        n,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve(this.requests.slice(0, n));
+        },
+      });
     });
   }
 
@@ -85,7 +91,7 @@ export class WebhookReceiver {
       } catch {
         json = { id: '', type: '', created_at: '', data: null };
       }
-      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : v ?? '']));
+      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : (v ?? '')]));
       const received: ReceivedRequest = { at: Date.now(), path: req.url ?? '', headers, body, json };
       this.requests.push(received);
       this.connections.add(req.socket);

@@ -61,7 +61,12 @@ export async function webhookTestKit(backend: Backend, env: Record<string, strin
 }
 
 /** Resolves with the worker's attempt reports once `predicate` holds for `n` of them (from now on). */
-export function waitForAttempts(worker: WebhookWorker, n: number, predicate: (r: AttemptReport) => boolean = () => true, timeoutMs = 30_000): Promise<AttemptReport[]> {
+export function waitForAttempts(
+  worker: WebhookWorker,
+  n: number,
+  predicate: (r: AttemptReport) => boolean = () => true,
+  timeoutMs = 30_000,
+): Promise<AttemptReport[]> {
   return new Promise((resolve, reject) => {
     const seen: AttemptReport[] = [];
     const timer = setTimeout(() => {

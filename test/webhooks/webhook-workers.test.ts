@@ -24,7 +24,11 @@ describe.each(backends)('webhook workers (%s)', (backend) => {
 
   beforeAll(async () => {
     // Generous timeout and lease: on PGlite the receiver shares its thread with three workers' SQL.
-    kit = await webhookTestKit(backend, { WEBHOOK_LEASE_MS: '20000', WEBHOOK_TIMEOUT_MS: '10000', WEBHOOK_ENDPOINT_CONCURRENCY: String(ENDPOINT_CONCURRENCY) }, { worker: false });
+    kit = await webhookTestKit(
+      backend,
+      { WEBHOOK_LEASE_MS: '20000', WEBHOOK_TIMEOUT_MS: '10000', WEBHOOK_ENDPOINT_CONCURRENCY: String(ENDPOINT_CONCURRENCY) },
+      { worker: false },
+    );
     receiver = await new WebhookReceiver().start();
   });
   afterAll(async () => {
@@ -46,10 +50,15 @@ describe.each(backends)('webhook workers (%s)', (backend) => {
         for (const e of endpoints) ids.push((await kit.api('POST', `/webhooks/endpoints/${e.id}/ping`)).body.data.delivery_id);
       }
       await receiver.waitForRequests(base + 40, 30_000);
-      await vi.waitFor(async () => {
-        const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE id = ANY(${ids}::uuid[]) AND status = 'succeeded'`.execute(kit.t.database.db);
-        expect(rows[0]!.n).toBe(40);
-      }, { timeout: 10_000, interval: 50 });
+      await vi.waitFor(
+        async () => {
+          const { rows } = await sql<{
+            n: number;
+          }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE id = ANY(${ids}::uuid[]) AND status = 'succeeded'`.execute(kit.t.database.db);
+          expect(rows[0]!.n).toBe(40);
+        },
+        { timeout: 10_000, interval: 50 },
+      );
       const received = receiver.requests.slice(base).map((r) => r.headers['webhook-id']);
       expect(new Set(received).size).toBe(40);
       expect(received).toHaveLength(40);
@@ -63,7 +72,7 @@ describe.each(backends)('webhook workers (%s)', (backend) => {
     }
   });
 
-  it('one endpoint\'s backlog does not hold up another endpoint', async () => {
+  it("one endpoint's backlog does not hold up another endpoint", async () => {
     // The busy endpoint's requests hang until the quiet endpoint's delivery has succeeded: what is
     // checked is an order of events (the quiet one gets through while the busy one has every slot of
     // its own taken), not a speed, so a slow machine cannot turn it into a failure.
@@ -92,7 +101,9 @@ describe.each(backends)('webhook workers (%s)', (backend) => {
 
   it('stop() waits for the attempt in flight to finish and settle, then claims nothing more', async () => {
     let answer: (() => void) | undefined;
-    receiver.respond = (req, n, res, socket) => { answer = () => ok(req, n, res, socket); };
+    receiver.respond = (req, n, res, socket) => {
+      answer = () => ok(req, n, res, socket);
+    };
     const worker = await kit.startWorker();
     const endpoint = await kit.createEndpoint(receiver.url);
     const base = receiver.requests.length;
@@ -100,7 +111,9 @@ describe.each(backends)('webhook workers (%s)', (backend) => {
     await receiver.waitForRequests(base + 1);
     const settled = waitForAttempts(worker, 1, (r) => r.deliveryId === ping.delivery_id);
     let stopped = false;
-    const stopping = worker.stop().then(() => { stopped = true; });
+    const stopping = worker.stop().then(() => {
+      stopped = true;
+    });
     // Stop is waiting on the attempt: give the event loop a turn, then answer.
     await new Promise((resolve) => setImmediate(resolve));
     expect(stopped).toBe(false);
@@ -111,54 +124,67 @@ describe.each(backends)('webhook workers (%s)', (backend) => {
     // Nothing claims after stop: a new ping stays pending.
     receiver.respond = ok;
     const later = (await kit.api('POST', `/webhooks/endpoints/${endpoint.id}/ping`)).body.data;
-    const { rows } = await sql<{ status: string; locked_by: string | null }>`SELECT status, locked_by FROM webhook_deliveries WHERE id = ${later.delivery_id}::uuid`.execute(kit.t.database.db);
+    const { rows } = await sql<{
+      status: string;
+      locked_by: string | null;
+    }>`SELECT status, locked_by FROM webhook_deliveries WHERE id = ${later.delivery_id}::uuid`.execute(kit.t.database.db);
     expect(rows[0]).toEqual({ status: 'pending', locked_by: null });
     await kit.api('PATCH', `/webhooks/endpoints/${endpoint.id}`, { enabled: false });
   });
 
-  it.skipIf(backend === 'pglite')('a worker process killed with SIGKILL mid-delivery: the delivery arrives after a restart (PostgreSQL only: an embedded PGlite directory belongs to one process, so there is no separate worker process to kill)', async () => {
-    receiver.respond = (req, n, res, socket) => {
-      if (req.json.type === 'ping' && hangFirst) {
-        hangFirst = false; // the first try hangs until its worker is killed
-        return;
-      }
-      ok(req, n, res, socket);
-    };
-    let hangFirst = true;
-    const endpoint = await kit.createEndpoint(receiver.url);
-    const base = receiver.requests.length;
-    const first = spawnWorker(kit.t.database.url!);
-    try {
-      const ping = (await kit.api('POST', `/webhooks/endpoints/${endpoint.id}/ping`)).body.data;
-      await receiver.waitForRequests(base + 1, 30_000);
-      const claimedAt = Date.now();
-      first.kill('SIGKILL');
-      await once(first, 'exit');
-      const { rows: held } = await sql<{ locked_by: string | null; status: string }>`SELECT locked_by, status FROM webhook_deliveries WHERE id = ${ping.delivery_id}::uuid`.execute(kit.t.database.db);
-      expect(held[0]!.locked_by).not.toBeNull(); // the dead worker's lease still holds it
-      expect(held[0]!.status).toBe('pending');
-
-      const second = spawnWorker(kit.t.database.url!);
+  it.skipIf(backend === 'pglite')(
+    'a worker process killed with SIGKILL mid-delivery: the delivery arrives after a restart (PostgreSQL only: an embedded PGlite directory belongs to one process, so there is no separate worker process to kill)',
+    async () => {
+      receiver.respond = (req, n, res, socket) => {
+        if (req.json.type === 'ping' && hangFirst) {
+          hangFirst = false; // the first try hangs until its worker is killed
+          return;
+        }
+        ok(req, n, res, socket);
+      };
+      let hangFirst = true;
+      const endpoint = await kit.createEndpoint(receiver.url);
+      const base = receiver.requests.length;
+      const first = spawnWorker(kit.t.database.url!);
       try {
-        await receiver.waitForRequests(base + 2, 30_000);
-        const resentAt = receiver.requests[base + 1]!.at;
-        expect(receiver.requests[base + 1]!.headers['webhook-id']).toBe(ping.event_id);
-        expect(resentAt - claimedAt).toBeGreaterThanOrEqual(CHILD_LEASE_MS - 1000); // not before the lease ran out
-        await vi.waitFor(async () => {
-          const detail = (await kit.api('GET', `/webhooks/deliveries/${ping.delivery_id}`)).body.data;
-          expect(detail.status).toBe('succeeded');
-          expect(detail.attempts.map((a: { outcome: string }) => a.outcome)).toEqual(['abandoned', 'success']);
-        }, { timeout: 10_000, interval: 50 });
-        second.kill('SIGTERM');
-        const [code] = await once(second, 'exit');
-        expect(code).toBe(0);
+        const ping = (await kit.api('POST', `/webhooks/endpoints/${endpoint.id}/ping`)).body.data;
+        await receiver.waitForRequests(base + 1, 30_000);
+        const claimedAt = Date.now();
+        first.kill('SIGKILL');
+        await once(first, 'exit');
+        const { rows: held } = await sql<{
+          locked_by: string | null;
+          status: string;
+        }>`SELECT locked_by, status FROM webhook_deliveries WHERE id = ${ping.delivery_id}::uuid`.execute(kit.t.database.db);
+        expect(held[0]!.locked_by).not.toBeNull(); // the dead worker's lease still holds it
+        expect(held[0]!.status).toBe('pending');
+
+        const second = spawnWorker(kit.t.database.url!);
+        try {
+          await receiver.waitForRequests(base + 2, 30_000);
+          const resentAt = receiver.requests[base + 1]!.at;
+          expect(receiver.requests[base + 1]!.headers['webhook-id']).toBe(ping.event_id);
+          expect(resentAt - claimedAt).toBeGreaterThanOrEqual(CHILD_LEASE_MS - 1000); // not before the lease ran out
+          await vi.waitFor(
+            async () => {
+              const detail = (await kit.api('GET', `/webhooks/deliveries/${ping.delivery_id}`)).body.data;
+              expect(detail.status).toBe('succeeded');
+              expect(detail.attempts.map((a: { outcome: string }) => a.outcome)).toEqual(['abandoned', 'success']);
+            },
+            { timeout: 10_000, interval: 50 },
+          );
+          second.kill('SIGTERM');
+          const [code] = await once(second, 'exit');
+          expect(code).toBe(0);
+        } finally {
+          if (second.exitCode === null) second.kill('SIGKILL');
+        }
       } finally {
-        if (second.exitCode === null) second.kill('SIGKILL');
+        if (first.exitCode === null) first.kill('SIGKILL');
       }
-    } finally {
-      if (first.exitCode === null) first.kill('SIGKILL');
-    }
-  }, 90_000);
+    },
+    90_000,
+  );
 });
 
 function spawnWorker(databaseUrl: string): ChildProcess {

@@ -8,8 +8,11 @@ import { randomUUID } from 'node:crypto';
 import type { operations } from './generated/api-types.ts';
 import type { StoreApiClient } from './store-api.client.ts';
 
-type Body<O extends keyof operations> = operations[O] extends { requestBody: { content: { 'application/json': infer B } } } ? B
-  : operations[O] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
+type Body<O extends keyof operations> = operations[O] extends { requestBody: { content: { 'application/json': infer B } } }
+  ? B
+  : operations[O] extends { requestBody?: { content: { 'application/json': infer B } } }
+    ? B
+    : never;
 
 /** Options of an admin write. */
 export interface AdminCallOptions {
@@ -73,13 +76,18 @@ export class AdminClient {
   readonly deliveries: AdminDeliveries;
 
   constructor(client: StoreApiClient) {
-    const call = <B>(method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown, options: AdminCallOptions & { query?: Record<string, string | number | undefined> } = {}) =>
+    const call = <B>(
+      method: 'GET' | 'POST' | 'PATCH',
+      path: string,
+      body?: unknown,
+      options: AdminCallOptions & { query?: Record<string, string | number | undefined> } = {},
+    ) =>
       client.requestJson<{ data: B }>(method, path, {
         prefix: PREFIX,
         body,
         query: options.query,
         signal: options.signal,
-        idempotencyKey: method === 'POST' ? options.idempotencyKey ?? randomUUID() : undefined,
+        idempotencyKey: method === 'POST' ? (options.idempotencyKey ?? randomUUID()) : undefined,
       });
     this.tokens = new AdminTokens(call);
     this.webhookEndpoints = new AdminWebhookEndpoints(call);
@@ -87,7 +95,12 @@ export class AdminClient {
   }
 }
 
-type Call = <B>(method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown, options?: AdminCallOptions & { query?: Record<string, string | number | undefined> }) => Promise<{ data: B }>;
+type Call = <B>(
+  method: 'GET' | 'POST' | 'PATCH',
+  path: string,
+  body?: unknown,
+  options?: AdminCallOptions & { query?: Record<string, string | number | undefined> },
+) => Promise<{ data: B }>;
 const id = (value: string) => encodeURIComponent(value);
 
 /** API tokens. */
@@ -125,10 +138,19 @@ export class AdminWebhookEndpoints {
     return (await this.call<WebhookEndpoint>('PATCH', `webhooks/endpoints/${id(endpointId)}`, body, options)).data;
   }
   async secret(endpointId: string, options: AdminCallOptions = {}): Promise<{ secret: string; previous_secret_expires_at: string | null }> {
-    return (await this.call<{ secret: string; previous_secret_expires_at: string | null }>('GET', `webhooks/endpoints/${id(endpointId)}/secret`, undefined, options)).data;
+    return (
+      await this.call<{ secret: string; previous_secret_expires_at: string | null }>('GET', `webhooks/endpoints/${id(endpointId)}/secret`, undefined, options)
+    ).data;
   }
   async rotateSecret(endpointId: string, options: AdminCallOptions = {}): Promise<{ secret: string; previous_secret_expires_at: string | null }> {
-    return (await this.call<{ secret: string; previous_secret_expires_at: string | null }>('POST', `webhooks/endpoints/${id(endpointId)}/rotate-secret`, undefined, options)).data;
+    return (
+      await this.call<{ secret: string; previous_secret_expires_at: string | null }>(
+        'POST',
+        `webhooks/endpoints/${id(endpointId)}/rotate-secret`,
+        undefined,
+        options,
+      )
+    ).data;
   }
   async ping(endpointId: string, options: AdminCallOptions = {}): Promise<{ event_id: string; delivery_id: string }> {
     return (await this.call<{ event_id: string; delivery_id: string }>('POST', `webhooks/endpoints/${id(endpointId)}/ping`, undefined, options)).data;
@@ -141,14 +163,22 @@ export class AdminWebhookEndpoints {
 
 /** Webhook deliveries: list (newest first), one with its attempts, retries. */
 export class AdminDeliveries {
-  constructor(readonly call: Call, private readonly client: StoreApiClient) {}
+  constructor(
+    readonly call: Call,
+    private readonly client: StoreApiClient,
+  ) {}
   /** One page, newest first. */
-  async list(query: { endpoint_id?: string; status?: WebhookDelivery['status']; limit?: number; cursor?: string } = {}, options: AdminCallOptions = {}):
-    Promise<{ data: WebhookDelivery[]; pagination: { next_cursor: string | null; has_more: boolean; limit: number } }> {
+  async list(
+    query: { endpoint_id?: string; status?: WebhookDelivery['status']; limit?: number; cursor?: string } = {},
+    options: AdminCallOptions = {},
+  ): Promise<{ data: WebhookDelivery[]; pagination: { next_cursor: string | null; has_more: boolean; limit: number } }> {
     return this.client.requestJson('GET', 'webhooks/deliveries', { prefix: PREFIX, query, signal: options.signal });
   }
   /** Every delivery matching `query`, page after page (for await). */
-  async *iterate(query: { endpoint_id?: string; status?: WebhookDelivery['status']; limit?: number } = {}, options: AdminCallOptions = {}): AsyncGenerator<WebhookDelivery> {
+  async *iterate(
+    query: { endpoint_id?: string; status?: WebhookDelivery['status']; limit?: number } = {},
+    options: AdminCallOptions = {},
+  ): AsyncGenerator<WebhookDelivery> {
     let cursor: string | undefined;
     for (;;) {
       const page = await this.list({ ...query, cursor }, options);
@@ -158,7 +188,8 @@ export class AdminDeliveries {
     }
   }
   async get(deliveryId: string, options: AdminCallOptions = {}): Promise<WebhookDelivery & { attempts: unknown[]; event: unknown }> {
-    return (await this.call<WebhookDelivery & { attempts: unknown[]; event: unknown }>('GET', `webhooks/deliveries/${id(deliveryId)}`, undefined, options)).data;
+    return (await this.call<WebhookDelivery & { attempts: unknown[]; event: unknown }>('GET', `webhooks/deliveries/${id(deliveryId)}`, undefined, options))
+      .data;
   }
   /** Retries a dead or failed delivery now. */
   async retry(deliveryId: string, options: AdminCallOptions = {}): Promise<WebhookDelivery> {

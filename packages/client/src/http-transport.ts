@@ -70,9 +70,10 @@ export class AttemptTimer {
 export function timeoutError(timer: AttemptTimer, url: URL, method: string, cause: unknown): StoreApiError {
   const request = `${method} ${url.pathname}${url.search}`;
   const { ms, what } = timer.fired!;
-  const message = what === 'idle'
-    ? `The Store API at ${url.origin} stopped sending the export for ${ms} ms (idleTimeoutMs) on ${request}: the service or the network is hung`
-    : `No answer from the Store API at ${url.origin} within ${ms} ms (timeoutMs) on ${request}: the service is hung or overloaded, or the base URL points at something that never answers`;
+  const message =
+    what === 'idle'
+      ? `The Store API at ${url.origin} stopped sending the export for ${ms} ms (idleTimeoutMs) on ${request}: the service or the network is hung`
+      : `No answer from the Store API at ${url.origin} within ${ms} ms (timeoutMs) on ${request}: the service is hung or overloaded, or the base URL points at something that never answers`;
   return new StoreApiError(message, { code: 'timeout', request, cause });
 }
 
@@ -85,12 +86,18 @@ export function networkError(error: unknown, url: URL, signal?: AbortSignal, met
   const code = causeCode(error);
   const lost = code === 'ECONNRESET' || code === 'UND_ERR_SOCKET' || code === 'EPIPE' || code === 'UND_ERR_CLOSED';
   const at = lost ? `Lost the connection to the Store API at ${url.origin}` : `Cannot reach the Store API at ${url.origin}`;
-  const reason = code === 'ENOTFOUND' ? `host "${url.hostname}" not found (ENOTFOUND); check the base URL`
-    : code === 'ECONNREFUSED' ? 'connection refused (ECONNREFUSED); check the base URL and that the service is running'
-      : lost ? `it closed before the answer was complete (${code})`
-        : code?.includes('TIMEOUT') || code === 'ETIMEDOUT' ? `no answer in time (${code})`
-          : code?.startsWith('ERR_TLS') || code?.includes('CERT') ? `TLS failed (${code}); check the base URL's scheme and certificate`
-            : `${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}${code ? ` (${code})` : ''}`;
+  const reason =
+    code === 'ENOTFOUND'
+      ? `host "${url.hostname}" not found (ENOTFOUND); check the base URL`
+      : code === 'ECONNREFUSED'
+        ? 'connection refused (ECONNREFUSED); check the base URL and that the service is running'
+        : lost
+          ? `it closed before the answer was complete (${code})`
+          : code?.includes('TIMEOUT') || code === 'ETIMEDOUT'
+            ? `no answer in time (${code})`
+            : code?.startsWith('ERR_TLS') || code?.includes('CERT')
+              ? `TLS failed (${code}); check the base URL's scheme and certificate`
+              : `${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}${code ? ` (${code})` : ''}`;
   return new StoreApiError(`${at}: ${reason}`, { code: 'network_error', request, cause: error });
 }
 
@@ -110,11 +117,18 @@ export async function errorFromResponse(response: Response, url: URL, method = '
     try {
       const body = JSON.parse(text) as Problem;
       if (body && typeof body === 'object' && typeof body.code === 'string' && typeof body.title === 'string') problem = body;
-    } catch { /* not JSON after all: treated as not the Store API below */ }
+    } catch {
+      /* not JSON after all: treated as not the Store API below */
+    }
   }
   if (!problem) {
     if (response.status >= 500) {
-      return new StoreApiError(`The Store API at ${url.origin} failed: HTTP ${response.status} on ${request}`, { status: response.status, code: 'server_error', request, requestId });
+      return new StoreApiError(`The Store API at ${url.origin} failed: HTTP ${response.status} on ${request}`, {
+        status: response.status,
+        code: 'server_error',
+        request,
+        requestId,
+      });
     }
     return new StoreApiError(
       `${url.origin} did not answer like the Store Integration API (HTTP ${response.status}${type ? `, ${type.split(';')[0]}` : ''} on ${request}); check the base URL`,
@@ -123,11 +137,12 @@ export async function errorFromResponse(response: Response, url: URL, method = '
   }
   const detail = problem.detail ?? problem.title;
   const params = problem.errors?.length ? ` [${problem.errors.map((e) => `${e.param}: ${e.message}`).join('; ')}]` : '';
-  const message = response.status === 401
-    ? `The Store API rejected the token (401 ${problem.code}): ${detail}`
-    : response.status === 403
-      ? `The token lacks the scope for ${request} (403 ${problem.code}): ${detail}`
-      : `${response.status} ${problem.title} on ${request}: ${detail}${params}`;
+  const message =
+    response.status === 401
+      ? `The Store API rejected the token (401 ${problem.code}): ${detail}`
+      : response.status === 403
+        ? `The token lacks the scope for ${request} (403 ${problem.code}): ${detail}`
+        : `${response.status} ${problem.title} on ${request}: ${detail}${params}`;
   return new StoreApiError(message, { status: response.status, code: problem.code as ProblemCode, problem, request, requestId });
 }
 
@@ -182,18 +197,23 @@ export async function requestWithRetries(fetchImpl: typeof fetch, spec: RequestS
       if (response.ok) return { response, timer };
       error = await errorFromResponse(response, url, method);
       timer.clear();
-      decision = decideRetry({ kind: 'status', status: response.status, retryAfter: response.headers.get('retry-after'), code: error.code }, attempt, policy, { idempotent });
+      decision = decideRetry({ kind: 'status', status: response.status, retryAfter: response.headers.get('retry-after'), code: error.code }, attempt, policy, {
+        idempotent,
+      });
     } catch (cause) {
       timer.clear();
       if (cause instanceof StoreApiError) throw cause;
       error = networkError(cause, url, signal, method, timer);
       if (error.code === 'aborted') throw error;
-      decision = error.code === 'timeout'
-        ? decideRetry({ kind: 'timeout' }, attempt, policy, { idempotent })
-        : decideRetry({ kind: 'network', code: networkCode(error) }, attempt, policy, { idempotent });
+      decision =
+        error.code === 'timeout'
+          ? decideRetry({ kind: 'timeout' }, attempt, policy, { idempotent })
+          : decideRetry({ kind: 'network', code: networkCode(error) }, attempt, policy, { idempotent });
     }
     if (!decision.retry) throw error;
     policy.onRetry?.({ attempt, delayMs: decision.delayMs, status: error.status, error });
-    await sleep(decision.delayMs, signal).catch((reason) => { throw networkError(reason, url, signal, method); });
+    await sleep(decision.delayMs, signal).catch((reason) => {
+      throw networkError(reason, url, signal, method);
+    });
   }
 }

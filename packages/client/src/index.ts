@@ -2,7 +2,16 @@
  * @store-api/client: typed client of the Store Integration API and verification of its webhooks.
  * See README.md for usage.
  */
-export { StoreApiClient, ResourceClient, ResourceWithGet, RecordIterator, cursorAfter, DEFAULT_TO_ARRAY_MAX, VERSION, isSnapshotUnsupported } from './store-api.client.ts';
+export {
+  StoreApiClient,
+  ResourceClient,
+  ResourceWithGet,
+  RecordIterator,
+  cursorAfter,
+  DEFAULT_TO_ARRAY_MAX,
+  VERSION,
+  isSnapshotUnsupported,
+} from './store-api.client.ts';
 export { AdminClient, AdminTokens, AdminWebhookEndpoints, AdminDeliveries } from './admin.client.ts';
 export type { AdminCallOptions, ApiToken, WebhookEndpoint, WebhookDelivery } from './admin.client.ts';
 export type { StoreApiClientOptions, IterateOptions, PageProgress } from './store-api.client.ts';

@@ -34,8 +34,18 @@ export interface RetrySettings {
 
 /** Network error codes worth another try (the service restarting, a dropped connection, a DNS hiccup). */
 export const TRANSIENT_NETWORK_CODES: ReadonlySet<string> = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EAI_AGAIN', 'ENETUNREACH', 'EHOSTUNREACH',
-  'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CLOSED',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EAI_AGAIN',
+  'ENETUNREACH',
+  'EHOSTUNREACH',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CLOSED',
 ]);
 
 /** What came back from one attempt. */
@@ -49,9 +59,7 @@ export interface RequestSafety {
   idempotent?: boolean;
 }
 
-export type RetryDecision =
-  | { retry: true; delayMs: number }
-  | { retry: false; reason: 'not_retryable' | 'retries_exhausted' | 'retry_after_too_long' };
+export type RetryDecision = { retry: true; delayMs: number } | { retry: false; reason: 'not_retryable' | 'retries_exhausted' | 'retry_after_too_long' };
 
 /** Jittered exponential backoff: half of min(cap, base·2^(attempt-1)) plus up to as much again at random. */
 export function backoffDelay(attempt: number, baseMs: number, capMs: number, random: () => number = Math.random): number {
@@ -88,9 +96,8 @@ export function decideRetry(
     // Refused: the request never reached the service, so even an unkeyed POST may go again.
     retryable = isTransientNetworkCode(outcome.code) && (idempotent || outcome.code === 'ECONNREFUSED');
   } else {
-    retryable = outcome.status === 429
-      || (idempotent && outcome.status >= 500)
-      || (idempotent && outcome.status === 409 && outcome.code === 'idempotency_key_in_use');
+    retryable =
+      outcome.status === 429 || (idempotent && outcome.status >= 500) || (idempotent && outcome.status === 409 && outcome.code === 'idempotency_key_in_use');
   }
   if (!retryable) return { retry: false, reason: 'not_retryable' };
   if (attempt > settings.maxRetries) return { retry: false, reason: 'retries_exhausted' };

@@ -7,9 +7,25 @@ import { TruncatedBodyError, lines } from './ndjson-lines.ts';
 import { networkError, requestWithRetries, type Answer, type RetryInfo, type RetryPolicy } from './http-transport.ts';
 import { AdminClient } from './admin.client.ts';
 import type {
-  Customer, CustomerExportQuery, CustomerListQuery, InventoryExportQuery, InventoryListQuery, InventoryRecord,
-  Order, OrderExportQuery, OrderListQuery, Page, Product, ProductExportQuery, ProductListQuery,
-  StockMovement, StockMovementExportQuery, StockMovementListQuery, StoreEvent, EventListQuery, EventExportQuery,
+  Customer,
+  CustomerExportQuery,
+  CustomerListQuery,
+  InventoryExportQuery,
+  InventoryListQuery,
+  InventoryRecord,
+  Order,
+  OrderExportQuery,
+  OrderListQuery,
+  Page,
+  Product,
+  ProductExportQuery,
+  ProductListQuery,
+  StockMovement,
+  StockMovementExportQuery,
+  StockMovementListQuery,
+  StoreEvent,
+  EventListQuery,
+  EventExportQuery,
 } from './resource-types.ts';
 
 /** Options of `new StoreApiClient(...)`. */
@@ -105,7 +121,10 @@ export class RecordIterator<T> implements AsyncIterable<T> {
     const all: T[] = [];
     for await (const record of this) {
       if (all.length === max) {
-        throw new StoreApiError(`toArray() stopped at its cap of ${max} records; iterate with for await, or pass a larger { max }`, { code: 'too_many_records', request: 'toArray' });
+        throw new StoreApiError(`toArray() stopped at its cap of ${max} records; iterate with for await, or pass a larger { max }`, {
+          code: 'too_many_records',
+          request: 'toArray',
+        });
       }
       all.push(record);
     }
@@ -137,7 +156,10 @@ type Query = Record<string, QueryValue | readonly QueryValue[]>;
 
 /** The list, iterate and export calls of one resource. */
 export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Query> {
-  constructor(protected readonly client: StoreApiClient, protected readonly path: string) {}
+  constructor(
+    protected readonly client: StoreApiClient,
+    protected readonly path: string,
+  ) {}
 
   /** One page: GET /api/v1/{resource}. */
   async list(query: LQ = {} as LQ, options: { signal?: AbortSignal } = {}): Promise<Page<T>> {
@@ -192,7 +214,10 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
       if (hasMore !== 'true' && hasMore !== 'false') {
         timer.clear();
         await response.body?.cancel().catch(() => {});
-        throw new StoreApiError(`${url.origin} did not answer like the Store Integration API (no X-Has-More header on GET ${url.pathname}); check the base URL`, { status: response.status, code: 'not_store_api', request: `GET ${url.pathname}${url.search}` });
+        throw new StoreApiError(
+          `${url.origin} did not answer like the Store Integration API (no X-Has-More header on GET ${url.pathname}); check the base URL`,
+          { status: response.status, code: 'not_store_api', request: `GET ${url.pathname}${url.search}` },
+        );
       }
       self.pages++;
       let count = 0;
@@ -206,7 +231,12 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
             try {
               record = JSON.parse(line) as T;
             } catch (cause) {
-              throw new StoreApiError(`${url.origin} sent a line that is not JSON in the export of ${this.path}`, { status: response.status, code: 'not_store_api', request: `GET ${url.pathname}${url.search}`, cause });
+              throw new StoreApiError(`${url.origin} sent a line that is not JSON in the export of ${this.path}`, {
+                status: response.status,
+                code: 'not_store_api',
+                request: `GET ${url.pathname}${url.search}`,
+                cause,
+              });
             }
             yield record;
             count++;
@@ -218,10 +248,16 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
       } catch (error) {
         timer.clear();
         if (error instanceof StoreApiError) throw error;
-        const failure = error instanceof TruncatedBodyError
-          ? new StoreApiError(`The export of ${this.path} from ${url.origin} broke off in the middle of a line (connection lost)`, { status: response.status, code: 'network_error', request: `GET ${url.pathname}${url.search}`, cause: error })
-          : networkError(error, url, options.signal, 'GET', timer);
-        const limit = failure.code === 'timeout' ? this.client.retryPolicy.maxTimeoutRetries ?? 0 : this.client.retryPolicy.maxRetries;
+        const failure =
+          error instanceof TruncatedBodyError
+            ? new StoreApiError(`The export of ${this.path} from ${url.origin} broke off in the middle of a line (connection lost)`, {
+                status: response.status,
+                code: 'network_error',
+                request: `GET ${url.pathname}${url.search}`,
+                cause: error,
+              })
+            : networkError(error, url, options.signal, 'GET', timer);
+        const limit = failure.code === 'timeout' ? (this.client.retryPolicy.maxTimeoutRetries ?? 0) : this.client.retryPolicy.maxRetries;
         if (failure.code === 'aborted' || ++failures > limit) throw failure;
         // Resume from the last record consumed: nothing is skipped, nothing repeated.
         this.client.retryPolicy.onRetry?.({ attempt: failures, delayMs: 0, status: undefined, error: failure });
@@ -232,7 +268,10 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
       if (nextCursor && nextCursor !== self.cursor) {
         // The body ended cleanly between two lines but before the page's last record (a proxy
         // closing early): going on from X-Next-Cursor would skip records, so resume from the last one.
-        const failure = new StoreApiError(`The export of ${this.path} from ${url.origin} ended after ${count} records, before the page's last one (connection lost)`, { status: response.status, code: 'network_error', request: `GET ${url.pathname}${url.search}` });
+        const failure = new StoreApiError(
+          `The export of ${this.path} from ${url.origin} ended after ${count} records, before the page's last one (connection lost)`,
+          { status: response.status, code: 'network_error', request: `GET ${url.pathname}${url.search}` },
+        );
         if (++failures > this.client.retryPolicy.maxRetries) throw failure;
         this.client.retryPolicy.onRetry?.({ attempt: failures, delayMs: 0, status: undefined, error: failure });
         continue;
@@ -264,7 +303,10 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
       const endCursor = response.headers.get('x-snapshot-cursor');
       if (!endCursor) {
         await response.body?.cancel().catch(() => {});
-        throw new StoreApiError(`${url.origin} did not answer like the Store Integration API (no X-Snapshot-Cursor header on GET ${url.pathname}); check the base URL`, { status: response.status, code: 'not_store_api', request: `GET ${url.pathname}${url.search}` });
+        throw new StoreApiError(
+          `${url.origin} did not answer like the Store Integration API (no X-Snapshot-Cursor header on GET ${url.pathname}); check the base URL`,
+          { status: response.status, code: 'not_store_api', request: `GET ${url.pathname}${url.search}` },
+        );
       }
       self.pages++;
       const announced = Number.parseInt(response.headers.get('x-total-count') ?? '', 10);
@@ -278,7 +320,12 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
             try {
               record = JSON.parse(line) as T;
             } catch (cause) {
-              throw new StoreApiError(`${url.origin} sent a line that is not JSON in the snapshot of ${this.path}`, { status: response.status, code: 'not_store_api', request: `GET ${url.pathname}${url.search}`, cause });
+              throw new StoreApiError(`${url.origin} sent a line that is not JSON in the snapshot of ${this.path}`, {
+                status: response.status,
+                code: 'not_store_api',
+                request: `GET ${url.pathname}${url.search}`,
+                cause,
+              });
             }
             yield record;
             count++;
@@ -289,9 +336,15 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
         }
       } catch (error) {
         if (error instanceof StoreApiError) throw error;
-        const failure = error instanceof TruncatedBodyError
-          ? new StoreApiError(`The snapshot of ${this.path} from ${url.origin} broke off in the middle of a line (connection lost)`, { status: response.status, code: 'network_error', request: `GET ${url.pathname}${url.search}`, cause: error })
-          : networkError(error, url, options.signal);
+        const failure =
+          error instanceof TruncatedBodyError
+            ? new StoreApiError(`The snapshot of ${this.path} from ${url.origin} broke off in the middle of a line (connection lost)`, {
+                status: response.status,
+                code: 'network_error',
+                request: `GET ${url.pathname}${url.search}`,
+                cause: error,
+              })
+            : networkError(error, url, options.signal);
         if (failure.code === 'aborted' || ++failures > this.client.retryPolicy.maxRetries) throw failure;
         this.client.retryPolicy.onRetry?.({ attempt: failures, delayMs: 0, status: undefined, error: failure });
         continue;
@@ -409,14 +462,27 @@ export class StoreApiClient {
   notStoreApi(path: string, query: Query, what: string): StoreApiError {
     const url = this.urlOf(path, query);
     const request = `GET ${url.pathname}${url.search}`;
-    return new StoreApiError(`${url.origin} did not answer like the Store Integration API (${what} on ${request}); check the base URL`, { status: 200, code: 'not_store_api', request });
+    return new StoreApiError(`${url.origin} did not answer like the Store Integration API (${what} on ${request}); check the base URL`, {
+      status: 200,
+      code: 'not_store_api',
+      request,
+    });
   }
 
   /** GET /api/v1/{path} answered 2xx, body unread, its timer still on timeoutMs (retries per the policy). */
   async getAnswer(path: string, query: Query, accept: string, signal?: AbortSignal): Promise<Answer> {
-    return requestWithRetries(this.#fetch, {
-      method: 'GET', url: this.urlOf(path, query), headers: { ...this.#headers, accept }, idempotent: true, timeoutMs: this.timeouts.timeoutMs,
-    }, this.retryPolicy, signal);
+    return requestWithRetries(
+      this.#fetch,
+      {
+        method: 'GET',
+        url: this.urlOf(path, query),
+        headers: { ...this.#headers, accept },
+        idempotent: true,
+        timeoutMs: this.timeouts.timeoutMs,
+      },
+      this.retryPolicy,
+      signal,
+    );
   }
 
   /** GET /api/v1/{path} answered 2xx, body unread (retries per the policy; no timeout on the body). */
@@ -435,18 +501,35 @@ export class StoreApiClient {
    * Any call answered with JSON: `prefix` + `path` (default the read API, /api/v1/). A POST is
    * retried only with an Idempotency-Key (`idempotencyKey`), as every admin POST of this client has.
    */
-  async requestJson<B>(method: 'GET' | 'POST' | 'PATCH', path: string, options: {
-    query?: Query; body?: unknown; idempotencyKey?: string; signal?: AbortSignal; prefix?: string;
-  } = {}): Promise<B> {
+  async requestJson<B>(
+    method: 'GET' | 'POST' | 'PATCH',
+    path: string,
+    options: {
+      query?: Query;
+      body?: unknown;
+      idempotencyKey?: string;
+      signal?: AbortSignal;
+      prefix?: string;
+    } = {},
+  ): Promise<B> {
     const { query = {}, body, idempotencyKey, signal, prefix } = options;
     const url = this.urlOf(path, query, prefix);
     const headers: Record<string, string> = { ...this.#headers, accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
-    const { response, timer } = await requestWithRetries(this.#fetch, {
-      method, url, headers, body: body === undefined ? undefined : JSON.stringify(body),
-      idempotent: method === 'GET' || idempotencyKey !== undefined, timeoutMs: this.timeouts.timeoutMs,
-    }, this.retryPolicy, signal);
+    const { response, timer } = await requestWithRetries(
+      this.#fetch,
+      {
+        method,
+        url,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        idempotent: method === 'GET' || idempotencyKey !== undefined,
+        timeoutMs: this.timeouts.timeoutMs,
+      },
+      this.retryPolicy,
+      signal,
+    );
     const request = `${method} ${url.pathname}${url.search}`;
     const type = response.headers.get('content-type') ?? '';
     let text: string;
@@ -458,7 +541,10 @@ export class StoreApiClient {
       timer.clear();
     }
     if (!/^application\/json/i.test(type)) {
-      throw new StoreApiError(`${url.origin} did not answer like the Store Integration API (HTTP ${response.status}, ${type.split(';')[0] || 'no content type'} on ${request}); check the base URL`, { status: response.status, code: 'not_store_api', request });
+      throw new StoreApiError(
+        `${url.origin} did not answer like the Store Integration API (HTTP ${response.status}, ${type.split(';')[0] || 'no content type'} on ${request}); check the base URL`,
+        { status: response.status, code: 'not_store_api', request },
+      );
     }
     try {
       return JSON.parse(text) as B;
@@ -468,50 +554,92 @@ export class StoreApiClient {
   }
 
   /** GET /api/v1/products: one page of products. */
-  listProducts(query?: ProductListQuery): Promise<Page<Product>> { return this.products.list(query); }
+  listProducts(query?: ProductListQuery): Promise<Page<Product>> {
+    return this.products.list(query);
+  }
   /** GET /api/v1/products/{id}. */
-  getProduct(id: string): Promise<Product> { return this.products.get(id); }
+  getProduct(id: string): Promise<Product> {
+    return this.products.get(id);
+  }
   /** Every product, page after page. */
-  iterateProducts(query?: ProductListQuery, options?: IterateOptions): RecordIterator<Product> { return this.products.iterate(query, options); }
+  iterateProducts(query?: ProductListQuery, options?: IterateOptions): RecordIterator<Product> {
+    return this.products.iterate(query, options);
+  }
   /** Every product through GET /api/v1/products/export (NDJSON, streamed). */
-  exportProducts(query?: ProductExportQuery, options?: IterateOptions): RecordIterator<Product> { return this.products.export(query, options); }
+  exportProducts(query?: ProductExportQuery, options?: IterateOptions): RecordIterator<Product> {
+    return this.products.export(query, options);
+  }
 
   /** GET /api/v1/orders: one page of orders. */
-  listOrders(query?: OrderListQuery): Promise<Page<Order>> { return this.orders.list(query); }
+  listOrders(query?: OrderListQuery): Promise<Page<Order>> {
+    return this.orders.list(query);
+  }
   /** GET /api/v1/orders/{id}. */
-  getOrder(id: string): Promise<Order> { return this.orders.get(id); }
+  getOrder(id: string): Promise<Order> {
+    return this.orders.get(id);
+  }
   /** Every order, page after page. */
-  iterateOrders(query?: OrderListQuery, options?: IterateOptions): RecordIterator<Order> { return this.orders.iterate(query, options); }
+  iterateOrders(query?: OrderListQuery, options?: IterateOptions): RecordIterator<Order> {
+    return this.orders.iterate(query, options);
+  }
   /** Every order through GET /api/v1/orders/export. */
-  exportOrders(query?: OrderExportQuery, options?: IterateOptions): RecordIterator<Order> { return this.orders.export(query, options); }
+  exportOrders(query?: OrderExportQuery, options?: IterateOptions): RecordIterator<Order> {
+    return this.orders.export(query, options);
+  }
 
   /** GET /api/v1/customers: one page of customers. */
-  listCustomers(query?: CustomerListQuery): Promise<Page<Customer>> { return this.customers.list(query); }
+  listCustomers(query?: CustomerListQuery): Promise<Page<Customer>> {
+    return this.customers.list(query);
+  }
   /** GET /api/v1/customers/{id}. */
-  getCustomer(id: string): Promise<Customer> { return this.customers.get(id); }
+  getCustomer(id: string): Promise<Customer> {
+    return this.customers.get(id);
+  }
   /** Every customer, page after page. */
-  iterateCustomers(query?: CustomerListQuery, options?: IterateOptions): RecordIterator<Customer> { return this.customers.iterate(query, options); }
+  iterateCustomers(query?: CustomerListQuery, options?: IterateOptions): RecordIterator<Customer> {
+    return this.customers.iterate(query, options);
+  }
   /** Every customer through GET /api/v1/customers/export. */
-  exportCustomers(query?: CustomerExportQuery, options?: IterateOptions): RecordIterator<Customer> { return this.customers.export(query, options); }
+  exportCustomers(query?: CustomerExportQuery, options?: IterateOptions): RecordIterator<Customer> {
+    return this.customers.export(query, options);
+  }
 
   /** GET /api/v1/inventory: one page of inventory records. */
-  listInventory(query?: InventoryListQuery): Promise<Page<InventoryRecord>> { return this.inventory.list(query); }
+  listInventory(query?: InventoryListQuery): Promise<Page<InventoryRecord>> {
+    return this.inventory.list(query);
+  }
   /** Every inventory record, page after page. */
-  iterateInventory(query?: InventoryListQuery, options?: IterateOptions): RecordIterator<InventoryRecord> { return this.inventory.iterate(query, options); }
+  iterateInventory(query?: InventoryListQuery, options?: IterateOptions): RecordIterator<InventoryRecord> {
+    return this.inventory.iterate(query, options);
+  }
   /** Every inventory record through GET /api/v1/inventory/export. */
-  exportInventory(query?: InventoryExportQuery, options?: IterateOptions): RecordIterator<InventoryRecord> { return this.inventory.export(query, options); }
+  exportInventory(query?: InventoryExportQuery, options?: IterateOptions): RecordIterator<InventoryRecord> {
+    return this.inventory.export(query, options);
+  }
 
   /** GET /api/v1/inventory/movements: one page of stock movements. */
-  listStockMovements(query?: StockMovementListQuery): Promise<Page<StockMovement>> { return this.movements.list(query); }
+  listStockMovements(query?: StockMovementListQuery): Promise<Page<StockMovement>> {
+    return this.movements.list(query);
+  }
   /** Every stock movement, page after page. */
-  iterateStockMovements(query?: StockMovementListQuery, options?: IterateOptions): RecordIterator<StockMovement> { return this.movements.iterate(query, options); }
+  iterateStockMovements(query?: StockMovementListQuery, options?: IterateOptions): RecordIterator<StockMovement> {
+    return this.movements.iterate(query, options);
+  }
   /** Every stock movement through GET /api/v1/inventory/movements/export. */
-  exportStockMovements(query?: StockMovementExportQuery, options?: IterateOptions): RecordIterator<StockMovement> { return this.movements.export(query, options); }
+  exportStockMovements(query?: StockMovementExportQuery, options?: IterateOptions): RecordIterator<StockMovement> {
+    return this.movements.export(query, options);
+  }
 
   /** GET /api/v1/events: one page of the events feed. */
-  listEvents(query?: EventListQuery): Promise<Page<StoreEvent>> { return this.events.list(query); }
+  listEvents(query?: EventListQuery): Promise<Page<StoreEvent>> {
+    return this.events.list(query);
+  }
   /** Every event of the feed from `query.cursor` on, page after page. */
-  iterateEvents(query?: EventListQuery, options?: IterateOptions): RecordIterator<StoreEvent> { return this.events.iterate(query, options); }
+  iterateEvents(query?: EventListQuery, options?: IterateOptions): RecordIterator<StoreEvent> {
+    return this.events.iterate(query, options);
+  }
   /** Every event through GET /api/v1/events/export. */
-  exportEvents(query?: EventExportQuery, options?: IterateOptions): RecordIterator<StoreEvent> { return this.events.export(query, options); }
+  exportEvents(query?: EventExportQuery, options?: IterateOptions): RecordIterator<StoreEvent> {
+    return this.events.export(query, options);
+  }
 }

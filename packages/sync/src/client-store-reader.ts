@@ -28,7 +28,16 @@ type Query = Record<string, string | number | boolean | null | undefined>;
 type AnyResource = ResourceClient<MirrorRecord, Query, Query>;
 
 /** A StoreReader for the service at `baseUrl`. */
-export function clientStoreReader({ baseUrl, token, exportLimit = 500, maxRetries, retryBaseDelayMs, retryMaxDelayMs, onRetry, fetch }: ClientStoreReaderOptions): StoreReader {
+export function clientStoreReader({
+  baseUrl,
+  token,
+  exportLimit = 500,
+  maxRetries,
+  retryBaseDelayMs,
+  retryMaxDelayMs,
+  onRetry,
+  fetch,
+}: ClientStoreReaderOptions): StoreReader {
   let client: StoreApiClient;
   try {
     client = new StoreApiClient({ baseUrl, token, maxRetries, retryBaseDelayMs, retryMaxDelayMs, onRetry, fetch });

@@ -98,7 +98,8 @@ export async function runDaemon(mirror: MirrorDatabase, reader: StoreReader, res
         log('initial sync complete');
       }
       options.onReconcile?.(await reconcile(mirror, reader, resources));
-      if (outageStarted !== undefined) log(`recovered after ${Math.round((Date.now() - outageStarted) / 1000)} s and ${failures} failed tries; the mirror is caught up`);
+      if (outageStarted !== undefined)
+        log(`recovered after ${Math.round((Date.now() - outageStarted) / 1000)} s and ${failures} failed tries; the mirror is caught up`);
       failures = 0;
       outageStarted = undefined;
       await recordSuccess(mirror).catch(() => {});
@@ -110,8 +111,12 @@ export async function runDaemon(mirror: MirrorDatabase, reader: StoreReader, res
       outageStarted ??= Date.now();
       const delay = daemonBackoff(failures, options.retryMinMs, options.retryMaxMs, options.random);
       const what = describeError(error);
-      log(`outage: ${what}; the webhook receiver stays up; retrying ${initialDone ? 'the reconcile' : 'the initial sync'} in ${(delay / 1000).toFixed(1)} s (failed try ${failures})`);
-      await recordOutage(mirror, what).catch(() => { /* the mirror itself is down: the log says so */ });
+      log(
+        `outage: ${what}; the webhook receiver stays up; retrying ${initialDone ? 'the reconcile' : 'the initial sync'} in ${(delay / 1000).toFixed(1)} s (failed try ${failures})`,
+      );
+      await recordOutage(mirror, what).catch(() => {
+        /* the mirror itself is down: the log says so */
+      });
       await wait(delay, signal);
     }
   }

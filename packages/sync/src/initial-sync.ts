@@ -25,7 +25,12 @@ export interface InitialSyncOptions {
 }
 
 /** Runs (or resumes) the initial sync of `resources`; a resource already done is skipped. */
-export async function initialSync(mirror: MirrorDatabase, reader: StoreReader, resources: readonly SyncResource[], options: InitialSyncOptions = {}): Promise<Map<string, number>> {
+export async function initialSync(
+  mirror: MirrorDatabase,
+  reader: StoreReader,
+  resources: readonly SyncResource[],
+  options: InitialSyncOptions = {},
+): Promise<Map<string, number>> {
   const batchSize = options.batchSize ?? 500;
   const totals = new Map<string, number>();
   for (const resource of resources) {

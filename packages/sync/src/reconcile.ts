@@ -27,7 +27,12 @@ export interface ReconcileOptions {
 }
 
 /** Reconciles `resources` once. The initial sync must have finished for each. */
-export async function reconcile(mirror: MirrorDatabase, reader: StoreReader, resources: readonly SyncResource[], options: ReconcileOptions = {}): Promise<ReconcileReport[]> {
+export async function reconcile(
+  mirror: MirrorDatabase,
+  reader: StoreReader,
+  resources: readonly SyncResource[],
+  options: ReconcileOptions = {},
+): Promise<ReconcileReport[]> {
   const pageSize = options.pageSize ?? 200;
   const now = options.now ?? Date.now;
   const reports: ReconcileReport[] = [];

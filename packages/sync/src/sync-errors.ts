@@ -20,7 +20,8 @@ export function isDiskFull(error: unknown): boolean {
 /** The one line describing `error`. */
 export function describeError(error: unknown): string {
   if (error instanceof SyncError) return error.message;
-  if (isDiskFull(error)) return 'mirror database: disk full (no space left on device); the batch in progress was rolled back, free space and run the command again';
+  if (isDiskFull(error))
+    return 'mirror database: disk full (no space left on device); the batch in progress was rolled back, free space and run the command again';
   const e = error as { code?: string; message?: string };
   if (e?.code === 'ECONNREFUSED' && /5432|postgres/i.test(String(e.message))) return `mirror database unreachable: ${e.message}`;
   if (e?.code === '3D000' || e?.code === '28P01' || e?.code === '28000') return `mirror database: ${e.message}`;

@@ -25,7 +25,14 @@ export interface SyncResource {
 }
 
 /** SQL type of a column holding a record field of each JSON type (timestamps stay text, see mirror-migrations.ts). */
-const COLUMN_TYPES: Readonly<Record<string, ColumnType>> = { string: 'text', number: 'numeric', integer: 'integer', boolean: 'boolean', array: 'jsonb', object: 'jsonb' };
+const COLUMN_TYPES: Readonly<Record<string, ColumnType>> = {
+  string: 'text',
+  number: 'numeric',
+  integer: 'integer',
+  boolean: 'boolean',
+  array: 'jsonb',
+  object: 'jsonb',
+};
 
 /**
  * Every mirrored resource, in the order the initial sync walks them: the API's resources (the
@@ -38,9 +45,11 @@ export const SYNC_RESOURCES: readonly SyncResource[] = API_RESOURCES.map((r) => 
   key: r.key,
   query: r.mirror_query,
   events: r.events,
-  columns: Object.fromEntries(Object.entries(r.fields)
-    .filter(([field]) => field !== r.key && field !== 'last_modified')
-    .map(([field, type]) => [field, COLUMN_TYPES[type] ?? 'jsonb'])),
+  columns: Object.fromEntries(
+    Object.entries(r.fields)
+      .filter(([field]) => field !== r.key && field !== 'last_modified')
+      .map(([field, type]) => [field, COLUMN_TYPES[type] ?? 'jsonb']),
+  ),
 }));
 
 /** The resource a webhook event type carries, or undefined (ping, unknown future types). */

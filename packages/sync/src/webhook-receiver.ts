@@ -26,14 +26,24 @@ export interface HandledRequest {
 const MAX_BODY_BYTES = 5 * 1024 * 1024;
 
 /** Verifies and applies one request; never throws (failures become a status and an outcome). */
-export async function handleWebhook(mirror: MirrorDatabase, verify: WebhookVerifier, rawBody: string, headers: Record<string, string>): Promise<HandledRequest> {
+export async function handleWebhook(
+  mirror: MirrorDatabase,
+  verify: WebhookVerifier,
+  rawBody: string,
+  headers: Record<string, string>,
+): Promise<HandledRequest> {
   let event: WebhookEvent;
   try {
     event = verify(rawBody, headers);
   } catch (error) {
-    return { status: 401, outcome: 'bad-signature', message: `webhook signature rejected (${(error as Error).message}): check --secret against the endpoint's secret` };
+    return {
+      status: 401,
+      outcome: 'bad-signature',
+      message: `webhook signature rejected (${(error as Error).message}): check --secret against the endpoint's secret`,
+    };
   }
-  if (!event || typeof event.id !== 'string' || typeof event.type !== 'string') return { status: 400, outcome: 'bad-request', message: 'webhook payload without id or type' };
+  if (!event || typeof event.id !== 'string' || typeof event.type !== 'string')
+    return { status: 400, outcome: 'bad-request', message: 'webhook payload without id or type' };
   try {
     const outcome = await inTransaction(mirror, async (trx): Promise<EventOutcome> => {
       const first = await recordEvent(trx, { id: event.id, type: event.type, created_at: String(event.created_at ?? '') });
@@ -81,7 +91,7 @@ export async function startReceiver(mirror: MirrorDatabase, verify: WebhookVerif
         res.writeHead(413).end((error as Error).message);
         return;
       }
-      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : v ?? '']));
+      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : (v ?? '')]));
       const result = await handleWebhook(mirror, verify, body, headers);
       options.onRequest?.(result);
       res.writeHead(result.status, { 'content-type': 'application/json' }).end(JSON.stringify({ outcome: result.outcome }));
@@ -95,10 +105,11 @@ export async function startReceiver(mirror: MirrorDatabase, verify: WebhookVerif
   return {
     server,
     url: `http://${address.address}:${address.port}${options.path ?? '/'}`,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 

@@ -33,7 +33,8 @@ export interface Alerts {
 /** The alerts as one administrator sees them (`adminUserId` undefined: a token, nothing "seen"). */
 export async function currentAlerts(db: Kysely<Database>, adminUserId?: string): Promise<Alerts> {
   const seen = adminUserId
-    ? (await db.selectFrom('admin_users').select(sql<string | null>`iso_utc(alerts_seen_at)`.as('seen_at')).where('id', '=', adminUserId).executeTakeFirst())?.seen_at ?? null
+    ? ((await db.selectFrom('admin_users').select(sql<string | null>`iso_utc(alerts_seen_at)`.as('seen_at')).where('id', '=', adminUserId).executeTakeFirst())
+        ?.seen_at ?? null)
     : null;
   const { rows: endpoints } = await sql<AlertEndpoint>`
     SELECT id, url, CASE WHEN NOT enabled THEN 'disabled' ELSE 'paused' END AS state,
@@ -78,16 +79,26 @@ function gauge<T extends string>(name: string, help: string, labelNames: T[], co
   });
 }
 
-gauge('store_api_webhook_endpoints', 'Webhook endpoints by state (active, paused by the circuit breaker, disabled); read from the database at scrape time', ['state'], async (g) => {
-  const { rows } = await sql<{ active: string; paused: string; disabled: string }>`
+gauge(
+  'store_api_webhook_endpoints',
+  'Webhook endpoints by state (active, paused by the circuit breaker, disabled); read from the database at scrape time',
+  ['state'],
+  async (g) => {
+    const { rows } = await sql<{ active: string; paused: string; disabled: string }>`
     SELECT count(*) FILTER (WHERE enabled AND (paused_until IS NULL OR paused_until <= now())) AS active,
            count(*) FILTER (WHERE enabled AND paused_until > now()) AS paused,
            count(*) FILTER (WHERE NOT enabled) AS disabled
     FROM webhook_endpoints`.execute(source!);
-  for (const state of ['active', 'paused', 'disabled'] as const) g.set({ state }, Number(rows[0]?.[state] ?? 0));
-});
+    for (const state of ['active', 'paused', 'disabled'] as const) g.set({ state }, Number(rows[0]?.[state] ?? 0));
+  },
+);
 
-gauge('store_api_webhook_dead_letters', 'Webhook deliveries dead now (waiting for an administrator to retry them); read from the database at scrape time', [], async (g) => {
-  const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'dead'`.execute(source!);
-  g.set(Number(rows[0]?.n ?? 0));
-});
+gauge(
+  'store_api_webhook_dead_letters',
+  'Webhook deliveries dead now (waiting for an administrator to retry them); read from the database at scrape time',
+  [],
+  async (g) => {
+    const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'dead'`.execute(source!);
+    g.set(Number(rows[0]?.n ?? 0));
+  },
+);

@@ -18,12 +18,31 @@ import { parseIsoTimestamp } from '../../shared/time.ts';
 
 /** Every action the log records (the filter of the admin API and the dashboard offers these). */
 export const AUDIT_ACTIONS = [
-  'session.signed_in', 'session.sign_in_failed', 'session.signed_out', 'setup.completed',
-  'admin.invited', 'admin.invitation_revoked', 'admin.joined', 'admin.role_changed', 'admin.removed',
-  'admin.password_changed', 'admin.password_reset_issued', 'admin.password_reset',
-  'key.created', 'key.rolled', 'key.revoked', 'key.updated',
-  'endpoint.created', 'endpoint.updated', 'endpoint.enabled', 'endpoint.disabled', 'endpoint.deleted',
-  'endpoint.secret_rotated', 'endpoint.pinged', 'endpoint.test_event_sent', 'endpoint.replayed',
+  'session.signed_in',
+  'session.sign_in_failed',
+  'session.signed_out',
+  'setup.completed',
+  'admin.invited',
+  'admin.invitation_revoked',
+  'admin.joined',
+  'admin.role_changed',
+  'admin.removed',
+  'admin.password_changed',
+  'admin.password_reset_issued',
+  'admin.password_reset',
+  'key.created',
+  'key.rolled',
+  'key.revoked',
+  'key.updated',
+  'endpoint.created',
+  'endpoint.updated',
+  'endpoint.enabled',
+  'endpoint.disabled',
+  'endpoint.deleted',
+  'endpoint.secret_rotated',
+  'endpoint.pinged',
+  'endpoint.test_event_sent',
+  'endpoint.replayed',
   'deliveries.retried',
   'store.written',
 ] as const;
@@ -60,24 +79,31 @@ const SECRET_FIELD = /password|secret|token|code|authorization|cookie|csrf/i;
 export function redactDetails(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(redactDetails);
   if (value && typeof value === 'object') {
-    return Object.fromEntries(Object.entries(value).filter(([key]) => !SECRET_FIELD.test(key)).map(([key, v]) => [key, redactDetails(v)]));
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([key]) => !SECRET_FIELD.test(key))
+        .map(([key, v]) => [key, redactDetails(v)]),
+    );
   }
   return value;
 }
 
 export async function recordAudit(db: Kysely<Database>, entry: AuditEntryInput): Promise<void> {
-  await db.insertInto('admin_audit_log').values({
-    id: uuidv7(),
-    at: sql<string>`now()`,
-    actor_kind: entry.actor.kind,
-    actor_id: entry.actor.id,
-    actor: entry.actor.name.slice(0, 300),
-    action: entry.action,
-    target_type: entry.target?.type ?? null,
-    target_id: entry.target?.id ?? null,
-    client_ip: entry.clientIp ?? null,
-    details: JSON.stringify(redactDetails(entry.details ?? {})),
-  }).execute();
+  await db
+    .insertInto('admin_audit_log')
+    .values({
+      id: uuidv7(),
+      at: sql<string>`now()`,
+      actor_kind: entry.actor.kind,
+      actor_id: entry.actor.id,
+      actor: entry.actor.name.slice(0, 300),
+      action: entry.action,
+      target_type: entry.target?.type ?? null,
+      target_id: entry.target?.id ?? null,
+      client_ip: entry.clientIp ?? null,
+      details: JSON.stringify(redactDetails(entry.details ?? {})),
+    })
+    .execute();
 }
 
 export interface AuditQuery {
@@ -97,24 +123,32 @@ function timestamp(value: string | undefined, param: string): string | undefined
 }
 
 /** A page of the log, newest first, filtered by actor (exact, case-insensitive), action and [from, to). */
-export async function listAudit(db: Kysely<Database>, q: AuditQuery): Promise<{ data: AuditEntry[]; pagination: { limit: number; has_more: boolean; next_cursor: string | null } }> {
+export async function listAudit(
+  db: Kysely<Database>,
+  q: AuditQuery,
+): Promise<{ data: AuditEntry[]; pagination: { limit: number; has_more: boolean; next_cursor: string | null } }> {
   const from = timestamp(q.from, 'from');
   const to = timestamp(q.to, 'to');
   if (from && to && new Date(from) >= new Date(to)) throw invalidParameter('to', 'must be after from');
   const cursor = q.cursor === undefined ? undefined : parseCursor(q.cursor);
-  let query = db.selectFrom('admin_audit_log').select([
-    'id', sql<string>`iso_utc(at)`.as('at'), 'actor_kind', 'actor_id', 'actor', 'action', 'target_type', 'target_id', 'client_ip', 'details',
-  ]);
+  let query = db
+    .selectFrom('admin_audit_log')
+    .select(['id', sql<string>`iso_utc(at)`.as('at'), 'actor_kind', 'actor_id', 'actor', 'action', 'target_type', 'target_id', 'client_ip', 'details']);
   if (q.actor) query = query.where(sql<boolean>`lower(actor) = ${q.actor.trim().toLowerCase()}`);
   if (q.action) query = query.where('action', '=', q.action);
   if (from) query = query.where('at', '>=', sql<string>`${from}::timestamptz`);
   if (to) query = query.where('at', '<', sql<string>`${to}::timestamptz`);
   if (cursor) {
-    query = cursor.id === undefined
-      ? query.where('at', '<', sql<string>`${cursor.ts}::timestamptz`)
-      : query.where(sql<boolean>`(at, id) < (${cursor.ts}::timestamptz, ${cursor.id}::uuid)`);
+    query =
+      cursor.id === undefined
+        ? query.where('at', '<', sql<string>`${cursor.ts}::timestamptz`)
+        : query.where(sql<boolean>`(at, id) < (${cursor.ts}::timestamptz, ${cursor.id}::uuid)`);
   }
-  const rows = await query.orderBy('at', 'desc').orderBy('id', 'desc').limit(q.limit + 1).execute();
+  const rows = await query
+    .orderBy('at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(q.limit + 1)
+    .execute();
   const page = rows.slice(0, q.limit);
   const last = page[page.length - 1];
   return {

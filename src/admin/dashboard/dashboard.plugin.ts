@@ -63,10 +63,13 @@ async function dashboardPages(app: FastifyInstance): Promise<void> {
   });
 }
 
-export const dashboardPlugin = fp(async function dashboard(app: FastifyInstance) {
-  await app.register(fastifyCookie);
-  await app.register(dashboardPages);
-  await app.register(sessionAdminRoutes, { prefix: '/admin' });
-  await app.register(setupAdminRoutes, { prefix: '/admin' });
-  await app.register(linkAdminRoutes, { prefix: '/admin' });
-}, { name: 'admin-dashboard' });
+export const dashboardPlugin = fp(
+  async function dashboard(app: FastifyInstance) {
+    await app.register(fastifyCookie);
+    await app.register(dashboardPages);
+    await app.register(sessionAdminRoutes, { prefix: '/admin' });
+    await app.register(setupAdminRoutes, { prefix: '/admin' });
+    await app.register(linkAdminRoutes, { prefix: '/admin' });
+  },
+  { name: 'admin-dashboard' },
+);

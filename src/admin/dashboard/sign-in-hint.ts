@@ -24,12 +24,15 @@ export async function adminSignInAnnouncements(ctx: AppContext, app: App): Promi
   // The code travels in the fragment: browsers never send it to the server, so no log holds it.
   const link = `${dashboard}#/setup?code=${setup.code}`;
   const validity = ttlMs % 3_600_000 === 0 ? `${ttlMs / 3_600_000} h` : `${Math.round(ttlMs / 60_000)} min`;
-  return [where, {
-    text: `No administrator exists yet. Open this link to create the first one (works once, for ${validity}):\n\n  ${link}\n\n${CLI_ALTERNATIVE}\n`,
-    msg: `No administrator exists yet: the one-time setup link (secret_value) creates the first one (works once, for ${validity}). ${CLI_ALTERNATIVE}`,
-    fields: { expires_at: setup.expiresAt },
-    secret: { kind: 'admin_setup_link', value: link },
-  }];
+  return [
+    where,
+    {
+      text: `No administrator exists yet. Open this link to create the first one (works once, for ${validity}):\n\n  ${link}\n\n${CLI_ALTERNATIVE}\n`,
+      msg: `No administrator exists yet: the one-time setup link (secret_value) creates the first one (works once, for ${validity}). ${CLI_ALTERNATIVE}`,
+      fields: { expires_at: setup.expiresAt },
+      secret: { kind: 'admin_setup_link', value: link },
+    },
+  ];
 }
 
 /** The terminal text of adminSignInAnnouncements ('' before `app` listens). */

@@ -68,7 +68,10 @@ interface StoredKey {
 
 /** Hash of what makes two requests "the same": method, path with query, and the JSON body. */
 export function requestHash(method: string, url: string, body: unknown): string {
-  return createHash('sha256').update(`${method} ${url}\n`).update(body === undefined ? '' : JSON.stringify(body)).digest('hex');
+  return createHash('sha256')
+    .update(`${method} ${url}\n`)
+    .update(body === undefined ? '' : JSON.stringify(body))
+    .digest('hex');
 }
 
 /** Claims `key` for this request; returns the stored row instead when someone else holds it. */
@@ -88,12 +91,17 @@ async function claim(db: Kysely<Database>, principal: string, key: string, hash:
     RETURNING 1 AS claimed
   `.execute(db);
   if (rows.length > 0) return undefined;
-  const existing = await db.selectFrom('idempotency_keys')
+  const existing = await db
+    .selectFrom('idempotency_keys')
     .select(['request_hash', 'state', 'response_status', 'response_type', 'response_body'])
-    .where('principal', '=', principal).where('idempotency_key', '=', key)
+    .where('principal', '=', principal)
+    .where('idempotency_key', '=', key)
     .executeTakeFirst();
   // Gone between the two statements (pruned or released): the caller may simply try again.
-  if (!existing) throw new ApiError('idempotency_key_in_use', 'This Idempotency-Key changed state while being checked. Retry the request.', undefined, { 'Retry-After': '1' });
+  if (!existing)
+    throw new ApiError('idempotency_key_in_use', 'This Idempotency-Key changed state while being checked. Retry the request.', undefined, {
+      'Retry-After': '1',
+    });
   return existing as StoredKey;
 }
 
@@ -116,12 +124,16 @@ async function beforeHandler(request: FastifyRequest, reply: FastifyReply): Prom
     return undefined;
   }
   if (existing.request_hash !== hash) {
-    throw new ApiError('idempotency_key_reused',
+    throw new ApiError(
+      'idempotency_key_reused',
       'This Idempotency-Key was already used with another request (method, path or body) in the last 24 hours. Use a new key for a new request; nothing was written.',
-      [{ param: 'header.Idempotency-Key', message: 'was used with another request' }]);
+      [{ param: 'header.Idempotency-Key', message: 'was used with another request' }],
+    );
   }
   if (existing.state === 'in_progress') {
-    throw new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed. Retry shortly to get its answer.', undefined, { 'Retry-After': '1' });
+    throw new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed. Retry shortly to get its answer.', undefined, {
+      'Retry-After': '1',
+    });
   }
   reply.code(existing.response_status ?? 200).header(REPLAYED_HEADER, 'true');
   if (existing.response_type) reply.type(existing.response_type);
@@ -135,18 +147,21 @@ async function storeAnswer(request: FastifyRequest, reply: FastifyReply, payload
   const db = request.server.ctx.database.db;
   if (reply.statusCode >= 500 || (typeof payload !== 'string' && payload !== null && payload !== undefined && !Buffer.isBuffer(payload))) {
     // Nothing was written (5xx), or a streamed answer that cannot be kept: release the key.
-    await db.deleteFrom('idempotency_keys')
-      .where('principal', '=', claimed.principal).where('idempotency_key', '=', claimed.key)
-      .execute();
+    await db.deleteFrom('idempotency_keys').where('principal', '=', claimed.principal).where('idempotency_key', '=', claimed.key).execute();
     return payload;
   }
   const type = reply.getHeader('content-type');
-  await db.updateTable('idempotency_keys').set({
-    state: 'done',
-    response_status: reply.statusCode,
-    response_type: typeof type === 'string' ? type : null,
-    response_body: payload === null || payload === undefined ? '' : payload.toString(),
-  }).where('principal', '=', claimed.principal).where('idempotency_key', '=', claimed.key).execute();
+  await db
+    .updateTable('idempotency_keys')
+    .set({
+      state: 'done',
+      response_status: reply.statusCode,
+      response_type: typeof type === 'string' ? type : null,
+      response_body: payload === null || payload === undefined ? '' : payload.toString(),
+    })
+    .where('principal', '=', claimed.principal)
+    .where('idempotency_key', '=', claimed.key)
+    .execute();
   return payload;
 }
 

@@ -22,7 +22,11 @@ import { ApiError } from '../../shared/problem.ts';
 
 const strict = { additionalProperties: false } as const;
 const IdParam = Type.Object({ id: Type.String({ format: 'uuid' }) }, strict);
-const Role = Type.Unsafe<AdminRole>({ type: 'string', enum: [...ADMIN_ROLES], description: 'owner: everything; admin: everything but administrators; viewer: read only' });
+const Role = Type.Unsafe<AdminRole>({
+  type: 'string',
+  enum: [...ADMIN_ROLES],
+  description: 'owner: everything; admin: everything but administrators; viewer: read only',
+});
 const AdminUserSchema = Type.Object({
   id: Type.String({ format: 'uuid' }),
   email: Type.String(),
@@ -41,17 +45,24 @@ const LinkSchema = Type.Object({
   used_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
 });
 const IssuedLink = Type.Intersect([LinkSchema, Type.Object({ url: Type.String({ description: 'The one-time link; shown once, never stored' }) })]);
-const data = <T extends ReturnType<typeof Type.Object> | ReturnType<typeof Type.Array> | ReturnType<typeof Type.Intersect>>(schema: T) => Type.Object({ data: schema });
+const data = <T extends ReturnType<typeof Type.Object> | ReturnType<typeof Type.Array> | ReturnType<typeof Type.Intersect>>(schema: T) =>
+  Type.Object({ data: schema });
 
-const InviteBody = Type.Object({
-  email: Type.String({ minLength: 1, maxLength: 254 }),
-  role: Role,
-}, strict);
+const InviteBody = Type.Object(
+  {
+    email: Type.String({ minLength: 1, maxLength: 254 }),
+    role: Role,
+  },
+  strict,
+);
 const RoleBody = Type.Object({ role: Role }, strict);
-const PasswordBody = Type.Object({
-  current_password: Type.String({ minLength: 1, maxLength: 1024 }),
-  new_password: Type.String({ minLength: 1, maxLength: 1024 }),
-}, strict);
+const PasswordBody = Type.Object(
+  {
+    current_password: Type.String({ minLength: 1, maxLength: 1024 }),
+    new_password: Type.String({ minLength: 1, maxLength: 1024 }),
+  },
+  strict,
+);
 
 /** The dashboard URL of a one-time link, on the host the owner used. */
 export function linkUrl(request: FastifyRequest, code: string): string {
@@ -64,73 +75,129 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['Admin: administrators'];
   const id = (params: unknown) => (params as { id: string }).id;
 
-  app.get('/admins', { schema: { tags, summary: 'List administrators', response: { 200: data(Type.Array(AdminUserSchema)) } } },
-    async () => ({ data: await listAdminUsers(db) }));
+  app.get('/admins', { schema: { tags, summary: 'List administrators', response: { 200: data(Type.Array(AdminUserSchema)) } } }, async () => ({
+    data: await listAdminUsers(db),
+  }));
 
-  app.get('/admins/invitations', {
-    config: { permission: 'owner' },
-    schema: { tags, summary: 'Open invitations (not yet used)', response: { 200: data(Type.Array(LinkSchema)) } },
-  }, async () => ({ data: await listInvitations(db) }));
+  app.get(
+    '/admins/invitations',
+    {
+      config: { permission: 'owner' },
+      schema: { tags, summary: 'Open invitations (not yet used)', response: { 200: data(Type.Array(LinkSchema)) } },
+    },
+    async () => ({ data: await listInvitations(db) }),
+  );
 
-  app.post('/admins/invitations', {
-    config: { permission: 'owner', audit: 'admin.invited' },
-    schema: { tags, summary: 'Invite an administrator: a one-time link (shown once)', body: InviteBody, response: { 201: data(IssuedLink) } },
-  }, async (request, reply) => {
-    const body = request.body as typeof InviteBody.static;
-    const { code, link } = await createInvitation(db, { email: body.email, role: body.role, createdBy: request.admin!.name, ttlMs: config.ADMIN_INVITATION_TTL_MS });
-    request.audit = { target: { type: 'invitation', id: link.id }, details: { email: link.email, role: link.role, expires_at: link.expires_at } };
-    reply.header('Cache-Control', 'no-store');
-    return reply.code(201).send({ data: { ...link, url: linkUrl(request, code) } });
-  });
+  app.post(
+    '/admins/invitations',
+    {
+      config: { permission: 'owner', audit: 'admin.invited' },
+      schema: { tags, summary: 'Invite an administrator: a one-time link (shown once)', body: InviteBody, response: { 201: data(IssuedLink) } },
+    },
+    async (request, reply) => {
+      const body = request.body as typeof InviteBody.static;
+      const { code, link } = await createInvitation(db, {
+        email: body.email,
+        role: body.role,
+        createdBy: request.admin!.name,
+        ttlMs: config.ADMIN_INVITATION_TTL_MS,
+      });
+      request.audit = { target: { type: 'invitation', id: link.id }, details: { email: link.email, role: link.role, expires_at: link.expires_at } };
+      reply.header('Cache-Control', 'no-store');
+      return reply.code(201).send({ data: { ...link, url: linkUrl(request, code) } });
+    },
+  );
 
-  app.delete('/admins/invitations/:id', {
-    config: { permission: 'owner', audit: 'admin.invitation_revoked' },
-    schema: { tags, summary: 'Withdraw an invitation', params: IdParam, response: { 200: data(LinkSchema) } },
-  }, async (request) => {
-    const link = await revokeInvitation(db, id(request.params));
-    request.audit = { target: { type: 'invitation', id: link.id }, details: { email: link.email, role: link.role } };
-    return { data: link };
-  });
+  app.delete(
+    '/admins/invitations/:id',
+    {
+      config: { permission: 'owner', audit: 'admin.invitation_revoked' },
+      schema: { tags, summary: 'Withdraw an invitation', params: IdParam, response: { 200: data(LinkSchema) } },
+    },
+    async (request) => {
+      const link = await revokeInvitation(db, id(request.params));
+      request.audit = { target: { type: 'invitation', id: link.id }, details: { email: link.email, role: link.role } };
+      return { data: link };
+    },
+  );
 
-  app.patch('/admins/:id', {
-    config: { permission: 'owner', audit: 'admin.role_changed' },
-    schema: { tags, summary: 'Change an administrator\'s role (their sessions end)', params: IdParam, body: RoleBody, response: { 200: data(AdminUserSchema) } },
-  }, async (request) => {
-    const { before, after } = await changeAdminRole(db, id(request.params), (request.body as typeof RoleBody.static).role);
-    request.audit = before.role === after.role
-      ? { record: false }
-      : { target: { type: 'admin', id: after.id }, details: { email: after.email, role: { from: before.role, to: after.role } } };
-    return { data: after };
-  });
+  app.patch(
+    '/admins/:id',
+    {
+      config: { permission: 'owner', audit: 'admin.role_changed' },
+      schema: {
+        tags,
+        summary: "Change an administrator's role (their sessions end)",
+        params: IdParam,
+        body: RoleBody,
+        response: { 200: data(AdminUserSchema) },
+      },
+    },
+    async (request) => {
+      const { before, after } = await changeAdminRole(db, id(request.params), (request.body as typeof RoleBody.static).role);
+      request.audit =
+        before.role === after.role
+          ? { record: false }
+          : { target: { type: 'admin', id: after.id }, details: { email: after.email, role: { from: before.role, to: after.role } } };
+      return { data: after };
+    },
+  );
 
-  app.delete('/admins/:id', {
-    config: { permission: 'owner', audit: 'admin.removed' },
-    schema: { tags, summary: 'Remove an administrator (their sessions end at once)', params: IdParam, response: { 200: data(AdminUserSchema) } },
-  }, async (request) => {
-    const removed = await removeAdminUser(db, id(request.params));
-    request.audit = { target: { type: 'admin', id: removed.id }, details: { email: removed.email, role: removed.role } };
-    return { data: removed };
-  });
+  app.delete(
+    '/admins/:id',
+    {
+      config: { permission: 'owner', audit: 'admin.removed' },
+      schema: { tags, summary: 'Remove an administrator (their sessions end at once)', params: IdParam, response: { 200: data(AdminUserSchema) } },
+    },
+    async (request) => {
+      const removed = await removeAdminUser(db, id(request.params));
+      request.audit = { target: { type: 'admin', id: removed.id }, details: { email: removed.email, role: removed.role } };
+      return { data: removed };
+    },
+  );
 
-  app.post('/admins/:id/password-reset', {
-    config: { permission: 'owner', audit: 'admin.password_reset_issued' },
-    schema: { tags, summary: 'A one-time password-reset link for an administrator (shown once)', params: IdParam, response: { 201: data(IssuedLink) } },
-  }, async (request, reply) => {
-    const { code, link, user } = await createPasswordReset(db, { adminUserId: id(request.params), createdBy: request.admin!.name, ttlMs: config.ADMIN_PASSWORD_RESET_TTL_MS });
-    request.audit = { target: { type: 'admin', id: user.id }, details: { email: user.email, expires_at: link.expires_at } };
-    reply.header('Cache-Control', 'no-store');
-    return reply.code(201).send({ data: { ...link, url: linkUrl(request, code) } });
-  });
+  app.post(
+    '/admins/:id/password-reset',
+    {
+      config: { permission: 'owner', audit: 'admin.password_reset_issued' },
+      schema: { tags, summary: 'A one-time password-reset link for an administrator (shown once)', params: IdParam, response: { 201: data(IssuedLink) } },
+    },
+    async (request, reply) => {
+      const { code, link, user } = await createPasswordReset(db, {
+        adminUserId: id(request.params),
+        createdBy: request.admin!.name,
+        ttlMs: config.ADMIN_PASSWORD_RESET_TTL_MS,
+      });
+      request.audit = { target: { type: 'admin', id: user.id }, details: { email: user.email, expires_at: link.expires_at } };
+      reply.header('Cache-Control', 'no-store');
+      return reply.code(201).send({ data: { ...link, url: linkUrl(request, code) } });
+    },
+  );
 
-  app.post('/account/password', {
-    config: { permission: 'read', audit: 'admin.password_changed' },
-    schema: { tags, summary: 'Change one\'s own password (dashboard sessions; other sessions end)', body: PasswordBody, response: { 200: data(AdminUserSchema) } },
-  }, async (request) => {
-    const admin = request.admin!;
-    if (admin.kind !== 'session') throw new ApiError('forbidden', 'Only an administrator signed in to the dashboard has a password to change; API tokens have none.');
-    const body = request.body as typeof PasswordBody.static;
-    const user = await changeOwnPassword(db, { adminUserId: admin.id, currentPassword: body.current_password, newPassword: body.new_password, keepSessionId: admin.sessionId });
-    request.audit = { target: { type: 'admin', id: user.id }, details: { email: user.email } };
-    return { data: user };
-  });
+  app.post(
+    '/account/password',
+    {
+      config: { permission: 'read', audit: 'admin.password_changed' },
+      schema: {
+        tags,
+        summary: "Change one's own password (dashboard sessions; other sessions end)",
+        body: PasswordBody,
+        response: { 200: data(AdminUserSchema) },
+      },
+    },
+    async (request) => {
+      const admin = request.admin!;
+      if (admin.kind !== 'session')
+        throw new ApiError('forbidden', 'Only an administrator signed in to the dashboard has a password to change; API tokens have none.');
+      const body = request.body as typeof PasswordBody.static;
+      const user = await changeOwnPassword(db, {
+        adminUserId: admin.id,
+        currentPassword: body.current_password,
+        newPassword: body.new_password,
+        keepSessionId: admin.sessionId,
+      });
+      request.audit = { target: { type: 'admin', id: user.id }, details: { email: user.email } };
+      return { data: user };
+    },
+  );
 }

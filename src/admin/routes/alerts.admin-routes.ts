@@ -11,13 +11,15 @@ import { currentAlerts, markAlertsSeen } from '../alerts/alerts.ts';
 const Nullable = <T extends ReturnType<typeof Type.String>>(s: T) => Type.Union([s, Type.Null()]);
 const AlertsSchema = Type.Object({
   data: Type.Object({
-    endpoints: Type.Array(Type.Object({
-      id: Type.String({ format: 'uuid' }),
-      url: Type.String(),
-      state: Type.Unsafe<string>({ type: 'string', enum: ['paused', 'disabled'] }),
-      paused_until: Nullable(Type.String({ format: 'date-time' })),
-      disabled_reason: Nullable(Type.String()),
-    })),
+    endpoints: Type.Array(
+      Type.Object({
+        id: Type.String({ format: 'uuid' }),
+        url: Type.String(),
+        state: Type.Unsafe<string>({ type: 'string', enum: ['paused', 'disabled'] }),
+        paused_until: Nullable(Type.String({ format: 'date-time' })),
+        disabled_reason: Nullable(Type.String()),
+      }),
+    ),
     dead_letters: Type.Object({ total: Type.Integer(), since_seen: Type.Integer() }),
     seen_at: Nullable(Type.String({ format: 'date-time' })),
     attention: Type.Boolean(),
@@ -27,12 +29,18 @@ const AlertsSchema = Type.Object({
 export async function alertsAdminRoutes(app: FastifyInstance): Promise<void> {
   const { db } = app.ctx.database;
   const tags = ['Admin: dashboard'];
-  app.get('/alerts', { schema: { tags, summary: 'Paused or disabled endpoints and dead letters (new since the administrator last looked)', response: { 200: AlertsSchema } } },
-    async (request) => ({ data: await currentAlerts(db, request.admin?.kind === 'session' ? request.admin.id : undefined) }));
-  app.post('/alerts/seen', { config: { permission: 'read' }, schema: { tags, summary: 'Mark the alerts seen by the signed-in administrator' } },
+  app.get(
+    '/alerts',
+    { schema: { tags, summary: 'Paused or disabled endpoints and dead letters (new since the administrator last looked)', response: { 200: AlertsSchema } } },
+    async (request) => ({ data: await currentAlerts(db, request.admin?.kind === 'session' ? request.admin.id : undefined) }),
+  );
+  app.post(
+    '/alerts/seen',
+    { config: { permission: 'read' }, schema: { tags, summary: 'Mark the alerts seen by the signed-in administrator' } },
     async (request, reply) => {
       request.audit = { record: false };
       if (request.admin?.kind === 'session') await markAlertsSeen(db, request.admin.id);
       return reply.code(204).send();
-    });
+    },
+  );
 }

@@ -36,7 +36,9 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
     const waitMs = await signInRetryAfterMs(db, LINK_THROTTLE_KEY, request.ip, policy);
     if (waitMs > 0) {
       const seconds = Math.ceil(waitMs / 1000);
-      throw new ApiError('rate_limited', `Too many attempts with invalid links. Try again in ${seconds} seconds.`, undefined, { 'Retry-After': String(seconds) });
+      throw new ApiError('rate_limited', `Too many attempts with invalid links. Try again in ${seconds} seconds.`, undefined, {
+        'Retry-After': String(seconds),
+      });
     }
   }
   async function refuse(request: FastifyRequest, state: Exclude<LinkState, 'valid'>): Promise<never> {
@@ -44,28 +46,40 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
     throw new ApiError(LINK_STATUS[state], LINK_MESSAGES[state], [{ param: 'code', message: state }]);
   }
 
-  app.post('/links/check', { schema: { tags, summary: 'What a one-time invitation or password-reset link is for, if still valid', body: CheckBody } }, async (request) => {
-    await throttle(request);
-    const { state, link } = await checkLink(db, (request.body as typeof CheckBody.static).code);
-    if (state !== 'valid' || !link) return refuse(request, state === 'valid' ? 'unknown' : state);
-    return { data: { purpose: link.purpose, email: link.email, role: link.role, expires_at: link.expires_at } };
-  });
+  app.post(
+    '/links/check',
+    { schema: { tags, summary: 'What a one-time invitation or password-reset link is for, if still valid', body: CheckBody } },
+    async (request) => {
+      await throttle(request);
+      const { state, link } = await checkLink(db, (request.body as typeof CheckBody.static).code);
+      if (state !== 'valid' || !link) return refuse(request, state === 'valid' ? 'unknown' : state);
+      return { data: { purpose: link.purpose, email: link.email, role: link.role, expires_at: link.expires_at } };
+    },
+  );
 
-  app.post('/links/use', { schema: { tags, summary: 'Accept an invitation or reset a password with a one-time link', body: UseBody } }, async (request, reply) => {
-    await throttle(request);
-    const body = request.body as typeof UseBody.static;
-    const result = await useLink(db, body);
-    if (result.state !== 'valid') return refuse(request, result.state);
-    const { user } = result;
-    await recordAudit(db, {
-      actor: { kind: 'session', id: user.id, name: user.email },
-      action: result.purpose === 'invitation' ? 'admin.joined' : 'admin.password_reset',
-      target: { type: 'admin', id: user.id },
-      clientIp: request.ip,
-      details: { email: user.email, role: user.role },
-    });
-    const { sessionId, session } = await createAdminSession(db, { adminUserId: user.id, ttlMs: config.ADMIN_SESSION_TTL_MS, userAgent: request.headers['user-agent'] });
-    setSessionCookie(reply, config, sessionId);
-    return { data: { email: session.email, role: session.role, csrf_token: session.csrfToken, expires_at: session.expiresAt } };
-  });
+  app.post(
+    '/links/use',
+    { schema: { tags, summary: 'Accept an invitation or reset a password with a one-time link', body: UseBody } },
+    async (request, reply) => {
+      await throttle(request);
+      const body = request.body as typeof UseBody.static;
+      const result = await useLink(db, body);
+      if (result.state !== 'valid') return refuse(request, result.state);
+      const { user } = result;
+      await recordAudit(db, {
+        actor: { kind: 'session', id: user.id, name: user.email },
+        action: result.purpose === 'invitation' ? 'admin.joined' : 'admin.password_reset',
+        target: { type: 'admin', id: user.id },
+        clientIp: request.ip,
+        details: { email: user.email, role: user.role },
+      });
+      const { sessionId, session } = await createAdminSession(db, {
+        adminUserId: user.id,
+        ttlMs: config.ADMIN_SESSION_TTL_MS,
+        userAgent: request.headers['user-agent'],
+      });
+      setSessionCookie(reply, config, sessionId);
+      return { data: { email: session.email, role: session.role, csrf_token: session.csrfToken, expires_at: session.expiresAt } };
+    },
+  );
 }

@@ -17,16 +17,20 @@ export async function overviewAdminRoutes(app: FastifyInstance): Promise<void> {
 
   app.get('/overview', { schema: { tags: ['Admin: dashboard'], summary: 'Counts of products, orders, customers and active API tokens' } }, async () => {
     const [products, orders, customers, tokens] = await Promise.all([
-      db.selectFrom('products')
+      db
+        .selectFrom('products')
         .select([sql<number>`count(*)`.as('total'), sql<number>`count(*) FILTER (WHERE is_active)`.as('active')])
         .executeTakeFirstOrThrow(),
-      db.selectFrom('orders')
+      db
+        .selectFrom('orders')
         .select([sql<number>`count(*)`.as('total'), sql<number>`count(*) FILTER (WHERE created_at > now() - interval '24 hours')`.as('last_24h')])
         .executeTakeFirstOrThrow(),
-      db.selectFrom('customers')
+      db
+        .selectFrom('customers')
         .select([sql<number>`count(*)`.as('total'), sql<number>`count(*) FILTER (WHERE is_active)`.as('active')])
         .executeTakeFirstOrThrow(),
-      db.selectFrom('api_tokens')
+      db
+        .selectFrom('api_tokens')
         .select(sql<number>`count(*) FILTER (WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()))`.as('active'))
         .executeTakeFirstOrThrow(),
     ]);

@@ -16,12 +16,16 @@ const ResourcesResponse = Type.Object({
 const ADMIN_SCOPE = { value: 'admin', label: 'Admin', hint: 'full access to the admin API — only for automation you trust' };
 
 export async function resourceAdminRoutes(app: FastifyInstance): Promise<void> {
-  app.get('/resources', {
-    schema: { tags: ['Admin: resources'], summary: 'Token scopes and webhook event types, for the dashboard\'s forms', response: { 200: ResourcesResponse } },
-  }, async () => ({
-    data: {
-      scopes: [...readScopeCatalog().map(({ scope, label, hint }) => ({ value: scope, label, hint })), ADMIN_SCOPE],
-      event_groups: eventTypeGroups(),
+  app.get(
+    '/resources',
+    {
+      schema: { tags: ['Admin: resources'], summary: "Token scopes and webhook event types, for the dashboard's forms", response: { 200: ResourcesResponse } },
     },
-  }));
+    async () => ({
+      data: {
+        scopes: [...readScopeCatalog().map(({ scope, label, hint }) => ({ value: scope, label, hint })), ADMIN_SCOPE],
+        event_groups: eventTypeGroups(),
+      },
+    }),
+  );
 }

@@ -16,10 +16,13 @@ import { clearSignInFailures, recordSignInFailure, signInRetryAfterMs } from '..
 import { recordAudit } from '../audit/audit-log.ts';
 import { CSRF_HEADER, clearSessionCookie, sessionIdOf, setSessionCookie } from '../sessions/session-cookie.ts';
 
-const SignInBody = Type.Object({
-  email: Type.String({ minLength: 1, maxLength: 254 }),
-  password: Type.String({ minLength: 1, maxLength: 1024 }),
-}, { additionalProperties: false });
+const SignInBody = Type.Object(
+  {
+    email: Type.String({ minLength: 1, maxLength: 254 }),
+    password: Type.String({ minLength: 1, maxLength: 1024 }),
+  },
+  { additionalProperties: false },
+);
 
 function sessionBody(session: AdminSession) {
   return { email: session.email, role: session.role, csrf_token: session.csrfToken, expires_at: session.expiresAt };
@@ -54,7 +57,12 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
     if (!user) {
       await recordSignInFailure(db, email, request.ip, policy);
       // The email typed is recorded (it may be nobody's); the password never is.
-      await recordAudit(db, { actor: { kind: 'anonymous', id: null, name: email }, action: 'session.sign_in_failed', clientIp: request.ip, details: { email } });
+      await recordAudit(db, {
+        actor: { kind: 'anonymous', id: null, name: email },
+        action: 'session.sign_in_failed',
+        clientIp: request.ip,
+        details: { email },
+      });
       throw new ApiError('unauthorized', 'Wrong email or password.');
     }
     await clearSignInFailures(db, email, request.ip);
@@ -67,7 +75,13 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
     });
     setSessionCookie(reply, config, sessionId);
     request.log.info({ admin: user.email }, 'administrator signed in');
-    await recordAudit(db, { actor: { kind: 'session', id: user.id, name: user.email }, action: 'session.signed_in', target: { type: 'admin', id: user.id }, clientIp: request.ip, details: { user_agent: request.headers['user-agent']?.slice(0, 300) ?? null } });
+    await recordAudit(db, {
+      actor: { kind: 'session', id: user.id, name: user.email },
+      action: 'session.signed_in',
+      target: { type: 'admin', id: user.id },
+      clientIp: request.ip,
+      details: { user_agent: request.headers['user-agent']?.slice(0, 300) ?? null },
+    });
     return { data: sessionBody(session) };
   });
 
@@ -80,7 +94,12 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
         throw new ApiError('forbidden', `Missing or wrong CSRF token in the ${CSRF_HEADER} header.`);
       }
       await deleteAdminSession(db, sessionId!);
-      await recordAudit(db, { actor: { kind: 'session', id: session.adminUserId, name: session.email }, action: 'session.signed_out', target: { type: 'admin', id: session.adminUserId }, clientIp: request.ip });
+      await recordAudit(db, {
+        actor: { kind: 'session', id: session.adminUserId, name: session.email },
+        action: 'session.signed_out',
+        target: { type: 'admin', id: session.adminUserId },
+        clientIp: request.ip,
+      });
     }
     clearSessionCookie(reply, config);
     return reply.code(204).send();

@@ -21,11 +21,14 @@ import { SETUP_CODE_MESSAGES, SETUP_THROTTLE_KEY, checkSetupCode, completeSetup,
 
 const Code = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_-]+$' });
 const CheckBody = Type.Object({ code: Code }, { additionalProperties: false });
-const SetupBody = Type.Object({
-  code: Code,
-  email: Type.String({ minLength: 1, maxLength: 254 }),
-  password: Type.String({ minLength: 1, maxLength: 1024 }),
-}, { additionalProperties: false });
+const SetupBody = Type.Object(
+  {
+    code: Code,
+    email: Type.String({ minLength: 1, maxLength: 254 }),
+    password: Type.String({ minLength: 1, maxLength: 1024 }),
+  },
+  { additionalProperties: false },
+);
 
 /** The problem code of each refusal. */
 const STATUS: Record<Exclude<SetupCodeState, 'valid'>, ErrorCode> = {
@@ -78,7 +81,13 @@ export async function setupAdminRoutes(app: FastifyInstance): Promise<void> {
     });
     setSessionCookie(reply, config, sessionId);
     request.log.info({ admin: result.user.email }, 'first administrator created with the setup link');
-    await recordAudit(db, { actor: { kind: 'session', id: result.user.id, name: result.user.email }, action: 'setup.completed', target: { type: 'admin', id: result.user.id }, clientIp: request.ip, details: { email: result.user.email, role: result.user.role } });
+    await recordAudit(db, {
+      actor: { kind: 'session', id: result.user.id, name: result.user.email },
+      action: 'setup.completed',
+      target: { type: 'admin', id: result.user.id },
+      clientIp: request.ip,
+      details: { email: result.user.email, role: result.user.role },
+    });
     return reply.code(201).send({ data: { email: session.email, role: session.role, csrf_token: session.csrfToken, expires_at: session.expiresAt } });
   });
 }

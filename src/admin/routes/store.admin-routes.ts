@@ -7,8 +7,19 @@ import type { FastifyInstance } from 'fastify';
 import { Type, type TSchema } from '@sinclair/typebox';
 import { PRODUCT_TYPES } from '../../catalog/product.json-sql.ts';
 import {
-  addImage, addVariant, createProduct, productById, updateImage, updateProduct, updateVariant,
-  type ImageInput, type ImagePatch, type ProductInput, type ProductPatch, type VariantInput, type VariantPatch,
+  addImage,
+  addVariant,
+  createProduct,
+  productById,
+  updateImage,
+  updateProduct,
+  updateVariant,
+  type ImageInput,
+  type ImagePatch,
+  type ProductInput,
+  type ProductPatch,
+  type VariantInput,
+  type VariantPatch,
 } from '../../catalog/catalog.service.ts';
 import { createCustomer, updateCustomer, type CustomerInput, type CustomerPatch } from '../../customers/customer.service.ts';
 import { changeOrderStatus, changePaymentStatus, placeOrder, type OrderInput } from '../../orders/order.service.ts';
@@ -27,26 +38,35 @@ const Uuid = Type.String({ format: 'uuid' });
 const Attributes = Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.String({ maxLength: 500 }), { maxProperties: 50 });
 const strict = { additionalProperties: false } as const;
 
-const VariantBody = Type.Object({
-  name: Text(),
-  sku: Type.Optional(Nullable(Text(100))),
-  price: Money,
-  stock: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_147_483_647 })),
-  attributes: Type.Optional(Attributes),
-}, strict);
-const VariantPatchBody = Type.Object({
-  name: Type.Optional(Text()),
-  sku: Type.Optional(Nullable(Text(100))),
-  price: Type.Optional(Money),
-  attributes: Type.Optional(Attributes),
-  is_active: Type.Optional(Type.Boolean()),
-}, { ...strict, minProperties: 1 });
+const VariantBody = Type.Object(
+  {
+    name: Text(),
+    sku: Type.Optional(Nullable(Text(100))),
+    price: Money,
+    stock: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_147_483_647 })),
+    attributes: Type.Optional(Attributes),
+  },
+  strict,
+);
+const VariantPatchBody = Type.Object(
+  {
+    name: Type.Optional(Text()),
+    sku: Type.Optional(Nullable(Text(100))),
+    price: Type.Optional(Money),
+    attributes: Type.Optional(Attributes),
+    is_active: Type.Optional(Type.Boolean()),
+  },
+  { ...strict, minProperties: 1 },
+);
 const ImageBody = Type.Object({ image_url: Url, is_primary: Type.Optional(Type.Boolean()) }, strict);
-const ImagePatchBody = Type.Object({
-  image_url: Type.Optional(Url),
-  is_primary: Type.Optional(Type.Boolean()),
-  is_active: Type.Optional(Type.Boolean()),
-}, { ...strict, minProperties: 1 });
+const ImagePatchBody = Type.Object(
+  {
+    image_url: Type.Optional(Url),
+    is_primary: Type.Optional(Type.Boolean()),
+    is_active: Type.Optional(Type.Boolean()),
+  },
+  { ...strict, minProperties: 1 },
+);
 const productFields = {
   name: Text(),
   slug: Type.String({ pattern: '^[a-z0-9]+(?:-[a-z0-9]+)*$', maxLength: 120 }),
@@ -58,62 +78,83 @@ const productFields = {
   thumbnail_url: Nullable(Url),
   is_active: Type.Boolean(),
 };
-const ProductBody = Type.Object({
-  name: productFields.name,
-  slug: Type.Optional(productFields.slug),
-  product_type: Enum(PRODUCT_TYPES),
-  barcode: Type.Optional(productFields.barcode),
-  sku: Type.Optional(productFields.sku),
-  price: Money,
-  cost_price: Type.Optional(productFields.cost_price),
-  stock: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: 'Initial stock of a product without variants' })),
-  category_id: Type.Optional(productFields.category_id),
-  thumbnail_url: Type.Optional(productFields.thumbnail_url),
-  is_active: Type.Optional(Type.Boolean()),
-  variants: Type.Optional(Type.Array(VariantBody, { maxItems: 500 })),
-  images: Type.Optional(Type.Array(ImageBody, { maxItems: 100 })),
-}, strict);
-const ProductPatchBody = Type.Object(
-  Object.fromEntries(Object.entries(productFields).map(([k, v]) => [k, Type.Optional(v)])) as Record<string, TSchema>,
+const ProductBody = Type.Object(
+  {
+    name: productFields.name,
+    slug: Type.Optional(productFields.slug),
+    product_type: Enum(PRODUCT_TYPES),
+    barcode: Type.Optional(productFields.barcode),
+    sku: Type.Optional(productFields.sku),
+    price: Money,
+    cost_price: Type.Optional(productFields.cost_price),
+    stock: Type.Optional(Type.Integer({ minimum: 0, maximum: 2_147_483_647, description: 'Initial stock of a product without variants' })),
+    category_id: Type.Optional(productFields.category_id),
+    thumbnail_url: Type.Optional(productFields.thumbnail_url),
+    is_active: Type.Optional(Type.Boolean()),
+    variants: Type.Optional(Type.Array(VariantBody, { maxItems: 500 })),
+    images: Type.Optional(Type.Array(ImageBody, { maxItems: 100 })),
+  },
+  strict,
+);
+const ProductPatchBody = Type.Object(Object.fromEntries(Object.entries(productFields).map(([k, v]) => [k, Type.Optional(v)])) as Record<string, TSchema>, {
+  ...strict,
+  minProperties: 1,
+});
+const CustomerBody = Type.Object(
+  {
+    name: Text(),
+    phone: Type.Optional(Nullable(Text(40))),
+    email: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
+    city: Type.Optional(Nullable(Text(100))),
+    is_active: Type.Optional(Type.Boolean()),
+  },
+  strict,
+);
+const CustomerPatchBody = Type.Object(
+  {
+    name: Type.Optional(Text()),
+    phone: Type.Optional(Nullable(Text(40))),
+    email: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
+    city: Type.Optional(Nullable(Text(100))),
+    is_active: Type.Optional(Type.Boolean()),
+  },
   { ...strict, minProperties: 1 },
 );
-const CustomerBody = Type.Object({
-  name: Text(),
-  phone: Type.Optional(Nullable(Text(40))),
-  email: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
-  city: Type.Optional(Nullable(Text(100))),
-  is_active: Type.Optional(Type.Boolean()),
-}, strict);
-const CustomerPatchBody = Type.Object({
-  name: Type.Optional(Text()),
-  phone: Type.Optional(Nullable(Text(40))),
-  email: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
-  city: Type.Optional(Nullable(Text(100))),
-  is_active: Type.Optional(Type.Boolean()),
-}, { ...strict, minProperties: 1 });
-const OrderBody = Type.Object({
-  source: Enum(ORDER_SOURCES),
-  payment_method: Type.Optional(Nullable(Text(50))),
-  customer_id: Type.Optional(Nullable(Uuid)),
-  customer_name: Type.Optional(Nullable(Text())),
-  customer_phone: Type.Optional(Nullable(Text(40))),
-  discount: Type.Optional(Money),
-  delivery_fee: Type.Optional(Money),
-  items: Type.Array(Type.Object({
-    product_id: Uuid,
-    variant_id: Type.Optional(Nullable(Uuid)),
-    quantity: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
-    unit_price: Type.Optional(Money),
-  }, strict), { minItems: 1, maxItems: 500 }),
-}, strict);
+const OrderBody = Type.Object(
+  {
+    source: Enum(ORDER_SOURCES),
+    payment_method: Type.Optional(Nullable(Text(50))),
+    customer_id: Type.Optional(Nullable(Uuid)),
+    customer_name: Type.Optional(Nullable(Text())),
+    customer_phone: Type.Optional(Nullable(Text(40))),
+    discount: Type.Optional(Money),
+    delivery_fee: Type.Optional(Money),
+    items: Type.Array(
+      Type.Object(
+        {
+          product_id: Uuid,
+          variant_id: Type.Optional(Nullable(Uuid)),
+          quantity: Type.Integer({ minimum: 1, maximum: 1_000_000 }),
+          unit_price: Type.Optional(Money),
+        },
+        strict,
+      ),
+      { minItems: 1, maxItems: 500 },
+    ),
+  },
+  strict,
+);
 const StatusBody = Type.Object({ status: Enum(ORDER_STATUSES), note: Type.Optional(Nullable(Text(500))) }, strict);
 const PaymentBody = Type.Object({ payment_status: Enum(PAYMENT_STATUSES) }, strict);
-const AdjustmentBody = Type.Object({
-  product_id: Uuid,
-  variant_id: Type.Optional(Nullable(Uuid)),
-  quantity_change: Stock,
-  note: Type.Optional(Nullable(Text(500))),
-}, strict);
+const AdjustmentBody = Type.Object(
+  {
+    product_id: Uuid,
+    variant_id: Type.Optional(Nullable(Uuid)),
+    quantity_change: Stock,
+    note: Type.Optional(Nullable(Text(500))),
+  },
+  strict,
+);
 
 const IdParam = Type.Object({ id: Uuid }, strict);
 const VariantParams = Type.Object({ id: Uuid, variantId: Uuid }, strict);
@@ -127,55 +168,92 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   // CSV bodies for the stock import (text/csv), up to the app's body limit.
   app.addContentTypeParser(['text/csv', 'text/plain'], { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
-  app.post('/products', { schema: { tags: ['Admin: catalog'], summary: 'Create a product with variants and images', body: ProductBody } },
-    async (req, reply) => reply.code(created.code).send({ data: await createProduct(db, req.body as ProductInput) }));
-  app.get('/products/:id', { schema: { tags: ['Admin: catalog'], summary: 'A product, inactive variants and images included', params: IdParam } },
-    async (req) => ({ data: await productById(db, (req.params as P<{ id: string }>['params']).id) }));
-  app.patch('/products/:id', { schema: { tags: ['Admin: catalog'], summary: 'Update a product (is_active=false deactivates)', params: IdParam, body: ProductPatchBody } },
-    async (req) => ({ data: await updateProduct(db, (req.params as { id: string }).id, req.body as ProductPatch) }));
-  app.post('/products/:id/variants', { schema: { tags: ['Admin: catalog'], summary: 'Add a variant to a product', params: IdParam, body: VariantBody } },
-    async (req, reply) => reply.code(201).send({ data: await addVariant(db, (req.params as { id: string }).id, req.body as VariantInput) }));
-  app.patch('/products/:id/variants/:variantId', { schema: { tags: ['Admin: catalog'], summary: 'Update a variant (is_active=false deactivates)', params: VariantParams, body: VariantPatchBody } },
+  app.post('/products', { schema: { tags: ['Admin: catalog'], summary: 'Create a product with variants and images', body: ProductBody } }, async (req, reply) =>
+    reply.code(created.code).send({ data: await createProduct(db, req.body as ProductInput) }),
+  );
+  app.get(
+    '/products/:id',
+    { schema: { tags: ['Admin: catalog'], summary: 'A product, inactive variants and images included', params: IdParam } },
+    async (req) => ({ data: await productById(db, (req.params as P<{ id: string }>['params']).id) }),
+  );
+  app.patch(
+    '/products/:id',
+    { schema: { tags: ['Admin: catalog'], summary: 'Update a product (is_active=false deactivates)', params: IdParam, body: ProductPatchBody } },
+    async (req) => ({ data: await updateProduct(db, (req.params as { id: string }).id, req.body as ProductPatch) }),
+  );
+  app.post(
+    '/products/:id/variants',
+    { schema: { tags: ['Admin: catalog'], summary: 'Add a variant to a product', params: IdParam, body: VariantBody } },
+    async (req, reply) => reply.code(201).send({ data: await addVariant(db, (req.params as { id: string }).id, req.body as VariantInput) }),
+  );
+  app.patch(
+    '/products/:id/variants/:variantId',
+    { schema: { tags: ['Admin: catalog'], summary: 'Update a variant (is_active=false deactivates)', params: VariantParams, body: VariantPatchBody } },
     async (req) => {
       const p = req.params as { id: string; variantId: string };
       return { data: await updateVariant(db, p.id, p.variantId, req.body as VariantPatch) };
-    });
-  app.post('/products/:id/images', { schema: { tags: ['Admin: catalog'], summary: 'Add an image to a product', params: IdParam, body: ImageBody } },
-    async (req, reply) => reply.code(201).send({ data: await addImage(db, (req.params as { id: string }).id, req.body as ImageInput) }));
-  app.patch('/products/:id/images/:imageId', { schema: { tags: ['Admin: catalog'], summary: 'Update an image (is_active=false removes it)', params: ImageParams, body: ImagePatchBody } },
+    },
+  );
+  app.post(
+    '/products/:id/images',
+    { schema: { tags: ['Admin: catalog'], summary: 'Add an image to a product', params: IdParam, body: ImageBody } },
+    async (req, reply) => reply.code(201).send({ data: await addImage(db, (req.params as { id: string }).id, req.body as ImageInput) }),
+  );
+  app.patch(
+    '/products/:id/images/:imageId',
+    { schema: { tags: ['Admin: catalog'], summary: 'Update an image (is_active=false removes it)', params: ImageParams, body: ImagePatchBody } },
     async (req) => {
       const p = req.params as { id: string; imageId: string };
       return { data: await updateImage(db, p.id, p.imageId, req.body as ImagePatch) };
-    });
+    },
+  );
 
-  app.post('/customers', { schema: { tags: ['Admin: customers'], summary: 'Create a customer', body: CustomerBody } },
-    async (req, reply) => reply.code(201).send({ data: await createCustomer(db, req.body as CustomerInput) }));
-  app.patch('/customers/:id', { schema: { tags: ['Admin: customers'], summary: 'Update a customer (is_active=false deactivates)', params: IdParam, body: CustomerPatchBody } },
-    async (req) => ({ data: await updateCustomer(db, (req.params as { id: string }).id, req.body as CustomerPatch) }));
+  app.post('/customers', { schema: { tags: ['Admin: customers'], summary: 'Create a customer', body: CustomerBody } }, async (req, reply) =>
+    reply.code(201).send({ data: await createCustomer(db, req.body as CustomerInput) }),
+  );
+  app.patch(
+    '/customers/:id',
+    { schema: { tags: ['Admin: customers'], summary: 'Update a customer (is_active=false deactivates)', params: IdParam, body: CustomerPatchBody } },
+    async (req) => ({ data: await updateCustomer(db, (req.params as { id: string }).id, req.body as CustomerPatch) }),
+  );
 
-  app.post('/orders', { schema: { tags: ['Admin: orders'], summary: 'Place an order (takes stock: sale movements)', body: OrderBody } },
-    async (req, reply) => reply.code(201).send({ data: await placeOrder(db, req.body as OrderInput) }));
-  app.post('/orders/:id/status', { schema: { tags: ['Admin: orders'], summary: 'Move the order status (cancel/refund restore stock)', params: IdParam, body: StatusBody } },
+  app.post('/orders', { schema: { tags: ['Admin: orders'], summary: 'Place an order (takes stock: sale movements)', body: OrderBody } }, async (req, reply) =>
+    reply.code(201).send({ data: await placeOrder(db, req.body as OrderInput) }),
+  );
+  app.post(
+    '/orders/:id/status',
+    { schema: { tags: ['Admin: orders'], summary: 'Move the order status (cancel/refund restore stock)', params: IdParam, body: StatusBody } },
     async (req) => {
       const body = req.body as { status: OrderStatus; note?: string | null };
       return { data: await changeOrderStatus(db, (req.params as { id: string }).id, body.status, body.note) };
-    });
-  app.post('/orders/:id/payment-status', { schema: { tags: ['Admin: orders'], summary: 'Move the payment status', params: IdParam, body: PaymentBody } },
-    async (req) => ({ data: await changePaymentStatus(db, (req.params as { id: string }).id, (req.body as { payment_status: PaymentStatus }).payment_status) }));
+    },
+  );
+  app.post(
+    '/orders/:id/payment-status',
+    { schema: { tags: ['Admin: orders'], summary: 'Move the payment status', params: IdParam, body: PaymentBody } },
+    async (req) => ({ data: await changePaymentStatus(db, (req.params as { id: string }).id, (req.body as { payment_status: PaymentStatus }).payment_status) }),
+  );
 
-  app.post('/inventory/adjustments', { schema: { tags: ['Admin: inventory'], summary: 'Manual stock adjustment', body: AdjustmentBody } },
+  app.post(
+    '/inventory/adjustments',
+    { schema: { tags: ['Admin: inventory'], summary: 'Manual stock adjustment', body: AdjustmentBody } },
     async (req, reply) => {
       const body = req.body as { product_id: string; variant_id?: string | null; quantity_change: number; note?: string | null };
       const movementId = await adjustStock(db, body);
       return reply.code(201).send({ data: { movement_id: movementId, product: await productById(db, body.product_id) } });
-    });
-  app.post('/inventory/import', {
-    schema: {
-      tags: ['Admin: inventory'],
-      summary: 'CSV bulk stock import (text/csv; header sku,stock or sku,quantity_change; optional note). All rows or none.',
     },
-  }, async (req, reply) => {
-    if (typeof req.body !== 'string') throw invalidParameter('body', 'send the CSV as text/csv');
-    return reply.code(201).send({ data: await importStockCsv(db, req.body) });
-  });
+  );
+  app.post(
+    '/inventory/import',
+    {
+      schema: {
+        tags: ['Admin: inventory'],
+        summary: 'CSV bulk stock import (text/csv; header sku,stock or sku,quantity_change; optional note). All rows or none.',
+      },
+    },
+    async (req, reply) => {
+      if (typeof req.body !== 'string') throw invalidParameter('body', 'send the CSV as text/csv');
+      return reply.code(201).send({ data: await importStockCsv(db, req.body) });
+    },
+  );
 }

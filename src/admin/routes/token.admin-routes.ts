@@ -11,23 +11,37 @@ import { invalidParameter } from '../../shared/problem.ts';
 
 const ScopeSchema = Type.Unsafe<(typeof SCOPES)[number]>({ type: 'string', enum: [...SCOPES] });
 const RateLimit = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000 }), Type.Null()]);
-const CreateTokenBody = Type.Object({
-  name: Type.String({ minLength: 1, maxLength: 100 }),
-  scopes: Type.Optional(Type.Array(ScopeSchema, { minItems: 1, uniqueItems: true })),
-  expires_at: Type.Optional(Type.Union([Type.String({ maxLength: 40 }), Type.Null()], { description: 'ISO 8601, in the future; null or omitted: never' })),
-  rate_limit_standard: Type.Optional(RateLimit),
-  rate_limit_export: Type.Optional(RateLimit),
-}, { additionalProperties: false });
-const PatchTokenBody = Type.Object({
-  name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' })),
-  rate_limit_standard: Type.Optional(RateLimit),
-  rate_limit_export: Type.Optional(RateLimit),
-}, { additionalProperties: false, minProperties: 1 });
+const CreateTokenBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 100 }),
+    scopes: Type.Optional(Type.Array(ScopeSchema, { minItems: 1, uniqueItems: true })),
+    expires_at: Type.Optional(Type.Union([Type.String({ maxLength: 40 }), Type.Null()], { description: 'ISO 8601, in the future; null or omitted: never' })),
+    rate_limit_standard: Type.Optional(RateLimit),
+    rate_limit_export: Type.Optional(RateLimit),
+  },
+  { additionalProperties: false },
+);
+const PatchTokenBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 100, pattern: '\\S' })),
+    rate_limit_standard: Type.Optional(RateLimit),
+    rate_limit_export: Type.Optional(RateLimit),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
 /** Longest overlap of a roll: a week, like a webhook secret's. */
 export const MAX_ROLL_OVERLAP_SECONDS = 604_800;
-const RollBody = Type.Object({
-  overlap_seconds: Type.Integer({ minimum: 0, maximum: MAX_ROLL_OVERLAP_SECONDS, default: 86_400, description: 'How long the old secret keeps working (0: ends now; default 24 h)' }),
-}, { additionalProperties: false });
+const RollBody = Type.Object(
+  {
+    overlap_seconds: Type.Integer({
+      minimum: 0,
+      maximum: MAX_ROLL_OVERLAP_SECONDS,
+      default: 86_400,
+      description: 'How long the old secret keeps working (0: ends now; default 24 h)',
+    }),
+  },
+  { additionalProperties: false },
+);
 const IdParam = Type.Object({ id: Type.String({ format: 'uuid' }) });
 
 export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
@@ -41,64 +55,98 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
     data: await getToken(db, id(request.params)),
   }));
 
-  app.post('/tokens', {
-    config: { audit: 'key.created', auditTarget: 'key' },
-    schema: { tags, summary: 'Create an API token (the secret is in the response, once)', body: CreateTokenBody },
-  }, async (request, reply) => {
-    const body = request.body as typeof CreateTokenBody.static;
-    if (!body.name.trim()) throw invalidParameter('body.name', 'must not be blank');
-    let expiresAt: string | null = null;
-    if (body.expires_at) {
-      expiresAt = parseIsoTimestamp(body.expires_at) ?? null;
-      if (!expiresAt) throw invalidParameter('body.expires_at', 'must be an ISO 8601 timestamp (years 0001–9999)');
-      // A key born expired would be listed and never work: refuse it.
-      if (new Date(expiresAt).getTime() <= Date.now()) throw invalidParameter('body.expires_at', 'must be in the future');
-    }
-    const { token, summary } = await createToken(db, {
-      name: body.name,
-      scopes: body.scopes,
-      expiresAt,
-      rateLimitStandard: body.rate_limit_standard,
-      rateLimitExport: body.rate_limit_export,
-    });
-    request.audit = { target: { type: 'key', id: summary.id }, details: { name: summary.name, prefix: summary.prefix, scopes: summary.scopes, expires_at: summary.expires_at, rate_limit_standard: summary.rate_limit_standard, rate_limit_export: summary.rate_limit_export } };
-    return reply.code(201).send({ data: { ...summary, token } });
-  });
+  app.post(
+    '/tokens',
+    {
+      config: { audit: 'key.created', auditTarget: 'key' },
+      schema: { tags, summary: 'Create an API token (the secret is in the response, once)', body: CreateTokenBody },
+    },
+    async (request, reply) => {
+      const body = request.body as typeof CreateTokenBody.static;
+      if (!body.name.trim()) throw invalidParameter('body.name', 'must not be blank');
+      let expiresAt: string | null = null;
+      if (body.expires_at) {
+        expiresAt = parseIsoTimestamp(body.expires_at) ?? null;
+        if (!expiresAt) throw invalidParameter('body.expires_at', 'must be an ISO 8601 timestamp (years 0001–9999)');
+        // A key born expired would be listed and never work: refuse it.
+        if (new Date(expiresAt).getTime() <= Date.now()) throw invalidParameter('body.expires_at', 'must be in the future');
+      }
+      const { token, summary } = await createToken(db, {
+        name: body.name,
+        scopes: body.scopes,
+        expiresAt,
+        rateLimitStandard: body.rate_limit_standard,
+        rateLimitExport: body.rate_limit_export,
+      });
+      request.audit = {
+        target: { type: 'key', id: summary.id },
+        details: {
+          name: summary.name,
+          prefix: summary.prefix,
+          scopes: summary.scopes,
+          expires_at: summary.expires_at,
+          rate_limit_standard: summary.rate_limit_standard,
+          rate_limit_export: summary.rate_limit_export,
+        },
+      };
+      return reply.code(201).send({ data: { ...summary, token } });
+    },
+  );
 
-  app.patch('/tokens/:id', {
-    config: { audit: 'key.updated', auditTarget: 'key' },
-    schema: { tags, summary: 'Rename an API token or change its rate limits', params: IdParam, body: PatchTokenBody },
-  }, async (request) => {
-    const body = request.body as typeof PatchTokenBody.static;
-    const { before, after } = await updateToken(db, id(request.params), {
-      name: body.name?.trim(),
-      rateLimitStandard: body.rate_limit_standard,
-      rateLimitExport: body.rate_limit_export,
-    });
-    const changes: Record<string, { from: unknown; to: unknown }> = {};
-    for (const key of ['name', 'rate_limit_standard', 'rate_limit_export'] as const) {
-      if (before[key] !== after[key]) changes[key] = { from: before[key], to: after[key] };
-    }
-    request.audit = { target: { type: 'key', id: after.id }, details: { prefix: after.prefix, changes } };
-    return { data: after };
-  });
+  app.patch(
+    '/tokens/:id',
+    {
+      config: { audit: 'key.updated', auditTarget: 'key' },
+      schema: { tags, summary: 'Rename an API token or change its rate limits', params: IdParam, body: PatchTokenBody },
+    },
+    async (request) => {
+      const body = request.body as typeof PatchTokenBody.static;
+      const { before, after } = await updateToken(db, id(request.params), {
+        name: body.name?.trim(),
+        rateLimitStandard: body.rate_limit_standard,
+        rateLimitExport: body.rate_limit_export,
+      });
+      const changes: Record<string, { from: unknown; to: unknown }> = {};
+      for (const key of ['name', 'rate_limit_standard', 'rate_limit_export'] as const) {
+        if (before[key] !== after[key]) changes[key] = { from: before[key], to: after[key] };
+      }
+      request.audit = { target: { type: 'key', id: after.id }, details: { prefix: after.prefix, changes } };
+      return { data: after };
+    },
+  );
 
-  app.post('/tokens/:id/roll', {
-    config: { audit: 'key.rolled', auditTarget: 'key' },
-    schema: { tags, summary: 'Roll an API token: a new secret (in the response, once); the old one works for overlap_seconds more', params: IdParam, body: Type.Optional(RollBody) },
-  }, async (request) => {
-    const overlap = (request.body as typeof RollBody.static | undefined)?.overlap_seconds ?? 86_400;
-    const { token, summary } = await rollToken(db, id(request.params), overlap * 1000);
-    request.audit = { target: { type: 'key', id: summary.id }, details: { name: summary.name, prefix: summary.prefix, overlap_seconds: overlap, previous_secret_expires_at: summary.previous_secret_expires_at } };
-    return { data: { ...summary, token } };
-  });
+  app.post(
+    '/tokens/:id/roll',
+    {
+      config: { audit: 'key.rolled', auditTarget: 'key' },
+      schema: {
+        tags,
+        summary: 'Roll an API token: a new secret (in the response, once); the old one works for overlap_seconds more',
+        params: IdParam,
+        body: Type.Optional(RollBody),
+      },
+    },
+    async (request) => {
+      const overlap = (request.body as typeof RollBody.static | undefined)?.overlap_seconds ?? 86_400;
+      const { token, summary } = await rollToken(db, id(request.params), overlap * 1000);
+      request.audit = {
+        target: { type: 'key', id: summary.id },
+        details: { name: summary.name, prefix: summary.prefix, overlap_seconds: overlap, previous_secret_expires_at: summary.previous_secret_expires_at },
+      };
+      return { data: { ...summary, token } };
+    },
+  );
 
-  app.post('/tokens/:id/revoke', {
-    config: { audit: 'key.revoked', auditTarget: 'key' },
-    schema: { tags, summary: 'Revoke an API token', params: IdParam },
-  }, async (request) => {
-    const summary = await revokeToken(db, id(request.params));
-    request.audit = { target: { type: 'key', id: summary.id }, details: { name: summary.name, prefix: summary.prefix } };
-    return { data: summary };
-  });
+  app.post(
+    '/tokens/:id/revoke',
+    {
+      config: { audit: 'key.revoked', auditTarget: 'key' },
+      schema: { tags, summary: 'Revoke an API token', params: IdParam },
+    },
+    async (request) => {
+      const summary = await revokeToken(db, id(request.params));
+      request.audit = { target: { type: 'key', id: summary.id }, details: { name: summary.name, prefix: summary.prefix } };
+      return { data: summary };
+    },
+  );
 }

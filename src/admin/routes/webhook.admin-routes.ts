@@ -12,34 +12,48 @@ const strict = { additionalProperties: false } as const;
 const Uuid = Type.String({ format: 'uuid' });
 const IdParam = Type.Object({ id: Uuid }, strict);
 const EventTypes = Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...SUBSCRIBABLE_EVENT_TYPES] }), {
-  maxItems: 50, uniqueItems: true, description: 'Event types to receive; omitted or [] = all',
+  maxItems: 50,
+  uniqueItems: true,
+  description: 'Event types to receive; omitted or [] = all',
 });
 const Url = Type.String({ minLength: 1, maxLength: 2000, description: 'http or https URL of the receiver' });
 // Null first: with coerceTypes, ajv would turn null into "" for a string branch tried first.
 const Description = Type.Union([Type.Null(), Type.String({ maxLength: 500 })]);
 
-const CreateBody = Type.Object({
-  url: Url,
-  event_types: Type.Optional(EventTypes),
-  description: Type.Optional(Description),
-  enabled: Type.Optional(Type.Boolean()),
-}, strict);
-const PatchBody = Type.Object({
-  url: Type.Optional(Url),
-  event_types: Type.Optional(EventTypes),
-  description: Type.Optional(Description),
-  enabled: Type.Optional(Type.Boolean({ description: 'true also closes the circuit breaker and clears a 410 disable' })),
-}, { ...strict, minProperties: 1 });
-const ReplayBody = Type.Object({
-  from: Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601, inclusive' }),
-  to: Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601, exclusive' }),
-}, strict);
-const DeliveryQuery = Type.Object({
-  endpoint_id: Type.Optional(Uuid),
-  status: Type.Optional(Type.Unsafe<DeliveryStatus>({ type: 'string', enum: [...DELIVERY_STATUSES] })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'next_cursor of the previous page' })),
-}, strict);
+const CreateBody = Type.Object(
+  {
+    url: Url,
+    event_types: Type.Optional(EventTypes),
+    description: Type.Optional(Description),
+    enabled: Type.Optional(Type.Boolean()),
+  },
+  strict,
+);
+const PatchBody = Type.Object(
+  {
+    url: Type.Optional(Url),
+    event_types: Type.Optional(EventTypes),
+    description: Type.Optional(Description),
+    enabled: Type.Optional(Type.Boolean({ description: 'true also closes the circuit breaker and clears a 410 disable' })),
+  },
+  { ...strict, minProperties: 1 },
+);
+const ReplayBody = Type.Object(
+  {
+    from: Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601, inclusive' }),
+    to: Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601, exclusive' }),
+  },
+  strict,
+);
+const DeliveryQuery = Type.Object(
+  {
+    endpoint_id: Type.Optional(Uuid),
+    status: Type.Optional(Type.Unsafe<DeliveryStatus>({ type: 'string', enum: [...DELIVERY_STATUSES] })),
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'next_cursor of the previous page' })),
+  },
+  strict,
+);
 const RetryManyBody = Type.Union([
   Type.Object({ delivery_ids: Type.Array(Uuid, { minItems: 1, maxItems: 1000 }) }, strict),
   Type.Object({ endpoint_id: Uuid, all_dead: Type.Literal(true) }, strict),
@@ -51,13 +65,24 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['Admin: webhooks'];
   const id = (params: unknown) => (params as { id: string }).id;
 
-  app.get('/webhooks/endpoints', { schema: { tags, summary: 'List webhook endpoints' } },
-    async () => ({ data: await webhooks.listEndpoints() }));
-  app.post('/webhooks/endpoints', { config: { audit: 'endpoint.created', auditTarget: 'endpoint' }, schema: { tags, summary: 'Register an endpoint (its signing secret is in the response)', body: CreateBody } },
-    async (req, reply) => reply.code(201).send({ data: await webhooks.createEndpoint(req.body as typeof CreateBody.static) }));
-  app.get('/webhooks/endpoints/:id', { schema: { tags, summary: 'A webhook endpoint with its health', params: IdParam } },
-    async (req) => ({ data: await webhooks.getEndpoint(id(req.params)) }));
-  app.patch('/webhooks/endpoints/:id', { config: { audit: 'endpoint.updated', auditTarget: 'endpoint' }, schema: { tags, summary: 'Update an endpoint; enabled=true resets its breaker', params: IdParam, body: PatchBody } },
+  app.get('/webhooks/endpoints', { schema: { tags, summary: 'List webhook endpoints' } }, async () => ({ data: await webhooks.listEndpoints() }));
+  app.post(
+    '/webhooks/endpoints',
+    {
+      config: { audit: 'endpoint.created', auditTarget: 'endpoint' },
+      schema: { tags, summary: 'Register an endpoint (its signing secret is in the response)', body: CreateBody },
+    },
+    async (req, reply) => reply.code(201).send({ data: await webhooks.createEndpoint(req.body as typeof CreateBody.static) }),
+  );
+  app.get('/webhooks/endpoints/:id', { schema: { tags, summary: 'A webhook endpoint with its health', params: IdParam } }, async (req) => ({
+    data: await webhooks.getEndpoint(id(req.params)),
+  }));
+  app.patch(
+    '/webhooks/endpoints/:id',
+    {
+      config: { audit: 'endpoint.updated', auditTarget: 'endpoint' },
+      schema: { tags, summary: 'Update an endpoint; enabled=true resets its breaker', params: IdParam, body: PatchBody },
+    },
     async (req) => {
       const body = req.body as typeof PatchBody.static;
       const before = await webhooks.getEndpoint(id(req.params));
@@ -76,29 +101,62 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
         details: { url: after.url, changes },
       };
       return { data: after };
-    });
+    },
+  );
   // A viewer reads everything but secrets: the signing secret lets its holder forge deliveries.
-  app.get('/webhooks/endpoints/:id/secret', { config: { permission: 'write' }, schema: { tags, summary: 'The signing secret (owner or admin role)', params: IdParam } },
-    async (req) => ({ data: await webhooks.getSecret(id(req.params)) }));
-  app.post('/webhooks/endpoints/:id/rotate-secret', { config: { audit: 'endpoint.secret_rotated', auditTarget: 'endpoint' }, schema: { tags, summary: 'New secret; the old one signs too until previous_secret_expires_at', params: IdParam } },
-    async (req) => ({ data: await webhooks.rotateSecret(id(req.params)) }));
-  app.post('/webhooks/endpoints/:id/ping', { config: { audit: 'endpoint.pinged', auditTarget: 'endpoint' }, schema: { tags, summary: 'Send a ping event to this endpoint', params: IdParam } },
-    async (req, reply) => reply.code(202).send({ data: await webhooks.ping(id(req.params)) }));
-  app.post('/webhooks/endpoints/:id/replay', { config: { audit: 'endpoint.replayed', auditTarget: 'endpoint' }, schema: { tags, summary: 'Queue again every subscribed event of [from, to)', params: IdParam, body: ReplayBody } },
+  app.get(
+    '/webhooks/endpoints/:id/secret',
+    { config: { permission: 'write' }, schema: { tags, summary: 'The signing secret (owner or admin role)', params: IdParam } },
+    async (req) => ({ data: await webhooks.getSecret(id(req.params)) }),
+  );
+  app.post(
+    '/webhooks/endpoints/:id/rotate-secret',
+    {
+      config: { audit: 'endpoint.secret_rotated', auditTarget: 'endpoint' },
+      schema: { tags, summary: 'New secret; the old one signs too until previous_secret_expires_at', params: IdParam },
+    },
+    async (req) => ({ data: await webhooks.rotateSecret(id(req.params)) }),
+  );
+  app.post(
+    '/webhooks/endpoints/:id/ping',
+    { config: { audit: 'endpoint.pinged', auditTarget: 'endpoint' }, schema: { tags, summary: 'Send a ping event to this endpoint', params: IdParam } },
+    async (req, reply) => reply.code(202).send({ data: await webhooks.ping(id(req.params)) }),
+  );
+  app.post(
+    '/webhooks/endpoints/:id/replay',
+    {
+      config: { audit: 'endpoint.replayed', auditTarget: 'endpoint' },
+      schema: { tags, summary: 'Queue again every subscribed event of [from, to)', params: IdParam, body: ReplayBody },
+    },
     async (req, reply) => {
       const body = req.body as typeof ReplayBody.static;
       return reply.code(202).send({ data: await webhooks.replay(id(req.params), body.from, body.to) });
-    });
+    },
+  );
 
-  app.get('/webhooks/deliveries', { schema: { tags, summary: 'List deliveries, newest first', querystring: DeliveryQuery } },
+  app.get(
+    '/webhooks/deliveries',
+    { schema: { tags, summary: 'List deliveries, newest first', querystring: DeliveryQuery } },
     // ajv has filled in limit's default.
-    async (req) => webhooks.listDeliveries(req.query as typeof DeliveryQuery.static & { limit: number }));
-  app.get('/webhooks/deliveries/:id', { schema: { tags, summary: 'A delivery with its attempts and event', params: IdParam } },
-    async (req) => ({ data: await webhooks.getDelivery(id(req.params)) }));
-  app.post('/webhooks/deliveries/retry', { config: { audit: 'deliveries.retried', auditTarget: 'deliveries' }, schema: { tags, summary: 'Retry a selection, or all dead letters of an endpoint', body: RetryManyBody } },
-    async (req) => ({ data: await webhooks.retryMany(req.body as { delivery_ids: string[] } | { endpoint_id: string }) }));
-  app.post('/webhooks/deliveries/:id/retry', { config: { audit: 'deliveries.retried', auditTarget: 'delivery' }, schema: { tags, summary: 'Retry a dead or failed delivery now', params: IdParam } },
-    async (req) => ({ data: await webhooks.retryDelivery(id(req.params)) }));
-  app.get('/webhooks/stats', { schema: { tags, summary: 'Hourly delivery activity and current totals', querystring: StatsQuery } },
-    async (req) => ({ data: await webhooks.stats((req.query as { hours: number }).hours) }));
+    async (req) => webhooks.listDeliveries(req.query as typeof DeliveryQuery.static & { limit: number }),
+  );
+  app.get('/webhooks/deliveries/:id', { schema: { tags, summary: 'A delivery with its attempts and event', params: IdParam } }, async (req) => ({
+    data: await webhooks.getDelivery(id(req.params)),
+  }));
+  app.post(
+    '/webhooks/deliveries/retry',
+    {
+      config: { audit: 'deliveries.retried', auditTarget: 'deliveries' },
+      schema: { tags, summary: 'Retry a selection, or all dead letters of an endpoint', body: RetryManyBody },
+    },
+    async (req) => ({ data: await webhooks.retryMany(req.body as { delivery_ids: string[] } | { endpoint_id: string }) }),
+  );
+  app.post(
+    '/webhooks/deliveries/:id/retry',
+    { config: { audit: 'deliveries.retried', auditTarget: 'delivery' }, schema: { tags, summary: 'Retry a dead or failed delivery now', params: IdParam } },
+    async (req) => ({ data: await webhooks.retryDelivery(id(req.params)) }),
+  );
+  app.get('/webhooks/stats', { schema: { tags, summary: 'Hourly delivery activity and current totals', querystring: StatsQuery } }, async (req) => ({
+    data: await webhooks.stats((req.query as { hours: number }).hours),
+  }));
 }

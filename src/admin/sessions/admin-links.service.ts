@@ -53,8 +53,13 @@ function hashCode(code: string): string {
 }
 
 const LINK_COLUMNS = [
-  'id', 'purpose', 'email', sql<AdminRole | null>`role`.as('role'), 'created_by',
-  sql<string>`iso_utc(created_at)`.as('created_at'), sql<string>`iso_utc(expires_at)`.as('expires_at'),
+  'id',
+  'purpose',
+  'email',
+  sql<AdminRole | null>`role`.as('role'),
+  'created_by',
+  sql<string>`iso_utc(created_at)`.as('created_at'),
+  sql<string>`iso_utc(expires_at)`.as('expires_at'),
   sql<string | null>`iso_utc(used_at)`.as('used_at'),
 ] as const;
 
@@ -65,7 +70,8 @@ export async function createInvitation(
 ): Promise<{ code: string; link: AdminLink }> {
   const email = normalizeEmail(input.email);
   validateCredentials(email, 'x'.repeat(10));
-  if (await findAdminUser(db, email)) throw new ApiError('conflict', `An administrator with the email '${email}' already exists.`, [{ param: 'email', message: 'is already an administrator' }]);
+  if (await findAdminUser(db, email))
+    throw new ApiError('conflict', `An administrator with the email '${email}' already exists.`, [{ param: 'email', message: 'is already an administrator' }]);
   return issue(db, { purpose: 'invitation', email, role: input.role, adminUserId: null, createdBy: input.createdBy, ttlMs: input.ttlMs });
 }
 
@@ -76,7 +82,14 @@ export async function createPasswordReset(
 ): Promise<{ code: string; link: AdminLink; user: AdminUser }> {
   const user = await findAdminUserById(db, input.adminUserId);
   if (!user) throw new ApiError('not_found', `No administrator with id '${input.adminUserId}'.`);
-  const issued = await issue(db, { purpose: 'password_reset', email: user.email, role: null, adminUserId: user.id, createdBy: input.createdBy, ttlMs: input.ttlMs });
+  const issued = await issue(db, {
+    purpose: 'password_reset',
+    email: user.email,
+    role: null,
+    adminUserId: user.id,
+    createdBy: input.createdBy,
+    ttlMs: input.ttlMs,
+  });
   return { ...issued, user };
 }
 
@@ -89,17 +102,20 @@ async function issue(
   await db.transaction().execute(async (trx) => {
     // One live link per person and purpose: the newer replaces the older.
     await trx.deleteFrom('admin_links').where('purpose', '=', input.purpose).where('email', '=', input.email).where('used_at', 'is', null).execute();
-    await trx.insertInto('admin_links').values({
-      id,
-      code_hash: hashCode(code),
-      purpose: input.purpose,
-      email: input.email,
-      role: input.role,
-      admin_user_id: input.adminUserId,
-      created_by: input.createdBy,
-      created_at: sql<string>`now()`,
-      expires_at: sql<string>`now() + make_interval(secs => ${input.ttlMs / 1000})`,
-    }).execute();
+    await trx
+      .insertInto('admin_links')
+      .values({
+        id,
+        code_hash: hashCode(code),
+        purpose: input.purpose,
+        email: input.email,
+        role: input.role,
+        admin_user_id: input.adminUserId,
+        created_by: input.createdBy,
+        created_at: sql<string>`now()`,
+        expires_at: sql<string>`now() + make_interval(secs => ${input.ttlMs / 1000})`,
+      })
+      .execute();
     // Links that can no longer be used only take space.
     await trx.deleteFrom('admin_links').where('expires_at', '<', sql<string>`now() - interval '30 days'`).execute();
   });
@@ -109,21 +125,35 @@ async function issue(
 
 /** Invitations not yet used (live or expired), newest first. */
 export async function listInvitations(db: Kysely<Database>): Promise<AdminLink[]> {
-  return db.selectFrom('admin_links').select(LINK_COLUMNS)
-    .where('purpose', '=', 'invitation').where('used_at', 'is', null)
-    .orderBy('created_at', 'desc').execute();
+  return db
+    .selectFrom('admin_links')
+    .select(LINK_COLUMNS)
+    .where('purpose', '=', 'invitation')
+    .where('used_at', 'is', null)
+    .orderBy('created_at', 'desc')
+    .execute();
 }
 
 /** Withdraws an unused invitation; 404 when there is none with that id. */
 export async function revokeInvitation(db: Kysely<Database>, id: string): Promise<AdminLink> {
-  const link = await db.selectFrom('admin_links').select(LINK_COLUMNS).where('id', '=', id).where('purpose', '=', 'invitation').where('used_at', 'is', null).executeTakeFirst();
+  const link = await db
+    .selectFrom('admin_links')
+    .select(LINK_COLUMNS)
+    .where('id', '=', id)
+    .where('purpose', '=', 'invitation')
+    .where('used_at', 'is', null)
+    .executeTakeFirst();
   if (!link) throw new ApiError('not_found', `No open invitation with id '${id}'.`);
   await db.deleteFrom('admin_links').where('id', '=', id).execute();
   return link;
 }
 
 async function stateOf(db: Kysely<Database>, code: string) {
-  const row = await db.selectFrom('admin_links').select([...LINK_COLUMNS, 'admin_user_id']).where('code_hash', '=', hashCode(code)).executeTakeFirst();
+  const row = await db
+    .selectFrom('admin_links')
+    .select([...LINK_COLUMNS, 'admin_user_id'])
+    .where('code_hash', '=', hashCode(code))
+    .executeTakeFirst();
   const { rows } = await sql<{ now: string }>`SELECT now() AS now`.execute(db);
   return { row, state: linkState(row, new Date(rows[0]!.now)) };
 }
@@ -148,14 +178,18 @@ export async function useLink(
   return db.transaction().execute(async (trx) => {
     const locked = await trx.selectFrom('admin_links').select('id').where('code_hash', '=', hashCode(input.code)).forUpdate().executeTakeFirst();
     const { row, state } = await stateOf(trx, input.code);
-    if (state !== 'valid' || !row || !locked) return { state: state === 'valid' ? 'unknown' as const : state };
+    if (state !== 'valid' || !row || !locked) return { state: state === 'valid' ? ('unknown' as const) : state };
     let user: AdminUser;
     if (row.purpose === 'invitation') {
       user = await createAdminUser(trx, { email: row.email, password: input.password, role: row.role! });
     } else {
       validateCredentials(row.email, input.password);
       const passwordHash = await hashPassword(input.password);
-      await trx.updateTable('admin_users').set({ password_hash: passwordHash, password_changed_at: sql<string>`now()` }).where('id', '=', row.admin_user_id!).execute();
+      await trx
+        .updateTable('admin_users')
+        .set({ password_hash: passwordHash, password_changed_at: sql<string>`now()` })
+        .where('id', '=', row.admin_user_id!)
+        .execute();
       await trx.deleteFrom('admin_sessions').where('admin_user_id', '=', row.admin_user_id!).execute();
       const found = await findAdminUserById(trx, row.admin_user_id!);
       if (!found) return { state: 'unknown' as const };

@@ -27,8 +27,11 @@ export const MIN_PASSWORD_LENGTH = 10;
 export const MAX_PASSWORD_LENGTH = 256;
 
 const USER_COLUMNS = [
-  'id', 'email', sql<AdminRole>`role`.as('role'),
-  sql<string>`iso_utc(created_at)`.as('created_at'), sql<string | null>`iso_utc(last_sign_in_at)`.as('last_sign_in_at'),
+  'id',
+  'email',
+  sql<AdminRole>`role`.as('role'),
+  sql<string>`iso_utc(created_at)`.as('created_at'),
+  sql<string | null>`iso_utc(last_sign_in_at)`.as('last_sign_in_at'),
 ] as const;
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -99,23 +102,18 @@ export async function setAdminPassword(db: Kysely<Database>, input: { email: str
 }
 
 export async function findAdminUser(db: Kysely<Database>, email: string): Promise<AdminUser | undefined> {
-  return db
-    .selectFrom('admin_users')
-    .select(USER_COLUMNS)
-    .where('email', '=', normalizeEmail(email))
-    .executeTakeFirst();
+  return db.selectFrom('admin_users').select(USER_COLUMNS).where('email', '=', normalizeEmail(email)).executeTakeFirst();
 }
 
 export async function listAdminUsers(db: Kysely<Database>): Promise<AdminUser[]> {
-  return db
-    .selectFrom('admin_users')
-    .select(USER_COLUMNS)
-    .orderBy('email')
-    .execute();
+  return db.selectFrom('admin_users').select(USER_COLUMNS).orderBy('email').execute();
 }
 
 export async function countAdminUsers(db: Kysely<Database>): Promise<number> {
-  const row = await db.selectFrom('admin_users').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('admin_users')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -128,11 +126,7 @@ let decoyHash: Promise<string> | undefined;
 /** The administrator whose email and password these are, or undefined. */
 export async function verifyAdminCredentials(db: Kysely<Database>, email: string, password: string): Promise<AdminUser | undefined> {
   if (password.length > MAX_PASSWORD_LENGTH) return undefined;
-  const row = await db
-    .selectFrom('admin_users')
-    .select(['id', 'email', 'password_hash'])
-    .where('email', '=', normalizeEmail(email))
-    .executeTakeFirst();
+  const row = await db.selectFrom('admin_users').select(['id', 'email', 'password_hash']).where('email', '=', normalizeEmail(email)).executeTakeFirst();
   if (!row) {
     decoyHash ??= hashPassword(randomUUID());
     await verify(await decoyHash, password);
@@ -151,8 +145,12 @@ export async function findAdminUserById(db: Kysely<Database>, id: string): Promi
 const OWNERS_LOCK_KEY = 0x53494f57; // 'SIOW'
 
 async function otherOwners(db: Kysely<Database>, exceptId: string): Promise<number> {
-  const row = await db.selectFrom('admin_users').select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('role', '=', 'owner').where('id', '!=', exceptId).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom('admin_users')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('role', '=', 'owner')
+    .where('id', '!=', exceptId)
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -208,7 +206,11 @@ export async function changeOwnPassword(
   if (input.newPassword.length > MAX_PASSWORD_LENGTH) throw invalidParameter('new_password', `must be at most ${MAX_PASSWORD_LENGTH} characters`);
   const passwordHash = await hashPassword(input.newPassword);
   await db.transaction().execute(async (trx) => {
-    await trx.updateTable('admin_users').set({ password_hash: passwordHash, password_changed_at: sql<string>`now()` }).where('id', '=', input.adminUserId).execute();
+    await trx
+      .updateTable('admin_users')
+      .set({ password_hash: passwordHash, password_changed_at: sql<string>`now()` })
+      .where('id', '=', input.adminUserId)
+      .execute();
     await deleteSessionsOf(trx, input.adminUserId, input.keepSessionId);
   });
   return (await findAdminUserById(db, input.adminUserId))!;

@@ -46,7 +46,8 @@ function hashCode(code: string): string {
 export async function issueSetupCode(db: Kysely<Database>, ttlMs: number): Promise<{ code: string; expiresAt: string } | undefined> {
   if ((await countAdminUsers(db)) > 0) return undefined;
   const code = randomBytes(32).toString('base64url');
-  const row = await db.insertInto('admin_setup_codes')
+  const row = await db
+    .insertInto('admin_setup_codes')
     .values({
       code_hash: hashCode(code),
       created_at: sql<string>`now()`,
@@ -75,7 +76,10 @@ export function checkSetupCode(db: Kysely<Database>, code: string): Promise<Setu
  * serialised across processes; returns the state instead when the code is not valid (nothing changes).
  * Email and password follow the rules of `admin create` (invalid_parameter naming the field).
  */
-export async function completeSetup(db: Kysely<Database>, input: { code: string; email: string; password: string }): Promise<{ state: 'valid'; user: AdminUser } | { state: Exclude<SetupCodeState, 'valid'> }> {
+export async function completeSetup(
+  db: Kysely<Database>,
+  input: { code: string; email: string; password: string },
+): Promise<{ state: 'valid'; user: AdminUser } | { state: Exclude<SetupCodeState, 'valid'> }> {
   return db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock(${SETUP_LOCK_KEY}::bigint)`.execute(trx);
     const state = await stateOf(trx, input.code);

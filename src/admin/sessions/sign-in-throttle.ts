@@ -65,11 +65,11 @@ export async function signInRetryAfterMs(db: Kysely<Database>, email: string, cl
 
 /** Records a failed sign-in and forgets failures older than the window. */
 export async function recordSignInFailure(db: Kysely<Database>, email: string, clientIp: string, policy: ThrottlePolicy): Promise<void> {
+  await db.insertInto('admin_sign_in_failures').values({ email, client_ip: clientIp, failed_at: sql<string>`now()` }).execute();
   await db
-    .insertInto('admin_sign_in_failures')
-    .values({ email, client_ip: clientIp, failed_at: sql<string>`now()` })
+    .deleteFrom('admin_sign_in_failures')
+    .where('failed_at', '<=', sql<string>`now() - make_interval(secs => ${policy.windowMs / 1000})`)
     .execute();
-  await db.deleteFrom('admin_sign_in_failures').where('failed_at', '<=', sql<string>`now() - make_interval(secs => ${policy.windowMs / 1000})`).execute();
 }
 
 /** Clears the failures of `email` from `clientIp` after it signed in. */

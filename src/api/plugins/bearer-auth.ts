@@ -60,7 +60,12 @@ export async function requireToken(
     throw new ApiError('forbidden', `The API token lacks the scope '${scope}' this endpoint needs.`, undefined, challenge('insufficient_scope'));
   }
   if (anyScope && !anyScope.some((s) => result.scopes.includes(s))) {
-    throw new ApiError('forbidden', `The API token needs at least one of the scopes ${anyScope.map((s) => `'${s}'`).join(', ')} for this endpoint.`, undefined, challenge('insufficient_scope'));
+    throw new ApiError(
+      'forbidden',
+      `The API token needs at least one of the scopes ${anyScope.map((s) => `'${s}'`).join(', ')} for this endpoint.`,
+      undefined,
+      challenge('insufficient_scope'),
+    );
   }
   return result;
 }

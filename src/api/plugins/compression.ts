@@ -12,13 +12,16 @@ import { constants } from 'node:zlib';
 /** Content types worth compressing (mime-db does not know application/x-ndjson). */
 export const COMPRESSIBLE_TYPES = /^(?:application\/(?:[\w.-]+\+)?json|application\/x-ndjson|text\/(?!event-stream))(?:;|$)/;
 
-export const compressionPlugin = fp(async function compression(app: FastifyInstance) {
-  await app.register(compress, {
-    global: true,
-    globalDecompression: false,
-    encodings: ['br', 'gzip'],
-    threshold: 1024,
-    customTypes: COMPRESSIBLE_TYPES,
-    brotliOptions: { params: { [constants.BROTLI_PARAM_QUALITY]: 4 } },
-  });
-}, { name: 'compression' });
+export const compressionPlugin = fp(
+  async function compression(app: FastifyInstance) {
+    await app.register(compress, {
+      global: true,
+      globalDecompression: false,
+      encodings: ['br', 'gzip'],
+      threshold: 1024,
+      customTypes: COMPRESSIBLE_TYPES,
+      brotliOptions: { params: { [constants.BROTLI_PARAM_QUALITY]: 4 } },
+    });
+  },
+  { name: 'compression' },
+);

@@ -29,18 +29,21 @@ export function ifNoneMatchMatches(header: string | undefined, etag: string): bo
   return header.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === opaque);
 }
 
-export const conditionalGetPlugin = fp(async function conditionalGet(app: FastifyInstance) {
-  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    if (!request.routeOptions.config?.etag) return payload;
-    if (request.method !== 'GET' && request.method !== 'HEAD') return payload;
-    if (reply.statusCode !== 200 || (typeof payload !== 'string' && !Buffer.isBuffer(payload))) return payload;
-    const etag = entityTag(payload);
-    reply.header('ETag', etag);
-    if (ifNoneMatchMatches(request.headers['if-none-match'], etag)) {
-      reply.code(304);
-      reply.removeHeader('content-length');
-      return '';
-    }
-    return payload;
-  });
-}, { name: 'conditional-get' });
+export const conditionalGetPlugin = fp(
+  async function conditionalGet(app: FastifyInstance) {
+    app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+      if (!request.routeOptions.config?.etag) return payload;
+      if (request.method !== 'GET' && request.method !== 'HEAD') return payload;
+      if (reply.statusCode !== 200 || (typeof payload !== 'string' && !Buffer.isBuffer(payload))) return payload;
+      const etag = entityTag(payload);
+      reply.header('ETag', etag);
+      if (ifNoneMatchMatches(request.headers['if-none-match'], etag)) {
+        reply.code(304);
+        reply.removeHeader('content-length');
+        return '';
+      }
+      return payload;
+    });
+  },
+  { name: 'conditional-get' },
+);

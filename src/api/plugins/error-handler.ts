@@ -84,14 +84,17 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
     return;
   }
   const [code, detail, param, message]: [ErrorCode, string, string, string] =
-    error.code === 'HPE_HEADER_OVERFLOW' ? ['header_fields_too_large', 'The request headers are larger than the server accepts (16 KiB in all).', 'headers', 'are too large']
-    : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? ['request_timeout', 'The request (its head or its body) did not arrive in time.', 'request', 'did not arrive in time']
-    : ['malformed_request', 'The request is not a well-formed HTTP/1.1 request.', 'request', 'is not well-formed'];
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? ['header_fields_too_large', 'The request headers are larger than the server accepts (16 KiB in all).', 'headers', 'are too large']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? ['request_timeout', 'The request (its head or its body) did not arrive in time.', 'request', 'did not arrive in time']
+        : ['malformed_request', 'The request is not a well-formed HTTP/1.1 request.', 'request', 'is not well-formed'];
   const body = JSON.stringify(problemBody(code, detail, [{ param, message }]));
   const status = errorCodes[code].status;
   // A response to HEAD has no body (RFC 9110 §9.3.2): a client would read one as garbage after it.
-  const head = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n`
-    + `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`;
+  const head =
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n` +
+    `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`;
   socket.end(requestMethod(error as { rawPacket?: unknown }, socket) === 'HEAD' ? head : head + body);
 }
 
@@ -135,7 +138,7 @@ export const errorHandlerPlugin = fp(async function errorHandler(app: FastifyIns
       return sendProblem(
         reply,
         'insufficient_storage',
-        'The store cannot write: no space left on the database\'s disk. Nothing was written; retry once space has been freed.',
+        "The store cannot write: no space left on the database's disk. Nothing was written; retry once space has been freed.",
         undefined,
         { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
       );

@@ -63,14 +63,16 @@ const bodyParam = (path: string[]) => ['body', ...path].join('.');
 const pathParam = (path: string[]) => path.join('.') || 'path';
 
 /** Rejects, with 400 naming the field, input that passed the schemas but PostgreSQL cannot store. */
-export const inputGuardPlugin = fp(async function inputGuard(app: FastifyInstance) {
-  app.addHook('preHandler', async (request) => {
-    const found = findUnsafeInput(request.params, [], pathParam)
-      ?? findUnsafeInput(request.query, [], queryParam)
-      ?? findUnsafeInput(request.body, [], bodyParam);
-    if (found) throw new ApiError('invalid_parameter', `Invalid value for '${found.param}': ${found.message}`, [found]);
-  });
-}, { name: 'input-guard' });
+export const inputGuardPlugin = fp(
+  async function inputGuard(app: FastifyInstance) {
+    app.addHook('preHandler', async (request) => {
+      const found =
+        findUnsafeInput(request.params, [], pathParam) ?? findUnsafeInput(request.query, [], queryParam) ?? findUnsafeInput(request.body, [], bodyParam);
+      if (found) throw new ApiError('invalid_parameter', `Invalid value for '${found.param}': ${found.message}`, [found]);
+    });
+  },
+  { name: 'input-guard' },
+);
 
 /** Number of decimals in the shortest round-trip text of a finite number (1.5e-7 → 8). */
 function decimals(value: number): number {

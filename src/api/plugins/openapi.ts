@@ -58,7 +58,10 @@ const headerComponents: Json = {
   'Retry-After': { description: 'Seconds to wait before the budget has room again.', schema: { type: 'integer' } },
   Link: { description: 'RFC 8288 link to the next page, `<…?cursor=…>; rel="next"`; present only when the page has more.', schema: { type: 'string' } },
   ETag: { description: 'Strong entity tag of the representation; send it back in If-None-Match.', schema: { type: 'string' } },
-  'X-Request-Id': { description: 'Id of this request in the service\'s logs (the caller\'s X-Request-Id when it sent an acceptable one).', schema: { type: 'string' } },
+  'X-Request-Id': {
+    description: "Id of this request in the service's logs (the caller's X-Request-Id when it sent an acceptable one).",
+    schema: { type: 'string' },
+  },
   'X-Next-Cursor': { description: 'Cursor of the next export page (pass back as `cursor`).', schema: { type: 'string' } },
   'X-Has-More': { description: '`true` when more records follow this page.', schema: { type: 'string', enum: ['true', 'false'] } },
 };
@@ -69,7 +72,12 @@ const rateLimitHeaderRefs = Object.fromEntries(
 
 function operationId(method: string, url: string): string {
   const api = /^\/api\/v1\/(.+)$/.exec(url);
-  if (!api) return `${method.toLowerCase()}_${url.replace(/^\//, '').replace(/[{}]/g, '').replace(/[^A-Za-z0-9]+/g, '_').replace(/_+$/, '')}`;
+  if (!api)
+    return `${method.toLowerCase()}_${url
+      .replace(/^\//, '')
+      .replace(/[{}]/g, '')
+      .replace(/[^A-Za-z0-9]+/g, '_')
+      .replace(/_+$/, '')}`;
   const segments = api[1]!.split('/');
   const last = segments[segments.length - 1];
   if (last === 'export') return `export_${segments.slice(0, -1).join('_')}`;
@@ -92,36 +100,50 @@ function refNamedSchemas(node: unknown, names: Set<string>, keep?: unknown): unk
 function webhookSection(names: Set<string>): Json {
   const webhooks: Json = {};
   const signatureHeaders = [
-    { name: 'webhook-id', in: 'header', required: true, description: 'The event id; the same on every retry (use it to deduplicate).', schema: { type: 'string' } },
-    { name: 'webhook-timestamp', in: 'header', required: true, description: 'Unix epoch seconds when this attempt was signed.', schema: { type: 'string', pattern: '^\\d+$' } },
+    {
+      name: 'webhook-id',
+      in: 'header',
+      required: true,
+      description: 'The event id; the same on every retry (use it to deduplicate).',
+      schema: { type: 'string' },
+    },
+    {
+      name: 'webhook-timestamp',
+      in: 'header',
+      required: true,
+      description: 'Unix epoch seconds when this attempt was signed.',
+      schema: { type: 'string', pattern: '^\\d+$' },
+    },
     {
       name: 'webhook-signature',
       in: 'header',
       required: true,
-      description: 'Standard Webhooks signature(s), space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the endpoint secret `whsec_…` (two during a secret rotation). Verify with the `standardwebhooks` library.',
+      description:
+        'Standard Webhooks signature(s), space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the endpoint secret `whsec_…` (two during a secret rotation). Verify with the `standardwebhooks` library.',
       schema: { type: 'string' },
     },
   ];
   for (const type of WEBHOOK_EVENT_TYPES) {
     // The store events' bodies are the very schemas the events feed lists (EVENT_PAYLOADS).
-    const bodySchema = type === 'ping'
-      ? {
-        type: 'object',
-        required: ['id', 'type', 'created_at', 'data'],
-        additionalProperties: false,
-        properties: {
-          id: { type: 'string', format: 'uuid', description: 'Event id, stable across retries' },
-          type: { type: 'string', const: type },
-          created_at: { type: 'string', format: 'date-time' },
-          data: {
+    const bodySchema =
+      type === 'ping'
+        ? {
             type: 'object',
-            description: 'Test event sent on demand (dashboard or admin API) to one endpoint; carries no store record.',
-            required: ['endpoint_id', 'message'],
-            properties: { endpoint_id: { type: 'string', format: 'uuid' }, message: { type: 'string' } },
-          },
-        },
-      }
-      : refNamedSchemas(plain(EVENT_PAYLOADS[type as FeedEventType]), names);
+            required: ['id', 'type', 'created_at', 'data'],
+            additionalProperties: false,
+            properties: {
+              id: { type: 'string', format: 'uuid', description: 'Event id, stable across retries' },
+              type: { type: 'string', const: type },
+              created_at: { type: 'string', format: 'date-time' },
+              data: {
+                type: 'object',
+                description: 'Test event sent on demand (dashboard or admin API) to one endpoint; carries no store record.',
+                required: ['endpoint_id', 'message'],
+                properties: { endpoint_id: { type: 'string', format: 'uuid' }, message: { type: 'string' } },
+              },
+            },
+          }
+        : refNamedSchemas(plain(EVENT_PAYLOADS[type as FeedEventType]), names);
     webhooks[type] = {
       post: {
         operationId: `webhook_${type.replace(/\./g, '_')}`,
@@ -129,7 +151,8 @@ function webhookSection(names: Set<string>): Json {
         security: [],
         tags: ['Webhooks'],
         summary: `${type} event`,
-        description: 'POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.',
+        description:
+          'POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.',
         parameters: signatureHeaders,
         requestBody: {
           required: true,
@@ -154,7 +177,7 @@ const ADMIN_PROBLEMS: readonly [string, string][] = [
   ['AdminUnauthorized', 'No token, an unknown, expired or revoked token, or an expired dashboard session.'],
   ['AdminForbidden', 'The token lacks the `admin` scope (or a dashboard session sent no CSRF token).'],
   ['AdminNotFound', 'No record with this id.'],
-  ['AdminConflict', 'The change conflicts with the record\'s state, or a request with the same Idempotency-Key is still in progress.'],
+  ['AdminConflict', "The change conflicts with the record's state, or a request with the same Idempotency-Key is still in progress."],
   ['AdminUnprocessable', 'The Idempotency-Key was already used with another request body.'],
 ];
 
@@ -205,7 +228,13 @@ export function completeDocument(generated: Json): Json {
   components.headers = { ...(components.headers ?? {}), ...headerComponents };
   components.parameters = {
     ...(components.parameters ?? {}),
-    IfNoneMatch: { name: 'If-None-Match', in: 'header', required: false, description: 'An ETag from an earlier response; 304 when the record is unchanged.', schema: { type: 'string' } },
+    IfNoneMatch: {
+      name: 'If-None-Match',
+      in: 'header',
+      required: false,
+      description: 'An ETag from an earlier response; 304 when the record is unchanged.',
+      schema: { type: 'string' },
+    },
   };
   components.responses = {
     ...(components.responses ?? {}),
@@ -220,11 +249,16 @@ export function completeDocument(generated: Json): Json {
     name: IDEMPOTENCY_KEY_HEADER,
     in: 'header',
     required: false,
-    description: 'Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key.',
+    description:
+      'Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key.',
     schema: { type: 'string', minLength: 1, maxLength: 255 },
   };
   for (const [name, description] of ADMIN_PROBLEMS) {
-    components.responses[name] = { description, headers: { 'X-Request-Id': ref('headers', 'X-Request-Id') }, content: { 'application/problem+json': { schema: ref('schemas', 'Problem') } } };
+    components.responses[name] = {
+      description,
+      headers: { 'X-Request-Id': ref('headers', 'X-Request-Id') },
+      content: { 'application/problem+json': { schema: ref('schemas', 'Problem') } },
+    };
   }
 
   for (const [path, item] of Object.entries(doc.paths ?? {}) as [string, Json][]) {
@@ -283,7 +317,8 @@ export function completeDocument(generated: Json): Json {
   for (const item of Object.values(doc.paths ?? {}) as Json[]) {
     for (const operation of Object.values(item) as Json[]) {
       for (const tag of (operation?.tags ?? []) as string[]) {
-        if (tag.startsWith('Admin: ') && !tags.some((t) => t.name === tag)) tags.push({ name: tag, description: `Admin API (\`admin\` scope): ${tag.slice('Admin: '.length)}.` });
+        if (tag.startsWith('Admin: ') && !tags.some((t) => t.name === tag))
+          tags.push({ name: tag, description: `Admin API (\`admin\` scope): ${tag.slice('Admin: '.length)}.` });
       }
     }
   }
@@ -295,57 +330,67 @@ export function completeDocument(generated: Json): Json {
   return doc;
 }
 
-export const openApiPlugin = fp(async function openApi(app: FastifyInstance) {
-  const { config } = app.ctx;
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Store Integration API',
-        version: '1.0.0',
-        // The interface description: integrators may generate code from it freely (decision 0013).
-        license: { name: 'MIT', identifier: 'MIT' },
-        description: [
-          'Read-only access to a store\'s products, orders, customers, stock levels and stock movements, NDJSON bulk exports, and signed webhooks.',
-          '',
-          'Every /api/v1 endpoint needs `Authorization: Bearer <token>` with the resource\'s read scope. Errors are RFC 9457 `application/problem+json`.',
-          'Rate limits per token and window: standard endpoints and exports are counted separately; see the X-RateLimit-* and RateLimit headers.',
-        ].join('\n'),
-      },
-      servers: [{ url: config.PUBLIC_URL ?? '/' }],
-      tags: [
-        { name: 'Products', description: 'The catalog: products with their variants and images.' },
-        { name: 'Orders', description: 'Orders with their items, POS and online.' },
-        { name: 'Customers', description: 'Customer records.' },
-        { name: 'Inventory', description: 'Stock levels per product and variant, and the stock movements that changed them.' },
-        { name: 'Events', description: 'The event log within its retention, with the webhook payloads: catch up on missed webhooks here. A token sees the event types of the resources its scopes cover.' },
-        { name: 'Operations', description: 'Probes and metrics; no token.' },
-        { name: 'Webhooks', description: 'Events POSTed to your endpoints.' },
-        ...ADMIN_TAGS,
-      ],
-      components: {
-        securitySchemes: {
-          bearerAuth: {
-            type: 'http',
-            scheme: 'bearer',
-            description: 'API token `sia_…` created by an administrator (dashboard: Integrations → API Keys). The security requirement lists the scope the endpoint needs.',
+export const openApiPlugin = fp(
+  async function openApi(app: FastifyInstance) {
+    const { config } = app.ctx;
+    await app.register(swagger, {
+      openapi: {
+        openapi: '3.1.0',
+        info: {
+          title: 'Store Integration API',
+          version: '1.0.0',
+          // The interface description: integrators may generate code from it freely (decision 0013).
+          license: { name: 'MIT', identifier: 'MIT' },
+          description: [
+            "Read-only access to a store's products, orders, customers, stock levels and stock movements, NDJSON bulk exports, and signed webhooks.",
+            '',
+            "Every /api/v1 endpoint needs `Authorization: Bearer <token>` with the resource's read scope. Errors are RFC 9457 `application/problem+json`.",
+            'Rate limits per token and window: standard endpoints and exports are counted separately; see the X-RateLimit-* and RateLimit headers.',
+          ].join('\n'),
+        },
+        servers: [{ url: config.PUBLIC_URL ?? '/' }],
+        tags: [
+          { name: 'Products', description: 'The catalog: products with their variants and images.' },
+          { name: 'Orders', description: 'Orders with their items, POS and online.' },
+          { name: 'Customers', description: 'Customer records.' },
+          { name: 'Inventory', description: 'Stock levels per product and variant, and the stock movements that changed them.' },
+          {
+            name: 'Events',
+            description:
+              'The event log within its retention, with the webhook payloads: catch up on missed webhooks here. A token sees the event types of the resources its scopes cover.',
+          },
+          { name: 'Operations', description: 'Probes and metrics; no token.' },
+          { name: 'Webhooks', description: 'Events POSTed to your endpoints.' },
+          ...ADMIN_TAGS,
+        ],
+        components: {
+          securitySchemes: {
+            bearerAuth: {
+              type: 'http',
+              scheme: 'bearer',
+              description:
+                'API token `sia_…` created by an administrator (dashboard: Integrations → API Keys). The security requirement lists the scope the endpoint needs.',
+            },
           },
         },
       },
-    },
-    transform: ({ schema, url }) => {
-      const documented = (url.startsWith('/api/v1/') && url !== OPENAPI_PATH) || url.startsWith('/admin/api/v1/')
-        || ['/healthz', '/readyz', '/metrics'].includes(url);
-      return { schema: documented ? schema : { ...schema, hide: true }, url };
-    },
-    transformObject: (document) => completeDocument((document as { openapiObject: Json }).openapiObject) as never,
-  });
+      transform: ({ schema, url }) => {
+        const documented =
+          (url.startsWith('/api/v1/') && url !== OPENAPI_PATH) || url.startsWith('/admin/api/v1/') || ['/healthz', '/readyz', '/metrics'].includes(url);
+        return { schema: documented ? schema : { ...schema, hide: true }, url };
+      },
+      transformObject: (document) => completeDocument((document as { openapiObject: Json }).openapiObject) as never,
+    });
 
-  await app.register(swaggerUi, {
-    routePrefix: DOCS_PREFIX,
-    uiConfig: { deepLinking: true },
-    staticCSP: false,
-  });
+    await app.register(swaggerUi, {
+      routePrefix: DOCS_PREFIX,
+      uiConfig: { deepLinking: true },
+      staticCSP: false,
+    });
 
-  app.get(OPENAPI_PATH, { schema: { hide: true } }, async (_request, reply) => reply.type('application/json; charset=utf-8').send(JSON.stringify(app.swagger())));
-}, { name: 'openapi' });
+    app.get(OPENAPI_PATH, { schema: { hide: true } }, async (_request, reply) =>
+      reply.type('application/json; charset=utf-8').send(JSON.stringify(app.swagger())),
+    );
+  },
+  { name: 'openapi' },
+);

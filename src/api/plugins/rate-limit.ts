@@ -49,14 +49,21 @@ interface LimitState {
 }
 
 /** Header values for a window of `max` requests over `windowMs`, `remaining` left, ending in `ttlMs`. */
-export function rateLimitHeaders(rateClass: RateLimitClass, max: number, windowMs: number, remaining: number, ttlMs: number, now = Date.now()): Record<string, string> {
+export function rateLimitHeaders(
+  rateClass: RateLimitClass,
+  max: number,
+  windowMs: number,
+  remaining: number,
+  ttlMs: number,
+  now = Date.now(),
+): Record<string, string> {
   const secondsLeft = Math.max(0, Math.ceil(ttlMs / 1000));
   return {
     'X-RateLimit-Limit': String(max),
     'X-RateLimit-Remaining': String(remaining),
     'X-RateLimit-Reset': String(Math.ceil((now + ttlMs) / 1000)),
     'RateLimit-Policy': `"${rateClass}";q=${max};w=${Math.ceil(windowMs / 1000)}`,
-    'RateLimit': `"${rateClass}";r=${remaining};t=${secondsLeft}`,
+    RateLimit: `"${rateClass}";r=${remaining};t=${secondsLeft}`,
   };
 }
 
@@ -95,7 +102,10 @@ class RedisBreaker {
   #probe: NodeJS.Timeout | undefined;
   #probing = false;
 
-  constructor(private readonly redis: Redis, private readonly log: FastifyInstance['log']) {
+  constructor(
+    private readonly redis: Redis,
+    private readonly log: FastifyInstance['log'],
+  ) {
     rateLimitStoreOut.set(0);
   }
 
@@ -153,83 +163,84 @@ class RedisBreaker {
   }
 }
 
-export const rateLimitPlugin = fp(async function rateLimiting(app: FastifyInstance) {
-  const config = app.ctx.config;
-  const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, REDIS_CLIENT_OPTIONS) : undefined;
-  const breaker = redis ? new RedisBreaker(redis, app.log) : undefined;
-  // ioredis emits 'error' on every failed reconnect: a dropped connection opens the breaker at once
-  // (it logs once per outage); its probe closes it when Redis answers again.
-  redis?.on('error', (error) => breaker!.trip(error));
+export const rateLimitPlugin = fp(
+  async function rateLimiting(app: FastifyInstance) {
+    const config = app.ctx.config;
+    const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, REDIS_CLIENT_OPTIONS) : undefined;
+    const breaker = redis ? new RedisBreaker(redis, app.log) : undefined;
+    // ioredis emits 'error' on every failed reconnect: a dropped connection opens the breaker at once
+    // (it logs once per outage); its probe closes it when Redis answers again.
+    redis?.on('error', (error) => breaker!.trip(error));
 
-  await app.register(rateLimit, {
-    global: false,
-    hook: 'preParsing',
-    timeWindow: config.RATE_LIMIT_WINDOW_MS,
-    skipOnError: false,
-    keyGenerator: (request: FastifyRequest) => `${classOf(request)}:${request.token!.id}`,
-    max: (request: FastifyRequest) => {
-      const token = request.token!;
-      return classOf(request) === 'export'
-        ? (token.rateLimitExport ?? config.RATE_LIMIT_EXPORT)
-        : (token.rateLimitStandard ?? config.RATE_LIMIT_STANDARD);
-    },
-    ...(redis ? { redis, nameSpace: `${config.REDIS_KEY_PREFIX}rate-limit:` } : {}),
-  });
-  const check = app.createRateLimit() as (request: FastifyRequest) => Promise<LimitState>;
+    await app.register(rateLimit, {
+      global: false,
+      hook: 'preParsing',
+      timeWindow: config.RATE_LIMIT_WINDOW_MS,
+      skipOnError: false,
+      keyGenerator: (request: FastifyRequest) => `${classOf(request)}:${request.token!.id}`,
+      max: (request: FastifyRequest) => {
+        const token = request.token!;
+        return classOf(request) === 'export' ? (token.rateLimitExport ?? config.RATE_LIMIT_EXPORT) : (token.rateLimitStandard ?? config.RATE_LIMIT_STANDARD);
+      },
+      ...(redis ? { redis, nameSpace: `${config.REDIS_KEY_PREFIX}rate-limit:` } : {}),
+    });
+    const check = app.createRateLimit() as (request: FastifyRequest) => Promise<LimitState>;
 
-  const counted = new WeakSet<FastifyRequest>();
+    const counted = new WeakSet<FastifyRequest>();
 
-  /** Counts `request` and sets its headers; returns the refusal when the budget is spent. */
-  const countRequest = async (request: FastifyRequest, reply: FastifyReply): Promise<ApiError | undefined> => {
-    const rateClass = classOf(request);
-    if (!rateClass || !request.token || counted.has(request)) return undefined;
-    counted.add(request);
-    if (breaker?.open) {
-      rateLimitUncounted.inc();
-      return undefined;
-    }
-    let state: LimitState;
-    try {
-      state = await check(request);
-      breaker?.succeeded();
-    } catch (error) {
-      rateLimitStoreErrors.inc();
-      // No line per request: the breaker logs the outage once when it opens.
-      request.log.debug({ error: error instanceof Error ? error.message : String(error) }, 'rate-limit check failed; serving the request uncounted');
-      breaker?.failed(error);
-      return undefined;
-    }
-    if (state.isAllowed || state.max === undefined) return undefined;
-    const windowMs = state.timeWindow ?? config.RATE_LIMIT_WINDOW_MS;
-    const headers = rateLimitHeaders(rateClass, state.max, windowMs, state.remaining ?? 0, state.ttl ?? 0);
-    reply.headers(headers);
-    if (!state.isExceeded) return undefined;
-    const retryAfter = Math.max(1, state.ttlInSeconds ?? 1);
-    return new ApiError(
-      'rate_limited',
-      `Rate limit of ${state.max} ${rateClass} requests per ${Math.ceil(windowMs / 1000)} s exceeded for this token; retry in ${retryAfter} s.`,
-      undefined,
-      { ...headers, 'Retry-After': String(retryAfter) },
-    );
-  };
+    /** Counts `request` and sets its headers; returns the refusal when the budget is spent. */
+    const countRequest = async (request: FastifyRequest, reply: FastifyReply): Promise<ApiError | undefined> => {
+      const rateClass = classOf(request);
+      if (!rateClass || !request.token || counted.has(request)) return undefined;
+      counted.add(request);
+      if (breaker?.open) {
+        rateLimitUncounted.inc();
+        return undefined;
+      }
+      let state: LimitState;
+      try {
+        state = await check(request);
+        breaker?.succeeded();
+      } catch (error) {
+        rateLimitStoreErrors.inc();
+        // No line per request: the breaker logs the outage once when it opens.
+        request.log.debug({ error: error instanceof Error ? error.message : String(error) }, 'rate-limit check failed; serving the request uncounted');
+        breaker?.failed(error);
+        return undefined;
+      }
+      if (state.isAllowed || state.max === undefined) return undefined;
+      const windowMs = state.timeWindow ?? config.RATE_LIMIT_WINDOW_MS;
+      const headers = rateLimitHeaders(rateClass, state.max, windowMs, state.remaining ?? 0, state.ttl ?? 0);
+      reply.headers(headers);
+      if (!state.isExceeded) return undefined;
+      const retryAfter = Math.max(1, state.ttlInSeconds ?? 1);
+      return new ApiError(
+        'rate_limited',
+        `Rate limit of ${state.max} ${rateClass} requests per ${Math.ceil(windowMs / 1000)} s exceeded for this token; retry in ${retryAfter} s.`,
+        undefined,
+        { ...headers, 'Retry-After': String(retryAfter) },
+      );
+    };
 
-  app.addHook('preParsing', async (request: FastifyRequest, reply: FastifyReply) => {
-    const refusal = await countRequest(request, reply);
-    if (refusal) {
-      rateLimitRejections.inc({ class: classOf(request)! });
-      throw refusal;
-    }
-  });
+    app.addHook('preParsing', async (request: FastifyRequest, reply: FastifyReply) => {
+      const refusal = await countRequest(request, reply);
+      if (refusal) {
+        rateLimitRejections.inc({ class: classOf(request)! });
+        throw refusal;
+      }
+    });
 
-  // A token that authenticated but lacks the route's scope is refused (403) in onRequest, before
-  // preParsing: count it here so that response carries the headers too (it stays a 403).
-  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
-    if (reply.statusCode === 403) await countRequest(request, reply);
-    return payload;
-  });
+    // A token that authenticated but lacks the route's scope is refused (403) in onRequest, before
+    // preParsing: count it here so that response carries the headers too (it stays a 403).
+    app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+      if (reply.statusCode === 403) await countRequest(request, reply);
+      return payload;
+    });
 
-  app.addHook('onClose', async () => {
-    breaker?.stop();
-    if (redis) await redis.quit().catch(() => redis.disconnect());
-  });
-}, { name: 'store-api-rate-limit' });
+    app.addHook('onClose', async () => {
+      breaker?.stop();
+      if (redis) await redis.quit().catch(() => redis.disconnect());
+    });
+  },
+  { name: 'store-api-rate-limit' },
+);

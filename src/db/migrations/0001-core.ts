@@ -6,7 +6,9 @@ import type { Kysely } from 'kysely';
 import { executeScript } from '../execute-script.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await executeScript(db, `
+  await executeScript(
+    db,
+    `
     -- ISO 8601 UTC with microseconds and Z: the one timestamp format of every response and cursor.
     CREATE FUNCTION iso_utc(timestamptz) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
       AS $$ SELECT to_char($1 AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') $$;
@@ -151,5 +153,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       revoked_at timestamptz,
       last_used_at timestamptz
     );
-  `);
+  `,
+  );
 }

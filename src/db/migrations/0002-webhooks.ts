@@ -7,7 +7,9 @@ import type { Kysely } from 'kysely';
 import { executeScript } from '../execute-script.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await executeScript(db, `
+  await executeScript(
+    db,
+    `
     CREATE TABLE webhook_endpoints (
       id uuid PRIMARY KEY,
       url text NOT NULL,
@@ -88,5 +90,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE FUNCTION notify_store_events() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN PERFORM pg_notify('store_events', ''); RETURN NULL; END $$;
     CREATE TRIGGER events_notify AFTER INSERT ON events FOR EACH STATEMENT EXECUTE FUNCTION notify_store_events();
-  `);
+  `,
+  );
 }

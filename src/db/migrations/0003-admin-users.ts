@@ -7,7 +7,9 @@ import type { Kysely } from 'kysely';
 import { executeScript } from '../execute-script.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await executeScript(db, `
+  await executeScript(
+    db,
+    `
     CREATE TABLE admin_users (
       id uuid PRIMARY KEY,
       -- Stored lower-cased: one account per address whatever the capitalisation typed.
@@ -37,5 +39,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     );
     CREATE INDEX admin_sign_in_failures_email_ip_idx ON admin_sign_in_failures (email, client_ip, failed_at);
     CREATE INDEX admin_sign_in_failures_ip_idx ON admin_sign_in_failures (client_ip, failed_at);
-  `);
+  `,
+  );
 }

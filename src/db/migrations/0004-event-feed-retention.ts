@@ -7,7 +7,9 @@ import type { Kysely } from 'kysely';
 import { executeScript } from '../execute-script.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await executeScript(db, `
+  await executeScript(
+    db,
+    `
     CREATE INDEX events_created_at_id_idx ON events (created_at, id);
 
     -- oldest_available: records of this table created at or after it are all still there; older
@@ -17,5 +19,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       oldest_available timestamptz NOT NULL,
       updated_at timestamptz NOT NULL
     );
-  `);
+  `,
+  );
 }

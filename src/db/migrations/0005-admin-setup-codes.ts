@@ -8,12 +8,15 @@ import type { Kysely } from 'kysely';
 import { executeScript } from '../execute-script.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await executeScript(db, `
+  await executeScript(
+    db,
+    `
     CREATE TABLE admin_setup_codes (
       code_hash text PRIMARY KEY,
       created_at timestamptz NOT NULL,
       expires_at timestamptz NOT NULL,
       used_at timestamptz
     );
-  `);
+  `,
+  );
 }

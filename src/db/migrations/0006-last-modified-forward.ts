@@ -20,12 +20,17 @@ import { executeScript } from '../execute-script.ts';
 const TABLES = ['products', 'orders', 'customers', 'stock_movements'];
 
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await executeScript(db, `
+  await executeScript(
+    db,
+    `
     CREATE FUNCTION last_modified_forward() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN NEW.last_modified := OLD.last_modified + interval '1 microsecond'; RETURN NEW; END
     $$;
-    ${TABLES.map((table) => `
+    ${TABLES.map(
+      (table) => `
     CREATE TRIGGER ${table}_last_modified_forward BEFORE UPDATE ON ${table}
-      FOR EACH ROW WHEN (NEW.last_modified < OLD.last_modified) EXECUTE FUNCTION last_modified_forward();`).join('')}
-  `);
+      FOR EACH ROW WHEN (NEW.last_modified < OLD.last_modified) EXECUTE FUNCTION last_modified_forward();`,
+    ).join('')}
+  `,
+  );
 }

@@ -22,18 +22,23 @@ import { executeScript } from '../execute-script.ts';
 const TABLES = ['products', 'orders', 'customers', 'stock_movements'];
 
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await executeScript(db, `
+  await executeScript(
+    db,
+    `
     CREATE OR REPLACE FUNCTION last_modified_forward() RETURNS trigger LANGUAGE plpgsql AS $$
       DECLARE own boolean; BEGIN
         IF NEW.last_modified = OLD.last_modified THEN EXECUTE format('SELECT xmin = pg_current_xact_id()::xid FROM %I.%I WHERE id = $1', TG_TABLE_SCHEMA, TG_TABLE_NAME) INTO own USING OLD.id; IF own THEN RETURN NEW; END IF; END IF; NEW.last_modified := OLD.last_modified + interval '1 microsecond'; RETURN NEW; END
     $$;
-    ${TABLES.map((table) => `
+    ${TABLES.map(
+      (table) => `
     DROP TRIGGER ${table}_last_modified_forward ON ${table};
     CREATE TRIGGER ${table}_last_modified_forward BEFORE UPDATE OF last_modified ON ${table}
-      FOR EACH ROW WHEN (NEW.last_modified <= OLD.last_modified) EXECUTE FUNCTION last_modified_forward();`).join('')}
+      FOR EACH ROW WHEN (NEW.last_modified <= OLD.last_modified) EXECUTE FUNCTION last_modified_forward();`,
+    ).join('')}
 
     DROP INDEX webhook_deliveries_endpoint_due_idx;
     CREATE INDEX webhook_deliveries_endpoint_due_idx ON webhook_deliveries (endpoint_id, status, next_attempt_at, id)
       WHERE status IN ('pending','failed');
-  `);
+  `,
+  );
 }

@@ -12,13 +12,16 @@ import { executeScript } from '../execute-script.ts';
 import { installDocumentTriggers, rebuildDocuments } from '../documents.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await executeScript(db, `
+  await executeScript(
+    db,
+    `
     ALTER TABLE products ADD COLUMN IF NOT EXISTS doc json, ADD COLUMN IF NOT EXISTS inventory_doc json;
     ALTER TABLE customers ADD COLUMN IF NOT EXISTS doc json;
     ALTER TABLE orders ADD COLUMN IF NOT EXISTS doc json;
     ALTER TABLE stock_movements ADD COLUMN IF NOT EXISTS doc json;
     ALTER TABLE events ALTER COLUMN data TYPE json USING data::json;
-  `);
+  `,
+  );
   await installDocumentTriggers(db);
   await rebuildDocuments(db, { onlyMissing: true });
 }

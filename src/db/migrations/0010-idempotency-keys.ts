@@ -7,7 +7,9 @@ import type { Kysely } from 'kysely';
 import { executeScript } from '../execute-script.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await executeScript(db, `
+  await executeScript(
+    db,
+    `
     CREATE TABLE idempotency_keys (
       principal text NOT NULL,
       idempotency_key text NOT NULL,
@@ -23,5 +25,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
       PRIMARY KEY (principal, idempotency_key)
     );
     CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at);
-  `);
+  `,
+  );
 }

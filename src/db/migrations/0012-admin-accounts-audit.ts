@@ -17,7 +17,9 @@ import type { Kysely } from 'kysely';
 import { executeScript } from '../execute-script.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
-  await executeScript(db, `
+  await executeScript(
+    db,
+    `
     ALTER TABLE admin_users ADD COLUMN role text NOT NULL DEFAULT 'owner' CHECK (role IN ('owner', 'admin', 'viewer'));
     ALTER TABLE admin_users ALTER COLUMN role DROP DEFAULT;
     ALTER TABLE admin_users ADD COLUMN alerts_seen_at timestamptz;
@@ -57,5 +59,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     ALTER TABLE api_tokens ADD COLUMN previous_token_hash text;
     ALTER TABLE api_tokens ADD COLUMN previous_token_expires_at timestamptz;
     CREATE UNIQUE INDEX api_tokens_previous_hash_idx ON api_tokens (previous_token_hash) WHERE previous_token_hash IS NOT NULL;
-  `);
+  `,
+  );
 }

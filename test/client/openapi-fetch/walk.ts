@@ -84,8 +84,12 @@ export async function walkEverything(baseUrl: string, token: string, pageSize: n
 export async function firstPages(baseUrl: string, token: string): Promise<number[]> {
   const client: StoreClient = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${token}` } });
   const pages = await Promise.all([
-    client.GET('/api/v1/products'), client.GET('/api/v1/orders'), client.GET('/api/v1/customers'),
-    client.GET('/api/v1/inventory'), client.GET('/api/v1/inventory/movements'), client.GET('/api/v1/events'),
+    client.GET('/api/v1/products'),
+    client.GET('/api/v1/orders'),
+    client.GET('/api/v1/customers'),
+    client.GET('/api/v1/inventory'),
+    client.GET('/api/v1/inventory/movements'),
+    client.GET('/api/v1/events'),
   ]);
   return pages.map((page) => page.response.status);
 }

@@ -33,7 +33,9 @@ interface CommonOptions {
 const program = new Command();
 program
   .name('store-api-sync')
-  .description('Mirror a store from the Store Integration API into PostgreSQL or an embedded PGlite directory:\ninitial sync from the exports, a webhook receiver, scheduled reconcile, status and verify.')
+  .description(
+    'Mirror a store from the Store Integration API into PostgreSQL or an embedded PGlite directory:\ninitial sync from the exports, a webhook receiver, scheduled reconcile, status and verify.',
+  )
   .showHelpAfterError();
 
 function withCommon(command: Command, { api = true } = {}): Command {
@@ -45,7 +47,12 @@ function withCommon(command: Command, { api = true } = {}): Command {
   return command
     .addOption(new Option('--database <url>', 'mirror in this PostgreSQL database (postgres://…) instead of --data-dir').env('SYNC_DATABASE_URL'))
     .addOption(new Option('--data-dir <dir>', 'embedded mirror directory (PGlite)').default('./mirror').env('SYNC_DATA_DIR'))
-    .option('--resources <names>', 'comma-separated subset: products,orders,customers,inventory,stock_movements', (v: string) => v.split(',').map((s) => s.trim()).filter(Boolean));
+    .option('--resources <names>', 'comma-separated subset: products,orders,customers,inventory,stock_movements', (v: string) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    );
 }
 
 function reader(options: CommonOptions, tuning: { retryBaseDelayMs?: number; retryMaxDelayMs?: number; maxRetries?: number } = {}) {
@@ -62,7 +69,9 @@ function logRetry(info: RetryInfo): void {
   if (info.status !== 429) return;
   // Snapshots count against the export budget like the exports (the service's `config('export')`).
   const budget = /\/(export|snapshot)\b/.test(info.error.request) ? 'export' : 'standard';
-  process.stderr.write(`${new Date().toISOString()} store-api-sync: waiting ${Math.round(info.delayMs / 1000)} s for the ${budget} rate limit (the token's budget; the README's sync recipe says how to raise it)\n`);
+  process.stderr.write(
+    `${new Date().toISOString()} store-api-sync: waiting ${Math.round(info.delayMs / 1000)} s for the ${budget} rate limit (the token's budget; the README's sync recipe says how to raise it)\n`,
+  );
 }
 
 async function withMirror<T>(options: CommonOptions, fn: (mirror: MirrorDatabase, resources: SyncResource[]) => Promise<T>): Promise<T> {
@@ -88,13 +97,16 @@ function run<Args extends unknown[]>(action: (...args: Args) => Promise<number |
 }
 
 function progressBars(resources: readonly SyncResource[]) {
-  const bars = new cliProgress.MultiBar({
-    format: '{resource} |{bar}| {detail}',
-    hideCursor: true,
-    clearOnComplete: false,
-    noTTYOutput: !process.stderr.isTTY,
-    notTTYSchedule: 5000,
-  }, cliProgress.Presets.shades_classic);
+  const bars = new cliProgress.MultiBar(
+    {
+      format: '{resource} |{bar}| {detail}',
+      hideCursor: true,
+      clearOnComplete: false,
+      noTTYOutput: !process.stderr.isTTY,
+      notTTYSchedule: 5000,
+    },
+    cliProgress.Presets.shades_classic,
+  );
   const byName = new Map(resources.map((r) => [r.name, bars.create(1, 0, { resource: r.name.padEnd(15), detail: 'waiting' })]));
   // Each resource's first report (time, records): the ETA's rate is measured from there.
   const first = new Map<string, { at: number; records: number }>();
@@ -122,28 +134,55 @@ async function runInitialSync(mirror: MirrorDatabase, options: CommonOptions, re
 
 function printReconcile(reports: ReconcileReport[]): void {
   for (const r of reports) {
-    process.stdout.write(`${r.resource.padEnd(15)} pulled ${r.pulled}, applied ${r.applied} (missed by webhooks)${r.lagMs === null ? '' : `, lag ${formatAge(r.lagMs)}`}, cursor ${r.cursor ?? '—'}\n`);
+    process.stdout.write(
+      `${r.resource.padEnd(15)} pulled ${r.pulled}, applied ${r.applied} (missed by webhooks)${r.lagMs === null ? '' : `, lag ${formatAge(r.lagMs)}`}, cursor ${r.cursor ?? '—'}\n`,
+    );
   }
 }
 
-withCommon(program.command('init').alias('initial-sync').description('initial sync from one snapshot per resource (the bulk exports against a server without snapshots), resumable: run it again after a crash and it continues'))
+withCommon(
+  program
+    .command('init')
+    .alias('initial-sync')
+    .description(
+      'initial sync from one snapshot per resource (the bulk exports against a server without snapshots), resumable: run it again after a crash and it continues',
+    ),
+)
   .option('--restart', 'forget the stored export positions and walk the exports from the start')
   .option('--batch-size <n>', 'records per local transaction', (v: string) => positiveInt(v, '--batch-size'), 500)
-  .action(run(async (options: CommonOptions & { restart?: boolean; batchSize: number }) => withMirror(options, async (mirror, resources) => {
-    if (options.restart) for (const r of resources) await resetInitialSync(mirror.db, r.name);
-    await runInitialSync(mirror, options, resources, options.batchSize);
-    process.stdout.write('initial sync complete\n');
-  })));
+  .action(
+    run(async (options: CommonOptions & { restart?: boolean; batchSize: number }) =>
+      withMirror(options, async (mirror, resources) => {
+        if (options.restart) for (const r of resources) await resetInitialSync(mirror.db, r.name);
+        await runInitialSync(mirror, options, resources, options.batchSize);
+        process.stdout.write('initial sync complete\n');
+      }),
+    ),
+  );
 
 withCommon(program.command('reconcile').description('pull every list from its stored next_cursor and apply what the webhooks missed'))
   .option('--page-size <n>', 'list page size (1-200)', (v: string) => positiveInt(v, '--page-size'), 200)
-  .action(run(async (options: CommonOptions & { pageSize: number }) => withMirror(options, async (mirror, resources) => {
-    printReconcile(await reconcile(mirror, reader(options), resources, { pageSize: options.pageSize }));
-  })));
+  .action(
+    run(async (options: CommonOptions & { pageSize: number }) =>
+      withMirror(options, async (mirror, resources) => {
+        printReconcile(await reconcile(mirror, reader(options), resources, { pageSize: options.pageSize }));
+      }),
+    ),
+  );
 
 function receiverOptions(command: Command): Command {
   return command
-    .addOption(new Option('--secret <whsec...>', 'signing secret of the webhook endpoint (repeat, or comma-separate, during a rotation)').env('STORE_WEBHOOK_SECRET').argParser((v: string, prev: string[] | undefined) => [...(prev ?? []), ...v.split(',').map((s) => s.trim()).filter(Boolean)]))
+    .addOption(
+      new Option('--secret <whsec...>', 'signing secret of the webhook endpoint (repeat, or comma-separate, during a rotation)')
+        .env('STORE_WEBHOOK_SECRET')
+        .argParser((v: string, prev: string[] | undefined) => [
+          ...(prev ?? []),
+          ...v
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean),
+        ]),
+    )
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on', (v: string) => port(v), 4000)
     .option('--path <path>', 'URL path the service posts to', '/webhooks');
@@ -178,102 +217,149 @@ async function untilSignal(): Promise<void> {
   });
 }
 
-withCommon(receiverOptions(program.command('serve').alias('receive').description('run the webhook receiver: verify each event and apply it to the mirror')), { api: false })
-  .action(run(async (options: ReceiverCliOptions) => withMirror(options, async (mirror) => {
-    const receiver = await startCliReceiver(mirror, options);
-    await untilSignal();
-    await receiver.close();
-  })));
+withCommon(receiverOptions(program.command('serve').alias('receive').description('run the webhook receiver: verify each event and apply it to the mirror')), {
+  api: false,
+}).action(
+  run(async (options: ReceiverCliOptions) =>
+    withMirror(options, async (mirror) => {
+      const receiver = await startCliReceiver(mirror, options);
+      await untilSignal();
+      await receiver.close();
+    }),
+  ),
+);
 
-withCommon(receiverOptions(program.command('run').description('initial sync if needed, then the webhook receiver plus a reconcile on a schedule; outages of the service or the mirror are retried without end')))
+withCommon(
+  receiverOptions(
+    program
+      .command('run')
+      .description(
+        'initial sync if needed, then the webhook receiver plus a reconcile on a schedule; outages of the service or the mirror are retried without end',
+      ),
+  ),
+)
   .option('--reconcile-every <duration>', 'how often to reconcile (e.g. 30s, 15m, 1h)', (v: string) => parseDuration(v, '--reconcile-every'), 3_600_000)
   .option('--retry-min <duration>', 'first wait after a failure (outage of the service or the mirror)', (v: string) => parseDuration(v, '--retry-min'), 1_000)
   .option('--retry-max <duration>', 'longest wait between tries during an outage', (v: string) => parseDuration(v, '--retry-max'), 60_000)
-  .action(run(async (options: ReceiverCliOptions & { reconcileEvery: number; retryMin: number; retryMax: number }) => withMirror(options, async (mirror, resources) => {
-    // Receive first: events that arrive during the initial sync are applied too (newest wins). The
-    // receiver stays up whatever happens to the service: the loop below only logs and retries.
-    const receiver = await startCliReceiver(mirror, options);
-    const stop = new AbortController();
-    const onSignal = () => stop.abort();
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
-    const bars = progressBars(resources);
-    try {
-      await runDaemon(mirror, reader(options, { retryBaseDelayMs: options.retryMin, retryMaxDelayMs: options.retryMax, maxRetries: 2 }), resources, {
-        reconcileEveryMs: options.reconcileEvery,
-        retryMinMs: options.retryMin,
-        retryMaxMs: options.retryMax,
-        signal: stop.signal,
-        log: (line) => process.stderr.write(`${new Date().toISOString()} store-api-sync: ${line}\n`),
-        onProgress: bars.onProgress,
-        onReconcile: printReconcile,
-      });
-    } finally {
-      bars.stop();
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-      await receiver.close();
-    }
-  })));
+  .action(
+    run(async (options: ReceiverCliOptions & { reconcileEvery: number; retryMin: number; retryMax: number }) =>
+      withMirror(options, async (mirror, resources) => {
+        // Receive first: events that arrive during the initial sync are applied too (newest wins). The
+        // receiver stays up whatever happens to the service: the loop below only logs and retries.
+        const receiver = await startCliReceiver(mirror, options);
+        const stop = new AbortController();
+        const onSignal = () => stop.abort();
+        process.once('SIGINT', onSignal);
+        process.once('SIGTERM', onSignal);
+        const bars = progressBars(resources);
+        try {
+          await runDaemon(mirror, reader(options, { retryBaseDelayMs: options.retryMin, retryMaxDelayMs: options.retryMax, maxRetries: 2 }), resources, {
+            reconcileEveryMs: options.reconcileEvery,
+            retryMinMs: options.retryMin,
+            retryMaxMs: options.retryMax,
+            signal: stop.signal,
+            log: (line) => process.stderr.write(`${new Date().toISOString()} store-api-sync: ${line}\n`),
+            onProgress: bars.onProgress,
+            onReconcile: printReconcile,
+          });
+        } finally {
+          bars.stop();
+          process.off('SIGINT', onSignal);
+          process.off('SIGTERM', onSignal);
+          await receiver.close();
+        }
+      }),
+    ),
+  );
 
-withCommon(program.command('status').description('last event, cursor positions, lag and outages of the mirror; with --url/--token also the webhooks that never arrived (compared with the events feed)'))
+withCommon(
+  program
+    .command('status')
+    .description(
+      'last event, cursor positions, lag and outages of the mirror; with --url/--token also the webhooks that never arrived (compared with the events feed)',
+    ),
+)
   .option('--json', 'print JSON')
   .option('--max-events <n>', 'missed events listed', (v: string) => positiveInt(v, '--max-events'), 20)
-  .action(run(async (options: CommonOptions & { json?: boolean; maxEvents: number }) => withMirror(options, async (mirror, resources) => {
-    const status = await syncStatus(mirror, resources);
-    let gaps: WebhookGaps | null = null;
-    if (options.url && options.token) {
-      gaps = await webhookGaps(mirror, new StoreApiClient({ baseUrl: options.url, token: options.token, onRetry: logRetry }));
-    }
-    if (options.json) {
-      process.stdout.write(`${JSON.stringify({ ...status, daemon: (await readDaemonState(mirror)) ?? null, webhooks: gaps }, null, 2)}\n`);
-      return;
-    }
-    const daemon = await readDaemonState(mirror);
-    if (daemon?.outage_since) {
-      process.stdout.write(`OUTAGE: the service or the mirror has failed since ${daemon.outage_since} (${daemon.outage_attempts} failed tries; run keeps retrying): ${daemon.last_error}\n`);
-    } else if (daemon?.last_success_at) {
-      process.stdout.write(`service: reachable (last successful sync ${daemon.last_success_at})\n`);
-    }
-    const e = status.events;
-    process.stdout.write(e.last
-      ? `last event: ${e.last.type} ${e.last.event_id} written ${e.last.created_at} (${formatAge(e.lastEventAgeMs)} ago), received ${e.last.received_at}\n`
-      : 'last event: none received\n');
-    process.stdout.write(`events: ${e.received} received, ${e.applied} applied, ${e.duplicates} redeliveries ignored\n`);
-    for (const r of status.resources) {
-      const initial = r.initial_done ? 'initial sync done' : r.export_cursor ? `initial sync at ${r.export_cursor}` : 'initial sync not started';
-      const last = r.last_reconcile_at ? `last reconcile ${r.last_reconcile_at} (pulled ${r.last_reconcile_pulled}, applied ${r.last_reconcile_applied})` : 'never reconciled';
-      process.stdout.write(`${r.resource.padEnd(15)} ${String(r.records).padStart(8)} records; ${initial}; cursor ${r.cursor ?? '—'} (lag ${formatAge(r.cursorAgeMs)}); ${last}\n`);
-    }
-    if (gaps && gaps.from === null) process.stdout.write('webhooks: none received yet, nothing to compare with the events feed\n');
-    else if (gaps) {
-      process.stdout.write(`webhooks: ${gaps.received} of ${gaps.feedEvents} events of the feed between ${gaps.from} and ${gaps.to} arrived`);
-      if (gaps.missed.length === 0) process.stdout.write('; none missing\n');
-      else {
-        process.stdout.write(`; ${gaps.missed.length} MISSING (only the reconcile brought their changes; check the endpoint's deliveries):\n`);
-        for (const m of gaps.missed.slice(0, options.maxEvents)) process.stdout.write(`  ${m.created_at} ${m.type} ${m.id} (record ${m.resource_id ?? '—'})\n`);
-        if (gaps.missed.length > options.maxEvents) process.stdout.write(`  … ${gaps.missed.length - options.maxEvents} more (--max-events)\n`);
-      }
-    }
-  })));
+  .action(
+    run(async (options: CommonOptions & { json?: boolean; maxEvents: number }) =>
+      withMirror(options, async (mirror, resources) => {
+        const status = await syncStatus(mirror, resources);
+        let gaps: WebhookGaps | null = null;
+        if (options.url && options.token) {
+          gaps = await webhookGaps(mirror, new StoreApiClient({ baseUrl: options.url, token: options.token, onRetry: logRetry }));
+        }
+        if (options.json) {
+          process.stdout.write(`${JSON.stringify({ ...status, daemon: (await readDaemonState(mirror)) ?? null, webhooks: gaps }, null, 2)}\n`);
+          return;
+        }
+        const daemon = await readDaemonState(mirror);
+        if (daemon?.outage_since) {
+          process.stdout.write(
+            `OUTAGE: the service or the mirror has failed since ${daemon.outage_since} (${daemon.outage_attempts} failed tries; run keeps retrying): ${daemon.last_error}\n`,
+          );
+        } else if (daemon?.last_success_at) {
+          process.stdout.write(`service: reachable (last successful sync ${daemon.last_success_at})\n`);
+        }
+        const e = status.events;
+        process.stdout.write(
+          e.last
+            ? `last event: ${e.last.type} ${e.last.event_id} written ${e.last.created_at} (${formatAge(e.lastEventAgeMs)} ago), received ${e.last.received_at}\n`
+            : 'last event: none received\n',
+        );
+        process.stdout.write(`events: ${e.received} received, ${e.applied} applied, ${e.duplicates} redeliveries ignored\n`);
+        for (const r of status.resources) {
+          const initial = r.initial_done ? 'initial sync done' : r.export_cursor ? `initial sync at ${r.export_cursor}` : 'initial sync not started';
+          const last = r.last_reconcile_at
+            ? `last reconcile ${r.last_reconcile_at} (pulled ${r.last_reconcile_pulled}, applied ${r.last_reconcile_applied})`
+            : 'never reconciled';
+          process.stdout.write(
+            `${r.resource.padEnd(15)} ${String(r.records).padStart(8)} records; ${initial}; cursor ${r.cursor ?? '—'} (lag ${formatAge(r.cursorAgeMs)}); ${last}\n`,
+          );
+        }
+        if (gaps && gaps.from === null) process.stdout.write('webhooks: none received yet, nothing to compare with the events feed\n');
+        else if (gaps) {
+          process.stdout.write(`webhooks: ${gaps.received} of ${gaps.feedEvents} events of the feed between ${gaps.from} and ${gaps.to} arrived`);
+          if (gaps.missed.length === 0) process.stdout.write('; none missing\n');
+          else {
+            process.stdout.write(`; ${gaps.missed.length} MISSING (only the reconcile brought their changes; check the endpoint's deliveries):\n`);
+            for (const m of gaps.missed.slice(0, options.maxEvents))
+              process.stdout.write(`  ${m.created_at} ${m.type} ${m.id} (record ${m.resource_id ?? '—'})\n`);
+            if (gaps.missed.length > options.maxEvents) process.stdout.write(`  … ${gaps.missed.length - options.maxEvents} more (--max-events)\n`);
+          }
+        }
+      }),
+    ),
+  );
 
 withCommon(program.command('verify').description('compare the mirror with the API (counts, checksums, differing ids); exit code 1 when they differ'))
   .option('--json', 'print JSON')
   .option('--max-ids <n>', 'ids listed per kind of difference', (v: string) => positiveInt(v, '--max-ids'), 20)
-  .action(run(async (options: CommonOptions & { json?: boolean; maxIds: number }) => withMirror(options, async (mirror, resources) => {
-    const results = await verifyMirror(mirror, reader(options), resources);
-    if (options.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
-    else {
-      for (const r of results) {
-        const same = r.missing.length + r.extra.length + r.different.length === 0;
-        process.stdout.write(`${r.resource.padEnd(15)} api ${r.apiCount} (${r.apiChecksum}) mirror ${r.mirrorCount} (${r.mirrorChecksum}) ${same ? 'match' : 'DIFFER'}\n`);
-        for (const [kind, ids] of [['missing from mirror', r.missing], ['only in mirror', r.extra], ['different', r.different]] as const) {
-          if (ids.length) process.stdout.write(`  ${kind} (${ids.length}): ${ids.slice(0, options.maxIds).join(' ')}${ids.length > options.maxIds ? ' …' : ''}\n`);
+  .action(
+    run(async (options: CommonOptions & { json?: boolean; maxIds: number }) =>
+      withMirror(options, async (mirror, resources) => {
+        const results = await verifyMirror(mirror, reader(options), resources);
+        if (options.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+        else {
+          for (const r of results) {
+            const same = r.missing.length + r.extra.length + r.different.length === 0;
+            process.stdout.write(
+              `${r.resource.padEnd(15)} api ${r.apiCount} (${r.apiChecksum}) mirror ${r.mirrorCount} (${r.mirrorChecksum}) ${same ? 'match' : 'DIFFER'}\n`,
+            );
+            for (const [kind, ids] of [
+              ['missing from mirror', r.missing],
+              ['only in mirror', r.extra],
+              ['different', r.different],
+            ] as const) {
+              if (ids.length)
+                process.stdout.write(`  ${kind} (${ids.length}): ${ids.slice(0, options.maxIds).join(' ')}${ids.length > options.maxIds ? ' …' : ''}\n`);
+            }
+          }
         }
-      }
-    }
-    return mirrorMatches(results) ? 0 : 1;
-  })));
+        return mirrorMatches(results) ? 0 : 1;
+      }),
+    ),
+  );
 
 function positiveInt(value: string, flag: string): number {
   const n = Number(value);

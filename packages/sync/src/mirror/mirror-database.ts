@@ -46,7 +46,9 @@ function openPostgres(url: string): MirrorDatabase {
     max: 4,
     application_name: 'store-api-sync',
     options: '-c TimeZone=UTC',
-    types: { getTypeParser: ((oid: number, format?: string) => parsers[oid] ?? pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser },
+    types: {
+      getTypeParser: ((oid: number, format?: string) => parsers[oid] ?? pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+    },
   });
   pool.on('error', () => {});
   const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });

@@ -15,7 +15,8 @@ function resourceTable(resource: SyncResource): string {
   const generated = Object.entries(resource.columns).map(([name, type]) =>
     type === 'jsonb'
       ? `"${name}" jsonb GENERATED ALWAYS AS (record->'${name}') STORED`
-      : `"${name}" ${type} GENERATED ALWAYS AS ((record->>'${name}')::${type}) STORED`);
+      : `"${name}" ${type} GENERATED ALWAYS AS ((record->>'${name}')::${type}) STORED`,
+  );
   return `CREATE TABLE store_mirror.${resource.name} (
     ${resource.key} text PRIMARY KEY,
     last_modified timestamptz NOT NULL,
@@ -73,7 +74,9 @@ export async function migrateMirror(db: Kysely<unknown>): Promise<void> {
     const current = rows[0]?.v ?? 0;
     for (let i = current; i < MIGRATIONS.length; i++) {
       // One statement per query: PGlite's extended protocol takes no multi-statement strings.
-      for (const statement of MIGRATIONS[i]!.split(/;\s*\n/).map((s) => s.trim().replace(/;$/, '')).filter(Boolean)) {
+      for (const statement of MIGRATIONS[i]!.split(/;\s*\n/)
+        .map((s) => s.trim().replace(/;$/, ''))
+        .filter(Boolean)) {
         await sql.raw(statement).execute(trx);
       }
       await sql`INSERT INTO store_mirror.schema_version (version) VALUES (${i + 1})`.execute(trx);

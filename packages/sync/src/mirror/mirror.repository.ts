@@ -68,11 +68,28 @@ export async function readSyncState(db: Kysely<unknown>, resource: ResourceName)
   const { rows } = await sql<SyncState>`SELECT resource, export_cursor, initial_done, initial_records::int AS initial_records, cursor,
       last_reconcile_at, last_reconcile_pulled::int AS last_reconcile_pulled, last_reconcile_applied::int AS last_reconcile_applied
     FROM store_mirror.sync_state WHERE resource = ${resource}`.execute(db);
-  return rows[0] ?? { resource, export_cursor: null, initial_done: false, initial_records: 0, cursor: null, last_reconcile_at: null, last_reconcile_pulled: null, last_reconcile_applied: null };
+  return (
+    rows[0] ?? {
+      resource,
+      export_cursor: null,
+      initial_done: false,
+      initial_records: 0,
+      cursor: null,
+      last_reconcile_at: null,
+      last_reconcile_pulled: null,
+      last_reconcile_applied: null,
+    }
+  );
 }
 
 /** Stores the initial sync's position after a batch of `records` (in the batch's transaction). */
-export async function saveExportProgress(db: Kysely<unknown>, resource: ResourceName, exportCursor: string | null, records: number, done: boolean): Promise<void> {
+export async function saveExportProgress(
+  db: Kysely<unknown>,
+  resource: ResourceName,
+  exportCursor: string | null,
+  records: number,
+  done: boolean,
+): Promise<void> {
   await sql`INSERT INTO store_mirror.sync_state (resource, export_cursor, initial_records, initial_done, cursor)
     VALUES (${resource}, ${exportCursor}, ${records}, ${done}, ${done ? exportCursor : null})
     ON CONFLICT (resource) DO UPDATE SET export_cursor = EXCLUDED.export_cursor,

@@ -22,7 +22,10 @@ function requestedTypes(query: EventQuery, request: FastifyRequest) {
   if (query.type === undefined) return visible;
   const parsed = parseTypeFilter(query.type);
   if (!parsed.ok) {
-    throw invalidParameter('type', `unknown event type ${parsed.unknown.map((t) => `'${t}'`).join(', ')}; expected one or several of ${FEED_EVENT_TYPES.join(', ')}`);
+    throw invalidParameter(
+      'type',
+      `unknown event type ${parsed.unknown.map((t) => `'${t}'`).join(', ')}; expected one or several of ${FEED_EVENT_TYPES.join(', ')}`,
+    );
   }
   if (parsed.types.length === 0) throw invalidParameter('type', `must name at least one event type (${FEED_EVENT_TYPES.join(', ')})`);
   const hidden = parsed.types.filter((t) => !visible.includes(t));
@@ -53,8 +56,11 @@ async function feedConditions(app: FastifyInstance, query: EventQuery, request: 
     const oldestMicros = epochMicros(oldest)!;
     // "Strictly after" this instant is the whole retained log.
     const oldestCursor = isoFromMicros(oldestMicros - 1);
-    const behind = (param: string) => invalidParameter(param,
-      `reaches behind the retention of the event log: events before ${oldest} have been pruned; the oldest available cursor is ${oldestCursor}`);
+    const behind = (param: string) =>
+      invalidParameter(
+        param,
+        `reaches behind the retention of the event log: events before ${oldest} have been pruned; the oldest available cursor is ${oldestCursor}`,
+      );
     if (since && epochMicros(since)! < oldestMicros - 1) throw behind('since');
     if (query.cursor !== undefined && (query.order ?? 'asc') === 'asc') {
       const cursor = parseCursor(query.cursor);

@@ -17,7 +17,6 @@ import { requireUuid } from '../../../resources/filters.ts';
 import { IdParams, ProblemSchema, listOf, listQuery, single, snapshotQuery } from '../../schemas.ts';
 import { setNextLink } from '../../plugins/pagination-links.ts';
 
-
 export interface ResourceDefinition {
   /** URL segment, e.g. 'products'. */
   path: string;
@@ -81,9 +80,8 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
     snapshotSlots.set(app, slots);
   }
   const running = slots;
-  const config = (rateLimitClass: 'standard' | 'export') => (typeof def.scope === 'string'
-    ? { scope: def.scope, rateLimitClass }
-    : { anyScope: def.scope, rateLimitClass });
+  const config = (rateLimitClass: 'standard' | 'export') =>
+    typeof def.scope === 'string' ? { scope: def.scope, rateLimitClass } : { anyScope: def.scope, rateLimitClass };
   // Several scopes: several security requirements, any one of which suffices (OpenAPI semantics).
   const security = (typeof def.scope === 'string' ? [def.scope] : def.scope).map((scope) => ({ bearerAuth: [scope] }));
 
@@ -141,9 +139,13 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       reply.type('application/x-ndjson; charset=utf-8');
       if (!last) return reply.send('');
       const chunks = streamPage(db, def.source, req, last);
-      return reply.send(Readable.from((async function* () {
-        for await (const rows of chunks) yield `${rows.map((r) => r.json).join('\n')}\n`;
-      })()));
+      return reply.send(
+        Readable.from(
+          (async function* () {
+            for await (const rows of chunks) yield `${rows.map((r) => r.json).join('\n')}\n`;
+          })(),
+        ),
+      );
     },
   });
 
@@ -168,8 +170,16 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
           description: 'NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count.',
           content: { 'application/x-ndjson': { schema: def.record } },
           headers: {
-            'X-Snapshot-Cursor': { type: 'string', description: 'cursor after the snapshot: pass it as `cursor` to lists and exports to continue with what changed since' },
-            'X-Total-Count': { type: 'integer', minimum: 0, description: 'how many records this stream holds (those after `cursor`, below the read horizon fixed at its start), counted before the first record is sent' },
+            'X-Snapshot-Cursor': {
+              type: 'string',
+              description: 'cursor after the snapshot: pass it as `cursor` to lists and exports to continue with what changed since',
+            },
+            'X-Total-Count': {
+              type: 'integer',
+              minimum: 0,
+              description:
+                'how many records this stream holds (those after `cursor`, below the read horizon fixed at its start), counted before the first record is sent',
+            },
           },
         },
         ...errorResponses,
@@ -182,8 +192,9 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       const tokenId = request.token?.id ?? 'anonymous';
       const release = running.acquire(tokenId);
       if (!release) {
-        throw new ApiError('rate_limited', `A snapshot is already streaming for this token: one at a time. Retry after it ends.`, undefined,
-          { 'Retry-After': String(SnapshotSlots.RETRY_AFTER_SECONDS) });
+        throw new ApiError('rate_limited', `A snapshot is already streaming for this token: one at a time. Retry after it ends.`, undefined, {
+          'Retry-After': String(SnapshotSlots.RETRY_AFTER_SECONDS),
+        });
       }
       let streaming = false;
       try {

@@ -94,16 +94,39 @@ function buildShell() {
     list.append(h('li', {}, h('a', { class: 'nav-link', href: item.href, dataset: { nav: item.id } }, icon(item.icon), h('span', { text: item.label }))));
   }
   const initials = session.email.slice(0, 2).toUpperCase();
-  const signOutButton = h('button', { type: 'button', class: 'btn btn-ghost btn-sm sidebar-signout', onClick: signOut }, icon('logout'), h('span', { class: 'btn-label', text: 'Sign out' }));
-  const sidebar = h('aside', { class: 'sidebar' },
-    h('a', { class: 'brand', href: '#/overview' },
+  const signOutButton = h(
+    'button',
+    { type: 'button', class: 'btn btn-ghost btn-sm sidebar-signout', onClick: signOut },
+    icon('logout'),
+    h('span', { class: 'btn-label', text: 'Sign out' }),
+  );
+  const sidebar = h(
+    'aside',
+    { class: 'sidebar' },
+    h(
+      'a',
+      { class: 'brand', href: '#/overview' },
       h('img', { src: '/admin/assets/favicon.svg', alt: '', width: '28', height: '28' }),
-      h('span', { class: 'brand-text' }, h('span', { class: 'brand-name', text: 'Store Integration' }), h('span', { class: 'brand-sub', text: 'Admin' }))),
+      h('span', { class: 'brand-text' }, h('span', { class: 'brand-name', text: 'Store Integration' }), h('span', { class: 'brand-sub', text: 'Admin' })),
+    ),
     h('nav', { class: 'nav', 'aria-label': 'Main' }, navList),
-    h('div', { class: 'sidebar-footer' },
-      h('div', { class: 'user' }, h('span', { class: 'avatar', 'aria-hidden': 'true', text: initials }),
-        h('span', { class: 'user-text' }, h('span', { class: 'user-email', title: session.email, text: session.email }), h('span', { class: 'user-role', text: ROLE_LABELS[session.role] ?? session.role }))),
-      signOutButton));
+    h(
+      'div',
+      { class: 'sidebar-footer' },
+      h(
+        'div',
+        { class: 'user' },
+        h('span', { class: 'avatar', 'aria-hidden': 'true', text: initials }),
+        h(
+          'span',
+          { class: 'user-text' },
+          h('span', { class: 'user-email', title: session.email, text: session.email }),
+          h('span', { class: 'user-role', text: ROLE_LABELS[session.role] ?? session.role }),
+        ),
+      ),
+      signOutButton,
+    ),
+  );
   replace(root, h('div', { class: 'layout' }, sidebar, main));
   root.classList.remove('app-loading');
   root.removeAttribute('aria-busy');
@@ -128,7 +151,14 @@ async function route() {
   main.replaceChildren();
   if (!match) {
     document.title = 'Not found · Store Integration Admin';
-    main.append(h('div', { class: 'page' }, h('h1', { class: 'page-title', tabindex: '-1', text: 'Page not found' }), h('p', {}, 'There is no page at this address. ', h('a', { href: '#/overview', text: 'Go to the overview' }), '.')));
+    main.append(
+      h(
+        'div',
+        { class: 'page' },
+        h('h1', { class: 'page-title', tabindex: '-1', text: 'Page not found' }),
+        h('p', {}, 'There is no page at this address. ', h('a', { href: '#/overview', text: 'Go to the overview' }), '.'),
+      ),
+    );
     main.querySelector('h1')?.focus();
     return;
   }
@@ -142,7 +172,9 @@ async function route() {
     session,
     navigate,
     /** Sets the window title once the page knows what it shows. */
-    setTitle: (title) => { document.title = `${title} · Store Integration Admin`; },
+    setTitle: (title) => {
+      document.title = `${title} · Store Integration Admin`;
+    },
   };
   const navigation = ++navigations;
   let pageCleanup;
@@ -250,7 +282,7 @@ function showSignIn({ notice, setupRequired = false }) {
     setupRequired,
     onSignedIn: (data) => {
       signedIn(data);
-      const target = returnTo && returnTo !== '#/sign-in' ? returnTo : (location.hash && location.hash !== '#/sign-in' ? location.hash : '#/overview');
+      const target = returnTo && returnTo !== '#/sign-in' ? returnTo : location.hash && location.hash !== '#/sign-in' ? location.hash : '#/overview';
       returnTo = null;
       if (location.hash !== target) {
         history.replaceState(null, '', target);

@@ -87,7 +87,13 @@ export function deliveryChart(slots) {
     }
     svg.append(group);
     if (i % 6 === 0 || i === slots.length - 1) {
-      svg.append(h('text', { class: 'chart-axis', x: left + i * slotWidth + slotWidth / 2, y: height - 6, 'text-anchor': 'middle' }, i === slots.length - 1 ? 'now' : formatTime(slot.start)));
+      svg.append(
+        h(
+          'text',
+          { class: 'chart-axis', x: left + i * slotWidth + slotWidth / 2, y: height - 6, 'text-anchor': 'middle' },
+          i === slots.length - 1 ? 'now' : formatTime(slot.start),
+        ),
+      );
     }
   });
   return svg;
@@ -95,12 +101,33 @@ export function deliveryChart(slots) {
 
 /** The chart's numbers as a table (inside a <details>, for assistive technology and the curious). */
 export function deliveryTable(slots) {
-  return h('table', { class: 'table table-compact' },
+  return h(
+    'table',
+    { class: 'table table-compact' },
     h('caption', { class: 'visually-hidden', text: 'Webhook deliveries per hour' }),
-    h('thead', {}, h('tr', {}, h('th', { scope: 'col', text: 'Hour' }), SERIES.map((s) => h('th', { scope: 'col', class: 'num', text: s.label })))),
-    h('tbody', {}, slots.map((slot) => h('tr', {},
-      h('th', { scope: 'row', text: formatTime(slot.start) }),
-      SERIES.map((s) => h('td', { class: 'num', text: formatNumber(slot[s.key]) }))))));
+    h(
+      'thead',
+      {},
+      h(
+        'tr',
+        {},
+        h('th', { scope: 'col', text: 'Hour' }),
+        SERIES.map((s) => h('th', { scope: 'col', class: 'num', text: s.label })),
+      ),
+    ),
+    h(
+      'tbody',
+      {},
+      slots.map((slot) =>
+        h(
+          'tr',
+          {},
+          h('th', { scope: 'row', text: formatTime(slot.start) }),
+          SERIES.map((s) => h('td', { class: 'num', text: formatNumber(slot[s.key]) })),
+        ),
+      ),
+    ),
+  );
 }
 
 /** Sums of each series over the slots. */

@@ -31,7 +31,8 @@ function lastResponse(d) {
 function whenCell(d) {
   if ((d.status === 'pending' || d.status === 'failed') && d.next_attempt_at) {
     // Overdue means waiting for a worker, or for a paused endpoint's breaker to let it through.
-    if (Date.parse(d.next_attempt_at) <= Date.now()) return h('span', { class: 'cell-sub-inline', title: `Due since ${formatDateTime(d.next_attempt_at, { seconds: true })}`, text: 'due, waiting' });
+    if (Date.parse(d.next_attempt_at) <= Date.now())
+      return h('span', { class: 'cell-sub-inline', title: `Due since ${formatDateTime(d.next_attempt_at, { seconds: true })}`, text: 'due, waiting' });
     return h('span', {}, h('span', { class: 'cell-sub-inline', text: 'next ' }), timeEl(d.next_attempt_at));
   }
   return timeEl(d.updated_at);
@@ -60,7 +61,9 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
 
   /* filters */
   const statusName = uid('status');
-  const statusGroup = h('fieldset', { class: 'segmented' },
+  const statusGroup = h(
+    'fieldset',
+    { class: 'segmented' },
     h('legend', { class: 'visually-hidden', text: 'Status' }),
     STATUSES.map((s) => {
       const id = `${statusName}-${s.value || 'all'}`;
@@ -70,12 +73,16 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
         filtersChanged();
       });
       return [radio, h('label', { for: id, class: 'segmented-label', text: s.label })];
-    }));
+    }),
+  );
   let endpointSelect = null;
   if (showEndpoint) {
-    endpointSelect = h('select', { id: uid('endpoint'), name: 'endpoint_id', value: state.endpointId },
+    endpointSelect = h(
+      'select',
+      { id: uid('endpoint'), name: 'endpoint_id', value: state.endpointId },
       h('option', { value: '', text: 'All endpoints' }),
-      endpoints.map((e) => h('option', { value: e.id, text: e.url })));
+      endpoints.map((e) => h('option', { value: e.id, text: e.url })),
+    );
     endpointSelect.addEventListener('change', () => {
       state.endpointId = endpointSelect.value;
       filtersChanged();
@@ -83,7 +90,14 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
   }
 
   /* actions */
-  const retrySelected = button({ write: true, label: 'Retry selected', icon: 'refresh', size: 'sm', disabled: true, onClick: () => retry([...state.selected]) });
+  const retrySelected = button({
+    write: true,
+    label: 'Retry selected',
+    icon: 'refresh',
+    size: 'sm',
+    disabled: true,
+    onClick: () => retry([...state.selected]),
+  });
   const retryAllDead = button({
     write: true,
     label: 'Retry all dead letters',
@@ -112,9 +126,10 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
 
   async function retry(ids) {
     if (ids.length === 0) return;
-    const { data } = ids.length === 1
-      ? await post(`/webhooks/deliveries/${ids[0]}/retry`).then(() => ({ data: { retried: 1 } }))
-      : await post('/webhooks/deliveries/retry', { delivery_ids: ids });
+    const { data } =
+      ids.length === 1
+        ? await post(`/webhooks/deliveries/${ids[0]}/retry`).then(() => ({ data: { retried: 1 } }))
+        : await post('/webhooks/deliveries/retry', { delivery_ids: ids });
     state.selected.clear();
     toast(`Queued ${formatNumber(data.retried)} ${data.retried === 1 ? 'delivery' : 'deliveries'} for another attempt.`);
     syncActions();
@@ -134,7 +149,10 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
       },
     });
     if (!confirmed) return;
-    toast(retried ? `Queued ${formatNumber(retried)} dead ${retried === 1 ? 'letter' : 'letters'} for another attempt.` : 'There were no dead letters to retry.', { tone: retried ? 'success' : 'info' });
+    toast(
+      retried ? `Queued ${formatNumber(retried)} dead ${retried === 1 ? 'letter' : 'letters'} for another attempt.` : 'There were no dead letters to retry.',
+      { tone: retried ? 'success' : 'info' },
+    );
     await load({ keepPages: true });
   }
 
@@ -142,7 +160,14 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
   function render() {
     if (state.items.length === 0) {
       const filtered = state.status ? `${STATUSES.find((s) => s.value === state.status).label.toLowerCase()} ` : '';
-      replace(tableSlot, emptyState({ iconName: 'deliveries', title: `No ${filtered}deliveries`, text: state.status === 'dead' ? 'Nothing is in the dead letter queue.' : 'Deliveries appear here when events are sent to an endpoint.' }));
+      replace(
+        tableSlot,
+        emptyState({
+          iconName: 'deliveries',
+          title: `No ${filtered}deliveries`,
+          text: state.status === 'dead' ? 'Nothing is in the dead letter queue.' : 'Deliveries appear here when events are sent to an endpoint.',
+        }),
+      );
       return;
     }
     const focusedId = document.activeElement?.closest?.('tr')?.dataset?.deliveryId;
@@ -178,25 +203,65 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
         allBox.checked = selectable.every((x) => state.selected.has(x.id));
         syncActions();
       });
-      return h('tr', { dataset: { deliveryId: d.id, status: d.status } },
+      return h(
+        'tr',
+        { dataset: { deliveryId: d.id, status: d.status } },
         h('td', { class: 'cell-check' }, box),
         h('td', {}, deliveryStatusBadge(d.status)),
         h('th', { scope: 'row' }, h('a', { href: `#/deliveries/${d.id}`, class: 'delivery-link', dataset: { role: 'open' } }, code(d.event_type))),
-        showEndpoint ? h('td', { class: 'cell-endpoint-narrow' }, h('a', { href: `#/webhooks/${d.endpoint_id}`, class: 'endpoint-link subtle', title: d.endpoint_url, text: d.endpoint_url })) : null,
+        showEndpoint
+          ? h(
+              'td',
+              { class: 'cell-endpoint-narrow' },
+              h('a', { href: `#/webhooks/${d.endpoint_id}`, class: 'endpoint-link subtle', title: d.endpoint_url, text: d.endpoint_url }),
+            )
+          : null,
         h('td', { class: 'num' }, String(d.attempt_count)),
         h('td', { class: 'cell-response' }, lastResponse(d)),
         h('td', {}, whenCell(d)),
         h('td', { class: 'col-created' }, timeEl(d.created_at)),
-        h('td', { class: 'cell-actions' }, canRetry
-          ? button({ write: true, label: 'Retry', size: 'sm', variant: 'ghost', ariaLabel: `Retry the ${d.event_type} delivery now`, dataset: { role: 'retry' }, onClick: () => retry([d.id]) })
-          : null));
+        h(
+          'td',
+          { class: 'cell-actions' },
+          canRetry
+            ? button({
+                write: true,
+                label: 'Retry',
+                size: 'sm',
+                variant: 'ghost',
+                ariaLabel: `Retry the ${d.event_type} delivery now`,
+                dataset: { role: 'retry' },
+                onClick: () => retry([d.id]),
+              })
+            : null,
+        ),
+      );
     });
-    replace(tableSlot,
-      h('div', { class: 'table-wrap' }, h('table', { class: 'table table-deliveries' },
-        h('caption', { class: 'visually-hidden', text: 'Webhook deliveries, newest first' }),
-        h('thead', {}, h('tr', {}, h('th', { scope: 'col', class: 'cell-check' }, allBox), headers.map((c) => h('th', { scope: 'col', class: c === 'Attempts' ? 'num' : c === 'Created' ? 'col-created' : undefined, text: c })), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })))),
-        h('tbody', {}, rows))),
-      state.hasMore ? h('div', { class: 'load-more' }, button({ label: 'Load more', size: 'sm', onClick: () => load({ append: true }) })) : null);
+    replace(
+      tableSlot,
+      h(
+        'div',
+        { class: 'table-wrap' },
+        h(
+          'table',
+          { class: 'table table-deliveries' },
+          h('caption', { class: 'visually-hidden', text: 'Webhook deliveries, newest first' }),
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              h('th', { scope: 'col', class: 'cell-check' }, allBox),
+              headers.map((c) => h('th', { scope: 'col', class: c === 'Attempts' ? 'num' : c === 'Created' ? 'col-created' : undefined, text: c })),
+              h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })),
+            ),
+          ),
+          h('tbody', {}, rows),
+        ),
+      ),
+      state.hasMore ? h('div', { class: 'load-more' }, button({ label: 'Load more', size: 'sm', onClick: () => load({ append: true }) })) : null,
+    );
     if (focusedId) {
       const again = tableSlot.querySelector(`tr[data-delivery-id="${CSS.escape(focusedId)}"] [data-role="${CSS.escape(focusedRole ?? 'select')}"]`);
       if (again instanceof HTMLElement) again.focus();
@@ -238,7 +303,11 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
       const count = `${state.items.length} ${state.items.length === 1 ? 'delivery' : 'deliveries'} shown.`;
       if (live.textContent !== count) live.textContent = count;
     } catch (error) {
-      if (error.status !== 401 && !state.disposed) replace(tableSlot, errorState(error, () => load()));
+      if (error.status !== 401 && !state.disposed)
+        replace(
+          tableSlot,
+          errorState(error, () => load()),
+        );
       return;
     }
     scheduleRefresh();
@@ -255,11 +324,19 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
     }, REFRESH_MS);
   }
 
-  const toolbar = h('div', { class: 'toolbar' },
-    h('div', { class: 'toolbar-filters' },
-      endpointSelect ? h('div', { class: 'inline-field' }, h('label', { for: endpointSelect.id, class: 'inline-label', text: 'Endpoint' }), endpointSelect) : null,
-      h('div', { class: 'inline-field' }, h('span', { class: 'inline-label', 'aria-hidden': 'true', text: 'Status' }), statusGroup)),
-    h('div', { class: 'toolbar-actions' }, refresh, retrySelected, retryAllDead));
+  const toolbar = h(
+    'div',
+    { class: 'toolbar' },
+    h(
+      'div',
+      { class: 'toolbar-filters' },
+      endpointSelect
+        ? h('div', { class: 'inline-field' }, h('label', { for: endpointSelect.id, class: 'inline-label', text: 'Endpoint' }), endpointSelect)
+        : null,
+      h('div', { class: 'inline-field' }, h('span', { class: 'inline-label', 'aria-hidden': 'true', text: 'Status' }), statusGroup),
+    ),
+    h('div', { class: 'toolbar-actions' }, refresh, retrySelected, retryAllDead),
+  );
 
   const element = h('div', { class: 'deliveries-panel' }, toolbar, live, tableSlot, updated);
   load();
@@ -272,4 +349,3 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
     },
   };
 }
-

@@ -64,13 +64,15 @@ export function uid(prefix = 'id') {
 const ICONS = {
   overview: 'M4 13h6V4H4zM14 20h6v-9h-6zM4 20h6v-4H4zM14 4v4h6V4z',
   key: 'M15 7a3 3 0 1 1-2.1 5.1L5 20H3v-2l1-1v-2h2v-2h2l2.9-2.9A3 3 0 0 1 15 7zM16.5 8.5h.01',
-  webhook: 'M18 16.98h-5.99c-1.1 0-1.95.94-2.48 1.9A4 4 0 0 1 2 17c.01-.7.2-1.4.57-2M6 17l3.13-5.78c.53-.97.1-2.18-.5-3.1a4 4 0 1 1 6.89-4.06M12 6l3.13 5.73C15.66 12.7 16.9 13 18 13a4 4 0 0 1 0 8',
+  webhook:
+    'M18 16.98h-5.99c-1.1 0-1.95.94-2.48 1.9A4 4 0 0 1 2 17c.01-.7.2-1.4.57-2M6 17l3.13-5.78c.53-.97.1-2.18-.5-3.1a4 4 0 1 1 6.89-4.06M12 6l3.13 5.73C15.66 12.7 16.9 13 18 13a4 4 0 0 1 0 8',
   deliveries: 'M3 7h13l5 5-5 5H3zM7 12h6',
   plus: 'M12 5v14M5 12h14',
   copy: 'M9 9h10v10H9zM5 15V5h10',
   check: 'M5 12l5 5L20 7',
   eye: 'M2 12s3.5-7 10-7 10 7 10 7-3.5 7-10 7S2 12 2 12zM12 15a3 3 0 1 0 0-6 3 3 0 0 0 0 6z',
-  eyeOff: 'M3 3l18 18M10.6 5.1A9.7 9.7 0 0 1 12 5c6.5 0 10 7 10 7a17 17 0 0 1-3.2 4.1M6.6 6.6C3.9 8.4 2 12 2 12s3.5 7 10 7a9.6 9.6 0 0 0 5.4-1.6M9.9 9.9a3 3 0 0 0 4.2 4.2',
+  eyeOff:
+    'M3 3l18 18M10.6 5.1A9.7 9.7 0 0 1 12 5c6.5 0 10 7 10 7a17 17 0 0 1-3.2 4.1M6.6 6.6C3.9 8.4 2 12 2 12s3.5 7 10 7a9.6 9.6 0 0 0 5.4-1.6M9.9 9.9a3 3 0 0 0 4.2 4.2',
   refresh: 'M20 11a8 8 0 0 0-14.6-4.5L4 8M4 4v4h4M4 13a8 8 0 0 0 14.6 4.5L20 16M20 20v-4h-4',
   send: 'M22 2 11 13M22 2l-7 20-4-9-9-4z',
   rotate: 'M21 12a9 9 0 1 1-3-6.7L21 8M21 3v5h-5',
@@ -88,7 +90,18 @@ const ICONS = {
 };
 
 export function icon(name, { label, className = 'icon' } = {}) {
-  const svg = h('svg', { class: className, viewBox: '0 0 24 24', fill: 'none', stroke: 'currentColor', 'stroke-width': '2', 'stroke-linecap': 'round', 'stroke-linejoin': 'round', 'aria-hidden': label ? undefined : 'true', role: label ? 'img' : undefined, 'aria-label': label });
+  const svg = h('svg', {
+    class: className,
+    viewBox: '0 0 24 24',
+    fill: 'none',
+    stroke: 'currentColor',
+    'stroke-width': '2',
+    'stroke-linecap': 'round',
+    'stroke-linejoin': 'round',
+    'aria-hidden': label ? undefined : 'true',
+    role: label ? 'img' : undefined,
+    'aria-label': label,
+  });
   svg.append(h('path', { d: ICONS[name] ?? '' }));
   return svg;
 }

@@ -25,7 +25,12 @@ export function formatRelative(iso, now = Date.now()) {
   const abs = Math.abs(seconds);
   if (abs < 45) return seconds <= 0 ? 'just now' : 'in a few seconds';
   const units = [
-    ['year', 31_536_000], ['month', 2_592_000], ['week', 604_800], ['day', 86_400], ['hour', 3_600], ['minute', 60],
+    ['year', 31_536_000],
+    ['month', 2_592_000],
+    ['week', 604_800],
+    ['day', 86_400],
+    ['hour', 3_600],
+    ['minute', 60],
   ];
   for (const [unit, size] of units) {
     if (abs >= size * 0.9 || unit === 'minute') return relative.format(Math.round(seconds / size), unit);

@@ -9,10 +9,13 @@ let loading = null;
 /** { scopes: [{ value, label, hint }], event_groups: [{ label, types }] } */
 export function loadResources() {
   if (!loading) {
-    loading = get('/resources').then((body) => body.data, (error) => {
-      loading = null;
-      throw error;
-    });
+    loading = get('/resources').then(
+      (body) => body.data,
+      (error) => {
+        loading = null;
+        throw error;
+      },
+    );
   }
   return loading;
 }

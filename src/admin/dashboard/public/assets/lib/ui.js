@@ -16,7 +16,9 @@ export function toast(message, { tone = 'success', timeoutMs = 6000 } = {}) {
   const openDialogs = document.querySelectorAll('dialog[open]');
   const region = openDialogs.length ? openDialogs[openDialogs.length - 1].querySelector('.dialog-toasts') : document.getElementById('toasts');
   const close = () => item.remove();
-  const item = h('div', { class: ['toast', `toast-${tone}`], role: tone === 'error' ? 'alert' : undefined },
+  const item = h(
+    'div',
+    { class: ['toast', `toast-${tone}`], role: tone === 'error' ? 'alert' : undefined },
     icon(tone === 'error' ? 'alert' : tone === 'info' ? 'info' : 'check'),
     h('span', { class: 'toast-text', text: message }),
     h('button', { type: 'button', class: 'toast-close', 'aria-label': 'Dismiss notification', onClick: close }, '×'),
@@ -37,16 +39,34 @@ export function toastError(error) {
  * An async onClick disables the button and marks it busy until it settles; a thrown error becomes
  * an error toast.
  */
-export function button({ label, icon: iconName, variant = 'secondary', size, type = 'button', onClick, disabled, title, ariaLabel, className, dataset, write = false }) {
-  const btn = h('button', {
-    type,
-    // `write`: a change a viewer may not make (hidden for that role; the admin API refuses it anyway).
-    class: ['btn', `btn-${variant}`, size && `btn-${size}`, write && 'requires-write', className],
-    disabled,
-    title,
-    'aria-label': ariaLabel,
-    dataset,
-  }, iconName ? icon(iconName) : null, label ? h('span', { class: 'btn-label', text: label }) : null);
+export function button({
+  label,
+  icon: iconName,
+  variant = 'secondary',
+  size,
+  type = 'button',
+  onClick,
+  disabled,
+  title,
+  ariaLabel,
+  className,
+  dataset,
+  write = false,
+}) {
+  const btn = h(
+    'button',
+    {
+      type,
+      // `write`: a change a viewer may not make (hidden for that role; the admin API refuses it anyway).
+      class: ['btn', `btn-${variant}`, size && `btn-${size}`, write && 'requires-write', className],
+      disabled,
+      title,
+      'aria-label': ariaLabel,
+      dataset,
+    },
+    iconName ? icon(iconName) : null,
+    label ? h('span', { class: 'btn-label', text: label }) : null,
+  );
   if (onClick) {
     btn.addEventListener('click', (event) => runBusy(btn, () => onClick(event)));
   }
@@ -87,7 +107,9 @@ export function deliveryStatusBadge(status) {
 export function endpointStateBadge(endpoint) {
   if (endpoint.state === 'paused') {
     const until = endpoint.paused_until;
-    return badge(until ? `Paused until ${formatTime(until)}` : 'Paused', 'warning', { title: until ? `Paused by the circuit breaker until ${formatDateTime(until, { seconds: true })}` : 'Paused by the circuit breaker' });
+    return badge(until ? `Paused until ${formatTime(until)}` : 'Paused', 'warning', {
+      title: until ? `Paused by the circuit breaker until ${formatDateTime(until, { seconds: true })}` : 'Paused by the circuit breaker',
+    });
   }
   if (endpoint.state === 'disabled' || endpoint.enabled === false) {
     return badge('Disabled', 'neutral', { title: endpoint.disabled_reason || 'Disabled' });
@@ -120,7 +142,9 @@ export function loadingBlock(label = 'Loading…') {
 }
 
 export function emptyState({ iconName = 'inbox', title, text, action }) {
-  return h('div', { class: 'empty-state' },
+  return h(
+    'div',
+    { class: 'empty-state' },
     h('div', { class: 'empty-icon' }, icon(iconName)),
     h('p', { class: 'empty-title', text: title }),
     text ? h('p', { class: 'empty-text', text }) : null,
@@ -129,7 +153,9 @@ export function emptyState({ iconName = 'inbox', title, text, action }) {
 }
 
 export function callout({ tone = 'info', title, text, children }) {
-  return h('div', { class: ['callout', `callout-${tone}`] },
+  return h(
+    'div',
+    { class: ['callout', `callout-${tone}`] },
     icon(tone === 'info' ? 'info' : 'alert'),
     h('div', {}, title ? h('p', { class: 'callout-title', text: title }) : null, text ? h('p', { text }) : null, children ?? null),
   );
@@ -151,28 +177,62 @@ export function errorState(error, retry) {
  * users start at the new page's title.
  */
 export function pageHeader({ title, description, actions = [], breadcrumbs = [], badges = [] }) {
-  return h('header', { class: 'page-header' },
+  return h(
+    'header',
+    { class: 'page-header' },
     breadcrumbs.length
-      ? h('nav', { class: 'breadcrumbs', 'aria-label': 'Breadcrumb' },
-        h('ol', {}, breadcrumbs.map((b, i) => h('li', {}, b.href ? h('a', { href: b.href, text: b.label }) : h('span', { 'aria-current': i === breadcrumbs.length - 1 ? 'page' : undefined, text: b.label })))))
+      ? h(
+          'nav',
+          { class: 'breadcrumbs', 'aria-label': 'Breadcrumb' },
+          h(
+            'ol',
+            {},
+            breadcrumbs.map((b, i) =>
+              h(
+                'li',
+                {},
+                b.href
+                  ? h('a', { href: b.href, text: b.label })
+                  : h('span', { 'aria-current': i === breadcrumbs.length - 1 ? 'page' : undefined, text: b.label }),
+              ),
+            ),
+          ),
+        )
       : null,
-    h('div', { class: 'page-header-row' },
-      h('div', { class: 'page-title-block' },
+    h(
+      'div',
+      { class: 'page-header-row' },
+      h(
+        'div',
+        { class: 'page-title-block' },
         h('div', { class: 'page-title-line' }, h('h1', { tabindex: '-1', class: 'page-title', text: title }), badges),
-        description ? h('p', { class: 'page-description', text: description }) : null),
-      actions.length ? h('div', { class: 'page-actions' }, actions) : null),
+        description ? h('p', { class: 'page-description', text: description }) : null,
+      ),
+      actions.length ? h('div', { class: 'page-actions' }, actions) : null,
+    ),
   );
 }
 
 export function card({ title, description, actions = [], body, className, headingLevel = 'h2', id }) {
   const headingId = id ?? uid('card');
-  return h('section', { class: ['card', className], 'aria-labelledby': title ? headingId : undefined },
+  return h(
+    'section',
+    { class: ['card', className], 'aria-labelledby': title ? headingId : undefined },
     title
-      ? h('div', { class: 'card-header' },
-        h('div', {}, h(headingLevel, { class: 'card-title', id: headingId, text: title }), description ? h('p', { class: 'card-description', text: description }) : null),
-        actions.length ? h('div', { class: 'card-actions' }, actions) : null)
+      ? h(
+          'div',
+          { class: 'card-header' },
+          h(
+            'div',
+            {},
+            h(headingLevel, { class: 'card-title', id: headingId, text: title }),
+            description ? h('p', { class: 'card-description', text: description }) : null,
+          ),
+          actions.length ? h('div', { class: 'card-actions' }, actions) : null,
+        )
       : null,
-    h('div', { class: 'card-body' }, body));
+    h('div', { class: 'card-body' }, body),
+  );
 }
 
 /* ---------- dialogs ---------- */
@@ -187,13 +247,19 @@ export function openDialog({ title, description, render, size = 'md', onClose })
   const titleId = uid('dialog-title');
   const descId = description ? uid('dialog-desc') : undefined;
   const content = h('div', { class: 'dialog-content' });
-  const dialog = h('dialog', { class: ['dialog', `dialog-${size}`], 'aria-labelledby': titleId, 'aria-describedby': descId },
-    h('div', { class: 'dialog-header' },
+  const dialog = h(
+    'dialog',
+    { class: ['dialog', `dialog-${size}`], 'aria-labelledby': titleId, 'aria-describedby': descId },
+    h(
+      'div',
+      { class: 'dialog-header' },
       h('h2', { id: titleId, class: 'dialog-title', text: title }),
-      h('button', { type: 'button', class: 'dialog-close', 'aria-label': 'Close', onClick: () => close() }, '×')),
+      h('button', { type: 'button', class: 'dialog-close', 'aria-label': 'Close', onClick: () => close() }, '×'),
+    ),
     description ? h('p', { id: descId, class: 'dialog-description', text: description }) : null,
     content,
-    h('div', { class: 'toasts dialog-toasts', role: 'status', 'aria-live': 'polite' }));
+    h('div', { class: 'toasts dialog-toasts', role: 'status', 'aria-live': 'polite' }),
+  );
   let closed = false;
   const close = (result) => {
     if (closed) return;
@@ -210,7 +276,9 @@ export function openDialog({ title, description, render, size = 'md', onClose })
   const setContent = (...nodes) => replace(content, ...nodes);
   const controls = {
     setContent,
-    setTitle: (text) => { dialog.querySelector('.dialog-title').textContent = text; },
+    setTitle: (text) => {
+      dialog.querySelector('.dialog-title').textContent = text;
+    },
     setDescription: (text) => {
       const el = dialog.querySelector('.dialog-description');
       if (el) {
@@ -234,20 +302,26 @@ export function confirmDialog({ title, message, details, confirmLabel = 'Confirm
       title,
       size: 'sm',
       onClose: (result) => resolve(result === true),
-      render: (close) => h('div', {},
-        h('p', { class: 'dialog-text', text: message }),
-        details ?? null,
-        h('div', { class: 'dialog-actions' },
-          button({ label: 'Cancel', variant: 'secondary', onClick: () => close(false) }),
-          button({
-            label: confirmLabel,
-            variant: danger ? 'danger' : 'primary',
-            onClick: async () => {
-              if (action) await action();
-              close(true);
-            },
-          }),
-        )),
+      render: (close) =>
+        h(
+          'div',
+          {},
+          h('p', { class: 'dialog-text', text: message }),
+          details ?? null,
+          h(
+            'div',
+            { class: 'dialog-actions' },
+            button({ label: 'Cancel', variant: 'secondary', onClick: () => close(false) }),
+            button({
+              label: confirmLabel,
+              variant: danger ? 'danger' : 'primary',
+              onClick: async () => {
+                if (action) await action();
+                close(true);
+              },
+            }),
+          ),
+        ),
     });
     // The safe choice takes the focus, so Enter does not confirm a destructive action by accident.
     const dialogs = document.querySelectorAll('dialog');
@@ -290,7 +364,9 @@ export function copyButton(getText, { label = 'Copy', input, size = 'sm', varian
         toast('Copied to the clipboard.', { tone: 'info', timeoutMs: 2500 });
         if (labelEl) {
           labelEl.textContent = 'Copied';
-          setTimeout(() => { labelEl.textContent = label; }, 2000);
+          setTimeout(() => {
+            labelEl.textContent = label;
+          }, 2000);
         }
       } else {
         toast('Copying is blocked by the browser: select the text and press Ctrl+C.', { tone: 'info' });
@@ -310,7 +386,9 @@ export function field({ label, control, hint, required = false, className }) {
   const errorId = `${id}-error`;
   control.setAttribute('aria-describedby', [hintId, errorId].filter(Boolean).join(' '));
   if (required) control.required = true;
-  return h('div', { class: ['field', className], dataset: { field: control.name || '' } },
+  return h(
+    'div',
+    { class: ['field', className], dataset: { field: control.name || '' } },
     h('label', { for: id, class: 'field-label' }, label, required ? h('span', { class: 'required-mark', 'aria-hidden': 'true', text: ' *' }) : null),
     control,
     hint ? h('p', { id: hintId, class: 'field-hint', text: hint }) : null,
@@ -332,7 +410,9 @@ export function setFieldError(fieldEl, message) {
 export function showProblemOnForm(form, problem) {
   let matched = false;
   for (const { param, message } of problem?.errors ?? []) {
-    const name = String(param).replace(/^body\./, '').split('.')[0];
+    const name = String(param)
+      .replace(/^body\./, '')
+      .split('.')[0];
     const fieldEl = form.querySelector(`[data-field="${CSS.escape(name)}"]`);
     if (fieldEl) {
       setFieldError(fieldEl, message);

@@ -18,14 +18,17 @@ export async function renderAccount(view) {
   const next = h('input', { type: 'password', name: 'new_password', autocomplete: 'new-password', minlength: String(MIN_PASSWORD_LENGTH) });
   const repeat = h('input', { type: 'password', name: 'new_password_repeat', autocomplete: 'new-password' });
   const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, h('span', { class: 'btn-label', text: 'Change password' }));
-  const form = h('form', { novalidate: true, class: 'narrow-form' },
+  const form = h(
+    'form',
+    { novalidate: true, class: 'narrow-form' },
     // A hidden username field lets password managers file the new password under the right account.
     h('input', { type: 'email', name: 'username', autocomplete: 'username', value: view.session.email, hidden: true, 'aria-hidden': 'true', tabindex: '-1' }),
     field({ label: 'Current password', control: current, required: true }),
     field({ label: 'New password', control: next, required: true, hint: `At least ${MIN_PASSWORD_LENGTH} characters. Your other sessions are signed out.` }),
     field({ label: 'Repeat the new password', control: repeat, required: true }),
     formError(),
-    h('div', { class: 'form-actions' }, submit));
+    h('div', { class: 'form-actions' }, submit),
+  );
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     clearFormErrors(form);
@@ -49,8 +52,10 @@ export async function renderAccount(view) {
       }
     });
   });
-  replace(view.root,
+  replace(
+    view.root,
     pageHeader({ title: 'Your account', description: `Signed in as ${view.session.email}.`, breadcrumbs: [{ label: 'Settings' }, { label: 'Your account' }] }),
     h('div', { class: 'role-note' }, callout({ tone: 'info', text: ROLE_TEXT[view.session.role] ?? view.session.role })),
-    card({ title: 'Password', body: form }));
+    card({ title: 'Password', body: form }),
+  );
 }

@@ -6,8 +6,24 @@
 import { h, replace } from '../lib/dom.js';
 import { del, get, patch, post } from '../lib/api.js';
 import {
-  badge, button, callout, card, clearFormErrors, confirmDialog, copyButton, errorState, field, formError,
-  loadingBlock, openDialog, pageHeader, runBusy, showFormError, showProblemOnForm, timeEl, toast,
+  badge,
+  button,
+  callout,
+  card,
+  clearFormErrors,
+  confirmDialog,
+  copyButton,
+  errorState,
+  field,
+  formError,
+  loadingBlock,
+  openDialog,
+  pageHeader,
+  runBusy,
+  showFormError,
+  showProblemOnForm,
+  timeEl,
+  toast,
 } from '../lib/ui.js';
 
 export const ROLES = [
@@ -22,12 +38,26 @@ const roleBadge = (role) => badge(ROLES.find((r) => r.value === role)?.label ?? 
 function showLink(controls, close, { title, text, url }) {
   controls.setTitle(title);
   controls.setDescription(null);
-  const input = h('input', { type: 'text', class: 'input-secret', readonly: true, value: url, 'aria-label': 'The one-time link', spellcheck: false, name: 'link' });
+  const input = h('input', {
+    type: 'text',
+    class: 'input-secret',
+    readonly: true,
+    value: url,
+    'aria-label': 'The one-time link',
+    spellcheck: false,
+    name: 'link',
+  });
   input.addEventListener('focus', () => input.select());
   controls.setContent(
     callout({ tone: 'warning', title: 'Copy the link now', text }),
-    h('div', { class: 'secret-row link-box' }, input, copyButton(() => url, { input, size: 'md', variant: 'primary' })),
-    h('div', { class: 'dialog-actions' }, button({ label: 'Done', variant: 'primary', onClick: () => close() })));
+    h(
+      'div',
+      { class: 'secret-row link-box' },
+      input,
+      copyButton(() => url, { input, size: 'md', variant: 'primary' }),
+    ),
+    h('div', { class: 'dialog-actions' }, button({ label: 'Done', variant: 'primary', onClick: () => close() })),
+  );
   input.focus();
 }
 
@@ -37,13 +67,20 @@ function openInviteDialog(reload) {
     description: 'They get a one-time link to choose their password. Send it to them yourself.',
     render: (close, controls) => {
       const email = h('input', { type: 'email', name: 'email', autocomplete: 'off', spellcheck: false, autofocus: true });
-      const role = h('select', { name: 'role', value: 'viewer' }, ROLES.map((r) => h('option', { value: r.value, text: `${r.label} — ${r.hint}` })));
+      const role = h(
+        'select',
+        { name: 'role', value: 'viewer' },
+        ROLES.map((r) => h('option', { value: r.value, text: `${r.label} — ${r.hint}` })),
+      );
       const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, h('span', { class: 'btn-label', text: 'Create invitation' }));
-      const form = h('form', { novalidate: true },
+      const form = h(
+        'form',
+        { novalidate: true },
         field({ label: 'Email', control: email, required: true }),
         field({ label: 'Role', control: role }),
         formError(),
-        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit));
+        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit),
+      );
       form.addEventListener('submit', (event) => {
         event.preventDefault();
         clearFormErrors(form);
@@ -55,7 +92,11 @@ function openInviteDialog(reload) {
         runBusy(submit, async () => {
           try {
             const { data } = await post('/admins/invitations', { email: email.value.trim(), role: role.value });
-            showLink(controls, close, { title: 'Invitation created', text: `The link works once, until ${new Date(data.expires_at).toLocaleString('en-GB')}. Anyone holding it can join as ${data.email}.`, url: data.url });
+            showLink(controls, close, {
+              title: 'Invitation created',
+              text: `The link works once, until ${new Date(data.expires_at).toLocaleString('en-GB')}. Anyone holding it can join as ${data.email}.`,
+              url: data.url,
+            });
             reload();
           } catch (error) {
             if (!showProblemOnForm(form, error)) showFormError(form, error.message);
@@ -73,10 +114,19 @@ function openRoleDialog(admin, reload) {
     title: `Change the role of ${admin.email}`,
     description: 'They are signed out and sign in again with the new rights.',
     render: (close) => {
-      const role = h('select', { name: 'role', value: admin.role, autofocus: true }, ROLES.map((r) => h('option', { value: r.value, text: `${r.label} — ${r.hint}` })));
+      const role = h(
+        'select',
+        { name: 'role', value: admin.role, autofocus: true },
+        ROLES.map((r) => h('option', { value: r.value, text: `${r.label} — ${r.hint}` })),
+      );
       const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, h('span', { class: 'btn-label', text: 'Save role' }));
-      const form = h('form', { novalidate: true }, field({ label: 'Role', control: role }), formError(),
-        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit));
+      const form = h(
+        'form',
+        { novalidate: true },
+        field({ label: 'Role', control: role }),
+        formError(),
+        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit),
+      );
       form.addEventListener('submit', (event) => {
         event.preventDefault();
         clearFormErrors(form);
@@ -116,17 +166,28 @@ function issueReset(admin) {
     title: `Reset the password of ${admin.email}?`,
     description: 'A one-time link to choose a new password. Using it signs them out everywhere.',
     size: 'sm',
-    render: (close, controls) => h('div', {},
-      h('div', { class: 'dialog-actions' },
-        button({ label: 'Cancel', onClick: () => close() }),
-        button({
-          label: 'Create reset link',
-          variant: 'primary',
-          onClick: async () => {
-            const { data } = await post(`/admins/${admin.id}/password-reset`);
-            showLink(controls, close, { title: 'Password-reset link', text: `The link works once, until ${new Date(data.expires_at).toLocaleString('en-GB')}. Give it to ${data.email} only.`, url: data.url });
-          },
-        }))),
+    render: (close, controls) =>
+      h(
+        'div',
+        {},
+        h(
+          'div',
+          { class: 'dialog-actions' },
+          button({ label: 'Cancel', onClick: () => close() }),
+          button({
+            label: 'Create reset link',
+            variant: 'primary',
+            onClick: async () => {
+              const { data } = await post(`/admins/${admin.id}/password-reset`);
+              showLink(controls, close, {
+                title: 'Password-reset link',
+                text: `The link works once, until ${new Date(data.expires_at).toLocaleString('en-GB')}. Give it to ${data.email} only.`,
+                url: data.url,
+              });
+            },
+          }),
+        ),
+      ),
   });
 }
 
@@ -137,33 +198,128 @@ export async function renderAdmins(view) {
   const reload = async () => {
     try {
       const [{ data }, open] = await Promise.all([get('/admins'), isOwner ? get('/admins/invitations') : Promise.resolve({ data: [] })]);
-      replace(body, h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Administrators (scrolls sideways on narrow screens)' },
-        h('table', { class: 'table', id: 'admins-table' },
-          h('caption', { class: 'visually-hidden', text: `Administrators: ${data.length}` }),
-          h('thead', {}, h('tr', {}, ['Email', 'Role', 'Added', 'Last sign-in'].map((c) => h('th', { scope: 'col', text: c })), isOwner ? h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })) : null)),
-          h('tbody', {}, data.map((a) => h('tr', { dataset: { adminEmail: a.email } },
-            h('th', { scope: 'row', class: 'cell-strong' }, a.email, a.email === view.session.email ? h('span', { class: 'muted', text: ' (you)' }) : null),
-            h('td', {}, roleBadge(a.role)),
-            h('td', {}, timeEl(a.created_at)),
-            h('td', {}, a.last_sign_in_at ? timeEl(a.last_sign_in_at) : h('span', { class: 'muted', text: 'Never' })),
-            isOwner ? h('td', { class: 'cell-actions' },
-              button({ label: 'Change role', size: 'sm', variant: 'ghost', ariaLabel: `Change role of ${a.email}`, onClick: () => openRoleDialog(a, reload) }),
-              button({ label: 'Reset password', size: 'sm', variant: 'ghost', ariaLabel: `Reset password of ${a.email}`, onClick: () => issueReset(a) }),
-              button({ label: 'Remove', size: 'sm', variant: 'danger-ghost', ariaLabel: `Remove ${a.email}`, onClick: () => removeAdmin(a, reload) })) : null))))));
-      replace(invitations, open.data.length === 0
-        ? h('p', { class: 'muted', text: 'No open invitations.' })
-        : h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Open invitations (scrolls sideways on narrow screens)' }, h('table', { class: 'table', id: 'invitations-table' },
-          h('caption', { class: 'visually-hidden', text: 'Open invitations' }),
-          h('thead', {}, h('tr', {}, ['Email', 'Role', 'Invited by', 'Expires'].map((c) => h('th', { scope: 'col', text: c })), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })))),
-          h('tbody', {}, open.data.map((i) => h('tr', {},
-            h('th', { scope: 'row' }, i.email), h('td', {}, roleBadge(i.role)), h('td', { text: i.created_by }),
-            h('td', {}, Date.parse(i.expires_at) > Date.now() ? timeEl(i.expires_at, { absolute: true }) : badge('Expired', 'neutral')),
-            h('td', { class: 'cell-actions' }, button({ label: 'Withdraw', size: 'sm', variant: 'danger-ghost', ariaLabel: `Withdraw the invitation of ${i.email}`, onClick: async () => { await del(`/admins/invitations/${i.id}`); toast(`Withdrew the invitation of ${i.email}.`); await reload(); document.querySelector('h1')?.focus(); } }))))))));
+      replace(
+        body,
+        h(
+          'div',
+          { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Administrators (scrolls sideways on narrow screens)' },
+          h(
+            'table',
+            { class: 'table', id: 'admins-table' },
+            h('caption', { class: 'visually-hidden', text: `Administrators: ${data.length}` }),
+            h(
+              'thead',
+              {},
+              h(
+                'tr',
+                {},
+                ['Email', 'Role', 'Added', 'Last sign-in'].map((c) => h('th', { scope: 'col', text: c })),
+                isOwner ? h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })) : null,
+              ),
+            ),
+            h(
+              'tbody',
+              {},
+              data.map((a) =>
+                h(
+                  'tr',
+                  { dataset: { adminEmail: a.email } },
+                  h(
+                    'th',
+                    { scope: 'row', class: 'cell-strong' },
+                    a.email,
+                    a.email === view.session.email ? h('span', { class: 'muted', text: ' (you)' }) : null,
+                  ),
+                  h('td', {}, roleBadge(a.role)),
+                  h('td', {}, timeEl(a.created_at)),
+                  h('td', {}, a.last_sign_in_at ? timeEl(a.last_sign_in_at) : h('span', { class: 'muted', text: 'Never' })),
+                  isOwner
+                    ? h(
+                        'td',
+                        { class: 'cell-actions' },
+                        button({
+                          label: 'Change role',
+                          size: 'sm',
+                          variant: 'ghost',
+                          ariaLabel: `Change role of ${a.email}`,
+                          onClick: () => openRoleDialog(a, reload),
+                        }),
+                        button({
+                          label: 'Reset password',
+                          size: 'sm',
+                          variant: 'ghost',
+                          ariaLabel: `Reset password of ${a.email}`,
+                          onClick: () => issueReset(a),
+                        }),
+                        button({ label: 'Remove', size: 'sm', variant: 'danger-ghost', ariaLabel: `Remove ${a.email}`, onClick: () => removeAdmin(a, reload) }),
+                      )
+                    : null,
+                ),
+              ),
+            ),
+          ),
+        ),
+      );
+      replace(
+        invitations,
+        open.data.length === 0
+          ? h('p', { class: 'muted', text: 'No open invitations.' })
+          : h(
+              'div',
+              { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Open invitations (scrolls sideways on narrow screens)' },
+              h(
+                'table',
+                { class: 'table', id: 'invitations-table' },
+                h('caption', { class: 'visually-hidden', text: 'Open invitations' }),
+                h(
+                  'thead',
+                  {},
+                  h(
+                    'tr',
+                    {},
+                    ['Email', 'Role', 'Invited by', 'Expires'].map((c) => h('th', { scope: 'col', text: c })),
+                    h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })),
+                  ),
+                ),
+                h(
+                  'tbody',
+                  {},
+                  open.data.map((i) =>
+                    h(
+                      'tr',
+                      {},
+                      h('th', { scope: 'row' }, i.email),
+                      h('td', {}, roleBadge(i.role)),
+                      h('td', { text: i.created_by }),
+                      h('td', {}, Date.parse(i.expires_at) > Date.now() ? timeEl(i.expires_at, { absolute: true }) : badge('Expired', 'neutral')),
+                      h(
+                        'td',
+                        { class: 'cell-actions' },
+                        button({
+                          label: 'Withdraw',
+                          size: 'sm',
+                          variant: 'danger-ghost',
+                          ariaLabel: `Withdraw the invitation of ${i.email}`,
+                          onClick: async () => {
+                            await del(`/admins/invitations/${i.id}`);
+                            toast(`Withdrew the invitation of ${i.email}.`);
+                            await reload();
+                            document.querySelector('h1')?.focus();
+                          },
+                        }),
+                      ),
+                    ),
+                  ),
+                ),
+              ),
+            ),
+      );
     } catch (error) {
       if (error.status !== 401) replace(body, errorState(error, reload));
     }
   };
-  replace(view.root,
+  replace(
+    view.root,
     pageHeader({
       title: 'Administrators',
       description: 'Who can sign in to this dashboard. Owners manage administrators; admins manage keys and webhooks; viewers read only.',
@@ -172,7 +328,8 @@ export async function renderAdmins(view) {
     }),
     isOwner ? null : h('div', { class: 'role-note' }, callout({ tone: 'info', text: 'Only owners can invite, remove or change administrators.' })),
     card({ body }),
-    isOwner ? card({ title: 'Open invitations', description: 'Links not used yet. Withdraw one to make its link stop working.', body: invitations }) : null);
+    isOwner ? card({ title: 'Open invitations', description: 'Links not used yet. Withdraw one to make its link stop working.', body: invitations }) : null,
+  );
   replace(body, loadingBlock('Loading administrators…'));
   await reload();
 }

@@ -9,8 +9,26 @@ import { get, patch, post } from '../lib/api.js';
 import { formatDateTime } from '../lib/format.js';
 import { loadResources } from '../lib/resources.js';
 import {
-  button, callout, clearFormErrors, code, confirmDialog, copyButton, emptyState, errorState, field, formError,
-  loadingBlock, openDialog, pageHeader, runBusy, showFormError, showProblemOnForm, timeEl, toast, tokenStatusBadge, card,
+  button,
+  callout,
+  clearFormErrors,
+  code,
+  confirmDialog,
+  copyButton,
+  emptyState,
+  errorState,
+  field,
+  formError,
+  loadingBlock,
+  openDialog,
+  pageHeader,
+  runBusy,
+  showFormError,
+  showProblemOnForm,
+  timeEl,
+  toast,
+  tokenStatusBadge,
+  card,
 } from '../lib/ui.js';
 
 const EXPIRY = [
@@ -28,7 +46,11 @@ function expiryIso(choice, customDate) {
 }
 
 function scopeChips(scopes) {
-  return h('span', { class: 'chips' }, scopes.map((s) => h('span', { class: ['chip', s === 'admin' && 'chip-warning'], text: s })));
+  return h(
+    'span',
+    { class: 'chips' },
+    scopes.map((s) => h('span', { class: ['chip', s === 'admin' && 'chip-warning'], text: s })),
+  );
 }
 
 const ROLL_OVERLAPS = [
@@ -47,23 +69,64 @@ function limitsText(t) {
 }
 
 function tokenRows(tokens, reload) {
-  return tokens.map((t) => h('tr', { dataset: { tokenId: t.id } },
-    h('th', { scope: 'row', class: 'cell-strong' }, t.name,
-      t.previous_secret_expires_at ? h('span', { class: 'cell-sub', text: `Old secret works until ${formatDateTime(t.previous_secret_expires_at)}` }) : null),
-    h('td', { class: 'cell-key' }, code(`${t.prefix}…`)),
-    h('td', {}, scopeChips(t.scopes)),
-    h('td', {}, timeEl(t.created_at)),
-    h('td', {}, t.last_used_at ? timeEl(t.last_used_at) : h('span', { class: 'muted', text: 'Never' })),
-    h('td', {}, t.expires_at ? h('time', { datetime: t.expires_at, title: formatDateTime(t.expires_at, { seconds: true }) }, formatDateTime(t.expires_at)) : h('span', { class: 'muted', text: 'Never' })),
-    h('td', { text: limitsText(t) }),
-    h('td', {}, tokenStatusBadge(t.status)),
-    h('td', { class: 'cell-actions' }, t.status === 'active'
-      ? [
-        button({ write: true, label: 'Edit', variant: 'ghost', size: 'sm', ariaLabel: `Edit API key ${t.name}`, onClick: () => openEditDialog(t, reload) }),
-        button({ write: true, label: 'Roll', variant: 'ghost', size: 'sm', ariaLabel: `Roll API key ${t.name}`, onClick: () => openRollDialog(t, reload) }),
-        button({ write: true, label: 'Revoke', variant: 'danger-ghost', size: 'sm', ariaLabel: `Revoke API key ${t.name}`, dataset: { action: 'revoke' }, onClick: () => revoke(t, reload) }),
-      ]
-      : null)));
+  return tokens.map((t) =>
+    h(
+      'tr',
+      { dataset: { tokenId: t.id } },
+      h(
+        'th',
+        { scope: 'row', class: 'cell-strong' },
+        t.name,
+        t.previous_secret_expires_at ? h('span', { class: 'cell-sub', text: `Old secret works until ${formatDateTime(t.previous_secret_expires_at)}` }) : null,
+      ),
+      h('td', { class: 'cell-key' }, code(`${t.prefix}…`)),
+      h('td', {}, scopeChips(t.scopes)),
+      h('td', {}, timeEl(t.created_at)),
+      h('td', {}, t.last_used_at ? timeEl(t.last_used_at) : h('span', { class: 'muted', text: 'Never' })),
+      h(
+        'td',
+        {},
+        t.expires_at
+          ? h('time', { datetime: t.expires_at, title: formatDateTime(t.expires_at, { seconds: true }) }, formatDateTime(t.expires_at))
+          : h('span', { class: 'muted', text: 'Never' }),
+      ),
+      h('td', { text: limitsText(t) }),
+      h('td', {}, tokenStatusBadge(t.status)),
+      h(
+        'td',
+        { class: 'cell-actions' },
+        t.status === 'active'
+          ? [
+              button({
+                write: true,
+                label: 'Edit',
+                variant: 'ghost',
+                size: 'sm',
+                ariaLabel: `Edit API key ${t.name}`,
+                onClick: () => openEditDialog(t, reload),
+              }),
+              button({
+                write: true,
+                label: 'Roll',
+                variant: 'ghost',
+                size: 'sm',
+                ariaLabel: `Roll API key ${t.name}`,
+                onClick: () => openRollDialog(t, reload),
+              }),
+              button({
+                write: true,
+                label: 'Revoke',
+                variant: 'danger-ghost',
+                size: 'sm',
+                ariaLabel: `Revoke API key ${t.name}`,
+                dataset: { action: 'revoke' },
+                onClick: () => revoke(t, reload),
+              }),
+            ]
+          : null,
+      ),
+    ),
+  );
 }
 
 function openEditDialog(token, reload) {
@@ -72,16 +135,36 @@ function openEditDialog(token, reload) {
     description: `${token.prefix}… — the secret does not change.`,
     render: (close) => {
       const name = h('input', { type: 'text', name: 'name', maxlength: '100', autocomplete: 'off', value: token.name, autofocus: true });
-      const standard = h('input', { type: 'number', name: 'rate_limit_standard', min: '1', max: '1000000', inputmode: 'numeric', value: token.rate_limit_standard ?? '' });
-      const exportLimit = h('input', { type: 'number', name: 'rate_limit_export', min: '1', max: '1000000', inputmode: 'numeric', value: token.rate_limit_export ?? '' });
+      const standard = h('input', {
+        type: 'number',
+        name: 'rate_limit_standard',
+        min: '1',
+        max: '1000000',
+        inputmode: 'numeric',
+        value: token.rate_limit_standard ?? '',
+      });
+      const exportLimit = h('input', {
+        type: 'number',
+        name: 'rate_limit_export',
+        min: '1',
+        max: '1000000',
+        inputmode: 'numeric',
+        value: token.rate_limit_export ?? '',
+      });
       const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, h('span', { class: 'btn-label', text: 'Save' }));
-      const form = h('form', { novalidate: true },
+      const form = h(
+        'form',
+        { novalidate: true },
         field({ label: 'Name', control: name, required: true }),
-        h('div', { class: 'field-row' },
+        h(
+          'div',
+          { class: 'field-row' },
           field({ label: 'Requests per window', control: standard, hint: 'Empty: the server default (RATE_LIMIT_STANDARD).' }),
-          field({ label: 'Exports per window', control: exportLimit, hint: 'Empty: the server default (RATE_LIMIT_EXPORT).' })),
+          field({ label: 'Exports per window', control: exportLimit, hint: 'Empty: the server default (RATE_LIMIT_EXPORT).' }),
+        ),
         formError(),
-        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit));
+        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit),
+      );
       const limit = (input) => (input.value.trim() === '' ? null : Number(input.value));
       form.addEventListener('submit', (event) => {
         event.preventDefault();
@@ -90,7 +173,8 @@ function openEditDialog(token, reload) {
         if (!name.value.trim()) problems.push({ param: 'name', message: 'Give the key a name.' });
         for (const input of [standard, exportLimit]) {
           const v = limit(input);
-          if (v !== null && (!Number.isInteger(v) || v < 1 || v > 1_000_000)) problems.push({ param: input.name, message: 'A whole number from 1 to 1,000,000, or empty.' });
+          if (v !== null && (!Number.isInteger(v) || v < 1 || v > 1_000_000))
+            problems.push({ param: input.name, message: 'A whole number from 1 to 1,000,000, or empty.' });
         }
         if (problems.length) {
           showProblemOnForm(form, { errors: problems });
@@ -118,18 +202,30 @@ function openRollDialog(token, reload) {
     title: 'Roll API key?',
     description: `A new secret for "${token.name}". Switch your integration to it before the old one stops working.`,
     render: (close, controls) => {
-      const overlap = h('select', { name: 'overlap_seconds', value: '86400', autofocus: true }, ROLL_OVERLAPS.map((o) => h('option', { value: o.value, text: o.label })));
+      const overlap = h(
+        'select',
+        { name: 'overlap_seconds', value: '86400', autofocus: true },
+        ROLL_OVERLAPS.map((o) => h('option', { value: o.value, text: o.label })),
+      );
       const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, h('span', { class: 'btn-label', text: 'Roll key' }));
-      const form = h('form', { novalidate: true },
+      const form = h(
+        'form',
+        { novalidate: true },
         field({ label: 'The old key stops working', control: overlap }),
         formError(),
-        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit));
+        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit),
+      );
       form.addEventListener('submit', (event) => {
         event.preventDefault();
         runBusy(submit, async () => {
           try {
             const { data } = await post(`/tokens/${token.id}/roll`, { overlap_seconds: Number(overlap.value) });
-            showCreated(close, controls, data, { title: 'API key rolled', note: data.previous_secret_expires_at ? `The old key works until ${formatDateTime(data.previous_secret_expires_at)}.` : 'The old key no longer works.' });
+            showCreated(close, controls, data, {
+              title: 'API key rolled',
+              note: data.previous_secret_expires_at
+                ? `The old key works until ${formatDateTime(data.previous_secret_expires_at)}.`
+                : 'The old key no longer works.',
+            });
             reload();
           } catch (error) {
             showFormError(form, error.message);
@@ -180,13 +276,32 @@ async function openCreateDialog(reload) {
       const scopeBoxes = scopeOptions.map((s) => {
         const id = uid('scope');
         const box = h('input', { type: 'checkbox', id, name: 'scopes', value: s.value, checked: s.value !== 'admin' });
-        return h('div', { class: 'check' }, box, h('label', { for: id }, h('span', { class: 'check-label', text: s.label }), ' ', code(s.value, 'code-subtle'), h('span', { class: 'check-hint', text: s.hint })));
+        return h(
+          'div',
+          { class: 'check' },
+          box,
+          h(
+            'label',
+            { for: id },
+            h('span', { class: 'check-label', text: s.label }),
+            ' ',
+            code(s.value, 'code-subtle'),
+            h('span', { class: 'check-hint', text: s.hint }),
+          ),
+        );
       });
-      const scopes = h('fieldset', { class: 'fieldset field', dataset: { field: 'scopes' }, 'aria-describedby': `${scopeGroupId}-error` },
+      const scopes = h(
+        'fieldset',
+        { class: 'fieldset field', dataset: { field: 'scopes' }, 'aria-describedby': `${scopeGroupId}-error` },
         h('legend', { class: 'field-label', text: 'Access' }),
         h('div', { class: 'check-list' }, scopeBoxes),
-        h('p', { id: `${scopeGroupId}-error`, class: 'field-error', hidden: true }));
-      const expiry = h('select', { name: 'expiry' }, EXPIRY.map((e) => h('option', { value: e.value, text: e.label })));
+        h('p', { id: `${scopeGroupId}-error`, class: 'field-error', hidden: true }),
+      );
+      const expiry = h(
+        'select',
+        { name: 'expiry' },
+        EXPIRY.map((e) => h('option', { value: e.value, text: e.label })),
+      );
       const tomorrow = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10);
       const customDate = h('input', { type: 'date', name: 'expires_on', min: tomorrow });
       const customField = field({ label: 'Expiry date', control: customDate, hint: 'The key stops working at the end of that day (your time).' });
@@ -196,12 +311,15 @@ async function openCreateDialog(reload) {
         if (!customField.hidden) customDate.focus();
       });
       const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, h('span', { class: 'btn-label', text: 'Create key' }));
-      const form = h('form', { novalidate: true },
+      const form = h(
+        'form',
+        { novalidate: true },
         field({ label: 'Name', control: name, required: true, hint: 'Who or what uses the key, so you can tell keys apart later.' }),
         scopes,
         h('div', { class: 'field-row' }, field({ label: 'Expires', control: expiry }), customField),
         formError(),
-        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit));
+        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit),
+      );
 
       form.addEventListener('submit', (event) => {
         event.preventDefault();
@@ -224,7 +342,9 @@ async function openCreateDialog(reload) {
           return;
         }
         if (expiresAt && Date.parse(expiresAt) <= Date.now()) {
-          showProblemOnForm(form, { errors: [{ param: 'expires_on', message: 'Pick a date in the future: a key that has already expired would never work.' }] });
+          showProblemOnForm(form, {
+            errors: [{ param: 'expires_on', message: 'Pick a date in the future: a key that has already expired would never work.' }],
+          });
           customDate.focus();
           return;
         }
@@ -235,7 +355,9 @@ async function openCreateDialog(reload) {
             reload();
           } catch (error) {
             // The server names body.expires_at; the field for it is the date picker.
-            const problem = { errors: (error.errors ?? []).map((e) => (/expires_at$/.test(e.param) ? { param: 'expires_on', message: `The expiry date ${e.message}.` } : e)) };
+            const problem = {
+              errors: (error.errors ?? []).map((e) => (/expires_at$/.test(e.param) ? { param: 'expires_on', message: `The expiry date ${e.message}.` } : e)),
+            };
             if (problem.errors.some((e) => e.param === 'expires_on')) customField.hidden = false;
             if (!showProblemOnForm(form, problem)) showFormError(form, error.message);
             form.querySelector('[aria-invalid="true"]')?.focus();
@@ -251,19 +373,39 @@ async function openCreateDialog(reload) {
 function showCreated(close, controls, data, { title = 'API key created', note } = {}) {
   controls.setTitle(title);
   controls.setDescription(note ?? null);
-  const secret = h('input', { type: 'text', class: 'input-secret', readonly: true, value: data.token, 'aria-label': 'The new API key', spellcheck: false, name: 'token' });
+  const secret = h('input', {
+    type: 'text',
+    class: 'input-secret',
+    readonly: true,
+    value: data.token,
+    'aria-label': 'The new API key',
+    spellcheck: false,
+    name: 'token',
+  });
   secret.addEventListener('focus', () => secret.select());
   const origin = location.origin;
   controls.setContent(
     callout({ tone: 'warning', title: 'Copy the key now', text: 'It is shown only this once. If it is lost, revoke it and create a new one.' }),
-    h('div', { class: 'secret-row' }, secret, copyButton(() => data.token, { input: secret, size: 'md', variant: 'primary' })),
-    h('dl', { class: 'meta-list meta-compact' },
-      h('dt', { text: 'Name' }), h('dd', { text: data.name }),
-      h('dt', { text: 'Access' }), h('dd', {}, scopeChips(data.scopes)),
-      h('dt', { text: 'Expires' }), h('dd', { text: data.expires_at ? formatDateTime(data.expires_at) : 'Never' })),
+    h(
+      'div',
+      { class: 'secret-row' },
+      secret,
+      copyButton(() => data.token, { input: secret, size: 'md', variant: 'primary' }),
+    ),
+    h(
+      'dl',
+      { class: 'meta-list meta-compact' },
+      h('dt', { text: 'Name' }),
+      h('dd', { text: data.name }),
+      h('dt', { text: 'Access' }),
+      h('dd', {}, scopeChips(data.scopes)),
+      h('dt', { text: 'Expires' }),
+      h('dd', { text: data.expires_at ? formatDateTime(data.expires_at) : 'Never' }),
+    ),
     h('p', { class: 'field-label', text: 'Try it' }),
     h('pre', { class: 'code-block' }, h('code', { text: `curl -H "Authorization: Bearer ${data.token}" \\\n  ${origin}/api/v1/products?limit=2` })),
-    h('div', { class: 'dialog-actions' }, button({ label: 'Done', variant: 'primary', onClick: () => close() })));
+    h('div', { class: 'dialog-actions' }, button({ label: 'Done', variant: 'primary', onClick: () => close() })),
+  );
   secret.focus();
 }
 
@@ -279,33 +421,67 @@ export async function renderApiKeys(view) {
       toggle.hidden = hidden === 0 && !showAll;
       const data = showAll ? all : all.filter((t) => t.status === 'active');
       if (data.length === 0 && all.length > 0) {
-        replace(body, emptyState({ iconName: 'key', title: 'No active API keys', text: `${hidden} revoked or expired ${hidden === 1 ? 'key is' : 'keys are'} hidden.`, action: button({ write: true, label: 'Create API key', icon: 'plus', variant: 'primary', onClick: () => openCreateDialog(reload) }) }));
+        replace(
+          body,
+          emptyState({
+            iconName: 'key',
+            title: 'No active API keys',
+            text: `${hidden} revoked or expired ${hidden === 1 ? 'key is' : 'keys are'} hidden.`,
+            action: button({ write: true, label: 'Create API key', icon: 'plus', variant: 'primary', onClick: () => openCreateDialog(reload) }),
+          }),
+        );
         return;
       }
       if (data.length === 0) {
-        replace(body, emptyState({ iconName: 'key', title: 'No API keys yet', text: 'Create a key for each system that reads the store, so each can be revoked on its own.', action: button({ write: true, label: 'Create API key', icon: 'plus', variant: 'primary', onClick: () => openCreateDialog(reload) }) }));
+        replace(
+          body,
+          emptyState({
+            iconName: 'key',
+            title: 'No API keys yet',
+            text: 'Create a key for each system that reads the store, so each can be revoked on its own.',
+            action: button({ write: true, label: 'Create API key', icon: 'plus', variant: 'primary', onClick: () => openCreateDialog(reload) }),
+          }),
+        );
         return;
       }
       const active = data.filter((t) => t.status === 'active').length;
-      replace(body,
-        h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'API keys (scrolls sideways on narrow screens)' },
-          h('table', { class: 'table', id: 'api-keys-table' },
+      replace(
+        body,
+        h(
+          'div',
+          { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'API keys (scrolls sideways on narrow screens)' },
+          h(
+            'table',
+            { class: 'table', id: 'api-keys-table' },
             h('caption', { class: 'visually-hidden', text: `API keys: ${active} active of ${data.length}` }),
-            h('thead', {}, h('tr', {}, ['Name', 'Key', 'Access', 'Created', 'Last used', 'Expires', 'Rate limits', 'Status'].map((c) => h('th', { scope: 'col', text: c })), h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })))),
-            h('tbody', {}, tokenRows(data, reload)))));
+            h(
+              'thead',
+              {},
+              h(
+                'tr',
+                {},
+                ['Name', 'Key', 'Access', 'Created', 'Last used', 'Expires', 'Rate limits', 'Status'].map((c) => h('th', { scope: 'col', text: c })),
+                h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })),
+              ),
+            ),
+            h('tbody', {}, tokenRows(data, reload)),
+          ),
+        ),
+      );
     } catch (error) {
       if (error.status !== 401) replace(body, errorState(error, reload));
     }
   };
-  replace(view.root,
+  replace(
+    view.root,
     pageHeader({
       title: 'API keys',
       description: 'Keys let integrations read products, orders, customers and inventory through the API. Each is shown once, when created.',
       breadcrumbs: [{ label: 'Integrations' }, { label: 'API keys' }],
       actions: [toggle, button({ write: true, label: 'Create API key', icon: 'plus', variant: 'primary', onClick: () => openCreateDialog(reload) })],
     }),
-    card({ body }));
+    card({ body }),
+  );
   replace(body, loadingBlock('Loading API keys…'));
   await reload();
-
 }

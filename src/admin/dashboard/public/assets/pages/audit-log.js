@@ -59,14 +59,24 @@ const dayAfter = (date) => (date ? new Date(new Date(`${date}T00:00:00`).getTime
 export async function renderAuditLog(view) {
   const q = view.query;
   const actor = h('input', { type: 'search', name: 'actor', value: q.get('actor') ?? '', placeholder: 'email or key name', autocomplete: 'off' });
-  const action = h('select', { name: 'action', value: q.get('action') ?? '' }, h('option', { value: '', text: 'All actions' }),
-    Object.entries(ACTION_LABELS).map(([value, label]) => h('option', { value, text: label })));
+  const action = h(
+    'select',
+    { name: 'action', value: q.get('action') ?? '' },
+    h('option', { value: '', text: 'All actions' }),
+    Object.entries(ACTION_LABELS).map(([value, label]) => h('option', { value, text: label })),
+  );
   const from = h('input', { type: 'date', name: 'from', value: q.get('from') ?? '' });
   const to = h('input', { type: 'date', name: 'to', value: q.get('to') ?? '' });
   const apply = h('button', { type: 'submit', class: 'btn btn-secondary' }, h('span', { class: 'btn-label', text: 'Filter' }));
-  const filters = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter the audit log' },
-    field({ label: 'Who', control: actor }), field({ label: 'Action', control: action }),
-    field({ label: 'From', control: from }), field({ label: 'To (inclusive)', control: to }), apply);
+  const filters = h(
+    'form',
+    { class: 'filters', role: 'search', 'aria-label': 'Filter the audit log' },
+    field({ label: 'Who', control: actor }),
+    field({ label: 'Action', control: action }),
+    field({ label: 'From', control: from }),
+    field({ label: 'To (inclusive)', control: to }),
+    apply,
+  );
   filters.addEventListener('submit', (event) => {
     event.preventDefault();
     view.navigate(`#/audit-log${query({ actor: actor.value.trim(), action: action.value, from: from.value, to: to.value })}`);
@@ -77,38 +87,92 @@ export async function renderAuditLog(view) {
   let cursor = null;
   const load = async ({ append = false } = {}) => {
     try {
-      const page = await get(`/audit-log${query({ limit: 50, actor: q.get('actor'), action: q.get('action'), from: dayStart(q.get('from')), to: dayAfter(q.get('to')), cursor: append ? cursor : null })}`);
+      const page = await get(
+        `/audit-log${query({ limit: 50, actor: q.get('actor'), action: q.get('action'), from: dayStart(q.get('from')), to: dayAfter(q.get('to')), cursor: append ? cursor : null })}`,
+      );
       if (!append) rows.length = 0;
       rows.push(...page.data);
       cursor = page.pagination.next_cursor;
       if (rows.length === 0) {
-        replace(body, emptyState({ iconName: 'list', title: 'Nothing recorded', text: q.toString() ? 'No entry matches these filters.' : 'Administrative actions appear here as they happen.' }));
+        replace(
+          body,
+          emptyState({
+            iconName: 'list',
+            title: 'Nothing recorded',
+            text: q.toString() ? 'No entry matches these filters.' : 'Administrative actions appear here as they happen.',
+          }),
+        );
         return;
       }
-      replace(body,
-        h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Audit log entries (scrolls sideways on narrow screens)' }, h('table', { class: 'table', id: 'audit-table' },
-          h('caption', { class: 'visually-hidden', text: 'Audit log, newest first' }),
-          h('thead', {}, h('tr', {}, ['When', 'Who', 'Action', 'Target', 'From', 'What changed'].map((c) => h('th', { scope: 'col', text: c })))),
-          h('tbody', {}, rows.map((e) => h('tr', { dataset: { action: e.action } },
-            h('td', {}, timeEl(e.at, { absolute: true })),
-            h('td', { class: 'cell-strong' }, e.actor.name, e.actor.kind === 'token' ? h('span', { class: 'muted', text: ' (API key)' }) : null),
-            h('td', { text: ACTION_LABELS[e.action] ?? e.action }),
-            h('td', {}, e.target ? [e.target.type, ' ', e.target.id ? code(e.target.id.slice(0, 8), 'code-subtle') : null] : h('span', { class: 'muted', text: '—' })),
-            h('td', {}, e.client_ip ? code(e.client_ip, 'code-subtle') : h('span', { class: 'muted', text: '—' })),
-            h('td', { class: 'audit-details' }, detailLines(e.details).map((line) => h('div', { text: line })))))))),
+      replace(
+        body,
+        h(
+          'div',
+          { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Audit log entries (scrolls sideways on narrow screens)' },
+          h(
+            'table',
+            { class: 'table', id: 'audit-table' },
+            h('caption', { class: 'visually-hidden', text: 'Audit log, newest first' }),
+            h(
+              'thead',
+              {},
+              h(
+                'tr',
+                {},
+                ['When', 'Who', 'Action', 'Target', 'From', 'What changed'].map((c) => h('th', { scope: 'col', text: c })),
+              ),
+            ),
+            h(
+              'tbody',
+              {},
+              rows.map((e) =>
+                h(
+                  'tr',
+                  { dataset: { action: e.action } },
+                  h('td', {}, timeEl(e.at, { absolute: true })),
+                  h('td', { class: 'cell-strong' }, e.actor.name, e.actor.kind === 'token' ? h('span', { class: 'muted', text: ' (API key)' }) : null),
+                  h('td', { text: ACTION_LABELS[e.action] ?? e.action }),
+                  h(
+                    'td',
+                    {},
+                    e.target
+                      ? [e.target.type, ' ', e.target.id ? code(e.target.id.slice(0, 8), 'code-subtle') : null]
+                      : h('span', { class: 'muted', text: '—' }),
+                  ),
+                  h('td', {}, e.client_ip ? code(e.client_ip, 'code-subtle') : h('span', { class: 'muted', text: '—' })),
+                  h(
+                    'td',
+                    { class: 'audit-details' },
+                    detailLines(e.details).map((line) => h('div', { text: line })),
+                  ),
+                ),
+              ),
+            ),
+          ),
+        ),
         page.pagination.has_more ? h('div', { class: 'load-more' }, button({ label: 'Load more', size: 'sm', onClick: () => load({ append: true }) })) : null,
-        h('p', { class: 'muted', text: `${rows.length} ${rows.length === 1 ? 'entry' : 'entries'} shown${page.pagination.has_more ? '; more are older' : ''}.` }));
+        h('p', {
+          class: 'muted',
+          text: `${rows.length} ${rows.length === 1 ? 'entry' : 'entries'} shown${page.pagination.has_more ? '; more are older' : ''}.`,
+        }),
+      );
     } catch (error) {
-      if (error.status !== 401) replace(body, errorState(error, () => load()));
+      if (error.status !== 401)
+        replace(
+          body,
+          errorState(error, () => load()),
+        );
     }
   };
-  replace(view.root,
+  replace(
+    view.root,
     pageHeader({
       title: 'Audit log',
       description: 'Every administrative action: who, when, from which address and what changed. Secrets are never recorded.',
       breadcrumbs: [{ label: 'Settings' }, { label: 'Audit log' }],
     }),
-    card({ body: h('div', {}, filters, body) }));
+    card({ body: h('div', {}, filters, body) }),
+  );
   replace(body, loadingBlock('Loading the audit log…'));
   await load();
 }

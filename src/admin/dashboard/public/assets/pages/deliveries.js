@@ -10,19 +10,26 @@ export async function renderDeliveries(view) {
   const status = STATUSES.has(view.query.get('status')) ? view.query.get('status') : '';
   const endpointFilter = view.query.get('endpoint_id') ?? '';
   const body = h('div');
-  replace(view.root,
+  replace(
+    view.root,
     pageHeader({
       title: 'Deliveries',
-      description: 'Every attempt to deliver an event to an endpoint. A delivery that fails is retried on a schedule; after the last retry it becomes a dead letter, which you can retry from here.',
+      description:
+        'Every attempt to deliver an event to an endpoint. A delivery that fails is retried on a schedule; after the last retry it becomes a dead letter, which you can retry from here.',
       breadcrumbs: [{ label: 'Integrations' }, { label: 'Deliveries' }],
     }),
-    card({ body }));
+    card({ body }),
+  );
   replace(body, loadingBlock('Loading…'));
   let endpoints;
   try {
     endpoints = await listAll('/webhooks/endpoints');
   } catch (error) {
-    if (error.status !== 401) replace(body, errorState(error, () => renderDeliveries(view)));
+    if (error.status !== 401)
+      replace(
+        body,
+        errorState(error, () => renderDeliveries(view)),
+      );
     return undefined;
   }
   const panel = deliveriesPanel({

@@ -6,7 +6,14 @@ import { badge, button, callout, card, code, copyButton, deliveryStatusBadge, er
 
 const REFRESH_MS = 2000;
 const OUTCOME_TONES = { success: 'success', succeeded: 'success' };
-const OUTCOME_LABELS = { success: 'Delivered', succeeded: 'Delivered', http_error: 'HTTP error', timeout: 'Timed out', network_error: 'Connection failed', connection_error: 'Connection failed' };
+const OUTCOME_LABELS = {
+  success: 'Delivered',
+  succeeded: 'Delivered',
+  http_error: 'HTTP error',
+  timeout: 'Timed out',
+  network_error: 'Connection failed',
+  connection_error: 'Connection failed',
+};
 
 function outcomeBadge(outcome) {
   const label = OUTCOME_LABELS[outcome] ?? String(outcome ?? 'unknown').replace(/_/g, ' ');
@@ -21,20 +28,62 @@ function attemptError(a) {
 
 function attemptsTable(attempts) {
   if (!attempts.length) return h('p', { class: 'muted', text: 'No attempt has been made yet.' });
-  return h('div', { class: 'table-wrap' }, h('table', { class: 'table table-attempts' },
-    h('caption', { class: 'visually-hidden', text: 'Delivery attempts, first to last' }),
-    h('thead', {}, h('tr', {}, ['#', 'Started', 'Duration', 'Status code', 'Outcome', 'Response'].map((c) => h('th', { scope: 'col', class: ['#', 'Duration'].includes(c) ? 'num' : undefined, text: c })))),
-    h('tbody', {}, attempts.map((a) => h('tr', {},
-      h('th', { scope: 'row', class: 'num', text: String(a.attempt_number) }),
-      h('td', { class: 'cell-nowrap' }, h('time', { datetime: a.started_at, text: formatDateTime(a.started_at, { seconds: true }) })),
-      h('td', { class: 'num', text: formatDuration(a.duration_ms) }),
-      h('td', {}, a.status_code ? h('span', { class: ['http-status', a.status_code < 300 ? 'http-ok' : 'http-bad'], text: String(a.status_code) }) : h('span', { class: 'muted', text: '—' })),
-      h('td', {}, outcomeBadge(a.outcome)),
-      h('td', { class: 'cell-response-body' },
-        attemptError(a),
-        a.response_body_excerpt
-          ? h('details', { class: 'excerpt' }, h('summary', { text: `Response body (${a.response_body_excerpt.length} characters shown)` }), h('pre', { class: 'code-block code-block-sm' }, h('code', { text: a.response_body_excerpt })))
-          : (attemptError(a) ? null : h('span', { class: 'muted', text: 'Empty body' }))))))));
+  return h(
+    'div',
+    { class: 'table-wrap' },
+    h(
+      'table',
+      { class: 'table table-attempts' },
+      h('caption', { class: 'visually-hidden', text: 'Delivery attempts, first to last' }),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['#', 'Started', 'Duration', 'Status code', 'Outcome', 'Response'].map((c) =>
+            h('th', { scope: 'col', class: ['#', 'Duration'].includes(c) ? 'num' : undefined, text: c }),
+          ),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        attempts.map((a) =>
+          h(
+            'tr',
+            {},
+            h('th', { scope: 'row', class: 'num', text: String(a.attempt_number) }),
+            h('td', { class: 'cell-nowrap' }, h('time', { datetime: a.started_at, text: formatDateTime(a.started_at, { seconds: true }) })),
+            h('td', { class: 'num', text: formatDuration(a.duration_ms) }),
+            h(
+              'td',
+              {},
+              a.status_code
+                ? h('span', { class: ['http-status', a.status_code < 300 ? 'http-ok' : 'http-bad'], text: String(a.status_code) })
+                : h('span', { class: 'muted', text: '—' }),
+            ),
+            h('td', {}, outcomeBadge(a.outcome)),
+            h(
+              'td',
+              { class: 'cell-response-body' },
+              attemptError(a),
+              a.response_body_excerpt
+                ? h(
+                    'details',
+                    { class: 'excerpt' },
+                    h('summary', { text: `Response body (${a.response_body_excerpt.length} characters shown)` }),
+                    h('pre', { class: 'code-block code-block-sm' }, h('code', { text: a.response_body_excerpt })),
+                  )
+                : attemptError(a)
+                  ? null
+                  : h('span', { class: 'muted', text: 'Empty body' }),
+            ),
+          ),
+        ),
+      ),
+    ),
+  );
 }
 
 export async function renderDelivery(view) {
@@ -47,19 +96,22 @@ export async function renderDelivery(view) {
     const canRetry = d.status === 'failed' || d.status === 'dead';
     const retry = canRetry
       ? button({
-        write: true,
-        label: 'Retry now',
-        icon: 'refresh',
-        variant: 'primary',
-        onClick: async () => {
-          await post(`/webhooks/deliveries/${d.id}/retry`);
-          toast('The delivery is queued for another attempt.');
-          await load();
-        },
-      })
+          write: true,
+          label: 'Retry now',
+          icon: 'refresh',
+          variant: 'primary',
+          onClick: async () => {
+            await post(`/webhooks/deliveries/${d.id}/retry`);
+            toast('The delivery is queued for another attempt.');
+            await load();
+          },
+        })
       : null;
-    const payload = formatJson(d.event?.data !== undefined ? { id: d.event.id, type: d.event.type, created_at: d.event.created_at, data: d.event.data } : d.event);
-    replace(view.root,
+    const payload = formatJson(
+      d.event?.data !== undefined ? { id: d.event.id, type: d.event.type, created_at: d.event.created_at, data: d.event.data } : d.event,
+    );
+    replace(
+      view.root,
       pageHeader({
         title: d.event_type,
         breadcrumbs: [{ label: 'Deliveries', href: '#/deliveries' }, { label: `Delivery ${d.id.slice(0, 8)}` }],
@@ -67,29 +119,48 @@ export async function renderDelivery(view) {
         description: `To ${d.endpoint_url}`,
         actions: [h('a', { class: 'btn btn-secondary', href: `#/webhooks/${d.endpoint_id}` }, 'View endpoint'), retry].filter(Boolean),
       }),
-      d.status === 'dead' ? callout({ tone: 'danger', title: 'Dead letter', text: 'Every scheduled attempt failed. Fix the receiver, then retry the delivery.' }) : null,
-      h('div', { class: 'detail-grid' },
+      d.status === 'dead'
+        ? callout({ tone: 'danger', title: 'Dead letter', text: 'Every scheduled attempt failed. Fix the receiver, then retry the delivery.' })
+        : null,
+      h(
+        'div',
+        { class: 'detail-grid' },
         card({
           title: 'Summary',
-          body: h('dl', { class: 'meta-list' },
-            h('dt', { text: 'Status' }), h('dd', {}, deliveryStatusBadge(d.status)),
-            h('dt', { text: 'Attempts' }), h('dd', { text: String(d.attempt_count) }),
-            (d.status === 'pending' || d.status === 'failed') && d.next_attempt_at ? [h('dt', { text: 'Next attempt' }), h('dd', {}, timeEl(d.next_attempt_at))] : null,
-            h('dt', { text: 'Last status code' }), h('dd', { text: d.last_status_code ? String(d.last_status_code) : '—' }),
+          body: h(
+            'dl',
+            { class: 'meta-list' },
+            h('dt', { text: 'Status' }),
+            h('dd', {}, deliveryStatusBadge(d.status)),
+            h('dt', { text: 'Attempts' }),
+            h('dd', { text: String(d.attempt_count) }),
+            (d.status === 'pending' || d.status === 'failed') && d.next_attempt_at
+              ? [h('dt', { text: 'Next attempt' }), h('dd', {}, timeEl(d.next_attempt_at))]
+              : null,
+            h('dt', { text: 'Last status code' }),
+            h('dd', { text: d.last_status_code ? String(d.last_status_code) : '—' }),
             d.last_error ? [h('dt', { text: 'Last error' }), h('dd', { class: 'cell-error-full', text: d.last_error })] : null,
-            h('dt', { text: 'Endpoint' }), h('dd', {}, h('a', { href: `#/webhooks/${d.endpoint_id}`, class: 'endpoint-link', text: d.endpoint_url })),
-            h('dt', { text: 'Delivery id' }), h('dd', {}, code(d.id)),
-            h('dt', { text: 'Event id' }), h('dd', {}, code(d.event_id), h('span', { class: 'cell-sub', text: 'Sent as webhook-id; stays the same on every retry.' })),
-            h('dt', { text: 'Created' }), h('dd', { text: formatDateTime(d.created_at, { seconds: true }) }),
-            h('dt', { text: 'Updated' }), h('dd', { text: formatDateTime(d.updated_at, { seconds: true }) })),
+            h('dt', { text: 'Endpoint' }),
+            h('dd', {}, h('a', { href: `#/webhooks/${d.endpoint_id}`, class: 'endpoint-link', text: d.endpoint_url })),
+            h('dt', { text: 'Delivery id' }),
+            h('dd', {}, code(d.id)),
+            h('dt', { text: 'Event id' }),
+            h('dd', {}, code(d.event_id), h('span', { class: 'cell-sub', text: 'Sent as webhook-id; stays the same on every retry.' })),
+            h('dt', { text: 'Created' }),
+            h('dd', { text: formatDateTime(d.created_at, { seconds: true }) }),
+            h('dt', { text: 'Updated' }),
+            h('dd', { text: formatDateTime(d.updated_at, { seconds: true }) }),
+          ),
         }),
         card({
           title: 'Event payload',
           description: 'The JSON body POSTed to the endpoint.',
           actions: [copyButton(() => payload, { label: 'Copy JSON' })],
           body: h('pre', { class: 'code-block payload' }, h('code', { text: payload })),
-        })),
-      card({ title: `Attempts (${d.attempts.length})`, body: attemptsTable(d.attempts), id: 'attempts-heading' }));
+        }),
+      ),
+      card({ title: `Attempts (${d.attempts.length})`, body: attemptsTable(d.attempts), id: 'attempts-heading' }),
+    );
   };
 
   const load = async () => {
@@ -101,11 +172,18 @@ export async function renderDelivery(view) {
       draw(data);
       if (focused) [...view.root.querySelectorAll('.page-actions .btn')].find((b) => b.textContent === focused)?.focus();
       if (data.status === 'pending' || data.status === 'failed') {
-        timer = setTimeout(() => { if (document.visibilityState === 'visible') load(); else timer = setTimeout(load, REFRESH_MS); }, REFRESH_MS);
+        timer = setTimeout(() => {
+          if (document.visibilityState === 'visible') load();
+          else timer = setTimeout(load, REFRESH_MS);
+        }, REFRESH_MS);
       }
     } catch (error) {
       if (error.status !== 401 && !disposed) {
-        replace(view.root, pageHeader({ title: 'Delivery', breadcrumbs: [{ label: 'Deliveries', href: '#/deliveries' }, { label: 'Not available' }] }), errorState(error, load));
+        replace(
+          view.root,
+          pageHeader({ title: 'Delivery', breadcrumbs: [{ label: 'Deliveries', href: '#/deliveries' }, { label: 'Not available' }] }),
+          errorState(error, load),
+        );
       }
     }
   };

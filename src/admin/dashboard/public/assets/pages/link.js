@@ -11,23 +11,40 @@ const MIN_PASSWORD_LENGTH = 10;
 const ROLE_WORDS = { owner: 'an owner', admin: 'an admin', viewer: 'a viewer (read only)' };
 
 function frame(root, ...children) {
-  replace(root, h('div', { class: 'sign-in-page' },
-    h('main', { id: 'main', class: 'sign-in-card', tabindex: '-1' },
-      h('div', { class: 'sign-in-brand' },
-        h('img', { src: '/admin/assets/favicon.svg', alt: '', width: '40', height: '40' }),
-        h('div', {}, h('p', { class: 'brand-name', text: 'Store Integration' }), h('p', { class: 'brand-sub', text: 'Admin dashboard' }))),
-      ...children),
-    h('p', { class: 'sign-in-footer', text: 'Store Integration API' })));
+  replace(
+    root,
+    h(
+      'div',
+      { class: 'sign-in-page' },
+      h(
+        'main',
+        { id: 'main', class: 'sign-in-card', tabindex: '-1' },
+        h(
+          'div',
+          { class: 'sign-in-brand' },
+          h('img', { src: '/admin/assets/favicon.svg', alt: '', width: '40', height: '40' }),
+          h('div', {}, h('p', { class: 'brand-name', text: 'Store Integration' }), h('p', { class: 'brand-sub', text: 'Admin dashboard' })),
+        ),
+        ...children,
+      ),
+      h('p', { class: 'sign-in-footer', text: 'Store Integration API' }),
+    ),
+  );
 }
 
 function showRefusal(root, message, { onSignIn }) {
   document.title = 'Link not valid · Store Integration Admin';
   const signIn = h('a', { href: '#/sign-in', text: 'Go to sign-in' });
-  signIn.addEventListener('click', (event) => { event.preventDefault(); onSignIn(); });
-  frame(root,
+  signIn.addEventListener('click', (event) => {
+    event.preventDefault();
+    onSignIn();
+  });
+  frame(
+    root,
     h('h1', { class: 'sign-in-title', text: 'This link cannot be used' }),
     h('div', { role: 'alert' }, callout({ tone: 'warning', text: message })),
-    h('p', {}, signIn));
+    h('p', {}, signIn),
+  );
 }
 
 export async function renderLink(root, { code, onSignedIn, onSignIn }) {
@@ -41,17 +58,24 @@ export async function renderLink(root, { code, onSignedIn, onSignIn }) {
     return;
   }
   const invitation = link.purpose === 'invitation';
-  const title = invitation ? 'Join the store\'s administrators' : 'Choose a new password';
+  const title = invitation ? "Join the store's administrators" : 'Choose a new password';
   document.title = `${title} · Store Integration Admin`;
   const password = h('input', { type: 'password', name: 'password', autocomplete: 'new-password', minlength: String(MIN_PASSWORD_LENGTH) });
   const repeat = h('input', { type: 'password', name: 'password_repeat', autocomplete: 'new-password' });
-  const submit = h('button', { type: 'submit', class: 'btn btn-primary btn-block' }, h('span', { class: 'btn-label', text: invitation ? 'Create my account' : 'Set password and sign in' }));
-  const form = h('form', { class: 'sign-in-form', novalidate: true },
+  const submit = h(
+    'button',
+    { type: 'submit', class: 'btn btn-primary btn-block' },
+    h('span', { class: 'btn-label', text: invitation ? 'Create my account' : 'Set password and sign in' }),
+  );
+  const form = h(
+    'form',
+    { class: 'sign-in-form', novalidate: true },
     h('input', { type: 'email', name: 'username', autocomplete: 'username', value: link.email, hidden: true }),
     field({ label: 'Password', control: password, required: true, hint: `At least ${MIN_PASSWORD_LENGTH} characters.` }),
     field({ label: 'Repeat password', control: repeat, required: true }),
     formError(),
-    submit);
+    submit,
+  );
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     clearFormErrors(form);
@@ -77,11 +101,16 @@ export async function renderLink(root, { code, onSignedIn, onSignIn }) {
       }
     });
   });
-  frame(root,
+  frame(
+    root,
     h('h1', { class: 'sign-in-title', text: title }),
-    h('p', { class: 'sign-in-lead', text: invitation
-      ? `You are invited as ${ROLE_WORDS[link.role] ?? link.role}, signing in as ${link.email}. This link works once.`
-      : `For ${link.email}. Every other session of this account is signed out. This link works once.` }),
-    form);
+    h('p', {
+      class: 'sign-in-lead',
+      text: invitation
+        ? `You are invited as ${ROLE_WORDS[link.role] ?? link.role}, signing in as ${link.email}. This link works once.`
+        : `For ${link.email}. Every other session of this account is signed out. This link works once.`,
+    }),
+    form,
+  );
   password.focus();
 }

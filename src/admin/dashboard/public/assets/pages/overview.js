@@ -18,13 +18,27 @@ async function loadCounts(slot) {
   replace(slot, loadingBlock('Loading counts…'));
   try {
     const { data } = await get('/overview');
-    replace(slot, h('div', { class: 'stat-grid' },
-      statCard({ label: 'Products', value: data.products.active, detail: `${formatNumber(data.products.total)} in total, ${formatNumber(data.products.total - data.products.active)} inactive`, iconName: 'overview' }),
-      statCard({ label: 'Orders', value: data.orders.total, detail: `${formatNumber(data.orders.last_24h)} in the last 24 hours`, iconName: 'deliveries' }),
-      statCard({ label: 'Customers', value: data.customers.total, detail: `${formatNumber(data.customers.active)} active`, iconName: 'inbox' }),
-      statCard({ label: 'Active API keys', value: data.api_tokens.active, detail: 'Manage keys →', href: '#/api-keys', iconName: 'key' })));
+    replace(
+      slot,
+      h(
+        'div',
+        { class: 'stat-grid' },
+        statCard({
+          label: 'Products',
+          value: data.products.active,
+          detail: `${formatNumber(data.products.total)} in total, ${formatNumber(data.products.total - data.products.active)} inactive`,
+          iconName: 'overview',
+        }),
+        statCard({ label: 'Orders', value: data.orders.total, detail: `${formatNumber(data.orders.last_24h)} in the last 24 hours`, iconName: 'deliveries' }),
+        statCard({ label: 'Customers', value: data.customers.total, detail: `${formatNumber(data.customers.active)} active`, iconName: 'inbox' }),
+        statCard({ label: 'Active API keys', value: data.api_tokens.active, detail: 'Manage keys →', href: '#/api-keys', iconName: 'key' }),
+      ),
+    );
   } catch (error) {
-    replace(slot, errorState(error, () => loadCounts(slot)));
+    replace(
+      slot,
+      errorState(error, () => loadCounts(slot)),
+    );
   }
 }
 
@@ -37,11 +51,12 @@ const days = (ms) => {
 /** How far back delivery history goes (retention): succeeded deliveries and dead letters are pruned after their time. */
 function retentionNote(retention) {
   if (!retention) return null;
-  const since = retention.oldest_delivery_at
-    ? `History goes back to ${formatDateTime(retention.oldest_delivery_at)}. `
-    : '';
-  return h('p', { class: 'muted small', dataset: { retention: '' },
-    text: `${since}Succeeded deliveries are kept ${days(retention.delivery_retention_ms)}, dead letters ${days(retention.dead_letter_retention_ms)} unless retried, events ${days(retention.event_retention_ms)}.` });
+  const since = retention.oldest_delivery_at ? `History goes back to ${formatDateTime(retention.oldest_delivery_at)}. ` : '';
+  return h('p', {
+    class: 'muted small',
+    dataset: { retention: '' },
+    text: `${since}Succeeded deliveries are kept ${days(retention.delivery_retention_ms)}, dead letters ${days(retention.dead_letter_retention_ms)} unless retried, events ${days(retention.event_retention_ms)}.`,
+  });
 }
 
 async function loadDeliveries(slot) {
@@ -51,25 +66,49 @@ async function loadDeliveries(slot) {
     const slots = hourlySlots(data.buckets, 24);
     const sums = seriesTotals(slots);
     const now = data.totals ?? {};
-    const legend = h('ul', { class: 'chart-legend', 'aria-label': 'Last 24 hours' },
-      CHART_SERIES.map((s) => h('li', {}, h('span', { class: ['legend-swatch', s.className], 'aria-hidden': 'true' }), h('span', { class: 'legend-label', text: s.label }), h('strong', { class: 'legend-value', dataset: { series: s.key }, text: formatNumber(sums[s.key]) }))));
+    const legend = h(
+      'ul',
+      { class: 'chart-legend', 'aria-label': 'Last 24 hours' },
+      CHART_SERIES.map((s) =>
+        h(
+          'li',
+          {},
+          h('span', { class: ['legend-swatch', s.className], 'aria-hidden': 'true' }),
+          h('span', { class: 'legend-label', text: s.label }),
+          h('strong', { class: 'legend-value', dataset: { series: s.key }, text: formatNumber(sums[s.key]) }),
+        ),
+      ),
+    );
     const nothing = slots.every((s) => s.succeeded + s.failed + s.dead === 0);
-    const waiting = h('p', { class: 'chart-now' },
+    const waiting = h(
+      'p',
+      { class: 'chart-now' },
       h('span', { class: 'chart-now-label', text: 'Now' }),
       h('span', {}, h('strong', { dataset: { now: 'pending' }, text: formatNumber(now.pending ?? 0) }), ' pending'),
       h('span', {}, h('strong', { dataset: { now: 'failed' }, text: formatNumber(now.failed ?? 0) }), ' waiting for a retry'),
       (now.dead ?? 0) > 0
-        ? h('a', { href: '#/deliveries?status=dead' }, h('strong', { dataset: { now: 'dead' }, text: formatNumber(now.dead) }), ` dead letter${now.dead === 1 ? '' : 's'} →`)
-        : h('span', {}, h('strong', { dataset: { now: 'dead' }, text: '0' }), ' dead letters'));
-    replace(slot,
+        ? h(
+            'a',
+            { href: '#/deliveries?status=dead' },
+            h('strong', { dataset: { now: 'dead' }, text: formatNumber(now.dead) }),
+            ` dead letter${now.dead === 1 ? '' : 's'} →`,
+          )
+        : h('span', {}, h('strong', { dataset: { now: 'dead' }, text: '0' }), ' dead letters'),
+    );
+    replace(
+      slot,
       legend,
       nothing ? h('p', { class: 'chart-empty', text: 'No deliveries in the last 24 hours.' }) : null,
       h('div', { class: 'chart-wrap' }, deliveryChart(slots)),
       waiting,
       h('details', { class: 'chart-details' }, h('summary', { text: 'Show the numbers per hour' }), deliveryTable(slots)),
-      retentionNote(data.retention));
+      retentionNote(data.retention),
+    );
   } catch (error) {
-    replace(slot, errorState(error, () => loadDeliveries(slot)));
+    replace(
+      slot,
+      errorState(error, () => loadDeliveries(slot)),
+    );
   }
 }
 
@@ -78,18 +117,45 @@ async function loadEndpoints(slot) {
   try {
     const data = await listAll('/webhooks/endpoints');
     if (data.length === 0) {
-      replace(slot, emptyState({ iconName: 'webhook', title: 'No webhook endpoints', text: 'Register an endpoint to receive store events.', action: h('a', { class: 'btn btn-primary btn-sm', href: '#/webhooks' }, 'Add an endpoint') }));
+      replace(
+        slot,
+        emptyState({
+          iconName: 'webhook',
+          title: 'No webhook endpoints',
+          text: 'Register an endpoint to receive store events.',
+          action: h('a', { class: 'btn btn-primary btn-sm', href: '#/webhooks' }, 'Add an endpoint'),
+        }),
+      );
       return;
     }
     const needing = data.filter((e) => e.state !== 'active');
     const shown = (needing.length ? needing : data).slice(0, 5);
-    replace(slot,
-      h('p', { class: 'muted small', text: needing.length ? `${needing.length} of ${data.length} endpoints need attention.` : `All ${data.length} endpoint${data.length === 1 ? ' is' : 's are'} active.` }),
-      h('ul', { class: 'endpoint-mini-list' }, shown.map((e) => h('li', {},
-        h('a', { href: `#/webhooks/${e.id}`, class: 'endpoint-mini-url', text: e.url }),
-        h('span', { class: 'endpoint-mini-state' }, endpointStateBadge(e), e.description ? h('span', { text: e.description }) : null)))));
+    replace(
+      slot,
+      h('p', {
+        class: 'muted small',
+        text: needing.length
+          ? `${needing.length} of ${data.length} endpoints need attention.`
+          : `All ${data.length} endpoint${data.length === 1 ? ' is' : 's are'} active.`,
+      }),
+      h(
+        'ul',
+        { class: 'endpoint-mini-list' },
+        shown.map((e) =>
+          h(
+            'li',
+            {},
+            h('a', { href: `#/webhooks/${e.id}`, class: 'endpoint-mini-url', text: e.url }),
+            h('span', { class: 'endpoint-mini-state' }, endpointStateBadge(e), e.description ? h('span', { text: e.description }) : null),
+          ),
+        ),
+      ),
+    );
   } catch (error) {
-    replace(slot, errorState(error, () => loadEndpoints(slot)));
+    replace(
+      slot,
+      errorState(error, () => loadEndpoints(slot)),
+    );
   }
 }
 
@@ -97,11 +163,22 @@ export async function renderOverview(view) {
   const counts = h('div');
   const deliveries = h('div');
   const endpoints = h('div');
-  replace(view.root,
+  replace(
+    view.root,
     pageHeader({ title: 'Overview', description: 'The store at a glance and how its integrations are doing.' }),
     counts,
-    h('div', { class: 'overview-grid' },
-      card({ title: 'Webhook deliveries', description: 'Last 24 hours, by outcome', body: deliveries, className: 'span-2', actions: [h('a', { class: 'btn btn-ghost btn-sm', href: '#/deliveries' }, 'All deliveries')] }),
-      card({ title: 'Webhook endpoints', body: endpoints, actions: [h('a', { class: 'btn btn-ghost btn-sm', href: '#/webhooks' }, 'Manage')] })));
+    h(
+      'div',
+      { class: 'overview-grid' },
+      card({
+        title: 'Webhook deliveries',
+        description: 'Last 24 hours, by outcome',
+        body: deliveries,
+        className: 'span-2',
+        actions: [h('a', { class: 'btn btn-ghost btn-sm', href: '#/deliveries' }, 'All deliveries')],
+      }),
+      card({ title: 'Webhook endpoints', body: endpoints, actions: [h('a', { class: 'btn btn-ghost btn-sm', href: '#/webhooks' }, 'Manage')] }),
+    ),
+  );
   await Promise.all([loadCounts(counts), loadDeliveries(deliveries), loadEndpoints(endpoints)]);
 }

@@ -11,24 +11,41 @@ import { callout, field, formError, showFormError, showProblemOnForm, clearFormE
 const MIN_PASSWORD_LENGTH = 10;
 
 function frame(root, ...children) {
-  replace(root, h('div', { class: 'sign-in-page' },
-    h('main', { id: 'main', class: 'sign-in-card', tabindex: '-1' },
-      h('div', { class: 'sign-in-brand' },
-        h('img', { src: '/admin/assets/favicon.svg', alt: '', width: '40', height: '40' }),
-        h('div', {}, h('p', { class: 'brand-name', text: 'Store Integration' }), h('p', { class: 'brand-sub', text: 'Admin dashboard' }))),
-      ...children),
-    h('p', { class: 'sign-in-footer', text: 'Store Integration API' })));
+  replace(
+    root,
+    h(
+      'div',
+      { class: 'sign-in-page' },
+      h(
+        'main',
+        { id: 'main', class: 'sign-in-card', tabindex: '-1' },
+        h(
+          'div',
+          { class: 'sign-in-brand' },
+          h('img', { src: '/admin/assets/favicon.svg', alt: '', width: '40', height: '40' }),
+          h('div', {}, h('p', { class: 'brand-name', text: 'Store Integration' }), h('p', { class: 'brand-sub', text: 'Admin dashboard' })),
+        ),
+        ...children,
+      ),
+      h('p', { class: 'sign-in-footer', text: 'Store Integration API' }),
+    ),
+  );
 }
 
 /** Why the link cannot be used, and the way on. */
 function showRefusal(root, message, { onSignIn }) {
   document.title = 'Setup link not valid · Store Integration Admin';
   const signIn = h('a', { href: '#/sign-in', text: 'Go to sign-in' });
-  signIn.addEventListener('click', (event) => { event.preventDefault(); onSignIn(); });
-  frame(root,
+  signIn.addEventListener('click', (event) => {
+    event.preventDefault();
+    onSignIn();
+  });
+  frame(
+    root,
     h('h1', { class: 'sign-in-title', text: 'This setup link cannot be used' }),
     h('div', { role: 'alert' }, callout({ tone: 'warning', text: message })),
-    h('p', {}, signIn));
+    h('p', {}, signIn),
+  );
 }
 
 export async function renderSetup(root, { code, onSignedIn, onSignIn }) {
@@ -45,12 +62,15 @@ export async function renderSetup(root, { code, onSignedIn, onSignIn }) {
   const password = h('input', { type: 'password', name: 'password', autocomplete: 'new-password', minlength: String(MIN_PASSWORD_LENGTH) });
   const repeat = h('input', { type: 'password', name: 'password_repeat', autocomplete: 'new-password' });
   const submit = h('button', { type: 'submit', class: 'btn btn-primary btn-block' }, h('span', { class: 'btn-label', text: 'Create administrator' }));
-  const form = h('form', { class: 'sign-in-form', novalidate: true },
+  const form = h(
+    'form',
+    { class: 'sign-in-form', novalidate: true },
     field({ label: 'Email', control: email, required: true }),
     field({ label: 'Password', control: password, required: true, hint: `At least ${MIN_PASSWORD_LENGTH} characters.` }),
     field({ label: 'Repeat password', control: repeat, required: true }),
     formError(),
-    submit);
+    submit,
+  );
 
   form.addEventListener('submit', (event) => {
     event.preventDefault();
@@ -84,9 +104,11 @@ export async function renderSetup(root, { code, onSignedIn, onSignIn }) {
     });
   });
 
-  frame(root,
+  frame(
+    root,
     h('h1', { class: 'sign-in-title', text: 'Create the first administrator' }),
     h('p', { class: 'sign-in-lead', text: 'This link works once. The administrator you create here signs in at once and can manage API keys and webhooks.' }),
-    form);
+    form,
+  );
   email.focus();
 }

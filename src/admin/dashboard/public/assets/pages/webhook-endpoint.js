@@ -6,8 +6,25 @@ import { h, replace } from '../lib/dom.js';
 import { get, patch, post } from '../lib/api.js';
 import { formatDateTime, formatNumber } from '../lib/format.js';
 import {
-  button, callout, card, clearFormErrors, code, confirmDialog, copyButton, endpointStateBadge, errorState, field,
-  formError, loadingBlock, openDialog, pageHeader, runBusy, showFormError, showProblemOnForm, timeEl, toast,
+  button,
+  callout,
+  card,
+  clearFormErrors,
+  code,
+  confirmDialog,
+  copyButton,
+  endpointStateBadge,
+  errorState,
+  field,
+  formError,
+  loadingBlock,
+  openDialog,
+  pageHeader,
+  runBusy,
+  showFormError,
+  showProblemOnForm,
+  timeEl,
+  toast,
 } from '../lib/ui.js';
 import { deliveriesPanel } from '../lib/deliveries-panel.js';
 import { eventTypesSummary, openEndpointDialog } from './webhooks.js';
@@ -30,7 +47,12 @@ function secretCard(endpoint) {
   };
   const drawNote = () => {
     if (previousExpiresAt && Date.parse(previousExpiresAt) > Date.now()) {
-      replace(note, 'The previous secret also signs deliveries until ', h('time', { datetime: previousExpiresAt, text: formatDateTime(previousExpiresAt) }), ', so receivers can switch without missing events.');
+      replace(
+        note,
+        'The previous secret also signs deliveries until ',
+        h('time', { datetime: previousExpiresAt, text: formatDateTime(previousExpiresAt) }),
+        ', so receivers can switch without missing events.',
+      );
     } else {
       replace(note, 'Receivers verify the webhook-signature header with this secret (Standard Webhooks, HMAC-SHA256).');
     }
@@ -63,7 +85,8 @@ function secretCard(endpoint) {
       let rotated = null;
       const confirmed = await confirmDialog({
         title: 'Rotate the signing secret?',
-        message: 'A new secret is generated and used from now on. The current secret keeps signing too, for a while, so the receiver can be updated without missing an event.',
+        message:
+          'A new secret is generated and used from now on. The current secret keeps signing too, for a while, so the receiver can be updated without missing an event.',
         confirmLabel: 'Rotate secret',
         action: async () => {
           rotated = (await post(`/webhooks/endpoints/${endpoint.id}/rotate-secret`)).data;
@@ -83,10 +106,7 @@ function secretCard(endpoint) {
   drawNote();
   return card({
     title: 'Signing secret',
-    body: h('div', {},
-      h('div', { class: 'secret-display' }, value),
-      h('div', { class: 'button-row' }, reveal, copyButton(fetchSecret), rotate),
-      note),
+    body: h('div', {}, h('div', { class: 'secret-display' }, value), h('div', { class: 'button-row' }, reveal, copyButton(fetchSecret), rotate), note),
   });
 }
 
@@ -102,12 +122,18 @@ function openReplayDialog(endpoint, onQueued) {
       const from = h('input', { type: 'datetime-local', name: 'from', value: toLocalInput(Date.now() - 3_600_000), autofocus: true });
       const to = h('input', { type: 'datetime-local', name: 'to', value: toLocalInput(Date.now()) });
       const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, h('span', { class: 'btn-label', text: 'Replay' }));
-      const form = h('form', { novalidate: true },
-        h('div', { class: 'field-row' },
+      const form = h(
+        'form',
+        { novalidate: true },
+        h(
+          'div',
+          { class: 'field-row' },
           field({ label: 'From', control: from, required: true, hint: 'Your local time, inclusive' }),
-          field({ label: 'To', control: to, required: true, hint: 'Exclusive' })),
+          field({ label: 'To', control: to, required: true, hint: 'Exclusive' }),
+        ),
         formError(),
-        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit));
+        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit),
+      );
       form.addEventListener('submit', (event) => {
         event.preventDefault();
         clearFormErrors(form);
@@ -119,7 +145,10 @@ function openReplayDialog(endpoint, onQueued) {
         }
         runBusy(submit, async () => {
           try {
-            const { data } = await post(`/webhooks/endpoints/${endpoint.id}/replay`, { from: new Date(fromMs).toISOString(), to: new Date(toMs).toISOString() });
+            const { data } = await post(`/webhooks/endpoints/${endpoint.id}/replay`, {
+              from: new Date(fromMs).toISOString(),
+              to: new Date(toMs).toISOString(),
+            });
             close();
             toast(`Queued ${formatNumber(data.queued)} ${data.queued === 1 ? 'delivery' : 'deliveries'}.`);
             onQueued();
@@ -158,7 +187,12 @@ export async function renderWebhookEndpoint(view) {
         return data;
       },
     });
-    const edit = button({ write: true, label: 'Edit', icon: 'edit', onClick: () => openEndpointDialog({ endpoint, onSaved: (saved) => draw(saved), navigate: view.navigate }) });
+    const edit = button({
+      write: true,
+      label: 'Edit',
+      icon: 'edit',
+      onClick: () => openEndpointDialog({ endpoint, onSaved: (saved) => draw(saved), navigate: view.navigate }),
+    });
     const toggle = button({
       write: true,
       label: enabled ? 'Disable' : 'Enable',
@@ -184,19 +218,26 @@ export async function renderWebhookEndpoint(view) {
         }
       },
     });
-    const resume = endpoint.state === 'paused'
-      ? button({
-        write: true,
-        label: 'Resume now',
-        icon: 'refresh',
-        variant: 'primary',
-        onClick: async () => {
-          draw((await patch(`/webhooks/endpoints/${endpoint.id}`, { enabled: true })).data);
-          toast('The circuit breaker is closed; deliveries resume.');
-        },
-      })
-      : null;
-    const replay = button({ write: true, label: 'Replay…', icon: 'replay', variant: 'ghost', onClick: () => openReplayDialog(endpoint, () => panel?.reload()) });
+    const resume =
+      endpoint.state === 'paused'
+        ? button({
+            write: true,
+            label: 'Resume now',
+            icon: 'refresh',
+            variant: 'primary',
+            onClick: async () => {
+              draw((await patch(`/webhooks/endpoints/${endpoint.id}`, { enabled: true })).data);
+              toast('The circuit breaker is closed; deliveries resume.');
+            },
+          })
+        : null;
+    const replay = button({
+      write: true,
+      label: 'Replay…',
+      icon: 'replay',
+      variant: 'ghost',
+      onClick: () => openReplayDialog(endpoint, () => panel?.reload()),
+    });
 
     let stateNotice = null;
     if (endpoint.state === 'paused') {
@@ -206,7 +247,11 @@ export async function renderWebhookEndpoint(view) {
         text: `After ${endpoint.consecutive_failures} failed attempts in a row, deliveries wait (they are not failed). When the pause ends one attempt is made: success resumes delivery, failure pauses again. "Resume now" closes the breaker at once.`,
       });
     } else if (!enabled) {
-      stateNotice = callout({ tone: 'neutral', title: 'Disabled', text: endpoint.disabled_reason ? `Reason: ${endpoint.disabled_reason}` : 'No events are delivered to this endpoint.' });
+      stateNotice = callout({
+        tone: 'neutral',
+        title: 'Disabled',
+        text: endpoint.disabled_reason ? `Reason: ${endpoint.disabled_reason}` : 'No events are delivered to this endpoint.',
+      });
     }
 
     const header = pageHeader({
@@ -219,21 +264,32 @@ export async function renderWebhookEndpoint(view) {
     header.querySelector('h1')?.classList.add('page-title-url');
     const details = card({
       title: 'Settings',
-      body: h('dl', { class: 'meta-list' },
-        h('dt', { text: 'URL' }), h('dd', {}, code(endpoint.url)),
-        h('dt', { text: 'Events' }), h('dd', {}, eventTypesSummary(endpoint.event_types)),
-        h('dt', { text: 'Description' }), h('dd', { text: endpoint.description || '—' }),
-        h('dt', { text: 'Failure streak' }), h('dd', { text: `${endpoint.consecutive_failures ?? 0} consecutive failed attempts` }),
-        h('dt', { text: 'Created' }), h('dd', {}, timeEl(endpoint.created_at)),
-        h('dt', { text: 'Updated' }), h('dd', {}, timeEl(endpoint.updated_at))),
+      body: h(
+        'dl',
+        { class: 'meta-list' },
+        h('dt', { text: 'URL' }),
+        h('dd', {}, code(endpoint.url)),
+        h('dt', { text: 'Events' }),
+        h('dd', {}, eventTypesSummary(endpoint.event_types)),
+        h('dt', { text: 'Description' }),
+        h('dd', { text: endpoint.description || '—' }),
+        h('dt', { text: 'Failure streak' }),
+        h('dd', { text: `${endpoint.consecutive_failures ?? 0} consecutive failed attempts` }),
+        h('dt', { text: 'Created' }),
+        h('dd', {}, timeEl(endpoint.created_at)),
+        h('dt', { text: 'Updated' }),
+        h('dd', {}, timeEl(endpoint.updated_at)),
+      ),
     });
     const existingPanel = panel;
     if (!existingPanel) panel = deliveriesPanel({ endpointId: endpoint.id });
-    replace(view.root,
+    replace(
+      view.root,
       header,
       stateNotice,
       h('div', { class: 'detail-grid' }, details, secretCard(endpoint)),
-      card({ title: 'Deliveries', description: 'Newest first. Failed deliveries are retried automatically; dead letters wait for you.', body: panel.element }));
+      card({ title: 'Deliveries', description: 'Newest first. Failed deliveries are retried automatically; dead letters wait for you.', body: panel.element }),
+    );
     if (focusedAction >= 0) view.root.querySelectorAll('.page-actions .btn')[focusedAction]?.focus();
   };
 
@@ -247,7 +303,12 @@ export async function renderWebhookEndpoint(view) {
     const { data } = await get(`/webhooks/endpoints/${id}`);
     drawn(data);
   } catch (error) {
-    if (error.status !== 401) replace(view.root, pageHeader({ title: 'Webhook endpoint', breadcrumbs: [{ label: 'Webhooks', href: '#/webhooks' }, { label: 'Not available' }] }), errorState(error, () => renderWebhookEndpoint(view)));
+    if (error.status !== 401)
+      replace(
+        view.root,
+        pageHeader({ title: 'Webhook endpoint', breadcrumbs: [{ label: 'Webhooks', href: '#/webhooks' }, { label: 'Not available' }] }),
+        errorState(error, () => renderWebhookEndpoint(view)),
+      );
     return undefined;
   }
 

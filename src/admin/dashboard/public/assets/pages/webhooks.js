@@ -5,17 +5,37 @@
 import { h, replace, uid } from '../lib/dom.js';
 import { listAll, patch, post } from '../lib/api.js';
 import {
-  button, callout, card, clearFormErrors, code, copyButton, emptyState, endpointStateBadge, errorState, field, formError,
-  loadingBlock, openDialog, pageHeader, runBusy, showFormError, showProblemOnForm, timeEl, toast,
+  button,
+  callout,
+  card,
+  clearFormErrors,
+  code,
+  copyButton,
+  emptyState,
+  endpointStateBadge,
+  errorState,
+  field,
+  formError,
+  loadingBlock,
+  openDialog,
+  pageHeader,
+  runBusy,
+  showFormError,
+  showProblemOnForm,
+  timeEl,
+  toast,
 } from '../lib/ui.js';
 import { loadResources } from '../lib/resources.js';
 
 export function eventTypesSummary(types) {
   if (!types || types.length === 0) return h('span', { class: 'chip chip-accent', text: 'All events' });
   const shown = types.slice(0, 2);
-  return h('span', { class: 'chips' },
+  return h(
+    'span',
+    { class: 'chips' },
     shown.map((t) => h('span', { class: 'chip', text: t })),
-    types.length > shown.length ? h('span', { class: 'chip chip-muted', title: types.join(', '), text: `+${types.length - shown.length} more` }) : null);
+    types.length > shown.length ? h('span', { class: 'chip chip-muted', title: types.join(', '), text: `+${types.length - shown.length} more` }) : null,
+  );
 }
 
 /**
@@ -37,22 +57,48 @@ export async function openEndpointDialog({ endpoint, onSaved, navigate }) {
     description: editing ? undefined : 'Events are POSTed to this URL as JSON, signed with the Standard Webhooks scheme.',
     size: 'lg',
     render: (close, controls) => {
-      const url = h('input', { type: 'url', name: 'url', value: endpoint?.url ?? '', placeholder: 'https://erp.example.com/webhooks/store', autocomplete: 'off', spellcheck: false, autofocus: true });
-      const description = h('input', { type: 'text', name: 'description', maxlength: '500', value: endpoint?.description ?? '', placeholder: 'e.g. ERP order sync' });
+      const url = h('input', {
+        type: 'url',
+        name: 'url',
+        value: endpoint?.url ?? '',
+        placeholder: 'https://erp.example.com/webhooks/store',
+        autocomplete: 'off',
+        spellcheck: false,
+        autofocus: true,
+      });
+      const description = h('input', {
+        type: 'text',
+        name: 'description',
+        maxlength: '500',
+        value: endpoint?.description ?? '',
+        placeholder: 'e.g. ERP order sync',
+      });
       const selectedTypes = new Set(endpoint?.event_types ?? []);
       const allMode = selectedTypes.size === 0;
       const modeName = uid('mode');
       const allRadio = h('input', { type: 'radio', name: modeName, id: `${modeName}-all`, value: 'all', checked: allMode });
       const someRadio = h('input', { type: 'radio', name: modeName, id: `${modeName}-some`, value: 'some', checked: !allMode });
-      const groups = h('div', { class: 'event-groups' }, eventGroups.map((g) => {
-        const groupId = uid('group');
-        return h('fieldset', { class: 'event-group' },
-          h('legend', { id: groupId, text: g.label }),
-          g.types.map((t) => {
-            const id = uid('event');
-            return h('div', { class: 'check' }, h('input', { type: 'checkbox', id, name: 'event_types', value: t, checked: selectedTypes.has(t) }), h('label', { for: id }, code(t, 'code-subtle')));
-          }));
-      }));
+      const groups = h(
+        'div',
+        { class: 'event-groups' },
+        eventGroups.map((g) => {
+          const groupId = uid('group');
+          return h(
+            'fieldset',
+            { class: 'event-group' },
+            h('legend', { id: groupId, text: g.label }),
+            g.types.map((t) => {
+              const id = uid('event');
+              return h(
+                'div',
+                { class: 'check' },
+                h('input', { type: 'checkbox', id, name: 'event_types', value: t, checked: selectedTypes.has(t) }),
+                h('label', { for: id }, code(t, 'code-subtle')),
+              );
+            }),
+          );
+        }),
+      );
       const syncMode = () => {
         const all = allRadio.checked;
         groups.hidden = all;
@@ -62,22 +108,57 @@ export async function openEndpointDialog({ endpoint, onSaved, navigate }) {
       someRadio.addEventListener('change', syncMode);
       syncMode();
       const eventsErrorId = uid('events-error');
-      const events = h('fieldset', { class: 'fieldset field', dataset: { field: 'event_types' }, 'aria-describedby': eventsErrorId },
+      const events = h(
+        'fieldset',
+        { class: 'fieldset field', dataset: { field: 'event_types' }, 'aria-describedby': eventsErrorId },
         h('legend', { class: 'field-label', text: 'Events to send' }),
-        h('div', { class: 'radio-list' },
-          h('div', { class: 'check' }, allRadio, h('label', { for: allRadio.id }, h('span', { class: 'check-label', text: 'All events' }), h('span', { class: 'check-hint', text: 'including event types added in the future' }))),
-          h('div', { class: 'check' }, someRadio, h('label', { for: someRadio.id }, h('span', { class: 'check-label', text: 'Only selected events' })))),
+        h(
+          'div',
+          { class: 'radio-list' },
+          h(
+            'div',
+            { class: 'check' },
+            allRadio,
+            h(
+              'label',
+              { for: allRadio.id },
+              h('span', { class: 'check-label', text: 'All events' }),
+              h('span', { class: 'check-hint', text: 'including event types added in the future' }),
+            ),
+          ),
+          h('div', { class: 'check' }, someRadio, h('label', { for: someRadio.id }, h('span', { class: 'check-label', text: 'Only selected events' }))),
+        ),
         groups,
-        h('p', { id: eventsErrorId, class: 'field-error', hidden: true }));
+        h('p', { id: eventsErrorId, class: 'field-error', hidden: true }),
+      );
       const enabled = h('input', { type: 'checkbox', name: 'enabled', id: uid('enabled'), checked: true });
-      const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, h('span', { class: 'btn-label', text: editing ? 'Save changes' : 'Add endpoint' }));
-      const form = h('form', { novalidate: true },
+      const submit = h(
+        'button',
+        { type: 'submit', class: 'btn btn-primary' },
+        h('span', { class: 'btn-label', text: editing ? 'Save changes' : 'Add endpoint' }),
+      );
+      const form = h(
+        'form',
+        { novalidate: true },
         field({ label: 'Endpoint URL', control: url, required: true, hint: 'HTTPS is strongly recommended. Any 2xx answer counts as delivered.' }),
         field({ label: 'Description', control: description, hint: 'Optional: what this endpoint is for.' }),
         events,
-        editing ? null : h('div', { class: 'check check-standalone' }, enabled, h('label', { for: enabled.id }, h('span', { class: 'check-label', text: 'Enabled' }), h('span', { class: 'check-hint', text: 'start delivering events right away' }))),
+        editing
+          ? null
+          : h(
+              'div',
+              { class: 'check check-standalone' },
+              enabled,
+              h(
+                'label',
+                { for: enabled.id },
+                h('span', { class: 'check-label', text: 'Enabled' }),
+                h('span', { class: 'check-hint', text: 'start delivering events right away' }),
+              ),
+            ),
         formError(),
-        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit));
+        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit),
+      );
 
       form.addEventListener('submit', (event) => {
         event.preventDefault();
@@ -90,7 +171,8 @@ export async function openEndpointDialog({ endpoint, onSaved, navigate }) {
         } catch {
           problem = { param: 'url', message: 'Enter a full URL, like https://example.com/webhooks.' };
         }
-        if (!problem && someRadio.checked && chosen.length === 0) problem = { param: 'event_types', message: 'Select at least one event, or choose all events.' };
+        if (!problem && someRadio.checked && chosen.length === 0)
+          problem = { param: 'event_types', message: 'Select at least one event, or choose all events.' };
         if (problem) {
           showProblemOnForm(form, { errors: [problem] });
           (problem.param === 'url' ? url : groups.querySelector('input'))?.focus();
@@ -124,12 +206,33 @@ function showCreatedSecret(close, controls, data, navigate) {
   controls.setDescription(null);
   const secret = h('input', { type: 'text', class: 'input-secret', readonly: true, value: data.secret, 'aria-label': 'Signing secret', spellcheck: false });
   secret.addEventListener('focus', () => secret.select());
-  const open = button({ label: 'Open endpoint', variant: 'primary', onClick: () => { close(); navigate(`#/webhooks/${data.id}`); } });
+  const open = button({
+    label: 'Open endpoint',
+    variant: 'primary',
+    onClick: () => {
+      close();
+      navigate(`#/webhooks/${data.id}`);
+    },
+  });
   controls.setContent(
-    h('p', { class: 'dialog-text' }, 'Events for ', code(data.url), ' are signed with this secret. Give it to the receiver so it can verify the ', code('webhook-signature'), ' header (for example with the standardwebhooks library).'),
-    h('div', { class: 'secret-row' }, secret, copyButton(() => data.secret, { input: secret, size: 'md' })),
-    callout({ tone: 'info', text: 'You can reveal the secret again, or rotate it, on the endpoint\'s page.' }),
-    h('div', { class: 'dialog-actions' }, button({ label: 'Close', onClick: () => close() }), open));
+    h(
+      'p',
+      { class: 'dialog-text' },
+      'Events for ',
+      code(data.url),
+      ' are signed with this secret. Give it to the receiver so it can verify the ',
+      code('webhook-signature'),
+      ' header (for example with the standardwebhooks library).',
+    ),
+    h(
+      'div',
+      { class: 'secret-row' },
+      secret,
+      copyButton(() => data.secret, { input: secret, size: 'md' }),
+    ),
+    callout({ tone: 'info', text: "You can reveal the secret again, or rotate it, on the endpoint's page." }),
+    h('div', { class: 'dialog-actions' }, button({ label: 'Close', onClick: () => close() }), open),
+  );
   secret.focus();
 }
 
@@ -140,33 +243,78 @@ export async function renderWebhooks(view) {
     try {
       const endpoints = await listAll('/webhooks/endpoints');
       if (endpoints.length === 0) {
-        replace(body, emptyState({ iconName: 'webhook', title: 'No webhook endpoints yet', text: 'Add an endpoint to have orders, products, customers and stock changes pushed to your systems as they happen.', action: button({ write: true, label: 'Add endpoint', icon: 'plus', variant: 'primary', onClick: add }) }));
+        replace(
+          body,
+          emptyState({
+            iconName: 'webhook',
+            title: 'No webhook endpoints yet',
+            text: 'Add an endpoint to have orders, products, customers and stock changes pushed to your systems as they happen.',
+            action: button({ write: true, label: 'Add endpoint', icon: 'plus', variant: 'primary', onClick: add }),
+          }),
+        );
         return;
       }
-      replace(body, h('div', { class: 'table-wrap' }, h('table', { class: 'table', id: 'endpoints-table' },
-        h('caption', { class: 'visually-hidden', text: 'Webhook endpoints' }),
-        h('thead', {}, h('tr', {}, ['Endpoint', 'Events', 'State', 'Failure streak', 'Created'].map((c) => h('th', { scope: 'col', text: c })))),
-        h('tbody', {}, endpoints.map((e) => h('tr', { dataset: { endpointId: e.id } },
-          h('th', { scope: 'row', class: 'cell-endpoint' },
-            h('a', { href: `#/webhooks/${e.id}`, class: 'endpoint-link', text: e.url }),
-            e.description ? h('span', { class: 'cell-sub', text: e.description }) : null),
-          h('td', { class: 'cell-events' }, eventTypesSummary(e.event_types)),
-          h('td', {}, endpointStateBadge(e), e.state === 'disabled' && e.disabled_reason ? h('span', { class: 'cell-sub', text: e.disabled_reason }) : null),
-          h('td', { class: 'num' }, String(e.consecutive_failures ?? 0)),
-          h('td', {}, timeEl(e.created_at))))))));
+      replace(
+        body,
+        h(
+          'div',
+          { class: 'table-wrap' },
+          h(
+            'table',
+            { class: 'table', id: 'endpoints-table' },
+            h('caption', { class: 'visually-hidden', text: 'Webhook endpoints' }),
+            h(
+              'thead',
+              {},
+              h(
+                'tr',
+                {},
+                ['Endpoint', 'Events', 'State', 'Failure streak', 'Created'].map((c) => h('th', { scope: 'col', text: c })),
+              ),
+            ),
+            h(
+              'tbody',
+              {},
+              endpoints.map((e) =>
+                h(
+                  'tr',
+                  { dataset: { endpointId: e.id } },
+                  h(
+                    'th',
+                    { scope: 'row', class: 'cell-endpoint' },
+                    h('a', { href: `#/webhooks/${e.id}`, class: 'endpoint-link', text: e.url }),
+                    e.description ? h('span', { class: 'cell-sub', text: e.description }) : null,
+                  ),
+                  h('td', { class: 'cell-events' }, eventTypesSummary(e.event_types)),
+                  h(
+                    'td',
+                    {},
+                    endpointStateBadge(e),
+                    e.state === 'disabled' && e.disabled_reason ? h('span', { class: 'cell-sub', text: e.disabled_reason }) : null,
+                  ),
+                  h('td', { class: 'num' }, String(e.consecutive_failures ?? 0)),
+                  h('td', {}, timeEl(e.created_at)),
+                ),
+              ),
+            ),
+          ),
+        ),
+      );
     } catch (error) {
       if (error.status !== 401) replace(body, errorState(error, reload));
     }
   };
-  replace(view.root,
+  replace(
+    view.root,
     pageHeader({
       title: 'Webhooks',
-      description: 'Endpoints that receive store events. Failed deliveries are retried on a schedule; an endpoint that keeps failing is paused for a while by the circuit breaker.',
+      description:
+        'Endpoints that receive store events. Failed deliveries are retried on a schedule; an endpoint that keeps failing is paused for a while by the circuit breaker.',
       breadcrumbs: [{ label: 'Integrations' }, { label: 'Webhooks' }],
       actions: [button({ write: true, label: 'Add endpoint', icon: 'plus', variant: 'primary', onClick: add })],
     }),
-    card({ body }));
+    card({ body }),
+  );
   replace(body, loadingBlock('Loading endpoints…'));
   await reload();
 }
-
