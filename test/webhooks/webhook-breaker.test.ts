@@ -9,7 +9,8 @@ import { WebhookReceiver, ok } from './webhook-receiver.ts';
 import { waitForAttempts, webhookTestKit, type WebhookTestKit } from './webhook-test-kit.ts';
 import type { AttemptReport } from '../../src/webhooks/webhook-worker.ts';
 
-const PAUSE_MS = 2500;
+// Long enough that the state read after the 10th failure comes before the probe on a loaded machine.
+const PAUSE_MS = 8000;
 
 describe.each(backends)('circuit breaker (%s)', (backend) => {
   let kit: WebhookTestKit;

@@ -90,7 +90,7 @@ export const REDIS_CLIENT_OPTIONS = {
  * The breaker in front of the rate-limit store: consecutive failed checks that open it, and how often
  * a PING asks whether Redis is back while it is open.
  */
-export const REDIS_BREAKER = { failures: 3, probeIntervalMs: 1000 } as const;
+export const REDIS_BREAKER = { failures: 3, probeIntervalMs: 1000, startupWaitMs: 3000 } as const;
 
 /**
  * Open while Redis is out: requests skip it. Opened by `failures` consecutive failures or a dropped
@@ -140,7 +140,7 @@ class RedisBreaker {
     this.#probing = true;
     try {
       await this.redis.ping();
-      this.#close();
+      this.close();
     } catch {
       // Still out; the next probe asks again.
     } finally {
@@ -148,7 +148,8 @@ class RedisBreaker {
     }
   }
 
-  #close(): void {
+  /** Closes the breaker (Redis answered: a probe's PING, or a connection that passed its ready check). */
+  close(): void {
     if (!this.#open) return;
     this.#open = false;
     this.#failures = 0;
@@ -163,14 +164,35 @@ class RedisBreaker {
   }
 }
 
+/** Resolves when `redis` is ready or after `ms`, whichever comes first. */
+async function firstReady(redis: Redis, ms: number): Promise<void> {
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      redis.off('ready', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    redis.once('ready', done);
+  });
+}
+
 export const rateLimitPlugin = fp(
   async function rateLimiting(app: FastifyInstance) {
     const config = app.ctx.config;
     const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, REDIS_CLIENT_OPTIONS) : undefined;
     const breaker = redis ? new RedisBreaker(redis, app.log) : undefined;
-    // ioredis emits 'error' on every failed reconnect: a dropped connection opens the breaker at once
-    // (it logs once per outage); its probe closes it when Redis answers again.
-    redis?.on('error', (error) => breaker!.trip(error));
+    // ioredis emits 'error' on every failed (re)connect: a connection that is not ready opens the
+    // breaker at once (it logs once per outage). An error while the connection is ready (a command's
+    // own failure) is left to the consecutive-failure count. A connection that passes its ready check
+    // (Redis answered INFO) closes it, as does the probe's PING.
+    redis?.on('error', (error) => {
+      if (redis.status !== 'ready') breaker!.trip(error);
+    });
+    redis?.on('ready', () => breaker!.close());
+    // A new process counts from its first request: it waits (at most startupWaitMs) for the first
+    // connection before it serves; a Redis that is down at start leaves it serving uncounted.
+    if (redis && redis.status !== 'ready') await firstReady(redis, REDIS_BREAKER.startupWaitMs);
 
     await app.register(rateLimit, {
       global: false,
