@@ -193,3 +193,42 @@ describe.skipIf(!haveRedisServer).each(backends)('rate limits through a Redis ou
     expect(await value(rateLimitStoreOut)).toBe(0);
   }, 90_000);
 });
+
+describe.skipIf(!haveRedisServer).each(backends)('a process starting while Redis is slow to answer (%s)', (backend) => {
+  let database: TestDatabase;
+  let redis: OwnRedis;
+  let app: App | undefined;
+
+  beforeAll(async () => {
+    database = await openTestDatabase(backend);
+    redis = new OwnRedis(await freePort());
+    await redis.start();
+  });
+  afterAll(async () => {
+    await app?.close();
+    redis?.resume();
+    await redis?.stop();
+    await database?.close();
+  });
+
+  it('waits for its first Redis connection, so it counts from its first request', async () => {
+    const { token } = await createToken(database.db, { name: 'slow-start', rateLimitStandard: 100 });
+    // Redis accepts the connection but answers nothing until it is resumed: the ready check waits.
+    redis.pause();
+    const config = loadConfig({
+      LOG_LEVEL: 'silent',
+      SEED_DEMO: 'false',
+      REDIS_URL: `redis://127.0.0.1:${redis.port}`,
+      REDIS_KEY_PREFIX: `slow-start-${backend}:`,
+    });
+    const built = buildApp({ config, database, logger: pino({ level: 'silent' }) }).then(async (a) => {
+      await a.ready();
+      return a;
+    });
+    setTimeout(() => redis.resume(), 300).unref();
+    app = await built;
+    const res = await app.inject({ url: '/api/v1/products?limit=1', headers: { authorization: `Bearer ${token}` } });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['x-ratelimit-remaining']).toBe('99');
+  });
+});
