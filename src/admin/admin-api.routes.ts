@@ -19,6 +19,7 @@ import { storeAdminRoutes } from './routes/store.admin-routes.ts';
 import { webhookAdminRoutes } from './routes/webhook.admin-routes.ts';
 import { overviewAdminRoutes } from './routes/overview.admin-routes.ts';
 import { resourceAdminRoutes } from './routes/resource.admin-routes.ts';
+import { eventTypeAdminRoutes } from './routes/event-type.admin-routes.ts';
 import { recordAdminRoutes } from './routes/record.admin-routes.ts';
 import { registerIdempotency } from './idempotency/idempotency.ts';
 import { accountAdminRoutes } from './routes/account.admin-routes.ts';
@@ -106,6 +107,7 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(webhookAdminRoutes);
   await app.register(overviewAdminRoutes);
   await app.register(resourceAdminRoutes);
+  await app.register(eventTypeAdminRoutes);
   await app.register(recordAdminRoutes);
   await app.register(accountAdminRoutes);
   await app.register(auditAdminRoutes);

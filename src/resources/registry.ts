@@ -52,6 +52,18 @@ export function readScopeCatalog(): { scope: ReadScope; label: string; hint: str
   });
 }
 
+const KIND_WORDING: Record<string, string> = { created: 'was created', updated: 'was changed' };
+
+/** One sentence on what an event type means, from its resource declaration, e.g. 'A product was created; …'. */
+export function eventTypeDescription(type: FeedEventType): string {
+  const info = EVENT_TYPE_INFO.find((e) => e.type === type)!;
+  const dot = type.lastIndexOf('.');
+  const noun = type.slice(0, dot).replace(/_/g, ' ');
+  const kind = type.slice(dot + 1);
+  const article = /^[aeiou]/.test(noun) ? 'An' : 'A';
+  return `${article} ${noun} record ${KIND_WORDING[kind] ?? kind} (${info.resource.label}); \`data\` is the record as the read API returns it.`;
+}
+
 /** The event types grouped by their resources' label, in resource order (the dashboard's webhook form). */
 export function eventTypeGroups(): { label: string; types: FeedEventType[] }[] {
   const groups = new Map<string, FeedEventType[]>();

@@ -24,7 +24,7 @@ import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { EVENT_PAYLOADS, namedSchemas } from '../schemas.ts';
-import { resourceCatalog } from '../../resources/registry.ts';
+import { eventTypeDescription, resourceCatalog } from '../../resources/registry.ts';
 import type { FeedEventType } from '../../resources/registry.ts';
 import { exampleEvent } from '../openapi-examples.ts';
 
@@ -97,6 +97,43 @@ function refNamedSchemas(node: unknown, names: Set<string>, keep?: unknown): unk
   return Object.fromEntries(Object.entries(object).map(([key, value]) => [key, refNamedSchemas(value, names)]));
 }
 
+const PING_DESCRIPTION = 'Test event sent on demand (dashboard or admin API) to one endpoint; carries no store record.';
+
+/** The payload JSON schema a webhook of this type POSTs (plain JSON, named records inline or as `$ref`s per `names`). */
+function webhookBodySchema(type: string, names: Set<string>): Json {
+  // The store events' bodies are the very schemas the events feed lists (EVENT_PAYLOADS).
+  if (type !== 'ping') return refNamedSchemas(plain(EVENT_PAYLOADS[type as FeedEventType]), names) as Json;
+  return {
+    type: 'object',
+    required: ['id', 'type', 'created_at', 'data'],
+    additionalProperties: false,
+    properties: {
+      id: { type: 'string', format: 'uuid', description: 'Event id, stable across retries' },
+      type: { type: 'string', const: type },
+      created_at: { type: 'string', format: 'date-time' },
+      data: {
+        type: 'object',
+        description: PING_DESCRIPTION,
+        required: ['endpoint_id', 'message'],
+        properties: { endpoint_id: { type: 'string', format: 'uuid' }, message: { type: 'string' } },
+      },
+    },
+  };
+}
+
+/**
+ * Every webhook event type with its description, payload schema (self-contained) and example: the
+ * source of both the OpenAPI document's `webhooks` section and the admin API's event catalog.
+ */
+export function webhookEventCatalog(): { type: string; description: string; schema: Json; example: Json }[] {
+  return WEBHOOK_EVENT_TYPES.map((type) => ({
+    type,
+    description: type === 'ping' ? PING_DESCRIPTION : eventTypeDescription(type as FeedEventType),
+    schema: webhookBodySchema(type, new Set()),
+    example: exampleEvent(type as FeedEventType | 'ping'),
+  }));
+}
+
 function webhookSection(names: Set<string>): Json {
   const webhooks: Json = {};
   const signatureHeaders = [
@@ -124,26 +161,7 @@ function webhookSection(names: Set<string>): Json {
     },
   ];
   for (const type of WEBHOOK_EVENT_TYPES) {
-    // The store events' bodies are the very schemas the events feed lists (EVENT_PAYLOADS).
-    const bodySchema =
-      type === 'ping'
-        ? {
-            type: 'object',
-            required: ['id', 'type', 'created_at', 'data'],
-            additionalProperties: false,
-            properties: {
-              id: { type: 'string', format: 'uuid', description: 'Event id, stable across retries' },
-              type: { type: 'string', const: type },
-              created_at: { type: 'string', format: 'date-time' },
-              data: {
-                type: 'object',
-                description: 'Test event sent on demand (dashboard or admin API) to one endpoint; carries no store record.',
-                required: ['endpoint_id', 'message'],
-                properties: { endpoint_id: { type: 'string', format: 'uuid' }, message: { type: 'string' } },
-              },
-            },
-          }
-        : refNamedSchemas(plain(EVENT_PAYLOADS[type as FeedEventType]), names);
+    const bodySchema = webhookBodySchema(type, names);
     webhooks[type] = {
       post: {
         operationId: `webhook_${type.replace(/\./g, '_')}`,
@@ -152,6 +170,7 @@ function webhookSection(names: Set<string>): Json {
         tags: ['Webhooks'],
         summary: `${type} event`,
         description:
+          `${type === 'ping' ? PING_DESCRIPTION : eventTypeDescription(type as FeedEventType)} ` +
           'POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.',
         parameters: signatureHeaders,
         requestBody: {
