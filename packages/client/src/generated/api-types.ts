@@ -945,6 +945,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/api/v1/event-types": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The event catalog: every webhook event type with its description, payload schema and an example */
+        get: operations["get_admin_api_v1_event_types"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/api/v1/admins": {
         parameters: {
             query?: never;
@@ -1113,7 +1130,7 @@ export interface webhooks {
         put?: never;
         /**
          * product.created event
-         * @description POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
+         * @description A product record was created (Products); `data` is the record as the read API returns it. POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
          */
         post: operations["webhook_product_created"];
         delete?: never;
@@ -1133,7 +1150,7 @@ export interface webhooks {
         put?: never;
         /**
          * product.updated event
-         * @description POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
+         * @description A product record was changed (Products); `data` is the record as the read API returns it. POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
          */
         post: operations["webhook_product_updated"];
         delete?: never;
@@ -1153,7 +1170,7 @@ export interface webhooks {
         put?: never;
         /**
          * order.created event
-         * @description POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
+         * @description An order record was created (Orders); `data` is the record as the read API returns it. POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
          */
         post: operations["webhook_order_created"];
         delete?: never;
@@ -1173,7 +1190,7 @@ export interface webhooks {
         put?: never;
         /**
          * order.updated event
-         * @description POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
+         * @description An order record was changed (Orders); `data` is the record as the read API returns it. POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
          */
         post: operations["webhook_order_updated"];
         delete?: never;
@@ -1193,7 +1210,7 @@ export interface webhooks {
         put?: never;
         /**
          * customer.created event
-         * @description POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
+         * @description A customer record was created (Customers); `data` is the record as the read API returns it. POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
          */
         post: operations["webhook_customer_created"];
         delete?: never;
@@ -1213,7 +1230,7 @@ export interface webhooks {
         put?: never;
         /**
          * customer.updated event
-         * @description POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
+         * @description A customer record was changed (Customers); `data` is the record as the read API returns it. POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
          */
         post: operations["webhook_customer_updated"];
         delete?: never;
@@ -1233,7 +1250,7 @@ export interface webhooks {
         put?: never;
         /**
          * inventory.updated event
-         * @description POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
+         * @description An inventory record was changed (Inventory); `data` is the record as the read API returns it. POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
          */
         post: operations["webhook_inventory_updated"];
         delete?: never;
@@ -1253,7 +1270,7 @@ export interface webhooks {
         put?: never;
         /**
          * stock_movement.created event
-         * @description POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
+         * @description A stock movement record was created (Inventory); `data` is the record as the read API returns it. POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
          */
         post: operations["webhook_stock_movement_created"];
         delete?: never;
@@ -1273,7 +1290,7 @@ export interface webhooks {
         put?: never;
         /**
          * ping event
-         * @description POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
+         * @description Test event sent on demand (dashboard or admin API) to one endpoint; carries no store record. POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
          */
         post: operations["webhook_ping"];
         delete?: never;
@@ -5212,6 +5229,44 @@ export interface operations {
                                 types: string[];
                             }[];
                         };
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_event_types: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description The event type, as in the `type` field and the endpoint subscriptions */
+                            type: string;
+                            description: string;
+                            /** @description JSON Schema (2020-12 compatible) of the POSTed body, self-contained */
+                            schema: {
+                                [key: string]: unknown;
+                            };
+                            example: {
+                                [key: string]: unknown;
+                            };
+                        }[];
                     };
                 };
             };
