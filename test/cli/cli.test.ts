@@ -43,6 +43,25 @@ function start(args: string[], env: Record<string, string>, ready: RegExp): Prom
   });
 }
 
+/** A store for a CLI describe block: a fresh DATA_DIR on PGlite, a scratch database on PostgreSQL; `env` points the CLI at it. */
+function cliStore(backend: string, prefix: string): { env: Record<string, string>; dataDir?: string; database?: TestDatabase } {
+  const store: { env: Record<string, string>; dataDir?: string; database?: TestDatabase } = { env: {} };
+  beforeAll(async () => {
+    if (backend === 'pglite') {
+      store.dataDir = mkdtempSync(join(tmpdir(), prefix));
+      store.env = { DATA_DIR: store.dataDir };
+    } else {
+      store.database = await openTestDatabase('postgres', { poolSize: 1 });
+      store.env = { DATABASE_URL: store.database.url! };
+    }
+  });
+  afterAll(async () => {
+    if (store.dataDir) rmSync(store.dataDir, { recursive: true, force: true });
+    await store.database?.close();
+  });
+  return store;
+}
+
 describe('store-api --help', () => {
   it('lists the commands', async () => {
     const { code, stdout } = await run(['--help'], {});
@@ -52,45 +71,30 @@ describe('store-api --help', () => {
 });
 
 describe.each(backends)('tokens CLI (%s)', (backend) => {
-  let env: Record<string, string>;
-  let dataDir: string | undefined;
-  let database: TestDatabase | undefined;
-  beforeAll(async () => {
-    if (backend === 'pglite') {
-      dataDir = mkdtempSync(join(tmpdir(), 'store-api-cli-'));
-      env = { DATA_DIR: dataDir };
-    } else {
-      database = await openTestDatabase('postgres', { poolSize: 1 });
-      env = { DATABASE_URL: database.url! };
-    }
-  });
-  afterAll(async () => {
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-    await database?.close();
-  });
+  const store = cliStore(backend, 'store-api-cli-');
 
   it('creates a token shown once, lists it without the secret, revokes it', async () => {
-    const created = await run(['tokens', 'create', '--name', 'erp', '--scopes', 'products:read,orders:read', '--json'], env);
+    const created = await run(['tokens', 'create', '--name', 'erp', '--scopes', 'products:read,orders:read', '--json'], store.env);
     expect(created.code, created.stderr).toBe(0);
     const token = JSON.parse(created.stdout) as { id: string; token: string; scopes: string[] };
     expect(token.token).toMatch(/^sia_[A-Za-z0-9_-]{43}$/);
     expect(token.scopes).toEqual(['products:read', 'orders:read']);
 
-    const listed = await run(['tokens', 'list'], env);
+    const listed = await run(['tokens', 'list'], store.env);
     expect(listed.code).toBe(0);
     expect(listed.stdout).toContain('erp');
     expect(listed.stdout).not.toContain(token.token);
 
-    const revoked = await run(['tokens', 'revoke', token.id], env);
+    const revoked = await run(['tokens', 'revoke', token.id], store.env);
     expect(revoked.code).toBe(0);
-    expect((await run(['tokens', 'list', '--json'], env)).stdout).toContain('"status":"revoked"');
-    const again = await run(['tokens', 'revoke', token.id], env);
+    expect((await run(['tokens', 'list', '--json'], store.env)).stdout).toContain('"status":"revoked"');
+    const again = await run(['tokens', 'revoke', token.id], store.env);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/already revoked/);
   });
 
   it('rejects a bad scope plainly', async () => {
-    const res = await run(['tokens', 'create', '--name', 'x', '--scopes', 'everything'], env);
+    const res = await run(['tokens', 'create', '--name', 'x', '--scopes', 'everything'], store.env);
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/Unknown scope\(s\): everything/);
   });
@@ -164,26 +168,11 @@ describe('demo generate', () => {
 });
 
 describe.each(backends)('documents CLI (%s)', (backend) => {
-  let env: Record<string, string>;
-  let dataDir: string | undefined;
-  let database: TestDatabase | undefined;
-  beforeAll(async () => {
-    if (backend === 'pglite') {
-      dataDir = mkdtempSync(join(tmpdir(), 'store-api-cli-docs-'));
-      env = { DATA_DIR: dataDir };
-    } else {
-      database = await openTestDatabase('postgres', { poolSize: 1 });
-      env = { DATABASE_URL: database.url! };
-    }
-  });
-  afterAll(async () => {
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-    await database?.close();
-  });
+  const store = cliStore(backend, 'store-api-cli-docs-');
 
   /** Writes one product's stored document behind the triggers' back, as a bug would. */
   async function corruptOneProduct(): Promise<string> {
-    const handle = database ?? (await openDatabase({ dataDir, template: false }));
+    const handle = store.database ?? (await openDatabase({ dataDir: store.dataDir, template: false }));
     try {
       return await handle.db.transaction().execute(async (trx) => {
         await sql`SELECT set_config('store_api.rebuilding_documents', 'on', true)`.execute(trx);
@@ -192,26 +181,26 @@ describe.each(backends)('documents CLI (%s)', (backend) => {
         return rows[0]!.id;
       });
     } finally {
-      if (!database) await handle.close();
+      if (!store.database) await handle.close();
     }
   }
 
   it('check passes on a generated store, names a record whose document differs (exit 1), and backfill --all repairs it', async () => {
-    const generated = await run(['demo', 'generate', '--products', '30', '--orders', '10'], env);
+    const generated = await run(['demo', 'generate', '--products', '30', '--orders', '10'], store.env);
     expect(generated.code, generated.stderr).toBe(0);
-    const clean = await run(['documents', 'check'], env);
+    const clean = await run(['documents', 'check'], store.env);
     expect(clean.code, clean.stderr + clean.stdout).toBe(0);
 
     const id = await corruptOneProduct();
-    const dirty = await run(['documents', 'check'], env);
+    const dirty = await run(['documents', 'check'], store.env);
     expect(dirty.code).toBe(1);
     expect(dirty.stdout).toContain(`product ${id} differs`);
     expect(dirty.stdout).toContain('{"stale":true}');
 
-    const backfill = await run(['documents', 'backfill', '--all'], env);
+    const backfill = await run(['documents', 'backfill', '--all'], store.env);
     expect(backfill.code, backfill.stderr).toBe(0);
     expect(backfill.stderr).toMatch(/products: \d+ rows/);
-    const repaired = await run(['documents', 'check'], env);
+    const repaired = await run(['documents', 'check'], store.env);
     expect(repaired.code, repaired.stdout).toBe(0);
   });
 });
