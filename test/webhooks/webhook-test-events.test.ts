@@ -7,6 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LightMyRequestResponse } from 'fastify';
+import { Ajv } from 'ajv';
+import addFormatsModule from 'ajv-formats';
 import { verifyWebhook } from '@store-api/client';
 import { backends } from '../helpers/test-database.ts';
 import { createAdminUser } from '../../src/admin/sessions/admin-user.service.ts';
@@ -55,7 +57,7 @@ describe.each(backends)('test events and endpoint deletion (%s)', (backend) => {
     receiver.respond = ok;
     const endpoint = await kit.createEndpoint(receiver.url);
     const other = await kit.createEndpoint(`${receiver.url}/other`);
-    const catalog = (await kit.api('GET', '/event-types')).body.data as { type: string; example: { data: unknown } }[];
+    const catalog = (await kit.api('GET', '/event-types')).body.data as { type: string; schema: object; example: { data: unknown } }[];
     const example = catalog.find((e) => e.type === 'order.created')!;
 
     const sent = await kit.api('POST', `/webhooks/endpoints/${endpoint.id}/test-events`, { type: 'order.created' });
@@ -67,6 +69,10 @@ describe.each(backends)('test events and endpoint deletion (%s)', (backend) => {
     expect(verifyWebhook(request!.body, request!.headers, endpoint.secret).id).toBe(sent.body.data.event_id);
     expect(JSON.parse(request!.body)).toMatchObject({ id: sent.body.data.event_id, type: 'order.created', test: true, data: example.example.data });
     expect(Object.keys(JSON.parse(request!.body))).toEqual(['id', 'type', 'created_at', 'data', 'test']);
+    // The body a receiver gets is valid against the catalog's (and the OpenAPI document's) schema of its type.
+    const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+    const validate = addFormats(new Ajv({ strict: false, allErrors: true })).compile(example.schema);
+    expect(validate(JSON.parse(request!.body)), JSON.stringify(validate.errors)).toBe(true);
 
     const delivery = (await kit.api('GET', `/webhooks/deliveries/${sent.body.data.delivery_id}`)).body.data;
     expect(delivery).toMatchObject({ test: true, event_type: 'order.created', endpoint_id: endpoint.id });

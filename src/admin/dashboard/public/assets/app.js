@@ -89,6 +89,7 @@ function buildShell() {
   const navList = h('div', { class: 'nav-groups' });
   let list = h('ul', { class: 'nav-list' });
   navList.append(list);
+  const alerts = navAlertMarker();
   for (const item of NAV) {
     if (item.group) {
       const labelId = `nav-group-${item.group.toLowerCase()}`;
@@ -102,12 +103,18 @@ function buildShell() {
         {},
         h(
           'a',
-          { class: 'nav-link', href: item.href, dataset: { nav: item.id } },
+          {
+            class: 'nav-link',
+            href: item.href,
+            dataset: { nav: item.id },
+            'aria-describedby': item.id === 'overview' ? alerts.description.id : undefined,
+          },
           icon(item.icon),
           h('span', { text: item.label }),
           // Paused or disabled endpoints, new dead letters (lib/alerts.js).
-          item.id === 'overview' ? navAlertMarker() : null,
+          item.id === 'overview' ? alerts.marker : null,
         ),
+        item.id === 'overview' ? alerts.description : null,
       ),
     );
   }

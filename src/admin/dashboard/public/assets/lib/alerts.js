@@ -12,6 +12,7 @@ import { button, callout, endpointStateBadge } from './ui.js';
 
 const REFRESH_MS = 15_000;
 let navMarker = null;
+let navDescription = null;
 let timer = null;
 
 /** How many things need attention: each paused or disabled endpoint, and new dead letters (one). */
@@ -23,11 +24,8 @@ function drawNav(alerts) {
   if (!navMarker?.isConnected) return;
   const n = alertCount(alerts);
   navMarker.hidden = n === 0;
-  replace(
-    navMarker,
-    h('span', { 'aria-hidden': 'true', text: formatNumber(n) }),
-    h('span', { class: 'visually-hidden', text: `, ${n} ${n === 1 ? 'alert needs' : 'alerts need'} attention` }),
-  );
+  navMarker.textContent = formatNumber(n);
+  navDescription.textContent = n === 0 ? '' : `${n} ${n === 1 ? 'alert needs' : 'alerts need'} attention`;
 }
 
 /** Reads the alerts and redraws the navigation's marker; answers them (null when unavailable). */
@@ -41,14 +39,19 @@ export async function refreshAlerts() {
   }
 }
 
-/** The marker for the navigation link (hidden until there are alerts); refreshed from now on. */
+/**
+ * The marker for the navigation link (a count, hidden until there are alerts) and, for screen
+ * readers, the link's description in words (outside the link, so its name stays "Overview");
+ * refreshed from now on.
+ */
 export function navAlertMarker() {
-  navMarker = h('span', { class: 'nav-alert', dataset: { alerts: '' }, hidden: true });
+  navMarker = h('span', { class: 'nav-alert', dataset: { alerts: '' }, 'aria-hidden': 'true', hidden: true });
+  navDescription = h('span', { id: 'nav-alerts-description', class: 'visually-hidden' });
   clearInterval(timer);
   timer = setInterval(() => {
     if (document.visibilityState === 'visible' && navMarker?.isConnected) refreshAlerts();
   }, REFRESH_MS);
-  return navMarker;
+  return { marker: navMarker, description: navDescription };
 }
 
 /** The overview's alerts block: what needs attention, or a line saying nothing does. */

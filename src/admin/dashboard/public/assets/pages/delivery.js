@@ -158,7 +158,7 @@ export async function renderDelivery(view) {
           title: 'Event payload',
           description: 'The JSON body POSTed to the endpoint.',
           actions: [copyButton(() => payload, { label: 'Copy JSON' })],
-          body: h('pre', { class: 'code-block payload' }, h('code', { text: payload })),
+          body: h('pre', { class: 'code-block payload', tabindex: '0' }, h('code', { text: payload })),
         }),
       ),
       card({ title: `Attempts (${d.attempts.length})`, body: attemptsTable(d.attempts), id: 'attempts-heading' }),
