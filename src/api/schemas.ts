@@ -23,7 +23,8 @@ export const EVENT_PAYLOADS = Object.fromEntries(
         // Decision 0020: a webhook carries it (true) only when an administrator sent the example as a test.
         test: Type.Optional(
           Type.Literal(true, {
-            description: 'Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.',
+            description:
+              'Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.',
           }),
         ),
       },

@@ -208,7 +208,12 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
         { dataset: { deliveryId: d.id, status: d.status } },
         h('td', { class: 'cell-check' }, box),
         h('td', {}, deliveryStatusBadge(d.status)),
-        h('th', { scope: 'row' }, h('a', { href: `#/deliveries/${d.id}`, class: 'delivery-link', dataset: { role: 'open' } }, code(d.event_type)), testBadge(d)),
+        h(
+          'th',
+          { scope: 'row' },
+          h('a', { href: `#/deliveries/${d.id}`, class: 'delivery-link', dataset: { role: 'open' } }, code(d.event_type)),
+          testBadge(d),
+        ),
         showEndpoint
           ? h(
               'td',

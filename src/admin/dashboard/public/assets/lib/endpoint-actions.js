@@ -50,7 +50,11 @@ function openTestEventDialog(endpoint, types, onSent) {
         example.textContent = entry ? formatJson({ ...entry.example, test: true }) : '';
       };
       select.addEventListener('change', show);
-      const submit = h('button', { type: 'submit', class: 'btn btn-primary', dataset: { action: 'send-test-event' } }, h('span', { class: 'btn-label', text: 'Send test event' }));
+      const submit = h(
+        'button',
+        { type: 'submit', class: 'btn btn-primary', dataset: { action: 'send-test-event' } },
+        h('span', { class: 'btn-label', text: 'Send test event' }),
+      );
       const form = h(
         'form',
         { novalidate: true },
@@ -98,7 +102,11 @@ function openDeleteDialog(endpoint, onDeleted) {
     size: 'sm',
     render: (close) => {
       const confirmInput = h('input', { type: 'text', name: 'confirm_url', autocomplete: 'off', spellcheck: 'false', autofocus: true });
-      const submit = h('button', { type: 'submit', class: 'btn btn-danger', dataset: { action: 'confirm-delete' } }, h('span', { class: 'btn-label', text: 'Delete endpoint' }));
+      const submit = h(
+        'button',
+        { type: 'submit', class: 'btn btn-danger', dataset: { action: 'confirm-delete' } },
+        h('span', { class: 'btn-label', text: 'Delete endpoint' }),
+      );
       const confirmField = field({ label: 'Type the endpoint’s URL to confirm', control: confirmInput, required: true });
       const form = h(
         'form',
@@ -112,6 +120,7 @@ function openDeleteDialog(endpoint, onDeleted) {
         formError(),
         h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit),
       );
+      confirmInput.addEventListener('input', () => setFieldError(confirmField, ''));
       form.addEventListener('submit', (event) => {
         event.preventDefault();
         clearFormErrors(form);
@@ -149,4 +158,3 @@ export function deleteButton(endpoint, { onDeleted }) {
     onClick: () => openDeleteDialog(endpoint, onDeleted),
   });
 }
-

@@ -2,7 +2,21 @@
 import { h, replace } from '../lib/dom.js';
 import { get, post } from '../lib/api.js';
 import { formatDateTime, formatDuration, formatJson } from '../lib/format.js';
-import { badge, button, callout, card, code, copyButton, deliveryStatusBadge, errorState, loadingBlock, pageHeader, testBadge, timeEl, toast } from '../lib/ui.js';
+import {
+  badge,
+  button,
+  callout,
+  card,
+  code,
+  copyButton,
+  deliveryStatusBadge,
+  errorState,
+  loadingBlock,
+  pageHeader,
+  testBadge,
+  timeEl,
+  toast,
+} from '../lib/ui.js';
 
 const REFRESH_MS = 2000;
 const OUTCOME_TONES = { success: 'success', succeeded: 'success' };

@@ -21,8 +21,18 @@ function entryCard(entry) {
       'div',
       { dataset: { eventType: entry.type } },
       h('p', { class: 'event-type-description', text: entry.description }),
-      h('details', { class: 'event-type-section' }, h('summary', { text: 'Example body' }), h('pre', { class: 'code-block', tabindex: '0' }, h('code', { text: example }))),
-      h('details', { class: 'event-type-section' }, h('summary', { text: 'Payload schema (JSON Schema)' }), h('pre', { class: 'code-block', tabindex: '0' }, h('code', { text: schema }))),
+      h(
+        'details',
+        { class: 'event-type-section' },
+        h('summary', { text: 'Example body' }),
+        h('pre', { class: 'code-block', tabindex: '0' }, h('code', { text: example })),
+      ),
+      h(
+        'details',
+        { class: 'event-type-section' },
+        h('summary', { text: 'Payload schema (JSON Schema)' }),
+        h('pre', { class: 'code-block', tabindex: '0' }, h('code', { text: schema })),
+      ),
     ),
   });
 }
@@ -33,7 +43,12 @@ export async function renderEventTypes(view) {
   try {
     types = await eventCatalog();
   } catch (error) {
-    if (error.status !== 401) replace(view.root, pageHeader({ title: 'Event catalog' }), errorState(error, () => renderEventTypes(view)));
+    if (error.status !== 401)
+      replace(
+        view.root,
+        pageHeader({ title: 'Event catalog' }),
+        errorState(error, () => renderEventTypes(view)),
+      );
     return;
   }
   const jump = h(
