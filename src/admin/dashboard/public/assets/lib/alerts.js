@@ -5,7 +5,7 @@
  * the tab is visible); the overview lists the alerts and marks them seen when asked. Every role sees
  * them, and marking them seen changes only what this administrator has seen.
  */
-import { h, icon, replace } from './dom.js';
+import { h, icon } from './dom.js';
 import { get, post } from './api.js';
 import { formatNumber } from './format.js';
 import { button, callout, endpointStateBadge } from './ui.js';
