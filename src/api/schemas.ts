@@ -20,6 +20,13 @@ export const EVENT_PAYLOADS = Object.fromEntries(
         type: Type.Literal(type),
         created_at: Type.String({ format: 'date-time' }),
         data: EVENT_DATA[type],
+        // Decision 0020: a webhook carries it (true) only when an administrator sent the example as a test.
+        test: Type.Optional(
+          Type.Literal(true, {
+            description:
+              'Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.',
+          }),
+        ),
       },
       { additionalProperties: false },
     ),

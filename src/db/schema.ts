@@ -124,6 +124,8 @@ export interface EventTable {
   resource_id: string;
   data: ColumnType<unknown, string, string>;
   created_at: Timestamp;
+  /** An example sent by an administrator to one endpoint (migration 0013): never in the feed, fan-out or replays. */
+  test: Generated<boolean>;
 }
 
 export interface ApiTokenTable {

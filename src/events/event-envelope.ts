@@ -10,3 +10,9 @@ export function eventEnvelope(alias: string): RawBuilder<unknown> {
   const column = (name: string) => sql.ref(`${alias}.${name}`);
   return sql`json_build_object('id', ${column('id')}, 'type', ${column('type')}, 'created_at', iso_utc(${column('created_at')}), 'data', ${column('data')})`;
 }
+
+/** The envelope of a test delivery (decision 0020): the same fields, then `"test": true`. */
+export function testEventEnvelope(alias: string): RawBuilder<unknown> {
+  const column = (name: string) => sql.ref(`${alias}.${name}`);
+  return sql`json_build_object('id', ${column('id')}, 'type', ${column('type')}, 'created_at', iso_utc(${column('created_at')}), 'data', ${column('data')}, 'test', true)`;
+}

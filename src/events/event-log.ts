@@ -35,6 +35,20 @@ export async function appendEvents(ctx: WriteContext, type: EventType, source: R
   return Number(result.numAffectedRows ?? 0);
 }
 
+/**
+ * Appends one test event (decision 0020): an example an administrator sends to one endpoint, kept in
+ * the log so its delivery is signed and shown like a real one, but never in the feed, the fan-out or
+ * a replay. Returns its id.
+ */
+export async function appendTestEvent(ctx: WriteContext, type: EventType, resourceId: string, data: unknown): Promise<string> {
+  const id = randomUUID();
+  await sql`
+    INSERT INTO events (id, type, resource_type, resource_id, data, created_at, test)
+    VALUES (${id}, ${type}, ${resourceTypeOf(type)}, ${resourceId}, ${JSON.stringify(data)}::json, ${ctx.stamp}::timestamptz, true)
+  `.execute(ctx.trx);
+  return id;
+}
+
 /** Appends one event with the given JSON data. Returns its id. */
 export async function appendEvent(ctx: WriteContext, type: EventType, resourceId: string, data: unknown): Promise<string> {
   const id = randomUUID();

@@ -36,7 +36,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { isoFromMillis } from '../shared/time.ts';
-import { eventEnvelope } from '../events/event-envelope.ts';
+import { eventEnvelope, testEventEnvelope } from '../events/event-envelope.ts';
 import { afterFailure, afterSuccess, probeClaimed, type BreakerPolicy, type BreakerState } from './circuit-breaker.ts';
 import { decideAfterFailure, type RetryPolicy } from './retry-policy.ts';
 import type { AttemptOutcome, HttpAttemptResult } from './webhook-http-client.ts';
@@ -58,6 +58,11 @@ export interface ClaimedDelivery {
   readonly body: string;
   /** Epoch ms of the event, for the end-to-end latency metric. */
   readonly eventCreatedAtMs: number;
+  /**
+   * A test delivery (decision 0020): its envelope carries `"test": true` (signed with the rest), it
+   * goes out with the header `webhook-test: true`, and its failures do not move the breaker.
+   */
+  readonly test: boolean;
 }
 
 export interface ClaimOptions {
@@ -111,6 +116,7 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
     event_type: string;
     event_created_at: string;
     event_created_at_ms: number;
+    test: boolean;
     body: string;
   }>`
     WITH probes AS (
@@ -185,7 +191,7 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
       FROM picked p
       WHERE d.id = p.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
         AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
-      RETURNING d.id, d.attempt_count, d.endpoint_id, d.event_id, d.next_attempt_at,
+      RETURNING d.id, d.attempt_count, d.endpoint_id, d.event_id, d.next_attempt_at, d.test,
         p.previous_locked_by, p.previous_locked_at, p.previous_locked_until
     ), abandoned AS (
       -- The previous holder's lease expired before it recorded its attempt. Recorded, under the
@@ -200,7 +206,8 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
     SELECT c.id, c.attempt_count, c.endpoint_id, e.url, e.secret,
       CASE WHEN e.previous_secret_expires_at > ${now}::timestamptz THEN e.previous_secret END AS previous_secret,
       ev.id AS event_id, ev.type AS event_type, iso_utc(ev.created_at) AS event_created_at,
-      (extract(epoch FROM ev.created_at) * 1000)::float8 AS event_created_at_ms, ${eventEnvelope('ev')}::text AS body
+      (extract(epoch FROM ev.created_at) * 1000)::float8 AS event_created_at_ms, c.test,
+      CASE WHEN c.test THEN ${testEventEnvelope('ev')}::text ELSE ${eventEnvelope('ev')}::text END AS body
     FROM claimed c
     JOIN webhook_endpoints e ON e.id = c.endpoint_id
     JOIN events ev ON ev.id = c.event_id
@@ -216,6 +223,7 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
     event: { id: r.event_id, type: r.event_type, created_at: r.event_created_at },
     body: r.body,
     eventCreatedAtMs: r.event_created_at_ms,
+    test: r.test,
   }));
 }
 
@@ -359,7 +367,10 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
       let disabledAt = 0;
       rows.forEach((r, i) => {
         if (r.f.delivery.endpointId !== endpoint.id || !settledIds.has(r.f.delivery.id)) return;
-        state = r.f.result.outcome === 'success' ? afterSuccess() : afterFailure(r.f.options.breaker, state, r.f.options.now);
+        // A test delivery's failure says nothing about the store's real traffic (decision 0020): it
+        // never pauses the endpoint; its success, like any, proves the receiver answers.
+        if (r.f.result.outcome === 'success') state = afterSuccess();
+        else if (!r.f.delivery.test) state = afterFailure(r.f.options.breaker, state, r.f.options.now);
         const gone = disablesEndpoint(r.f.result);
         if (gone) {
           disable = true;

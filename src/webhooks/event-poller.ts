@@ -78,7 +78,7 @@ export async function pollEvents(db: Kysely<Database>, now: number, batchSize = 
       JOIN webhook_endpoints e ON e.enabled AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types))
         -- An endpoint receives the changes made after it was registered; older ones by replay.
         AND ev.created_at >= e.created_at
-      WHERE ev.id = ANY(${events.map((e) => e.id)}::uuid[]) AND ev.type <> 'ping'
+      WHERE ev.id = ANY(${events.map((e) => e.id)}::uuid[]) AND ev.type <> 'ping' AND NOT ev.test
       ORDER BY ev.created_at, ev.seq, e.id
     `.execute(trx);
     const last = events[events.length - 1]!;

@@ -26,6 +26,8 @@ export interface WebhookDelivery {
   last_error: string | null;
   created_at: string;
   updated_at: string;
+  /** A test delivery of an example event sent by an administrator (decision 0020). */
+  test: boolean;
 }
 
 export interface WebhookAttempt {
@@ -49,7 +51,7 @@ export interface DeliveryEvent {
 const deliveryColumns = sql`
   d.id, d.event_id, d.event_type, d.endpoint_id, e.url AS endpoint_url, d.status, d.attempt_count,
   iso_utc(d.next_attempt_at) AS next_attempt_at, d.last_status_code, d.last_error,
-  iso_utc(d.created_at) AS created_at, iso_utc(d.updated_at) AS updated_at`;
+  iso_utc(d.created_at) AS created_at, iso_utc(d.updated_at) AS updated_at, d.test`;
 
 /** One row → the admin API's Delivery (the SELECT already has its shape). */
 export function deliveryRowToDelivery(row: WebhookDelivery): WebhookDelivery {
@@ -66,6 +68,7 @@ export function deliveryRowToDelivery(row: WebhookDelivery): WebhookDelivery {
     last_error: row.last_error,
     created_at: row.created_at,
     updated_at: row.updated_at,
+    test: row.test,
   };
 }
 
@@ -151,11 +154,12 @@ export async function insertDelivery(
   eventType: string,
   endpointId: string,
   nowIso: string,
+  test = false,
 ): Promise<string> {
   const id = randomUUID();
   await sql`
-    INSERT INTO webhook_deliveries (id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at)
-    VALUES (${id}, ${eventId}, ${eventType}, ${endpointId}, 'pending', ${nowIso}, ${nowIso}, ${nowIso})
+    INSERT INTO webhook_deliveries (id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at, test)
+    VALUES (${id}, ${eventId}, ${eventType}, ${endpointId}, 'pending', ${nowIso}, ${nowIso}, ${nowIso}, ${test})
   `.execute(db);
   return id;
 }
@@ -165,7 +169,7 @@ export async function countReplayEvents(db: Kysely<Database>, endpointId: string
   const { rows } = await sql<{ n: number }>`
     SELECT count(*)::int AS n FROM (
       SELECT 1 FROM events ev JOIN webhook_endpoints e ON e.id = ${endpointId}::uuid
-      WHERE ev.created_at >= ${fromIso}::timestamptz AND ev.created_at < ${toIso}::timestamptz AND ev.type <> 'ping'
+      WHERE ev.created_at >= ${fromIso}::timestamptz AND ev.created_at < ${toIso}::timestamptz AND ev.type <> 'ping' AND NOT ev.test
         AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types))
       LIMIT ${max + 1}
     ) s
@@ -179,7 +183,7 @@ export async function insertReplayDeliveries(db: Kysely<Database>, endpointId: s
     INSERT INTO webhook_deliveries (id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at)
     SELECT gen_random_uuid(), ev.id, ev.type, e.id, 'pending', ${nowIso}::timestamptz, ${nowIso}::timestamptz, ${nowIso}::timestamptz
     FROM events ev JOIN webhook_endpoints e ON e.id = ${endpointId}::uuid
-    WHERE ev.created_at >= ${fromIso}::timestamptz AND ev.created_at < ${toIso}::timestamptz AND ev.type <> 'ping'
+    WHERE ev.created_at >= ${fromIso}::timestamptz AND ev.created_at < ${toIso}::timestamptz AND ev.type <> 'ping' AND NOT ev.test
       AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types))
     ORDER BY ev.created_at, ev.seq
   `.execute(db);

@@ -154,3 +154,23 @@ export async function rotateEndpointSecret(db: Kysely<Database>, id: string, sec
   `.execute(db);
   return Number(result.numAffectedRows ?? 0) > 0;
 }
+
+/**
+ * Deletes an endpoint with its deliveries and their attempts (decision 0020): pending ones are never
+ * sent, and the history goes with the endpoint (the audit log keeps what was deleted). The endpoint's
+ * row is locked first, so a poller fanning out at that instant waits and then finds it gone.
+ * Returns the deleted deliveries by status, or undefined when there was no such endpoint.
+ */
+export async function deleteEndpointCascade(db: Kysely<Database>, id: string): Promise<Record<string, number> | undefined> {
+  return db.transaction().execute(async (trx) => {
+    const { rows: found } = await sql<{ id: string }>`SELECT id FROM webhook_endpoints WHERE id = ${id}::uuid FOR UPDATE`.execute(trx);
+    if (found.length === 0) return undefined;
+    const { rows: counts } = await sql<{ status: string; n: number }>`
+      SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = ${id}::uuid GROUP BY status
+    `.execute(trx);
+    await sql`DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE endpoint_id = ${id}::uuid)`.execute(trx);
+    await sql`DELETE FROM webhook_deliveries WHERE endpoint_id = ${id}::uuid`.execute(trx);
+    await sql`DELETE FROM webhook_endpoints WHERE id = ${id}::uuid`.execute(trx);
+    return Object.fromEntries(counts.map((c) => [c.status, c.n]));
+  });
+}

@@ -421,6 +421,7 @@ class DeliveryWorker implements WebhookWorker {
     const { event, body } = delivery;
     const startedAt = this.#clock();
     const headers = signatureHeaders(delivery.secrets, event.id, Math.floor(startedAt / 1000), body);
+    if (delivery.test) headers['webhook-test'] = 'true';
     let result: HttpAttemptResult;
     try {
       result = await this.#http.post(delivery.url, body, headers);

@@ -6,11 +6,12 @@
 import type { AppContext } from '../app-context.ts';
 import { ApiError, conflict, invalidParameter, notFound } from '../shared/problem.ts';
 import { formatCursor, parseCursor } from '../shared/cursor.ts';
-import { appendEvent, EVENT_TYPES } from '../events/event-log.ts';
+import { appendEvent, appendTestEvent, EVENT_TYPES, type EventType } from '../events/event-log.ts';
 import { runWrite } from '../db/write-clock.ts';
 import { epochMicros, isoFromMillis, parseIsoTimestamp } from '../shared/time.ts';
 import { oldestAvailable, oldestDeliveryAt } from '../retention/retention.repository.ts';
 import {
+  deleteEndpointCascade,
   findEndpoint,
   findEndpointSecrets,
   insertEndpoint,
@@ -159,6 +160,39 @@ export class WebhookService {
     });
     await announceDueDeliveries(this.db, this.ctx.database.backend);
     return result;
+  }
+
+  /**
+   * Sends an example event of `type` to this endpoint only, as a test (decision 0020): appended to
+   * the log marked `test` (never in the feed, fan-out or replays) and queued as a test delivery,
+   * signed like any. `data` is the catalog's example payload (the caller, above this layer, has it).
+   */
+  async sendTestEvent(id: string, type: string, data: unknown): Promise<{ event_id: string; delivery_id: string; type: string }> {
+    if (!(SUBSCRIBABLE_EVENT_TYPES as readonly string[]).includes(type)) {
+      throw invalidParameter('type', `unknown event type '${type}'; must be one of ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}`);
+    }
+    const endpoint = await this.getEndpoint(id);
+    if (!endpoint.enabled) throw conflict('The endpoint is disabled; enable it before sending a test event.');
+    const nowIso = isoFromMillis(this.clock());
+    const resourceId = typeof (data as { id?: unknown })?.id === 'string' ? (data as { id: string }).id : id;
+    const result = await runWrite(this.db, async (write) => {
+      const eventId = await appendTestEvent(write, type as EventType, resourceId, data);
+      const deliveryId = await insertDelivery(write.trx, eventId, type, id, nowIso, true);
+      return { event_id: eventId, delivery_id: deliveryId, type };
+    });
+    await announceDueDeliveries(this.db, this.ctx.database.backend);
+    return result;
+  }
+
+  /**
+   * Deletes an endpoint, its queued deliveries (never sent) and its delivery history (decision
+   * 0020). Returns what was deleted, for the audit log; an unknown (or already deleted) id is 404.
+   */
+  async deleteEndpoint(id: string): Promise<{ id: string; url: string; deliveries_deleted: Record<string, number> }> {
+    const endpoint = await this.getEndpoint(id);
+    const deleted = await deleteEndpointCascade(this.db, id);
+    if (!deleted) throw notFound('webhook endpoint', id);
+    return { id, url: endpoint.url, deliveries_deleted: deleted };
   }
 
   /** Queues again every subscribed event of [from, to) to this endpoint. */

@@ -41,6 +41,8 @@ export interface WebhookDeliveryTable {
   updated_at: Timestamp;
   succeeded_at: NullableTimestamp;
   dead_at: NullableTimestamp;
+  /** A test delivery of an example event (migration 0013, decision 0020). */
+  test: Generated<boolean>;
 }
 
 export interface WebhookAttemptTable {

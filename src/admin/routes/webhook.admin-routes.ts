@@ -7,6 +7,8 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { WebhookService, SUBSCRIBABLE_EVENT_TYPES } from '../../webhooks/webhook.service.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../../webhooks/webhook-delivery.repository.ts';
+import { exampleEvent } from '../../api/openapi-examples.ts';
+import type { FeedEventType } from '../../resources/registry.ts';
 
 const strict = { additionalProperties: false } as const;
 const Uuid = Type.String({ format: 'uuid' });
@@ -58,6 +60,16 @@ const RetryManyBody = Type.Union([
   Type.Object({ delivery_ids: Type.Array(Uuid, { minItems: 1, maxItems: 1000 }) }, strict),
   Type.Object({ endpoint_id: Uuid, all_dead: Type.Literal(true) }, strict),
 ]);
+const TestEventBody = Type.Object(
+  {
+    type: Type.Unsafe<string>({
+      type: 'string',
+      enum: [...SUBSCRIBABLE_EVENT_TYPES],
+      description: 'The event type to send an example of (GET /admin/api/v1/event-types lists them with their examples)',
+    }),
+  },
+  strict,
+);
 const StatsQuery = Type.Object({ hours: Type.Optional(Type.Integer({ minimum: 1, maximum: 720, default: 24 })) }, strict);
 
 export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
@@ -121,6 +133,52 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
     '/webhooks/endpoints/:id/ping',
     { config: { audit: 'endpoint.pinged', auditTarget: 'endpoint' }, schema: { tags, summary: 'Send a ping event to this endpoint', params: IdParam } },
     async (req, reply) => reply.code(202).send({ data: await webhooks.ping(id(req.params)) }),
+  );
+  app.post(
+    '/webhooks/endpoints/:id/test-events',
+    {
+      config: { audit: 'endpoint.test_event_sent', auditTarget: 'endpoint' },
+      schema: {
+        tags,
+        summary: 'Send a test event: the catalog example of a type, to this endpoint only',
+        description:
+          'Queues a delivery of the event catalog\'s example of `type`, signed like any delivery. Its envelope carries `"test": true` and the ' +
+          'request the header `webhook-test: true`; it never appears in the events feed or reaches other endpoints, and its failures do not ' +
+          'pause the endpoint (decision 0020). Owner or admin role; a disabled endpoint is 409.',
+        params: IdParam,
+        body: TestEventBody,
+      },
+    },
+    async (req, reply) => {
+      const { type } = req.body as typeof TestEventBody.static;
+      const example = SUBSCRIBABLE_EVENT_TYPES.includes(type as FeedEventType) ? exampleEvent(type as FeedEventType).data : undefined;
+      const sent = await webhooks.sendTestEvent(id(req.params), type, example);
+      req.audit = { action: 'endpoint.test_event_sent', target: { type: 'endpoint', id: id(req.params) }, details: { type, delivery_id: sent.delivery_id } };
+      return reply.code(202).send({ data: sent });
+    },
+  );
+  app.delete(
+    '/webhooks/endpoints/:id',
+    {
+      config: { audit: 'endpoint.deleted', auditTarget: 'endpoint' },
+      schema: {
+        tags,
+        summary: 'Delete an endpoint with its queued deliveries and delivery history',
+        description:
+          'Its pending and failed deliveries are never sent and its deliveries and attempts are deleted with it; the audit log keeps the URL ' +
+          'and how many deliveries of each status went (decision 0020). Owner or admin role; an unknown or already deleted id is 404.',
+        params: IdParam,
+      },
+    },
+    async (req) => {
+      const deleted = await webhooks.deleteEndpoint(id(req.params));
+      req.audit = {
+        action: 'endpoint.deleted',
+        target: { type: 'endpoint', id: deleted.id },
+        details: { url: deleted.url, deliveries_deleted: deleted.deliveries_deleted },
+      };
+      return { data: deleted };
+    },
   );
   app.post(
     '/webhooks/endpoints/:id/replay',

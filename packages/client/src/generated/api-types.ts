@@ -751,7 +751,11 @@ export interface paths {
         get: operations["get_admin_api_v1_webhooks_endpoints_id"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete an endpoint with its queued deliveries and delivery history
+         * @description Its pending and failed deliveries are never sent and its deliveries and attempts are deleted with it; the audit log keeps the URL and how many deliveries of each status went (decision 0020). Owner or admin role; an unknown or already deleted id is 404.
+         */
+        delete: operations["delete_admin_api_v1_webhooks_endpoints_id"];
         options?: never;
         head?: never;
         /** Update an endpoint; enabled=true resets its breaker */
@@ -803,6 +807,26 @@ export interface paths {
         put?: never;
         /** Send a ping event to this endpoint */
         post: operations["post_admin_api_v1_webhooks_endpoints_id_ping"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/webhooks/endpoints/{id}/test-events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test event: the catalog example of a type, to this endpoint only
+         * @description Queues a delivery of the event catalog's example of `type`, signed like any delivery. Its envelope carries `"test": true` and the request the header `webhook-test: true`; it never appears in the events feed or reaches other endpoints, and its failures do not pause the endpoint (decision 0020). Owner or admin role; a disabled endpoint is 409.
+         */
+        post: operations["post_admin_api_v1_webhooks_endpoints_id_test_events"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1497,6 +1521,11 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             data: components["schemas"]["Product"];
+            /**
+             * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+             * @constant
+             */
+            test?: true;
         } | {
             /**
              * Format: uuid
@@ -1508,6 +1537,11 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             data: components["schemas"]["Product"];
+            /**
+             * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+             * @constant
+             */
+            test?: true;
         } | {
             /**
              * Format: uuid
@@ -1519,6 +1553,11 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             data: components["schemas"]["Order"];
+            /**
+             * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+             * @constant
+             */
+            test?: true;
         } | {
             /**
              * Format: uuid
@@ -1530,6 +1569,11 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             data: components["schemas"]["Order"];
+            /**
+             * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+             * @constant
+             */
+            test?: true;
         } | {
             /**
              * Format: uuid
@@ -1541,6 +1585,11 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             data: components["schemas"]["Customer"];
+            /**
+             * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+             * @constant
+             */
+            test?: true;
         } | {
             /**
              * Format: uuid
@@ -1552,6 +1601,11 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             data: components["schemas"]["Customer"];
+            /**
+             * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+             * @constant
+             */
+            test?: true;
         } | {
             /**
              * Format: uuid
@@ -1563,6 +1617,11 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             data: components["schemas"]["InventoryRecord"];
+            /**
+             * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+             * @constant
+             */
+            test?: true;
         } | {
             /**
              * Format: uuid
@@ -1574,6 +1633,11 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             data: components["schemas"]["StockMovement"];
+            /**
+             * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+             * @constant
+             */
+            test?: true;
         };
         /** Pagination */
         Pagination: {
@@ -4816,6 +4880,36 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    delete_admin_api_v1_webhooks_endpoints_id: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     patch_admin_api_v1_webhooks_endpoints_id: {
         parameters: {
             query?: never;
@@ -4936,6 +5030,51 @@ export interface operations {
             cookie?: never;
         };
         requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_webhooks_endpoints_id_test_events: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * @description The event type to send an example of (GET /admin/api/v1/event-types lists them with their examples)
+                     * @enum {string}
+                     */
+                    type: "product.created" | "product.updated" | "order.created" | "order.updated" | "customer.created" | "customer.updated" | "inventory.updated" | "stock_movement.created";
+                };
+            };
+        };
         responses: {
             /** @description The record or result, as `{ "data": … }`. */
             200: {
@@ -5863,6 +6002,11 @@ export interface operations {
                     /** Format: date-time */
                     created_at: string;
                     data: components["schemas"]["Product"];
+                    /**
+                     * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+                     * @constant
+                     */
+                    test?: true;
                 };
             };
         };
@@ -5953,6 +6097,11 @@ export interface operations {
                     /** Format: date-time */
                     created_at: string;
                     data: components["schemas"]["Product"];
+                    /**
+                     * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+                     * @constant
+                     */
+                    test?: true;
                 };
             };
         };
@@ -6035,6 +6184,11 @@ export interface operations {
                     /** Format: date-time */
                     created_at: string;
                     data: components["schemas"]["Order"];
+                    /**
+                     * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+                     * @constant
+                     */
+                    test?: true;
                 };
             };
         };
@@ -6117,6 +6271,11 @@ export interface operations {
                     /** Format: date-time */
                     created_at: string;
                     data: components["schemas"]["Order"];
+                    /**
+                     * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+                     * @constant
+                     */
+                    test?: true;
                 };
             };
         };
@@ -6181,6 +6340,11 @@ export interface operations {
                     /** Format: date-time */
                     created_at: string;
                     data: components["schemas"]["Customer"];
+                    /**
+                     * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+                     * @constant
+                     */
+                    test?: true;
                 };
             };
         };
@@ -6245,6 +6409,11 @@ export interface operations {
                     /** Format: date-time */
                     created_at: string;
                     data: components["schemas"]["Customer"];
+                    /**
+                     * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+                     * @constant
+                     */
+                    test?: true;
                 };
             };
         };
@@ -6315,6 +6484,11 @@ export interface operations {
                     /** Format: date-time */
                     created_at: string;
                     data: components["schemas"]["InventoryRecord"];
+                    /**
+                     * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+                     * @constant
+                     */
+                    test?: true;
                 };
             };
         };
@@ -6383,6 +6557,11 @@ export interface operations {
                     /** Format: date-time */
                     created_at: string;
                     data: components["schemas"]["StockMovement"];
+                    /**
+                     * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+                     * @constant
+                     */
+                    test?: true;
                 };
             };
         };

@@ -43,7 +43,8 @@ function requestedTypes(query: EventQuery, request: FastifyRequest) {
  */
 async function feedConditions(app: FastifyInstance, query: EventQuery, request: FastifyRequest): Promise<RawBuilder<unknown>[]> {
   const types = requestedTypes(query, request);
-  const conditions: RawBuilder<unknown>[] = [sql`e.type = ANY(${types}::text[])`];
+  // Test events (decision 0020) are examples sent to one endpoint, never part of the store's history.
+  const conditions: RawBuilder<unknown>[] = [sql`e.type = ANY(${types}::text[])`, sql`NOT e.test`];
   const since = query.since === undefined ? undefined : parseIsoTimestamp(query.since);
   if (query.since !== undefined && !since) {
     throw invalidParameter('since', 'must be an ISO 8601 date or timestamp (e.g. 2026-01-31 or 2026-01-31T12:00:00Z)');

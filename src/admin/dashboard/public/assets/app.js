@@ -8,6 +8,7 @@
  *   #/webhooks/<id>                 one endpoint: secret, ping, enable/disable, its deliveries
  *   #/deliveries?endpoint_id=&status=   deliveries, filtered; retry one, several, all dead
  *   #/deliveries/<id>               one delivery: attempts and the event payload
+ *   #/event-types                   the event catalog: each type's description, schema and example
  *   #/audit-log?actor=&action=&from=&to=   the administrators' audit log, filtered
  *   #/admins                        administrators, roles, invitations (owners change them)
  *   #/account                       one's own password
@@ -33,6 +34,8 @@ import { renderAdmins } from './pages/admins.js';
 import { renderAccount } from './pages/account.js';
 import { renderAuditLog } from './pages/audit-log.js';
 import { renderLink } from './pages/link.js';
+import { renderEventTypes } from './pages/event-types.js';
+import { navAlertMarker, refreshAlerts } from './lib/alerts.js';
 
 const ROUTES = [
   { path: /^\/(?:overview)?$/, nav: 'overview', title: 'Overview', render: renderOverview },
@@ -41,6 +44,7 @@ const ROUTES = [
   { path: /^\/webhooks\/([0-9a-f-]{36})$/i, nav: 'webhooks', title: 'Webhook endpoint', render: renderWebhookEndpoint },
   { path: /^\/deliveries$/, nav: 'deliveries', title: 'Deliveries', render: renderDeliveries },
   { path: /^\/deliveries\/([0-9a-f-]{36})$/i, nav: 'deliveries', title: 'Delivery', render: renderDelivery },
+  { path: /^\/event-types$/, nav: 'event-types', title: 'Event catalog', render: renderEventTypes },
   { path: /^\/audit-log$/, nav: 'audit-log', title: 'Audit log', render: renderAuditLog },
   { path: /^\/admins$/, nav: 'admins', title: 'Administrators', render: renderAdmins },
   { path: /^\/account$/, nav: 'account', title: 'Your account', render: renderAccount },
@@ -52,6 +56,7 @@ const NAV = [
   { id: 'api-keys', label: 'API keys', href: '#/api-keys', icon: 'key' },
   { id: 'webhooks', label: 'Webhooks', href: '#/webhooks', icon: 'webhook' },
   { id: 'deliveries', label: 'Deliveries', href: '#/deliveries', icon: 'deliveries' },
+  { id: 'event-types', label: 'Event catalog', href: '#/event-types', icon: 'book' },
   { group: 'Settings' },
   { id: 'admins', label: 'Administrators', href: '#/admins', icon: 'user' },
   { id: 'audit-log', label: 'Audit log', href: '#/audit-log', icon: 'list' },
@@ -84,6 +89,7 @@ function buildShell() {
   const navList = h('div', { class: 'nav-groups' });
   let list = h('ul', { class: 'nav-list' });
   navList.append(list);
+  const alerts = navAlertMarker();
   for (const item of NAV) {
     if (item.group) {
       const labelId = `nav-group-${item.group.toLowerCase()}`;
@@ -91,7 +97,26 @@ function buildShell() {
       navList.append(h('p', { class: 'nav-group', id: labelId }, h('span', { class: 'nav-group-label', text: item.group })), list);
       continue;
     }
-    list.append(h('li', {}, h('a', { class: 'nav-link', href: item.href, dataset: { nav: item.id } }, icon(item.icon), h('span', { text: item.label }))));
+    list.append(
+      h(
+        'li',
+        {},
+        h(
+          'a',
+          {
+            class: 'nav-link',
+            href: item.href,
+            dataset: { nav: item.id },
+            'aria-describedby': item.id === 'overview' ? alerts.description.id : undefined,
+          },
+          icon(item.icon),
+          h('span', { text: item.label }),
+          // Paused or disabled endpoints, new dead letters (lib/alerts.js).
+          item.id === 'overview' ? alerts.marker : null,
+        ),
+        item.id === 'overview' ? alerts.description : null,
+      ),
+    );
   }
   const initials = session.email.slice(0, 2).toUpperCase();
   const signOutButton = h(
@@ -149,6 +174,7 @@ async function route() {
   }
   const { main } = shell;
   main.replaceChildren();
+  refreshAlerts();
   if (!match) {
     document.title = 'Not found · Store Integration Admin';
     main.append(

@@ -9,7 +9,7 @@
 import { h, replace, uid } from './dom.js';
 import { get, post, query } from './api.js';
 import { formatDateTime, formatNumber } from './format.js';
-import { button, code, confirmDialog, deliveryStatusBadge, emptyState, errorState, loadingBlock, timeEl, toast } from './ui.js';
+import { button, code, confirmDialog, deliveryStatusBadge, emptyState, errorState, loadingBlock, testBadge, timeEl, toast } from './ui.js';
 
 const STATUSES = [
   { value: '', label: 'All' },
@@ -208,7 +208,12 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
         { dataset: { deliveryId: d.id, status: d.status } },
         h('td', { class: 'cell-check' }, box),
         h('td', {}, deliveryStatusBadge(d.status)),
-        h('th', { scope: 'row' }, h('a', { href: `#/deliveries/${d.id}`, class: 'delivery-link', dataset: { role: 'open' } }, code(d.event_type))),
+        h(
+          'th',
+          { scope: 'row' },
+          h('a', { href: `#/deliveries/${d.id}`, class: 'delivery-link', dataset: { role: 'open' } }, code(d.event_type)),
+          testBadge(d),
+        ),
         showEndpoint
           ? h(
               'td',

@@ -103,6 +103,11 @@ export function deliveryStatusBadge(status) {
   return badge(DELIVERY_LABELS[status] ?? status, DELIVERY_TONES[status] ?? 'neutral');
 }
 
+/** "Test" for a test delivery (an example sent by an administrator, decision 0020); null otherwise. */
+export function testBadge(delivery) {
+  return delivery?.test ? badge('Test', 'info', { title: 'A test event sent by an administrator, not a change of the store' }) : null;
+}
+
 /** Active, paused by the circuit breaker until …, or disabled (with the reason). */
 export function endpointStateBadge(endpoint) {
   if (endpoint.state === 'paused') {

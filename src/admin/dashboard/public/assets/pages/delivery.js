@@ -2,7 +2,21 @@
 import { h, replace } from '../lib/dom.js';
 import { get, post } from '../lib/api.js';
 import { formatDateTime, formatDuration, formatJson } from '../lib/format.js';
-import { badge, button, callout, card, code, copyButton, deliveryStatusBadge, errorState, loadingBlock, pageHeader, timeEl, toast } from '../lib/ui.js';
+import {
+  badge,
+  button,
+  callout,
+  card,
+  code,
+  copyButton,
+  deliveryStatusBadge,
+  errorState,
+  loadingBlock,
+  pageHeader,
+  testBadge,
+  timeEl,
+  toast,
+} from '../lib/ui.js';
 
 const REFRESH_MS = 2000;
 const OUTCOME_TONES = { success: 'success', succeeded: 'success' };
@@ -108,14 +122,16 @@ export async function renderDelivery(view) {
         })
       : null;
     const payload = formatJson(
-      d.event?.data !== undefined ? { id: d.event.id, type: d.event.type, created_at: d.event.created_at, data: d.event.data } : d.event,
+      d.event?.data !== undefined
+        ? { id: d.event.id, type: d.event.type, created_at: d.event.created_at, data: d.event.data, ...(d.test ? { test: true } : {}) }
+        : d.event,
     );
     replace(
       view.root,
       pageHeader({
         title: d.event_type,
         breadcrumbs: [{ label: 'Deliveries', href: '#/deliveries' }, { label: `Delivery ${d.id.slice(0, 8)}` }],
-        badges: [deliveryStatusBadge(d.status)],
+        badges: [deliveryStatusBadge(d.status), testBadge(d)],
         description: `To ${d.endpoint_url}`,
         actions: [h('a', { class: 'btn btn-secondary', href: `#/webhooks/${d.endpoint_id}` }, 'View endpoint'), retry].filter(Boolean),
       }),
@@ -156,7 +172,7 @@ export async function renderDelivery(view) {
           title: 'Event payload',
           description: 'The JSON body POSTed to the endpoint.',
           actions: [copyButton(() => payload, { label: 'Copy JSON' })],
-          body: h('pre', { class: 'code-block payload' }, h('code', { text: payload })),
+          body: h('pre', { class: 'code-block payload', tabindex: '0' }, h('code', { text: payload })),
         }),
       ),
       card({ title: `Attempts (${d.attempts.length})`, body: attemptsTable(d.attempts), id: 'attempts-heading' }),

@@ -4,6 +4,7 @@ import { get, listAll } from '../lib/api.js';
 import { formatDateTime, formatNumber } from '../lib/format.js';
 import { card, emptyState, endpointStateBadge, errorState, loadingBlock, pageHeader } from '../lib/ui.js';
 import { CHART_SERIES, deliveryChart, deliveryTable, hourlySlots, seriesTotals } from '../lib/chart.js';
+import { alertsBlock, refreshAlerts } from '../lib/alerts.js';
 
 function statCard({ label, value, detail, href, iconName }) {
   const body = [
@@ -159,13 +160,22 @@ async function loadEndpoints(slot) {
   }
 }
 
+async function loadAlerts(slot) {
+  const alerts = await refreshAlerts();
+  if (!alerts) return;
+  const draw = (data) => data && replace(slot, alertsBlock(data, { onSeen: draw }));
+  draw(alerts);
+}
+
 export async function renderOverview(view) {
+  const alerts = h('div', { class: 'alerts-slot', dataset: { alerts: 'overview' } });
   const counts = h('div');
   const deliveries = h('div');
   const endpoints = h('div');
   replace(
     view.root,
     pageHeader({ title: 'Overview', description: 'The store at a glance and how its integrations are doing.' }),
+    alerts,
     counts,
     h(
       'div',
@@ -180,5 +190,5 @@ export async function renderOverview(view) {
       card({ title: 'Webhook endpoints', body: endpoints, actions: [h('a', { class: 'btn btn-ghost btn-sm', href: '#/webhooks' }, 'Manage')] }),
     ),
   );
-  await Promise.all([loadCounts(counts), loadDeliveries(deliveries), loadEndpoints(endpoints)]);
+  await Promise.all([loadAlerts(alerts), loadCounts(counts), loadDeliveries(deliveries), loadEndpoints(endpoints)]);
 }

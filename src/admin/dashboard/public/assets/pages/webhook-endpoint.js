@@ -27,6 +27,7 @@ import {
   toast,
 } from '../lib/ui.js';
 import { deliveriesPanel } from '../lib/deliveries-panel.js';
+import { deleteButton, testEventButton } from '../lib/endpoint-actions.js';
 import { eventTypesSummary, openEndpointDialog } from './webhooks.js';
 
 const MASK = `whsec_${'•'.repeat(24)}`;
@@ -259,7 +260,15 @@ export async function renderWebhookEndpoint(view) {
       description: endpoint.description || undefined,
       breadcrumbs: [{ label: 'Webhooks', href: '#/webhooks' }, { label: 'Endpoint' }],
       badges: [endpointStateBadge(endpoint)],
-      actions: [replay, edit, toggle, resume, ping].filter(Boolean),
+      actions: [
+        replay,
+        edit,
+        toggle,
+        resume,
+        ping,
+        enabled ? testEventButton(endpoint, { onSent: () => panel?.reload() }) : null,
+        deleteButton(endpoint, { onDeleted: () => view.navigate('#/webhooks') }),
+      ].filter(Boolean),
     });
     header.querySelector('h1')?.classList.add('page-title-url');
     const details = card({
