@@ -72,6 +72,12 @@ export function deliveryRowToDelivery(row: WebhookDelivery): WebhookDelivery {
 export interface DeliveryListQuery {
   endpointId?: string;
   status?: DeliveryStatus;
+  /** A delivery id or an event id: that delivery, or every delivery of that event. */
+  id?: string;
+  eventType?: string;
+  /** Created at or after (inclusive), before (exclusive). */
+  fromIso?: string;
+  toIso?: string;
   limit: number;
   /** Keyset position: deliveries strictly older than (ts, id). */
   before?: { ts: string; id?: string };
@@ -82,6 +88,11 @@ export async function listDeliveryRows(db: Kysely<Database>, query: DeliveryList
   const conditions = [sql`true`];
   if (query.endpointId) conditions.push(sql`d.endpoint_id = ${query.endpointId}::uuid`);
   if (query.status) conditions.push(sql`d.status = ${query.status}`);
+  // Two indexed equalities (primary key, webhook_deliveries_event_idx), never a scan.
+  if (query.id) conditions.push(sql`(d.id = ${query.id}::uuid OR d.event_id = ${query.id}::uuid)`);
+  if (query.eventType) conditions.push(sql`d.event_type = ${query.eventType}`);
+  if (query.fromIso) conditions.push(sql`d.created_at >= ${query.fromIso}::timestamptz`);
+  if (query.toIso) conditions.push(sql`d.created_at < ${query.toIso}::timestamptz`);
   if (query.before) {
     conditions.push(
       query.before.id
@@ -160,13 +171,31 @@ export async function insertDelivery(
   return id;
 }
 
+/**
+ * With `failedOnly`, only events that never got through to this endpoint: at least one of their
+ * deliveries to it is a dead letter and none succeeded or is still on its way (pending, or failed
+ * with a retry scheduled). Decision 0021.
+ */
+function replayFilter(failedOnly: boolean) {
+  if (!failedOnly) return sql`true`;
+  return sql`EXISTS (SELECT 1 FROM webhook_deliveries x WHERE x.event_id = ev.id AND x.endpoint_id = e.id AND x.status = 'dead')
+    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries x WHERE x.event_id = ev.id AND x.endpoint_id = e.id AND x.status <> 'dead')`;
+}
+
 /** Events of [fromIso, toIso) that `endpointId` subscribes to (never pings), at most `max` + 1 counted. */
-export async function countReplayEvents(db: Kysely<Database>, endpointId: string, fromIso: string, toIso: string, max: number): Promise<number> {
+export async function countReplayEvents(
+  db: Kysely<Database>,
+  endpointId: string,
+  fromIso: string,
+  toIso: string,
+  max: number,
+  failedOnly = false,
+): Promise<number> {
   const { rows } = await sql<{ n: number }>`
     SELECT count(*)::int AS n FROM (
       SELECT 1 FROM events ev JOIN webhook_endpoints e ON e.id = ${endpointId}::uuid
       WHERE ev.created_at >= ${fromIso}::timestamptz AND ev.created_at < ${toIso}::timestamptz AND ev.type <> 'ping'
-        AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types))
+        AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types)) AND ${replayFilter(failedOnly)}
       LIMIT ${max + 1}
     ) s
   `.execute(db);
@@ -174,16 +203,64 @@ export async function countReplayEvents(db: Kysely<Database>, endpointId: string
 }
 
 /** Queues a new delivery to `endpointId` of every subscribed event of [fromIso, toIso), in log order. */
-export async function insertReplayDeliveries(db: Kysely<Database>, endpointId: string, fromIso: string, toIso: string, nowIso: string): Promise<number> {
+export async function insertReplayDeliveries(
+  db: Kysely<Database>,
+  endpointId: string,
+  fromIso: string,
+  toIso: string,
+  nowIso: string,
+  failedOnly = false,
+): Promise<number> {
   const result = await sql`
     INSERT INTO webhook_deliveries (id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at)
     SELECT gen_random_uuid(), ev.id, ev.type, e.id, 'pending', ${nowIso}::timestamptz, ${nowIso}::timestamptz, ${nowIso}::timestamptz
     FROM events ev JOIN webhook_endpoints e ON e.id = ${endpointId}::uuid
     WHERE ev.created_at >= ${fromIso}::timestamptz AND ev.created_at < ${toIso}::timestamptz AND ev.type <> 'ping'
-      AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types))
+      AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types)) AND ${replayFilter(failedOnly)}
     ORDER BY ev.created_at, ev.seq
   `.execute(db);
   return Number(result.numAffectedRows ?? 0);
+}
+
+export interface EndpointWindowStats {
+  /** Attempts started in the window (every outcome). */
+  attempts: number;
+  succeeded: number;
+  /** succeeded / attempts, 0–1 (null: no attempt). */
+  success_rate: number | null;
+  /** Attempts that got an HTTP response, the ones latency is measured on. */
+  responses: number;
+  /** Median and 95th percentile of duration_ms over attempts with a response (an observed value; null: none). */
+  latency_p50_ms: number | null;
+  latency_p95_ms: number | null;
+}
+
+/**
+ * Success rate and latency of one endpoint's attempts started in [sinceIso, nowIso] (decision
+ * 0021). The attempts are reached through the endpoint's deliveries.
+ */
+export async function endpointAttemptStats(db: Kysely<Database>, endpointId: string, sinceIso: string, nowIso: string): Promise<EndpointWindowStats> {
+  const { rows } = await sql<{ attempts: number; succeeded: number; responses: number; p50: number | null; p95: number | null }>`
+    SELECT count(*)::int AS attempts,
+           count(*) FILTER (WHERE a.outcome = 'success')::int AS succeeded,
+           count(*) FILTER (WHERE a.status_code IS NOT NULL)::int AS responses,
+           percentile_disc(0.5) WITHIN GROUP (ORDER BY a.duration_ms) FILTER (WHERE a.status_code IS NOT NULL) AS p50,
+           percentile_disc(0.95) WITHIN GROUP (ORDER BY a.duration_ms) FILTER (WHERE a.status_code IS NOT NULL) AS p95
+    FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id
+    -- A settle stamps updated_at after the attempt started: the deliveries touched since the window
+    -- opened hold every attempt of the window.
+    WHERE d.endpoint_id = ${endpointId}::uuid AND d.updated_at >= ${sinceIso}::timestamptz
+      AND a.started_at >= ${sinceIso}::timestamptz AND a.started_at <= ${nowIso}::timestamptz
+  `.execute(db);
+  const r = rows[0]!;
+  return {
+    attempts: r.attempts,
+    succeeded: r.succeeded,
+    success_rate: r.attempts === 0 ? null : r.succeeded / r.attempts,
+    responses: r.responses,
+    latency_p50_ms: r.p50 === null ? null : Number(r.p50),
+    latency_p95_ms: r.p95 === null ? null : Number(r.p95),
+  };
 }
 
 export interface HourBucket {
