@@ -236,31 +236,51 @@ export interface EndpointWindowStats {
 }
 
 /**
- * Success rate and latency of one endpoint's attempts started in [sinceIso, nowIso] (decision
- * 0021). The attempts are reached through the endpoint's deliveries.
+ * Success rate and latency of one endpoint's attempts started in each window [since, nowIso]
+ * (decision 0021), all windows in one pass over the attempts of the widest.
  */
-export async function endpointAttemptStats(db: Kysely<Database>, endpointId: string, sinceIso: string, nowIso: string): Promise<EndpointWindowStats> {
-  const { rows } = await sql<{ attempts: number; succeeded: number; responses: number; p50: number | null; p95: number | null }>`
-    SELECT count(*)::int AS attempts,
-           count(*) FILTER (WHERE a.outcome = 'success')::int AS succeeded,
-           count(*) FILTER (WHERE a.status_code IS NOT NULL)::int AS responses,
-           percentile_disc(0.5) WITHIN GROUP (ORDER BY a.duration_ms) FILTER (WHERE a.status_code IS NOT NULL) AS p50,
-           percentile_disc(0.95) WITHIN GROUP (ORDER BY a.duration_ms) FILTER (WHERE a.status_code IS NOT NULL) AS p95
+export async function endpointAttemptStats<K extends string>(
+  db: Kysely<Database>,
+  endpointId: string,
+  windows: Record<K, string>,
+  nowIso: string,
+): Promise<Record<K, EndpointWindowStats>> {
+  const entries = Object.entries(windows) as [K, string][];
+  const widest = entries.map(([, since]) => since).sort()[0]!;
+  const columns = entries.map(([, since], i) => {
+    const inside = sql`a.started_at >= ${since}::timestamptz`;
+    const responded = sql`${inside} AND a.status_code IS NOT NULL`;
+    return sql`count(*) FILTER (WHERE ${inside})::int AS ${sql.ref(`attempts_${i}`)},
+      count(*) FILTER (WHERE ${inside} AND a.outcome = 'success')::int AS ${sql.ref(`succeeded_${i}`)},
+      count(*) FILTER (WHERE ${responded})::int AS ${sql.ref(`responses_${i}`)},
+      percentile_disc(0.5) WITHIN GROUP (ORDER BY a.duration_ms) FILTER (WHERE ${responded}) AS ${sql.ref(`p50_${i}`)},
+      percentile_disc(0.95) WITHIN GROUP (ORDER BY a.duration_ms) FILTER (WHERE ${responded}) AS ${sql.ref(`p95_${i}`)}`;
+  });
+  const { rows } = await sql<Record<string, number | null>>`
+    SELECT ${sql.join(columns)}
     FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id
     -- A settle stamps updated_at after the attempt started: the deliveries touched since the window
     -- opened hold every attempt of the window.
-    WHERE d.endpoint_id = ${endpointId}::uuid AND d.updated_at >= ${sinceIso}::timestamptz
-      AND a.started_at >= ${sinceIso}::timestamptz AND a.started_at <= ${nowIso}::timestamptz
+    WHERE d.endpoint_id = ${endpointId}::uuid AND d.updated_at >= ${widest}::timestamptz
+      AND a.started_at >= ${widest}::timestamptz AND a.started_at <= ${nowIso}::timestamptz
   `.execute(db);
   const r = rows[0]!;
-  return {
-    attempts: r.attempts,
-    succeeded: r.succeeded,
-    success_rate: r.attempts === 0 ? null : r.succeeded / r.attempts,
-    responses: r.responses,
-    latency_p50_ms: r.p50 === null ? null : Number(r.p50),
-    latency_p95_ms: r.p95 === null ? null : Number(r.p95),
-  };
+  const number = (v: number | null | undefined) => (v === null || v === undefined ? null : Number(v));
+  return Object.fromEntries(
+    entries.map(([key], i) => {
+      const attempts = Number(r[`attempts_${i}`]);
+      const succeeded = Number(r[`succeeded_${i}`]);
+      const stats: EndpointWindowStats = {
+        attempts,
+        succeeded,
+        success_rate: attempts === 0 ? null : succeeded / attempts,
+        responses: Number(r[`responses_${i}`]),
+        latency_p50_ms: number(r[`p50_${i}`]),
+        latency_p95_ms: number(r[`p95_${i}`]),
+      };
+      return [key, stats];
+    }),
+  ) as Record<K, EndpointWindowStats>;
 }
 
 export interface HourBucket {

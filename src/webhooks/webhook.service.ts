@@ -247,11 +247,8 @@ export class WebhookService {
     await this.getEndpoint(id);
     const now = this.clock();
     const nowIso = isoFromMillis(now);
-    const [day, week] = await Promise.all([
-      endpointAttemptStats(this.db, id, isoFromMillis(now - 86_400_000), nowIso),
-      endpointAttemptStats(this.db, id, isoFromMillis(now - 7 * 86_400_000), nowIso),
-    ]);
-    return { as_of: nowIso, last_24h: day, last_7d: week };
+    const windows = { last_24h: isoFromMillis(now - 86_400_000), last_7d: isoFromMillis(now - 7 * 86_400_000) };
+    return { as_of: nowIso, ...(await endpointAttemptStats(this.db, id, windows, nowIso)) };
   }
 
   /** Makes one dead or failed delivery due now. */
