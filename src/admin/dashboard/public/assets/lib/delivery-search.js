@@ -4,7 +4,7 @@
  * id that is no UUID, an end before the start) is said at its field before anything is asked; one
  * the API refuses (400 naming the parameter) is said at the same field.
  */
-import { h, uid } from './dom.js';
+import { h, replace, uid } from './dom.js';
 import { get } from './api.js';
 import { button, clearFormErrors, field, setFieldError, showProblemOnForm } from './ui.js';
 
@@ -47,7 +47,7 @@ export function deliverySearchForm({ values, onSearch }) {
     value: values.id ?? '',
     autocomplete: 'off',
     spellcheck: false,
-    placeholder: 'e.g. 3f2c…',
+    placeholder: 'Paste an id',
     class: 'input-mono',
   });
   const typeSelect = h('select', { name: 'event_type' }, h('option', { value: '', text: 'All event types' }));
@@ -56,7 +56,8 @@ export function deliverySearchForm({ values, onSearch }) {
   loadEventTypes()
     .then((types) => {
       const current = typeSelect.value;
-      typeSelect.replaceChildren(
+      replace(
+        typeSelect,
         h('option', { value: '', text: 'All event types' }),
         types.map((t) => h('option', { value: t, text: t, selected: t === current })),
       );

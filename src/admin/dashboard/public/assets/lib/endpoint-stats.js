@@ -27,7 +27,12 @@ function windowRows(label, w) {
     'tr',
     {},
     h('th', { scope: 'row', text: label }),
-    h('td', { class: 'num', dataset: { stat: 'success-rate' } }, h('span', { class: 'stat-number', text: percent(w.success_rate) }), h('span', { class: 'cell-sub', text: attempts })),
+    h(
+      'td',
+      { class: 'num', dataset: { stat: 'success-rate' } },
+      h('span', { class: 'stat-number', text: percent(w.success_rate) }),
+      h('span', { class: 'cell-sub', text: attempts }),
+    ),
     h('td', { class: 'num', dataset: { stat: 'p50' }, text: ms(w.latency_p50_ms) }),
     h('td', { class: 'num', dataset: { stat: 'p95' }, text: ms(w.latency_p95_ms) }),
   );
@@ -48,22 +53,26 @@ export function endpointStats(endpointId) {
       replace(
         body,
         h(
-          'table',
-          { class: 'table table-stats' },
-          h('caption', { class: 'visually-hidden', text: 'Success rate and latency of the attempts to this endpoint' }),
+          'div',
+          { class: 'table-wrap' },
           h(
-            'thead',
-            {},
+            'table',
+            { class: 'table table-stats' },
+            h('caption', { class: 'visually-hidden', text: 'Success rate and latency of the attempts to this endpoint' }),
             h(
-              'tr',
+              'thead',
               {},
-              h('th', { scope: 'col', text: 'Window' }),
-              h('th', { scope: 'col', class: 'num', text: 'Success rate' }),
-              h('th', { scope: 'col', class: 'num', text: 'Latency p50' }),
-              h('th', { scope: 'col', class: 'num', text: 'Latency p95' }),
+              h(
+                'tr',
+                {},
+                h('th', { scope: 'col', text: 'Window' }),
+                h('th', { scope: 'col', class: 'num', text: 'Success rate' }),
+                h('th', { scope: 'col', class: 'num', text: 'Latency p50' }),
+                h('th', { scope: 'col', class: 'num', text: 'Latency p95' }),
+              ),
             ),
+            h('tbody', {}, windowRows('Last 24 hours', data.last_24h), windowRows('Last 7 days', data.last_7d)),
           ),
-          h('tbody', {}, windowRows('Last 24 hours', data.last_24h), windowRows('Last 7 days', data.last_7d)),
         ),
       );
       body.setAttribute('aria-busy', 'false');
