@@ -174,7 +174,11 @@ describe.skipIf(!hasChromium)('deliveries search, endpoint statistics and replay
     const retry = owner.locator('.deliveries-panel tbody tr[data-status="dead"] [data-role="retry"]').first();
     const box = (await retry.boundingBox())!;
     expect(box.x + box.width).toBeLessThanOrEqual(DESKTOP.width);
-    expect(await owner.evaluate(() => document.querySelector('.deliveries-panel .table-wrap')!.scrollWidth - document.querySelector('.deliveries-panel .table-wrap')!.clientWidth)).toBe(0);
+    expect(
+      await owner.evaluate(
+        () => document.querySelector('.deliveries-panel .table-wrap')!.scrollWidth - document.querySelector('.deliveries-panel .table-wrap')!.clientWidth,
+      ),
+    ).toBe(0);
 
     const search = owner.getByRole('search', { name: 'Search deliveries' });
     await search.getByLabel('Event or delivery id').fill(customerDelivery!.event_id);
@@ -337,7 +341,11 @@ describe.skipIf(!hasChromium)('deliveries search, endpoint statistics and replay
     // At 1280 the viewer's table fits too.
     await viewer.goto(`${server.url}/admin#/deliveries`);
     await rows(viewer).nth(3).waitFor();
-    expect(await viewer.evaluate(() => document.querySelector('.deliveries-panel .table-wrap')!.scrollWidth - document.querySelector('.deliveries-panel .table-wrap')!.clientWidth)).toBe(0);
+    expect(
+      await viewer.evaluate(
+        () => document.querySelector('.deliveries-panel .table-wrap')!.scrollWidth - document.querySelector('.deliveries-panel .table-wrap')!.clientWidth,
+      ),
+    ).toBe(0);
     await owner.setViewportSize(DESKTOP);
     await owner.goto(`${server.url}/admin#/webhooks/${downId}`);
     await owner.getByRole('button', { name: 'Replay…' }).click();

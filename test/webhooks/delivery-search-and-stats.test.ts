@@ -35,7 +35,9 @@ describe.each(backends)('delivery search, endpoint statistics and failed-only re
   const db = () => kit.t.database.db;
   const insertEvent = async (type: string, at: number) => {
     const id = randomUUID();
-    await sql`INSERT INTO events (id, type, resource_type, resource_id, data, created_at) VALUES (${id}, ${type}, 'order', 'x', ${JSON.stringify({ id: 'x' })}::jsonb, ${iso(at)})`.execute(db());
+    await sql`INSERT INTO events (id, type, resource_type, resource_id, data, created_at) VALUES (${id}, ${type}, 'order', 'x', ${JSON.stringify({ id: 'x' })}::jsonb, ${iso(at)})`.execute(
+      db(),
+    );
     return id;
   };
   const insertDelivery = async (eventId: string, type: string, endpoint: string, status: string, at: number) => {
@@ -52,7 +54,9 @@ describe.each(backends)('delivery search, endpoint statistics and failed-only re
       INSERT INTO webhook_attempts (id, delivery_id, attempt_number, started_at, duration_ms, status_code, outcome)
       VALUES (${randomUUID()}, ${deliveryId}, 1, ${iso(at)}, ${durationMs}, ${statusCode}, ${outcome})
     `.execute(db());
-    await sql`UPDATE webhook_deliveries SET updated_at = greatest(updated_at, ${iso(at + durationMs)}::timestamptz) WHERE id = ${deliveryId}::uuid`.execute(db());
+    await sql`UPDATE webhook_deliveries SET updated_at = greatest(updated_at, ${iso(at + durationMs)}::timestamptz) WHERE id = ${deliveryId}::uuid`.execute(
+      db(),
+    );
   };
 
   beforeAll(async () => {

@@ -6,20 +6,7 @@
 import { h, replace } from '../lib/dom.js';
 import { get, patch, post } from '../lib/api.js';
 import { formatDateTime } from '../lib/format.js';
-import {
-  button,
-  callout,
-  card,
-  code,
-  confirmDialog,
-  copyButton,
-  endpointStateBadge,
-  errorState,
-  loadingBlock,
-  pageHeader,
-  timeEl,
-  toast,
-} from '../lib/ui.js';
+import { button, callout, card, code, confirmDialog, copyButton, endpointStateBadge, errorState, loadingBlock, pageHeader, timeEl, toast } from '../lib/ui.js';
 import { deliveriesPanel } from '../lib/deliveries-panel.js';
 import { openReplayDialog } from '../lib/endpoint-replay.js';
 import { endpointStats } from '../lib/endpoint-stats.js';
