@@ -24,6 +24,8 @@ import {
 import {
   countReplayEvents,
   deliveryStats,
+  endpointAttemptStats,
+  type EndpointWindowStats,
   findDelivery,
   findEvent,
   insertDelivery,
@@ -195,8 +197,17 @@ export class WebhookService {
     return { id, url: endpoint.url, deliveries_deleted: deleted };
   }
 
-  /** Queues again every subscribed event of [from, to) to this endpoint. */
-  async replay(id: string, from: string, to: string): Promise<{ queued: number }> {
+  /**
+   * Queues again every subscribed event of [from, to) to this endpoint (with `failedOnly`, only
+   * those that never got through: decision 0021). `dryRun` counts what would be queued and changes
+   * nothing.
+   */
+  async replay(
+    id: string,
+    from: string,
+    to: string,
+    { failedOnly = false, dryRun = false }: { failedOnly?: boolean; dryRun?: boolean } = {},
+  ): Promise<{ queued: number }> {
     await this.getEndpoint(id);
     const fromIso = parseIsoTimestamp(from);
     const toIso = parseIsoTimestamp(to);
@@ -210,21 +221,45 @@ export class WebhookService {
         `reaches behind the retention of the event log (EVENT_RETENTION_MS): events before ${oldest} have been pruned; the oldest available instant is ${oldest}`,
       );
     }
-    const count = await countReplayEvents(this.db, id, fromIso, toIso, MAX_REPLAY_EVENTS);
+    const count = await countReplayEvents(this.db, id, fromIso, toIso, MAX_REPLAY_EVENTS, failedOnly);
     if (count > MAX_REPLAY_EVENTS) {
       throw invalidParameter('to', `the range holds more than ${MAX_REPLAY_EVENTS} events; replay it in smaller ranges`);
     }
-    const queued = count === 0 ? 0 : await insertReplayDeliveries(this.db, id, fromIso, toIso, isoFromMillis(this.clock()));
+    if (dryRun) return { queued: count };
+    const queued = count === 0 ? 0 : await insertReplayDeliveries(this.db, id, fromIso, toIso, isoFromMillis(this.clock()), failedOnly);
     if (queued > 0) await announceDueDeliveries(this.db, this.ctx.database.backend);
     return { queued };
   }
 
-  async listDeliveries(query: { endpoint_id?: string; status?: DeliveryStatus; limit: number; cursor?: string }): Promise<{
+  async listDeliveries(query: {
+    endpoint_id?: string;
+    status?: DeliveryStatus;
+    id?: string;
+    event_type?: string;
+    from?: string;
+    to?: string;
+    limit: number;
+    cursor?: string;
+  }): Promise<{
     data: WebhookDelivery[];
     pagination: { next_cursor: string | null; has_more: boolean; limit: number };
   }> {
+    const fromIso = query.from === undefined ? undefined : parseIsoTimestamp(query.from);
+    const toIso = query.to === undefined ? undefined : parseIsoTimestamp(query.to);
+    if (query.from !== undefined && !fromIso) throw invalidParameter('from', 'must be an ISO 8601 date or timestamp (years 0001–9999)');
+    if (query.to !== undefined && !toIso) throw invalidParameter('to', 'must be an ISO 8601 date or timestamp (years 0001–9999)');
+    if (fromIso && toIso && epochMicros(toIso)! <= epochMicros(fromIso)!) throw invalidParameter('to', 'must be after from');
     const before = query.cursor ? parseCursor(query.cursor) : undefined;
-    const rows = await listDeliveryRows(this.db, { endpointId: query.endpoint_id, status: query.status, limit: query.limit, before });
+    const rows = await listDeliveryRows(this.db, {
+      endpointId: query.endpoint_id,
+      status: query.status,
+      id: query.id,
+      eventType: query.event_type,
+      fromIso,
+      toIso,
+      limit: query.limit,
+      before,
+    });
     const hasMore = rows.length > query.limit;
     const data = rows.slice(0, query.limit);
     const last = data[data.length - 1];
@@ -239,6 +274,15 @@ export class WebhookService {
     if (!delivery) throw notFound('webhook delivery', id);
     const [attempts, event] = await Promise.all([listAttempts(this.db, id), findEvent(this.db, delivery.event_id)]);
     return { ...delivery, attempts, event: event! };
+  }
+
+  /** Success rate and latency of one endpoint's attempts over the last 24 hours and 7 days (decision 0021). */
+  async endpointStats(id: string): Promise<{ as_of: string; last_24h: EndpointWindowStats; last_7d: EndpointWindowStats }> {
+    await this.getEndpoint(id);
+    const now = this.clock();
+    const nowIso = isoFromMillis(now);
+    const windows = { last_24h: isoFromMillis(now - 86_400_000), last_7d: isoFromMillis(now - 7 * 86_400_000) };
+    return { as_of: nowIso, ...(await endpointAttemptStats(this.db, id, windows, nowIso)) };
   }
 
   /** Makes one dead or failed delivery due now. */

@@ -6,6 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { WebhookService, SUBSCRIBABLE_EVENT_TYPES } from '../../webhooks/webhook.service.ts';
+import { EVENT_TYPES } from '../../events/event-log.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../../webhooks/webhook-delivery.repository.ts';
 import { exampleEvent } from '../../api/openapi-examples.ts';
 import type { FeedEventType } from '../../resources/registry.ts';
@@ -40,17 +41,53 @@ const PatchBody = Type.Object(
   },
   { ...strict, minProperties: 1 },
 );
+const FailedOnly = Type.Boolean({
+  default: false,
+  description: 'Only events that never got through to this endpoint: a dead letter, and no delivery succeeded or still on its way (decision 0021)',
+});
 const ReplayBody = Type.Object(
   {
     from: Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601, inclusive' }),
     to: Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601, exclusive' }),
+    failed_only: Type.Optional(FailedOnly),
   },
+  strict,
+);
+const ReplayPreviewQuery = Type.Object(
+  {
+    from: Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601, inclusive' }),
+    to: Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601, exclusive' }),
+    failed_only: Type.Optional(FailedOnly),
+  },
+  strict,
+);
+const ReplayCount = Type.Object(
+  { data: Type.Object({ queued: Type.Integer({ minimum: 0, description: 'Deliveries the replay would queue (or queued)' }) }, strict) },
+  strict,
+);
+const WindowStats = Type.Object(
+  {
+    attempts: Type.Integer({ minimum: 0, description: 'Attempts started in the window, every outcome' }),
+    succeeded: Type.Integer({ minimum: 0 }),
+    success_rate: Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()], { description: 'succeeded / attempts; null without attempts' }),
+    responses: Type.Integer({ minimum: 0, description: 'Attempts that got an HTTP response: the ones latency is measured on' }),
+    latency_p50_ms: Type.Union([Type.Integer(), Type.Null()], { description: 'Median duration of the attempts with a response, ms (an observed value)' }),
+    latency_p95_ms: Type.Union([Type.Integer(), Type.Null()], { description: '95th percentile of the same, ms' }),
+  },
+  strict,
+);
+const EndpointStats = Type.Object(
+  { data: Type.Object({ as_of: Type.String({ format: 'date-time' }), last_24h: WindowStats, last_7d: WindowStats }, strict) },
   strict,
 );
 const DeliveryQuery = Type.Object(
   {
     endpoint_id: Type.Optional(Uuid),
     status: Type.Optional(Type.Unsafe<DeliveryStatus>({ type: 'string', enum: [...DELIVERY_STATUSES] })),
+    id: Type.Optional(Type.String({ format: 'uuid', description: 'A delivery id or an event id: that delivery, or every delivery of that event' })),
+    event_type: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: [...EVENT_TYPES], description: 'Only deliveries of this event type' })),
+    from: Type.Optional(Type.String({ minLength: 1, maxLength: 40, description: 'Created at or after (ISO 8601 date or timestamp)' })),
+    to: Type.Optional(Type.String({ minLength: 1, maxLength: 40, description: 'Created before (ISO 8601, exclusive); after from' })),
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, default: 50 })),
     cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'next_cursor of the previous page' })),
   },
@@ -184,12 +221,53 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
     '/webhooks/endpoints/:id/replay',
     {
       config: { audit: 'endpoint.replayed', auditTarget: 'endpoint' },
-      schema: { tags, summary: 'Queue again every subscribed event of [from, to)', params: IdParam, body: ReplayBody },
+      schema: {
+        tags,
+        summary: 'Queue again every subscribed event of [from, to), or with failed_only those that never got through',
+        params: IdParam,
+        body: ReplayBody,
+        response: { 202: ReplayCount },
+      },
     },
     async (req, reply) => {
       const body = req.body as typeof ReplayBody.static;
-      return reply.code(202).send({ data: await webhooks.replay(id(req.params), body.from, body.to) });
+      const failedOnly = body.failed_only === true;
+      const data = await webhooks.replay(id(req.params), body.from, body.to, { failedOnly });
+      // The audit log says how many deliveries the replay queued, and with which option.
+      req.audit = {
+        target: { type: 'endpoint', id: id(req.params) },
+        details: { from: body.from, to: body.to, failed_only: failedOnly, queued: data.queued },
+      };
+      return reply.code(202).send({ data });
     },
+  );
+  app.get(
+    '/webhooks/endpoints/:id/replay-preview',
+    {
+      schema: {
+        tags,
+        summary: 'How many deliveries a replay with these parameters would queue (a dry run: nothing changes)',
+        params: IdParam,
+        querystring: ReplayPreviewQuery,
+        response: { 200: ReplayCount },
+      },
+    },
+    async (req) => {
+      const q = req.query as typeof ReplayPreviewQuery.static;
+      return { data: await webhooks.replay(id(req.params), q.from, q.to, { failedOnly: q.failed_only === true, dryRun: true }) };
+    },
+  );
+  app.get(
+    '/webhooks/endpoints/:id/stats',
+    {
+      schema: {
+        tags,
+        summary: "Success rate and latency (p50, p95) of the endpoint's attempts over the last 24 hours and 7 days",
+        params: IdParam,
+        response: { 200: EndpointStats },
+      },
+    },
+    async (req) => ({ data: await webhooks.endpointStats(id(req.params)) }),
   );
 
   app.get(

@@ -842,8 +842,42 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Queue again every subscribed event of [from, to) */
+        /** Queue again every subscribed event of [from, to), or with failed_only those that never got through */
         post: operations["post_admin_api_v1_webhooks_endpoints_id_replay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/webhooks/endpoints/{id}/replay-preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** How many deliveries a replay with these parameters would queue (a dry run: nothing changes) */
+        get: operations["get_admin_api_v1_webhooks_endpoints_id_replay_preview"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/webhooks/endpoints/{id}/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Success rate and latency (p50, p95) of the endpoint's attempts over the last 24 hours and 7 days */
+        get: operations["get_admin_api_v1_webhooks_endpoints_id_stats"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -5116,19 +5150,27 @@ export interface operations {
                     from: string;
                     /** @description ISO 8601, exclusive */
                     to: string;
+                    /**
+                     * @description Only events that never got through to this endpoint: a dead letter, and no delivery succeeded or still on its way (decision 0021)
+                     * @default false
+                     */
+                    failed_only?: boolean;
                 };
             };
         };
         responses: {
             /** @description The record or result, as `{ "data": … }`. */
-            200: {
+            202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            /** @description Deliveries the replay would queue (or queued) */
+                            queued: number;
+                        };
                     };
                 };
             };
@@ -5141,11 +5183,118 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    get_admin_api_v1_webhooks_endpoints_id_replay_preview: {
+        parameters: {
+            query: {
+                /** @description ISO 8601, inclusive */
+                from: string;
+                /** @description ISO 8601, exclusive */
+                to: string;
+                /** @description Only events that never got through to this endpoint: a dead letter, and no delivery succeeded or still on its way (decision 0021) */
+                failed_only?: boolean;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description Deliveries the replay would queue (or queued) */
+                            queued: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_webhooks_endpoints_id_stats: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: date-time */
+                            as_of: string;
+                            last_24h: {
+                                /** @description Attempts started in the window, every outcome */
+                                attempts: number;
+                                succeeded: number;
+                                /** @description succeeded / attempts; null without attempts */
+                                success_rate: number | null;
+                                /** @description Attempts that got an HTTP response: the ones latency is measured on */
+                                responses: number;
+                                /** @description Median duration of the attempts with a response, ms (an observed value) */
+                                latency_p50_ms: number | null;
+                                /** @description 95th percentile of the same, ms */
+                                latency_p95_ms: number | null;
+                            };
+                            last_7d: {
+                                /** @description Attempts started in the window, every outcome */
+                                attempts: number;
+                                succeeded: number;
+                                /** @description succeeded / attempts; null without attempts */
+                                success_rate: number | null;
+                                /** @description Attempts that got an HTTP response: the ones latency is measured on */
+                                responses: number;
+                                /** @description Median duration of the attempts with a response, ms (an observed value) */
+                                latency_p50_ms: number | null;
+                                /** @description 95th percentile of the same, ms */
+                                latency_p95_ms: number | null;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     get_admin_api_v1_webhooks_deliveries: {
         parameters: {
             query?: {
                 endpoint_id?: string;
                 status?: "pending" | "succeeded" | "failed" | "dead";
+                /** @description A delivery id or an event id: that delivery, or every delivery of that event */
+                id?: string;
+                /** @description Only deliveries of this event type */
+                event_type?: "product.created" | "product.updated" | "order.created" | "order.updated" | "customer.created" | "customer.updated" | "inventory.updated" | "stock_movement.created" | "ping";
+                /** @description Created at or after (ISO 8601 date or timestamp) */
+                from?: string;
+                /** @description Created before (ISO 8601, exclusive); after from */
+                to?: string;
                 limit?: number;
                 /** @description next_cursor of the previous page */
                 cursor?: string;

@@ -10,6 +10,7 @@ import { h, replace, uid } from './dom.js';
 import { get, post, query } from './api.js';
 import { formatDateTime, formatNumber } from './format.js';
 import { button, code, confirmDialog, deliveryStatusBadge, emptyState, errorState, loadingBlock, testBadge, timeEl, toast } from './ui.js';
+import { deliverySearchForm, searchQuery } from './delivery-search.js';
 
 const STATUSES = [
   { value: '', label: 'All' },
@@ -39,13 +40,15 @@ function whenCell(d) {
 }
 
 /**
- * deliveriesPanel({ endpointId, endpoints, status, onFiltersChange }) → { element, cleanup }.
- * With `endpointId` the endpoint filter is fixed; otherwise `endpoints` fills its select.
+ * deliveriesPanel({ endpointId, endpoints, status, search, onFiltersChange }) → { element, cleanup }.
+ * With `endpointId` the endpoint filter is fixed; otherwise `endpoints` fills its select. `search`
+ * holds the id, event type and date range searched for (delivery-search.js).
  */
-export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], status: initialStatus = '', endpointFilter = '', onFiltersChange }) {
+export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], status: initialStatus = '', endpointFilter = '', search = {}, onFiltersChange }) {
   const state = {
     endpointId: fixedEndpoint ?? endpointFilter,
     status: initialStatus,
+    search: { id: '', event_type: '', from: '', to: '', ...search },
     items: [],
     nextCursor: null,
     hasMore: false,
@@ -117,9 +120,17 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
     retryAllDead.title = state.endpointId ? 'Retry every dead delivery of this endpoint' : 'Choose an endpoint first';
   }
 
+  const searchForm = deliverySearchForm({
+    values: state.search,
+    onSearch: (values) => {
+      state.search = values;
+      filtersChanged();
+    },
+  });
+
   function filtersChanged() {
     state.selected.clear();
-    onFiltersChange?.({ status: state.status, endpointId: state.endpointId });
+    onFiltersChange?.({ status: state.status, endpointId: state.endpointId, search: state.search });
     syncActions();
     load({ keepPages: false });
   }
@@ -160,6 +171,13 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
   function render() {
     if (state.items.length === 0) {
       const filtered = state.status ? `${STATUSES.find((s) => s.value === state.status).label.toLowerCase()} ` : '';
+      if (searchForm.active()) {
+        replace(
+          tableSlot,
+          emptyState({ iconName: 'deliveries', title: `No ${filtered}deliveries match`, text: 'Change or clear the search to see more deliveries.' }),
+        );
+        return;
+      }
       replace(
         tableSlot,
         emptyState({
@@ -274,7 +292,7 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
   }
 
   async function fetchPage(cursor, limit = PAGE_SIZE) {
-    return get(`/webhooks/deliveries${query({ endpoint_id: state.endpointId, status: state.status, limit, cursor })}`);
+    return get(`/webhooks/deliveries${query({ endpoint_id: state.endpointId, status: state.status, ...searchQuery(state.search), limit, cursor })}`);
   }
 
   async function load({ append = false, keepPages = false } = {}) {
@@ -308,6 +326,12 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
       const count = `${state.items.length} ${state.items.length === 1 ? 'delivery' : 'deliveries'} shown.`;
       if (live.textContent !== count) live.textContent = count;
     } catch (error) {
+      // A value the API refused is said at its field; the table says nothing matched.
+      if (error.status === 400 && !state.disposed && searchForm.showProblem(error)) {
+        state.items = [];
+        replace(tableSlot, emptyState({ iconName: 'deliveries', title: 'Nothing searched yet', text: 'Correct the search above.' }));
+        return;
+      }
       if (error.status !== 401 && !state.disposed)
         replace(
           tableSlot,
@@ -343,7 +367,7 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
     h('div', { class: 'toolbar-actions' }, refresh, retrySelected, retryAllDead),
   );
 
-  const element = h('div', { class: 'deliveries-panel' }, toolbar, live, tableSlot, updated);
+  const element = h('div', { class: 'deliveries-panel' }, searchForm.element, toolbar, live, tableSlot, updated);
   load();
   return {
     element,

@@ -1,10 +1,15 @@
-/** Deliveries across all endpoints (or one, chosen in the filter), by status; retry from here. */
+/**
+ * Deliveries across all endpoints (or one, chosen in the filter), by status, searched by event or
+ * delivery id, event type and date range; retry from here.
+ */
 import { h, replace } from '../lib/dom.js';
 import { listAll } from '../lib/api.js';
 import { card, errorState, loadingBlock, pageHeader } from '../lib/ui.js';
 import { deliveriesPanel } from '../lib/deliveries-panel.js';
 
 const STATUSES = new Set(['pending', 'succeeded', 'failed', 'dead']);
+/** The search's fields, kept in the address like the filters (lib/delivery-search.js). */
+const SEARCH_KEYS = ['id', 'event_type', 'from', 'to'];
 
 export async function renderDeliveries(view) {
   const status = STATUSES.has(view.query.get('status')) ? view.query.get('status') : '';
@@ -36,10 +41,12 @@ export async function renderDeliveries(view) {
     endpoints,
     status,
     endpointFilter: endpoints.some((e) => e.id === endpointFilter) ? endpointFilter : '',
-    onFiltersChange: ({ status: s, endpointId }) => {
+    search: Object.fromEntries(SEARCH_KEYS.map((key) => [key, view.query.get(key) ?? ''])),
+    onFiltersChange: ({ status: s, endpointId, search: searched }) => {
       const params = new URLSearchParams();
       if (endpointId) params.set('endpoint_id', endpointId);
       if (s) params.set('status', s);
+      for (const key of SEARCH_KEYS) if (searched?.[key]) params.set(key, searched[key]);
       const search = params.toString();
       // replaceState: the filters belong in the address (shareable) without a page change.
       history.replaceState(null, '', `#/deliveries${search ? `?${search}` : ''}`);

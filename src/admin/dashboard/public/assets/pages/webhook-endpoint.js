@@ -1,33 +1,16 @@
 /**
  * One webhook endpoint: its state and settings, the signing secret (reveal, copy, rotate), ping,
- * enable/disable, replaying a time range of events, and its deliveries.
+ * enable/disable, replaying a time range of events (lib/endpoint-replay.js), its success rate and
+ * latency (lib/endpoint-stats.js), and its deliveries.
  */
 import { h, replace } from '../lib/dom.js';
 import { get, patch, post } from '../lib/api.js';
-import { formatDateTime, formatNumber } from '../lib/format.js';
-import {
-  button,
-  callout,
-  card,
-  clearFormErrors,
-  code,
-  confirmDialog,
-  copyButton,
-  endpointStateBadge,
-  errorState,
-  field,
-  formError,
-  loadingBlock,
-  openDialog,
-  pageHeader,
-  runBusy,
-  showFormError,
-  showProblemOnForm,
-  timeEl,
-  toast,
-} from '../lib/ui.js';
+import { formatDateTime } from '../lib/format.js';
+import { button, callout, card, code, confirmDialog, copyButton, endpointStateBadge, errorState, loadingBlock, pageHeader, timeEl, toast } from '../lib/ui.js';
 import { deliveriesPanel } from '../lib/deliveries-panel.js';
 import { deleteButton, testEventButton } from '../lib/endpoint-actions.js';
+import { openReplayDialog } from '../lib/endpoint-replay.js';
+import { endpointStats } from '../lib/endpoint-stats.js';
 import { eventTypesSummary, openEndpointDialog } from './webhooks.js';
 
 const MASK = `whsec_${'•'.repeat(24)}`;
@@ -111,64 +94,13 @@ function secretCard(endpoint) {
   });
 }
 
-function openReplayDialog(endpoint, onQueued) {
-  const toLocalInput = (ms) => {
-    const d = new Date(ms - new Date(ms).getTimezoneOffset() * 60_000);
-    return d.toISOString().slice(0, 16);
-  };
-  openDialog({
-    title: 'Replay events',
-    description: 'Queue again every event of a time range this endpoint subscribes to, for example after the receiver lost data.',
-    render: (close) => {
-      const from = h('input', { type: 'datetime-local', name: 'from', value: toLocalInput(Date.now() - 3_600_000), autofocus: true });
-      const to = h('input', { type: 'datetime-local', name: 'to', value: toLocalInput(Date.now()) });
-      const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, h('span', { class: 'btn-label', text: 'Replay' }));
-      const form = h(
-        'form',
-        { novalidate: true },
-        h(
-          'div',
-          { class: 'field-row' },
-          field({ label: 'From', control: from, required: true, hint: 'Your local time, inclusive' }),
-          field({ label: 'To', control: to, required: true, hint: 'Exclusive' }),
-        ),
-        formError(),
-        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit),
-      );
-      form.addEventListener('submit', (event) => {
-        event.preventDefault();
-        clearFormErrors(form);
-        const fromMs = Date.parse(from.value);
-        const toMs = Date.parse(to.value);
-        if (Number.isNaN(fromMs) || Number.isNaN(toMs) || fromMs >= toMs) {
-          showProblemOnForm(form, { errors: [{ param: 'to', message: 'Choose an end after the start.' }] });
-          return;
-        }
-        runBusy(submit, async () => {
-          try {
-            const { data } = await post(`/webhooks/endpoints/${endpoint.id}/replay`, {
-              from: new Date(fromMs).toISOString(),
-              to: new Date(toMs).toISOString(),
-            });
-            close();
-            toast(`Queued ${formatNumber(data.queued)} ${data.queued === 1 ? 'delivery' : 'deliveries'}.`);
-            onQueued();
-          } catch (error) {
-            if (!showProblemOnForm(form, error)) showFormError(form, error.message);
-          }
-        });
-      });
-      return form;
-    },
-  });
-}
-
 /** How often the endpoint page asks for the breaker's state. */
 const ENDPOINT_POLL_MS = 2000;
 
 export async function renderWebhookEndpoint(view) {
   const [id] = view.params;
   let panel = null;
+  let stats = null;
 
   const draw = (endpoint) => {
     // Redrawing replaces the buttons; keep the keyboard focus on the action that was used.
@@ -292,11 +224,14 @@ export async function renderWebhookEndpoint(view) {
     });
     const existingPanel = panel;
     if (!existingPanel) panel = deliveriesPanel({ endpointId: endpoint.id });
+    if (stats) stats.refresh();
+    else stats = endpointStats(endpoint.id);
     replace(
       view.root,
       header,
       stateNotice,
       h('div', { class: 'detail-grid' }, details, secretCard(endpoint)),
+      stats.element,
       card({ title: 'Deliveries', description: 'Newest first. Failed deliveries are retried automatically; dead letters wait for you.', body: panel.element }),
     );
     if (focusedAction >= 0) view.root.querySelectorAll('.page-actions .btn')[focusedAction]?.focus();
@@ -345,5 +280,6 @@ export async function renderWebhookEndpoint(view) {
     stopped = true;
     clearTimeout(timer);
     panel?.cleanup();
+    stats?.cleanup();
   };
 }
