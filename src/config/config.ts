@@ -49,7 +49,7 @@ export const EnvSchema = Type.Object({
     'Longest a valid API token is served from the process cache without a look-up (revocation still takes effect on the next request); 0 = off',
   ),
   LIST_PAGE_CACHE_MB: Int(
-    32,
+    16,
     0,
     4096,
     'PostgreSQL only: memory for list pages kept until the next write to the store (every write empties it, in every process); 0 = off',
