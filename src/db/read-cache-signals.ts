@@ -8,7 +8,8 @@
  *  - in process, synchronously: the token service after each of its writes (`tokensChanged`), and
  *    every write-clock transaction's commit (`writeCommits`, write-clock.ts) for the store;
  *  - across processes (PostgreSQL): NOTIFY `api_tokens_changed` / `store_changed` from statement
- *    triggers (migration 0016), on a LISTEN connection of this process (`ReadCacheListener`). While
+ *    triggers (migration 0016) and `store_events` when events are appended (migration 0002: the
+ *    events feed is served by the same list route), on a LISTEN connection of this process (`ReadCacheListener`). While
  *    that connection is not open the caches are bypassed (`live` false); when it opens, both
  *    generations move, so nothing read before it is served.
  */
@@ -20,6 +21,8 @@ import { writeCommits } from './write-clock.ts';
 
 export const TOKENS_CHANGED_CHANNEL = 'api_tokens_changed';
 export const STORE_CHANGED_CHANNEL = 'store_changed';
+/** Events were appended (migration 0002): the events feed's pages are list pages too. */
+const EVENTS_CHANNEL = 'store_events';
 
 interface Generations {
   tokens: number;
@@ -110,6 +113,7 @@ export class ReadCacheListener {
       await client.connect();
       await client.query(`LISTEN ${TOKENS_CHANGED_CHANNEL}`);
       await client.query(`LISTEN ${STORE_CHANGED_CHANNEL}`);
+      await client.query(`LISTEN ${EVENTS_CHANNEL}`);
     } catch (error) {
       onLost(error as Error);
       return;
