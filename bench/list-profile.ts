@@ -19,7 +19,12 @@ import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createToken } from '../src/tokens/token.service.ts';
 import { activeCount, cursorAt, generateBenchStore } from './generate-store.ts';
-import { freePort, log, startServer, wrk } from './bench-tools.ts';
+import { freePort, log, queryLoop, startServer, wrk } from './bench-tools.ts';
+import { sql } from 'kysely';
+import { pageBodyQuery, recordsQuery } from '../src/db/keyset-page.ts';
+import { productSource } from '../src/catalog/product.json-sql.ts';
+import { readHorizon } from '../src/db/write-clock.ts';
+import { parseCursor } from '../src/shared/cursor.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -60,6 +65,15 @@ try {
   const result = await wrk(listUrl, load);
   log(`list: ${result.perSecond.toFixed(0)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms`);
   await server.stop();
+  // The page's statements without HTTP: one row per record against one value per page.
+  const req = { cursor: parseCursor(cursor), limit: 200, order: 'asc', horizon: await readHorizon(database.db), filters: [sql`p.is_active`] } as const;
+  for (const [label, query] of [
+    ['rows (recordsQuery)', recordsQuery(productSource, req, 201)],
+    ['one value (pageBodyQuery)', pageBodyQuery(productSource, req)],
+  ] as const) {
+    const r = await queryLoop(url.toString(), query.compile(database.db), { connections: 8, seconds: Number(args.seconds) });
+    log(`${label}: ${r.perSecond.toFixed(0)} queries/s, p50 ${r.p50.toFixed(1)} ms`);
+  }
   for (const file of readdirSync(profileDir)) {
     const profile = JSON.parse(readFileSync(join(profileDir, file), 'utf8')) as {
       nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
