@@ -1,7 +1,8 @@
 /**
  * The token cache of a process (decision 0016): a token found valid is kept, by the hash of its
- * secret, for at most TOKEN_CACHE_MS and never past its own expiry (or a rolled secret's overlap),
- * so most requests skip the token look-up round trip. Revocation, a roll, a change of scopes or
+ * secret, for at most TOKEN_CACHE_MS and never past its own expiry,
+ * so most requests skip the token look-up round trip. A rolled-out secret still in its overlap is
+ * never kept: its end is checked on every request. Revocation, a roll, a change of scopes or
  * limits take effect on the next request all the same: each moves the tokens generation
  * (db/read-cache-signals.ts) in this process at once, in every other process when its NOTIFY
  * arrives, and an entry read under another generation is never served. While a PostgreSQL process

@@ -148,10 +148,10 @@ export async function revokeToken(db: Kysely<Database>, idOrPrefix: string): Pro
 
 export type AuthenticationFailure = 'unknown' | 'revoked' | 'expired';
 
-/** A token found valid, and for how long at most it stays so (expiry, or the end of a rolled secret's overlap). */
+/** A token found valid, and for how long at most it stays so (its expiry; 0 for a rolled-out secret). */
 export interface TokenLookup {
   readonly token: AuthenticatedToken;
-  /** Milliseconds until the presented secret stops working by itself; null: no end. */
+  /** Milliseconds until the presented secret stops working by itself (0: a rolled-out secret, never cached); null: no end. */
   readonly validForMs: number | null;
 }
 
@@ -172,10 +172,9 @@ export async function lookupToken(db: Kysely<Database>, token: string): Promise<
       'revoked_at',
       sql<boolean>`expires_at IS NOT NULL AND expires_at <= now()`.as('expired'),
       sql<boolean>`last_used_at IS NULL OR last_used_at < now() - interval '60 seconds'`.as('stale_use'),
-      // The earlier of the expiry and, when the presented secret is the rolled-out one, its overlap's end.
-      sql<number | null>`extract(epoch FROM least(expires_at, CASE WHEN token_hash = ${hash} THEN NULL ELSE previous_token_expires_at END) - now()) * 1000`.as(
-        'valid_ms',
-      ),
+      // How long this answer holds: until the expiry; 0 for a rolled-out secret in its overlap (a
+      // transitional state, looked up on every request so its end is exact).
+      sql<number | null>`CASE WHEN token_hash = ${hash} THEN extract(epoch FROM expires_at - now()) * 1000 ELSE 0 END`.as('valid_ms'),
     ])
     .where((eb) =>
       eb.or([
