@@ -25,6 +25,9 @@ import { compressionPlugin } from './api/plugins/compression.ts';
 import { rateLimitPlugin } from './api/plugins/rate-limit.ts';
 import { openApiPlugin } from './api/plugins/openapi.ts';
 import { deprecationPlugin } from './api/plugins/deprecation.ts';
+import { enableListPageCache } from './api/list-page-cache.ts';
+import { ReadCacheListener } from './db/read-cache-signals.ts';
+import { enableTokenCache } from './tokens/token-cache.ts';
 import { dashboardPlugin } from './admin/dashboard/dashboard.plugin.ts';
 
 declare module 'fastify' {
@@ -77,6 +80,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorate('ctx', ctx);
+  await enableReadCaches(app, ctx);
   app.decorateRequest('token', undefined);
   await app.register(errorHandlerPlugin);
   // Before ETags and compression: sees every serialised body; responses holding a secret get no-store.
@@ -100,4 +104,23 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   await app.register(adminApiRoutes, { prefix: '/admin/api/v1' });
 
   return app;
+}
+
+/**
+ * The token cache and (PostgreSQL) the list page cache of this process, with the LISTEN connection
+ * that tells them of writes made by other processes (decision 0016). On PGlite the data directory
+ * belongs to this process alone, so what it writes itself is all there is to hear of.
+ */
+async function enableReadCaches(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  const { database, config, logger } = ctx;
+  let live = () => true;
+  if (database.backend === 'postgres') {
+    if (!database.url) return;
+    const listener = new ReadCacheListener(database.url, database.db, logger);
+    await listener.open();
+    app.addHook('onClose', () => listener.close());
+    live = () => listener.live;
+    if (config.LIST_PAGE_CACHE_MB > 0) enableListPageCache(database.db, config.LIST_PAGE_CACHE_MB * 1_048_576, live);
+  }
+  if (config.TOKEN_CACHE_MS > 0) enableTokenCache(database.db, { maxAgeMs: config.TOKEN_CACHE_MS, live });
 }

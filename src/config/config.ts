@@ -42,6 +42,18 @@ export const EnvSchema = Type.Object({
   ),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL connection string; replaces the embedded database' })),
   DATABASE_POOL_SIZE: Int(10, 1, 200, 'Maximum PostgreSQL connections per process'),
+  TOKEN_CACHE_MS: Int(
+    60_000,
+    0,
+    3_600_000,
+    'Longest a valid API token is served from the process cache without a look-up (revocation still takes effect on the next request); 0 = off',
+  ),
+  LIST_PAGE_CACHE_MB: Int(
+    16,
+    0,
+    4096,
+    'PostgreSQL only: memory for list pages kept until the next write to the store (every write empties it, in every process); 0 = off',
+  ),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://', description: 'Redis for state shared by several API processes (rate limits)' })),
   REDIS_KEY_PREFIX: Type.String({
     default: 'store-api:',

@@ -21,6 +21,8 @@ export type Backend = 'pglite' | 'postgres';
 export interface DatabaseHandle {
   readonly db: Kysely<Database>;
   readonly backend: Backend;
+  /** PostgreSQL: the connection string (for a dedicated LISTEN connection); undefined on PGlite. */
+  readonly url?: string;
   /** Connections in use / total, for metrics (PGlite: one connection). */
   poolStats(): { total: number; idle: number; waiting: number };
   close(): Promise<void>;
@@ -115,6 +117,7 @@ function openPostgres(url: string, max: number, applicationName = 'store-api', o
   return {
     db,
     backend: 'postgres',
+    url,
     storage: new StorageHealth(),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: () => db.destroy(),

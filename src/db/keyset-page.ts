@@ -98,14 +98,6 @@ async function selectRecords(db: Kysely<Database>, source: ListSource, req: Omit
   return rows;
 }
 
-/** One page of records (limit + 1 fetched to know has_more). */
-export async function fetchPage(db: Kysely<Database>, source: ListSource, req: PageRequest): Promise<{ rows: PageRow[]; hasMore: boolean }> {
-  const rows = await selectRecords(db, source, req, req.limit + 1);
-  const hasMore = rows.length > req.limit;
-  if (hasMore) rows.pop();
-  return { rows, hasMore };
-}
-
 /** Only the keys of one page (an index-only walk): fixes an export's bounds before streaming. */
 export async function fetchPageKeys(db: Kysely<Database>, source: ListSource, req: PageRequest): Promise<{ keys: KeyRow[]; hasMore: boolean }> {
   const { rows } = await sql<KeyRow>`
@@ -137,4 +129,45 @@ export async function* streamPage(db: Kysely<Database>, source: ListSource, req:
     const tail = rows[rows.length - 1]!;
     cursor = { ts: tail.iso, id: tail.id };
   }
+}
+
+/** One page as one SQL value: the records' JSON joined by commas, and the page's bounds. */
+export interface PageBody {
+  /** The records' JSON texts joined by ',' (empty for an empty page). */
+  readonly data: string;
+  readonly hasMore: boolean;
+  /** The key of the page's last record (undefined for an empty page). */
+  readonly last: KeyRow | undefined;
+}
+
+/**
+ * The statement of one page as one row: the records' JSON joined in SQL (one value to decode
+ * instead of one per record), whether a record follows, and the last record's key. Its text and
+ * parameters, horizon aside, name the page's content (the list page cache's key).
+ */
+export function pageBodyQuery(source: ListSource, req: PageRequest): RawBuilder<{ data: string; n: number; iso: string | null; id: string | null }> {
+  const dir = req.order === 'asc' ? sql`ASC` : sql`DESC`;
+  return sql`
+    SELECT coalesce(string_agg(json, ',' ORDER BY rn) FILTER (WHERE rn <= ${req.limit}), '') AS data,
+      count(*)::int AS n,
+      (array_agg(iso_utc(lm) ORDER BY rn DESC) FILTER (WHERE rn <= ${req.limit}))[1] AS iso,
+      (array_agg(id::text ORDER BY rn DESC) FILTER (WHERE rn <= ${req.limit}))[1] AS id
+    FROM (
+      SELECT json, lm, id, row_number() OVER (ORDER BY lm ${dir}, id ${dir}) AS rn
+      FROM (
+        SELECT ${source.json}::text AS json, ${source.lastModified} AS lm, ${source.id} AS id
+        FROM ${source.from}
+        WHERE ${whereClause(source, req)}
+        ORDER BY ${orderClause(source, req.order)}
+        LIMIT ${req.limit + 1}
+      ) page
+    ) numbered
+  `;
+}
+
+/** One page of records as one SQL value (pageBodyQuery). */
+export async function fetchPageBody(db: Kysely<Database>, source: ListSource, req: PageRequest): Promise<PageBody> {
+  const { rows } = await pageBodyQuery(source, req).execute(db);
+  const row = rows[0]!;
+  return { data: row.data, hasMore: row.n > req.limit, last: row.iso === null || row.id === null ? undefined : { iso: row.iso, id: row.id } };
 }

@@ -12,10 +12,27 @@ import fp from 'fastify-plugin';
 /** A whole API token (`sia_` + 43 base64url characters) or a webhook signing secret. */
 export const SECRET_IN_BODY = /sia_[A-Za-z0-9_-]{40,}|whsec_[A-Za-z0-9+/=_-]{20,}/;
 
+/** Bodies scanned once and sent many times (cached list pages): whether each holds a secret. */
+const scanned = new WeakMap<Buffer, boolean>();
+
+/**
+ * Scans `body` now, once, for a body that will be sent again unchanged (never mutate it after): the
+ * hook then reads the answer instead of decoding and scanning ~200 KiB per response.
+ */
+export function scanOnce(body: Buffer): Buffer {
+  scanned.set(body, SECRET_IN_BODY.test(body.toString('latin1')));
+  return body;
+}
+
 export const secretResponsesPlugin = fp(
   async function secretResponses(app: FastifyInstance) {
     // Registered before compression and ETags, so the body is still the serialised text here.
     app.addHook('onSend', async (_request, reply, payload) => {
+      const known = Buffer.isBuffer(payload) ? scanned.get(payload) : undefined;
+      if (known !== undefined) {
+        if (known) reply.header('Cache-Control', 'no-store');
+        return payload;
+      }
       const text = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('latin1') : undefined;
       if (text !== undefined && SECRET_IN_BODY.test(text)) reply.header('Cache-Control', 'no-store');
       return payload;

@@ -1,13 +1,15 @@
 /**
  * API tokens: random, recognisable prefix `sia_`, shown once at creation, stored only as a SHA-256
  * hash (a 256-bit random secret needs no slow KDF). Scopes per DECISIONS.md; optional expiry;
- * revocation takes effect on the next request because every request looks the hash up.
+ * revocation takes effect on the next request: every write here moves the token cache's generation
+ * (db/read-cache-signals.ts), other processes learn it by NOTIFY (migration 0016, decision 0016).
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { isOutOfSpace } from '../db/storage-health.ts';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { conflict, notFound } from '../shared/problem.ts';
+import { tokensChanged } from '../db/read-cache-signals.ts';
 
 import { READ_SCOPES, type ReadScope } from '../resources/registry.ts';
 
@@ -111,6 +113,7 @@ export async function createToken(db: Kysely<Database>, input: CreateTokenInput)
       expires_at: input.expiresAt ?? null,
     })
     .execute();
+  tokensChanged(db);
   return { token, summary: await getToken(db, id) };
 }
 
@@ -138,16 +141,26 @@ export async function revokeToken(db: Kysely<Database>, idOrPrefix: string): Pro
   if (found.length > 1) throw conflict(`More than one token has the prefix '${idOrPrefix}'; revoke by id.`);
   if (found[0]!.revoked_at) throw conflict(`Token '${idOrPrefix}' is already revoked.`);
   await db.updateTable('api_tokens').set({ revoked_at: sql<string>`now()` }).where('id', '=', found[0]!.id).execute();
+  // No cached identity of this process outlives the revocation (others learn it by NOTIFY).
+  tokensChanged(db);
   return getToken(db, found[0]!.id);
 }
 
 export type AuthenticationFailure = 'unknown' | 'revoked' | 'expired';
 
+/** A token found valid, and for how long at most it stays so (its expiry; 0 for a rolled-out secret). */
+export interface TokenLookup {
+  readonly token: AuthenticatedToken;
+  /** Milliseconds until the presented secret stops working by itself (0: a rolled-out secret, never cached); null: no end. */
+  readonly validForMs: number | null;
+}
+
 /**
- * Looks a presented token up. Records `last_used_at` at most once a minute per token, so reads do not
- * turn into a write per request.
+ * Looks a presented token up, with how long the answer holds (what the token cache may keep it for).
+ * Records `last_used_at` at most once a minute per token, so reads do not turn into a write per request.
  */
-export async function authenticateToken(db: Kysely<Database>, token: string): Promise<AuthenticatedToken | AuthenticationFailure> {
+export async function lookupToken(db: Kysely<Database>, token: string): Promise<TokenLookup | AuthenticationFailure> {
+  const hash = hashToken(token);
   const row = await db
     .selectFrom('api_tokens')
     .select([
@@ -159,12 +172,15 @@ export async function authenticateToken(db: Kysely<Database>, token: string): Pr
       'revoked_at',
       sql<boolean>`expires_at IS NOT NULL AND expires_at <= now()`.as('expired'),
       sql<boolean>`last_used_at IS NULL OR last_used_at < now() - interval '60 seconds'`.as('stale_use'),
+      // How long this answer holds: until the expiry; 0 for a rolled-out secret in its overlap (a
+      // transitional state, looked up on every request so its end is exact).
+      sql<number | null>`CASE WHEN token_hash = ${hash} THEN extract(epoch FROM expires_at - now()) * 1000 ELSE 0 END`.as('valid_ms'),
     ])
     .where((eb) =>
       eb.or([
-        eb('token_hash', '=', hashToken(token)),
+        eb('token_hash', '=', hash),
         // A rolled-out secret keeps working until its overlap ends.
-        eb.and([eb('previous_token_hash', '=', hashToken(token)), eb('previous_token_expires_at', '>', sql<string>`now()`)]),
+        eb.and([eb('previous_token_hash', '=', hash), eb('previous_token_expires_at', '>', sql<string>`now()`)]),
       ]),
     )
     .executeTakeFirst();
@@ -183,11 +199,14 @@ export async function authenticateToken(db: Kysely<Database>, token: string): Pr
       });
   }
   return {
-    id: row.id,
-    name: row.name,
-    scopes: row.scopes as Scope[],
-    rateLimitStandard: row.rate_limit_standard,
-    rateLimitExport: row.rate_limit_export,
+    token: {
+      id: row.id,
+      name: row.name,
+      scopes: row.scopes as Scope[],
+      rateLimitStandard: row.rate_limit_standard,
+      rateLimitExport: row.rate_limit_export,
+    },
+    validForMs: row.valid_ms === null ? null : Number(row.valid_ms),
   };
 }
 
@@ -209,6 +228,7 @@ export async function rollToken(db: Kysely<Database>, id: string, overlapMs: num
     })
     .where('id', '=', id)
     .execute();
+  tokensChanged(db);
   return { token, summary: await getToken(db, id) };
 }
 
@@ -223,6 +243,9 @@ export async function updateToken(
   if (patch.name !== undefined) set.name = patch.name;
   if (patch.rateLimitStandard !== undefined) set.rate_limit_standard = patch.rateLimitStandard;
   if (patch.rateLimitExport !== undefined) set.rate_limit_export = patch.rateLimitExport;
-  if (Object.keys(set).length > 0) await db.updateTable('api_tokens').set(set).where('id', '=', id).execute();
+  if (Object.keys(set).length > 0) {
+    await db.updateTable('api_tokens').set(set).where('id', '=', id).execute();
+    tokensChanged(db);
+  }
   return { before, after: await getToken(db, id) };
 }

@@ -7,7 +7,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
-import { authenticateToken, looksLikeToken, type AuthenticatedToken, type Scope } from '../../tokens/token.service.ts';
+import { looksLikeToken, type AuthenticatedToken, type Scope } from '../../tokens/token.service.ts';
+import { authenticateCached } from '../../tokens/token-cache.ts';
 import { ApiError } from '../../shared/problem.ts';
 
 declare module 'fastify' {
@@ -50,7 +51,7 @@ export async function requireToken(
   anyScope?: readonly Scope[],
 ): Promise<AuthenticatedToken> {
   const presented = bearerTokenOf(request);
-  const result = await authenticateToken(db, presented);
+  const result = await authenticateCached(db, presented);
   if (typeof result === 'string') {
     const detail = { unknown: 'The API token is not valid.', revoked: 'The API token has been revoked.', expired: 'The API token has expired.' }[result];
     throw new ApiError('unauthorized', detail, undefined, challenge('invalid_token'));

@@ -7,7 +7,9 @@ import type { TSchema } from '@sinclair/typebox';
 import type { Kysely, RawBuilder } from 'kysely';
 import type { Database } from '../../../db/schema.ts';
 import { Readable } from 'node:stream';
-import { countRecords, fetchPage, fetchPageKeys, streamPage, type ListSource, type PageRequest } from '../../../db/keyset-page.ts';
+import { countRecords, fetchPageBody, fetchPageKeys, pageBodyQuery, streamPage, type ListSource, type PageRequest } from '../../../db/keyset-page.ts';
+import { listPageCacheOf, type CachedPage } from '../../list-page-cache.ts';
+import { scanOnce } from '../../../ops/secret-responses.ts';
 import { snapshotStream, snapshotEndCursor, SnapshotSlots } from '../../../db/snapshot.ts';
 import { readHorizon } from '../../../db/write-clock.ts';
 import type { Scope } from '../../../tokens/token.service.ts';
@@ -61,7 +63,7 @@ async function pageRequest(app: FastifyInstance, def: ResourceDefinition, reques
 }
 
 /** The pagination object; an empty page hands the given cursor back so polling can resume. */
-export function pagination(query: ListQuery, last: { iso: string; id: string } | undefined, hasMore: boolean) {
+export function paginationOf(query: ListQuery, last: { iso: string; id: string } | undefined, hasMore: boolean) {
   return {
     next_cursor: last ? formatCursor(last.iso, last.id) : (query.cursor ?? null),
     has_more: hasMore,
@@ -96,12 +98,33 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
     },
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       const query = request.query as ListQuery;
-      const req = await pageRequest(app, def, request);
-      const { rows, hasMore } = await fetchPage(app.ctx.database.db, def.source, req);
-      const page = pagination(query, rows[rows.length - 1], hasMore);
-      setNextLink(request, reply, page.next_cursor, hasMore);
-      const body = `{"data":[${rows.map((r) => r.json).join(',')}],"pagination":${JSON.stringify(page)}}`;
-      return reply.type('application/json; charset=utf-8').send(body);
+      const db = app.ctx.database.db;
+      const cache = listPageCacheOf(db);
+      const cursor = query.cursor === undefined ? undefined : parseCursor(query.cursor);
+      const filters = await def.conditions(query, request);
+      const base = { cursor, limit: query.limit, order: query.order ?? 'asc', filters } as const;
+      let page: CachedPage | undefined;
+      let key: string | undefined;
+      if (cache) {
+        // The page's content is named by its statement (filters, token-dependent conditions, order,
+        // limit, cursor) without the horizon, and by the cursor as sent (an empty page hands it back).
+        const compiled = pageBodyQuery(def.source, { ...base, horizon: '' }).compile(db);
+        key = `${query.cursor ?? ''}\n${compiled.sql}\n${JSON.stringify(compiled.parameters)}`;
+        page = cache.get(key);
+      }
+      if (!page) {
+        const generation = cache?.generation() ?? 0;
+        const body = await fetchPageBody(db, def.source, { ...base, horizon: await readHorizon(db) });
+        const pagination = paginationOf(query, body.last, body.hasMore);
+        page = {
+          body: scanOnce(Buffer.from(`{"data":[${body.data}],"pagination":${JSON.stringify(pagination)}}`)),
+          nextCursor: pagination.next_cursor,
+          hasMore: body.hasMore,
+        };
+        if (cache && key !== undefined) cache.put(key, page, generation);
+      }
+      setNextLink(request, reply, page.nextCursor, page.hasMore);
+      return reply.type('application/json; charset=utf-8').send(page.body);
     },
   });
 
@@ -132,7 +155,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       // Fix the page's bounds first (keys only) so the headers are known before the body streams.
       const { keys, hasMore } = await fetchPageKeys(db, def.source, req);
       const last = keys[keys.length - 1];
-      const { next_cursor } = pagination(query, last, hasMore);
+      const { next_cursor } = paginationOf(query, last, hasMore);
       reply.header('X-Next-Cursor', next_cursor ?? '');
       reply.header('X-Has-More', String(hasMore));
       setNextLink(request, reply, next_cursor, hasMore);

@@ -1,0 +1,111 @@
+/**
+ * The read caches of decision 0016: a cached token never outlives a revocation, a roll, a scope
+ * change or its own expiry; a cached list page never outlives a write to the store (PostgreSQL,
+ * where the page cache runs), whichever process or path wrote.
+ */
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { sql } from 'kysely';
+import { backends } from '../helpers/test-database.ts';
+import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
+import { aProduct } from '../helpers/store-fixtures.ts';
+import { updateProduct } from '../../src/catalog/catalog.service.ts';
+import { createToken, revokeToken, rollToken, updateToken } from '../../src/tokens/token.service.ts';
+import { TokenCache } from '../../src/tokens/token-cache.ts';
+import { storeGeneration, tokenGeneration } from '../../src/db/read-cache-signals.ts';
+import { listPageCacheOf } from '../../src/api/list-page-cache.ts';
+
+describe.each(backends)('read caches (%s)', (backend) => {
+  let t: TestApp;
+
+  beforeAll(async () => {
+    t = await buildTestApp(backend, UNLIMITED);
+    await aProduct(t.ctx.database.db, { name: 'first' });
+  });
+  afterAll(async () => t?.close());
+
+  const list = (authorization: string, url = '/api/v1/products') => t.app.inject({ url, headers: { authorization } });
+
+  it('a revoked token is refused on its next request, though its identity was cached', async () => {
+    const db = t.ctx.database.db;
+    const { token, summary } = await createToken(db, { name: 'cached' });
+    const auth = `Bearer ${token}`;
+    expect((await list(auth)).statusCode).toBe(200);
+    expect((await list(auth)).statusCode).toBe(200); // served from the cache
+    await revokeToken(db, summary.id);
+    const refused = await list(auth);
+    expect(refused.statusCode).toBe(401);
+    expect(refused.json().detail).toMatch(/revoked/);
+  });
+
+  it('a rolled-out secret is refused at once when the roll leaves no overlap; a scope taken away is 403 at once', async () => {
+    const db = t.ctx.database.db;
+    const { token, summary } = await createToken(db, { name: 'rolled' });
+    expect((await list(`Bearer ${token}`)).statusCode).toBe(200);
+    const rolled = await rollToken(db, summary.id, 0);
+    expect((await list(`Bearer ${token}`)).statusCode).toBe(401);
+    expect((await list(`Bearer ${rolled.token}`)).statusCode).toBe(200);
+
+    const limited = await createToken(db, { name: 'limited' });
+    expect((await list(`Bearer ${limited.token}`)).statusCode).toBe(200);
+    await updateToken(db, limited.summary.id, { rateLimitStandard: 1 });
+    const first = await list(`Bearer ${limited.token}`);
+    expect(first.headers['x-ratelimit-limit']).toBe('1');
+  });
+
+  it.runIf(backend === 'postgres')('a scope taken away by another process (SQL on another connection) is 403 once its NOTIFY arrives', async () => {
+    const db = t.ctx.database.db;
+    const narrow = await createToken(db, { name: 'narrow', scopes: ['products:read'] });
+    expect((await list(`Bearer ${narrow.token}`)).statusCode).toBe(200);
+    const before = tokenGeneration(db);
+    await sql`UPDATE api_tokens SET scopes = ARRAY['orders:read'] WHERE id = ${narrow.summary.id}`.execute(db);
+    await vi.waitFor(() => expect(tokenGeneration(db)).toBeGreaterThan(before));
+    expect((await list(`Bearer ${narrow.token}`)).statusCode).toBe(403);
+  });
+
+  it.runIf(backend === 'postgres')('a revocation by another process (SQL on another connection) is refused once its NOTIFY arrives', async () => {
+    const db = t.ctx.database.db;
+    const { token, summary } = await createToken(db, { name: 'elsewhere' });
+    expect((await list(`Bearer ${token}`)).statusCode).toBe(200);
+    const before = tokenGeneration(db);
+    await sql`UPDATE api_tokens SET revoked_at = now() WHERE id = ${summary.id}`.execute(db);
+    await vi.waitFor(() => expect(tokenGeneration(db)).toBeGreaterThan(before));
+    expect((await list(`Bearer ${token}`)).statusCode).toBe(401);
+  });
+
+  it('a cached token is not served past its expiry', async () => {
+    const db = t.ctx.database.db;
+    let now = Date.now();
+    const cache = new TokenCache(db, { maxAgeMs: 24 * 3600_000, live: () => true, now: () => now });
+    const expiresAt = new Date(Date.now() + 3600_000).toISOString();
+    const { token, summary } = await createToken(db, { name: 'expiring', expiresAt });
+    expect(typeof (await cache.authenticate(token))).toBe('object');
+    // The database's clock cannot be moved: the row is made expired, with no notification, and the
+    // cache's clock moved past the old expiry. An entry kept past its expiry would still answer.
+    await sql`ALTER TABLE api_tokens DISABLE TRIGGER USER`.execute(db);
+    try {
+      await sql`UPDATE api_tokens SET expires_at = now() - interval '1 second' WHERE id = ${summary.id}`.execute(db);
+    } finally {
+      await sql`ALTER TABLE api_tokens ENABLE TRIGGER USER`.execute(db);
+    }
+    now += 3600_000 + 1000;
+    expect(await cache.authenticate(token)).toBe('expired');
+  });
+
+  it.runIf(backend === 'postgres')('a cached list page is not served after a write, in process or by another connection', async () => {
+    const db = t.ctx.database.db;
+    expect(listPageCacheOf(db)).toBeDefined();
+    const { authorization } = await t.auth();
+    const product = await aProduct(db, { name: 'cached page' });
+    const names = async () => ((await list(authorization)).json().data as { id: string; name: string }[]).find((p) => p.id === product.id)?.name;
+    expect(await names()).toBe('cached page');
+    expect(await names()).toBe('cached page'); // now from the cache
+    // The write path of the service (runWrite): in process, at commit.
+    await updateProduct(db, product.id, { name: 'renamed by the service' });
+    expect(await names()).toBe('renamed by the service');
+    // Another connection's write: the store_changed NOTIFY.
+    const before = storeGeneration(db);
+    await sql`UPDATE products SET name = 'renamed by SQL', last_modified = clock_timestamp() WHERE id = ${product.id}`.execute(db);
+    await vi.waitFor(() => expect(storeGeneration(db)).toBeGreaterThan(before));
+    expect(await names()).toBe('renamed by SQL');
+  });
+});
