@@ -15,6 +15,7 @@ import * as equalStampsAndDeliveryTiers from './migrations/0007-equal-stamps-and
 import * as storedDocuments from './migrations/0009-stored-documents.ts';
 import * as idempotencyKeys from './migrations/0010-idempotency-keys.ts';
 import * as adminAccountsAudit from './migrations/0012-admin-accounts-audit.ts';
+import * as deliveryQueueHotClaims from './migrations/0015-delivery-queue-hot-claims.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -27,6 +28,7 @@ const migrations: Record<string, Migration> = {
   '0009-stored-documents': storedDocuments,
   '0010-idempotency-keys': idempotencyKeys,
   '0012-admin-accounts-audit': adminAccountsAudit,
+  '0015-delivery-queue-hot-claims': deliveryQueueHotClaims,
 };
 
 /** Names of every migration this code has, in order. */
