@@ -214,7 +214,6 @@ export class Deadlines {
   #queue: Deadline[] = [];
   #head = 0;
   #timer: NodeJS.Timeout | undefined;
-  #armedFor = Number.POSITIVE_INFINITY;
 
   constructor(timeoutMs: number, now: () => number = () => performance.now()) {
     this.#timeoutMs = timeoutMs;
@@ -245,7 +244,6 @@ export class Deadlines {
       this.#head = 0;
       if (this.#timer !== undefined) clearTimeout(this.#timer);
       this.#timer = undefined;
-      this.#armedFor = Number.POSITIVE_INFINITY;
     } else if (this.#head >= 1024 && this.#head * 2 >= this.#queue.length) {
       this.#queue = this.#queue.slice(this.#head);
       this.#head = 0;
@@ -253,7 +251,6 @@ export class Deadlines {
   }
 
   #arm(at: number): void {
-    this.#armedFor = at;
     this.#timer = setTimeout(this.#fire, Math.max(1, Math.ceil(at - this.#now())));
   }
 
