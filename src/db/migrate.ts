@@ -16,6 +16,7 @@ import * as storedDocuments from './migrations/0009-stored-documents.ts';
 import * as idempotencyKeys from './migrations/0010-idempotency-keys.ts';
 import * as adminAccountsAudit from './migrations/0012-admin-accounts-audit.ts';
 import * as webhookTestDeliveries from './migrations/0013-webhook-test-deliveries.ts';
+import * as deliveryQueueHotClaims from './migrations/0015-delivery-queue-hot-claims.ts';
 import * as readCacheNotify from './migrations/0016-read-cache-notify.ts';
 
 const migrations: Record<string, Migration> = {
@@ -30,6 +31,7 @@ const migrations: Record<string, Migration> = {
   '0010-idempotency-keys': idempotencyKeys,
   '0012-admin-accounts-audit': adminAccountsAudit,
   '0013-webhook-test-deliveries': webhookTestDeliveries,
+  '0015-delivery-queue-hot-claims': deliveryQueueHotClaims,
   '0016-read-cache-notify': readCacheNotify,
 };
 

@@ -42,6 +42,19 @@ import { decideAfterFailure, type RetryPolicy } from './retry-policy.ts';
 import type { AttemptOutcome, HttpAttemptResult } from './webhook-http-client.ts';
 import './webhook.tables.ts';
 
+/**
+ * A condition, true, that makes the statement's transaction commit without waiting for its WAL to
+ * reach the disk (`synchronous_commit = off` for this transaction only; an uncorrelated subquery
+ * in WHERE is evaluated once, before any row). For the queue's own bookkeeping — fan-out, claims,
+ * settles, releases — whose loss in a database crash (the last few hundred ms of commits) only
+ * ever means a delivery is sent again: a lost fan-out goes with its position (queued again), a lost
+ * claim or release leaves the row as it was (claimable, or leased until its lease expires), a lost
+ * settle leaves it leased (sent again after the lease, as after a killed worker). Delivery stays
+ * at-least-once; the cost is the attempt records of those last commits. Never used for the
+ * store's own writes. See docs/decisions/0015-webhook-delivery-speed.md.
+ */
+export const ASYNC_COMMIT = sql<boolean>`(SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL`;
+
 /** A delivery this worker holds, with everything needed to send it. */
 export interface ClaimedDelivery {
   readonly id: string;
@@ -105,20 +118,7 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
   // Every part reads the same snapshot: the candidates see the probed endpoints through `probes`
   // (not through the pause the probe re-arms), and the rows come back with the endpoint and event
   // as they were when the statement started.
-  const { rows } = await sql<{
-    id: string;
-    attempt_count: number;
-    endpoint_id: string;
-    url: string;
-    secret: string;
-    previous_secret: string | null;
-    event_id: string;
-    event_type: string;
-    event_created_at: string;
-    event_created_at_ms: number;
-    test: boolean;
-    body: string;
-  }>`
+  const { rows } = await sql<ClaimedRow>`
     WITH probes AS (
       UPDATE webhook_endpoints e SET paused_until = ${probeUntil}::timestamptz
       WHERE e.enabled AND e.consecutive_failures >= ${options.breaker.threshold}
@@ -203,18 +203,47 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
       FROM claimed c
       WHERE c.previous_locked_by IS NOT NULL
     )
-    SELECT c.id, c.attempt_count, c.endpoint_id, e.url, e.secret,
-      CASE WHEN e.previous_secret_expires_at > ${now}::timestamptz THEN e.previous_secret END AS previous_secret,
-      ev.id AS event_id, ev.type AS event_type, iso_utc(ev.created_at) AS event_created_at,
-      (extract(epoch FROM ev.created_at) * 1000)::float8 AS event_created_at_ms, c.test,
-      CASE WHEN c.test THEN ${testEventEnvelope('ev')}::text ELSE ${eventEnvelope('ev')}::text END AS body
+    SELECT ${claimedColumns(now)}
     FROM claimed c
     JOIN webhook_endpoints e ON e.id = c.endpoint_id
     JOIN events ev ON ev.id = c.event_id
     JOIN candidates k ON k.id = c.id
+    WHERE ${ASYNC_COMMIT}
     ORDER BY k.rank, c.next_attempt_at, c.id
   `.execute(db);
-  return rows.map((r) => ({
+  return rows.map(claimedDelivery);
+}
+
+/** A claimed row as the claim statements return it (`claimedColumns`). */
+export interface ClaimedRow {
+  id: string;
+  attempt_count: number;
+  endpoint_id: string;
+  url: string;
+  secret: string;
+  previous_secret: string | null;
+  event_id: string;
+  event_type: string;
+  event_created_at: string;
+  event_created_at_ms: number;
+  test: boolean;
+  body: string;
+}
+
+/**
+ * The columns of a claimed row, from the delivery `c` (id, attempt_count, endpoint_id), its endpoint
+ * `e` and its event `ev`: the signing secrets in force at `nowIso` and the body built by the database.
+ */
+export function claimedColumns(nowIso: string) {
+  return sql`c.id, c.attempt_count, c.endpoint_id, e.url, e.secret,
+      CASE WHEN e.previous_secret_expires_at > ${nowIso}::timestamptz THEN e.previous_secret END AS previous_secret,
+      ev.id AS event_id, ev.type AS event_type, iso_utc(ev.created_at) AS event_created_at,
+      (extract(epoch FROM ev.created_at) * 1000)::float8 AS event_created_at_ms, c.test,
+      CASE WHEN c.test THEN ${testEventEnvelope('ev')}::text ELSE ${eventEnvelope('ev')}::text END AS body`;
+}
+
+export function claimedDelivery(r: ClaimedRow): ClaimedDelivery {
+  return {
     id: r.id,
     attemptNumber: r.attempt_count + 1,
     endpointId: r.endpoint_id,
@@ -224,7 +253,7 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
     body: r.body,
     eventCreatedAtMs: r.event_created_at_ms,
     test: r.test,
-  }));
+  };
 }
 
 /** What happens to a delivery after an attempt: the transition chosen, pure. */
@@ -345,6 +374,7 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
       INSERT INTO webhook_attempts (id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
       SELECT i.attempt_id, i.id, i.attempt_number, i.started_at, i.duration_ms, i.status_code, i.excerpt, i.error, i.outcome
       FROM input i JOIN settled s ON s.id = i.id
+      WHERE ${ASYNC_COMMIT}
       RETURNING delivery_id
     `.execute(executor);
     return moved.map((m) => m.delivery_id);
@@ -405,7 +435,7 @@ export async function releaseDeliveries(db: Kysely<Database>, workerId: string, 
   if (ids.length === 0) return 0;
   const result = await sql`
     UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL, locked_until = NULL
-    WHERE id = ANY(${[...ids]}::uuid[]) AND locked_by = ${workerId}
+    WHERE id = ANY(${[...ids]}::uuid[]) AND locked_by = ${workerId} AND ${ASYNC_COMMIT}
   `.execute(db);
   return Number(result.numAffectedRows ?? 0);
 }
@@ -418,29 +448,41 @@ export async function queueDepth(db: Kysely<Database>): Promise<number> {
 
 /**
  * When the next delivery could be claimed (epoch ms), or null when none waits: the earliest of each
- * enabled endpoint's oldest free row (not before the endpoint's pause ends) and of the leases in
- * force (a dead worker's rows come free when its lease expires). Cheap: one index probe per endpoint.
+ * enabled endpoint's oldest free row (not before the endpoint's pause ends) and, when none is due
+ * yet, of the leases in force (a dead worker's rows come free when its lease expires). Cheap: one
+ * index probe per endpoint. `locked_until` has no index (a claim must stay a HOT update, migration
+ * 0015): a row is claimed only once due, so the leases in force are on rows due by now, and when no
+ * free row is due those rows are all leased ones (held by the workers, a bounded number); the lease
+ * part is evaluated only then (an uncorrelated subquery in an untaken CASE branch never runs).
  */
 export async function nextDueAt(db: Kysely<Database>, now: number): Promise<number | null> {
   const nowIso = isoFromMillis(now);
   const { rows } = await sql<{ t: number | null }>`
-    SELECT (extract(epoch FROM least(
-      (SELECT min(greatest(c.next_attempt_at, coalesce(e.paused_until, c.next_attempt_at)))
-       FROM webhook_endpoints e
-       CROSS JOIN LATERAL (
-         (SELECT d.next_attempt_at FROM webhook_deliveries d
-          WHERE d.endpoint_id = e.id AND d.status = 'pending'
-            AND (d.locked_until IS NULL OR d.locked_until <= ${nowIso}::timestamptz)
-          ORDER BY d.next_attempt_at, d.id LIMIT 1)
-         UNION ALL
-         (SELECT d.next_attempt_at FROM webhook_deliveries d
-          WHERE d.endpoint_id = e.id AND d.status = 'failed'
-            AND (d.locked_until IS NULL OR d.locked_until <= ${nowIso}::timestamptz)
-          ORDER BY d.next_attempt_at, d.id LIMIT 1)
-       ) c
-       WHERE e.enabled),
-      (SELECT min(locked_until) FROM webhook_deliveries WHERE locked_until > ${nowIso}::timestamptz)
-    )) * 1000)::float8 AS t
+    WITH free AS (
+      SELECT min(greatest(c.next_attempt_at, coalesce(e.paused_until, c.next_attempt_at))) AS t
+      FROM webhook_endpoints e
+      CROSS JOIN LATERAL (
+        (SELECT d.next_attempt_at FROM webhook_deliveries d
+         WHERE d.endpoint_id = e.id AND d.status = 'pending'
+           AND (d.locked_until IS NULL OR d.locked_until <= ${nowIso}::timestamptz)
+         ORDER BY d.next_attempt_at, d.id LIMIT 1)
+        UNION ALL
+        (SELECT d.next_attempt_at FROM webhook_deliveries d
+         WHERE d.endpoint_id = e.id AND d.status = 'failed'
+           AND (d.locked_until IS NULL OR d.locked_until <= ${nowIso}::timestamptz)
+         ORDER BY d.next_attempt_at, d.id LIMIT 1)
+      ) c
+      WHERE e.enabled
+    )
+    SELECT (extract(epoch FROM CASE
+      WHEN (SELECT t FROM free) <= ${nowIso}::timestamptz THEN (SELECT t FROM free)
+      ELSE least((SELECT t FROM free), (
+        SELECT min(d.locked_until)
+        FROM webhook_endpoints e
+        JOIN webhook_deliveries d ON d.endpoint_id = e.id AND d.status IN ('pending','failed')
+          AND d.next_attempt_at <= ${nowIso}::timestamptz AND d.locked_until > ${nowIso}::timestamptz
+        WHERE e.enabled AND (e.paused_until IS NULL OR e.paused_until <= ${nowIso}::timestamptz)))
+    END) * 1000)::float8 AS t
   `.execute(db);
   return rows[0]?.t ?? null;
 }

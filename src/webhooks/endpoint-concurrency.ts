@@ -45,7 +45,7 @@ export function nextConcurrencyLimit(
 }
 
 /** Rounds of the limit a worker claims ahead for an endpoint whose last answer was a fast success. */
-export const CLAIM_AHEAD_ROUNDS = 16;
+export const CLAIM_AHEAD_ROUNDS = 64;
 
 /** Most deliveries a worker holds (in flight and waiting) for an endpoint with `limit`. */
 export function claimAhead(limit: number, lastAnswerFast: boolean): number {

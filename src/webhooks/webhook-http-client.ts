@@ -4,8 +4,14 @@
  * connection goes through the private-address guard, and the whole exchange, response body
  * included, must finish within the timeout: a receiver that hangs, trickles, resets, redirects,
  * answers non-2xx or sends more than MAX_RESPONSE_BYTES is a failed attempt, never a stuck worker.
+ *
+ * Per request it costs no URL parse (origins and paths are cached per endpoint URL), no
+ * AbortController and no timer of its own: every attempt has the same timeout, so deadlines fall in
+ * the order requests start, and one timer (Deadlines) armed for the earliest unfinished one aborts
+ * each request exactly when its own timeout passes (docs/decisions/0015-webhook-delivery-speed.md).
  */
-import { Agent, request, errors as undiciErrors } from 'undici';
+import { Agent, errors as undiciErrors } from 'undici';
+import type { EventEmitter } from 'node:events';
 import { isIP } from 'node:net';
 import { guardedLookup, isPrivateAddress } from './webhook-url-policy.ts';
 import { parseRetryAfter } from './retry-policy.ts';
@@ -37,14 +43,28 @@ export interface WebhookHttpClientOptions {
   now?: () => number;
 }
 
+/** Endpoint URLs whose origin and path are kept parsed (more are parsed again, never wrong). */
+const TARGETS_KEPT = 1000;
+
+/** What a request needs from an endpoint URL, parsed once. */
+interface Target {
+  readonly origin: string;
+  readonly path: string;
+  /** Set when the URL's host is a literal private address and those are refused. */
+  readonly refused: string | null;
+}
+
 export class WebhookHttpClient {
   readonly #agent: Agent;
   readonly #options: WebhookHttpClientOptions;
   readonly #now: () => number;
+  readonly #deadlines: Deadlines;
+  readonly #targets = new Map<string, Target>();
 
   constructor(options: WebhookHttpClientOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
+    this.#deadlines = new Deadlines(options.timeoutMs);
     this.#agent = new Agent({
       connections: options.connectionsPerOrigin,
       keepAliveTimeout: 30_000,
@@ -68,18 +88,16 @@ export class WebhookHttpClient {
       durationMs: elapsed(),
     });
 
-    const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
-    // Literal IPs never reach the lookup guard.
-    if (!this.#options.allowPrivate && isIP(host) && isPrivateAddress(host)) {
-      return failed('blocked_address', `refused: ${host} is a private address`);
-    }
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new TimeoutError()), this.#options.timeoutMs);
+    const target = this.#target(url);
+    if (target.refused) return failed('blocked_address', target.refused);
+    const deadline = this.#deadlines.start();
     try {
-      const response = await request(url, {
+      const response = await this.#agent.request({
+        origin: target.origin,
+        path: target.path,
         method: 'POST',
-        dispatcher: this.#agent,
-        signal: controller.signal,
+        // The type wants a whole EventEmitter; undici itself uses only on/once/removeListener and reason.
+        signal: deadline as unknown as EventEmitter,
         headers: { 'content-type': 'application/json', 'user-agent': 'store-api-webhooks/1', ...headers },
         body,
       });
@@ -110,10 +128,24 @@ export class WebhookHttpClient {
         durationMs: elapsed(),
       };
     } catch (error) {
-      return classify(error, controller.signal, this.#options.timeoutMs, elapsed());
+      return classify(error, deadline.expired, this.#options.timeoutMs, elapsed());
     } finally {
-      clearTimeout(timer);
+      this.#deadlines.finish(deadline);
     }
+  }
+
+  #target(url: string): Target {
+    let target = this.#targets.get(url);
+    if (!target) {
+      const parsed = new URL(url);
+      const host = parsed.hostname.replace(/^\[|\]$/g, '');
+      // Literal IPs never reach the lookup guard.
+      const refused = !this.#options.allowPrivate && isIP(host) && isPrivateAddress(host) ? `refused: ${host} is a private address` : null;
+      target = { origin: parsed.origin, path: `${parsed.pathname}${parsed.search}`, refused };
+      if (this.#targets.size >= TARGETS_KEPT) this.#targets.clear();
+      this.#targets.set(url, target);
+    }
+    return target;
   }
 
   /** Closes pooled connections (waits for none: call after in-flight attempts finished). */
@@ -129,16 +161,125 @@ class TimeoutError extends Error {
   }
 }
 
+/**
+ * One request's deadline, and the abort signal undici is given for it: undici accepts an
+ * EventEmitter-like signal (`on`/`once`/`removeListener`, no `aborted` property) and takes
+ * `reason` as the abort's error, so no AbortController (an EventTarget) is made per request.
+ */
+export class Deadline {
+  readonly at: number;
+  /** The request finished (its entry can leave the queue). */
+  done = false;
+  /** The timeout passed before the request finished: it was aborted. */
+  expired = false;
+  reason: Error | undefined;
+  #listener: (() => void) | undefined;
+
+  constructor(at: number) {
+    this.at = at;
+  }
+
+  on(_event: 'abort', listener: () => void): this {
+    return this.once(_event, listener);
+  }
+
+  once(_event: 'abort', listener: () => void): this {
+    this.#listener = listener;
+    return this;
+  }
+
+  removeListener(): this {
+    this.#listener = undefined;
+    return this;
+  }
+
+  expire(): void {
+    this.expired = true;
+    this.reason = new TimeoutError();
+    const listener = this.#listener;
+    this.#listener = undefined;
+    listener?.();
+  }
+}
+
+/**
+ * The deadlines of the requests in flight, in the order they started, which is the order they
+ * fall due (one timeout for all, a monotonic clock): finished ones leave from the front at once,
+ * and one timer, armed for the earliest unfinished deadline, expires every request whose time is up
+ * and re-arms for the next. Exact per request, one timer for all of them.
+ */
+export class Deadlines {
+  readonly #timeoutMs: number;
+  readonly #now: () => number;
+  #queue: Deadline[] = [];
+  #head = 0;
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(timeoutMs: number, now: () => number = () => performance.now()) {
+    this.#timeoutMs = timeoutMs;
+    this.#now = now;
+  }
+
+  /** Requests started and not finished (expired ones included until they finish). */
+  get size(): number {
+    return this.#queue.length - this.#head;
+  }
+
+  start(): Deadline {
+    const deadline = new Deadline(this.#now() + this.#timeoutMs);
+    this.#queue.push(deadline);
+    if (this.#timer === undefined) this.#arm(deadline.at);
+    return deadline;
+  }
+
+  finish(deadline: Deadline): void {
+    deadline.done = true;
+    this.#dropFinished();
+  }
+
+  #dropFinished(): void {
+    while (this.#head < this.#queue.length && this.#queue[this.#head]!.done) this.#head++;
+    if (this.#head === this.#queue.length) {
+      this.#queue = [];
+      this.#head = 0;
+      if (this.#timer !== undefined) clearTimeout(this.#timer);
+      this.#timer = undefined;
+    } else if (this.#head >= 1024 && this.#head * 2 >= this.#queue.length) {
+      this.#queue = this.#queue.slice(this.#head);
+      this.#head = 0;
+    }
+  }
+
+  #arm(at: number): void {
+    this.#timer = setTimeout(this.#fire, Math.max(1, Math.ceil(at - this.#now())));
+  }
+
+  readonly #fire = (): void => {
+    this.#timer = undefined;
+    const now = this.#now();
+    // Expired ones stay queued until their request finishes (the abort ends it at once).
+    for (let i = this.#head; i < this.#queue.length; i++) {
+      const deadline = this.#queue[i]!;
+      if (deadline.at > now) {
+        this.#arm(deadline.at);
+        break;
+      }
+      if (!deadline.done && !deadline.expired) deadline.expire();
+    }
+    this.#dropFinished();
+  };
+}
+
 function excerptOf(buffer: Buffer): string | null {
   if (buffer.length === 0) return null;
   const text = buffer.subarray(0, RESPONSE_EXCERPT_CHARS * 4).toString('utf8');
   return text.length > RESPONSE_EXCERPT_CHARS ? text.slice(0, RESPONSE_EXCERPT_CHARS) : text;
 }
 
-function classify(error: unknown, signal: AbortSignal, timeoutMs: number, durationMs: number): HttpAttemptResult {
+function classify(error: unknown, timedOut: boolean, timeoutMs: number, durationMs: number): HttpAttemptResult {
   const base = { statusCode: null, responseExcerpt: null, retryAfterMs: null, durationMs };
   if (
-    signal.aborted ||
+    timedOut ||
     error instanceof undiciErrors.HeadersTimeoutError ||
     error instanceof undiciErrors.BodyTimeoutError ||
     error instanceof undiciErrors.ConnectTimeoutError

@@ -36,7 +36,7 @@ import type { BreakerPolicy } from './circuit-breaker.ts';
 import type { RetryPolicy } from './retry-policy.ts';
 import { claimDueDeliveries, nextDueAt, queueDepth, releaseDeliveries, settleDelivery, type ClaimedDelivery, type Settlement } from './delivery-queue.ts';
 import { CLAIM_AHEAD_ROUNDS, answeredFast, claimAhead, nextConcurrencyLimit, type ConcurrencyPolicy } from './endpoint-concurrency.ts';
-import { pollEvents, type PollResult } from './event-poller.ts';
+import { pollEvents, type Handover, type PollResult } from './event-poller.ts';
 import { WebhookHttpClient, type HttpAttemptResult } from './webhook-http-client.ts';
 import { signatureHeaders } from './webhook-signing.ts';
 import { localWakeups } from './webhook-wakeup.ts';
@@ -69,6 +69,8 @@ const PGLITE_CLAIM_MAX = 64;
  * is released unsent (half of the 1 s by which the lease must exceed the timeout).
  */
 const LEASE_MARGIN_MS = 500;
+/** Events one poll fans out (one transaction); a full batch polls again at once. */
+const POLL_BATCH = 500;
 
 /** What this worker holds for one endpoint. */
 interface EndpointSlots {
@@ -167,6 +169,10 @@ class DeliveryWorker implements WebhookWorker {
   #sending = 0;
   #waiting = 0;
   #settling = 0;
+  /** Room promised to a claim or a poll's handover still running. */
+  #reserved = 0;
+  /** The dispatch loop found no room because a handover held it: the poll wakes it when done. */
+  #starved = false;
   /** The last claim found deliveries: a freed slot should claim again. */
   #backlog = false;
   #stopping = false;
@@ -249,10 +255,33 @@ class DeliveryWorker implements WebhookWorker {
     const interval = this.#ctx.config.WEBHOOK_POLL_INTERVAL_MS;
     while (!this.#stopping) {
       let more = false;
+      // The deliveries this poll queues are handed straight to this worker's dispatcher, as far as
+      // its room goes (leased in the fan-out statement itself: no claim statement for them) —
+      // while its last claim found the queue drained; behind a backlog the claims serve it oldest
+      // first (and the fan-out hands over nothing then anyway). The room is reserved while the
+      // fan-out runs, so a claim alongside cannot take it too: the worker never holds more than
+      // its room. A claim that found no room meanwhile is tried again when the fan-out is done.
+      const now = this.#clock();
+      let room = 0;
+      const handover = (): Handover | undefined => {
+        room = this.#backlog ? 0 : this.#claimRoom();
+        this.#reserved += room;
+        if (room <= 0) return undefined;
+        const { freeSlots, held } = this.#claimShape();
+        const endpointCapacity = claimAhead(this.#concurrency.initial, false);
+        return { workerId: this.id, leaseMs: this.#ctx.config.WEBHOOK_LEASE_MS, limit: room, freeSlots, held, endpointCapacity, breaker: this.#breaker };
+      };
       try {
-        const result = await pollEvents(this.#ctx.database.db, this.#clock());
+        let result: PollResult;
+        try {
+          result = await pollEvents(this.#ctx.database.db, now, POLL_BATCH, handover);
+        } finally {
+          this.#reserved -= room;
+          if (room > 0 && this.#starved) this.#dispatchWake.wake();
+        }
         if (result.events > 0) eventsQueued.inc(result.events);
-        if (result.deliveries > 0) this.#dispatchWake.wake();
+        if (result.handedOver.length > 0) this.#take(result.handedOver, now);
+        if (result.deliveries > result.handedOver.length) this.#dispatchWake.wake();
         more = result.more;
         this.#pollFailures = 0;
         this.events.emit('polled', result);
@@ -272,6 +301,7 @@ class DeliveryWorker implements WebhookWorker {
     let claimNow = true;
     while (!this.#stopping) {
       const free = this.#claimRoom();
+      this.#starved = free <= 0 && this.#reserved > 0;
       let claimedAll = false;
       let waitMs = interval;
       try {
@@ -280,31 +310,23 @@ class DeliveryWorker implements WebhookWorker {
         const due = claimNow || free <= 0 ? null : await nextDueAt(this.#ctx.database.db, this.#clock());
         const now = this.#clock();
         if (free > 0 && (claimNow || (due !== null && due <= now))) {
-          const freeSlots = new Map<string, number>();
-          const held = new Map<string, number>();
-          for (const [endpointId, e] of this.#endpoints) {
-            const holding = e.sending + e.waiting.length;
-            if (holding === 0 && e.failuresSettling === 0) continue;
-            freeSlots.set(endpointId, e.failuresSettling > 0 ? 0 : claimAhead(e.limit, e.fast) - holding);
-            held.set(endpointId, holding);
+          this.#reserved += free;
+          let claimed: ClaimedDelivery[];
+          try {
+            claimed = await claimDueDeliveries(this.#ctx.database.db, {
+              ...this.#claimShape(),
+              workerId: this.id,
+              now,
+              leaseMs: config.WEBHOOK_LEASE_MS,
+              limit: free,
+              endpointCapacity: claimAhead(this.#concurrency.initial, false),
+              breaker: this.#breaker,
+            });
+          } finally {
+            this.#reserved -= free;
           }
-          const claimed = await claimDueDeliveries(this.#ctx.database.db, {
-            workerId: this.id,
-            now,
-            leaseMs: config.WEBHOOK_LEASE_MS,
-            limit: free,
-            freeSlots,
-            held,
-            endpointCapacity: claimAhead(this.#concurrency.initial, false),
-            breaker: this.#breaker,
-          });
-          if (claimed.length > 0) this.events.emit('claimed', claimed);
-          for (const delivery of claimed) {
-            this.#slots(delivery.endpointId).waiting.push({ delivery, leaseUntil: now + config.WEBHOOK_LEASE_MS });
-          }
-          this.#waiting += claimed.length;
+          this.#take(claimed, now);
           this.#backlog = claimed.length > 0;
-          this.#pump();
           claimedAll = claimed.length === free;
           // Sleep until the next delivery falls due (a retry, a breaker's probe), not a whole interval.
           if (!claimedAll) waitMs = this.#untilDue(await nextDueAt(this.#ctx.database.db, this.#clock()), now, interval);
@@ -321,6 +343,40 @@ class DeliveryWorker implements WebhookWorker {
       claimNow = claimedAll;
       if (!claimedAll) claimNow = await this.#dispatchWake.wait(waitMs);
     }
+  }
+
+  /**
+   * Per endpoint held here (sending or waiting), the deliveries a claim may add (its claim-ahead
+   * room; none while a failure's breaker verdict is pending) and those it holds, for the claim's rounds.
+   */
+  #claimShape(): { freeSlots: Map<string, number>; held: Map<string, number> } {
+    const freeSlots = new Map<string, number>();
+    const held = new Map<string, number>();
+    for (const [endpointId, e] of this.#endpoints) {
+      const holding = e.sending + e.waiting.length;
+      // An endpoint this worker knows keeps its limit while it holds nothing (a fast one claims a
+      // full round ahead again at once, not the initial two).
+      freeSlots.set(endpointId, e.failuresSettling > 0 ? 0 : claimAhead(e.limit, e.fast) - holding);
+      if (holding > 0) held.set(endpointId, holding);
+    }
+    return { freeSlots, held };
+  }
+
+  /** Deliveries claimed (or handed over by the poller) at `now` join their endpoints' queues and go out as slots allow. */
+  #take(claimed: readonly ClaimedDelivery[], now: number): void {
+    if (claimed.length === 0) return;
+    this.events.emit('claimed', claimed);
+    const leaseUntil = now + this.#ctx.config.WEBHOOK_LEASE_MS;
+    for (const delivery of claimed) this.#slots(delivery.endpointId).waiting.push({ delivery, leaseUntil });
+    this.#waiting += claimed.length;
+    // Stopped meanwhile: stop() has taken the queues already, so these go back at once.
+    if (this.#stopping) {
+      const unsent = [...this.#endpoints.values()].flatMap((e) => e.waiting.splice(0));
+      this.#waiting = 0;
+      this.#release(unsent.map((w) => w.delivery));
+      return;
+    }
+    this.#pump();
   }
 
   /**
@@ -344,7 +400,7 @@ class DeliveryWorker implements WebhookWorker {
   #claimRoom(): number {
     const concurrency = this.#ctx.config.WEBHOOK_CONCURRENCY;
     const most = CLAIM_AHEAD_ROUNDS * concurrency;
-    const holding = this.#sending + this.#waiting;
+    const holding = this.#sending + this.#waiting + this.#reserved;
     const room = Math.min(most - holding, most + this.#settleBatchMax - holding - this.#settling);
     if (this.#waiting >= concurrency && room < most / 2) return 0;
     return this.#ctx.database.backend === 'pglite' ? Math.min(room, PGLITE_CLAIM_MAX) : room;
