@@ -20,6 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createToken } from '../src/tokens/token.service.ts';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { activeCount, cursorAt, generateBenchStore } from './generate-store.ts';
 import { ensureWrk, freePort, log, startServer, wrk } from './bench-tools.ts';
 
@@ -127,6 +128,7 @@ try {
   result.listPerSecond = runs.map((r) => Math.round(r.perSecond));
   result.listP50Ms = runs.map((r) => r.p50);
   result.afterList = await probe();
+  log(JSON.stringify(result));
 
   if (args.import) {
     // PRODUCTS rows: both variants of every stock-tracked product (types physical, food, digital_card: g % 6 in 0, 1, 3).
@@ -135,7 +137,9 @@ try {
     const csv = `sku,stock\n${lines.slice(0, PRODUCTS).join('\n')}\n`;
     let done = false;
     const started = performance.now();
-    const importing = fetch(`${server.origin}/admin/api/v1/inventory/import`, {
+    // No headers timeout: on a loaded machine the import's answer may take longer than undici's 300 s.
+    const importing = undiciFetch(`${server.origin}/admin/api/v1/inventory/import`, {
+      dispatcher: new Agent({ headersTimeout: 0, bodyTimeout: 0 }),
       method: 'POST',
       headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'text/csv' },
       body: csv,
