@@ -20,6 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/db/migrate.ts';
 import { createToken } from '../src/tokens/token.service.ts';
+import pg from 'pg';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { activeCount, cursorAt, generateBenchStore } from './generate-store.ts';
 import { ensureWrk, freePort, log, startServer, wrk } from './bench-tools.ts';
@@ -34,6 +35,8 @@ const { values: args } = parseArgs({
     env: { type: 'string', multiple: true, default: [] },
     role: { type: 'string', default: 'all' },
     'node-arg': { type: 'string', multiple: true, default: [] },
+    /** A PostgreSQL server: the same store generated into a scratch database there, `serve` on it (the ratio's other side). */
+    postgres: { type: 'string' },
   },
 });
 const PRODUCTS = Number(args.products);
@@ -79,6 +82,60 @@ async function ensureStore(): Promise<{ token: string; adminToken: string; curso
   await database.close();
   writeFileSync(meta, JSON.stringify({ token, adminToken, cursor }));
   return { token, adminToken, cursor };
+}
+
+if (args.postgres) {
+  await postgresList(args.postgres);
+  process.exit(0);
+}
+
+/** The list load on `serve` over PostgreSQL with the same generated store; prints one JSON line. */
+async function postgresList(base: string): Promise<void> {
+  const name = `store_api_plm_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  let server: Awaited<ReturnType<typeof startServer>> | undefined;
+  try {
+    const database = await openDatabase({ databaseUrl: url.toString() });
+    await migrateToLatest(database.db);
+    await generateBenchStore(database.db, {
+      products: PRODUCTS,
+      customers: Math.round(PRODUCTS / 10),
+      orders: Math.round(PRODUCTS / 5),
+      movements: Math.round(PRODUCTS / 2),
+    });
+    const { token } = await createToken(database.db, { name: 'bench' });
+    const cursor = await cursorAt(database, Math.floor((await activeCount(database)) / 2));
+    await database.close();
+    ensureWrk();
+    const port = await freePort();
+    server = await startServer(
+      [CLI, 'serve'],
+      { DATABASE_URL: url.toString(), PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_STANDARD: '1000000' },
+      port,
+    );
+    const page = `${server.origin}/api/v1/products?limit=200&cursor=${encodeURIComponent(cursor)}`;
+    const load = { connections: 8, seconds: Number(args.seconds), headers: { Authorization: `Bearer ${token}` } };
+    await wrk(page, { ...load, seconds: 2 });
+    const runs = [];
+    for (let i = 0; i < Number(args.rounds); i++) runs.push(await wrk(page, load));
+    console.log(
+      JSON.stringify({
+        products: PRODUCTS,
+        postgres: true,
+        listPerSecond: runs.map((r) => Math.round(r.perSecond)),
+        listP50Ms: runs.map((r) => r.p50),
+        memory: server.memory(),
+      }),
+    );
+  } finally {
+    await server?.stop();
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
 }
 
 const { token, adminToken, cursor } = await ensureStore();
