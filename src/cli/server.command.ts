@@ -28,7 +28,7 @@ import type { RetentionPruner } from '../retention/retention-pruner.ts';
 import { exitWithError, machineOutput } from './run-command.ts';
 import { adminSignInAnnouncements } from '../admin/dashboard/sign-in-hint.ts';
 import { createAnnouncer, failureLine } from '../ops/announce.ts';
-import { applyHeapGrowing } from '../ops/heap-tuning.ts';
+import { applyHeapGrowing, useBaselineWasmCompiler } from '../ops/heap-tuning.ts';
 import { DEMO_TEMPLATE_PRODUCTS } from '../demo/demo-template.ts';
 import { EXIT_STORE_CANNOT_WRITE } from '../db/storage-health.ts';
 import { PGLITE_DEMO_TEMPLATE_DIR, PGLITE_TEMPLATE_DIR } from '../db/pglite-template.ts';
@@ -88,6 +88,8 @@ async function run(role: Role): Promise<void> {
   try {
     const config = loadConfig();
     applyHeapGrowing(config.HEAP_GROWING_PERCENT);
+    // Before the embedded database's WebAssembly is compiled (the first open, just below).
+    if (!config.DATABASE_URL && !config.PGLITE_WASM_OPTIMIZING) useBaselineWasmCompiler();
     // The default demo store of a first start comes ready-made from the build (demo/demo-template.ts).
     const demoTemplate =
       role === 'all' && config.SEED_DEMO && config.SEED_DEMO_PRODUCTS === DEMO_TEMPLATE_PRODUCTS

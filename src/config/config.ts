@@ -115,6 +115,16 @@ export const EnvSchema = Type.Object({
   AUDIT_LOG_RETENTION_MS: Int(31_536_000_000, 1000, 315_360_000_000, "How long entries of the administrators' audit log are kept"),
   RETENTION_INTERVAL_MS: Int(600_000, 1000, 86_400_000, 'Time between pruning runs of the worker role'),
   RETENTION_BATCH_SIZE: Int(1000, 1, 100_000, 'Rows deleted per pruning statement (each in its own short transaction)'),
+  PGLITE_SHARED_BUFFERS_MB: Int(
+    16,
+    1,
+    8192,
+    "PostgreSQL's shared_buffers (MiB) inside the embedded database; it stays resident once filled (see src/db/database.ts)",
+  ),
+  PGLITE_WASM_OPTIMIZING: Bool(
+    false,
+    "Let V8 optimize the embedded database's WebAssembly (faster long statements, ~300 MiB more RSS; see src/ops/heap-tuning.ts)",
+  ),
   HEAP_GROWING_PERCENT: Int(
     10,
     0,

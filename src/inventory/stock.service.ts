@@ -9,7 +9,7 @@
  * ignored (an order of a service takes no stock).
  */
 import { uuidv7 } from '../shared/uuid-v7.ts';
-import { chunks } from '../shared/chunks.ts';
+import { chunks, TRIGGERED_WRITE_CHUNK } from '../shared/chunks.ts';
 import { parse as csvParser } from 'csv-parse';
 import type { Insertable, Kysely } from 'kysely';
 import type { Database, StockMovementTable } from '../db/schema.ts';
@@ -129,13 +129,13 @@ export async function applyStockChanges(
   }
   if (movements.length === 0) return { movementIds: [], productIds: [] };
 
-  for (const part of chunks([...variantStock])) {
+  for (const part of chunks([...variantStock], TRIGGERED_WRITE_CHUNK)) {
     await setVariantStock(trx, part);
   }
-  for (const part of chunks([...productStock])) {
+  for (const part of chunks([...productStock], TRIGGERED_WRITE_CHUNK)) {
     await setOwnStock(trx, part);
   }
-  for (const part of chunks(movements)) {
+  for (const part of chunks(movements, TRIGGERED_WRITE_CHUNK)) {
     await insertMovements(trx, part);
   }
   const touched = [...new Set(movements.map((m) => m.product_id))];
@@ -155,7 +155,7 @@ export async function applyStockChanges(
  * anything nested in it.
  */
 export async function refreshProducts(ctx: WriteContext, productIds: readonly string[]): Promise<void> {
-  for (const part of chunks(productIds)) {
+  for (const part of chunks(productIds, TRIGGERED_WRITE_CHUNK)) {
     // Each variant's stock fits an integer; their sum may not (sum(int) is bigint): refuse that
     // change, as a single stock level that would overflow is refused.
     const over = await productWithOverflowingStock(ctx.trx, part);

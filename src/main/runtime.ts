@@ -66,6 +66,7 @@ export async function openContext(
     dataDir: config.DATABASE_URL ? undefined : config.DATA_DIR,
     poolSize: config.DATABASE_POOL_SIZE,
     minFreeBytes: config.DATA_DIR_MIN_FREE_MB * 1024 * 1024,
+    sharedBuffersMb: config.PGLITE_SHARED_BUFFERS_MB,
     applicationName,
     ...(template ? { template } : {}),
     onConnectionError: (error) => logger.warn({ err: error }, 'database connection lost; the pool opens a fresh one when needed'),

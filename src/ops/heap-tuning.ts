@@ -16,3 +16,21 @@ import { setFlagsFromString } from 'node:v8';
 export function applyHeapGrowing(percent: number): void {
   if (percent > 0) setFlagsFromString(`--heap-growing-percent=${percent}`);
 }
+
+/**
+ * Compile WebAssembly with V8's baseline compiler (Liftoff) only: PGlite's PostgreSQL is a 9 MB
+ * module, and V8's optimizing tier (TurboFan), which by default recompiles the functions that get
+ * hot, peaked at 880–945 MiB RSS while it worked through them at start and left the process some
+ * 300 MiB heavier for good; with baseline code only, the embedded `all` started at ~390 MiB instead
+ * and the list load ran as fast (docs/decisions/0018). Long statements (a large import) run slower.
+ *
+ * Must run before the first WebAssembly module is compiled (PGlite's, at the first open), and sets
+ * the implications the command-line flag would (set at run time, `--liftoff-only` alone still tiers
+ * up). Process-wide: undici's HTTP parser is WebAssembly too, and runs on baseline code as well.
+ * PGLITE_WASM_OPTIMIZING=true keeps V8's default.
+ */
+export function useBaselineWasmCompiler(): void {
+  setFlagsFromString('--liftoff-only');
+  setFlagsFromString('--no-wasm-tier-up');
+  setFlagsFromString('--no-wasm-dynamic-tiering');
+}

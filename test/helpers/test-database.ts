@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { openDatabase, typeParsers, type Backend, type DatabaseHandle } from '../../src/db/database.ts';
+import { openDatabase, pgliteStartParams, typeParsers, type Backend, type DatabaseHandle } from '../../src/db/database.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -29,7 +29,8 @@ export interface TestDatabase extends DatabaseHandle {
 export async function openTestDatabase(backend: Backend, { poolSize = 5 } = {}): Promise<TestDatabase> {
   if (backend === 'pglite') {
     const tarball = readFileSync(inject('pgliteTemplate'));
-    const pglite = await PGlite.create({ loadDataDir: new Blob([tarball]), parsers: typeParsers });
+    // The embedded default's settings (shared_buffers), so tests run what production runs.
+    const pglite = await PGlite.create({ loadDataDir: new Blob([tarball]), parsers: typeParsers, startParams: pgliteStartParams() });
     return openDatabase({ pglite });
   }
   const base = process.env.TEST_DATABASE_URL!;

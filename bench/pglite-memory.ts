@@ -1,0 +1,232 @@
+/**
+ * Where the embedded default's memory goes (`node --import tsx bench/pglite-memory.ts`): what
+ * `npm start` runs — `node bin/store-api.js all` on a DATA_DIR — over a store of `--products`
+ * (default 100,000, the bench's size), under the list load (wrk, 8 connections, limit 200, cursor
+ * half-way), then optionally (`--import`) during a CSV stock import of every product, with
+ * /healthz asked back to back from this process (not the server's thread).
+ *
+ * The server runs with a preload that reports, on request, its own breakdown: RSS, V8 heap, the
+ * WebAssembly memory PGlite runs in (its size never shrinks) and PostgreSQL's memory settings.
+ * The generated store is kept in `--store DIR` (made when missing, then copied for each run), so
+ * several configurations are compared on the same data: `--env KEY=VALUE` passes settings.
+ * Prints one JSON line; never writes docs/benchmarks.md.
+ */
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { performance } from 'node:perf_hooks';
+import { openDatabase } from '../src/db/database.ts';
+import { migrateToLatest } from '../src/db/migrate.ts';
+import { createToken } from '../src/tokens/token.service.ts';
+import pg from 'pg';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { activeCount, cursorAt, generateBenchStore } from './generate-store.ts';
+import { ensureWrk, freePort, log, startServer, wrk } from './bench-tools.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    products: { type: 'string', default: '100000' },
+    store: { type: 'string' },
+    seconds: { type: 'string', default: '10' },
+    rounds: { type: 'string', default: '2' },
+    import: { type: 'boolean', default: false },
+    env: { type: 'string', multiple: true, default: [] },
+    role: { type: 'string', default: 'all' },
+    'node-arg': { type: 'string', multiple: true, default: [] },
+    /** A PostgreSQL server: the same store generated into a scratch database there, `serve` on it (the ratio's other side). */
+    postgres: { type: 'string' },
+  },
+});
+const PRODUCTS = Number(args.products);
+const CLI = fileURLToPath(new URL('../bin/store-api.js', import.meta.url));
+const STORE = args.store ?? join(tmpdir(), `store-api-pglite-memory-${PRODUCTS}`);
+
+// The preload: answers SIGUSR2 by writing its memory breakdown to PROBE_FILE.
+const PROBE = `
+import { writeFileSync } from 'node:fs';
+import { getHeapStatistics, getHeapSpaceStatistics } from 'node:v8';
+const memories = [];
+const Original = WebAssembly.Memory;
+WebAssembly.Memory = function (descriptor) { const m = new Original(descriptor); memories.push(m); return m; };
+WebAssembly.Memory.prototype = Original.prototype;
+process.on('SIGUSR2', () => {
+  const mu = process.memoryUsage();
+  const heap = getHeapStatistics();
+  writeFileSync(process.env.PROBE_FILE, JSON.stringify({
+    rssMb: mu.rss / 1048576, heapUsedMb: mu.heapUsed / 1048576, heapTotalMb: mu.heapTotal / 1048576,
+    externalMb: mu.external / 1048576, arrayBuffersMb: mu.arrayBuffers / 1048576,
+    wasmMb: memories.map((m) => m.buffer.byteLength / 1048576),
+    mallocedMb: heap.malloced_memory / 1048576,
+    spacesMb: Object.fromEntries(getHeapSpaceStatistics().map((s) => [s.space_name, Math.round(s.space_size / 1048576)])),
+  }));
+});
+`;
+
+async function ensureStore(): Promise<{ token: string; adminToken: string; cursor: string }> {
+  const meta = join(STORE, 'bench.json');
+  if (existsSync(meta)) return JSON.parse(readFileSync(meta, 'utf8'));
+  log(`generating ${PRODUCTS} products into ${STORE}`);
+  const database = await openDatabase({ dataDir: STORE });
+  await migrateToLatest(database.db);
+  await generateBenchStore(database.db, {
+    products: PRODUCTS,
+    customers: Math.round(PRODUCTS / 10),
+    orders: Math.round(PRODUCTS / 5),
+    movements: Math.round(PRODUCTS / 2),
+  });
+  const { token } = await createToken(database.db, { name: 'bench' });
+  const { token: adminToken } = await createToken(database.db, { name: 'bench-admin', scopes: ['admin'] });
+  const cursor = await cursorAt(database, Math.floor((await activeCount(database)) / 2));
+  await database.close();
+  writeFileSync(meta, JSON.stringify({ token, adminToken, cursor }));
+  return { token, adminToken, cursor };
+}
+
+if (args.postgres) {
+  await postgresList(args.postgres);
+  process.exit(0);
+}
+
+/** The list load on `serve` over PostgreSQL with the same generated store; prints one JSON line. */
+async function postgresList(base: string): Promise<void> {
+  const name = `store_api_plm_${Date.now()}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  let server: Awaited<ReturnType<typeof startServer>> | undefined;
+  try {
+    const database = await openDatabase({ databaseUrl: url.toString() });
+    await migrateToLatest(database.db);
+    await generateBenchStore(database.db, {
+      products: PRODUCTS,
+      customers: Math.round(PRODUCTS / 10),
+      orders: Math.round(PRODUCTS / 5),
+      movements: Math.round(PRODUCTS / 2),
+    });
+    const { token } = await createToken(database.db, { name: 'bench' });
+    const cursor = await cursorAt(database, Math.floor((await activeCount(database)) / 2));
+    await database.close();
+    ensureWrk();
+    const port = await freePort();
+    server = await startServer(
+      [CLI, 'serve'],
+      { DATABASE_URL: url.toString(), PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn', RATE_LIMIT_STANDARD: '1000000' },
+      port,
+    );
+    const page = `${server.origin}/api/v1/products?limit=200&cursor=${encodeURIComponent(cursor)}`;
+    const load = { connections: 8, seconds: Number(args.seconds), headers: { Authorization: `Bearer ${token}` } };
+    await wrk(page, { ...load, seconds: 2 });
+    const runs = [];
+    for (let i = 0; i < Number(args.rounds); i++) runs.push(await wrk(page, load));
+    console.log(
+      JSON.stringify({
+        products: PRODUCTS,
+        postgres: true,
+        listPerSecond: runs.map((r) => Math.round(r.perSecond)),
+        listP50Ms: runs.map((r) => r.p50),
+        memory: server.memory(),
+      }),
+    );
+  } finally {
+    await server?.stop();
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.end();
+  }
+}
+
+const { token, adminToken, cursor } = await ensureStore();
+ensureWrk();
+const work = mkdtempSync(join(tmpdir(), 'store-api-pglite-memory-run-'));
+const dataDir = join(work, 'data');
+cpSync(STORE, dataDir, { recursive: true });
+rmSync(join(dataDir, 'bench.json'));
+const probeModule = join(work, 'probe.mjs');
+writeFileSync(probeModule, PROBE);
+const probeFile = join(work, 'probe.json');
+const extraEnv = Object.fromEntries(args.env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+
+const port = await freePort();
+const server = await startServer(
+  [...args['node-arg'], '--import', probeModule, CLI, args.role],
+  {
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    SEED_DEMO: 'false',
+    RATE_LIMIT_STANDARD: '1000000',
+    RATE_LIMIT_EXPORT: '1000000',
+    PROBE_FILE: probeFile,
+    ...extraEnv,
+  },
+  port,
+);
+async function probe(): Promise<Record<string, unknown>> {
+  rmSync(probeFile, { force: true });
+  server.child.kill('SIGUSR2');
+  for (let i = 0; i < 200 && !existsSync(probeFile); i++) await new Promise((r) => setTimeout(r, 25));
+  const inside = JSON.parse(readFileSync(probeFile, 'utf8')) as Record<string, number | number[]>;
+  const round = (v: number | number[]) => (Array.isArray(v) ? v.map((x) => Math.round(x)) : typeof v === 'number' ? Math.round(v) : v);
+  return { ...Object.fromEntries(Object.entries(inside).map(([k, v]) => [k, round(v)])), peakMb: server.memory().peakMb };
+}
+
+const result: Record<string, unknown> = { products: PRODUCTS, role: args.role, env: extraEnv, nodeArgs: args['node-arg'] };
+try {
+  result.idle = await probe();
+  const url = `${server.origin}/api/v1/products?limit=200&cursor=${encodeURIComponent(cursor)}`;
+  const load = { connections: 8, seconds: Number(args.seconds), headers: { Authorization: `Bearer ${token}` } };
+  await wrk(url, { ...load, seconds: 2 });
+  const runs = [];
+  for (let i = 0; i < Number(args.rounds); i++) runs.push(await wrk(url, load));
+  result.listPerSecond = runs.map((r) => Math.round(r.perSecond));
+  result.listP50Ms = runs.map((r) => r.p50);
+  result.afterList = await probe();
+  log(JSON.stringify(result));
+
+  if (args.import) {
+    // PRODUCTS rows: both variants of every stock-tracked product (types physical, food, digital_card: g % 6 in 0, 1, 3).
+    const lines: string[] = [];
+    for (let g = 1; lines.length < PRODUCTS; g++) if ([0, 1, 3].includes(g % 6)) lines.push(`SKU-${g}-0,${g % 50}`, `SKU-${g}-1,${(g + 1) % 50}`);
+    const csv = `sku,stock\n${lines.slice(0, PRODUCTS).join('\n')}\n`;
+    let done = false;
+    const started = performance.now();
+    // No headers timeout: on a loaded machine the import's answer may take longer than undici's 300 s.
+    const importing = undiciFetch(`${server.origin}/admin/api/v1/inventory/import`, {
+      dispatcher: new Agent({ headersTimeout: 0, bodyTimeout: 0 }),
+      method: 'POST',
+      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'text/csv' },
+      body: csv,
+    }).then(async (r) => {
+      done = true;
+      return { status: r.status, body: await r.text(), ms: performance.now() - started };
+    });
+    const latencies: number[] = [];
+    while (!done) {
+      const t = performance.now();
+      await fetch(`${server.origin}/healthz`).then((r) => r.arrayBuffer());
+      latencies.push(performance.now() - t);
+    }
+    const imported = await importing;
+    latencies.sort((a, b) => a - b);
+    const pct = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0);
+    result.import = {
+      status: imported.status,
+      ms: Math.round(imported.ms),
+      body: imported.body.slice(0, 120),
+      healthz: latencies.length,
+      p50: pct(0.5),
+      p95: pct(0.95),
+      p99: pct(0.99),
+      max: Math.round(latencies.at(-1) ?? 0),
+    };
+    result.afterImport = await probe();
+  }
+} finally {
+  await server.stop();
+  rmSync(work, { recursive: true, force: true });
+}
+console.log(JSON.stringify(result));

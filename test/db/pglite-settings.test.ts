@@ -1,0 +1,57 @@
+/**
+ * The embedded database's PostgreSQL settings (db/database.ts, decision 0018): a small
+ * shared_buffers, which stays resident in PGlite's WebAssembly memory once filled, set at every
+ * open of a data directory (PGLITE_SHARED_BUFFERS_MB), with PGlite's own start parameters kept; the
+ * data directory reopens under another setting with its rows. PGlite only.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { DEFAULT_PGLITE_SHARED_BUFFERS_MB, openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
+import { createToken } from '../../src/tokens/token.service.ts';
+import { loadConfig } from '../../src/config/config.ts';
+
+const show = async (database: DatabaseHandle, setting: string) =>
+  (await sql.raw<Record<string, string>>(`SHOW ${setting}`).execute(database.db)).rows[0]![setting];
+
+describe('the embedded database settings', () => {
+  let root: string;
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'store-api-pglite-settings-'));
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it('opens a data directory with the small shared_buffers and PGlite’s own parameters, and reopens it with another size', async () => {
+    expect(loadConfig({}).PGLITE_SHARED_BUFFERS_MB).toBe(DEFAULT_PGLITE_SHARED_BUFFERS_MB);
+    const dataDir = join(root, 'data');
+    const first = await openDatabase({ dataDir });
+    try {
+      expect(await show(first, 'shared_buffers')).toBe(`${DEFAULT_PGLITE_SHARED_BUFFERS_MB}MB`);
+      // PGlite's defaults, which our parameters must not replace.
+      expect(await show(first, 'search_path')).toBe('public');
+      expect(await show(first, 'max_worker_processes')).toBe('0');
+      expect(await show(first, 'exit_on_error')).toBe('off');
+      await createToken(first.db, { name: 'kept across the reopen' });
+    } finally {
+      await first.close();
+    }
+    const second = await openDatabase({ dataDir, sharedBuffersMb: 4 });
+    try {
+      expect(await show(second, 'shared_buffers')).toBe('4MB');
+      expect((await second.db.selectFrom('api_tokens').select('name').execute()).map((r) => r.name)).toContain('kept across the reopen');
+    } finally {
+      await second.close();
+    }
+  });
+
+  it('runs the in-memory database with the same settings', async () => {
+    const database = await openDatabase({});
+    try {
+      expect(await show(database, 'shared_buffers')).toBe(`${DEFAULT_PGLITE_SHARED_BUFFERS_MB}MB`);
+    } finally {
+      await database.close();
+    }
+  });
+});
