@@ -80,6 +80,39 @@ export function recordsQuery(source: ListSource, req: Omit<PageRequest, 'limit'>
   `;
 }
 
+/** One snapshot chunk: its records' NDJSON as one text value, how many, and the last one's key. */
+export interface ChunkRow {
+  /** Every record of the chunk, each followed by a line break; null when the chunk is empty. */
+  text: string | null;
+  n: number;
+  /** Key of the chunk's last record (null when empty). */
+  iso: string | null;
+  id: string | null;
+}
+
+/**
+ * The statement reading up to `limit` records after `req.cursor` (ascending) as ONE value: the
+ * records' JSON joined by line breaks in SQL, so the server decodes one string per chunk instead of
+ * a row per record. The ordered, limited rows are materialized once; the join reads them in that
+ * order (a plain aggregate over a CTE scan; an aggregate with an ORDER BY of its own would let
+ * PostgreSQL 16+ re-sort the input for every aggregate of the query, as a DESC one did). The resume
+ * key is the chunk's largest (last_modified, id), taken by a key order of its own.
+ */
+export function chunkQuery(source: ListSource, req: Omit<PageRequest, 'limit' | 'order'>, limit: number): RawBuilder<ChunkRow> {
+  const where = whereClause(source, { ...req, order: 'asc' });
+  return sql<ChunkRow>`
+    WITH c AS MATERIALIZED (
+      SELECT ${source.json}::text AS json, ${source.lastModified} AS lm, ${source.id} AS id
+      FROM ${source.from}
+      WHERE ${where}
+      ORDER BY ${orderClause(source, 'asc')}
+      LIMIT ${limit}
+    ), tail AS (SELECT lm, id FROM c ORDER BY lm DESC, id DESC LIMIT 1)
+    SELECT a.text, a.n, iso_utc(tail.lm) AS iso, tail.id::text AS id
+    FROM (SELECT string_agg(c.json, E'\n') || E'\n' AS text, count(*)::int AS n FROM c) a LEFT JOIN tail ON true
+  `;
+}
+
 /**
  * How many records a walk from `req.cursor` below `req.horizon` reads: one count over the same
  * conditions as the walk, on the (last_modified, id) index, without building any record's JSON
