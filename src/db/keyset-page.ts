@@ -93,23 +93,25 @@ export interface ChunkRow {
 /**
  * The statement reading up to `limit` records after `req.cursor` (ascending) as ONE value: the
  * records' JSON joined by line breaks in SQL, so the server decodes one string per chunk instead of
- * a row per record. The ordered, limited rows are materialized once; the join reads them in that
- * order (a plain aggregate over a CTE scan; an aggregate with an ORDER BY of its own would let
- * PostgreSQL 16+ re-sort the input for every aggregate of the query, as a DESC one did). The resume
- * key is the chunk's largest (last_modified, id), taken by a key order of its own.
+ * a row per record. The join is a plain aggregate over the ordered, limited rows (an aggregate with
+ * an ORDER BY of its own in the same query would let PostgreSQL 16+ re-sort the input for every
+ * aggregate there, and on 15 sort the documents again in memory or on disk). The chunk's count and
+ * last key come from the same walk's keys alone (an index-only walk, a few bytes a row), in the
+ * same statement, so they describe exactly the rows joined.
  */
 export function chunkQuery(source: ListSource, req: Omit<PageRequest, 'limit' | 'order'>, limit: number): RawBuilder<ChunkRow> {
   const where = whereClause(source, { ...req, order: 'asc' });
+  const order = orderClause(source, 'asc');
   return sql<ChunkRow>`
-    WITH c AS MATERIALIZED (
-      SELECT ${source.json}::text AS json, ${source.lastModified} AS lm, ${source.id} AS id
-      FROM ${source.from}
-      WHERE ${where}
-      ORDER BY ${orderClause(source, 'asc')}
-      LIMIT ${limit}
-    ), tail AS (SELECT lm, id FROM c ORDER BY lm DESC, id DESC LIMIT 1)
-    SELECT a.text, a.n, iso_utc(tail.lm) AS iso, tail.id::text AS id
-    FROM (SELECT string_agg(c.json, E'\n') || E'\n' AS text, count(*)::int AS n FROM c) a LEFT JOIN tail ON true
+    WITH snap_keys AS (
+      SELECT ${source.lastModified} AS lm, ${source.id} AS id FROM ${source.from} WHERE ${where} ORDER BY ${order} LIMIT ${limit}
+    ), snap_tail AS (SELECT lm, id FROM snap_keys ORDER BY lm DESC, id DESC LIMIT 1)
+    SELECT
+      (SELECT string_agg(snap_docs.json, E'\n') || E'\n'
+       FROM (SELECT ${source.json}::text AS json FROM ${source.from} WHERE ${where} ORDER BY ${order} LIMIT ${limit}) snap_docs) AS text,
+      (SELECT count(*)::int FROM snap_keys) AS n,
+      (SELECT iso_utc(lm) FROM snap_tail) AS iso,
+      (SELECT id::text FROM snap_tail) AS id
   `;
 }
 

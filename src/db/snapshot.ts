@@ -24,6 +24,8 @@ import type { Cursor } from '../shared/cursor.ts';
  * nothing else while a chunk is read.
  */
 export const SNAPSHOT_CHUNK = { postgres: 5000, pglite: 1000 } as const;
+/** Rows of the first chunk; each next one doubles up to the back end's SNAPSHOT_CHUNK. */
+const SNAPSHOT_FIRST_CHUNK = 500;
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 /**
@@ -50,23 +52,27 @@ export async function* snapshotStream(
   req: { cursor?: Cursor; horizon: string; filters: readonly RawBuilder<unknown>[] },
   chunkSize: number = SNAPSHOT_CHUNK.postgres,
 ): AsyncGenerator<string> {
-  const read = async (cursor: Cursor | undefined): Promise<ChunkRow> => {
-    const { rows } = await chunkQuery(source, { cursor, horizon: req.horizon, filters: req.filters }, chunkSize).execute(db);
-    return rows[0]!;
+  // The first chunks are smaller (doubling up to chunkSize), so the first bytes leave early and
+  // writing them overlaps reading the next.
+  let size = Math.min(SNAPSHOT_FIRST_CHUNK, chunkSize);
+  const read = async (cursor: Cursor | undefined, limit: number): Promise<ChunkRow & { limit: number }> => {
+    const { rows } = await chunkQuery(source, { cursor, horizon: req.horizon, filters: req.filters }, limit).execute(db);
+    return { ...rows[0]!, limit };
   };
   // A read ahead may fail while the consumer is busy with the previous chunk: marked handled at
   // once (no unhandled rejection), it still throws where it is awaited.
   const ahead = (cursor: Cursor | undefined) => {
-    const promise = read(cursor);
+    const promise = read(cursor, size);
+    size = Math.min(size * 2, chunkSize);
     promise.catch(() => {});
     return promise;
   };
-  let next: Promise<ChunkRow> | undefined = ahead(req.cursor);
+  let next: Promise<ChunkRow & { limit: number }> | undefined = ahead(req.cursor);
   while (next) {
-    const chunk: ChunkRow = await next;
+    const chunk: ChunkRow & { limit: number } = await next;
     next = undefined;
     if (chunk.n === 0 || chunk.text === null) return;
-    if (chunk.n === chunkSize) next = ahead({ ts: chunk.iso!, id: chunk.id! });
+    if (chunk.n === chunk.limit) next = ahead({ ts: chunk.iso!, id: chunk.id! });
     yield chunk.text;
   }
 }
