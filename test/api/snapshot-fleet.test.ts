@@ -25,7 +25,11 @@ describe.skipIf(!REDIS_URL).each(backends)('snapshot slots across app instances 
     // A key prefix of this run only, so parallel runs on one Redis never share slots.
     const env = { ...UNLIMITED, REDIS_URL: REDIS_URL!, REDIS_KEY_PREFIX: `store-api-test:${randomBytes(6).toString('hex')}:` };
     t = await buildTestApp(backend, env);
-    other = await buildApp({ config: loadConfig({ LOG_LEVEL: 'silent', SEED_DEMO: 'false', ...env }), database: t.database, logger: pino({ level: 'silent' }) });
+    other = await buildApp({
+      config: loadConfig({ LOG_LEVEL: 'silent', SEED_DEMO: 'false', ...env }),
+      database: t.database,
+      logger: pino({ level: 'silent' }),
+    });
     await other.ready();
     origins.push(await t.app.listen({ port: 0, host: '127.0.0.1' }), await other.listen({ port: 0, host: '127.0.0.1' }));
     ({ authorization } = await t.auth());

@@ -127,7 +127,9 @@ describe.each(backends)('snapshot export (%s)', (backend) => {
     const sessions = async () =>
       (
         await sql<{ state: string | null; query: string }>`
-          SELECT state, query FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`.execute(db)
+          SELECT state, query FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`.execute(
+          db,
+        )
       ).rows;
     const controller = new AbortController();
     const response = await get('customers/snapshot', { signal: controller.signal });
