@@ -93,25 +93,24 @@ export interface ChunkRow {
 /**
  * The statement reading up to `limit` records after `req.cursor` (ascending) as ONE value: the
  * records' JSON joined by line breaks in SQL, so the server decodes one string per chunk instead of
- * a row per record. The join is a plain aggregate over the ordered, limited rows (an aggregate with
+ * a row per record. The join is a plain aggregate over the ordered, limited walk (an aggregate with
  * an ORDER BY of its own in the same query would let PostgreSQL 16+ re-sort the input for every
- * aggregate there, and on 15 sort the documents again in memory or on disk). The chunk's count and
- * last key come from the same walk's keys alone (an index-only walk, a few bytes a row), in the
- * same statement, so they describe exactly the rows joined.
+ * aggregate there, and on 15 sort the documents again in memory or on disk). The resume key is
+ * exact without a second walk: `row_number()` over the walk's own key order numbers the rows, and a
+ * full chunk's last record is the one numbered `limit` (a chunk that is not full ends the stream).
  */
 export function chunkQuery(source: ListSource, req: Omit<PageRequest, 'limit' | 'order'>, limit: number): RawBuilder<ChunkRow> {
-  const where = whereClause(source, { ...req, order: 'asc' });
   const order = orderClause(source, 'asc');
   return sql<ChunkRow>`
-    WITH snap_keys AS (
-      SELECT ${source.lastModified} AS lm, ${source.id} AS id FROM ${source.from} WHERE ${where} ORDER BY ${order} LIMIT ${limit}
-    ), snap_tail AS (SELECT lm, id FROM snap_keys ORDER BY lm DESC, id DESC LIMIT 1)
-    SELECT
-      (SELECT string_agg(snap_docs.json, E'\n') || E'\n'
-       FROM (SELECT ${source.json}::text AS json FROM ${source.from} WHERE ${where} ORDER BY ${order} LIMIT ${limit}) snap_docs) AS text,
-      (SELECT count(*)::int FROM snap_keys) AS n,
-      (SELECT iso_utc(lm) FROM snap_tail) AS iso,
-      (SELECT id::text FROM snap_tail) AS id
+    SELECT string_agg(w.json, E'\n') || E'\n' AS text, count(*)::int AS n,
+      iso_utc(max(w.lm) FILTER (WHERE w.rn = ${limit})) AS iso, max(w.id::text) FILTER (WHERE w.rn = ${limit}) AS id
+    FROM (
+      SELECT ${source.json}::text AS json, ${source.lastModified} AS lm, ${source.id} AS id, row_number() OVER (ORDER BY ${order}) AS rn
+      FROM ${source.from}
+      WHERE ${whereClause(source, { ...req, order: 'asc' })}
+      ORDER BY ${order}
+      LIMIT ${limit}
+    ) w
   `;
 }
 
