@@ -80,6 +80,40 @@ export function recordsQuery(source: ListSource, req: Omit<PageRequest, 'limit'>
   `;
 }
 
+/** One snapshot chunk: its records' NDJSON as one text value, how many, and the last one's key. */
+export interface ChunkRow {
+  /** Every record of the chunk, each followed by a line break; null when the chunk is empty. */
+  text: string | null;
+  n: number;
+  /** Key of the chunk's last record (null when empty). */
+  iso: string | null;
+  id: string | null;
+}
+
+/**
+ * The statement reading up to `limit` records after `req.cursor` (ascending) as ONE value: the
+ * records' JSON joined by line breaks in SQL, so the server decodes one string per chunk instead of
+ * a row per record. The join is a plain aggregate over the ordered, limited walk (an aggregate with
+ * an ORDER BY of its own in the same query would let PostgreSQL 16+ re-sort the input for every
+ * aggregate there, and on 15 sort the documents again in memory or on disk). The resume key is
+ * exact without a second walk: `row_number()` over the walk's own key order numbers the rows, and a
+ * full chunk's last record is the one numbered `limit` (a chunk that is not full ends the stream).
+ */
+export function chunkQuery(source: ListSource, req: Omit<PageRequest, 'limit' | 'order'>, limit: number): RawBuilder<ChunkRow> {
+  const order = orderClause(source, 'asc');
+  return sql<ChunkRow>`
+    SELECT string_agg(w.json, E'\n') || E'\n' AS text, count(*)::int AS n,
+      iso_utc(max(w.lm) FILTER (WHERE w.rn = ${limit})) AS iso, max(w.id::text) FILTER (WHERE w.rn = ${limit}) AS id
+    FROM (
+      SELECT ${source.json}::text AS json, ${source.lastModified} AS lm, ${source.id} AS id, row_number() OVER (ORDER BY ${order}) AS rn
+      FROM ${source.from}
+      WHERE ${whereClause(source, { ...req, order: 'asc' })}
+      ORDER BY ${order}
+      LIMIT ${limit}
+    ) w
+  `;
+}
+
 /**
  * How many records a walk from `req.cursor` below `req.horizon` reads: one count over the same
  * conditions as the walk, on the (last_modified, id) index, without building any record's JSON

@@ -15,62 +15,64 @@
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
-import { recordsQuery, type ListSource } from './keyset-page.ts';
+import { chunkQuery, type ChunkRow, type ListSource } from './keyset-page.ts';
 import type { Cursor } from '../shared/cursor.ts';
 
-/** Rows per statement: large enough to read at the database's speed, short enough to interleave. */
-export const SNAPSHOT_CHUNK = 1000;
+/**
+ * Rows per statement. PostgreSQL: large, so the round trips and statement starts are few against
+ * the rows (each chunk is one value, see chunkQuery). PGlite: small, since its one connection serves
+ * nothing else while a chunk is read.
+ */
+export const SNAPSHOT_CHUNK = { postgres: 5000, pglite: 1000 } as const;
+/** Rows of the first chunk; each next one doubles up to the back end's SNAPSHOT_CHUNK. */
+const SNAPSHOT_FIRST_CHUNK = 500;
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
-/** The cursor after a snapshot read below `horizon`: every key at or after the horizon. */
-export async function snapshotEndCursor(db: Kysely<Database>, horizon: string): Promise<string> {
-  const { rows } = await sql<{ iso: string }>`SELECT iso_utc(${horizon}::timestamptz) AS iso`.execute(db);
-  return `${rows[0]!.iso}_${NIL_UUID}`;
+/**
+ * The cursor after a snapshot read below `horizon` from `from`: every key at or after the horizon;
+ * a resume cursor already at or past the horizon (nothing to stream) is handed back as it came, so
+ * the end cursor never goes back behind what the client asked for.
+ */
+export async function snapshotEndCursor(db: Kysely<Database>, horizon: string, from?: { text: string; cursor: Cursor }): Promise<string> {
+  const { rows } = await sql<{ iso: string; past: boolean }>`
+    SELECT iso_utc(${horizon}::timestamptz) AS iso, ${from ? sql`${from.cursor.ts}::timestamptz >= ${horizon}::timestamptz` : sql`false`} AS past`.execute(db);
+  return from && rows[0]!.past ? from.text : `${rows[0]!.iso}_${NIL_UUID}`;
 }
 
 /**
  * The snapshot's NDJSON text, chunk by chunk (each chunk one statement, nothing held between them).
- * Stopping the iteration (client gone) leaves nothing open: the next statement is simply not run.
+ * The next chunk is read while the previous one is written (one chunk ahead at most: the stream is
+ * pulled only as fast as the socket drains, Readable.from's high-water mark being one chunk).
+ * Stopping the iteration (client gone) leaves nothing open: a chunk read ahead finishes on its own
+ * (one statement, no transaction) and is dropped; the next one is never started.
  */
 export async function* snapshotStream(
   db: Kysely<Database>,
   source: ListSource,
   req: { cursor?: Cursor; horizon: string; filters: readonly RawBuilder<unknown>[] },
-  chunkSize = SNAPSHOT_CHUNK,
+  chunkSize: number = SNAPSHOT_CHUNK.postgres,
 ): AsyncGenerator<string> {
-  let cursor = req.cursor;
-  for (;;) {
-    const { rows } = await recordsQuery(source, { cursor, order: 'asc', horizon: req.horizon, filters: req.filters }, chunkSize).execute(db);
-    if (rows.length === 0) return;
-    let text = '';
-    for (const row of rows) text += `${row.json}\n`;
-    yield text;
-    if (rows.length < chunkSize) return;
-    const tail = rows[rows.length - 1]!;
-    cursor = { ts: tail.iso, id: tail.id };
-  }
-}
-
-/** At most one snapshot per token at a time (per process). */
-export class SnapshotSlots {
-  /** Retry-After of the 429 for a second concurrent snapshot. */
-  static readonly RETRY_AFTER_SECONDS = 1;
-  readonly #busy = new Set<string>();
-
-  /** A release function, or undefined when `tokenId` already streams one. */
-  acquire(tokenId: string): (() => void) | undefined {
-    if (this.#busy.has(tokenId)) return undefined;
-    this.#busy.add(tokenId);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      this.#busy.delete(tokenId);
-    };
-  }
-
-  /** Snapshots streaming now. */
-  get size(): number {
-    return this.#busy.size;
+  // The first chunks are smaller (doubling up to chunkSize), so the first bytes leave early and
+  // writing them overlaps reading the next.
+  let size = Math.min(SNAPSHOT_FIRST_CHUNK, chunkSize);
+  const read = async (cursor: Cursor | undefined, limit: number): Promise<ChunkRow & { limit: number }> => {
+    const { rows } = await chunkQuery(source, { cursor, horizon: req.horizon, filters: req.filters }, limit).execute(db);
+    return { ...rows[0]!, limit };
+  };
+  // A read ahead may fail while the consumer is busy with the previous chunk: marked handled at
+  // once (no unhandled rejection), it still throws where it is awaited.
+  const ahead = (cursor: Cursor | undefined) => {
+    const promise = read(cursor, size);
+    size = Math.min(size * 2, chunkSize);
+    promise.catch(() => {});
+    return promise;
+  };
+  let next: Promise<ChunkRow & { limit: number }> | undefined = ahead(req.cursor);
+  while (next) {
+    const chunk: ChunkRow & { limit: number } = await next;
+    next = undefined;
+    if (chunk.n === 0 || chunk.text === null) return;
+    if (chunk.n === chunk.limit) next = ahead({ ts: chunk.iso!, id: chunk.id! });
+    yield chunk.text;
   }
 }

@@ -3,7 +3,7 @@
  * 500-record export limit, ending with a cursor that misses nothing changed meanwhile, resumable,
  * one per token at a time, and bad input answered 4xx problem+json.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sql } from 'kysely';
 import { backends } from '../helpers/test-database.ts';
 import { startClientTestServer, type ClientTestServer } from '../client/client-test-kit.ts';
@@ -120,6 +120,46 @@ describe.each(backends)('snapshot export (%s)', (backend) => {
     expect(lines(await third.text()).length).toBeGreaterThanOrEqual(CUSTOMERS);
     // The database keeps serving: nothing was left open by the abandoned stream.
     expect((await get('customers?limit=1')).status).toBe(200);
+  });
+
+  it.runIf(backend === 'postgres')('leaves no statement, transaction or extra connection behind when the client goes away mid-stream', async () => {
+    const db = s.t.database.db;
+    const sessions = async () =>
+      (
+        await sql<{ state: string | null; query: string }>`
+          SELECT state, query FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`.execute(
+          db,
+        )
+      ).rows;
+    const controller = new AbortController();
+    const response = await get('customers/snapshot', { signal: controller.signal });
+    const reader = response.body!.getReader();
+    expect((await reader.read()).done).toBe(false);
+    controller.abort();
+    await reader.cancel().catch(() => {});
+    // Once the server has noticed (the token is free again), nothing it ran for the stream is still open.
+    for (;;) {
+      const again = await get('customers/snapshot?cursor=2999-01-01T00:00:00Z');
+      await again.text();
+      if (again.status === 200) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await vi.waitFor(async () => {
+      expect((await sessions()).filter((r) => r.state !== 'idle')).toEqual([]);
+      // Every connection is back in the pool: the stream kept none checked out.
+      const pool = s.t.database.poolStats();
+      expect(pool.total - pool.idle).toBe(0);
+    });
+  });
+
+  it('hands a resume cursor at or past the read horizon back as the end cursor, with an empty stream', async () => {
+    const future = '2999-01-01T00:00:00.000000Z_00000000-0000-0000-0000-0000000000ff';
+    const response = await get(`customers/snapshot?cursor=${encodeURIComponent(future)}`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('x-total-count')).toBe('0');
+    // Never behind what the client asked for: continuing from it re-reads nothing it skipped on purpose.
+    expect(response.headers.get('x-snapshot-cursor')).toBe(future);
+    expect(await response.text()).toBe('');
   });
 
   it('answers unknown parameters and bad cursors with 400 problem+json naming them', async () => {

@@ -3,7 +3,14 @@
  * export) from its stored position and applies it in batches.
  * Each batch and the export cursor after it are written in one mirror transaction, so a crash
  * resumes at the first batch not committed and never leaves a half-applied one.
+ *
+ * Reading and writing overlap: while one batch is applied, the next is read from the stream (one
+ * batch in flight at most, applied in stream order, so the stored cursor only moves forward). The
+ * batch transactions commit without waiting for the WAL flush (synchronous_commit off): a mirror
+ * database that crashes may lose the last few commits, but each takes its cursor with it, so the
+ * next run re-reads exactly what was lost.
  */
+import { sql } from 'kysely';
 import { inTransaction, type MirrorDatabase } from './mirror/mirror-database.ts';
 import { applyRecords, readSyncState, saveExportProgress } from './mirror/mirror.repository.ts';
 import type { StoreReader } from './store-reader.ts';
@@ -19,10 +26,13 @@ export interface InitialSyncProgress {
 }
 
 export interface InitialSyncOptions {
-  /** Records per local transaction (default 500). */
+  /** Records per local transaction (default INITIAL_SYNC_BATCH). */
   batchSize?: number;
   onProgress?: (progress: InitialSyncProgress) => void;
 }
+
+/** Records per local transaction of the initial sync unless told otherwise. */
+export const INITIAL_SYNC_BATCH = 5000;
 
 /** Runs (or resumes) the initial sync of `resources`; a resource already done is skipped. */
 export async function initialSync(
@@ -31,7 +41,7 @@ export async function initialSync(
   resources: readonly SyncResource[],
   options: InitialSyncOptions = {},
 ): Promise<Map<string, number>> {
-  const batchSize = options.batchSize ?? 500;
+  const batchSize = options.batchSize ?? INITIAL_SYNC_BATCH;
   const totals = new Map<string, number>();
   for (const resource of resources) {
     const state = await readSyncState(mirror.db, resource.name);
@@ -45,24 +55,41 @@ export async function initialSync(
     let batch: MirrorRecord[] = [];
     // One snapshot stream when the reader has it (it falls back to the exports by itself), else the exports.
     const snapshot = reader.snapshotRecords?.(resource, cursor);
-    const flush = async (done: boolean) => {
-      const last = batch[batch.length - 1];
-      // Done: the snapshot's end cursor, so the reconcile continues exactly where the snapshot's horizon was.
-      const next = (done ? snapshot?.endCursor() : null) ?? (last ? cursorAfter(resource, last) : cursor);
+    // The batch being applied while the next one is read (resolved when nothing is in flight).
+    let applying: Promise<void> = Promise.resolve();
+    const apply = async (applied: MirrorRecord[], next: string | null, done: boolean) => {
       await inTransaction(mirror, async (trx) => {
-        await applyRecords(trx, resource, batch);
-        await saveExportProgress(trx, resource.name, next, batch.length, done);
+        await sql`SET LOCAL synchronous_commit = off`.execute(trx);
+        await applyRecords(trx, resource, applied);
+        await saveExportProgress(trx, resource.name, next, applied.length, done);
       });
-      records += batch.length;
-      cursor = next;
-      batch = [];
+      records += applied.length;
       options.onProgress?.({ resource, records, total: snapshot?.total?.() ?? null, done });
     };
-    for await (const record of snapshot ?? reader.exportRecords(resource, cursor)) {
-      batch.push(record);
-      if (batch.length >= batchSize) await flush(false);
+    const flush = async (done: boolean) => {
+      const taken = batch;
+      batch = [];
+      const last = taken[taken.length - 1];
+      // Done: the snapshot's end cursor, so the reconcile continues exactly where the snapshot's horizon was.
+      const next = (done ? snapshot?.endCursor() : null) ?? (last ? cursorAfter(resource, last) : cursor);
+      cursor = next;
+      // In stream order: the previous batch commits (or fails, which stops the walk) first.
+      await applying;
+      applying = apply(taken, next, done);
+      // Observed at the next flush or at the end; marked handled meanwhile.
+      applying.catch(() => {});
+    };
+    try {
+      for await (const record of snapshot ?? reader.exportRecords(resource, cursor)) {
+        batch.push(record);
+        if (batch.length >= batchSize) await flush(false);
+      }
+      await flush(true);
+    } finally {
+      // A failed read still lets the batch in flight commit (or fail) before the walk reports.
+      await applying.catch(() => {});
     }
-    await flush(true);
+    await applying;
     totals.set(resource.name, records);
   }
   return totals;

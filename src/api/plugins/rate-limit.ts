@@ -34,7 +34,15 @@ import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
 import { Redis, type RedisOptions } from 'ioredis';
 import { ApiError } from '../../shared/problem.ts';
+import type { SharedStore } from '../snapshot-slots.ts';
 import { rateLimitRejections, rateLimitStoreErrors, rateLimitStoreOut, rateLimitUncounted } from '../../ops/metrics.ts';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The rate limit's Redis while REDIS_URL is set (the snapshot's fleet-wide slots share it). */
+    sharedStore: SharedStore | undefined;
+  }
+}
 
 export type RateLimitClass = 'standard' | 'export';
 
@@ -193,6 +201,7 @@ export const rateLimitPlugin = fp(
     // A new process counts from its first request: it waits (at most startupWaitMs) for the first
     // connection before it serves; a Redis that is down at start leaves it serving uncounted.
     if (redis && redis.status !== 'ready') await firstReady(redis, REDIS_BREAKER.startupWaitMs);
+    app.decorate('sharedStore', redis ? { redis, prefix: config.REDIS_KEY_PREFIX, usable: () => !breaker!.open } : undefined);
 
     await app.register(rateLimit, {
       global: false,

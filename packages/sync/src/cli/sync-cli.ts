@@ -8,7 +8,7 @@ import { progressDetail } from './progress.ts';
 import { openMirror, type MirrorDatabase } from '../mirror/mirror-database.ts';
 import { resetInitialSync } from '../mirror/mirror.repository.ts';
 import { clientStoreReader } from '../client-store-reader.ts';
-import { initialSync } from '../initial-sync.ts';
+import { INITIAL_SYNC_BATCH, initialSync } from '../initial-sync.ts';
 import { reconcile, type ReconcileReport } from '../reconcile.ts';
 import { verifyMirror, mirrorMatches } from '../verify.ts';
 import { syncStatus, formatAge } from '../sync-status.ts';
@@ -149,7 +149,7 @@ withCommon(
     ),
 )
   .option('--restart', 'forget the stored export positions and walk the exports from the start')
-  .option('--batch-size <n>', 'records per local transaction', (v: string) => positiveInt(v, '--batch-size'), 500)
+  .option('--batch-size <n>', 'records per local transaction', (v: string) => positiveInt(v, '--batch-size'), INITIAL_SYNC_BATCH)
   .action(
     run(async (options: CommonOptions & { restart?: boolean; batchSize: number }) =>
       withMirror(options, async (mirror, resources) => {

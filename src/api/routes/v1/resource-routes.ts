@@ -10,7 +10,8 @@ import { Readable } from 'node:stream';
 import { countRecords, fetchPageBody, fetchPageKeys, pageBodyQuery, streamPage, type ListSource, type PageRequest } from '../../../db/keyset-page.ts';
 import { listPageCacheOf, type CachedPage } from '../../list-page-cache.ts';
 import { scanOnce } from '../../../ops/secret-responses.ts';
-import { snapshotStream, snapshotEndCursor, SnapshotSlots } from '../../../db/snapshot.ts';
+import { SNAPSHOT_CHUNK, snapshotStream, snapshotEndCursor } from '../../../db/snapshot.ts';
+import { SnapshotSlots } from '../../snapshot-slots.ts';
 import { readHorizon } from '../../../db/write-clock.ts';
 import type { Scope } from '../../../tokens/token.service.ts';
 import { formatCursor, parseCursor } from '../../../shared/cursor.ts';
@@ -78,7 +79,7 @@ const snapshotSlots = new WeakMap<FastifyInstance, SnapshotSlots>();
 export function registerResource(app: FastifyInstance, def: ResourceDefinition): void {
   let slots = snapshotSlots.get(app);
   if (!slots) {
-    slots = new SnapshotSlots();
+    slots = new SnapshotSlots(app.sharedStore);
     snapshotSlots.set(app, slots);
   }
   const running = slots;
@@ -213,24 +214,30 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       const cursor = query.cursor === undefined ? undefined : parseCursor(query.cursor);
       const filters = await def.conditions(query, request);
       const tokenId = request.token?.id ?? 'anonymous';
-      const release = running.acquire(tokenId);
+      const release = await running.acquire(tokenId);
       if (!release) {
         throw new ApiError('rate_limited', `A snapshot is already streaming for this token: one at a time. Retry after it ends.`, undefined, {
           'Retry-After': String(SnapshotSlots.RETRY_AFTER_SECONDS),
         });
       }
+      // Released when the response ends or the client goes away, whichever comes first (also while
+      // the statements below run: a client gone before the stream starts frees the token too).
+      reply.raw.once('close', release);
       let streaming = false;
       try {
         const db = app.ctx.database.db;
         const horizon = await readHorizon(db);
-        reply.header('X-Snapshot-Cursor', await snapshotEndCursor(db, horizon));
-        // What this stream will hold, known before the first record: a sync tool shows a percentage and an ETA.
-        reply.header('X-Total-Count', String(await countRecords(db, def.source, { cursor, horizon, filters })));
+        const [endCursor, total] = await Promise.all([
+          snapshotEndCursor(db, horizon, cursor && { text: query.cursor!, cursor }),
+          // What this stream will hold, known before the first record: a sync tool shows a percentage and an ETA.
+          countRecords(db, def.source, { cursor, horizon, filters }),
+        ]);
+        reply.header('X-Snapshot-Cursor', endCursor);
+        reply.header('X-Total-Count', String(total));
         reply.type('application/x-ndjson; charset=utf-8');
-        // Released when the response ends or the client goes away, whichever comes first.
-        reply.raw.once('close', release);
         streaming = true;
-        return reply.send(Readable.from(snapshotStream(db, def.source, { cursor, horizon, filters })));
+        const chunkSize = SNAPSHOT_CHUNK[app.ctx.database.backend];
+        return reply.send(Readable.from(snapshotStream(db, def.source, { cursor, horizon, filters }, chunkSize)));
       } finally {
         if (!streaming) release();
       }
