@@ -37,7 +37,12 @@ export interface WebhookResults {
   workerRssMb: number;
 }
 
-async function startReceiver(): Promise<{ origin: string; child: ChildProcess; count(): Promise<number>; arrival(key: string): Promise<number | undefined> }> {
+export async function startReceiver(): Promise<{
+  origin: string;
+  child: ChildProcess;
+  count(): Promise<number>;
+  arrival(key: string): Promise<number | undefined>;
+}> {
   const port = await freePort();
   const child = spawn(process.execPath, [RECEIVER, String(port)], { stdio: ['ignore', 'pipe', 'inherit'] });
   await once(child.stdout!, 'data');
@@ -54,7 +59,7 @@ async function startReceiver(): Promise<{ origin: string; child: ChildProcess; c
 }
 
 /** Polls `probe` every few ms until it returns true; fails after `timeoutMs`. */
-async function until(what: string, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+export async function until(what: string, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const end = performance.now() + timeoutMs;
   while (!(await probe())) {
     if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
