@@ -59,7 +59,7 @@ export async function startReceiver(): Promise<{
 }
 
 /** Polls `probe` every few ms until it returns true; fails after `timeoutMs`. */
-export async function until(what: string, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+async function until(what: string, probe: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const end = performance.now() + timeoutMs;
   while (!(await probe())) {
     if (performance.now() > end) throw new Error(`timed out waiting for ${what}`);
