@@ -203,8 +203,8 @@ export async function copyOut(databaseUrl: string, select: string): Promise<Expo
   }
 }
 
-/** The whole export walked page by page (X-Next-Cursor) by one keep-alive client. */
-export async function exportWalk(origin: string, path: string, token: string): Promise<ExportResult> {
+/** The whole export (or its first `maxRecords`) walked page by page (X-Next-Cursor) by one keep-alive client. */
+export async function exportWalk(origin: string, path: string, token: string, maxRecords = Number.POSITIVE_INFINITY): Promise<ExportResult> {
   const pool = new HttpPool(origin, { connections: 1 });
   try {
     let records = 0;
@@ -222,7 +222,7 @@ export async function exportWalk(origin: string, path: string, token: string): P
         bytes += chunk.length;
         for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) records++;
       }
-      if (res.headers['x-has-more'] !== 'true') break;
+      if (res.headers['x-has-more'] !== 'true' || records >= maxRecords) break;
       next = String(res.headers['x-next-cursor']);
     }
     const seconds = (performance.now() - start) / 1000;
@@ -232,8 +232,8 @@ export async function exportWalk(origin: string, path: string, token: string): P
   }
 }
 
-/** One snapshot stream (GET …/snapshot) read to its end by one client. */
-export async function snapshotRead(origin: string, path: string, token: string): Promise<ExportResult> {
+/** One snapshot stream (GET …/snapshot) read to its end (or its first `maxRecords`, then dropped) by one client. */
+export async function snapshotRead(origin: string, path: string, token: string, maxRecords = Number.POSITIVE_INFINITY): Promise<ExportResult> {
   const pool = new HttpPool(origin, { connections: 1 });
   try {
     let records = 0;
@@ -244,6 +244,10 @@ export async function snapshotRead(origin: string, path: string, token: string):
     for await (const chunk of res.body as AsyncIterable<Buffer>) {
       bytes += chunk.length;
       for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) records++;
+      if (records >= maxRecords) {
+        res.body.destroy();
+        break;
+      }
     }
     const seconds = (performance.now() - start) / 1000;
     return { records, bytes, seconds, perSecond: records / seconds };

@@ -43,7 +43,10 @@ const RESOURCES: readonly PathResource[] = [
 
 export interface PathFigures {
   name: string;
+  /** Records the exports and the COPY read (every one, or the first `maxRecords`). */
   records: number;
+  /** Records of the resource in all (what a sync init mirrors). */
+  total: number;
   firstP50: number;
   lastP50: number;
   exportPerSecond: number;
@@ -54,6 +57,11 @@ export interface PathFigures {
 export interface SyncFigures {
   seconds: number;
   records: number;
+  /** True when stopped at the cap before the end (records then counts the rows the mirror holds). */
+  capped: boolean;
+  capSeconds?: number;
+  /** Records of every resource (the init's whole work). */
+  total: number;
   perSecond: number;
   /** Records/s of the COPY ceilings over all resources together. */
   ceilingPerSecond: number;
@@ -61,10 +69,13 @@ export interface SyncFigures {
 
 const alias = (from: string) => from.split(' ')[1]!;
 
-async function lastPageCursor(database: DatabaseHandle, r: PathResource, limit: number): Promise<string | undefined> {
-  const a = alias(r.from);
+async function countOf(database: DatabaseHandle, r: PathResource): Promise<number> {
   const { rows } = await sql<{ n: string }>`SELECT count(*)::text AS n FROM ${sql.raw(r.from)} WHERE ${sql.raw(r.where)}`.execute(database.db);
-  const n = Number(rows[0]!.n);
+  return Number(rows[0]!.n);
+}
+
+async function lastPageCursor(database: DatabaseHandle, r: PathResource, limit: number, n: number): Promise<string | undefined> {
+  const a = alias(r.from);
   if (n <= limit) return undefined;
   const {
     rows: [at],
@@ -74,21 +85,26 @@ async function lastPageCursor(database: DatabaseHandle, r: PathResource, limit: 
   return `${at!.iso}_${at!.id}`;
 }
 
-/** First/last page p50, paged export, snapshot and COPY ceiling for each resource. */
+/**
+ * First/last page p50, paged export, snapshot and COPY ceiling for each resource; the exports and
+ * the COPY over the first `maxRecords` records in list order when given (the large store).
+ */
 export async function benchEveryPath(
   database: DatabaseHandle,
   databaseUrl: string,
   origin: string,
   token: string,
-  load: { connections: number; seconds: number; limit: number },
+  load: { connections: number; seconds: number; limit: number; maxRecords?: number },
 ): Promise<PathFigures[]> {
+  const max = load.maxRecords ?? Number.POSITIVE_INFINITY;
   const headers = { Authorization: `Bearer ${token}` };
   const figures: PathFigures[] = [];
   for (const r of RESOURCES) {
     log(`every path: ${r.name}`);
     const q = r.query ? `&${r.query}` : '';
     const first = await wrk(`${origin}/api/v1/${r.path}?limit=${load.limit}${q}`, { connections: load.connections, seconds: load.seconds, headers });
-    const cursor = await lastPageCursor(database, r, load.limit);
+    const total = await countOf(database, r);
+    const cursor = await lastPageCursor(database, r, load.limit, total);
     const last = cursor
       ? await wrk(`${origin}/api/v1/${r.path}?limit=${load.limit}${q}&cursor=${encodeURIComponent(cursor)}`, {
           connections: load.connections,
@@ -97,12 +113,14 @@ export async function benchEveryPath(
         })
       : first;
     const a = alias(r.from);
-    const copy = await copyOut(databaseUrl, `SELECT ${r.doc}::text FROM ${r.from} WHERE ${r.where} ORDER BY ${a}.last_modified, ${a}.id`);
-    const snapshot = await snapshotRead(origin, `/api/v1/${r.path}/snapshot${r.query ? `?${r.query}` : ''}`, token);
-    const paged = await exportWalk(origin, `/api/v1/${r.path}/export?limit=500${q}`, token);
+    const limit = Number.isFinite(max) ? ` LIMIT ${max}` : '';
+    const copy = await copyOut(databaseUrl, `SELECT ${r.doc}::text FROM ${r.from} WHERE ${r.where} ORDER BY ${a}.last_modified, ${a}.id${limit}`);
+    const snapshot = await snapshotRead(origin, `/api/v1/${r.path}/snapshot${r.query ? `?${r.query}` : ''}`, token, max);
+    const paged = await exportWalk(origin, `/api/v1/${r.path}/export?limit=500${q}`, token, max);
     figures.push({
       name: r.name,
       records: snapshot.records,
+      total,
       firstP50: first.p50,
       lastP50: last.p50,
       exportPerSecond: paged.perSecond,
@@ -113,8 +131,12 @@ export async function benchEveryPath(
   return figures;
 }
 
-/** `store-api-sync init` of every resource into a fresh PostgreSQL mirror database, end to end. */
-export async function benchSyncInit(adminUrl: string, origin: string, token: string, paths: readonly PathFigures[]): Promise<SyncFigures> {
+/**
+ * `store-api-sync init` of every resource into a fresh PostgreSQL mirror database, end to end; when
+ * `capSeconds` is given and passed, the init is stopped there and the rows the mirror holds by then
+ * are counted instead (reported as capped, not end to end).
+ */
+export async function benchSyncInit(adminUrl: string, origin: string, token: string, paths: readonly PathFigures[], capSeconds?: number): Promise<SyncFigures> {
   const name = `store_api_bench_mirror_${process.pid}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
@@ -131,12 +153,35 @@ export async function benchSyncInit(adminUrl: string, origin: string, token: str
     });
     let err = '';
     child.stderr!.on('data', (chunk: Buffer) => (err = (err + chunk.toString()).slice(-4000)));
-    const [code] = await once(child, 'exit');
+    const exited = once(child, 'exit');
+    let capped = false;
+    const cap =
+      capSeconds === undefined
+        ? undefined
+        : setTimeout(() => {
+            capped = true;
+            child.kill('SIGTERM');
+          }, capSeconds * 1000);
+    const [code] = await exited;
+    if (cap) clearTimeout(cap);
     const seconds = (performance.now() - start) / 1000;
-    if (code !== 0) throw new Error(`store-api-sync init exited ${code}: ${err}`);
-    const records = paths.reduce((sum, p) => sum + p.records, 0);
-    const ceilingSeconds = paths.reduce((sum, p) => sum + p.records / p.copyPerSecond, 0);
-    return { seconds, records, perSecond: records / seconds, ceilingPerSecond: records / ceilingSeconds };
+    if (code !== 0 && !capped) throw new Error(`store-api-sync init exited ${code}: ${err}`);
+    const total = paths.reduce((sum, p) => sum + p.total, 0);
+    let records = total;
+    if (capped) {
+      // Rows the mirror took before the cap (its tables' insert counters; the statistics lag by a moment).
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      const mirror = new pg.Client({ connectionString: mirrorUrl.toString() });
+      await mirror.connect();
+      try {
+        const { rows } = await mirror.query<{ n: string }>('SELECT coalesce(sum(n_tup_ins), 0)::text AS n FROM pg_stat_user_tables');
+        records = Number(rows[0]!.n);
+      } finally {
+        await mirror.end();
+      }
+    }
+    const ceilingSeconds = paths.reduce((sum, p) => sum + p.total / p.copyPerSecond, 0);
+    return { seconds, records, capped, capSeconds, total, perSecond: records / seconds, ceilingPerSecond: total / ceilingSeconds };
   } finally {
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
     await admin.end();

@@ -37,7 +37,12 @@ export interface WebhookResults {
   workerRssMb: number;
 }
 
-async function startReceiver(): Promise<{ origin: string; child: ChildProcess; count(): Promise<number>; arrival(key: string): Promise<number | undefined> }> {
+export async function startReceiver(): Promise<{
+  origin: string;
+  child: ChildProcess;
+  count(): Promise<number>;
+  arrival(key: string): Promise<number | undefined>;
+}> {
   const port = await freePort();
   const child = spawn(process.execPath, [RECEIVER, String(port)], { stdio: ['ignore', 'pipe', 'inherit'] });
   await once(child.stdout!, 'data');
