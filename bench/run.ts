@@ -41,7 +41,7 @@ import { migrateToLatest } from '../src/db/migrate.ts';
 import { recordsQuery } from '../src/db/keyset-page.ts';
 import { productSource } from '../src/catalog/product.json-sql.ts';
 import { createToken } from '../src/tokens/token.service.ts';
-import { activeCount, benchBackfill, cursorAt, generateBenchStore, verifyDocuments, type BackfillFigures, type StoreSize } from './generate-store.ts';
+import { activeCount, benchBackfill, cursorAt, generateBenchStore, spreadCursors, verifyDocuments, type BackfillFigures, type StoreSize } from './generate-store.ts';
 import { benchImportFanout, rssGrowth, type FanoutFigures } from './import-fanout.ts';
 import { benchWebhooks, type WebhookResults } from './webhook-bench.ts';
 import { benchEveryPath, benchSyncInit, type PathFigures, type SyncFigures } from './every-path.ts';
@@ -152,6 +152,12 @@ interface ReadFigures {
   /** A bare Node HTTP server sending the same body bytes: pages/s, and the list ÷ it. */
   transport: Spread;
   overTransport: Spread;
+  /** The list over 400 distinct pages in turn (no page cache hit): pages/s, p99, and its ratios. */
+  distinct: Spread;
+  distinctP99: Spread;
+  distinctOverTransport: Spread;
+  distinctOverCeiling: Spread;
+  distinctOverPeer?: Spread;
   peer?: Spread;
   peerP50?: Spread;
   overPeer?: Spread;
@@ -295,8 +301,15 @@ async function benchPostgres(): Promise<Results> {
     const listBody = Buffer.from(await (await fetch(listUrl, { headers })).arrayBuffer());
     const bare = await bareBodyServer(listBody);
     await wrk(bare.origin, { ...load, headers: {}, seconds: 2 });
+    // Distinct pages: 400 cursors spread over the catalogue, requested in turn (more than the page
+    // cache holds), so every request is a miss: what an integrator paging through the store gets.
+    const distinctCursors = await spreadCursors(database, 400, LIMIT);
+    const pathsFile = join(mkdtempSync(join(tmpdir(), 'store-api-bench-paths-')), 'paths.txt');
+    writeFileSync(pathsFile, distinctCursors.map((c) => `/api/v1/products?limit=${LIMIT}&cursor=${encodeURIComponent(c)}\n`).join(''));
+    const distinctLoad = { ...load, script: fileURLToPath(new URL('./wrk-paths.lua', import.meta.url)), env: { PATHS_FILE: pathsFile } };
     const read = await alternate<LoadResult>(ROUNDS, {
       'list API (wrk)': () => wrk(listUrl, load),
+      'list API, distinct pages (wrk)': () => wrk(server!.origin, distinctLoad),
       'read ceiling (pg)': () => queryLoop(scratch.url, pageSql, { connections: CONNECTIONS, seconds: SECONDS }),
       'transport ceiling (bare node http)': () => wrk(bare.origin, { ...load, headers: {} }),
       ...peerStep,
@@ -305,6 +318,7 @@ async function benchPostgres(): Promise<Results> {
     await bare.close();
     const transportRead = read['transport ceiling (bare node http)']!;
     const apiRead = read['list API (wrk)']!;
+    const distinctRead = read['list API, distinct pages (wrk)']!;
     const ceilRead = read['read ceiling (pg)']!;
     const peerRead = read['PostGraphile peer (wrk)'];
     const afterList = server.memory();
@@ -392,6 +406,30 @@ async function benchPostgres(): Promise<Results> {
             ceilRead.map((r) => r.perSecond),
           ),
         ),
+        distinct: spread(distinctRead.map((r) => r.perSecond)),
+        distinctP99: spread(distinctRead.map((r) => r.p99)),
+        distinctOverTransport: spread(
+          ratios(
+            distinctRead.map((r) => r.perSecond),
+            transportRead.map((r) => r.perSecond),
+          ),
+        ),
+        distinctOverCeiling: spread(
+          ratios(
+            distinctRead.map((r) => r.perSecond),
+            ceilRead.map((r) => r.perSecond),
+          ),
+        ),
+        ...(peerRead
+          ? {
+              distinctOverPeer: spread(
+                ratios(
+                  distinctRead.map((r) => r.perSecond),
+                  peerRead.map((r) => r.perSecond),
+                ),
+              ),
+            }
+          : {}),
         transport: spread(transportRead.map((r) => r.perSecond)),
         overTransport: spread(
           ratios(
@@ -524,7 +562,7 @@ async function benchPglite(): Promise<Results['pglite']> {
     await database.close();
 
     const port = await freePort();
-    server = await startServer([CLI, PGLITE_ROLE], serverEnv({ DATA_DIR: dataDir, PORT: String(port) }), port);
+    server = await startServer(['--max-semi-space-size=8', CLI, PGLITE_ROLE], serverEnv({ DATA_DIR: dataDir, PORT: String(port) }), port);
     const url = `${server.origin}/api/v1/products?limit=${LIMIT}&cursor=${encodeURIComponent(midCursor)}`;
     const load = { connections: CONNECTIONS, seconds: SECONDS, headers: { Authorization: `Bearer ${token}` } };
     await wrk(url, { ...load, seconds: 2 });
@@ -605,6 +643,8 @@ function report(r: Results): string {
     `| **List ÷ read ceiling** | **${range(r.read.ratio, f2)}** |`,
     `| Transport ceiling: a bare Node HTTP server sending the same body bytes, same load: requests/s | ${range(r.read.transport, f0)} |`,
     `| **List ÷ transport ceiling** | **${range(r.read.overTransport, f2)}** |`,
+    `| List API over 400 distinct pages in turn (every request a page cache miss): requests/s; p99 (ms) | ${range(r.read.distinct, f0)}; ${f1(r.read.distinctP99.median)} |`,
+    `| **Distinct pages ÷ read ceiling / ÷ transport ceiling${r.read.distinctOverPeer ? ' / ÷ PostGraphile' : ''}** | **${f2(r.read.distinctOverCeiling.median)} / ${f2(r.read.distinctOverTransport.median)}${r.read.distinctOverPeer ? ` / ${f1(r.read.distinctOverPeer.median)}` : ''}** |`,
     ...(r.read.peer
       ? [
           `| Peer: PostGraphile 5, one process, the same page (${f0(r.read.peerBytes! / 1024)} KiB of GraphQL JSON): requests/s | ${range(r.read.peer, f1)} |`,
@@ -683,6 +723,13 @@ function report(r: Results): string {
       `Snapshot export ≥ 0.8× \`COPY (SELECT <stored document>) TO STDOUT\` (products): ${f2(r.export.snapshotRatio.median)}×`,
     ),
     check(r.read.overTransport.median >= 0.25, `List ≥ 0.25× the transport ceiling (bare Node HTTP, same bytes): ${f2(r.read.overTransport.median)}×`),
+    check(
+      r.read.distinctOverTransport.median >= 0.25,
+      `… the same over distinct pages (no page cache hit): ${f2(r.read.distinctOverTransport.median)}×`,
+    ),
+    ...(r.read.distinctOverPeer
+      ? [check(r.read.distinctOverPeer.median >= 5, `… List ≥ 5× PostGraphile over distinct pages (no page cache hit): ${f1(r.read.distinctOverPeer.median)}×`)]
+      : []),
     ...(args.large ? [check(r.generateSeconds <= 600, `Large store generated (documents included) in ≤ 10 minutes: ${f1(r.generateSeconds / 60)} min`)] : []),
     ...(r.paths
       ? r.paths.map((p) =>
