@@ -679,7 +679,7 @@ function report(r: Results): string {
     const p = r.pglite;
     lines.push(
       `| PGlite (embedded): generate ${f0(p.products)} products | ${f1(p.generateSeconds)} s |`,
-      `| PGlite: list API, limit ${LIMIT}, cursor half-way: requests/s (PostgreSQL: ${f0(r.read.api.median)}) | ${range(p.list, f0)} |`,
+      `| PGlite: list API, limit ${LIMIT}, cursor half-way: requests/s (PostgreSQL: ${f0(r.read.api.median)} on its cached page, ${f0(r.read.distinct.median)} over distinct pages) | ${range(p.list, f0)} |`,
       `| PGlite: \`${PGLITE_ROLE}\` RSS after the list load / peak (MiB) | ${p.rssMb} / ${p.peakMb} |`,
       `| \`store-api all\` on an empty DATA_DIR: start to first answer, demo store seeded | ${f0(p.emptyStartMs)} ms |`,
     );
@@ -778,8 +778,8 @@ function report(r: Results): string {
     lines.push(
       check(r.pglite.peakMb <= 250, `Embedded (PGlite) \`${PGLITE_ROLE}\` RSS ≤ 250 MiB under the list load: peak ${r.pglite.peakMb} MiB`),
       check(
-        r.pglite.list.median / r.read.api.median >= 0.5,
-        `Embedded list ≥ 0.5× PostgreSQL's: ${f2(r.pglite.list.median / r.read.api.median)}× (${f0(r.pglite.list.median)} against ${f0(r.read.api.median)} pages/s)`,
+        r.pglite.list.median / r.read.distinct.median >= 0.5,
+        `Embedded list ≥ 0.5× PostgreSQL's, both without page cache hits (PGlite has no page cache): ${f2(r.pglite.list.median / r.read.distinct.median)}× (${f0(r.pglite.list.median)} against ${f0(r.read.distinct.median)} pages/s)`,
       ),
       check(r.pglite.emptyStartMs <= 3000, `\`npm start\` on an empty directory answers with the demo store in ≤ 3 s: ${f0(r.pglite.emptyStartMs)} ms`),
     );
