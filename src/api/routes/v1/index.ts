@@ -8,6 +8,7 @@ import { RESOURCES } from '../../../resources/registry.ts';
 import { recordJsonText } from '../../../resources/record.repository.ts';
 import type { ResourceDeclaration } from '../../../resources/resource.ts';
 import { bearerAuthPlugin } from '../../plugins/bearer-auth.ts';
+import { StoreFailedError } from '../../../db/storage-health.ts';
 import { registerResource, type ResourceDefinition } from './resource-routes.ts';
 import { registerEventFeed } from './event-feed.routes.ts';
 
@@ -29,6 +30,12 @@ function routesOf(resource: ResourceDeclaration): ResourceDefinition {
 }
 
 export async function readApiRoutes(app: FastifyInstance): Promise<void> {
+  // A store that can no longer write its log answers 503 before anything else: the token and page
+  // caches would otherwise answer from memory (a 403, a stale page) as if nothing had happened.
+  const { storage } = app.ctx.database;
+  app.addHook('onRequest', async () => {
+    if (storage.fatal !== undefined) throw new StoreFailedError(storage.fatal);
+  });
   await app.register(bearerAuthPlugin, { db: app.ctx.database.db });
   for (const resource of RESOURCES) registerResource(app, routesOf(resource));
   registerEventFeed(app);
