@@ -41,7 +41,16 @@ import { migrateToLatest } from '../src/db/migrate.ts';
 import { recordsQuery } from '../src/db/keyset-page.ts';
 import { productSource } from '../src/catalog/product.json-sql.ts';
 import { createToken } from '../src/tokens/token.service.ts';
-import { activeCount, benchBackfill, cursorAt, generateBenchStore, spreadCursors, verifyDocuments, type BackfillFigures, type StoreSize } from './generate-store.ts';
+import {
+  activeCount,
+  benchBackfill,
+  cursorAt,
+  generateBenchStore,
+  spreadCursors,
+  verifyDocuments,
+  type BackfillFigures,
+  type StoreSize,
+} from './generate-store.ts';
 import { benchImportFanout, rssGrowth, type FanoutFigures } from './import-fanout.ts';
 import { benchWebhooks, type WebhookResults } from './webhook-bench.ts';
 import { benchEveryPath, benchSyncInit, type PathFigures, type SyncFigures } from './every-path.ts';
@@ -723,10 +732,7 @@ function report(r: Results): string {
       `Snapshot export ≥ 0.8× \`COPY (SELECT <stored document>) TO STDOUT\` (products): ${f2(r.export.snapshotRatio.median)}×`,
     ),
     check(r.read.overTransport.median >= 0.25, `List ≥ 0.25× the transport ceiling (bare Node HTTP, same bytes): ${f2(r.read.overTransport.median)}×`),
-    check(
-      r.read.distinctOverTransport.median >= 0.25,
-      `… the same over distinct pages (no page cache hit): ${f2(r.read.distinctOverTransport.median)}×`,
-    ),
+    check(r.read.distinctOverTransport.median >= 0.25, `… the same over distinct pages (no page cache hit): ${f2(r.read.distinctOverTransport.median)}×`),
     ...(r.read.distinctOverPeer
       ? [check(r.read.distinctOverPeer.median >= 5, `… List ≥ 5× PostGraphile over distinct pages (no page cache hit): ${f1(r.read.distinctOverPeer.median)}×`)]
       : []),
