@@ -33,6 +33,26 @@ import { DEMO_TEMPLATE_PRODUCTS } from '../demo/demo-template.ts';
 import { EXIT_STORE_CANNOT_WRITE } from '../db/storage-health.ts';
 import { PGLITE_DEMO_TEMPLATE_DIR, PGLITE_TEMPLATE_DIR } from '../db/pglite-template.ts';
 
+/**
+ * The dashboard's address and, on a store without administrators, its one-time setup link. The
+ * process is already listening: a database fault here (a terminated backend, a failover) is retried
+ * and, if it lasts, logged, never the end of a serving process (`store-api admin` creates the first
+ * administrator without the link).
+ */
+async function signInAnnouncementsRetried(ctx: AppContext, app: Parameters<typeof adminSignInAnnouncements>[1]) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await adminSignInAnnouncements(ctx, app);
+    } catch (error) {
+      if (attempt >= 5) {
+        ctx.logger.warn({ err: error }, 'could not read the administrators to announce the dashboard; `store-api admin create` makes the first one');
+        return [];
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
+    }
+  }
+}
+
 // The app, the worker and their plugins are imported when a role starts, not for every CLI command.
 type Role = 'serve' | 'worker' | 'all';
 
@@ -134,7 +154,7 @@ async function run(role: Role): Promise<void> {
       const port = (running.app.server.address() as { port: number }).port;
       const url = publicUrl(config, port);
       announce({ text: `Store Integration API listening on ${url}\n`, msg: `Store Integration API listening on ${url}`, fields: { url } });
-      for (const announcement of await adminSignInAnnouncements(ctx, running.app)) announce(announcement);
+      for (const announcement of await signInAnnouncementsRetried(ctx, running.app)) announce(announcement);
     }
     if (role !== 'serve') {
       const { startWebhookWorker } = await import('../webhooks/webhook-worker.ts');
