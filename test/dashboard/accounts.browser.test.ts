@@ -16,14 +16,12 @@
  * Screenshots of the new pages go to docs/screenshots/ with UPDATE_SCREENSHOTS=1.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, mkdirSync, rmSync, readFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createRequire } from 'node:module';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { CHROMIUM, REPO_ROOT, WebhookReceiver, hasChromium, runCli, startServer, type RunningServer } from './dashboard-harness.ts';
+import { CHROMIUM, REPO_ROOT, WebhookReceiver, hasChromium, pageChecks, runCli, startServer, type RunningServer } from './dashboard-harness.ts';
 
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const OWNER = 'owner@example.com';
 const OWNER_PASSWORD = 'correct horse battery staple';
 const VIEWER = 'viewer@example.com';
@@ -47,59 +45,8 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
   let endpointId = '';
   /** Every secret shown once (API keys, the invitation link): none may appear in the audit log. */
   const secrets: string[] = [];
-  const consoleErrors: string[] = [];
-  const a11yViolations: string[] = [];
-  const sidewaysScroll: string[] = [];
-  /** HTTP errors provoked on purpose (Chromium logs each failed fetch as a console error). */
-  let provoking = false;
-
-  const watch = (page: Page, who: string) => {
-    page.setDefaultTimeout(LONG);
-    page.on('console', (m) => {
-      if (m.type() !== 'error') return;
-      if (provoking && /the server responded with a status of 4\d\d/.test(m.text())) return;
-      consoleErrors.push(`${who}: ${m.text()} (${m.location().url})`);
-    });
-    page.on('pageerror', (e) => consoleErrors.push(`${who} uncaught: ${e.message}`));
-  };
-  const checkPage = async (page: Page, where: string) => {
-    await page.evaluate(AXE_SOURCE);
-    const found = await page.evaluate(async () => {
-      const axe = (
-        window as unknown as {
-          axe: { run(ctx: Document, o: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> };
-        }
-      ).axe;
-      const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
-      return result.violations.map(
-        (v) =>
-          `${v.impact} ${v.id} (${v.nodes
-            .map((n) => n.target.join(' '))
-            .slice(0, 3)
-            .join(', ')})`,
-      );
-    });
-    a11yViolations.push(...found.map((v) => `${where}: ${v}`));
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-    if (overflow > 0) {
-      // Name the outermost elements that stick out, so a failure says where to look.
-      const culprits = await page.evaluate(() =>
-        Array.from(document.querySelectorAll('body *'))
-          .filter(
-            (el) =>
-              el.getBoundingClientRect().right > window.innerWidth + 1 &&
-              !(el.parentElement && el.parentElement.getBoundingClientRect().right > window.innerWidth + 1),
-          )
-          .slice(0, 3)
-          .map((el) => `${el.tagName.toLowerCase()}.${Array.from(el.classList).join('.')}`),
-      );
-      sidewaysScroll.push(`${where}: ${overflow}px (${culprits.join(', ')})`);
-    }
-  };
-  const shot = async (page: Page, name: string) => {
-    for (const b of await page.locator('#toasts .toast-close').all()) await b.click({ timeout: 2000 }).catch(() => {});
-    await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), animations: 'disabled' });
-  };
+  const checks = pageChecks(SCREENSHOTS, LONG);
+  const { consoleErrors, a11yViolations, sidewaysScroll, watch, checkPage, shot } = checks;
   const navTo = (page: Page, name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();
   const heading = (page: Page, name: string) => page.getByRole('heading', { level: 1, name, exact: true });
   const readApi = (token: string) => fetch(`${server.url}/api/v1/products?limit=1`, { headers: { authorization: `Bearer ${token}` } });
@@ -364,12 +311,12 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     await heading(viewer, 'API keys').waitFor();
     await viewer.locator('#api-keys-table tbody tr').first().waitFor();
     await shot(viewer, 'api-keys-viewer-390');
-    provoking = true;
+    checks.provoking = true;
     const refused = await viewer.request.post(`${server.url}/admin/api/v1/tokens`, {
       data: { name: 'sneaky' },
       headers: { 'x-csrf-token': await csrfOf(viewer) },
     });
-    provoking = false;
+    checks.provoking = false;
     expect(refused.status()).toBe(403);
     expect(refused.headers()['content-type']).toContain('application/problem+json');
   });
@@ -410,7 +357,7 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
   });
 
   it('says a wrong current password at its field, and changes the password with the right one', async () => {
-    provoking = true;
+    checks.provoking = true;
     await navTo(viewer, 'Your account');
     await viewer.getByLabel('Current password').fill('not my password');
     await viewer.getByLabel(/^New password/).fill('a newer viewer password');
@@ -423,11 +370,11 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     await viewer.getByRole('button', { name: 'Change password' }).click();
     await viewer.locator('.toast', { hasText: 'Your password is changed.' }).waitFor();
     await shot(viewer, 'account');
-    provoking = false;
+    checks.provoking = false;
   });
 
   it('clears error notifications on page change and at sign-out', async () => {
-    provoking = true;
+    checks.provoking = true;
     await navTo(owner, 'Administrators');
     const row = owner.locator('#invitations-table tbody tr', { hasText: 'nobody@example.com' });
     const csrf = await csrfOf(owner);
@@ -464,11 +411,11 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     await owner.getByRole('button', { name: 'Sign out' }).click();
     await owner.getByRole('button', { name: 'Sign in' }).waitFor();
     expect(await owner.locator('#toasts .toast-error').count()).toBe(0);
-    provoking = false;
+    checks.provoking = false;
   });
 
   it('says how long to wait in words after too many failed sign-ins', async () => {
-    provoking = true;
+    checks.provoking = true;
     for (let i = 0; i < 3; i++) {
       await owner.getByLabel('Email').fill('someone@example.com');
       await owner.getByLabel('Password').fill('wrong password number');
@@ -479,7 +426,7 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     const text = (await owner.locator('.form-error').textContent())!;
     expect(text).toMatch(/^Too many failed sign-ins\. Try again in about 15 minutes \(at \d\d:\d\d\)\.$/);
     expect(text).not.toMatch(/\d+ seconds/);
-    provoking = false;
+    checks.provoking = false;
   });
 
   it('removing the viewer ends their session at once', async () => {
@@ -491,9 +438,9 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     await owner.getByRole('button', { name: `Remove ${VIEWER}` }).click();
     await owner.getByRole('dialog', { name: 'Remove this administrator?' }).getByRole('button', { name: 'Remove administrator' }).click();
     await owner.locator('#admins-table tbody tr', { hasText: VIEWER }).waitFor({ state: 'detached' });
-    provoking = true;
+    checks.provoking = true;
     await navTo(viewer, 'Deliveries');
     await viewer.getByText('Your session has ended. Sign in again to continue.').waitFor();
-    provoking = false;
+    checks.provoking = false;
   });
 });

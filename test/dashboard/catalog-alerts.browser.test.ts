@@ -11,14 +11,12 @@
  * Screenshots of the new pages go to docs/screenshots/ with UPDATE_SCREENSHOTS=1.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { mkdtempSync, mkdirSync, rmSync, readFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createRequire } from 'node:module';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { CHROMIUM, REPO_ROOT, WebhookReceiver, hasChromium, runCli, startServer, type RunningServer } from './dashboard-harness.ts';
+import { CHROMIUM, REPO_ROOT, WebhookReceiver, hasChromium, pageChecks, runCli, startServer, type RunningServer } from './dashboard-harness.ts';
 
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const OWNER = 'owner@example.com';
 const OWNER_PASSWORD = 'correct horse battery staple';
 const VIEWER = 'viewer@example.com';
@@ -39,58 +37,8 @@ describe.skipIf(!hasChromium)('event catalog, test events, deleting endpoints an
   let viewerContext: BrowserContext;
   let viewer: Page;
   const endpoints: Record<'main' | 'failing' | 'off' | 'doomed', { id: string; url: string }> = {} as never;
-  const consoleErrors: string[] = [];
-  const a11yViolations: string[] = [];
-  const sidewaysScroll: string[] = [];
-  /** HTTP errors provoked on purpose (Chromium logs each failed fetch as a console error). */
-  let provoking = false;
-
-  const watch = (page: Page, who: string) => {
-    page.setDefaultTimeout(LONG);
-    page.on('console', (m) => {
-      if (m.type() !== 'error') return;
-      if (provoking && /the server responded with a status of 4\d\d/.test(m.text())) return;
-      consoleErrors.push(`${who}: ${m.text()} (${m.location().url})`);
-    });
-    page.on('pageerror', (e) => consoleErrors.push(`${who} uncaught: ${e.message}`));
-  };
-  const checkPage = async (page: Page, where: string) => {
-    await page.evaluate(AXE_SOURCE);
-    const found = await page.evaluate(async () => {
-      const axe = (
-        window as unknown as {
-          axe: { run(ctx: Document, o: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> };
-        }
-      ).axe;
-      const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
-      return result.violations.map(
-        (v) =>
-          `${v.impact} ${v.id} (${v.nodes
-            .map((n) => n.target.join(' '))
-            .slice(0, 3)
-            .join(', ')})`,
-      );
-    });
-    a11yViolations.push(...found.map((v) => `${where}: ${v}`));
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-    if (overflow > 0) {
-      const culprits = await page.evaluate(() =>
-        Array.from(document.querySelectorAll('body *'))
-          .filter(
-            (el) =>
-              el.getBoundingClientRect().right > window.innerWidth + 1 &&
-              !(el.parentElement && el.parentElement.getBoundingClientRect().right > window.innerWidth + 1),
-          )
-          .slice(0, 3)
-          .map((el) => `${el.tagName.toLowerCase()}.${Array.from(el.classList).join('.')}`),
-      );
-      sidewaysScroll.push(`${where}: ${overflow}px (${culprits.join(', ')})`);
-    }
-  };
-  const shot = async (page: Page, name: string) => {
-    for (const b of await page.locator('#toasts .toast-close').all()) await b.click({ timeout: 2000 }).catch(() => {});
-    await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), animations: 'disabled' });
-  };
+  const checks = pageChecks(SCREENSHOTS, LONG);
+  const { consoleErrors, a11yViolations, sidewaysScroll, watch, checkPage, shot } = checks;
   const nav = (page: Page) => page.getByRole('navigation', { name: 'Main' });
   const navTo = (page: Page, name: string) => nav(page).getByRole('link', { name, exact: true }).click();
   const heading = (page: Page, name: string) => page.getByRole('heading', { level: 1, name, exact: true });
@@ -239,10 +187,10 @@ describe.skipIf(!hasChromium)('event catalog, test events, deleting endpoints an
       select.append(new Option('order.exploded', 'order.exploded'));
       select.value = 'order.exploded';
     });
-    provoking = true;
+    checks.provoking = true;
     await dialog.getByRole('button', { name: 'Send test event' }).click();
     await dialog.locator('[data-field="type"] .field-error', { hasText: 'must be one of' }).waitFor();
-    provoking = false;
+    checks.provoking = false;
     await expect(dialog.getByLabel('Event type').getAttribute('aria-invalid')).resolves.toBe('true');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     expect((await api(owner, 'GET', `/webhooks/deliveries?endpoint_id=${endpoints.main.id}`)).body.data.length).toBe(before);
@@ -266,7 +214,7 @@ describe.skipIf(!hasChromium)('event catalog, test events, deleting endpoints an
     await loaded(owner);
     await owner.locator('main').getByRole('link', { name: endpoints.main.url }).first().waitFor();
     expect(await owner.locator('main').getByRole('link', { name: endpoints.doomed.url }).count()).toBe(0);
-    provoking = true;
+    checks.provoking = true;
     expect((await api(owner, 'GET', `/webhooks/endpoints/${endpoints.doomed.id}`)).status).toBe(404);
 
     // Deleted by someone else while the dialog is open: said at the field, nothing else happens.
@@ -285,7 +233,7 @@ describe.skipIf(!hasChromium)('event catalog, test events, deleting endpoints an
     // The page's own state poll finds the endpoint gone too (a 404 Chromium logs); leave it before counting errors again.
     await navTo(owner, 'Webhooks');
     await heading(owner, 'Webhooks').waitFor();
-    provoking = false;
+    checks.provoking = false;
 
     const audit = (await api(owner, 'GET', '/audit-log?limit=100')).body.data.map((e: { action: string }) => e.action);
     expect(audit.filter((a: string) => a === 'endpoint.deleted')).toHaveLength(2);
@@ -326,14 +274,14 @@ describe.skipIf(!hasChromium)('event catalog, test events, deleting endpoints an
     await viewer.locator('tr', { hasText: 'product.updated' }).getByText('Test', { exact: true }).waitFor();
     await checkPage(viewer, 'endpoint (viewer 390)');
 
-    provoking = true;
+    checks.provoking = true;
     const send = await api(viewer, 'POST', `/webhooks/endpoints/${endpoints.main.id}/test-events`, { type: 'order.created' });
     expect(send.status).toBe(403);
     expect(send.type).toMatch(/application\/problem\+json/);
     const remove = await api(viewer, 'DELETE', `/webhooks/endpoints/${endpoints.main.id}`);
     expect(remove.status).toBe(403);
     expect(remove.type).toMatch(/application\/problem\+json/);
-    provoking = false;
+    checks.provoking = false;
     expect((await api(viewer, 'GET', `/webhooks/endpoints/${endpoints.main.id}`)).status).toBe(200);
   });
 

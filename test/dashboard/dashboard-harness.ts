@@ -7,7 +7,10 @@
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { Page } from 'playwright-core';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
@@ -142,4 +145,73 @@ export class WebhookReceiver {
     this.server.close();
     await once(this.server, 'close');
   }
+}
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/** What every page of a browser test is held to, collected for the test to assert at the end. */
+export interface PageChecks {
+  consoleErrors: string[];
+  a11yViolations: string[];
+  sidewaysScroll: string[];
+  /** HTTP errors provoked on purpose (Chromium logs each failed fetch as a console error): set while provoking them. */
+  provoking: boolean;
+  /** Collects the page's console errors and uncaught errors, and sets its default timeout. */
+  watch(page: Page, who: string): void;
+  /** axe (WCAG 2.1 A/AA) and sideways scrolling of the page as it is now. */
+  checkPage(page: Page, where: string): Promise<void>;
+  /** A screenshot for the docs (notifications dismissed first). */
+  shot(page: Page, name: string): Promise<void>;
+}
+
+export function pageChecks(screenshots: string, timeoutMs: number): PageChecks {
+  const checks = { consoleErrors: [] as string[], a11yViolations: [] as string[], sidewaysScroll: [] as string[], provoking: false } as PageChecks;
+
+  const watch: PageChecks['watch'] = (page: Page, who: string) => {
+    page.setDefaultTimeout(timeoutMs);
+    page.on('console', (m) => {
+      if (m.type() !== 'error') return;
+      if (checks.provoking && /the server responded with a status of 4\d\d/.test(m.text())) return;
+      checks.consoleErrors.push(`${who}: ${m.text()} (${m.location().url})`);
+    });
+    page.on('pageerror', (e) => checks.consoleErrors.push(`${who} uncaught: ${e.message}`));
+  };
+  const checkPage: PageChecks['checkPage'] = async (page: Page, where: string) => {
+    await page.evaluate(AXE_SOURCE);
+    const found = await page.evaluate(async () => {
+      const axe = (
+        window as unknown as {
+          axe: { run(ctx: Document, o: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> };
+        }
+      ).axe;
+      const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+      return result.violations.map(
+        (v) =>
+          `${v.impact} ${v.id} (${v.nodes
+            .map((n) => n.target.join(' '))
+            .slice(0, 3)
+            .join(', ')})`,
+      );
+    });
+    checks.a11yViolations.push(...found.map((v) => `${where}: ${v}`));
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    if (overflow > 0) {
+      const culprits = await page.evaluate(() =>
+        Array.from(document.querySelectorAll('body *'))
+          .filter(
+            (el) =>
+              el.getBoundingClientRect().right > window.innerWidth + 1 &&
+              !(el.parentElement && el.parentElement.getBoundingClientRect().right > window.innerWidth + 1),
+          )
+          .slice(0, 3)
+          .map((el) => `${el.tagName.toLowerCase()}.${Array.from(el.classList).join('.')}`),
+      );
+      checks.sidewaysScroll.push(`${where}: ${overflow}px (${culprits.join(', ')})`);
+    }
+  };
+  const shot: PageChecks['shot'] = async (page: Page, name: string) => {
+    for (const b of await page.locator('#toasts .toast-close').all()) await b.click({ timeout: 2000 }).catch(() => {});
+    await page.screenshot({ path: join(screenshots, `${name}.png`), animations: 'disabled' });
+  };
+  return Object.assign(checks, { watch, checkPage, shot });
 }

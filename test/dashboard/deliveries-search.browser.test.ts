@@ -12,14 +12,12 @@
  * Screenshots go to docs/screenshots/ with UPDATE_SCREENSHOTS=1.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, mkdirSync, rmSync, readFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createRequire } from 'node:module';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { CHROMIUM, REPO_ROOT, WebhookReceiver, hasChromium, runCli, startServer, type RunningServer } from './dashboard-harness.ts';
+import { CHROMIUM, REPO_ROOT, WebhookReceiver, hasChromium, pageChecks, runCli, startServer, type RunningServer } from './dashboard-harness.ts';
 
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const OWNER = 'owner@example.com';
 const OWNER_PASSWORD = 'correct horse battery staple';
 const VIEWER = 'viewer@example.com';
@@ -50,58 +48,8 @@ describe.skipIf(!hasChromium)('deliveries search, endpoint statistics and replay
   let okId = '';
   let downId = '';
   let csrf = '';
-  const consoleErrors: string[] = [];
-  const a11yViolations: string[] = [];
-  const sidewaysScroll: string[] = [];
-  /** HTTP errors provoked on purpose (Chromium logs each failed fetch as a console error). */
-  let provoking = false;
-
-  const watch = (page: Page, who: string) => {
-    page.setDefaultTimeout(LONG);
-    page.on('console', (m) => {
-      if (m.type() !== 'error') return;
-      if (provoking && /the server responded with a status of 4\d\d/.test(m.text())) return;
-      consoleErrors.push(`${who}: ${m.text()} (${m.location().url})`);
-    });
-    page.on('pageerror', (e) => consoleErrors.push(`${who} uncaught: ${e.message}`));
-  };
-  const checkPage = async (page: Page, where: string) => {
-    await page.evaluate(AXE_SOURCE);
-    const found = await page.evaluate(async () => {
-      const axe = (
-        window as unknown as {
-          axe: { run(ctx: Document, o: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> };
-        }
-      ).axe;
-      const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
-      return result.violations.map(
-        (v) =>
-          `${v.impact} ${v.id} (${v.nodes
-            .map((n) => n.target.join(' '))
-            .slice(0, 3)
-            .join(', ')})`,
-      );
-    });
-    a11yViolations.push(...found.map((v) => `${where}: ${v}`));
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-    if (overflow > 0) {
-      const culprits = await page.evaluate(() =>
-        Array.from(document.querySelectorAll('body *'))
-          .filter(
-            (el) =>
-              el.getBoundingClientRect().right > window.innerWidth + 1 &&
-              !(el.parentElement && el.parentElement.getBoundingClientRect().right > window.innerWidth + 1),
-          )
-          .slice(0, 3)
-          .map((el) => `${el.tagName.toLowerCase()}.${Array.from(el.classList).join('.')}`),
-      );
-      sidewaysScroll.push(`${where}: ${overflow}px (${culprits.join(', ')})`);
-    }
-  };
-  const shot = async (page: Page, name: string) => {
-    for (const b of await page.locator('#toasts .toast-close').all()) await b.click({ timeout: 2000 }).catch(() => {});
-    await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), animations: 'disabled' });
-  };
+  const checks = pageChecks(SCREENSHOTS, LONG);
+  const { consoleErrors, a11yViolations, sidewaysScroll, watch, checkPage, shot } = checks;
   const heading = (page: Page, name: string) => page.getByRole('heading', { level: 1, name, exact: true });
   const api = async (method: 'GET' | 'POST', path: string, data?: unknown) => {
     const res = await owner.request.fetch(`${server.url}/admin/api/v1${path}`, { method, data, headers: { 'x-csrf-token': csrf } });
@@ -225,13 +173,13 @@ describe.skipIf(!hasChromium)('deliveries search, endpoint statistics and replay
     await owner.getByText('No deliveries match').waitFor();
 
     // A value only the API can refuse (an address typed by hand): its message at the field.
-    provoking = true;
+    checks.provoking = true;
     await owner.goto(`${server.url}/admin#/deliveries?id=not-an-id`);
     await owner.reload();
     await heading(owner, 'Deliveries').waitFor();
     await owner.locator('[data-field="id"] .field-error').filter({ hasText: /\S/ }).waitFor();
     expect(await owner.getByLabel('Event or delivery id').getAttribute('aria-invalid')).toBe('true');
-    provoking = false;
+    checks.provoking = false;
     await checkPage(owner, 'deliveries with a refused id');
   });
 
