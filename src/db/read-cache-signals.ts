@@ -13,10 +13,9 @@
  *    that connection is not open the caches are bypassed (`live` false); when it opens, both
  *    generations move, so nothing read before it is served.
  */
-import pg from 'pg';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import { CONNECT_TIMEOUT_MS } from './database.ts';
+import { ListenConnection } from './listen-connection.ts';
 import { writeCommits } from './write-clock.ts';
 
 export const TOKENS_CHANGED_CHANNEL = 'api_tokens_changed';
@@ -55,86 +54,42 @@ export function storeChanged(db: object): void {
 
 writeCommits.on('commit', (db: object) => storeChanged(db));
 
-/** Wait before reopening the LISTEN connection after its `failures`-th consecutive loss. */
-function backoffMs(failures: number): number {
-  return Math.min(30_000, 250 * 2 ** Math.min(Math.max(0, failures - 1), 10));
-}
-
 /**
- * One LISTEN connection per process on PostgreSQL: NOTIFY on the two channels moves `db`'s
- * generations. `live` is true only while it listens.
+ * One LISTEN connection per process on PostgreSQL (db/listen-connection.ts): NOTIFY on the three
+ * channels moves `db`'s generations. `live` is true only while it listens.
  */
 export class ReadCacheListener {
-  readonly #url: string;
-  readonly #db: object;
-  readonly #logger: Pick<Logger, 'warn' | 'info'>;
-  #client: pg.Client | undefined;
-  #retry: NodeJS.Timeout | undefined;
-  #failures = 0;
-  #closed = false;
+  readonly #connection: ListenConnection;
 
   constructor(url: string, db: object, logger: Pick<Logger, 'warn' | 'info'>) {
-    this.#url = url;
-    this.#db = db;
-    this.#logger = logger;
+    this.#connection = new ListenConnection({
+      url,
+      channels: [TOKENS_CHANGED_CHANNEL, STORE_CHANGED_CHANNEL, EVENTS_CHANNEL],
+      applicationName: 'store-api-read-cache',
+      intervalMs: 250,
+      logger,
+      lostMessage: 'read cache LISTEN connection lost; tokens and list pages are read from the database until it is back',
+      restoredMessage: 'read cache LISTEN connection restored',
+      onNotification: (channel) => (channel === TOKENS_CHANGED_CHANNEL ? tokensChanged(db) : storeChanged(db)),
+      // Whatever was cached before is from a time no notification covered.
+      onListening: () => {
+        tokensChanged(db);
+        storeChanged(db);
+      },
+    });
   }
 
   /** True while notifications are being received: only then may the caches serve entries. */
   get live(): boolean {
-    return this.#client !== undefined;
+    return this.#connection.live;
   }
 
   /** Opens the connection; resolves when it listens or has failed (then it retries by itself). */
-  async open(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.#url, application_name: 'store-api-read-cache', connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
-    let lost = false;
-    const onLost = (error?: Error) => {
-      if (lost) return;
-      lost = true;
-      if (this.#client === client) this.#client = undefined;
-      client.end().catch(() => {});
-      if (this.#closed) return;
-      this.#failures++;
-      const delay = backoffMs(this.#failures);
-      this.#logger.warn(
-        { err: error, retryInMs: delay },
-        'read cache LISTEN connection lost; tokens and list pages are read from the database until it is back',
-      );
-      this.#retry = setTimeout(() => void this.open(), delay);
-      this.#retry.unref();
-    };
-    client.on('notification', (message) => {
-      if (message.channel === TOKENS_CHANGED_CHANNEL) tokensChanged(this.#db);
-      else storeChanged(this.#db);
-    });
-    client.on('error', onLost);
-    client.on('end', () => onLost());
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${TOKENS_CHANGED_CHANNEL}`);
-      await client.query(`LISTEN ${STORE_CHANGED_CHANNEL}`);
-      await client.query(`LISTEN ${EVENTS_CHANNEL}`);
-    } catch (error) {
-      onLost(error as Error);
-      return;
-    }
-    if (this.#closed || lost) {
-      await client.end().catch(() => {});
-      return;
-    }
-    if (this.#failures > 0) this.#logger.info('read cache LISTEN connection restored');
-    this.#failures = 0;
-    // Whatever was cached before is from a time no notification covered.
-    tokensChanged(this.#db);
-    storeChanged(this.#db);
-    this.#client = client;
+  open(): Promise<void> {
+    return this.#connection.open();
   }
 
-  async close(): Promise<void> {
-    this.#closed = true;
-    clearTimeout(this.#retry);
-    const client = this.#client;
-    this.#client = undefined;
-    await client?.end().catch(() => {});
+  close(): Promise<void> {
+    return this.#connection.close();
   }
 }

@@ -42,7 +42,8 @@ import { signatureHeaders } from './webhook-signing.ts';
 import { localWakeups } from './webhook-wakeup.ts';
 import { Wakeable } from './wakeable.ts';
 import { SettleBatcher } from './settle-batcher.ts';
-import { ListenConnection } from './listen-connection.ts';
+import { ListenConnection } from '../db/listen-connection.ts';
+import { DELIVERIES_CHANNEL, EVENTS_CHANNEL } from './webhook-wakeup.ts';
 import { writeCommits } from '../db/write-clock.ts';
 import {
   attemptDuration,
@@ -217,10 +218,13 @@ class DeliveryWorker implements WebhookWorker {
     if (this.#listenUrl) {
       this.#listener = new ListenConnection({
         url: this.#listenUrl,
+        channels: [EVENTS_CHANNEL, DELIVERIES_CHANNEL],
+        applicationName: 'store-api-webhook-listener',
         intervalMs: this.#ctx.config.WEBHOOK_POLL_INTERVAL_MS,
         logger: this.#ctx.logger,
-        onEvents: () => this.#pollWake.wake(),
-        onDeliveries: () => this.#dispatchWake.wake(),
+        lostMessage: 'webhook LISTEN connection lost; polling only until it is back',
+        restoredMessage: 'webhook LISTEN connection restored',
+        onNotification: (channel) => (channel === EVENTS_CHANNEL ? this.#pollWake.wake() : this.#dispatchWake.wake()),
         onListening: () => {
           // Events written while nobody listened are picked up now rather than at the next interval.
           this.#pollWake.wake();

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { isDatabaseUnavailable } from '../../src/shared/db-errors.ts';
 import { loopBackoffMs } from '../../src/webhooks/webhook-worker.ts';
-import { listenBackoffMs } from '../../src/webhooks/listen-connection.ts';
+import { listenBackoffMs } from '../../src/db/listen-connection.ts';
 
 const pgError = (code: string, message = 'x') => Object.assign(new Error(message), { code, severity: 'FATAL' });
 

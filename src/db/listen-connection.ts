@@ -1,29 +1,32 @@
 /**
- * The LISTEN connection of a worker on PostgreSQL: NOTIFY on `store_events` wakes its poller, on
- * `webhook_deliveries` its dispatcher (webhook-wakeup.ts). It is a dedicated client outside the
- * pool, so its faults are ours to handle: when it fails to open, errors or ends (a terminated
- * backend, a failover), the worker keeps polling on its interval and a new one is opened after a
- * backoff (listenBackoffMs).
+ * A dedicated LISTEN connection on PostgreSQL, outside the pool, so its faults are ours to handle:
+ * when it fails to open, errors or ends (a terminated backend, a failover), it is reopened after a
+ * backoff, and `live` says whether notifications are being received meanwhile. Used by the webhook
+ * worker (its poller and dispatcher wake on NOTIFY, webhooks/webhook-wakeup.ts; they poll on their
+ * interval while it is down) and by the read caches (db/read-cache-signals.ts; bypassed while it is
+ * down).
  */
 import pg from 'pg';
 import type { Logger } from 'pino';
-import { CONNECT_TIMEOUT_MS } from '../db/database.ts';
-import { DELIVERIES_CHANNEL, EVENTS_CHANNEL } from './webhook-wakeup.ts';
+import { CONNECT_TIMEOUT_MS } from './database.ts';
 
-/** Wait before reopening the LISTEN connection after its `failures`-th consecutive loss. */
+/** Wait before reopening after the `failures`-th consecutive loss: from min(intervalMs, 1 s), doubling, at most 30 s. */
 export function listenBackoffMs(failures: number, intervalMs: number): number {
   return Math.min(30_000, Math.min(intervalMs, 1000) * 2 ** Math.min(Math.max(0, failures - 1), 10));
 }
 
 export interface ListenConnectionOptions {
   readonly url: string;
-  /** WEBHOOK_POLL_INTERVAL_MS: the backoff starts below it. */
+  readonly channels: readonly string[];
+  readonly applicationName: string;
+  /** The backoff starts at min(intervalMs, 1 s). */
   readonly intervalMs: number;
   readonly logger: Pick<Logger, 'warn' | 'info'>;
-  /** New events were appended. */
-  readonly onEvents: () => void;
-  /** Deliveries were made due by hand. */
-  readonly onDeliveries: () => void;
+  /** What the warning of a lost connection says (who it is and what happens until it is back). */
+  readonly lostMessage: string;
+  /** What the note of a restored connection says. */
+  readonly restoredMessage: string;
+  readonly onNotification: (channel: string) => void;
   /** The connection is open (at start or after a reconnect): what was written meanwhile is looked at now. */
   readonly onListening: () => void;
 }
@@ -39,10 +42,15 @@ export class ListenConnection {
     this.#options = options;
   }
 
+  /** True while the connection listens. */
+  get live(): boolean {
+    return this.#client !== undefined;
+  }
+
   /** Opens the connection; resolves when it listens or has failed (then it retries by itself). */
   async open(): Promise<void> {
-    const { url, intervalMs, logger } = this.#options;
-    const client = new pg.Client({ connectionString: url, application_name: 'store-api-webhook-listener', connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    const { url, channels, applicationName, intervalMs, logger } = this.#options;
+    const client = new pg.Client({ connectionString: url, application_name: applicationName, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
     let lost = false;
     const onLost = (error?: Error) => {
       if (lost) return;
@@ -52,20 +60,16 @@ export class ListenConnection {
       if (this.#closed) return;
       this.#failures++;
       const delay = listenBackoffMs(this.#failures, intervalMs);
-      logger.warn({ err: error, retryInMs: delay }, 'webhook LISTEN connection lost; polling only until it is back');
+      logger.warn({ err: error, retryInMs: delay }, this.#options.lostMessage);
       this.#retry = setTimeout(() => void this.open(), delay);
       this.#retry.unref();
     };
-    client.on('notification', (message) => {
-      if (message.channel === EVENTS_CHANNEL) this.#options.onEvents();
-      else this.#options.onDeliveries();
-    });
+    client.on('notification', (message) => this.#options.onNotification(message.channel));
     client.on('error', onLost);
     client.on('end', () => onLost());
     try {
       await client.connect();
-      await client.query(`LISTEN ${EVENTS_CHANNEL}`);
-      await client.query(`LISTEN ${DELIVERIES_CHANNEL}`);
+      for (const channel of channels) await client.query(`LISTEN ${channel}`);
     } catch (error) {
       onLost(error as Error);
       return;
@@ -74,7 +78,7 @@ export class ListenConnection {
       await client.end().catch(() => {});
       return;
     }
-    if (this.#failures > 0) logger.info('webhook LISTEN connection restored');
+    if (this.#failures > 0) logger.info(this.#options.restoredMessage);
     this.#failures = 0;
     this.#client = client;
     this.#options.onListening();
@@ -84,7 +88,8 @@ export class ListenConnection {
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#retry);
-    await this.#client?.end().catch(() => {});
+    const client = this.#client;
     this.#client = undefined;
+    await client?.end().catch(() => {});
   }
 }
