@@ -36,9 +36,11 @@ describe.each(backends)('admin write path (%s)', (backend) => {
         type: string;
         resource_id: string;
         data: Json;
-      }>`SELECT type, resource_id, data FROM events WHERE created_at > ${since}::timestamptz ORDER BY created_at, seq`.execute(t.ctx.database.db)
+      }>`SELECT type, resource_id, data FROM events WHERE seq > ${since}::bigint ORDER BY created_at, seq`.execute(t.ctx.database.db)
     ).rows;
-  const now = async () => (await sql<{ t: string }>`SELECT clock_timestamp() AS t`.execute(t.ctx.database.db)).rows[0]!.t;
+  // The log's position now (its last seq), not the clock: PGlite's clock_timestamp() has millisecond
+  // precision, so a write in the same millisecond as a clock reading would fall before it.
+  const now = async () => (await sql<{ t: string }>`SELECT coalesce(max(seq), 0)::text AS t FROM events`.execute(t.ctx.database.db)).rows[0]!.t;
   const movements = async (productId: string) =>
     (await t.app.inject({ url: `/api/v1/inventory/movements?product_id=${productId}&limit=200`, headers: read })).json().data as Json[];
 
