@@ -85,6 +85,12 @@ interface EndpointSlots {
   failuresSettling: number;
   /** The last answer was a success faster than WEBHOOK_SLOW_ANSWER_MS (claims reach further ahead). */
   fast: boolean;
+  /**
+   * The number (#breakerVerdicts) of the verdict that last opened this endpoint's breaker here, 0 if
+   * none: a claim or hand-over that started before it may have read the endpoint as it was before
+   * the failure that opened it, and what it brings for the endpoint goes back unsent.
+   */
+  openedAt: number;
 }
 
 /** What one finished attempt did, as the worker reports it. */
@@ -157,6 +163,8 @@ class DeliveryWorker implements WebhookWorker {
   readonly #listenUrl: string | undefined;
   readonly #retry: RetryPolicy;
   readonly #breaker: BreakerPolicy;
+  /** Breaker openings this worker has settled so far (see EndpointSlots.openedAt). */
+  #breakerVerdicts = 0;
   readonly #http: WebhookHttpClient;
   readonly #pollWake = new Wakeable();
   readonly #dispatchWake = new Wakeable();
@@ -266,6 +274,7 @@ class DeliveryWorker implements WebhookWorker {
       // fan-out runs, so a claim alongside cannot take it too: the worker never holds more than
       // its room. A claim that found no room meanwhile is tried again when the fan-out is done.
       const now = this.#clock();
+      const verdicts = this.#breakerVerdicts;
       let room = 0;
       const handover = (): Handover | undefined => {
         room = this.#backlog ? 0 : this.#claimRoom();
@@ -284,7 +293,7 @@ class DeliveryWorker implements WebhookWorker {
           if (room > 0 && this.#starved) this.#dispatchWake.wake();
         }
         if (result.events > 0) eventsQueued.inc(result.events);
-        if (result.handedOver.length > 0) this.#take(result.handedOver, now);
+        if (result.handedOver.length > 0) this.#take(result.handedOver, now, verdicts);
         if (result.deliveries > result.handedOver.length) this.#dispatchWake.wake();
         more = result.more;
         this.#pollFailures = 0;
@@ -315,6 +324,7 @@ class DeliveryWorker implements WebhookWorker {
         const now = this.#clock();
         if (free > 0 && (claimNow || (due !== null && due <= now))) {
           this.#reserved += free;
+          const verdicts = this.#breakerVerdicts;
           let claimed: ClaimedDelivery[];
           try {
             claimed = await claimDueDeliveries(this.#ctx.database.db, {
@@ -329,7 +339,7 @@ class DeliveryWorker implements WebhookWorker {
           } finally {
             this.#reserved -= free;
           }
-          this.#take(claimed, now);
+          this.#take(claimed, now, verdicts);
           this.#backlog = claimed.length > 0;
           claimedAll = claimed.length === free;
           // Sleep until the next delivery falls due (a retry, a breaker's probe), not a whole interval.
@@ -366,8 +376,19 @@ class DeliveryWorker implements WebhookWorker {
     return { freeSlots, held };
   }
 
-  /** Deliveries claimed (or handed over by the poller) at `now` join their endpoints' queues and go out as slots allow. */
-  #take(claimed: readonly ClaimedDelivery[], now: number): void {
+  /**
+   * Deliveries claimed (or handed over by the poller) at `now` join their endpoints' queues and go
+   * out as slots allow. `verdicts` is #breakerVerdicts when the claim started: its statement may have
+   * read an endpoint from before a failure that opened the breaker since (its settle committed while
+   * the claim ran), and that endpoint's deliveries go back unsent — sending one would be an attempt
+   * past the breaker's threshold. (Another worker's claim racing this settle is not seen here: with
+   * several workers an endpoint can still get one attempt per worker past the threshold.)
+   */
+  #take(all: readonly ClaimedDelivery[], now: number, verdicts: number): void {
+    const isStale = (d: ClaimedDelivery) => (this.#endpoints.get(d.endpointId)?.openedAt ?? 0) > verdicts;
+    const stale = all.filter(isStale);
+    const claimed = stale.length === 0 ? all : all.filter((d) => !isStale(d));
+    this.#release(stale);
     if (claimed.length === 0) return;
     this.events.emit('claimed', claimed);
     const leaseUntil = now + this.#ctx.config.WEBHOOK_LEASE_MS;
@@ -414,7 +435,7 @@ class DeliveryWorker implements WebhookWorker {
   #slots(endpointId: string): EndpointSlots {
     let slots = this.#endpoints.get(endpointId);
     if (!slots) {
-      slots = { limit: this.#concurrency.initial, sending: 0, waiting: [], failuresSettling: 0, fast: false };
+      slots = { limit: this.#concurrency.initial, sending: 0, waiting: [], failuresSettling: 0, fast: false, openedAt: 0 };
       this.#endpoints.set(endpointId, slots);
     }
     return slots;
@@ -519,6 +540,7 @@ class DeliveryWorker implements WebhookWorker {
     // The breaker opened or the endpoint is gone: what waits here for it goes back to the queue
     // (claims skip the endpoint until it may be tried again).
     const open = settled.breaker !== null && settled.breaker.consecutiveFailures >= this.#breaker.threshold;
+    if (open) slots.openedAt = ++this.#breakerVerdicts;
     if (open || settled.endpointDisabled) {
       this.#waiting -= slots.waiting.length;
       this.#release(slots.waiting.splice(0).map((w) => w.delivery));
