@@ -597,11 +597,16 @@ async function benchPglite(): Promise<Results['pglite']> {
 /** bench/import-responsiveness.ts in its own process (an in-memory embedded store of `rows` products). */
 function importResponsiveness(rows: number): Results['healthz'] {
   log(`embedded: /healthz during a ${f0(rows)}-row CSV import`);
-  const out = execFileSync(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./import-responsiveness.ts', import.meta.url))], {
-    env: { ...process.env, BENCH_IMPORT_ROWS: String(rows) },
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  // npm start's V8 flag (package.json); the script itself picks the WebAssembly compiler as npm start does.
+  const out = execFileSync(
+    process.execPath,
+    ['--max-semi-space-size=8', '--import', 'tsx', fileURLToPath(new URL('./import-responsiveness.ts', import.meta.url))],
+    {
+      env: { ...process.env, BENCH_IMPORT_ROWS: String(rows) },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const r = JSON.parse(out.trim().split('\n').at(-1)!) as {
     importStatus: number;
     importMs: number;
