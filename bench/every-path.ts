@@ -12,7 +12,7 @@ import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import pg from 'pg';
 import type { DatabaseHandle } from '../src/db/database.ts';
-import { copyOut, exportWalk, log, snapshotRead, wrk } from './bench-tools.ts';
+import { alternate, copyOut, exportWalk, log, snapshotRead, spread, wrk, type LoadResult } from './bench-tools.ts';
 
 const SYNC_CLI = fileURLToPath(new URL('../packages/sync/bin/store-api-sync.js', import.meta.url));
 
@@ -86,15 +86,17 @@ async function lastPageCursor(database: DatabaseHandle, r: PathResource, limit: 
 }
 
 /**
- * First/last page p50, paged export, snapshot and COPY ceiling for each resource; the exports and
+ * First/last page p50 (on `uncachedOrigin`, a `serve` without the list page cache, in `rounds`
+ * alternated rounds), paged export, snapshot and COPY ceiling for each resource; the exports and
  * the COPY over the first `maxRecords` records in list order when given (the large store).
  */
 export async function benchEveryPath(
   database: DatabaseHandle,
   databaseUrl: string,
   origin: string,
+  uncachedOrigin: string,
   token: string,
-  load: { connections: number; seconds: number; limit: number; maxRecords?: number },
+  load: { connections: number; seconds: number; limit: number; rounds: number; maxRecords?: number },
 ): Promise<PathFigures[]> {
   const max = load.maxRecords ?? Number.POSITIVE_INFINITY;
   const headers = { Authorization: `Bearer ${token}` };
@@ -102,16 +104,17 @@ export async function benchEveryPath(
   for (const r of RESOURCES) {
     log(`every path: ${r.name}`);
     const q = r.query ? `&${r.query}` : '';
-    const first = await wrk(`${origin}/api/v1/${r.path}?limit=${load.limit}${q}`, { connections: load.connections, seconds: load.seconds, headers });
     const total = await countOf(database, r);
     const cursor = await lastPageCursor(database, r, load.limit, total);
-    const last = cursor
-      ? await wrk(`${origin}/api/v1/${r.path}?limit=${load.limit}${q}&cursor=${encodeURIComponent(cursor)}`, {
-          connections: load.connections,
-          seconds: load.seconds,
-          headers,
-        })
-      : first;
+    // On the server without the page cache, alternated: each page's p50 is the median of the rounds.
+    const pageLoad = { connections: load.connections, seconds: load.seconds, headers };
+    const firstUrl = `${uncachedOrigin}/api/v1/${r.path}?limit=${load.limit}${q}`;
+    const pages = await alternate<LoadResult>(load.rounds, {
+      first: () => wrk(firstUrl, pageLoad),
+      last: () => wrk(cursor ? `${firstUrl}&cursor=${encodeURIComponent(cursor)}` : firstUrl, pageLoad),
+    });
+    const first = { p50: spread(pages.first!.map((x) => x.p50)).median };
+    const last = { p50: spread(pages.last!.map((x) => x.p50)).median };
     const a = alias(r.from);
     const limit = Number.isFinite(max) ? ` LIMIT ${max}` : '';
     const copy = await copyOut(databaseUrl, `SELECT ${r.doc}::text FROM ${r.from} WHERE ${r.where} ORDER BY ${a}.last_modified, ${a}.id${limit}`);
