@@ -3,9 +3,9 @@
  * initial sync, without the 500-record page limit and without holding a transaction.
  *
  * The read horizon H (write-clock.ts) is fixed once at the start. The stream is every record with
- * (last_modified, id) after the resume cursor and last_modified < H, read in keyset chunks of
- * SNAPSHOT_CHUNK rows, each chunk its own short statement (the embedded database has one connection
- * and serves other requests between chunks). The end cursor is H with the nil id, i.e. "every key
+ * (last_modified, id) after the resume cursor and last_modified < H, read in keyset chunks of ~1 MiB
+ * (at most SNAPSHOT_CHUNK rows), each chunk its own short statement (the embedded database has one
+ * connection and serves other requests between chunks). The end cursor is H with the nil id, i.e. "every key
  * at or after H": a record is either streamed or changed after the cursor. Why: rows below H are
  * final when H is read (decision 0001); a record changed while the stream runs gets a stamp above H
  * (its writer took its stamp after H was read), so it moves to a key the end cursor covers, whether
