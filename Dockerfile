@@ -25,8 +25,10 @@ RUN npm ci --no-audit --no-fund \
  && rm -rf node_modules/@store-api/sync node_modules/.bin/store-api-sync
 
 FROM ${BASE_IMAGE} AS runtime
-# NODE_OPTIONS: a 16 MiB young generation, as `npm start` runs the embedded default (decision 0018:
-# it keeps `all` on PGlite near 240 MiB RSS); set NODE_OPTIONS= to give a busy `serve` V8's default.
+# NODE_OPTIONS: a 16 MiB young generation for every role, as `npm start` runs the embedded default
+# (decision 0018: `all` on PGlite near 240 MiB RSS). V8's default grows it to 128 MiB under load:
+# `serve` on PostgreSQL then peaked 50-70 MiB higher for the same CPU per request and per record
+# (decision 0023), so a busy `serve` keeps it too.
 ENV NODE_ENV=production \
     NODE_OPTIONS=--max-semi-space-size=8 \
     HOST=0.0.0.0 \

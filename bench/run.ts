@@ -129,6 +129,8 @@ const GENERATE_STREAMS = 3;
 /** wrk seconds of each list measurement around the import with ten endpoints. */
 const SECONDS_FANOUT = 20;
 const CLI = fileURLToPath(new URL('../bin/store-api.js', import.meta.url));
+/** Node flags of every server role the bench starts: those of the container image and the systemd unit (decision 0023). */
+const SERVER_NODE_ARGS = ['--max-semi-space-size=8'];
 const SOURCE_CLI = fileURLToPath(new URL('../src/main/cli.ts', import.meta.url));
 
 /** Start-up time to the first answer and idle RSS of one `serve` process, then stops it. */
@@ -269,7 +271,9 @@ async function benchPostgres(): Promise<Results> {
     const { parseCursor } = await import('../src/shared/cursor.ts');
 
     const port = await freePort();
-    server = await startServer([CLI, 'serve'], serverEnv({ DATABASE_URL: scratch.url, PORT: String(port) }), port);
+    // As the container image, the systemd unit and `npm start` run a server role: a 16 MiB young
+    // generation (decision 0023; V8's default grows it to 128 MiB under this load).
+    server = await startServer([...SERVER_NODE_ARGS, CLI, 'serve'], serverEnv({ DATABASE_URL: scratch.url, PORT: String(port) }), port);
     const rssBeforeMb = server.memory().rssMb;
     const headers = { Authorization: `Bearer ${token}` };
     const load = { connections: CONNECTIONS, seconds: SECONDS, headers };
@@ -394,8 +398,8 @@ async function benchPostgres(): Promise<Results> {
     // What compiling changed: an idle `serve` started from dist/ (the launcher) and through tsx.
     log('runtime: compiled against tsx start-up');
     const runtime = await alternate<{ startMs: number; rssMb: number }>(args.large ? 1 : ROUNDS, {
-      compiled: () => idleServe([CLI, 'serve'], scratch.url),
-      tsx: () => idleServe(['--import', 'tsx', SOURCE_CLI, 'serve'], scratch.url),
+      compiled: () => idleServe([...SERVER_NODE_ARGS, CLI, 'serve'], scratch.url),
+      tsx: () => idleServe([...SERVER_NODE_ARGS, '--import', 'tsx', SOURCE_CLI, 'serve'], scratch.url),
     });
 
     // Last: the documents' backfill writes a second version of every row it rebuilds.
@@ -579,7 +583,7 @@ async function benchPglite(): Promise<Results['pglite']> {
     await database.close();
 
     const port = await freePort();
-    server = await startServer(['--max-semi-space-size=8', CLI, PGLITE_ROLE], serverEnv({ DATA_DIR: dataDir, PORT: String(port) }), port);
+    server = await startServer([...SERVER_NODE_ARGS, CLI, PGLITE_ROLE], serverEnv({ DATA_DIR: dataDir, PORT: String(port) }), port);
     const url = `${server.origin}/api/v1/products?limit=${LIMIT}&cursor=${encodeURIComponent(midCursor)}`;
     const load = { connections: CONNECTIONS, seconds: SECONDS, headers: { Authorization: `Bearer ${token}` } };
     await wrk(url, { ...load, seconds: 2 });
@@ -838,12 +842,13 @@ const GAPS: string[] = [
   '  secret scan as a flag on the secret-returning admin routes only.',
   '- **Snapshot ÷ COPY** (target 0.8 per resource). At 100k: orders 1.41 met, products 0.80 and',
   '  customers 0.79 at the line, inventory 0.60, movements 0.43; at 1M (first 200,000 records)',
-  "  0.22–0.38. COPY streams one statement's rows; the snapshot runs keyset statements of up to 5,000",
-  '  rows (no transaction held, by design: decision 0012) and passes each chunk through a JavaScript',
-  '  string and an HTTP chunk on one core. At 1M, COPY reaches 230,000–710,000 records/s while the',
+  "  0.22–0.38. COPY streams one statement's rows; the snapshot runs keyset statements of ~1 MiB (at",
+  '  most 5,000 rows; no transaction held, by design: decision 0012) and passes each chunk through a',
+  '  JavaScript string and an HTTP chunk on one core. At 1M, COPY reaches 230,000–710,000 records/s while the',
   '  snapshot stays at 80,000–250,000: the Node side is the limit there, and small records',
-  "  (movements, customers) lose most. Closing it: chunk bytes passed through undecoded (pg's raw",
-  '  mode), larger chunks on PostgreSQL.',
+  "  (movements, customers) lose most. Closing it: chunk bytes passed through undecoded, which pg's",
+  '  `binary` results do not give (pg-protocol decodes every field to a string first: decision 0023),',
+  '  so through COPY; larger chunks cost `serve` memory instead (decision 0023).',
   '- **`store-api-sync init` ÷ export ceiling** (target 0.4): 0.08× at 100k, 0.06× at 1M — but the',
   "  large store's 9,000,000 records were mirrored end to end in **5.5 minutes** (27,038 records/s),",
   "  where the spec's paged exports at their budget need more than 30 hours and this tool needed",
@@ -853,9 +858,18 @@ const GAPS: string[] = [
   '  lines passed through unparsed and `COPY` into a staging table merged once per batch.',
   "- **Paged export ÷ ceiling** (0.11–0.15; 0.5 was an earlier target): the spec's 500-record pages,",
   "  kept as they are; the snapshot is the initial sync's path now.",
-  '- **`serve` RSS ≤ 200 MB** (peak 414–416 MiB; 313–341 after the list load). New since the target',
-  "  was set: the 16 MiB page cache and the distinct-page load's 190 KiB bodies in flight; the peak",
-  '  falls in the export and snapshot phase that follows. Not analysed further this session.',
+  '- **`serve` RSS ≤ 200 MB** (peak 296 MiB, 225 after the list load, 136 before it, in a 100k run at',
+  '  09:39 UTC; the commit before peaked at 489, 387 after the list load, in a run right after, and',
+  '  at 414–416 in the runs of 07:28). Measured phase by phase (decision 0023): most of the gap',
+  "  was V8's default young generation (grown to 128 MiB: the bench started `serve` without the",
+  '  `--max-semi-space-size=8` the image, the systemd unit and `npm start` pass; now with it) and',
+  "  snapshot chunks of 5,000 rows (~5 MB, held several times over: pg's doubling receive buffer, the",
+  "  string, the socket's copy, the chunk read ahead; now ~1 MiB each). Left: ~135 MiB before the",
+  "  first request (50 of it the node binary's pages), the 16 MiB page cache and the list load's",
+  '  190 KiB bodies in flight, and during exports and snapshots garbage buffers (socket reads, receive',
+  '  buffers, write copies) that V8 frees only once ~64 MB of external memory has piled up. Closing',
+  '  it: snapshot bytes streamed by COPY (no large strings or receive buffers), list pages sent',
+  '  without decoding.',
   '- **Webhook deliveries ÷ delivery ceiling** (0.16, target 0.4): 1,039 deliveries/s against a',
   "  database-free POST loop's 6,373. The worker waits on three database stages in turn (fan-out,",
   '  claim, settle) on the same two cores; per delivery PostgreSQL spends ~110–140 µs of CPU and the',

@@ -3,9 +3,9 @@
  * initial sync, without the 500-record page limit and without holding a transaction.
  *
  * The read horizon H (write-clock.ts) is fixed once at the start. The stream is every record with
- * (last_modified, id) after the resume cursor and last_modified < H, read in keyset chunks of
- * SNAPSHOT_CHUNK rows, each chunk its own short statement (the embedded database has one connection
- * and serves other requests between chunks). The end cursor is H with the nil id, i.e. "every key
+ * (last_modified, id) after the resume cursor and last_modified < H, read in keyset chunks of ~1 MiB
+ * (at most SNAPSHOT_CHUNK rows), each chunk its own short statement (the embedded database has one
+ * connection and serves other requests between chunks). The end cursor is H with the nil id, i.e. "every key
  * at or after H": a record is either streamed or changed after the cursor. Why: rows below H are
  * final when H is read (decision 0001); a record changed while the stream runs gets a stamp above H
  * (its writer took its stamp after H was read), so it moves to a key the end cursor covers, whether
@@ -19,11 +19,19 @@ import { chunkQuery, type ChunkRow, type ListSource } from './keyset-page.ts';
 import type { Cursor } from '../shared/cursor.ts';
 
 /**
- * Rows per statement. PostgreSQL: large, so the round trips and statement starts are few against
- * the rows (each chunk is one value, see chunkQuery). PGlite: small, since its one connection serves
- * nothing else while a chunk is read.
+ * Rows per statement at most. PostgreSQL: large, so the round trips and statement starts are few
+ * against the rows of small records (each chunk is one value, see chunkQuery). PGlite: small, since
+ * its one connection serves nothing else while a chunk is read.
  */
 export const SNAPSHOT_CHUNK = { postgres: 5000, pglite: 1000 } as const;
+/**
+ * Characters a chunk aims at (~1 MiB of mostly ASCII JSON): the next statement reads as many rows
+ * as fit at the previous chunk's characters per row, within the doubling and SNAPSHOT_CHUNK. A chunk
+ * is held several times over while it passes (pg's receive buffer, which doubles as the message
+ * arrives, the decoded string, the socket's copy, the next chunk read ahead meanwhile), so its size,
+ * not its rows, bounds a stream's memory: 5,000 products were ~5 MB (decision 0023).
+ */
+export const SNAPSHOT_CHUNK_CHARS = 1 << 20;
 /** Rows of the first chunk; each next one doubles up to the back end's SNAPSHOT_CHUNK. */
 const SNAPSHOT_FIRST_CHUNK = 500;
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
@@ -51,28 +59,30 @@ export async function* snapshotStream(
   source: ListSource,
   req: { cursor?: Cursor; horizon: string; filters: readonly RawBuilder<unknown>[] },
   chunkSize: number = SNAPSHOT_CHUNK.postgres,
+  chunkChars: number = SNAPSHOT_CHUNK_CHARS,
 ): AsyncGenerator<string> {
   // The first chunks are smaller (doubling up to chunkSize), so the first bytes leave early and
-  // writing them overlaps reading the next.
-  let size = Math.min(SNAPSHOT_FIRST_CHUNK, chunkSize);
+  // writing them overlaps reading the next; from then on a chunk's rows follow its records' size.
   const read = async (cursor: Cursor | undefined, limit: number): Promise<ChunkRow & { limit: number }> => {
     const { rows } = await chunkQuery(source, { cursor, horizon: req.horizon, filters: req.filters }, limit).execute(db);
     return { ...rows[0]!, limit };
   };
   // A read ahead may fail while the consumer is busy with the previous chunk: marked handled at
   // once (no unhandled rejection), it still throws where it is awaited.
-  const ahead = (cursor: Cursor | undefined) => {
-    const promise = read(cursor, size);
-    size = Math.min(size * 2, chunkSize);
+  const ahead = (cursor: Cursor | undefined, limit: number) => {
+    const promise = read(cursor, limit);
     promise.catch(() => {});
     return promise;
   };
-  let next: Promise<ChunkRow & { limit: number }> | undefined = ahead(req.cursor);
+  let next: Promise<ChunkRow & { limit: number }> | undefined = ahead(req.cursor, Math.min(SNAPSHOT_FIRST_CHUNK, chunkSize));
   while (next) {
     const chunk: ChunkRow & { limit: number } = await next;
     next = undefined;
     if (chunk.n === 0 || chunk.text === null) return;
-    if (chunk.n === chunk.limit) next = ahead({ ts: chunk.iso!, id: chunk.id! });
+    if (chunk.n === chunk.limit) {
+      const fits = Math.floor((chunkChars * chunk.n) / chunk.text.length);
+      next = ahead({ ts: chunk.iso!, id: chunk.id! }, Math.max(1, Math.min(chunk.limit * 2, chunkSize, fits)));
+    }
     yield chunk.text;
   }
 }
