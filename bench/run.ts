@@ -341,7 +341,11 @@ async function benchPostgres(): Promise<Results> {
     // First page against last page, on a `serve` without the list page cache: with it both would
     // be the same memory read, and the ratio would say nothing of how a deep cursor costs.
     const uncachedPort = await freePort();
-    uncached = await startServer([CLI, 'serve'], serverEnv({ DATABASE_URL: scratch.url, PORT: String(uncachedPort), LIST_PAGE_CACHE_MB: '0' }), uncachedPort);
+    uncached = await startServer(
+      [...SERVER_NODE_ARGS, CLI, 'serve'],
+      serverEnv({ DATABASE_URL: scratch.url, PORT: String(uncachedPort), LIST_PAGE_CACHE_MB: '0' }),
+      uncachedPort,
+    );
     const lastCursor = await cursorAt(database, active - LIMIT - 1);
     const firstUrl = `${uncached.origin}/api/v1/products?limit=${LIMIT}`;
     const lastUrl = `${uncached.origin}/api/v1/products?limit=${LIMIT}&cursor=${encodeURIComponent(lastCursor)}`;
@@ -563,7 +567,7 @@ async function benchPglite(): Promise<Results['pglite']> {
   try {
     // `npm start` on an empty directory: time until it answers, demo store seeded.
     const emptyPort = await freePort();
-    const empty = await startServer([CLI, 'all'], { DATA_DIR: emptyDir, PORT: String(emptyPort), LOG_LEVEL: 'warn' }, emptyPort);
+    const empty = await startServer([...SERVER_NODE_ARGS, CLI, 'all'], { DATA_DIR: emptyDir, PORT: String(emptyPort), LOG_LEVEL: 'warn' }, emptyPort);
     await empty.stop();
 
     log(`PGlite: generating ${f0(PGLITE_PRODUCTS)} products`);
@@ -610,15 +614,11 @@ async function benchPglite(): Promise<Results['pglite']> {
 function importResponsiveness(rows: number): Results['healthz'] {
   log(`embedded: /healthz during a ${f0(rows)}-row CSV import`);
   // npm start's V8 flag (package.json); the script itself picks the WebAssembly compiler as npm start does.
-  const out = execFileSync(
-    process.execPath,
-    ['--max-semi-space-size=8', '--import', 'tsx', fileURLToPath(new URL('./import-responsiveness.ts', import.meta.url))],
-    {
-      env: { ...process.env, BENCH_IMPORT_ROWS: String(rows) },
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
+  const out = execFileSync(process.execPath, [...SERVER_NODE_ARGS, '--import', 'tsx', fileURLToPath(new URL('./import-responsiveness.ts', import.meta.url))], {
+    env: { ...process.env, BENCH_IMPORT_ROWS: String(rows) },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const r = JSON.parse(out.trim().split('\n').at(-1)!) as {
     importStatus: number;
     importMs: number;
