@@ -76,7 +76,14 @@ describe.each(backends)('initial sync lines (%s)', (backend) => {
     expect((await stored(mirror)).map((r) => r.name)).toEqual(['v4']);
     await applyRecordLines(mirror, products, [line('k', 'v1', 1)], { cursor: 'c3', records: 1, done: false });
     expect((await stored(mirror)).map((r) => r.name)).toEqual(['v4']);
-    expect(await readSyncState(mirror.db, 'products')).toMatchObject({ export_cursor: 'c3', initial_records: 6 });
+    // New keys first, then a stored one (newer) and a repeat (older): written once each, newest kept.
+    await applyRecordLines(mirror, products, [line('m', 'm1', 1), line('n', 'n1', 1), line('k', 'v5', 5), line('m', 'm0', 0)], {
+      cursor: 'c4',
+      records: 4,
+      done: false,
+    });
+    expect((await stored(mirror)).map((r) => `${r.id}:${r.name}`)).toEqual(['k:v5', 'm:m1', 'n:n1']);
+    expect(await readSyncState(mirror.db, 'products')).toMatchObject({ export_cursor: 'c4', initial_records: 10 });
   });
 
   it('a batch that fails leaves neither its rows nor its cursor, and the next batch goes through', async () => {

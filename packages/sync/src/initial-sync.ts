@@ -4,9 +4,9 @@
  * Each batch and the export cursor after it are written in one mirror transaction, so a crash
  * resumes at the first batch not committed and never leaves a half-applied one.
  *
- * Records travel as the NDJSON lines the service sent (the reader's snapshotLines): only the last
- * line of a batch is parsed, for the cursor; the mirror parses the rest once, in the database (see
- * applyRecordLines). Readers without lines give records, serialised here.
+ * Records travel as the NDJSON lines the service sent (the reader's snapshotLines), their text
+ * stored as it came (see applyRecordLines); here only a batch's last line is parsed, for the cursor.
+ * Readers without lines give records, serialised here.
  *
  * Reading and writing overlap: while one batch is applied, the next is read from the stream (one
  * batch in flight at most, applied in stream order, so the stored cursor only moves forward). The

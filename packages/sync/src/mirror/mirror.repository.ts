@@ -5,6 +5,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import type { PoolClient } from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { recordKey, type MirrorRecord, type ResourceName, type SyncResource } from '../sync-resources.ts';
 import { inTransaction, type MirrorDatabase } from './mirror-database.ts';
@@ -46,12 +47,15 @@ export interface ExportProgress {
 
 /**
  * Writes a batch of the initial sync, given as the NDJSON lines the service sent (one record's JSON
- * each, never parsed here), and the export position after it, in one transaction. Same rule as
+ * each, stored as its text), and the export position after it, in one transaction. Same rule as
  * applyRecords (newest last_modified wins; of one key's lines in the batch only the newest counts)
- * but PostgreSQL parses each line once: on PostgreSQL the lines go in by `COPY … FROM STDIN` into a
- * temporary table merged into the resource's table by one statement; on PGlite (no COPY from a
- * stream) as one JSON array parameter. Commits without waiting for the WAL flush: the batch takes
- * its cursor with it, so a mirror that loses the last commits in a crash re-reads exactly them.
+ * but the text goes to the database as it came. On PostgreSQL by `COPY … FROM STDIN`: first
+ * straight into the resource's table under a savepoint, which is right whenever every key of the
+ * batch is new and appears once (an initial sync into an empty table); a key already there or twice
+ * in the batch is a unique violation, and then the batch goes into a temporary table merged into the
+ * resource's table by one newest-wins statement. On PGlite (no COPY from a client stream) as one
+ * JSON array parameter through the same merge. Commits without waiting for the WAL flush: the batch
+ * takes its cursor with it, so a mirror that loses the last commits in a crash re-reads exactly them.
  */
 export async function applyRecordLines(mirror: MirrorDatabase, resource: SyncResource, lines: readonly string[], progress: ExportProgress): Promise<void> {
   if (!mirror.pool) {
@@ -67,12 +71,12 @@ export async function applyRecordLines(mirror: MirrorDatabase, resource: SyncRes
   try {
     await client.query('BEGIN');
     try {
-      // The batch's rows sort by key to keep the newest of each; in memory, not in temporary files.
+      // The merge sorts the batch's rows by key to keep the newest of each: in memory, not in temporary files.
       await client.query(`SET LOCAL synchronous_commit = off; SET LOCAL work_mem = '64MB'`);
-      // One per session, emptied at every commit (or rollback), so the next batch finds it empty.
-      await client.query('CREATE TEMPORARY TABLE IF NOT EXISTS mirror_batch (record jsonb NOT NULL) ON COMMIT DELETE ROWS');
-      if (lines.length > 0) {
-        await pipeline(Readable.from(copyText(lines)), client.query(copyFrom('COPY mirror_batch (record) FROM STDIN')));
+      if (lines.length > 0 && !(await copyNew(client, resource, lines))) {
+        // One per session, emptied at every commit (or rollback), so the next batch finds it empty.
+        await client.query('CREATE TEMPORARY TABLE IF NOT EXISTS mirror_batch (record jsonb NOT NULL) ON COMMIT DELETE ROWS');
+        await pipeline(Readable.from(copyText(lines.map((line) => [line]))), client.query(copyFrom('COPY mirror_batch (record) FROM STDIN')));
         const merge = mergeRecords(resource, sql`(SELECT record AS r FROM mirror_batch) AS batch`).compile(mirror.db);
         await client.query(merge.sql, [...merge.parameters]);
       }
@@ -89,17 +93,42 @@ export async function applyRecordLines(mirror: MirrorDatabase, resource: SyncRes
   }
 }
 
-/** COPY's text format of one-column rows: a backslash, tab or carriage return in a line escaped. */
-function* copyText(lines: readonly string[], chunk = 1000): Generator<string> {
-  for (let i = 0; i < lines.length; i += chunk) {
+/**
+ * COPYs the batch straight into the resource's table (key, last_modified and the line) under a
+ * savepoint. False, with nothing written, when a key is already stored or repeats in the batch
+ * (unique violation): the caller merges instead. Any other failure is the batch's.
+ */
+async function copyNew(client: PoolClient, resource: SyncResource, lines: readonly string[]): Promise<boolean> {
+  const rows = lines.map((line) => {
+    const record = JSON.parse(line) as MirrorRecord;
+    return [recordKey(resource, record), record.last_modified, line];
+  });
+  await client.query('SAVEPOINT copy_new');
+  try {
+    const copy = client.query(copyFrom(`COPY store_mirror.${resource.name} (${resource.key}, last_modified, record) FROM STDIN`));
+    await pipeline(Readable.from(copyText(rows)), copy);
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== UNIQUE_VIOLATION) throw error;
+    await client.query('ROLLBACK TO SAVEPOINT copy_new');
+    return false;
+  }
+  await client.query('RELEASE SAVEPOINT copy_new');
+  return true;
+}
+
+const UNIQUE_VIOLATION = '23505';
+
+/** COPY's text format of `rows`: columns split by tabs, a backslash, tab, carriage return or line break in a value escaped. */
+function* copyText(rows: readonly (readonly string[])[], chunk = 1000): Generator<string> {
+  for (let i = 0; i < rows.length; i += chunk) {
     let text = '';
-    for (const line of lines.slice(i, i + chunk)) {
-      text += /[\\\t\r]/.test(line) ? line.replace(/[\\\t\r]/g, (c) => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : '\\r')) : line;
-      text += '\n';
-    }
+    for (const row of rows.slice(i, i + chunk)) text += `${row.map(copyValue).join('\t')}\n`;
     yield text;
   }
 }
+
+const copyValue = (value: string): string =>
+  /[\\\t\r\n]/.test(value) ? value.replace(/[\\\t\r\n]/g, (c) => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\r' ? '\\r' : '\\n')) : value;
 
 /**
  * INSERT … ON CONFLICT of the records `rows` yields (a FROM item naming each record `r`): of one key
