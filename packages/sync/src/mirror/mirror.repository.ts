@@ -38,7 +38,7 @@ export async function applyRecords(db: Kysely<unknown>, resource: SyncResource, 
   return rows.map((r) => r.k);
 }
 
-/** Where the initial sync stands after a batch (stored with the batch, see saveExportProgress). */
+/** Where the initial sync stands after a batch (stored with the batch, see exportProgressQuery). */
 export interface ExportProgress {
   cursor: string | null;
   records: number;
@@ -192,17 +192,7 @@ export async function readSyncState(db: Kysely<unknown>, resource: ResourceName)
   );
 }
 
-/** Stores the initial sync's position after a batch of `records` (in the batch's transaction). */
-export async function saveExportProgress(
-  db: Kysely<unknown>,
-  resource: ResourceName,
-  exportCursor: string | null,
-  records: number,
-  done: boolean,
-): Promise<void> {
-  await exportProgressQuery(resource, { cursor: exportCursor, records, done }).execute(db);
-}
-
+/** The initial sync's position after a batch of `records`, for the batch's transaction (added to the records so far). */
 function exportProgressQuery(resource: ResourceName, { cursor, records, done }: ExportProgress) {
   return sql`INSERT INTO store_mirror.sync_state (resource, export_cursor, initial_records, initial_done, cursor)
     VALUES (${resource}, ${cursor}, ${records}, ${done}, ${done ? cursor : null})
