@@ -172,12 +172,12 @@ export async function benchSyncInit(adminUrl: string, origin: string, token: str
     const total = paths.reduce((sum, p) => sum + p.total, 0);
     let records = total;
     if (capped) {
-      // Rows the mirror took before the cap (its tables' insert counters; the statistics lag by a moment).
-      await new Promise((resolve) => setTimeout(resolve, 1500));
+      // Records the mirror committed before the cap: the sync state's count, stored with each batch
+      // (insert counters would also count the init's staging table and batches rolled back).
       const mirror = new pg.Client({ connectionString: mirrorUrl.toString() });
       await mirror.connect();
       try {
-        const { rows } = await mirror.query<{ n: string }>('SELECT coalesce(sum(n_tup_ins), 0)::text AS n FROM pg_stat_user_tables');
+        const { rows } = await mirror.query<{ n: string }>('SELECT coalesce(sum(initial_records), 0)::text AS n FROM store_mirror.sync_state');
         records = Number(rows[0]!.n);
       } finally {
         await mirror.end();

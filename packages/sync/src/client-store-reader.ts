@@ -2,8 +2,12 @@
  * StoreReader on the typed client (@store-api/client): list pages and export iterators per resource.
  * The client waits on 429, retries 5xx and network errors with backoff, resumes a broken export from
  * the last record consumed, and fails with one-line StoreApiErrors (see sync-errors.ts).
+ *
+ * Against a service on this machine (a loopback address) it asks for uncompressed answers: the bytes
+ * cost nothing there, while compressing a snapshot costs the service more CPU than reading it.
  */
 import { StoreApiClient, isSnapshotUnsupported, type ResourceClient, type RetryInfo } from '@store-api/client';
+import { snapshotLineWalk } from './snapshot-lines.ts';
 import { SyncError } from './sync-errors.ts';
 import type { Page, SnapshotWalk, StoreReader } from './store-reader.ts';
 import type { MirrorRecord, ResourceName, SyncResource } from './sync-resources.ts';
@@ -40,7 +44,16 @@ export function clientStoreReader({
 }: ClientStoreReaderOptions): StoreReader {
   let client: StoreApiClient;
   try {
-    client = new StoreApiClient({ baseUrl, token, maxRetries, retryBaseDelayMs, retryMaxDelayMs, onRetry, fetch });
+    const local = URL.canParse(baseUrl) && isLoopback(new URL(baseUrl).hostname);
+    client = new StoreApiClient({
+      baseUrl,
+      token,
+      maxRetries,
+      retryBaseDelayMs,
+      retryMaxDelayMs,
+      onRetry,
+      fetch: local ? uncompressed(fetch ?? globalThis.fetch) : fetch,
+    });
   } catch (error) {
     throw new SyncError(`${(error as Error).message} (--url / --token)`);
   }
@@ -77,5 +90,20 @@ export function clientStoreReader({
         total: () => (fellBack ? null : snapshot.total),
       };
     },
+    snapshotLines: (resource, cursor) => snapshotLineWalk(client, resource, cursor, exportRecords),
+  };
+}
+
+/** Whether `hostname` (as URL.hostname gives it) is this machine's loopback. */
+export function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+/** `fetch` asking for an uncompressed answer (Accept-Encoding: identity) unless the call says otherwise. */
+function uncompressed(fetch: typeof globalThis.fetch): typeof globalThis.fetch {
+  return (input, init) => {
+    const headers = new Headers(init?.headers);
+    if (!headers.has('accept-encoding')) headers.set('accept-encoding', 'identity');
+    return fetch(input, { ...init, headers });
   };
 }

@@ -4,16 +4,19 @@
  * Each batch and the export cursor after it are written in one mirror transaction, so a crash
  * resumes at the first batch not committed and never leaves a half-applied one.
  *
+ * Records travel as the NDJSON lines the service sent (the reader's snapshotLines), their text
+ * stored as it came (see applyRecordLines); here only a batch's last line is parsed, for the cursor.
+ * Readers without lines give records, serialised here.
+ *
  * Reading and writing overlap: while one batch is applied, the next is read from the stream (one
  * batch in flight at most, applied in stream order, so the stored cursor only moves forward). The
  * batch transactions commit without waiting for the WAL flush (synchronous_commit off): a mirror
  * database that crashes may lose the last few commits, but each takes its cursor with it, so the
  * next run re-reads exactly what was lost.
  */
-import { sql } from 'kysely';
-import { inTransaction, type MirrorDatabase } from './mirror/mirror-database.ts';
-import { applyRecords, readSyncState, saveExportProgress } from './mirror/mirror.repository.ts';
-import type { StoreReader } from './store-reader.ts';
+import type { MirrorDatabase } from './mirror/mirror-database.ts';
+import { applyRecordLines, readSyncState } from './mirror/mirror.repository.ts';
+import type { SnapshotLineWalk, StoreReader } from './store-reader.ts';
 import { cursorAfter, type MirrorRecord, type SyncResource } from './sync-resources.ts';
 
 export interface InitialSyncProgress {
@@ -52,26 +55,22 @@ export async function initialSync(
       continue;
     }
     let cursor = state.export_cursor;
-    let batch: MirrorRecord[] = [];
+    let batch: string[] = [];
     // One snapshot stream when the reader has it (it falls back to the exports by itself), else the exports.
-    const snapshot = reader.snapshotRecords?.(resource, cursor);
+    const snapshot = walk(reader, resource, cursor);
     // The batch being applied while the next one is read (resolved when nothing is in flight).
     let applying: Promise<void> = Promise.resolve();
-    const apply = async (applied: MirrorRecord[], next: string | null, done: boolean) => {
-      await inTransaction(mirror, async (trx) => {
-        await sql`SET LOCAL synchronous_commit = off`.execute(trx);
-        await applyRecords(trx, resource, applied);
-        await saveExportProgress(trx, resource.name, next, applied.length, done);
-      });
+    const apply = async (applied: string[], next: string | null, done: boolean) => {
+      await applyRecordLines(mirror, resource, applied, { cursor: next, records: applied.length, done });
       records += applied.length;
-      options.onProgress?.({ resource, records, total: snapshot?.total?.() ?? null, done });
+      options.onProgress?.({ resource, records, total: snapshot.total(), done });
     };
     const flush = async (done: boolean) => {
       const taken = batch;
       batch = [];
       const last = taken[taken.length - 1];
       // Done: the snapshot's end cursor, so the reconcile continues exactly where the snapshot's horizon was.
-      const next = (done ? snapshot?.endCursor() : null) ?? (last ? cursorAfter(resource, last) : cursor);
+      const next = (done ? snapshot.endCursor() : null) ?? (last ? cursorAfter(resource, JSON.parse(last) as MirrorRecord) : cursor);
       cursor = next;
       // In stream order: the previous batch commits (or fails, which stops the walk) first.
       await applying;
@@ -80,8 +79,8 @@ export async function initialSync(
       applying.catch(() => {});
     };
     try {
-      for await (const record of snapshot ?? reader.exportRecords(resource, cursor)) {
-        batch.push(record);
+      for await (const line of snapshot) {
+        batch.push(line);
         if (batch.length >= batchSize) await flush(false);
       }
       await flush(true);
@@ -93,4 +92,19 @@ export async function initialSync(
     totals.set(resource.name, records);
   }
   return totals;
+}
+
+/** The resource's records after `cursor` as lines: the reader's snapshot lines, else its snapshot or export records serialised. */
+function walk(reader: StoreReader, resource: SyncResource, cursor: string | null): SnapshotLineWalk {
+  const lines = reader.snapshotLines?.(resource, cursor);
+  if (lines) return lines;
+  const records = reader.snapshotRecords?.(resource, cursor);
+  const source = records ?? reader.exportRecords(resource, cursor);
+  return {
+    async *[Symbol.asyncIterator]() {
+      for await (const record of source) yield JSON.stringify(record);
+    },
+    endCursor: () => records?.endCursor() ?? null,
+    total: () => records?.total?.() ?? null,
+  };
 }

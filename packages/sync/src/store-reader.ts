@@ -20,6 +20,20 @@ export interface StoreReader {
    * back to the export by itself against a server without snapshots.
    */
   snapshotRecords?(resource: SyncResource, cursor: string | null): SnapshotWalk;
+  /**
+   * The same walk as snapshotRecords, each record as the NDJSON line the server sent (not parsed,
+   * so the initial sync hands it to the mirror as it came); a walk that falls back to the export
+   * yields its records serialised.
+   */
+  snapshotLines?(resource: SyncResource, cursor: string | null): SnapshotLineWalk;
+}
+
+/** Lines of a snapshot (one record's JSON each) and, once they are all consumed, the cursor to continue from. */
+export interface SnapshotLineWalk extends AsyncIterable<string> {
+  /** As SnapshotWalk's. */
+  endCursor(): string | null;
+  /** As SnapshotWalk's. */
+  total(): number | null;
 }
 
 /** Records of a snapshot and, once they are all consumed, the cursor to continue from. */

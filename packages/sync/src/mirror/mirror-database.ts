@@ -21,6 +21,8 @@ export interface MirrorDatabase {
   // The mirror's tables are generated from SYNC_RESOURCES, so queries use raw SQL through `db`.
   readonly db: Kysely<unknown>;
   readonly backend: 'pglite' | 'postgres';
+  /** PostgreSQL only: the pool under `db`, for what Kysely cannot send (COPY … FROM STDIN, see mirror.repository.ts). */
+  readonly pool?: pg.Pool;
   close(): Promise<void>;
 }
 
@@ -52,7 +54,7 @@ function openPostgres(url: string): MirrorDatabase {
   });
   pool.on('error', () => {});
   const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
-  return { db, backend: 'postgres', close: () => db.destroy() };
+  return { db, backend: 'postgres', pool, close: () => db.destroy() };
 }
 
 async function openPglite(dataDir: string | undefined): Promise<MirrorDatabase> {

@@ -2,8 +2,13 @@
  * All SQL of the mirror: applying records (newest last_modified wins), the sync state per resource,
  * and the log of received webhook events. Functions take the Kysely instance or transaction first.
  */
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { PoolClient } from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
 import { recordKey, type MirrorRecord, type ResourceName, type SyncResource } from '../sync-resources.ts';
+import { inTransaction, type MirrorDatabase } from './mirror-database.ts';
 
 const table = (resource: SyncResource) => sql.raw(`store_mirror.${resource.name}`);
 const key = (resource: SyncResource) => sql.raw(resource.key);
@@ -31,6 +36,111 @@ export async function applyRecords(db: Kysely<unknown>, resource: SyncResource, 
       WHERE ${table(resource)}.last_modified < EXCLUDED.last_modified
     RETURNING ${key(resource)} AS k`.execute(db);
   return rows.map((r) => r.k);
+}
+
+/** Where the initial sync stands after a batch (stored with the batch, see exportProgressQuery). */
+export interface ExportProgress {
+  cursor: string | null;
+  records: number;
+  done: boolean;
+}
+
+/**
+ * Writes a batch of the initial sync, given as the NDJSON lines the service sent (one record's JSON
+ * each, stored as its text), and the export position after it, in one transaction. Same rule as
+ * applyRecords (newest last_modified wins; of one key's lines in the batch only the newest counts)
+ * but the text goes to the database as it came. On PostgreSQL by `COPY … FROM STDIN`: first
+ * straight into the resource's table under a savepoint, which is right whenever every key of the
+ * batch is new and appears once (an initial sync into an empty table); a key already there or twice
+ * in the batch is a unique violation, and then the batch goes into a temporary table merged into the
+ * resource's table by one newest-wins statement. On PGlite (no COPY from a client stream) as one
+ * JSON array parameter through the same merge. Commits without waiting for the WAL flush: the batch
+ * takes its cursor with it, so a mirror that loses the last commits in a crash re-reads exactly them.
+ */
+export async function applyRecordLines(mirror: MirrorDatabase, resource: SyncResource, lines: readonly string[], progress: ExportProgress): Promise<void> {
+  if (!mirror.pool) {
+    await inTransaction(mirror, async (trx) => {
+      await sql`SET LOCAL synchronous_commit = off`.execute(trx);
+      if (lines.length > 0) await mergeRecords(resource, sql`jsonb_array_elements(${`[${lines.join(',')}]`}::jsonb) AS r`).execute(trx);
+      await exportProgressQuery(resource.name, progress).execute(trx);
+    });
+    return;
+  }
+  const client = await mirror.pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    try {
+      // The merge sorts the batch's rows by key to keep the newest of each: in memory, not in temporary files.
+      await client.query(`SET LOCAL synchronous_commit = off; SET LOCAL work_mem = '64MB'`);
+      if (lines.length > 0 && !(await copyNew(client, resource, lines))) {
+        // One per session, emptied at every commit (or rollback), so the next batch finds it empty.
+        await client.query('CREATE TEMPORARY TABLE IF NOT EXISTS mirror_batch (record jsonb NOT NULL) ON COMMIT DELETE ROWS');
+        await pipeline(Readable.from(copyText(lines.map((line) => [line]))), client.query(copyFrom('COPY mirror_batch (record) FROM STDIN')));
+        const merge = mergeRecords(resource, sql`(SELECT record AS r FROM mirror_batch) AS batch`).compile(mirror.db);
+        await client.query(merge.sql, [...merge.parameters]);
+      }
+      const save = exportProgressQuery(resource.name, progress).compile(mirror.db);
+      await client.query(save.sql, [...save.parameters]);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch((rollback: Error) => (broken = rollback));
+      throw error;
+    }
+  } finally {
+    // A connection whose rollback failed is in an unknown state: the pool drops it.
+    client.release(broken);
+  }
+}
+
+/**
+ * COPYs the batch straight into the resource's table (key, last_modified and the line) under a
+ * savepoint. False, with nothing written, when a key is already stored or repeats in the batch
+ * (unique violation): the caller merges instead. Any other failure is the batch's.
+ */
+async function copyNew(client: PoolClient, resource: SyncResource, lines: readonly string[]): Promise<boolean> {
+  const rows = lines.map((line) => {
+    const record = JSON.parse(line) as MirrorRecord;
+    return [recordKey(resource, record), record.last_modified, line];
+  });
+  await client.query('SAVEPOINT copy_new');
+  try {
+    const copy = client.query(copyFrom(`COPY store_mirror.${resource.name} (${resource.key}, last_modified, record) FROM STDIN`));
+    await pipeline(Readable.from(copyText(rows)), copy);
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== UNIQUE_VIOLATION) throw error;
+    await client.query('ROLLBACK TO SAVEPOINT copy_new');
+    return false;
+  }
+  await client.query('RELEASE SAVEPOINT copy_new');
+  return true;
+}
+
+const UNIQUE_VIOLATION = '23505';
+
+/** COPY's text format of `rows`: columns split by tabs, a backslash, tab, carriage return or line break in a value escaped. */
+function* copyText(rows: readonly (readonly string[])[], chunk = 1000): Generator<string> {
+  for (let i = 0; i < rows.length; i += chunk) {
+    let text = '';
+    for (const row of rows.slice(i, i + chunk)) text += `${row.map(copyValue).join('\t')}\n`;
+    yield text;
+  }
+}
+
+const copyValue = (value: string): string =>
+  /[\\\t\r\n]/.test(value) ? value.replace(/[\\\t\r\n]/g, (c) => (c === '\\' ? '\\\\' : c === '\t' ? '\\t' : c === '\r' ? '\\r' : '\\n')) : value;
+
+/**
+ * INSERT … ON CONFLICT of the records `rows` yields (a FROM item naming each record `r`): of one key
+ * the newest only, and over a stored one only when newer, as applyRecords.
+ */
+function mergeRecords(resource: SyncResource, rows: RawBuilder<unknown>) {
+  return sql`
+    INSERT INTO ${table(resource)} (${key(resource)}, last_modified, record)
+    SELECT DISTINCT ON (k) k, lm, r FROM (SELECT r->>${resource.key} AS k, (r->>'last_modified')::timestamptz AS lm, r FROM ${rows}) AS records
+    ORDER BY k, lm DESC
+    ON CONFLICT (${key(resource)}) DO UPDATE SET last_modified = EXCLUDED.last_modified, record = EXCLUDED.record, mirrored_at = now()
+      WHERE ${table(resource)}.last_modified < EXCLUDED.last_modified`;
 }
 
 /** Every record of the resource as stored, ordered by key. */
@@ -82,21 +192,15 @@ export async function readSyncState(db: Kysely<unknown>, resource: ResourceName)
   );
 }
 
-/** Stores the initial sync's position after a batch of `records` (in the batch's transaction). */
-export async function saveExportProgress(
-  db: Kysely<unknown>,
-  resource: ResourceName,
-  exportCursor: string | null,
-  records: number,
-  done: boolean,
-): Promise<void> {
-  await sql`INSERT INTO store_mirror.sync_state (resource, export_cursor, initial_records, initial_done, cursor)
-    VALUES (${resource}, ${exportCursor}, ${records}, ${done}, ${done ? exportCursor : null})
+/** The initial sync's position after a batch of `records`, for the batch's transaction (added to the records so far). */
+function exportProgressQuery(resource: ResourceName, { cursor, records, done }: ExportProgress) {
+  return sql`INSERT INTO store_mirror.sync_state (resource, export_cursor, initial_records, initial_done, cursor)
+    VALUES (${resource}, ${cursor}, ${records}, ${done}, ${done ? cursor : null})
     ON CONFLICT (resource) DO UPDATE SET export_cursor = EXCLUDED.export_cursor,
       initial_records = store_mirror.sync_state.initial_records + EXCLUDED.initial_records,
       initial_done = EXCLUDED.initial_done,
       cursor = CASE WHEN EXCLUDED.initial_done THEN EXCLUDED.export_cursor ELSE store_mirror.sync_state.cursor END,
-      updated_at = now()`.execute(db);
+      updated_at = now()`;
 }
 
 /** Stores the reconcile cursor after a page (in the page's transaction). */
