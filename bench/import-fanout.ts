@@ -81,8 +81,10 @@ export async function benchImportFanout(
 
     log(`import fan-out: ${skus.length} rows, ${opts.endpoints} endpoints`);
     const {
-      rows: [{ n: eventsBefore }],
-    } = (await sql<{ n: string }>`SELECT count(*)::text AS n FROM events`.execute(database.db)) as { rows: [{ n: string }] };
+      rows: [{ n: eventsBefore, seq: seqBefore }],
+    } = (await sql<{ n: string; seq: string }>`SELECT count(*)::text AS n, coalesce(max(seq), 0)::text AS seq FROM events`.execute(database.db)) as {
+      rows: [{ n: string; seq: string }];
+    };
     rss.push(worker.memory().rssMb);
     sampler = setInterval(() => rss.push(worker.memory().rssMb), 1000);
     const started = performance.now();
@@ -100,11 +102,6 @@ export async function benchImportFanout(
     const importLoad = await duringImport;
     const duringDeliveries = wrk(listUrl, load);
     log(`import fan-out: import took ${importSeconds.toFixed(1)} s; fan-out and deliveries`);
-    const {
-      rows: [last],
-    } = await sql<{ created_at: string; seq: string }>`SELECT created_at::text, seq::text FROM events ORDER BY created_at DESC, seq DESC LIMIT 1`.execute(
-      database.db,
-    );
     const startCount = await receiver.count();
     let fanoutSeconds: number | undefined;
     let windowCount: number | undefined;
@@ -112,9 +109,17 @@ export async function benchImportFanout(
       const elapsed = (performance.now() - imported) / 1000;
       if (windowCount === undefined && elapsed >= opts.windowSeconds) windowCount = (await receiver.count()) - startCount;
       if (fanoutSeconds === undefined) {
+        // Done when no event is left after the poller's position (nothing else writes meanwhile). It
+        // compared the position with the import's last event read as `created_at::text, seq::text
+        // … ORDER BY created_at DESC, seq DESC`: ORDER BY took the text output columns, so "the last
+        // event" was the greatest seq as text ('99999' of 1..300000, the 100,000th: the last stock
+        // movement event), and the 1M run stopped waiting, counting no delivery, as the poller reached
+        // the first inventory.updated event.
         const { rows } = await sql<{ done: boolean }>`
-          SELECT (position_created_at, position_seq) >= (${last!.created_at}::timestamptz, ${last!.seq}::bigint) AS done
-          FROM webhook_poller_state WHERE id = 1`.execute(database.db);
+          SELECT NOT EXISTS (
+            SELECT 1 FROM events ev, webhook_poller_state p
+            WHERE p.id = 1 AND (ev.created_at, ev.seq) > (p.position_created_at, p.position_seq)
+          ) AS done`.execute(database.db);
         if (rows[0]?.done) fanoutSeconds = (performance.now() - imported) / 1000;
       }
       if (windowCount !== undefined && (fanoutSeconds !== undefined || elapsed >= opts.fanoutLimitSeconds)) break;
@@ -126,8 +131,17 @@ export async function benchImportFanout(
     sampler = undefined;
     const {
       rows: [counts],
-    } = await sql<{ events: string; deliveries: string }>`
-      SELECT (SELECT count(*) FROM events)::text AS events, (SELECT count(*) FROM webhook_deliveries)::text AS deliveries`.execute(database.db);
+    } = await sql<{ events: string; deliveries: string; subscribed: string }>`
+      SELECT (SELECT count(*) FROM events)::text AS events, (SELECT count(*) FROM webhook_deliveries)::text AS deliveries,
+        (SELECT count(*) FROM events WHERE type = 'inventory.updated' AND seq > ${seqBefore}::bigint)::text AS subscribed`.execute(database.db);
+    // Once the poller has passed every event, each inventory.updated event of the import is queued
+    // once per endpoint: anything else is a lost (or doubled) delivery, never a figure to print.
+    const expected = Number(counts!.subscribed) * opts.endpoints;
+    if (fanoutSeconds !== undefined && Number(counts!.deliveries) !== expected) {
+      throw new Error(
+        `the fan-out queued ${counts!.deliveries} deliveries for ${counts!.subscribed} inventory.updated events × ${opts.endpoints} endpoints (${expected})`,
+      );
+    }
     return {
       rows: skus.length,
       endpoints: opts.endpoints,

@@ -5,8 +5,10 @@
  *
  * Reading order and position follow the write-clock protocol (db/write-clock.ts): events are read
  * in (created_at, seq) order and only below readHorizon(), below which no in-flight write can still
- * commit; the position is the (created_at, seq) of the last event read. Reading by seq alone would
- * miss a transaction that took its seq early and committed late.
+ * commit; the position is the (created_at, seq) of the last event crossed. Reading by seq alone
+ * would miss a transaction that took its seq early and committed late. Only the events some enabled
+ * endpoint wants are read; the others below the horizon are crossed in the same transaction, so
+ * a run of events nobody subscribed to (an import's stock movements) costs one poll (decision 0022).
  *
  * Several workers may poll one database: the position row is taken `FOR UPDATE SKIP LOCKED`, so one
  * of them fans out a batch and the others skip that round. Ping events are never fanned out (they
@@ -43,6 +45,14 @@ export type Handover = Pick<ClaimOptions, 'workerId' | 'leaseMs' | 'limit' | 'fr
 const NOTHING: readonly ClaimedDelivery[] = [];
 
 /**
+ * No bitmap scans in the poll's transaction: its reads walk the events index in (created_at, seq)
+ * order and stop at the batch. Right after an import filled the log, the planner has no statistics
+ * on it and estimates a stamp to hold a few rows; a bitmap scan then reads all the rest of that
+ * stamp for every batch of it (an import's 300,000 events share one stamp).
+ */
+const INDEX_ORDER = sql<boolean>`(SELECT set_config('enable_bitmapscan', 'off', true)) IS NOT NULL`;
+
+/**
  * Reads up to `batchSize` events after the position and queues their deliveries, in one transaction;
  * with `handover`, the first of them leased to that worker (see Handover). `handover` is asked only
  * once there are events to fan out (an idle poll costs the worker no room).
@@ -55,47 +65,81 @@ export async function pollEvents(
 ): Promise<PollResult> {
   const nowIso = isoFromMillis(now);
   // Most polls find nothing: answer those with one cheap query instead of a transaction (on the
-  // embedded database every statement runs on the thread that also serves HTTP).
+  // embedded database every statement runs on the thread that also serves HTTP). Two index probes
+  // (the position's stamp's last seq, the next stamp): a join on (created_at, seq) > position was
+  // planned as a scan of every event already crossed, on every poll.
   const { rows: pending } = await sql<{ any: boolean }>`
-    SELECT EXISTS (
-      SELECT 1 FROM events ev, webhook_poller_state p
-      WHERE p.id = 1 AND (ev.created_at, ev.seq) > (p.position_created_at, p.position_seq)
-    ) AS any
+    SELECT coalesce((SELECT max(seq) FROM events WHERE created_at = p.position_created_at) > p.position_seq, false)
+      OR (SELECT min(created_at) FROM events WHERE created_at > p.position_created_at) IS NOT NULL AS any
+    FROM webhook_poller_state p WHERE p.id = 1
   `.execute(db);
   if (!pending[0]!.any) return { polled: true, events: 0, deliveries: 0, more: false, handedOver: NOTHING };
   return db.transaction().execute(async (trx) => {
     const { rows: state } = await sql<{ position_created_at: string; position_seq: number }>`
-      SELECT position_created_at, position_seq FROM webhook_poller_state WHERE id = 1 AND ${ASYNC_COMMIT} FOR UPDATE SKIP LOCKED
+      SELECT position_created_at, position_seq FROM webhook_poller_state WHERE id = 1 AND ${ASYNC_COMMIT} AND ${INDEX_ORDER} FOR UPDATE SKIP LOCKED
     `.execute(trx);
     if (state.length === 0) return { polled: false, events: 0, deliveries: 0, more: false, handedOver: NOTHING };
     const position = state[0]!;
     const horizon = await readHorizon(trx);
 
-    const { rows: enabled } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_endpoints WHERE enabled`.execute(trx);
-    if (enabled[0]!.n === 0) {
-      // Nobody to deliver to: skip straight to the last final event. An endpoint created meanwhile
-      // is stamped by the write clock at or above the horizon, so it wanted none of these.
-      const { rows: last } = await sql<{ created_at: string; seq: number }>`
-        SELECT created_at, seq FROM events
-        WHERE (created_at, seq) > (${position.position_created_at}::timestamptz, ${position.position_seq}::bigint)
-          AND created_at < ${horizon}::timestamptz
-        ORDER BY created_at DESC, seq DESC LIMIT 1
-      `.execute(trx);
-      if (last.length > 0) await advance(trx, last[0]!.created_at, last[0]!.seq, nowIso);
+    // One statement reads the next batch of the events some enabled endpoint wants and the last
+    // final event of any type (the tail). Events nobody wants are never read: a batch holds only
+    // wanted ones, the position moves to the batch's last when it is full and to the tail when it is
+    // not (everything below the horizon was looked at), so a run of events nobody subscribed to is
+    // crossed in one poll instead of one transaction per 500. An endpoint created meanwhile is
+    // stamped by the write clock at or above the horizon, so it wants none of the events crossed;
+    // with no endpoint enabled nothing is wanted and the poll only moves to the tail.
+    const after = sql`(${position.position_created_at}::timestamptz, ${position.position_seq}::bigint)`;
+    // As fanOut below: not ping or test events, and only those written since an endpoint that wants
+    // them was registered (the fan-out itself still checks each endpoint).
+    const wantedBy = (w: string) =>
+      sql`ev.type <> 'ping' AND NOT ev.test
+        AND (ev.created_at >= ${sql.ref(`${w}.everything_since`)} OR ev.created_at >= (${sql.ref(`${w}.since_by_type`)} ->> ev.type)::timestamptz)`;
+    const { rows } = await sql<{ id: string | null; created_at: string; seq: number; tail: boolean }>`
+      WITH wanted AS (
+        SELECT
+          (SELECT min(created_at) FROM webhook_endpoints WHERE enabled AND cardinality(event_types) = 0) AS everything_since,
+          (SELECT coalesce(jsonb_object_agg(type, since), '{}'::jsonb) FROM (
+            SELECT t AS type, min(e.created_at) AS since
+            FROM webhook_endpoints e CROSS JOIN LATERAL unnest(e.event_types) AS t
+            WHERE e.enabled GROUP BY t) s) AS since_by_type
+      ), batch AS (
+        -- In two parts, the rest of the position's stamp by seq, then the later stamps: one
+        -- import's events share one stamp, and a seek written as (created_at, seq) > position let
+        -- the planner, without statistics on a freshly filled log, scan that whole stamp by the
+        -- (created_at, id) index for every batch.
+        (SELECT ev.id, ev.created_at, ev.seq FROM events ev, wanted w1
+          WHERE ev.created_at = ${position.position_created_at}::timestamptz AND ev.seq > ${position.position_seq}::bigint
+            AND ev.created_at < ${horizon}::timestamptz AND ${wantedBy('w1')}
+          ORDER BY ev.seq LIMIT ${batchSize})
+        UNION ALL
+        (SELECT ev.id, ev.created_at, ev.seq FROM events ev, wanted w2
+          WHERE ev.created_at > ${position.position_created_at}::timestamptz AND ev.created_at < ${horizon}::timestamptz AND ${wantedBy('w2')}
+          ORDER BY ev.created_at, ev.seq LIMIT ${batchSize})
+        ORDER BY created_at, seq LIMIT ${batchSize}
+      ), tail AS (
+        -- The last final event as the greatest stamp below the horizon and its greatest seq: two
+        -- index probes whatever the planner knows (an ORDER BY … DESC LIMIT 1 could sort a stamp).
+        SELECT t.created_at, (SELECT max(seq) FROM events WHERE created_at = t.created_at) AS seq
+        FROM (SELECT max(created_at) AS created_at FROM events WHERE created_at < ${horizon}::timestamptz) t
+      )
+      SELECT id, created_at, seq, false AS tail FROM batch
+      UNION ALL SELECT NULL, created_at, seq, true FROM tail WHERE (created_at, seq) > ${after}
+      ORDER BY tail, created_at, seq
+    `.execute(trx);
+    const events = rows.filter((r) => !r.tail) as { id: string; created_at: string; seq: number }[];
+    const tail = rows.find((r) => r.tail);
+    const more = events.length === batchSize;
+    // Where the position moves: past the whole batch, and past everything final when the batch
+    // was not full (no wanted event is left below the horizon).
+    const last = more ? events[events.length - 1]! : tail;
+    if (events.length === 0) {
+      if (last) await advance(trx, last.created_at, last.seq, nowIso);
       return { polled: true, events: 0, deliveries: 0, more: false, handedOver: NOTHING };
     }
-
-    const { rows: events } = await sql<{ id: string; created_at: string; seq: number }>`
-      SELECT id, created_at, seq FROM events
-      WHERE (created_at, seq) > (${position.position_created_at}::timestamptz, ${position.position_seq}::bigint)
-        AND created_at < ${horizon}::timestamptz
-      ORDER BY created_at, seq
-      LIMIT ${batchSize}
-    `.execute(trx);
-    if (events.length === 0) return { polled: true, events: 0, deliveries: 0, more: false, handedOver: NOTHING };
+    if (!last) throw new Error('event poller: a batch was read but no final event found');
 
     const eventIds = events.map((e) => e.id);
-    const last = events[events.length - 1]!;
     const handover = handoverOf();
     if (!handover || handover.limit <= 0) {
       const inserted = await sql`
@@ -105,12 +149,12 @@ export async function pollEvents(
         ORDER BY ev.created_at, ev.seq, e.id
       `.execute(trx);
       await advance(trx, last.created_at, last.seq, nowIso);
-      return { polled: true, events: events.length, deliveries: Number(inserted.numAffectedRows ?? 0), more: events.length === batchSize, handedOver: NOTHING };
+      return { polled: true, events: events.length, deliveries: Number(inserted.numAffectedRows ?? 0), more, handedOver: NOTHING };
     }
 
     const slots = JSON.stringify(Object.fromEntries(handover.freeSlots));
     const held = JSON.stringify(Object.fromEntries(handover.held ?? []));
-    const { rows } = await sql<ClaimedRow & { total: number; handed: boolean }>`
+    const { rows: fanned } = await sql<ClaimedRow & { total: number; handed: boolean }>`
       WITH fresh AS (
         SELECT ev.id AS event_id, ev.type AS event_type, e.id AS endpoint_id, ev.created_at, ev.seq,
           -- As a claim ranks: the endpoint's k-th row after those it has in flight here.
@@ -149,8 +193,8 @@ export async function pollEvents(
       ORDER BY h.sort_created_at, h.sort_seq, h.endpoint_id
     `.execute(trx);
     await advance(trx, last.created_at, last.seq, nowIso);
-    const handedOver = rows.filter((r) => r.id !== null).map(claimedDelivery);
-    return { polled: true, events: events.length, deliveries: rows[0]?.total ?? 0, more: events.length === batchSize, handedOver };
+    const handedOver = fanned.filter((r) => r.id !== null).map(claimedDelivery);
+    return { polled: true, events: events.length, deliveries: fanned[0]?.total ?? 0, more, handedOver };
   });
 }
 
