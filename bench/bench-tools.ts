@@ -47,6 +47,9 @@ function statusKb(pid: number, field: string): number {
  * Starts `node <args>` with `env` and waits (bounded) until GET `path` answers a `ready` status on `port`.
  * The child is node itself (no npm or shell in between), so its pid is the server's.
  */
+/** Node flags of every server role the bench starts: those of the container image and the systemd unit (decision 0023). */
+export const SERVER_NODE_ARGS = ['--max-semi-space-size=8'];
+
 export async function startServer(
   nodeArgs: string[],
   env: Record<string, string>,

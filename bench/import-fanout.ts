@@ -16,7 +16,7 @@ import type { DatabaseHandle } from '../src/db/database.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { createToken } from '../src/tokens/token.service.ts';
 import { WebhookService } from '../src/webhooks/webhook.service.ts';
-import { freePort, log, startServer, wrk } from './bench-tools.ts';
+import { SERVER_NODE_ARGS, freePort, log, startServer, wrk } from './bench-tools.ts';
 import { startReceiver } from './webhook-bench.ts';
 
 const CLI = fileURLToPath(new URL('../bin/store-api.js', import.meta.url));
@@ -51,6 +51,8 @@ export async function benchImportFanout(
   databaseUrl: string,
   database: DatabaseHandle,
   serveOrigin: string,
+  /** A `serve` without the list page cache: the list's p99 before, during and after is of pages read from the database alike. */
+  listOrigin: string,
   listToken: string,
   opts: { rows: number; endpoints: number; windowSeconds: number; fanoutLimitSeconds: number; connections: number; seconds: number },
 ): Promise<FanoutFigures> {
@@ -61,11 +63,11 @@ export async function benchImportFanout(
   const { token: adminToken } = await createToken(database.db, { name: 'bench import', scopes: ['admin'] });
   const metricsPort = await freePort();
   const worker = await startServer(
-    [CLI, 'worker'],
+    [...SERVER_NODE_ARGS, CLI, 'worker'],
     { DATABASE_URL: databaseUrl, METRICS_PORT: String(metricsPort), LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE_URLS: 'true' },
     metricsPort,
   );
-  const listUrl = `${serveOrigin}/api/v1/products?limit=200`;
+  const listUrl = `${listOrigin}/api/v1/products?limit=200`;
   const load = { connections: opts.connections, seconds: opts.seconds, headers: { Authorization: `Bearer ${listToken}` } };
   const rss: number[] = [];
   let sampler: NodeJS.Timeout | undefined;
