@@ -16,6 +16,7 @@ export { AdminClient, AdminTokens, AdminWebhookEndpoints, AdminDeliveries } from
 export type { AdminCallOptions, ApiToken, WebhookEndpoint, WebhookDelivery } from './admin.client.ts';
 export type { StoreApiClientOptions, IterateOptions, PageProgress } from './store-api.client.ts';
 export { StoreApiError } from './store-api.error.ts';
+export { lines as ndjsonLines, TruncatedBodyError } from './ndjson-lines.ts';
 export type { ClientErrorCode, StoreApiErrorCode } from './store-api.error.ts';
 export type { RetryInfo } from './http-transport.ts';
 export { verifyWebhook, WebhookVerificationError } from './webhook-verification.ts';

@@ -6,7 +6,7 @@
  * line consumed (its cursor taken from that one line) up to the client's retry count; a server
  * without snapshots falls back to the paged exports from the same cursor.
  */
-import { isSnapshotUnsupported, StoreApiError, type StoreApiClient } from '@store-api/client';
+import { isSnapshotUnsupported, ndjsonLines, StoreApiError, type StoreApiClient } from '@store-api/client';
 import type { SnapshotLineWalk } from './store-reader.ts';
 import { cursorAfter, type MirrorRecord, type SyncResource } from './sync-resources.ts';
 
@@ -77,34 +77,4 @@ export function snapshotLineWalk(
     endCursor: () => endCursor,
     total: () => total,
   };
-}
-
-/**
- * The non-empty lines of an NDJSON body, decoded, without their line breaks. Throws when the body
- * ends inside a line (every line the service sends ends with a break: the connection was lost).
- * Leaving early cancels the body, which closes the connection instead of draining it.
- */
-async function* ndjsonLines(body: ReadableStream<Uint8Array>): AsyncGenerator<string> {
-  const reader = body.getReader();
-  const decoder = new TextDecoder('utf-8');
-  let rest = '';
-  let done = false;
-  try {
-    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) {
-      rest += decoder.decode(chunk.value, { stream: true });
-      let start = 0;
-      for (let end = rest.indexOf('\n'); end !== -1; end = rest.indexOf('\n', start)) {
-        const line = rest.slice(start, end).trim();
-        start = end + 1;
-        if (line !== '') yield line;
-      }
-      rest = rest.slice(start);
-    }
-    done = true;
-  } finally {
-    if (!done) await reader.cancel().catch(() => {});
-    reader.releaseLock();
-  }
-  rest += decoder.decode();
-  if (rest.trim() !== '') throw new Error(`the body ended inside a line (${rest.length} characters without a line break)`);
 }
