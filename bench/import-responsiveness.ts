@@ -5,7 +5,12 @@
  * POST /admin/api/v1/inventory/import sets every product's stock while a client asks GET /healthz
  * back to back. Prints the import's duration and the /healthz latencies (max, p50, p95) seen during
  * it, with the V8 settings `npm start` uses. `npm run bench` runs it and reports the p99 (docs/benchmarks.md); tests never assert timings.
+ *
+ * Also printed: the main thread's CPU time during the import and, on Linux, how long it waited for a
+ * core while runnable (run-queue wait, /proc/thread-self/schedstat). On a shared machine that wait,
+ * not the store's work, made most of the long stalls (decision 0025): read the latencies with it.
  */
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { pino } from 'pino';
 import { sql } from 'kysely';
@@ -35,16 +40,35 @@ await app.listen({ host: '127.0.0.1', port: 0 });
 const address = app.server.address();
 const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
 
+/** Milliseconds this thread has waited on the run queue (runnable, no core), Linux only. */
+const runQueueWaitMs = (): number | undefined => {
+  try {
+    return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[1]) / 1e6;
+  } catch {
+    return undefined;
+  }
+};
+
 const csv = `sku,stock\n${Array.from({ length: ROWS }, (_, i) => `SKU-${i + 1},${(i % 50) + 1}`).join('\n')}\n`;
 let done = false;
 const started = performance.now();
+const cpuBefore = process.threadCpuUsage();
+const waitBefore = runQueueWaitMs();
 const importing = fetch(`${base}/admin/api/v1/inventory/import`, {
   method: 'POST',
   headers: { authorization: `Bearer ${token}`, 'content-type': 'text/csv' },
   body: csv,
 }).then(async (r) => {
   done = true;
-  return { status: r.status, body: await r.text(), ms: performance.now() - started };
+  const cpu = process.threadCpuUsage(cpuBefore);
+  const wait = runQueueWaitMs();
+  return {
+    cpuMs: (cpu.user + cpu.system) / 1000,
+    waitMs: wait !== undefined && waitBefore !== undefined ? wait - waitBefore : undefined,
+    status: r.status,
+    body: await r.text(),
+    ms: performance.now() - started,
+  };
 });
 const latencies: number[] = [];
 while (!done) {
@@ -66,6 +90,8 @@ console.log(
     healthzP50Ms: pct(0.5),
     healthzP95Ms: pct(0.95),
     healthzP99Ms: pct(0.99),
+    mainThreadCpuMs: Math.round(result.cpuMs),
+    mainThreadRunQueueWaitMs: result.waitMs === undefined ? 'n/a' : Math.round(result.waitMs),
   }),
 );
 await app.close();
