@@ -8,10 +8,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
-import { backends, openTestDatabase } from '../helpers/test-database.ts';
+import { backends } from '../helpers/test-database.ts';
+import { freshMirror as freshMirrorOf } from './mirror-fixture.ts';
 import { buildTestApp, UNLIMITED, type TestApp } from '../helpers/test-app.ts';
 import { aProduct } from '../helpers/store-fixtures.ts';
-import { clientStoreReader, initialSync, mirrorMatches, openMirror, verifyMirror, SYNC_RESOURCES, type MirrorDatabase } from '../../packages/sync/src/index.ts';
+import { clientStoreReader, initialSync, mirrorMatches, verifyMirror, SYNC_RESOURCES, type MirrorDatabase } from '../../packages/sync/src/index.ts';
 import { isLoopback } from '../../packages/sync/src/client-store-reader.ts';
 import { applyRecordLines, readRecords, readSyncState } from '../../packages/sync/src/mirror/mirror.repository.ts';
 
@@ -23,18 +24,7 @@ describe.each(backends)('initial sync lines (%s)', (backend) => {
   let token: string;
   const closers: { close(): Promise<void> }[] = [];
 
-  async function freshMirror(): Promise<MirrorDatabase> {
-    if (backend === 'postgres') {
-      const db = await openTestDatabase('postgres', { poolSize: 2 });
-      closers.push(db);
-      const mirror = await openMirror({ databaseUrl: db.url });
-      closers.push(mirror);
-      return mirror;
-    }
-    const mirror = await openMirror({});
-    closers.push(mirror);
-    return mirror;
-  }
+  const freshMirror = () => freshMirrorOf(backend, closers);
 
   beforeAll(async () => {
     t = await buildTestApp(backend, { ...UNLIMITED });

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { sql } from 'kysely';
 import { backends, openTestDatabase } from '../helpers/test-database.ts';
+import { freshMirror as freshMirrorOf } from './mirror-fixture.ts';
 import { buildTestApp, UNLIMITED, type TestApp } from '../helpers/test-app.ts';
 import { aProduct, aProductWithVariants } from '../helpers/store-fixtures.ts';
 import { importStockCsv } from '../../src/inventory/stock.service.ts';
@@ -22,12 +23,10 @@ import {
   handleWebhook,
   initialSync,
   mirrorMatches,
-  openMirror,
   reconcile,
   verifyMirror,
   webhookVerifier,
   SYNC_RESOURCES,
-  type MirrorDatabase,
 } from '../../packages/sync/src/index.ts';
 import { applyRecords, readSyncState, countRecords } from '../../packages/sync/src/mirror/mirror.repository.ts';
 import type { StoreReader } from '../../packages/sync/src/store-reader.ts';
@@ -44,18 +43,7 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
   let token: string;
   const closers: { close(): Promise<void> }[] = [];
 
-  async function freshMirror(): Promise<MirrorDatabase & { url?: string }> {
-    if (backend === 'postgres') {
-      const db = await openTestDatabase('postgres', { poolSize: 2 });
-      closers.push(db);
-      const mirror = await openMirror({ databaseUrl: db.url });
-      closers.push(mirror);
-      return Object.assign(mirror, { url: db.url });
-    }
-    const mirror = await openMirror({});
-    closers.push(mirror);
-    return mirror;
-  }
+  const freshMirror = () => freshMirrorOf(backend, closers);
 
   beforeAll(async () => {
     t = await buildTestApp(backend, { ...UNLIMITED });
