@@ -32,6 +32,14 @@ export const EnvSchema = Type.Object({
     3_600_000,
     "How long an idle keep-alive connection stays open waiting for its next request (keep it above your load balancer's idle timeout)",
   ),
+  MAX_CONNECTIONS_PER_ADDRESS: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: 1_000_000,
+      description:
+        "Most connections one client address may hold at once; further ones are closed as soon as accepted, logged and counted (store_api_connections_refused_total). Default 256, or 0 (no cap) with TRUST_PROXY, where every client has the proxy's address: cap at the proxy. 0 = no cap",
+    }),
+  ),
   TRUST_PROXY: Bool(false, 'Take the client address from X-Forwarded-For (set only behind a proxy you run)'),
   DATA_DIR: Type.String({ default: './data', description: 'Embedded (PGlite) data directory, used when DATABASE_URL is unset' }),
   DATA_DIR_MIN_FREE_MB: Int(
@@ -147,7 +155,12 @@ export const EnvSchema = Type.Object({
 export type Config = Readonly<Static<typeof EnvSchema>> & {
   /** Parsed WEBHOOK_RETRY_SCHEDULE_MS. */
   readonly webhookRetryScheduleMs: readonly number[];
+  /** MAX_CONNECTIONS_PER_ADDRESS as set, else its default: 0 (no cap) with TRUST_PROXY, else DEFAULT_MAX_CONNECTIONS_PER_ADDRESS. */
+  readonly maxConnectionsPerAddress: number;
 };
+
+/** Connections one client address may hold when MAX_CONNECTIONS_PER_ADDRESS is unset and TRUST_PROXY is off (256). */
+export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256;
 
 /** A bad configuration; `variables` names the variables at fault. */
 export class ConfigError extends Error {
@@ -197,6 +210,8 @@ export function loadConfig(env: Record<string, string | undefined> = readEnviron
   return Object.freeze({
     ...parsed,
     webhookRetryScheduleMs: Object.freeze(parsed.WEBHOOK_RETRY_SCHEDULE_MS.split(',').map(Number)),
+    // Behind a proxy every client has the proxy's address: a cap per address would cap the proxy.
+    maxConnectionsPerAddress: parsed.MAX_CONNECTIONS_PER_ADDRESS ?? (parsed.TRUST_PROXY ? 0 : DEFAULT_MAX_CONNECTIONS_PER_ADDRESS),
   });
 }
 
