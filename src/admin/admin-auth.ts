@@ -110,11 +110,14 @@ export function requirePermission(request: FastifyRequest, permission: Permissio
     }
     if (permission === 'account') {
       refuseKey(request, token, 'account_only');
-      throw new ApiError('forbidden', "Only an administrator signed in to the dashboard can change their own account; an API key has none.");
+      throw new ApiError('forbidden', 'Only an administrator signed in to the dashboard can change their own account; an API key has none.');
     }
     refuseKey(request, token, 'maker_role');
     const maker = admin.maker?.kind === 'administrator' ? `its maker ${admin.maker.email} is now ${admin.role}` : `it acts as ${admin.role}`;
-    throw new ApiError('forbidden', `This API key may not ${PERMISSION_WORDING[permission]}: ${maker}, and a key never does more than its maker's role allows.`);
+    throw new ApiError(
+      'forbidden',
+      `This API key may not ${PERMISSION_WORDING[permission]}: ${maker}, and a key never does more than its maker's role allows.`,
+    );
   }
   if (!allows(admin.role, permission)) {
     throw new ApiError('forbidden', `Your role (${admin.role}) may not ${PERMISSION_WORDING[permission]}. Ask an owner to change your role.`);

@@ -48,7 +48,8 @@ describe.each(backends)('keys bounded by their maker (%s)', (backend) => {
   async function administrator(email: string, role: 'admin' | 'viewer' | 'owner') {
     const user = await createAdminUser(t.database.db, { email, password: PASSWORD, role });
     const session = await signIn(email);
-    const made = role === 'viewer' ? undefined : await as(session, 'POST', '/tokens', { name: `${email}'s key`, scopes: ['products:read', 'orders:read', 'admin'] });
+    const made =
+      role === 'viewer' ? undefined : await as(session, 'POST', '/tokens', { name: `${email}'s key`, scopes: ['products:read', 'orders:read', 'admin'] });
     if (made) expect(made.statusCode, made.body).toBe(201);
     return { user, session, key: made?.json().data.token as string, keyId: made?.json().data.id as string };
   }
@@ -123,7 +124,10 @@ describe.each(backends)('keys bounded by their maker (%s)', (backend) => {
     const keysBefore = (await as(owner, 'GET', '/tokens')).json().data.length;
     const audits = await auditCount();
     for (const key of [cleo.key, childKey]) {
-      expectRefusal(await withKey(key, 'POST', '/admins/invitations', { email: 'back@example.com', role: 'admin' }), /cleo@example.com, who is no longer an administrator/);
+      expectRefusal(
+        await withKey(key, 'POST', '/admins/invitations', { email: 'back@example.com', role: 'admin' }),
+        /cleo@example.com, who is no longer an administrator/,
+      );
       expectRefusal(await withKey(key, 'POST', '/tokens', { name: 'one more' }), /no longer an administrator/);
       expectRefusal(await withKey(key, 'POST', '/customers', { name: 'Zed', email: 'zed@example.com' }), /no longer an administrator/);
       expectRefusal(await withKey(key, 'GET', '/tokens'), /no longer an administrator/);
@@ -141,7 +145,7 @@ describe.each(backends)('keys bounded by their maker (%s)', (backend) => {
     for (const line of logLines) expect(line).not.toContain(cleo.key.slice(4));
   });
 
-  it('an owner transfers a removed maker\'s keys to another administrator in one step: they act with her role from the next request', async () => {
+  it("an owner transfers a removed maker's keys to another administrator in one step: they act with her role from the next request", async () => {
     const dora = await administrator('dora@example.com', 'admin');
     const erin = await administrator('erin@example.com', 'admin');
     expect((await as(owner, 'DELETE', `/admins/${dora.user.id}`)).statusCode).toBe(200);
@@ -164,12 +168,17 @@ describe.each(backends)('keys bounded by their maker (%s)', (backend) => {
     expect(nothingLeft.statusCode).toBe(404);
   });
 
-  it("an owner revokes every key of a maker in one step; the keys stay listed with their maker", async () => {
+  it('an owner revokes every key of a maker in one step; the keys stay listed with their maker', async () => {
     const finn = await administrator('finn@example.com', 'admin');
     const second = (await as(finn.session, 'POST', '/tokens', { name: 'finn erp', scopes: ['orders:read'] })).json().data;
     const revoked = await as(owner, 'POST', `/tokens/made-by/${finn.user.id}/revoke`);
     expect(revoked.statusCode, revoked.body).toBe(200);
-    expect(revoked.json().data.map((k: { id: string }) => k.id).sort()).toEqual([finn.keyId, second.id].sort());
+    expect(
+      revoked
+        .json()
+        .data.map((k: { id: string }) => k.id)
+        .sort(),
+    ).toEqual([finn.keyId, second.id].sort());
     expect((await readWithKey(second.token)).statusCode).toBe(401);
     expect((await withKey(finn.key, 'GET', '/tokens')).statusCode).toBe(401);
     const listed = (await as(owner, 'GET', '/tokens')).json().data.filter((k: { made_by: { id: string } }) => k.made_by.id === finn.user.id);

@@ -228,7 +228,10 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const { maker } = request.params as typeof MakerParam.static;
       const revoked = await revokeTokensMadeBy(db, maker);
-      request.audit = { target: { type: 'maker', id: maker }, details: { made_by: revoked[0]?.made_by.email ?? 'operator', keys: revoked.map((k) => k.prefix) } };
+      request.audit = {
+        target: { type: 'maker', id: maker },
+        details: { made_by: revoked[0]?.made_by.email ?? 'operator', keys: revoked.map((k) => k.prefix) },
+      };
       return { data: revoked };
     },
   );
