@@ -14,7 +14,9 @@ import { backends } from '../helpers/test-database.ts';
 import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { createAdminUser } from '../../src/admin/sessions/admin-user.service.ts';
 import { tokenGeneration } from '../../src/db/read-cache-signals.ts';
-import { createToken } from '../../src/tokens/token.service.ts';
+import { createToken, getToken } from '../../src/tokens/token.service.ts';
+import { recordAudit } from '../../src/admin/audit/audit-log.ts';
+import { attributeKeysFromAuditLog } from '../../src/db/migrations/0017-key-makers.ts';
 
 const PASSWORD = 'correct horse battery';
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -200,6 +202,26 @@ describe.each(backends)('keys bounded by their maker (%s)', (backend) => {
     const moved = await as(owner, 'POST', '/tokens/made-by/operator/transfer', { to_admin_id: gina.user.id });
     expect(moved.statusCode, moved.body).toBe(200);
     expectRefusal(await withKey(token, 'POST', '/tokens', { name: 'now read-only' }), /gina@example.com is now viewer/);
+  });
+
+  it("keys made before makers were recorded get the maker the audit log names (a key made by a key: its maker); others stay the operator's", async () => {
+    const db = t.database.db;
+    const ivy = await createAdminUser(db, { email: 'ivy@example.com', password: PASSWORD, role: 'admin' });
+    const [bySession, byKey, unnamed] = await Promise.all(['legacy by session', 'legacy by key', 'legacy unnamed'].map((name) => createToken(db, { name })));
+    const created = (actor: { kind: 'session' | 'token'; id: string; name: string }, keyId: string) =>
+      recordAudit(db, { actor, action: 'key.created', target: { type: 'key', id: keyId }, clientIp: '192.0.2.1', details: {} });
+    await created({ kind: 'session', id: ivy.id, name: ivy.email }, bySession!.summary.id);
+    await created({ kind: 'token', id: bySession!.summary.id, name: 'legacy by session' }, byKey!.summary.id);
+    await attributeKeysFromAuditLog(db);
+    expect((await getToken(db, bySession!.summary.id)).made_by).toEqual({
+      kind: 'administrator',
+      id: ivy.id,
+      email: 'ivy@example.com',
+      role: 'admin',
+      removed: false,
+    });
+    expect((await getToken(db, byKey!.summary.id)).made_by).toMatchObject({ kind: 'administrator', id: ivy.id });
+    expect((await getToken(db, unnamed!.summary.id)).made_by.kind).toBe('operator');
   });
 
   it.runIf(backend === 'postgres')("a demotion or removal made by another process reaches this process's cached keys by NOTIFY", async () => {

@@ -534,7 +534,7 @@ function makersTable(tokens, admins, reload) {
                 label: 'Revoke all',
                 variant: 'danger-ghost',
                 size: 'sm',
-                ariaLabel: `Revoke every key of ${makerLabel(entry.maker)}`,
+                ariaLabel: `Revoke all keys of ${makerLabel(entry.maker)}`,
                 onClick: () => revokeAllOf(entry, reload),
               }),
             ]),
