@@ -76,7 +76,7 @@ export async function authenticateAdmin(request: FastifyRequest): Promise<AdminP
 const PERMISSION_WORDING: Record<Permission, string> = {
   read: 'read',
   write: 'make changes (owner or admin role)',
-  owner: 'manage administrators (owner role)',
+  owner: 'do this owner-only action (administrators, invitations, key transfers: owner role)',
   account: "change an administrator's own account",
 };
 
