@@ -18,6 +18,7 @@ import * as adminAccountsAudit from './migrations/0012-admin-accounts-audit.ts';
 import * as webhookTestDeliveries from './migrations/0013-webhook-test-deliveries.ts';
 import * as deliveryQueueHotClaims from './migrations/0015-delivery-queue-hot-claims.ts';
 import * as readCacheNotify from './migrations/0016-read-cache-notify.ts';
+import * as keyMakers from './migrations/0017-key-makers.ts';
 import * as endpointRecoveredAt from './migrations/0022-endpoint-recovered-at.ts';
 
 const migrations: Record<string, Migration> = {
@@ -34,6 +35,7 @@ const migrations: Record<string, Migration> = {
   '0013-webhook-test-deliveries': webhookTestDeliveries,
   '0015-delivery-queue-hot-claims': deliveryQueueHotClaims,
   '0016-read-cache-notify': readCacheNotify,
+  '0017-key-makers': keyMakers,
   '0022-endpoint-recovered-at': endpointRecoveredAt,
 };
 

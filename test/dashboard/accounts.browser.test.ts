@@ -350,6 +350,31 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     await owner.setViewportSize(DESKTOP);
   });
 
+  it("shows who made each key, and the owner transfers a maker's keys to another administrator in one step (decision 0026)", async () => {
+    await owner.evaluate(() => {
+      location.hash = '#/api-keys';
+    });
+    await heading(owner, 'API keys').waitFor();
+    const row = owner.locator('#api-keys-table tbody tr', { hasText: 'ERP production' });
+    await row.locator('.cell-maker', { hasText: OWNER }).waitFor();
+    const makers = owner.locator('#api-key-makers-table tbody tr', { hasText: OWNER });
+    await makers.waitFor();
+    await checkPage(owner, 'api keys with makers (owner)');
+    await makers.getByRole('button', { name: `Transfer the keys of ${OWNER}` }).click();
+    const dialog = owner.getByRole('dialog', { name: `Transfer the keys of ${OWNER}` });
+    await dialog.getByLabel('New maker').selectOption({ label: `${VIEWER} (viewer)` });
+    await checkPage(owner, 'transfer keys dialog');
+    await dialog.getByRole('button', { name: 'Transfer keys' }).click();
+    await row.locator('.cell-maker', { hasText: VIEWER }).waitFor();
+    await owner.locator('#api-key-makers-table tbody tr', { hasText: VIEWER }).waitFor();
+    // The viewer's page has no makers card: transferring is an owner's.
+    await viewer.evaluate(() => {
+      location.hash = '#/api-keys';
+    });
+    await viewer.locator('#api-keys-table tbody tr', { hasText: 'ERP production' }).locator('.cell-maker', { hasText: VIEWER }).waitFor();
+    expect(await viewer.locator('#api-key-makers-table').count()).toBe(0);
+  });
+
   it('logged no console error, found no axe violation and no sideways scrolling on any page shown', () => {
     expect(consoleErrors).toEqual([]);
     expect(a11yViolations).toEqual([]);

@@ -34,6 +34,7 @@ export const AUDIT_ACTIONS = [
   'key.rolled',
   'key.revoked',
   'key.updated',
+  'key.transferred',
   'endpoint.created',
   'endpoint.updated',
   'endpoint.enabled',

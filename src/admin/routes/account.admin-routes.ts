@@ -75,9 +75,13 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['Admin: administrators'];
   const id = (params: unknown) => (params as { id: string }).id;
 
-  app.get('/admins', { schema: { tags, summary: 'List administrators', response: { 200: data(Type.Array(AdminUserSchema)) } } }, async () => ({
-    data: await listAdminUsers(db),
-  }));
+  app.get(
+    '/admins',
+    { config: { permission: 'read' }, schema: { tags, summary: 'List administrators', response: { 200: data(Type.Array(AdminUserSchema)) } } },
+    async () => ({
+      data: await listAdminUsers(db),
+    }),
+  );
 
   app.get(
     '/admins/invitations',
@@ -177,7 +181,7 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/account/password',
     {
-      config: { permission: 'read', audit: 'admin.password_changed' },
+      config: { permission: 'account', audit: 'admin.password_changed' },
       schema: {
         tags,
         summary: "Change one's own password (dashboard sessions; other sessions end)",

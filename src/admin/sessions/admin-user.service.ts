@@ -11,6 +11,7 @@ import type {} from './admin-user.table.ts';
 import { ApiError, conflict, invalidParameter } from '../../shared/problem.ts';
 import type { AdminRole } from './admin-roles.ts';
 import { deleteSessionsOf } from './admin-session.service.ts';
+import { tokensChanged } from '../../db/read-cache-signals.ts';
 
 /** argon2id, 19 MiB, 2 passes, 1 lane: the OWASP Password Storage Cheat Sheet minimum. */
 const ARGON2_OPTIONS = {
@@ -159,7 +160,7 @@ async function otherOwners(db: Kysely<Database>, exceptId: string): Promise<numb
  * sessions end (they sign in again with the new rights). Returns the administrator before and after.
  */
 export async function changeAdminRole(db: Kysely<Database>, id: string, role: AdminRole): Promise<{ before: AdminUser; after: AdminUser }> {
-  return db.transaction().execute(async (trx) => {
+  const changed = await db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock(${OWNERS_LOCK_KEY}::bigint)`.execute(trx);
     const before = await findAdminUserById(trx, id);
     if (!before) throw new ApiError('not_found', `No administrator with id '${id}'.`);
@@ -172,11 +173,15 @@ export async function changeAdminRole(db: Kysely<Database>, id: string, role: Ad
     }
     return { before, after: (await findAdminUserById(trx, id))! };
   });
+  // Her keys act with her role (decision 0026): no cached key of hers outlives the change here;
+  // other processes hear of it by NOTIFY (migration 0017).
+  tokensChanged(db);
+  return changed;
 }
 
 /** Removes an administrator; their sessions end with them (cascade). 409 for the last owner. */
 export async function removeAdminUser(db: Kysely<Database>, id: string): Promise<AdminUser> {
-  return db.transaction().execute(async (trx) => {
+  const removed = await db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock(${OWNERS_LOCK_KEY}::bigint)`.execute(trx);
     const user = await findAdminUserById(trx, id);
     if (!user) throw new ApiError('not_found', `No administrator with id '${id}'.`);
@@ -187,6 +192,9 @@ export async function removeAdminUser(db: Kysely<Database>, id: string): Promise
     await trx.deleteFrom('admin_users').where('id', '=', id).execute();
     return user;
   });
+  // Her keys lose their write and admin powers at once (decision 0026), here and, by NOTIFY, elsewhere.
+  tokensChanged(db);
+  return removed;
 }
 
 /**

@@ -500,6 +500,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/api/v1/tokens/made-by/{maker}/transfer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Transfer every unrevoked key of a maker to another administrator (owner); from the next request they act with that administrator's role */
+        post: operations["post_admin_api_v1_tokens_made_by_maker_transfer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/tokens/made-by/{maker}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Revoke every unrevoked key of a maker in one step (owner) */
+        post: operations["post_admin_api_v1_tokens_made_by_maker_revoke"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/api/v1/products": {
         parameters: {
             query?: never;
@@ -4210,6 +4244,88 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    post_admin_api_v1_tokens_made_by_maker_transfer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description An administrator's id (a removed one too), or `operator` for keys made with the CLI */
+                maker: string | "operator";
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uuid
+                     * @description The administrator who becomes the maker of the keys
+                     */
+                    to_admin_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_tokens_made_by_maker_revoke: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description An administrator's id (a removed one too), or `operator` for keys made with the CLI */
+                maker: string | "operator";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     post_admin_api_v1_products: {
         parameters: {
             query?: never;
@@ -5946,7 +6062,7 @@ export interface operations {
             query?: {
                 /** @description Email of an administrator or name of an API token (exact, case-insensitive) */
                 actor?: string;
-                action?: "session.signed_in" | "session.sign_in_failed" | "session.signed_out" | "setup.completed" | "admin.invited" | "admin.invitation_revoked" | "admin.joined" | "admin.role_changed" | "admin.removed" | "admin.password_changed" | "admin.password_reset_issued" | "admin.password_reset" | "key.created" | "key.rolled" | "key.revoked" | "key.updated" | "endpoint.created" | "endpoint.updated" | "endpoint.enabled" | "endpoint.disabled" | "endpoint.deleted" | "endpoint.secret_rotated" | "endpoint.pinged" | "endpoint.test_event_sent" | "endpoint.replayed" | "deliveries.retried" | "store.written";
+                action?: "session.signed_in" | "session.sign_in_failed" | "session.signed_out" | "setup.completed" | "admin.invited" | "admin.invitation_revoked" | "admin.joined" | "admin.role_changed" | "admin.removed" | "admin.password_changed" | "admin.password_reset_issued" | "admin.password_reset" | "key.created" | "key.rolled" | "key.revoked" | "key.updated" | "key.transferred" | "endpoint.created" | "endpoint.updated" | "endpoint.enabled" | "endpoint.disabled" | "endpoint.deleted" | "endpoint.secret_rotated" | "endpoint.pinged" | "endpoint.test_event_sent" | "endpoint.replayed" | "deliveries.retried" | "store.written";
                 /** @description ISO 8601, inclusive */
                 from?: string;
                 /** @description ISO 8601, exclusive */

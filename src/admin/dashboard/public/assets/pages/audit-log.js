@@ -24,6 +24,7 @@ export const ACTION_LABELS = {
   'key.rolled': 'API key rolled',
   'key.revoked': 'API key revoked',
   'key.updated': 'API key changed',
+  'key.transferred': 'API keys transferred',
   'endpoint.created': 'Endpoint created',
   'endpoint.updated': 'Endpoint changed',
   'endpoint.enabled': 'Endpoint enabled',
