@@ -25,10 +25,11 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function buildTestApp(backend: Backend, env: Record<string, string> = {}): Promise<TestApp> {
+/** `now`: the app's clock (AppContext.now), for tests that move across TOTP time steps without sleeping. */
+export async function buildTestApp(backend: Backend, env: Record<string, string> = {}, options: { now?: () => number } = {}): Promise<TestApp> {
   const database = await openTestDatabase(backend);
   const config = loadConfig({ LOG_LEVEL: 'silent', SEED_DEMO: 'false', ...env });
-  const ctx: AppContext = { config, database, logger: pino({ level: 'silent' }) };
+  const ctx: AppContext = { config, database, logger: pino({ level: 'silent' }), now: options.now };
   const app = await buildApp(ctx);
   await app.ready();
   return {
