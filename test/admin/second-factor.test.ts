@@ -8,6 +8,7 @@
  * second factor to enrol first; removal; and no code or secret in the audit log.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
 import type { LightMyRequestResponse } from 'fastify';
 import { Secret, TOTP } from 'otpauth';
 import { backends } from '../helpers/test-database.ts';
@@ -15,6 +16,7 @@ import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { createAdminUser } from '../../src/admin/sessions/admin-user.service.ts';
 import { checkTotpCode } from '../../src/admin/sessions/second-factor.service.ts';
 import { createToken } from '../../src/tokens/token.service.ts';
+import { AUDIT_ACTIONS } from '../../src/admin/audit/audit-log.ts';
 
 const PASSWORD = 'correct horse battery';
 const STEP = 30_000;
@@ -46,6 +48,14 @@ describe('checkTotpCode (pure)', () => {
     expect(checkTotpCode(secret, codeAt(secret, START + 2 * STEP), START, null)).toEqual({ ok: false, reason: 'early' });
     expect(checkTotpCode(secret, codeAt(secret, START), START, step)).toEqual({ ok: false, reason: 'reused' });
     expect(checkTotpCode(secret, codeAt(secret, START - STEP), START, step - 1)).toEqual({ ok: false, reason: 'reused' });
+  });
+});
+
+describe('the audit log page', () => {
+  it("names every action the audit log records, the second factor's included", () => {
+    const page = readFileSync(new URL('../../src/admin/dashboard/public/assets/pages/audit-log.js', import.meta.url), 'utf8');
+    const labelled = [...page.matchAll(/^ {2}'([a-z_.]+)': '/gm)].map((m) => m[1]);
+    expect(labelled.sort()).toEqual([...AUDIT_ACTIONS].sort());
   });
 });
 
