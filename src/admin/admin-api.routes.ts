@@ -13,7 +13,7 @@
  *    (`request.audit` set by the handler, else the request body; secrets are dropped).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { authenticateAdmin, requirePermission } from './admin-auth.ts';
+import { authenticateAdmin, requireEnrolledWhenRequired, requirePermission } from './admin-auth.ts';
 import { PERMISSIONS, type Permission } from './sessions/admin-roles.ts';
 import { recordAudit, type AuditAction } from './audit/audit-log.ts';
 import { tokenAdminRoutes } from './routes/token.admin-routes.ts';
@@ -27,6 +27,7 @@ import { registerIdempotency } from './idempotency/idempotency.ts';
 import { accountAdminRoutes } from './routes/account.admin-routes.ts';
 import { auditAdminRoutes } from './routes/audit.admin-routes.ts';
 import { alertsAdminRoutes } from './routes/alerts.admin-routes.ts';
+import { secondFactorAdminRoutes } from './routes/second-factor.admin-routes.ts';
 
 /** What a handler tells the audit log about its action (all optional). */
 export interface AuditNote {
@@ -44,6 +45,8 @@ declare module 'fastify' {
     audit?: AuditAction;
     /** The target type named in the audit log (its id is params.id or the answer's data.id). */
     auditTarget?: string;
+    /** Reachable by a session whose administrator must still set up a required second factor. */
+    duringEnrolment?: boolean;
   }
   interface FastifyRequest {
     audit?: AuditNote;
@@ -105,6 +108,7 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   app.addHook('onRequest', async (request) => {
     await authenticateAdmin(request);
     requirePermission(request, request.routeOptions.config.permission!);
+    requireEnrolledWhenRequired(request, request.routeOptions.config?.duringEnrolment === true);
   });
   app.addHook('onSend', async (request, reply, payload) => {
     await recordWrite(request, reply.statusCode, payload);
@@ -122,4 +126,5 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(accountAdminRoutes);
   await app.register(auditAdminRoutes);
   await app.register(alertsAdminRoutes);
+  await app.register(secondFactorAdminRoutes);
 }

@@ -31,6 +31,11 @@ export interface AdminPrincipal {
   sessionId?: string;
   /** Who made the key (keys only). */
   maker?: TokenMaker;
+  /** Sessions only: when the session last proved its administrator (ms), for requireFreshProof. */
+  provenAtMs?: number | null;
+  /** Sessions only: whether the administrator has a second factor / the store requires one. */
+  secondFactor?: boolean;
+  secondFactorRequired?: boolean;
 }
 
 declare module 'fastify' {
@@ -69,8 +74,60 @@ export async function authenticateAdmin(request: FastifyRequest): Promise<AdminP
       `Missing or wrong CSRF token. Requests made with a dashboard session must send the session's token in the ${CSRF_HEADER} header.`,
     );
   }
-  request.admin = { kind: 'session', id: session.adminUserId, name: session.email, role: session.role, sessionId };
+  request.admin = {
+    kind: 'session',
+    id: session.adminUserId,
+    name: session.email,
+    role: session.role,
+    sessionId,
+    provenAtMs: session.provenAtMs,
+    secondFactor: session.secondFactor,
+    secondFactorRequired: session.secondFactorRequired,
+  };
   return request.admin;
+}
+
+/** The clock of second-factor time steps and fresh proofs (AppContext.now, default Date.now). */
+export function nowMs(request: FastifyRequest): number {
+  return (request.server.ctx.now ?? Date.now)();
+}
+
+/**
+ * When the owner requires a second factor, a signed-in administrator without one may do nothing
+ * but set one up (routes marked `config.duringEnrolment`), read who they are, and sign out: 403
+ * second_factor_enrolment_required. API keys have no second factor to set up and are not affected.
+ */
+export function requireEnrolledWhenRequired(request: FastifyRequest, allowedDuringEnrolment: boolean): void {
+  const admin = request.admin;
+  if (admin?.kind !== 'session' || allowedDuringEnrolment) return;
+  if (admin.secondFactorRequired && !admin.secondFactor) {
+    throw new ApiError(
+      'second_factor_enrolment_required',
+      'An owner requires a second factor of every administrator. Set one up first (Your account → Two-factor authentication, or POST /admin/api/v1/account/second-factor).',
+    );
+  }
+}
+
+/**
+ * The most sensitive actions (revealing a signing secret, minting a write or admin key, changing
+ * roles) need a session that proved its administrator within ADMIN_REAUTH_WINDOW_MS: signing in,
+ * or POST /account/reauthenticate with the password or a code. Else 403 reauthentication_required,
+ * which the dashboard answers by asking for the proof and retrying. Keys (API tokens) have no
+ * session to prove; what they may reach is the key authorization's business (decision 0028).
+ */
+export function requireFreshProof(request: FastifyRequest, what: string): void {
+  const admin = request.admin;
+  if (admin?.kind !== 'session') return;
+  const windowMs = request.server.ctx.config.ADMIN_REAUTH_WINDOW_MS;
+  const proven = admin.provenAtMs;
+  const now = nowMs(request);
+  // A proof from "the future" (a clock set back) counts as none.
+  if (proven === null || proven === undefined || now - proven > windowMs || now < proven - 60_000) {
+    throw new ApiError(
+      'reauthentication_required',
+      `Confirm it is you before ${what}: send your password or a second-factor code to POST /admin/api/v1/account/reauthenticate, then retry. A proof counts for ${Math.round(windowMs / 60_000)} minutes.`,
+    );
+  }
 }
 
 const PERMISSION_WORDING: Record<Permission, string> = {

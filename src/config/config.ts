@@ -144,6 +144,12 @@ export const EnvSchema = Type.Object({
   COOKIE_SECURE: Bool(false, 'Mark the dashboard session cookie Secure (set when served over HTTPS)'),
   ADMIN_SIGN_IN_MAX_FAILURES: Int(5, 1, 1000, 'Failed dashboard sign-ins per email and client address before sign-in is refused for a while'),
   ADMIN_SIGN_IN_WINDOW_MS: Int(900_000, 1000, 86_400_000, 'Window over which failed dashboard sign-ins are counted'),
+  ADMIN_REAUTH_WINDOW_MS: Int(
+    300_000,
+    10_000,
+    3_600_000,
+    'How long a dashboard sign-in, password or second-factor code counts as a fresh proof for revealing a signing secret, minting a write or admin key, changing roles',
+  ),
   ADMIN_SETUP_LINK_TTL_MS: Int(3_600_000, 60_000, 604_800_000, 'How long the one-time first-administrator setup link printed at start stays valid'),
   ADMIN_INVITATION_TTL_MS: Int(604_800_000, 60_000, 2_592_000_000, 'How long a one-time invitation link for a new administrator stays valid'),
   ADMIN_PASSWORD_RESET_TTL_MS: Int(3_600_000, 60_000, 604_800_000, 'How long a one-time password-reset link an owner issued stays valid'),

@@ -304,7 +304,7 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
       else await viewer.locator('.page-title-url').waitFor();
       await viewer.waitForFunction(() => !document.querySelector('.loading-block'));
       expect(await viewer.locator('.requires-write:visible').count(), hash).toBe(0);
-      expect(await viewer.getByRole('button', { name: /Create|Add endpoint|Revoke|Roll|Retry|Invite|Remove|Send ping|Rotate|Reveal/ }).count(), hash).toBe(0);
+      expect(await viewer.getByRole('button', { name: /Create|Add endpoint|Revoke|Roll|Retry|Invite|Remove|Send ping|Rotate|Reveal|Copy/ }).count(), hash).toBe(0);
       await checkPage(viewer, `viewer ${hash} (390)`);
     }
     await viewer.goto(`${server.url}/admin#/api-keys`);

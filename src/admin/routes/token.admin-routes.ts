@@ -27,6 +27,13 @@ import { findAdminUserById } from '../sessions/admin-user.service.ts';
 import type { AdminPrincipal } from '../admin-auth.ts';
 import { parseIsoTimestamp } from '../../shared/time.ts';
 import { ApiError, invalidParameter } from '../../shared/problem.ts';
+import { READ_SCOPES } from '../../resources/registry.ts';
+import { requireFreshProof } from '../admin-auth.ts';
+
+/** Whether a key with `scopes` may write or administer (anything beyond reading store data). */
+function writesOrAdministers(scopes: readonly string[] | undefined): boolean {
+  return (scopes ?? []).some((scope) => !(READ_SCOPES as readonly string[]).includes(scope));
+}
 
 const ScopeSchema = Type.Unsafe<(typeof SCOPES)[number]>({ type: 'string', enum: [...SCOPES] });
 const RateLimit = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000 }), Type.Null()]);
@@ -106,6 +113,7 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
     async (request, reply) => {
       const body = request.body as typeof CreateTokenBody.static;
       if (!body.name.trim()) throw invalidParameter('body.name', 'must not be blank');
+      if (writesOrAdministers(body.scopes)) requireFreshProof(request, 'creating a key that can write or administer');
       let expiresAt: string | null = null;
       if (body.expires_at) {
         expiresAt = parseIsoTimestamp(body.expires_at) ?? null;
@@ -172,6 +180,9 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const overlap = (request.body as typeof RollBody.static | undefined)?.overlap_seconds ?? 86_400;
+      if (writesOrAdministers((await getToken(db, id(request.params))).scopes)) {
+        requireFreshProof(request, 'rolling a key that can write or administer (its new secret is shown)');
+      }
       const { token, summary } = await rollToken(db, id(request.params), overlap * 1000);
       request.audit = {
         target: { type: 'key', id: summary.id },

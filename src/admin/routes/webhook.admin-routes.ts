@@ -10,6 +10,7 @@ import { EVENT_TYPES } from '../../events/event-log.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../../webhooks/webhook-delivery.repository.ts';
 import { exampleEvent } from '../../api/openapi-examples.ts';
 import type { FeedEventType } from '../../resources/registry.ts';
+import { requireFreshProof } from '../admin-auth.ts';
 
 const strict = { additionalProperties: false } as const;
 const Uuid = Type.String({ format: 'uuid' });
@@ -162,7 +163,10 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/webhooks/endpoints/:id/secret',
     { config: { permission: 'write' }, schema: { tags, summary: 'The signing secret (owner or admin role)', params: IdParam } },
-    async (req) => ({ data: await webhooks.getSecret(id(req.params)) }),
+    async (req) => {
+      requireFreshProof(req, 'revealing a signing secret');
+      return { data: await webhooks.getSecret(id(req.params)) };
+    },
   );
   app.post(
     '/webhooks/endpoints/:id/rotate-secret',
@@ -170,7 +174,10 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
       config: { permission: 'write', audit: 'endpoint.secret_rotated', auditTarget: 'endpoint' },
       schema: { tags, summary: 'New secret; the old one signs too until previous_secret_expires_at', params: IdParam },
     },
-    async (req) => ({ data: await webhooks.rotateSecret(id(req.params)) }),
+    async (req) => {
+      requireFreshProof(req, 'rotating a signing secret (the new one is shown)');
+      return { data: await webhooks.rotateSecret(id(req.params)) };
+    },
   );
   app.post(
     '/webhooks/endpoints/:id/ping',

@@ -33,6 +33,7 @@ const USER_COLUMNS = [
   sql<AdminRole>`role`.as('role'),
   sql<string>`iso_utc(created_at)`.as('created_at'),
   sql<string | null>`iso_utc(last_sign_in_at)`.as('last_sign_in_at'),
+  sql<boolean>`totp_secret IS NOT NULL`.as('second_factor'),
 ] as const;
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -43,6 +44,8 @@ export interface AdminUser {
   role: AdminRole;
   created_at: string;
   last_sign_in_at: string | null;
+  /** Whether a second factor (TOTP) is set up (migration 0019). */
+  second_factor: boolean;
 }
 
 /** The one normal form of an email address: trimmed, lower case. */
@@ -124,8 +127,16 @@ export async function countAdminUsers(db: Kysely<Database>): Promise<number> {
  */
 let decoyHash: Promise<string> | undefined;
 
-/** The administrator whose email and password these are, or undefined. */
-export async function verifyAdminCredentials(db: Kysely<Database>, email: string, password: string): Promise<AdminUser | undefined> {
+/**
+ * The administrator whose email and password these are, or undefined. `touch: false` leaves
+ * last_sign_in_at alone (a second factor still has to be checked: `touchSignIn` once it is).
+ */
+export async function verifyAdminCredentials(
+  db: Kysely<Database>,
+  email: string,
+  password: string,
+  { touch = true }: { touch?: boolean } = {},
+): Promise<AdminUser | undefined> {
   if (password.length > MAX_PASSWORD_LENGTH) return undefined;
   const row = await db.selectFrom('admin_users').select(['id', 'email', 'password_hash']).where('email', '=', normalizeEmail(email)).executeTakeFirst();
   if (!row) {
@@ -134,8 +145,20 @@ export async function verifyAdminCredentials(db: Kysely<Database>, email: string
     return undefined;
   }
   if (!(await verify(row.password_hash, password))) return undefined;
-  await db.updateTable('admin_users').set({ last_sign_in_at: sql<string>`now()` }).where('id', '=', row.id).execute();
+  if (touch) await touchSignIn(db, row.id);
   return findAdminUser(db, row.email);
+}
+
+/** Records a completed sign-in (the administrators list shows it). */
+export async function touchSignIn(db: Kysely<Database>, adminUserId: string): Promise<void> {
+  await db.updateTable('admin_users').set({ last_sign_in_at: sql<string>`now()` }).where('id', '=', adminUserId).execute();
+}
+
+/** Whether `password` is the administrator's (a fresh proof); false for unknown ids. */
+export async function passwordMatches(db: Kysely<Database>, adminUserId: string, password: string): Promise<boolean> {
+  if (password.length > MAX_PASSWORD_LENGTH) return false;
+  const row = await db.selectFrom('admin_users').select('password_hash').where('id', '=', adminUserId).executeTakeFirst();
+  return row ? verify(row.password_hash, password) : false;
 }
 
 export async function findAdminUserById(db: Kysely<Database>, id: string): Promise<AdminUser | undefined> {
