@@ -76,7 +76,10 @@ class AmqpConnection implements BrokerConnection {
     try {
       await channel.checkExchange(this.#destination.exchange);
     } catch (error) {
-      throw new BrokerFailure('broker_rejected', `exchange '${this.#destination.exchange}' not found in virtual host '${this.#destination.vhost}' (${messageOf(error)})`);
+      throw new BrokerFailure(
+        'broker_rejected',
+        `exchange '${this.#destination.exchange}' not found in virtual host '${this.#destination.vhost}' (${messageOf(error)})`,
+      );
     }
     this.#channel = channel;
   }

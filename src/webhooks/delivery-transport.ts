@@ -146,7 +146,14 @@ export class DeliveryTransport {
         }),
         deadline,
       ]);
-      return { outcome: 'success', statusCode: null, responseExcerpt: null, error: null, retryAfterMs: null, durationMs: Math.round(performance.now() - started) };
+      return {
+        outcome: 'success',
+        statusCode: null,
+        responseExcerpt: null,
+        error: null,
+        retryAfterMs: null,
+        durationMs: Math.round(performance.now() - started),
+      };
     } catch (error) {
       // A connection that failed a publish may be broken in ways its events did not show (a lost
       // confirm, a hung socket): the next attempt starts on a new one.

@@ -17,11 +17,7 @@ export const connectNats: BrokerConnector = async (destination, address, timeout
   // just before); plain connections go to the address the policy allowed.
   const host = destination.tls ? destination.host : address;
   const server = host.includes(':') ? `[${host}]:${destination.port}` : `${host}:${destination.port}`;
-  const auth = destination.password
-    ? { user: destination.username, pass: destination.password }
-    : destination.username
-      ? { token: destination.username }
-      : {};
+  const auth = destination.password ? { user: destination.username, pass: destination.password } : destination.username ? { token: destination.username } : {};
   let connection: NatsConnection;
   try {
     connection = await connect({

@@ -99,7 +99,8 @@ export function parseBrokerUrl(url: string): BrokerDestination {
   if (parsed.hash) throw new WebhookUrlError('must not have a fragment');
   const names = [...parsed.searchParams.keys()];
   const credential = names.find((n) => CREDENTIAL_PARAMS.test(n));
-  if (credential) throw new WebhookUrlError(`must not carry credentials in the query string ('${credential}'): put them in the user-info part, user:password@host`);
+  if (credential)
+    throw new WebhookUrlError(`must not carry credentials in the query string ('${credential}'): put them in the user-info part, user:password@host`);
   const allowed = scheme.kind === 'amqp' ? ['exchange'] : [];
   const unknown = names.find((n) => !allowed.includes(n));
   if (unknown) {
@@ -137,7 +138,8 @@ export function parseBrokerUrl(url: string): BrokerDestination {
   if (scheme.kind === 'mqtt') {
     const topic = prefix.replace(/\/+$/, '');
     if (!topic) throw new WebhookUrlError('an MQTT URL needs a topic prefix as its path: mqtt://host:1883/<prefix>');
-    if (/[+#\u0000]/.test(topic) || topic.startsWith('$')) throw new WebhookUrlError("the topic prefix must not hold the wildcards '+' or '#', nor start with '$'");
+    if (/[+#]/.test(topic) || topic.includes(String.fromCharCode(0)) || topic.startsWith('$'))
+      throw new WebhookUrlError("the topic prefix must not hold the wildcards '+' or '#', nor start with '$'");
     return { ...base, vhost: '', exchange: '', prefix: topic };
   }
   if (!prefix) throw new WebhookUrlError('a NATS URL needs a subject prefix as its path: nats://host:4222/<prefix>');

@@ -57,7 +57,8 @@ describe.each(backends)('broker destinations (%s)', (backend) => {
       const n = 12;
       const attempts = waitForAttempts(kit.worker, 3 * n, (r) => [toAmqp.id, toMqtt.id, toNats.id].includes(r.endpointId), 90_000);
       const ids: string[] = [];
-      for (let i = 0; i < n; i++) ids.push(((await createCustomer(kit.t.database.db, { name: `Broker ${i}`, email: `broker${i}@example.com` })) as { id: string }).id);
+      for (let i = 0; i < n; i++)
+        ids.push(((await createCustomer(kit.t.database.db, { name: `Broker ${i}`, email: `broker${i}@example.com` })) as { id: string }).id);
       const reports = await attempts;
       expect(reports.filter((r) => r.result.outcome !== 'success').map((r) => r.result)).toEqual([]);
       await amqp.log.waitFor((l) => l.distinct().size >= n);
@@ -111,13 +112,29 @@ describe.each(backends)('broker destinations (%s)', (backend) => {
     try {
       const cases = [
         { url: `amqp://${RABBITMQ.host}:${nowhere}/?exchange=x`, outcome: 'connection_error', error: /ECONNREFUSED/ },
-        { url: `amqp://guest:not-the-Pa55word@${RABBITMQ.host}:${RABBITMQ.port}/?exchange=${amqp.exchange}`, outcome: 'connection_error', error: /refused the credentials/ },
-        { url: `amqp://guest:guest@${RABBITMQ.host}:${RABBITMQ.port}/?exchange=no-such-exchange-${Date.now()}`, outcome: 'broker_rejected', error: /exchange 'no-such-exchange-\d+' not found/ },
-        { url: `amqp://guest:guest@${RABBITMQ.host}:${RABBITMQ.port}/?exchange=${unbound}`, outcome: 'broker_rejected', error: /unroutable: no queue is bound/ },
+        {
+          url: `amqp://guest:not-the-Pa55word@${RABBITMQ.host}:${RABBITMQ.port}/?exchange=${amqp.exchange}`,
+          outcome: 'connection_error',
+          error: /refused the credentials/,
+        },
+        {
+          url: `amqp://guest:guest@${RABBITMQ.host}:${RABBITMQ.port}/?exchange=no-such-exchange-${Date.now()}`,
+          outcome: 'broker_rejected',
+          error: /exchange 'no-such-exchange-\d+' not found/,
+        },
+        {
+          url: `amqp://guest:guest@${RABBITMQ.host}:${RABBITMQ.port}/?exchange=${unbound}`,
+          outcome: 'broker_rejected',
+          error: /unroutable: no queue is bound/,
+        },
         { url: `mqtt://${MOSQUITTO.host}:${nowhere}/store-test`, outcome: 'connection_error', error: /ECONNREFUSED/ },
         { url: `mqtt://${MOSQUITTO.host}:${MOSQUITTO.port}/store-test-nobody-${Date.now()}`, outcome: 'broker_rejected', error: /no subscriber matches topic/ },
         { url: `nats://${NATS.host}:${nowhere}/store_test`, outcome: 'connection_error', error: /CONNECTION_REFUSED|ECONNREFUSED|refused/i },
-        { url: `nats://${NATS.host}:${NATS.port}/store_test_nostream_${Date.now()}`, outcome: 'broker_rejected', error: /no JetStream stream captures subject/ },
+        {
+          url: `nats://${NATS.host}:${NATS.port}/store_test_nostream_${Date.now()}`,
+          outcome: 'broker_rejected',
+          error: /no JetStream stream captures subject/,
+        },
       ];
       for (const c of cases) {
         const endpoint = await kit.createEndpoint(c.url, { event_types: ['customer.created'] });
@@ -192,7 +209,9 @@ describe.each(backends)('broker destinations (%s)', (backend) => {
     const amqp = await amqpConsumer();
     try {
       const deliverOne = async () => {
-        const endpoint = await kit.createEndpoint(`amqp://guest:guest@127.0.0.1:${proxy.port}/?exchange=${amqp.exchange}`, { event_types: ['customer.created'] });
+        const endpoint = await kit.createEndpoint(`amqp://guest:guest@127.0.0.1:${proxy.port}/?exchange=${amqp.exchange}`, {
+          event_types: ['customer.created'],
+        });
         const attempt = waitForAttempts(kit.worker, 1, (r) => r.endpointId === endpoint.id);
         await createCustomer(kit.t.database.db, { name: 'Pooled' });
         expect((await attempt)[0]!.result.outcome).toBe('success');
