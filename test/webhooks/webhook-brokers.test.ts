@@ -86,9 +86,11 @@ describe.each(backends)('broker destinations (%s)', (backend) => {
       });
 
       // A test event and a ping go out the same way, marked as a test by a header.
+      const testSent = waitForAttempts(kit.worker, 1, (r) => r.endpointId === toNats.id);
       const test = await kit.api('POST', `/webhooks/endpoints/${toNats.id}/test-events`, { type: 'customer.created' });
       expect(test.status).toBe(202);
-      const [testAttempt] = await waitForAttempts(kit.worker, 1, (r) => r.deliveryId === test.body.data.delivery_id);
+      const [testAttempt] = await testSent;
+      expect(testAttempt!.deliveryId).toBe(test.body.data.delivery_id);
       expect(testAttempt!.result.outcome).toBe('success');
       await nats.readAll();
       const testMessage = nats.log.messages.find((m) => m.headers['webhook-id'] === test.body.data.event_id)!;
