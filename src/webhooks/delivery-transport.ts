@@ -235,7 +235,7 @@ function classify(error: unknown): AttemptOutcome {
 
 function messageOf(error: unknown): string {
   const err = error as NodeJS.ErrnoException;
-  if (err instanceof BrokerFailure) return err.message;
+  if (err instanceof BrokerFailure || err?.code === 'EWEBHOOKPRIVATE') return err.message;
   return [err?.code, err?.message ?? String(error)].filter(Boolean).join(': ');
 }
 

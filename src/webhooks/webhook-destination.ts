@@ -66,14 +66,16 @@ export const REDACTED_PASSWORD = '****';
 
 /**
  * `url` as it may be shown after creation: the password of a broker URL replaced by `****` (the
- * user name stays, so an admin can tell which account it uses). HTTP URLs never carry credentials.
+ * user name stays, so an admin can tell which account it uses), and a NATS token (a user name
+ * without a password) too. HTTP URLs never carry credentials.
  */
 export function redactDestinationUrl(url: string): string {
   if (!isBrokerUrl(url)) return url;
   try {
     const parsed = new URL(url);
-    if (!parsed.password) return url;
-    parsed.password = REDACTED_PASSWORD;
+    if (parsed.password) parsed.password = REDACTED_PASSWORD;
+    else if (parsed.username && destinationKind(url) === 'nats') parsed.username = REDACTED_PASSWORD;
+    else return url;
     return parsed.toString();
   } catch {
     // A stored URL was validated, so this is not reached; say nothing of it rather than leak it.
