@@ -139,6 +139,8 @@ export interface WebhookWorkerOptions {
   workerId?: string;
   /** PostgreSQL URL to LISTEN on for wake-ups; default DATABASE_URL (PostgreSQL back end only). */
   listenUrl?: string;
+  /** How often pooled broker connections are checked against their endpoints; default BROKER_RECONCILE_MS. */
+  brokerReconcileMs?: number;
 }
 
 /** Starts the poller and dispatcher of this process. */
@@ -173,6 +175,7 @@ class DeliveryWorker implements WebhookWorker {
   /** Breaker openings this worker has settled so far (see EndpointSlots.openedAt). */
   #breakerVerdicts = 0;
   readonly #transport: DeliveryTransport;
+  readonly #brokerReconcileMs: number;
   #brokersReconciledAt = 0;
   readonly #pollWake = new Wakeable();
   readonly #dispatchWake = new Wakeable();
@@ -212,6 +215,7 @@ class DeliveryWorker implements WebhookWorker {
   constructor(ctx: AppContext, options: WebhookWorkerOptions) {
     this.#ctx = ctx;
     this.#clock = options.clock ?? Date.now;
+    this.#brokerReconcileMs = options.brokerReconcileMs ?? BROKER_RECONCILE_MS;
     this.id = options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.#listenUrl = ctx.database.backend === 'postgres' ? (options.listenUrl ?? ctx.config.DATABASE_URL) : undefined;
     this.#retry = { scheduleMs: ctx.config.webhookRetryScheduleMs };
@@ -598,11 +602,11 @@ class DeliveryWorker implements WebhookWorker {
     });
   }
 
-  /** Closes pooled broker connections whose endpoint changed, was disabled or deleted (every BROKER_RECONCILE_MS). */
+  /** Closes pooled broker connections whose endpoint changed, was disabled or deleted (every brokerReconcileMs). */
   async #reconcileBrokers(): Promise<void> {
     const pooled = this.#transport.brokerEndpoints();
     const now = this.#clock();
-    if (pooled.size === 0 || now - this.#brokersReconciledAt < BROKER_RECONCILE_MS) return;
+    if (pooled.size === 0 || now - this.#brokersReconciledAt < this.#brokerReconcileMs) return;
     this.#brokersReconciledAt = now;
     await this.#transport.reconcile(await enabledEndpointUrls(this.#ctx.database.db, [...pooled.keys()]));
   }

@@ -13,6 +13,8 @@ import { Webhook } from 'standardwebhooks';
 import { backends } from '../helpers/test-database.ts';
 import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { createCustomer } from '../../src/customers/customer.service.ts';
+import { sql } from 'kysely';
+import { startWebhookWorker, type WebhookWorker } from '../../src/webhooks/webhook-worker.ts';
 import { waitForAttempts, webhookTestKit, type WebhookTestKit } from './webhook-test-kit.ts';
 import { amqpConsumer, mqttConsumer, natsConsumer, sparePort, TcpProxy, RABBITMQ, MOSQUITTO, NATS, type MessageLog } from './broker-kit.ts';
 
@@ -206,27 +208,50 @@ describe.each(backends)('broker destinations (%s)', (backend) => {
     }
   });
 
-  it('closes broker connections when the endpoint is deleted and when the worker stops (runs last: it stops the worker)', { timeout: 60_000 }, async () => {
+  it('closes broker connections at once when the endpoint is deleted or changed in this process, within the reconcile interval when elsewhere, and when the worker stops (runs last: it stops the workers)', {
+    timeout: 60_000,
+  }, async () => {
     const proxy = await new TcpProxy(RABBITMQ).start();
     const amqp = await amqpConsumer();
+    // One worker that learns of changes only in-process (its reconcile interval is an hour).
+    await kit.worker.stop();
+    const worker = await startWebhookWorker(kit.t.ctx, { listenUrl: kit.t.database.url, brokerReconcileMs: 3_600_000 });
+    let elsewhere: WebhookWorker | undefined;
     try {
-      const deliverOne = async () => {
+      const deliverOne = async (w: WebhookWorker) => {
         const endpoint = await kit.createEndpoint(`amqp://guest:guest@127.0.0.1:${proxy.port}/?exchange=${amqp.exchange}`, {
           event_types: ['customer.created'],
         });
-        const attempt = waitForAttempts(kit.worker, 1, (r) => r.endpointId === endpoint.id);
+        const attempt = waitForAttempts(w, 1, (r) => r.endpointId === endpoint.id);
         await createCustomer(kit.t.database.db, { name: 'Pooled' });
         expect((await attempt)[0]!.result.outcome).toBe('success');
-        expect(proxy.open).toBe(1);
         return endpoint;
       };
-      const deleted = await deliverOne();
+      const deleted = await deliverOne(worker);
+      expect(proxy.open).toBe(1);
       expect((await kit.t.app.inject({ method: 'DELETE', url: `/admin/api/v1/webhooks/endpoints/${deleted.id}`, headers: kit.admin })).statusCode).toBe(200);
       await waitUntil(() => proxy.open === 0);
-      await deliverOne();
-      await kit.worker.stop();
+      const disabled = await deliverOne(worker);
+      expect(proxy.open).toBe(1);
+      await kit.api('PATCH', `/webhooks/endpoints/${disabled.id}`, { enabled: false });
+      await waitUntil(() => proxy.open === 0);
+
+      // A change made where the worker does not hear it (another process): the row is changed
+      // directly, and the worker's reconcile (every poll here) closes the connection.
+      elsewhere = await startWebhookWorker(kit.t.ctx, { listenUrl: kit.t.database.url, brokerReconcileMs: 0 });
+      await worker.stop();
+      const changed = await deliverOne(elsewhere);
+      await waitUntil(() => proxy.open === 1);
+      await sql`UPDATE webhook_endpoints SET enabled = false WHERE id = ${changed.id}::uuid`.execute(kit.t.database.db);
+      await waitUntil(() => proxy.open === 0);
+
+      await deliverOne(elsewhere);
+      await waitUntil(() => proxy.open === 1);
+      await elsewhere.stop();
       await waitUntil(() => proxy.open === 0);
     } finally {
+      await worker.stop();
+      await elsewhere?.stop();
       await proxy.close();
       await amqp.close();
     }
