@@ -165,6 +165,47 @@ describe.each(backends)('broker destinations (%s)', (backend) => {
     }
   });
 
+  it('dead-letters after the last retry, and a bulk retry and a replay deliver once the stream exists; stats count the attempts', {
+    timeout: 90_000,
+  }, async () => {
+    const prefix = `store_test_dead_${Date.now()}`;
+    const endpoint = await kit.createEndpoint(`nats://${NATS.host}:${NATS.port}/${prefix}`, { event_types: ['customer.created'] });
+    const six = waitForAttempts(kit.worker, 6, (r) => r.endpointId === endpoint.id, 60_000);
+    const customer = (await createCustomer(kit.t.database.db, { name: 'Dead letter' })) as { id: string };
+    const attempts = await six;
+    expect(attempts.map((r) => r.settlement?.status)).toEqual(['failed', 'failed', 'failed', 'failed', 'failed', 'dead']);
+    expect(attempts.every((r) => r.result.outcome === 'broker_rejected')).toBe(true);
+
+    const nats = await natsConsumer(NATS.port, prefix);
+    try {
+      const retried = waitForAttempts(kit.worker, 1, (r) => r.endpointId === endpoint.id);
+      const bulk = await kit.api('POST', '/webhooks/deliveries/retry', { endpoint_id: endpoint.id, all_dead: true });
+      expect(bulk.body.data).toEqual({ retried: 1 });
+      expect((await retried)[0]).toMatchObject({ result: { outcome: 'success' }, settlement: { status: 'succeeded' } });
+
+      const replayed = waitForAttempts(kit.worker, 1, (r) => r.endpointId === endpoint.id);
+      // The replay's range holds just this event: from its instant to the next millisecond.
+      const createdAt = (await kit.api('GET', `/webhooks/deliveries/${attempts[0]!.deliveryId}`)).body.data.event.created_at as string;
+      const to = new Date(Math.floor(Date.parse(createdAt)) + 1).toISOString();
+      const replay = await kit.api('POST', `/webhooks/endpoints/${endpoint.id}/replay`, { from: createdAt, to });
+      expect(replay.body.data).toEqual({ queued: 1 });
+      expect((await replayed)[0]!.result.outcome).toBe('success');
+
+      await nats.readAll();
+      // The retried dead letter and the replay: two deliveries of the one event, each signed, the same event id.
+      expect(nats.log.messages).toHaveLength(2);
+      for (const m of nats.log.messages) {
+        expect(new Webhook(endpoint.secret).verify(m.body, m.headers)).toMatchObject({ type: 'customer.created', data: { id: customer.id } });
+      }
+      expect(nats.log.distinct().size).toBe(1);
+      const stats = await kit.api('GET', `/webhooks/endpoints/${endpoint.id}/stats`);
+      expect(stats.body.data.last_24h).toMatchObject({ attempts: 8, succeeded: 2 });
+      await kit.api('PATCH', `/webhooks/endpoints/${endpoint.id}`, { enabled: false });
+    } finally {
+      await nats.close();
+    }
+  });
+
   it('never shows the password after creation: admin API, deliveries and audit log; an edit sent back as shown keeps it', { timeout: 60_000 }, async () => {
     const proxy = await new TcpProxy(RABBITMQ).start();
     const amqp = await amqpConsumer();
