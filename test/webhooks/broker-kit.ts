@@ -8,7 +8,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter, once } from 'node:events';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, connect as tcpConnect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -181,7 +181,10 @@ export class BrokerProcess {
     readonly command: string,
     readonly args: (dir: string) => string[],
     readonly ready: RegExp,
-  ) {}
+  ) {
+    // Started as root, mosquitto drops to its own user: its store must stay writable.
+    chmodSync(this.dir, 0o777);
+  }
 
   async start(): Promise<void> {
     const child = spawn(this.command, this.args(this.dir), { stdio: ['ignore', 'pipe', 'pipe'] });
