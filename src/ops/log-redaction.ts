@@ -42,10 +42,11 @@ export const SECRET_QUERY_PARAMS = [
 
 /**
  * Values that are credentials wherever they appear: our API tokens (`sia_`), webhook secrets
- * (`whsec_`), JWTs, and other services' well-known token prefixes.
+ * (`whsec_`), JWTs, other services' well-known token prefixes, and the password of a broker URL
+ * (`amqp://user:<password>@…`, mqtt, nats: an endpoint URL's credentials, decision 0031).
  */
 const SECRET_VALUE =
-  /(?:sia_|whsec_|sk_live_|sk_test_|rk_live_|ghp_|gho_|github_pat_|xox[abpr]-|AKIA)[A-Za-z0-9_\-+/=.%]*|eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]*)?/g;
+  /(?:sia_|whsec_|sk_live_|sk_test_|rk_live_|ghp_|gho_|github_pat_|xox[abpr]-|AKIA)[A-Za-z0-9_\-+/=.%]*|eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]*)?|(?<=(?:amqps?|mqtts?|nats(?:\+tls)?):\/\/[^\s/:@]*:)[^\s/@]+(?=@)/g;
 
 /**
  * A long run (32+) of letters and digits with several upper-case and several lower-case letters:

@@ -8,6 +8,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { WriteContext } from '../db/write-clock.ts';
 import './webhook.tables.ts';
+import { redactDestinationUrl } from './webhook-destination.ts';
 
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed', 'dead'] as const;
 /** pending: not tried yet (or retried by hand); failed: last attempt failed, retry scheduled; dead: dead letter. */
@@ -60,7 +61,8 @@ export function deliveryRowToDelivery(row: WebhookDelivery): WebhookDelivery {
     event_id: row.event_id,
     event_type: row.event_type,
     endpoint_id: row.endpoint_id,
-    endpoint_url: row.endpoint_url,
+    // A broker URL's password is never shown after creation (decision 0031).
+    endpoint_url: redactDestinationUrl(row.endpoint_url),
     status: row.status,
     attempt_count: row.attempt_count,
     next_attempt_at: row.next_attempt_at,

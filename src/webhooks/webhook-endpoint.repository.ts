@@ -7,13 +7,17 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { WriteContext } from '../db/write-clock.ts';
 import './webhook.tables.ts';
+import { destinationKind, redactDestinationUrl, type DestinationKind } from './webhook-destination.ts';
 
 export type EndpointState = 'active' | 'paused' | 'disabled';
 
-/** An endpoint as the admin API shows it (never with its secret). */
+/** An endpoint as the admin API shows it (never with its secret, nor a broker URL's password). */
 export interface WebhookEndpoint {
   id: string;
+  /** The URL; a broker URL's password reads `****` (decision 0031). */
   url: string;
+  /** Where deliveries go, from the URL's scheme: an HTTPS receiver or a broker. */
+  destination: DestinationKind;
   description: string | null;
   event_types: string[];
   enabled: boolean;
@@ -58,7 +62,8 @@ export function endpointRowToEndpoint(row: EndpointRow, now: number, breakerThre
   const paused = (row.paused_until_ms !== null && row.paused_until_ms > now) || row.consecutive_failures >= breakerThreshold;
   return {
     id: row.id,
-    url: row.url,
+    url: redactDestinationUrl(row.url),
+    destination: destinationKind(row.url),
     description: row.description,
     event_types: row.event_types,
     enabled: row.enabled,
@@ -137,6 +142,12 @@ export async function updateEndpoint(db: Kysely<Database>, id: string, patch: En
   return Number(result.numAffectedRows ?? 0) > 0;
 }
 
+/** The URL of endpoint `id` as stored (with a broker URL's password), or undefined. */
+export async function findEndpointUrl(db: Kysely<Database>, id: string): Promise<string | undefined> {
+  const { rows } = await sql<{ url: string }>`SELECT url FROM webhook_endpoints WHERE id = ${id}::uuid`.execute(db);
+  return rows[0]?.url;
+}
+
 export async function findEndpointSecrets(db: Kysely<Database>, id: string): Promise<EndpointSecrets | undefined> {
   const { rows } = await sql<EndpointSecrets>`
     SELECT secret, previous_secret, iso_utc(previous_secret_expires_at) AS previous_secret_expires_at
@@ -173,4 +184,13 @@ export async function deleteEndpointCascade(db: Kysely<Database>, id: string): P
     await sql`DELETE FROM webhook_endpoints WHERE id = ${id}::uuid`.execute(trx);
     return Object.fromEntries(counts.map((c) => [c.status, c.n]));
   });
+}
+
+/** The URLs of those of `ids` that exist and are enabled (endpoint id → URL). */
+export async function enabledEndpointUrls(db: Kysely<Database>, ids: readonly string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await sql<{ id: string; url: string }>`
+    SELECT id, url FROM webhook_endpoints WHERE id = ANY(${[...ids]}::uuid[]) AND enabled
+  `.execute(db);
+  return new Map(rows.map((r) => [r.id, r.url]));
 }

@@ -21,8 +21,21 @@ export const MAX_RESPONSE_BYTES = 64 * 1024;
 /** Characters of the response body kept with the attempt (2 kB). */
 export const RESPONSE_EXCERPT_CHARS = 2048;
 
-export const ATTEMPT_OUTCOMES = ['success', 'http_error', 'timeout', 'connection_error', 'response_too_large', 'blocked_address', 'abandoned'] as const;
-/** How an attempt ended; `abandoned`: the worker that made it stopped before recording it (lease expired). */
+export const ATTEMPT_OUTCOMES = [
+  'success',
+  'http_error',
+  'timeout',
+  'connection_error',
+  'response_too_large',
+  'blocked_address',
+  'broker_rejected',
+  'abandoned',
+] as const;
+/**
+ * How an attempt ended; `broker_rejected`: a broker refused or dropped the message (no such
+ * exchange or stream, nothing bound or subscribed, a negative acknowledgement: decision 0031);
+ * `abandoned`: the worker that made it stopped before recording it (lease expired).
+ */
 export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
 
 export interface HttpAttemptResult {

@@ -1,6 +1,7 @@
 /**
  * Which URLs a webhook may target, so the service cannot be aimed at its own network (SSRF):
- * http or https, a host, no credentials in the URL; and unless the deployment allows it
+ * http or https, a host, no credentials in the URL — or a broker URL (AMQP, MQTT, NATS) of the form
+ * webhook-destination.ts checks, whose credentials sit in its user-info part; and unless the deployment allows it
  * (WEBHOOK_ALLOW_PRIVATE_URLS=true), no loopback, private, link-local, CGNAT, multicast or reserved
  * address, whether written as an IP (in any IPv6 spelling that embeds an IPv4 address) or reached
  * through a hostname. Checked when an endpoint is
@@ -11,6 +12,9 @@ import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { lookup as dnsLookup } from 'node:dns';
 import { promises as dns } from 'node:dns';
 import ipaddr from 'ipaddr.js';
+import { isBrokerUrl, parseBrokerUrl, WebhookUrlError } from './webhook-destination.ts';
+
+export { WebhookUrlError };
 
 /**
  * IPv4 networks refused on top of everything ipaddr.js does not class as plain `unicast` (kept as
@@ -85,8 +89,6 @@ export function isPrivateAddress(address: string): boolean {
   return v6.range() !== 'unicast' || blockedIPv6.check(canonical, 'ipv6');
 }
 
-export class WebhookUrlError extends Error {}
-
 /**
  * Validates the form of `url` and, unless `allowPrivate`, that it does not name or resolve to a
  * private address. Returns the normalised URL; throws WebhookUrlError with a reason.
@@ -96,17 +98,30 @@ export async function validateWebhookUrl(url: string, allowPrivate: boolean, res
   try {
     parsed = new URL(url);
   } catch {
-    throw new WebhookUrlError('must be an absolute http or https URL');
+    throw new WebhookUrlError('must be an absolute http or https URL (or amqp, amqps, mqtt, mqtts, nats, nats+tls)');
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new WebhookUrlError('scheme must be http or https');
+  if (isBrokerUrl(url)) {
+    // The broker's form (exchange, topic or subject prefix, no credentials in the query), then the same host policy.
+    const broker = parseBrokerUrl(url);
+    if (!allowPrivate) await checkHost(broker.host, resolve);
+    return parsed.toString();
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new WebhookUrlError('scheme must be http or https, or a broker: amqp, amqps, mqtt, mqtts, nats, nats+tls');
+  }
   if (!parsed.hostname) throw new WebhookUrlError('must have a host');
   if (parsed.username || parsed.password) throw new WebhookUrlError('must not carry credentials');
   if (parsed.hash) throw new WebhookUrlError('must not have a fragment');
   if (allowPrivate) return parsed.toString();
-  const host = parsed.hostname.replace(/^\[|\]$/g, '');
+  await checkHost(parsed.hostname.replace(/^\[|\]$/g, ''), resolve);
+  return parsed.toString();
+}
+
+/** Refuses `host` (a name or an IP literal) when it is, or resolves to, a private address. */
+async function checkHost(host: string, resolve: (host: string) => Promise<string[]>): Promise<void> {
   if (isIP(host)) {
     if (isPrivateAddress(host)) throw new WebhookUrlError('private, loopback and link-local addresses are not allowed');
-    return parsed.toString();
+    return;
   }
   if (host === 'localhost' || host.endsWith('.localhost')) throw new WebhookUrlError('private, loopback and link-local addresses are not allowed');
   let addresses: string[];
@@ -117,7 +132,24 @@ export async function validateWebhookUrl(url: string, allowPrivate: boolean, res
   }
   if (addresses.length === 0) throw new WebhookUrlError(`host '${host}' does not resolve`);
   if (addresses.some(isPrivateAddress)) throw new WebhookUrlError(`host '${host}' resolves to a private, loopback or link-local address`);
-  return parsed.toString();
+}
+
+/**
+ * The address a broker connection to `host` goes to, checked like every HTTP connection is
+ * (`guardedLookup`): the first address `host` resolves to that the policy allows. Broker clients
+ * then connect to this address (TLS names the host for its certificate check), so a name
+ * re-pointed after registration (DNS rebinding) is refused too. Throws an Error with code
+ * EWEBHOOKPRIVATE when only private addresses are found.
+ */
+export async function resolveBrokerHost(host: string, allowPrivate: boolean): Promise<string> {
+  if (isIP(host)) {
+    if (!allowPrivate && isPrivateAddress(host)) throw Object.assign(new Error(`refused: ${host} is a private address`), { code: 'EWEBHOOKPRIVATE' });
+    return host;
+  }
+  const addresses = await resolveAll(host);
+  const allowed = allowPrivate ? addresses : addresses.filter((a) => !isPrivateAddress(a));
+  if (allowed.length === 0) throw Object.assign(new Error(`refused: '${host}' resolves to a private address`), { code: 'EWEBHOOKPRIVATE' });
+  return allowed[0]!;
 }
 
 async function resolveAll(host: string): Promise<string[]> {

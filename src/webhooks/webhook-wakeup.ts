@@ -14,7 +14,11 @@ export const EVENTS_CHANNEL = 'store_events';
 /** Channel announcing deliveries made due by hand (ping, retry, replay). */
 export const DELIVERIES_CHANNEL = 'webhook_deliveries';
 
-/** In-process signals: 'deliveries' when deliveries became due. */
+/**
+ * In-process signals: 'deliveries' when deliveries became due; 'endpoint-changed' (endpoint id)
+ * when an endpoint's URL changed, it was disabled or deleted (its broker connection closes; workers
+ * in other processes find out within their reconcile interval).
+ */
 export const localWakeups = new EventEmitter();
 localWakeups.setMaxListeners(0);
 
@@ -22,4 +26,9 @@ localWakeups.setMaxListeners(0);
 export async function announceDueDeliveries(db: Kysely<Database>, backend: 'pglite' | 'postgres'): Promise<void> {
   localWakeups.emit('deliveries');
   if (backend === 'postgres') await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(db);
+}
+
+/** Tells this process's workers that endpoint `id` changed or is gone. */
+export function announceEndpointChanged(id: string): void {
+  localWakeups.emit('endpoint-changed', id);
 }

@@ -19,12 +19,12 @@
  *                    deliveries, every finished request wakes the loop to claim again.
  *   STOPPING         stop(): no further polls or claims; deliveries claimed but not sent are
  *                    released (no attempt recorded); attempts in flight finish and settle; the
- *                    LISTEN connection and the HTTP pool close. Then STOPPED.
+ *                    LISTEN connection, the HTTP pool and the broker connections close. Then STOPPED.
  * Files: this one holds the two loops and the attempt; the settle batches are settle-batcher.ts,
  * the LISTEN connection listen-connection.ts, the sleeps that wake-ups cut short wakeable.ts (the
  * wake-up signals themselves webhook-wakeup.ts), the claim and settle statements delivery-queue.ts.
- * An attempt: sign → POST (webhook-http-client.ts) → settle (delivery-queue.ts), never inside a
- * database transaction. Its endpoint slot is free again when the answer is in; the settle follows
+ * An attempt: sign → deliver by the URL's transport (delivery-transport.ts: a POST, or a publish
+ * to a broker) → settle (delivery-queue.ts), never inside a database transaction. Its endpoint slot is free again when the answer is in; the settle follows
  * in a batch (the delivery stays leased until then, so at-least-once holds). A claimed delivery is
  * sent only while its lease still covers a whole attempt; otherwise it is released unsent.
  */
@@ -38,6 +38,8 @@ import { claimDueDeliveries, nextDueAt, queueDepth, releaseDeliveries, settleDel
 import { CLAIM_AHEAD_ROUNDS, answeredFast, claimAhead, nextConcurrencyLimit, type ConcurrencyPolicy } from './endpoint-concurrency.ts';
 import { pollEvents, type Handover, type PollResult } from './event-poller.ts';
 import { WebhookHttpClient, type HttpAttemptResult } from './webhook-http-client.ts';
+import { DeliveryTransport } from './delivery-transport.ts';
+import { enabledEndpointUrls } from './webhook-endpoint.repository.ts';
 import { signatureHeaders } from './webhook-signing.ts';
 import { localWakeups } from './webhook-wakeup.ts';
 import { Wakeable } from './wakeable.ts';
@@ -72,6 +74,11 @@ const PGLITE_CLAIM_MAX = 64;
 const LEASE_MARGIN_MS = 500;
 /** Events one poll fans out (one transaction); a full batch polls again at once. */
 const POLL_BATCH = 500;
+/**
+ * How often pooled broker connections are checked against their endpoints (changed, disabled or
+ * deleted by another process; in this process the admin service says so at once).
+ */
+const BROKER_RECONCILE_MS = 10_000;
 
 /** What this worker holds for one endpoint. */
 interface EndpointSlots {
@@ -132,6 +139,8 @@ export interface WebhookWorkerOptions {
   workerId?: string;
   /** PostgreSQL URL to LISTEN on for wake-ups; default DATABASE_URL (PostgreSQL back end only). */
   listenUrl?: string;
+  /** How often pooled broker connections are checked against their endpoints; default BROKER_RECONCILE_MS. */
+  brokerReconcileMs?: number;
 }
 
 /** Starts the poller and dispatcher of this process. */
@@ -165,7 +174,9 @@ class DeliveryWorker implements WebhookWorker {
   readonly #breaker: BreakerPolicy;
   /** Breaker openings this worker has settled so far (see EndpointSlots.openedAt). */
   #breakerVerdicts = 0;
-  readonly #http: WebhookHttpClient;
+  readonly #transport: DeliveryTransport;
+  readonly #brokerReconcileMs: number;
+  #brokersReconciledAt = 0;
   readonly #pollWake = new Wakeable();
   readonly #dispatchWake = new Wakeable();
   readonly #concurrency: ConcurrencyPolicy;
@@ -191,6 +202,10 @@ class DeliveryWorker implements WebhookWorker {
   #pollFailures = 0;
   #dispatchFailures = 0;
   readonly #onLocalWake = () => this.#dispatchWake.wake();
+  /** An endpoint was changed or deleted in this process: its broker connection closes now. */
+  readonly #onEndpointChanged = (endpointId: string) => {
+    void this.#transport.closeEndpoint(endpointId);
+  };
   /** A write committed in this process to our database: its events can be fanned out now. */
   readonly #onLocalWrite = (db: unknown) => {
     if (db === this.#ctx.database.db) this.#pollWake.wake();
@@ -200,6 +215,7 @@ class DeliveryWorker implements WebhookWorker {
   constructor(ctx: AppContext, options: WebhookWorkerOptions) {
     this.#ctx = ctx;
     this.#clock = options.clock ?? Date.now;
+    this.#brokerReconcileMs = options.brokerReconcileMs ?? BROKER_RECONCILE_MS;
     this.id = options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.#listenUrl = ctx.database.backend === 'postgres' ? (options.listenUrl ?? ctx.config.DATABASE_URL) : undefined;
     this.#retry = { scheduleMs: ctx.config.webhookRetryScheduleMs };
@@ -212,16 +228,21 @@ class DeliveryWorker implements WebhookWorker {
       max: Math.max(ctx.config.WEBHOOK_ENDPOINT_CONCURRENCY, ctx.config.WEBHOOK_ENDPOINT_CONCURRENCY_MAX),
       slowMs: ctx.config.WEBHOOK_SLOW_ANSWER_MS,
     };
-    this.#http = new WebhookHttpClient({
+    this.#transport = new DeliveryTransport({
+      http: new WebhookHttpClient({
+        timeoutMs: ctx.config.WEBHOOK_TIMEOUT_MS,
+        allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE_URLS,
+        connectionsPerOrigin: Math.min(this.#concurrency.max, ctx.config.WEBHOOK_CONCURRENCY),
+        now: this.#clock,
+      }),
       timeoutMs: ctx.config.WEBHOOK_TIMEOUT_MS,
       allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE_URLS,
-      connectionsPerOrigin: Math.min(this.#concurrency.max, ctx.config.WEBHOOK_CONCURRENCY),
-      now: this.#clock,
     });
   }
 
   async start(): Promise<void> {
     localWakeups.on('deliveries', this.#onLocalWake);
+    localWakeups.on('endpoint-changed', this.#onEndpointChanged);
     writeCommits.on('commit', this.#onLocalWrite);
     if (this.#listenUrl) {
       this.#listener = new ListenConnection({
@@ -250,6 +271,7 @@ class DeliveryWorker implements WebhookWorker {
     if (this.#stopping) return;
     this.#stopping = true;
     localWakeups.off('deliveries', this.#onLocalWake);
+    localWakeups.off('endpoint-changed', this.#onEndpointChanged);
     writeCommits.off('commit', this.#onLocalWrite);
     this.#pollWake.wake();
     this.#dispatchWake.wake();
@@ -260,7 +282,7 @@ class DeliveryWorker implements WebhookWorker {
     while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
     await this.#listener?.close();
     releaseQueueDepthSource(this.#queueDepth);
-    await this.#http.close();
+    await this.#transport.close();
   }
 
   async #pollLoop(): Promise<void> {
@@ -298,6 +320,7 @@ class DeliveryWorker implements WebhookWorker {
         more = result.more;
         this.#pollFailures = 0;
         this.events.emit('polled', result);
+        await this.#reconcileBrokers();
       } catch (error) {
         this.#pollFailures++;
         this.#loopError('event poll failed', error);
@@ -505,7 +528,7 @@ class DeliveryWorker implements WebhookWorker {
     if (delivery.test) headers['webhook-test'] = 'true';
     let result: HttpAttemptResult;
     try {
-      result = await this.#http.post(delivery.url, body, headers);
+      result = await this.#transport.send(delivery, headers);
     } finally {
       slots.sending--;
       this.#sending--;
@@ -577,6 +600,15 @@ class DeliveryWorker implements WebhookWorker {
       settlement: settled.settled ? settled.settlement : undefined,
       endpointDisabled: settled.endpointDisabled,
     });
+  }
+
+  /** Closes pooled broker connections whose endpoint changed, was disabled or deleted (every brokerReconcileMs). */
+  async #reconcileBrokers(): Promise<void> {
+    const pooled = this.#transport.brokerEndpoints();
+    const now = this.#clock();
+    if (pooled.size === 0 || now - this.#brokersReconciledAt < this.#brokerReconcileMs) return;
+    this.#brokersReconciledAt = now;
+    await this.#transport.reconcile(await enabledEndpointUrls(this.#ctx.database.db, [...pooled.keys()]));
   }
 
   #loopError(message: string, error: unknown): void {

@@ -14,6 +14,7 @@ import {
   deleteEndpointCascade,
   findEndpoint,
   findEndpointSecrets,
+  findEndpointUrl,
   insertEndpoint,
   listEndpointRows,
   rotateEndpointSecret,
@@ -41,7 +42,8 @@ import {
 } from './webhook-delivery.repository.ts';
 import { generateSecret } from './webhook-signing.ts';
 import { validateWebhookUrl, WebhookUrlError } from './webhook-url-policy.ts';
-import { announceDueDeliveries } from './webhook-wakeup.ts';
+import { announceDueDeliveries, announceEndpointChanged } from './webhook-wakeup.ts';
+import { redactDestinationUrl } from './webhook-destination.ts';
 
 /** Event types an endpoint may subscribe to (ping is sent on demand, never by subscription). */
 export const SUBSCRIBABLE_EVENT_TYPES = EVENT_TYPES.filter((t) => t !== 'ping');
@@ -117,7 +119,7 @@ export class WebhookService {
   }
 
   async updateEndpoint(id: string, patch: EndpointPatchInput): Promise<WebhookEndpoint> {
-    const url = patch.url === undefined ? undefined : await this.checkUrl(patch.url);
+    const url = patch.url === undefined || (await this.isShownUrl(id, patch.url)) ? undefined : await this.checkUrl(patch.url);
     const updated = await updateEndpoint(
       this.db,
       id,
@@ -130,8 +132,18 @@ export class WebhookService {
       isoFromMillis(this.clock()),
     );
     if (!updated) throw notFound('webhook endpoint', id);
+    if (url !== undefined || patch.enabled === false) announceEndpointChanged(id);
     if (patch.enabled === true) await announceDueDeliveries(this.db, this.ctx.database.backend);
     return this.getEndpoint(id);
+  }
+
+  /**
+   * True when `url` is the endpoint's URL as the API shows it (a broker URL with its password as
+   * `****`): an edit form sent back unchanged keeps the stored URL, password included.
+   */
+  private async isShownUrl(id: string, url: string): Promise<boolean> {
+    const stored = await findEndpointUrl(this.db, id);
+    return stored !== undefined && stored !== url && redactDestinationUrl(stored) === url;
   }
 
   async getSecret(id: string): Promise<SecretView> {
@@ -194,6 +206,7 @@ export class WebhookService {
     const endpoint = await this.getEndpoint(id);
     const deleted = await deleteEndpointCascade(this.db, id);
     if (!deleted) throw notFound('webhook endpoint', id);
+    announceEndpointChanged(id);
     return { id, url: endpoint.url, deliveries_deleted: deleted };
   }
 

@@ -299,7 +299,7 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     await shot('webhook-endpoint');
 
     await navTo('Webhooks');
-    await page.locator('#endpoints-table tbody tr', { hasText: '/hooks/erp' }).waitFor();
+    await page.locator('#endpoints-table tbody tr', { hasText: '/hooks/erp' }).locator('.destination-kind', { hasText: 'HTTPS' }).waitFor();
   });
 
   it("shows a failing endpoint's deliveries going dead and retries them: one, the selected, all dead letters", async () => {
@@ -415,6 +415,38 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     );
     await page.locator('.endpoint-mini-list li').first().waitFor();
     await shot('overview');
+  });
+
+  it('adds an AMQP endpoint: list and page say AMQP, the password is never shown, saving the edit form keeps it', async () => {
+    const url = 'amqp://erp:Br0ker-Pa55@127.0.0.1:5672/erp?exchange=store-events';
+    const shown = 'amqp://erp:****@127.0.0.1:5672/erp?exchange=store-events';
+    await navTo('Webhooks');
+    await page.getByRole('button', { name: 'Add endpoint' }).first().click();
+    const form = page.getByRole('dialog', { name: 'Add webhook endpoint' });
+    await form.getByLabel('Endpoint URL').fill(url);
+    await form.getByLabel('Only selected events').check();
+    await form.getByLabel('customer.created').check();
+    await form.getByRole('button', { name: 'Add endpoint' }).click();
+    const added = page.getByRole('dialog', { name: 'Endpoint added' });
+    await added.locator('code', { hasText: shown }).waitFor();
+    await added.getByRole('button', { name: 'Open endpoint' }).click();
+    await page.getByRole('heading', { level: 1, name: shown }).waitFor();
+    await page.locator('.page-title-line .destination-kind', { hasText: 'AMQP' }).waitFor();
+    const id = page.url().split('/').pop()!;
+    // The edit form shows the URL as the API does; saved unchanged, the stored password stays.
+    await page.getByRole('button', { name: 'Edit' }).click();
+    const edit = page.getByRole('dialog', { name: 'Edit endpoint' });
+    expect(await edit.getByLabel('Endpoint URL').inputValue()).toBe(shown);
+    await edit.getByLabel('Description').fill('ERP bus');
+    const saved = page.waitForResponse((r) => r.url().endsWith(`/webhooks/endpoints/${id}`) && r.request().method() === 'PATCH');
+    await edit.getByRole('button', { name: 'Save changes' }).click();
+    expect(JSON.parse((await saved).request().postData()!)).not.toHaveProperty('url');
+    await toastSaying('Endpoint saved.').waitFor();
+    expect(await page.content()).not.toContain('Br0ker-Pa55');
+    await navTo('Webhooks');
+    const row = page.locator('#endpoints-table tbody tr', { hasText: shown });
+    await row.locator('.destination-kind', { hasText: 'AMQP' }).waitFor();
+    expect(await page.content()).not.toContain('Br0ker-Pa55');
   });
 
   it('revokes the API key after confirmation; the read API then answers 401', async () => {

@@ -56,6 +56,10 @@ describe('log redaction', () => {
       '/api/v1/products?cursor=2026-11-23T10%3A24%3A57.919000Z_4a9c51be-79c1-4270-a81e-9284e0b8a442',
     ],
     ['/api/v1/orders/0b8d3d1e-4a9c-4270-a81e-9284e0b8a442', '/api/v1/orders/0b8d3d1e-4a9c-4270-a81e-9284e0b8a442'],
+    // A broker endpoint URL's password (decision 0031), pasted where it does not belong.
+    ['/x?target=amqp://erp:hunter2@mq.example.com/%2F', '/x?target=[redacted]'],
+    ['/x?target=mqtts%3A%2F%2Ferp%3Ahunter2%40mq.example.com%2Ferp', '/x?target=[redacted]'],
+    ['/x?target=nats://mq.example.com:4222/erp.store', '/x?target=nats://mq.example.com:4222/erp.store'],
   ])('%s → %s', (url, logged) => {
     expect(redactUrl(url)).toBe(logged);
   });

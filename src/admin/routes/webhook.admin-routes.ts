@@ -20,7 +20,12 @@ const EventTypes = Type.Array(Type.Unsafe<string>({ type: 'string', enum: [...SU
   uniqueItems: true,
   description: 'Event types to receive; omitted or [] = all',
 });
-const Url = Type.String({ minLength: 1, maxLength: 2000, description: 'http or https URL of the receiver' });
+const Url = Type.String({
+  minLength: 1,
+  maxLength: 2000,
+  description:
+    'https URL of the receiver, or a broker: amqp(s)://user:pass@host/<vhost>?exchange=<name>, mqtt(s)://user:pass@host/<topic prefix>, nats(+tls)://user:pass@host/<subject prefix> (decision 0031)',
+});
 // Null first: with coerceTypes, ajv would turn null into "" for a string branch tried first.
 const Description = Type.Union([Type.Null(), Type.String({ maxLength: 500 })]);
 
@@ -124,7 +129,13 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
       config: { permission: 'write', audit: 'endpoint.created', auditTarget: 'endpoint' },
       schema: { tags, summary: 'Register an endpoint (its signing secret is in the response)', body: CreateBody },
     },
-    async (req, reply) => reply.code(201).send({ data: await webhooks.createEndpoint(req.body as typeof CreateBody.static) }),
+    async (req, reply) => {
+      const body = req.body as typeof CreateBody.static;
+      const created = await webhooks.createEndpoint(body);
+      // The audit log keeps the URL as shown: a broker URL's password never leaves the endpoint row (decision 0031).
+      req.audit = { action: 'endpoint.created', target: { type: 'endpoint', id: created.id }, details: { ...body, url: created.url } };
+      return reply.code(201).send({ data: created });
+    },
   );
   app.get(
     '/webhooks/endpoints/:id',

@@ -122,6 +122,29 @@ export function endpointStateBadge(endpoint) {
   return badge('Active', 'success');
 }
 
+const DESTINATIONS = {
+  https: { label: 'HTTPS', title: 'Signed HTTPS POST to the receiver' },
+  amqp: { label: 'AMQP', title: 'Published to a RabbitMQ / AMQP 0-9-1 exchange, routing key = event type' },
+  mqtt: { label: 'MQTT', title: 'Published to an MQTT 5 broker, topic <prefix>/<event type>, QoS 1' },
+  nats: { label: 'NATS', title: 'Published to NATS JetStream, subject <prefix>.<event type>' },
+};
+const BROKER_SCHEMES = { amqp: 'amqp', amqps: 'amqp', mqtt: 'mqtt', mqtts: 'mqtt', nats: 'nats', 'nats+tls': 'nats' };
+
+/** The destination kind of an endpoint (https, amqp, mqtt, nats): the API's, or its URL's scheme. */
+export function destinationOf(endpoint) {
+  if (endpoint?.destination && DESTINATIONS[endpoint.destination]) return endpoint.destination;
+  const scheme = String(endpoint?.url ?? '')
+    .split(':')[0]
+    .toLowerCase();
+  return BROKER_SCHEMES[scheme] ?? 'https';
+}
+
+/** "HTTPS", "AMQP", "MQTT" or "NATS": where an endpoint's deliveries go (decision 0031). */
+export function destinationChip(endpoint) {
+  const kind = DESTINATIONS[destinationOf(endpoint)];
+  return h('span', { class: 'chip destination-kind', dataset: { destination: destinationOf(endpoint) }, title: kind.title, text: kind.label });
+}
+
 const TOKEN_TONES = { active: 'success', revoked: 'danger', expired: 'neutral' };
 export function tokenStatusBadge(status) {
   return badge(status.charAt(0).toUpperCase() + status.slice(1), TOKEN_TONES[status] ?? 'neutral');

@@ -6,7 +6,21 @@
 import { h, replace } from '../lib/dom.js';
 import { get, patch, post } from '../lib/api.js';
 import { formatDateTime } from '../lib/format.js';
-import { button, callout, card, code, confirmDialog, copyButton, endpointStateBadge, errorState, loadingBlock, pageHeader, timeEl, toast } from '../lib/ui.js';
+import {
+  button,
+  callout,
+  card,
+  code,
+  confirmDialog,
+  copyButton,
+  destinationChip,
+  endpointStateBadge,
+  errorState,
+  loadingBlock,
+  pageHeader,
+  timeEl,
+  toast,
+} from '../lib/ui.js';
 import { deliveriesPanel } from '../lib/deliveries-panel.js';
 import { deleteButton, testEventButton } from '../lib/endpoint-actions.js';
 import { openReplayDialog } from '../lib/endpoint-replay.js';
@@ -203,7 +217,7 @@ export async function renderWebhookEndpoint(view) {
       title: endpoint.url,
       description: endpoint.description || undefined,
       breadcrumbs: [{ label: 'Webhooks', href: '#/webhooks' }, { label: 'Endpoint' }],
-      badges: [endpointStateBadge(endpoint)],
+      badges: [destinationChip(endpoint), endpointStateBadge(endpoint)],
       actions: [
         replay,
         edit,
@@ -222,6 +236,8 @@ export async function renderWebhookEndpoint(view) {
         { class: 'meta-list' },
         h('dt', { text: 'URL' }),
         h('dd', {}, code(endpoint.url)),
+        h('dt', { text: 'Destination' }),
+        h('dd', {}, destinationChip(endpoint)),
         h('dt', { text: 'Events' }),
         h('dd', {}, eventTypesSummary(endpoint.event_types)),
         h('dt', { text: 'Description' }),

@@ -11,6 +11,7 @@ import {
   clearFormErrors,
   code,
   copyButton,
+  destinationChip,
   emptyState,
   endpointStateBadge,
   errorState,
@@ -54,14 +55,16 @@ export async function openEndpointDialog({ endpoint, onSaved, navigate }) {
   }
   openDialog({
     title: editing ? 'Edit endpoint' : 'Add webhook endpoint',
-    description: editing ? undefined : 'Events are POSTed to this URL as JSON, signed with the Standard Webhooks scheme.',
+    description: editing
+      ? undefined
+      : 'Events are POSTed to this URL as JSON, or published to a broker (amqp://, mqtt://, nats://), signed with the Standard Webhooks scheme.',
     size: 'lg',
     render: (close, controls) => {
       const url = h('input', {
         type: 'url',
         name: 'url',
         value: endpoint?.url ?? '',
-        placeholder: 'https://erp.example.com/webhooks/store',
+        placeholder: 'https://erp.example.com/webhooks/store  or  amqps://user:password@mq.example.com/erp?exchange=store',
         autocomplete: 'off',
         spellcheck: false,
         autofocus: true,
@@ -140,7 +143,12 @@ export async function openEndpointDialog({ endpoint, onSaved, navigate }) {
       const form = h(
         'form',
         { novalidate: true },
-        field({ label: 'Endpoint URL', control: url, required: true, hint: 'HTTPS is strongly recommended. Any 2xx answer counts as delivered.' }),
+        field({
+          label: 'Endpoint URL',
+          control: url,
+          required: true,
+          hint: 'HTTPS is strongly recommended; any 2xx answer counts as delivered. A broker: amqp(s)://user:password@host/<vhost>?exchange=<name>, mqtt(s)://user:password@host/<topic prefix>, nats(+tls)://user:password@host/<subject prefix>; its password is not shown again.',
+        }),
         field({ label: 'Description', control: description, hint: 'Optional: what this endpoint is for.' }),
         events,
         editing
@@ -167,7 +175,9 @@ export async function openEndpointDialog({ endpoint, onSaved, navigate }) {
         let problem = null;
         try {
           const parsed = new URL(url.value.trim());
-          if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') problem = { param: 'url', message: 'Use an http:// or https:// URL.' };
+          if (!['https:', 'http:', 'amqp:', 'amqps:', 'mqtt:', 'mqtts:', 'nats:', 'nats+tls:'].includes(parsed.protocol)) {
+            problem = { param: 'url', message: 'Use an https:// URL, or a broker: amqp(s)://, mqtt(s)://, nats(+tls)://.' };
+          }
         } catch {
           problem = { param: 'url', message: 'Enter a full URL, like https://example.com/webhooks.' };
         }
@@ -179,6 +189,8 @@ export async function openEndpointDialog({ endpoint, onSaved, navigate }) {
           return;
         }
         const body = { url: url.value.trim(), event_types: chosen, description: description.value.trim() || null };
+        // The URL as shown (a broker password as ****) is not sent back: the stored one stays.
+        if (editing && body.url === endpoint.url) delete body.url;
         runBusy(submit, async () => {
           try {
             if (editing) {
@@ -269,7 +281,7 @@ export async function renderWebhooks(view) {
               h(
                 'tr',
                 {},
-                ['Endpoint', 'Events', 'State', 'Failure streak', 'Created'].map((c) => h('th', { scope: 'col', text: c })),
+                ['Endpoint', 'Destination', 'Events', 'State', 'Failure streak', 'Created'].map((c) => h('th', { scope: 'col', text: c })),
               ),
             ),
             h(
@@ -285,6 +297,7 @@ export async function renderWebhooks(view) {
                     h('a', { href: `#/webhooks/${e.id}`, class: 'endpoint-link', text: e.url }),
                     e.description ? h('span', { class: 'cell-sub', text: e.description }) : null,
                   ),
+                  h('td', { class: 'cell-destination' }, destinationChip(e)),
                   h('td', { class: 'cell-events' }, eventTypesSummary(e.event_types)),
                   h(
                     'td',
