@@ -137,16 +137,19 @@ export async function applyStockChanges(
   let written = 0;
   for (const part of chunks([...variantStock], TRIGGERED_WRITE_CHUNK)) {
     await setVariantStock(trx, part);
-    onProgress((written += part.length), levels, 'stock levels');
+    written += part.length;
+    onProgress(written, levels, 'stock levels');
   }
   for (const part of chunks([...productStock], TRIGGERED_WRITE_CHUNK)) {
     await setOwnStock(trx, part);
-    onProgress((written += part.length), levels, 'stock levels');
+    written += part.length;
+    onProgress(written, levels, 'stock levels');
   }
   written = 0;
   for (const part of chunks(movements, TRIGGERED_WRITE_CHUNK)) {
     await insertMovements(trx, part);
-    onProgress((written += part.length), movements.length, 'stock movements');
+    written += part.length;
+    onProgress(written, movements.length, 'stock movements');
   }
   const touched = [...new Set(movements.map((m) => m.product_id))];
   onProgress(0, touched.length, 'products and events');
