@@ -13,7 +13,7 @@
 import { Worker } from 'node:worker_threads';
 import type { WorkerReply, WorkerRequest, WorkerResult, WorkerStart, SerializedError } from './pglite-worker.ts';
 
-type Pending = { resolve: (reply: WorkerResult) => void; reject: (error: Error) => void };
+type Pending = { resolve: (reply: WorkerResult) => void; reject: (error: Error) => void; since: number };
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
 export interface PGliteThreadOptions extends WorkerStart {
@@ -117,9 +117,16 @@ export class PGliteThread {
     const id = this.#next++;
     return new Promise((resolve, reject) => {
       if (this.#pending.size === 0) this.#worker.ref();
-      this.#pending.set(id, { resolve, reject });
+      this.#pending.set(id, { resolve, reject, since: Date.now() });
       this.#worker.postMessage({ ...request, id });
     });
+  }
+
+  /** When the oldest request still unanswered by the worker was sent (ms epoch; the disk watchdog). */
+  inFlightSince(): number | undefined {
+    // A Map keeps insertion order: the first entry is the oldest.
+    for (const pending of this.#pending.values()) return pending.since;
+    return undefined;
   }
 
   /** Statements waiting for or running in the worker (metrics). */
