@@ -58,6 +58,8 @@ const runQueueWaitMs = (): number | undefined => {
 
 /** Another process burning a core for the import's duration (the "busy machine"). */
 const burner = process.env.BENCH_BURN_CORE === '1' ? spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' }) : undefined;
+// Never left burning when this script fails.
+process.on('exit', () => burner?.kill());
 let peakRss = process.memoryUsage.rss();
 const rssTimer = setInterval(() => {
   peakRss = Math.max(peakRss, process.memoryUsage.rss());
