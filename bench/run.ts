@@ -53,6 +53,7 @@ import {
 } from './generate-store.ts';
 import { benchImportFanout, rssGrowth, type FanoutFigures } from './import-fanout.ts';
 import { benchWebhooks, type WebhookResults } from './webhook-bench.ts';
+import { benchRestartAfterKill } from './restart-after-kill.ts';
 import { benchEveryPath, benchSyncInit, type PathFigures, type SyncFigures } from './every-path.ts';
 import { WRK_POST_SCRIPT, peerPageBody, startPostGraphile } from './peer/graphql-page.ts';
 import {
@@ -185,7 +186,23 @@ interface Results {
   /** The stock import with ten endpoints (the large store). */
   fanout?: FanoutFigures;
   /** /healthz during a 100k-row CSV import on the embedded database (bench/import-responsiveness.ts). */
-  healthz?: { rows: number; importMs: number; requests: number; p99Ms: number; maxMs: number; cpuMs: number; waitMs: number | 'n/a' };
+  healthz?: {
+    rows: number;
+    importMs: number;
+    requests: number;
+    p99Ms: number;
+    maxMs: number;
+    cpuMs: number;
+    waitMs: number | 'n/a';
+    /** Issue 25: the products list (limit 200) asked back to back during the import, and peak RSS. */
+    listRequests: number;
+    listP99Ms: number;
+    listMaxMs: number;
+    peakRssMb: number;
+    burnedCore: boolean;
+  };
+  /** Issue 25: `npm start` after a SIGKILL, to the first /healthz 200 (bench/restart-after-kill.ts). */
+  restart?: { firstStartMs: number; restartMs: number[]; medianMs: number; ratio: number };
   paths?: PathFigures[];
   syncInit?: SyncFigures;
   read: ReadFigures;
@@ -614,7 +631,8 @@ function importResponsiveness(rows: number): Results['healthz'] {
   log(`embedded: /healthz during a ${f0(rows)}-row CSV import`);
   // npm start's V8 flag (package.json); the script itself picks the WebAssembly compiler as npm start does.
   const out = execFileSync(process.execPath, [...SERVER_NODE_ARGS, '--import', 'tsx', fileURLToPath(new URL('./import-responsiveness.ts', import.meta.url))], {
-    env: { ...process.env, BENCH_IMPORT_ROWS: String(rows) },
+    // Another process burns a core meanwhile, as issue 25's target is stated.
+    env: { ...process.env, BENCH_IMPORT_ROWS: String(rows), BENCH_BURN_CORE: '1' },
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -626,6 +644,11 @@ function importResponsiveness(rows: number): Results['healthz'] {
     healthzMaxMs: string;
     mainThreadCpuMs: number;
     mainThreadRunQueueWaitMs: number | 'n/a';
+    listDuringImport: number;
+    listP99Ms: string;
+    listMaxMs: string;
+    peakRssMb: number;
+    burnedCore: boolean;
   };
   if (r.importStatus !== 201) throw new Error(`import-responsiveness: the import answered ${r.importStatus}`);
   return {
@@ -636,6 +659,11 @@ function importResponsiveness(rows: number): Results['healthz'] {
     maxMs: Number(r.healthzMaxMs),
     cpuMs: r.mainThreadCpuMs,
     waitMs: r.mainThreadRunQueueWaitMs,
+    listRequests: r.listDuringImport,
+    listP99Ms: Number(r.listP99Ms),
+    listMaxMs: Number(r.listMaxMs),
+    peakRssMb: r.peakRssMb,
+    burnedCore: r.burnedCore,
   };
 }
 
@@ -709,6 +737,11 @@ function report(r: Results): string {
   if (r.healthz)
     lines.push(
       `| Embedded database: \`/healthz\` back to back during a ${f0(r.healthz.rows)}-row CSV stock import (bench/import-responsiveness.ts; import ${f1(r.healthz.importMs / 1000)} s, ${f0(r.healthz.requests)} requests; the main thread ran ${f1(r.healthz.cpuMs / 1000)} s and waited ${typeof r.healthz.waitMs === 'number' ? `${f1(r.healthz.waitMs / 1000)} s` : 'n/a'} for a core): p99 / max (ms) | ${f1(r.healthz.p99Ms)} / ${f1(r.healthz.maxMs)} |`,
+      `| … the products list (limit ${LIMIT}) back to back during the same import${r.healthz.burnedCore ? ', another process burning a core' : ''} (${f0(r.healthz.listRequests)} requests): p99 / max (ms); the process's peak RSS | ${f1(r.healthz.listP99Ms)} / ${f1(r.healthz.listMaxMs)}; ${f0(r.healthz.peakRssMb)} MiB |`,
+    );
+  if (r.restart)
+    lines.push(
+      `| \`npm start\` after a SIGKILL (the demo store's data directory): spawn to the first \`/healthz\` 200, each round (ms) (bench/restart-after-kill.ts) | ${r.restart.restartMs.map(f0).join(', ')} |`,
     );
   if (r.pglite) {
     const p = r.pglite;
@@ -805,13 +838,33 @@ function report(r: Results): string {
     );
   }
   if (r.healthz)
-    lines.push(check(r.healthz.p99Ms <= 250, `Embedded: \`/healthz\` p99 ≤ 250 ms during a ${f0(r.healthz.rows)}-row import: ${f1(r.healthz.p99Ms)} ms`));
+    lines.push(
+      check(
+        r.healthz.p99Ms <= 100,
+        `Embedded: \`/healthz\` p99 ≤ 100 ms during a ${f0(r.healthz.rows)}-row import: ${f1(r.healthz.p99Ms)} ms (${f2(r.healthz.p99Ms / 100)}×)`,
+      ),
+      check(
+        r.healthz.listP99Ms <= 500,
+        `Embedded: products list (limit ${LIMIT}) p99 ≤ 500 ms during the import: ${f1(r.healthz.listP99Ms)} ms (${f2(r.healthz.listP99Ms / 500)}×)`,
+      ),
+      check(r.healthz.peakRssMb <= 250, `Embedded: peak RSS ≤ 250 MiB during the import: ${f0(r.healthz.peakRssMb)} MiB (${f2(r.healthz.peakRssMb / 250)}×)`),
+    );
+  if (r.restart)
+    lines.push(
+      check(
+        r.restart.medianMs <= 3000,
+        `Embedded: \`npm start\` after a SIGKILL answers within 3 s: median ${f0(r.restart.medianMs)} ms (${f2(r.restart.ratio)}×)`,
+      ),
+    );
   if (r.pglite)
     lines.push(
-      check(r.pglite.peakMb <= 250, `Embedded (PGlite) \`${PGLITE_ROLE}\` RSS ≤ 250 MiB under the list load: peak ${r.pglite.peakMb} MiB`),
       check(
-        r.pglite.list.median / r.read.distinct.median >= 0.5,
-        `Embedded list ≥ 0.5× PostgreSQL's, both without page cache hits (PGlite has no page cache): ${f2(r.pglite.list.median / r.read.distinct.median)}× (${f0(r.pglite.list.median)} against ${f0(r.read.distinct.median)} pages/s)`,
+        r.pglite.peakMb <= 250,
+        `Embedded (PGlite) \`${PGLITE_ROLE}\` RSS ≤ 250 MiB under the list load: peak ${r.pglite.peakMb} MiB (${f2(r.pglite.peakMb / 250)}×)`,
+      ),
+      check(
+        r.pglite.list.median / r.read.distinct.median >= 0.75,
+        `Embedded list ≥ 0.75× PostgreSQL's (issue 25), both without page cache hits (PGlite has no page cache): ${f2(r.pglite.list.median / r.read.distinct.median)}× (${f0(r.pglite.list.median)} against ${f0(r.read.distinct.median)} pages/s)`,
       ),
       check(r.pglite.emptyStartMs <= 3000, `\`npm start\` on an empty directory answers with the demo store in ≤ 3 s: ${f0(r.pglite.emptyStartMs)} ms`),
     );
@@ -1074,6 +1127,8 @@ const results = await benchPostgres();
 if (!args['no-pglite'] && !args.large) {
   results.pglite = await benchPglite();
   results.healthz = importResponsiveness(PGLITE_PRODUCTS);
+  log('embedded: npm start after a SIGKILL');
+  results.restart = await benchRestartAfterKill();
 }
 // Figures measured outside this harness (events feed, pruning, …) live below a marker and survive.
 const KEPT_MARKER = '<!-- kept by hand: npm run bench keeps everything from this line on -->';

@@ -12,6 +12,7 @@ import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from './app-context.ts';
 import { clientErrorHandler, errorHandlerPlugin, frameworkErrorHandler } from './api/plugins/error-handler.ts';
+import { trackRequests } from './api/plugins/client-timeouts.ts';
 import { exactMultipleOfPlugin, inputGuardPlugin } from './api/plugins/input-guard.ts';
 import { readApiRoutes } from './api/routes/v1/index.ts';
 import { adminApiRoutes } from './admin/admin-api.routes.ts';
@@ -79,6 +80,8 @@ export async function buildApp(ctx: AppContext): Promise<App> {
       plugins: [exactMultipleOfPlugin],
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // Request timeouts count the client's time, not this server's (api/plugins/client-timeouts.ts).
+  trackRequests(app.server);
 
   app.decorate('ctx', ctx);
   // One client address cannot take every descriptor with idle or slow connections (issue 24).

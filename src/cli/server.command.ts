@@ -118,6 +118,10 @@ async function run(role: Role): Promise<void> {
       role === 'all' && config.SEED_DEMO && config.SEED_DEMO_PRODUCTS === DEMO_TEMPLATE_PRODUCTS
         ? { template: [PGLITE_DEMO_TEMPLATE_DIR, PGLITE_TEMPLATE_DIR] }
         : {};
+    // The HTTP app's modules load on this thread while the embedded database opens in its own
+    // (decision 0030): a start, a restart after a crash above all, overlaps the two.
+    const appModule = role !== 'worker' ? import('../app.ts') : undefined;
+    appModule?.catch(() => {});
     running.ctx = await openContext(config, createLogger(config), { applicationName: `store-api-${role}`, ...demoTemplate });
     const ctx = running.ctx;
     // Every role: a warning (log and gauge) when open descriptors near the process's limit.
@@ -154,7 +158,7 @@ async function run(role: Role): Promise<void> {
           });
         }
       }
-      const { buildApp } = await import('../app.ts');
+      const { buildApp } = await (appModule ?? import('../app.ts'));
       running.app = await buildApp(ctx);
       await running.app.listen({ port: config.PORT, host: config.HOST });
       const port = (running.app.server.address() as { port: number }).port;

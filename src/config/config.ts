@@ -133,6 +133,18 @@ export const EnvSchema = Type.Object({
     false,
     "Let V8 optimize the embedded database's WebAssembly (faster long statements, ~300 MiB more RSS; see src/ops/heap-tuning.ts)",
   ),
+  PGLITE_WORKER_YOUNG_GENERATION_MB: Int(
+    16,
+    1,
+    1024,
+    "V8's young generation (MiB) of the embedded database's own thread, which rows pass through on their way to the HTTP thread (see docs/decisions/0030)",
+  ),
+  PROGRESS_LOG_INTERVAL_MS: Int(
+    5000,
+    10,
+    3_600_000,
+    'How often long work (opening and migrating the database, seeding the demo store, a large stock import) logs how far it got',
+  ),
   HEAP_GROWING_PERCENT: Int(
     10,
     0,

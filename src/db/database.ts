@@ -15,6 +15,8 @@ import { markConnectFailure } from '../shared/db-errors.ts';
 import { DISK_FULL_SQLSTATE, isOutOfSpace, isWalWriteFailure, StorageHealth, StoreFailedError } from './storage-health.ts';
 import { freeBytes, startDiskWatchdog } from './disk-watchdog.ts';
 import { copyPgliteTemplate, PGLITE_TEMPLATE_DIR, readStamp, type TemplateStamp } from './pglite-template.ts';
+import { PGliteThread } from './pglite-thread.ts';
+import { typeParsers } from './type-parsers.ts';
 
 export type Backend = 'pglite' | 'postgres';
 
@@ -32,25 +34,25 @@ export interface DatabaseHandle {
   readonly templateDemo?: TemplateStamp['demo'];
 }
 
-const OID = { int8: 20, numeric: 1700, timestamp: 1114, timestamptz: 1184, date: 1082, interval: 1186 } as const;
-const identity = (value: string) => value;
-const toNumber = (value: string) => Number(value);
-const parsers: Record<number, (value: string) => unknown> = {
-  [OID.int8]: toNumber,
-  [OID.numeric]: toNumber,
-  [OID.timestamp]: identity,
-  [OID.timestamptz]: identity,
-  [OID.date]: identity,
-  [OID.interval]: identity,
-};
+const parsers = typeParsers;
 
 export interface OpenDatabaseOptions {
   databaseUrl?: string;
   /** Embedded data directory; `undefined` with no databaseUrl means an in-memory PGlite (tests). */
   dataDir?: string;
   poolSize?: number;
-  /** Clone source for tests: an already migrated PGlite instance. */
+  /**
+   * An already open PGlite instance, used on this thread (the build's templates). Every other
+   * embedded open runs PGlite in its own worker thread (db/pglite-thread.ts, decision 0030).
+   */
   pglite?: PGlite;
+  /** An in-memory embedded database started from a dumped data directory (tests' clones). */
+  archive?: Uint8Array;
+  /**
+   * Embedded only: V8's young generation of the database thread in MiB
+   * (PGLITE_WORKER_YOUNG_GENERATION_MB; default DEFAULT_PGLITE_WORKER_YOUNG_GENERATION_MB).
+   */
+  workerYoungGenerationMb?: number;
   /**
    * A migrated PGlite data directory copied into an empty `dataDir` instead of running initdb
    * (db/pglite-template.ts); default the one `npm run build` makes, false for none. Several: the
@@ -131,11 +133,21 @@ function openPostgres(url: string, max: number, applicationName = 'store-api', o
 
 async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle> {
   let lock: DataDirLock | undefined;
-  let pglite: PGlite;
   let templateDemo: TemplateStamp['demo'];
   let diskDir: string | undefined;
+  // Set once the worker stops without being closed (below): statements fail 57P01 from then on.
+  let onThreadExit: (reason: string) => void = () => {};
+  const startThread = (start: { dataDir?: string; archive?: Uint8Array }) =>
+    PGliteThread.open({
+      ...start,
+      startParams: pgliteStartParams(options.sharedBuffersMb),
+      youngGenerationMb: options.workerYoungGenerationMb ?? DEFAULT_PGLITE_WORKER_YOUNG_GENERATION_MB,
+      onExit: (reason) => onThreadExit(reason),
+    });
+  let engine: PGlite | PGliteThread;
   if (options.pglite) {
-    pglite = options.pglite;
+    engine = options.pglite;
+    await engine.exec(`SET TimeZone = 'UTC'`);
   } else if (options.dataDir) {
     const dir = resolve(options.dataDir);
     mkdirSync(dir, { recursive: true });
@@ -149,16 +161,15 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
           break;
         }
       }
-      pglite = await PGlite.create({ dataDir: join(dir, 'pglite'), parsers, startParams: pgliteStartParams(options.sharedBuffersMb) });
+      engine = await startThread({ dataDir: join(dir, 'pglite') });
       diskDir = dir;
     } catch (error) {
       lock.release();
       throw error;
     }
   } else {
-    pglite = await PGlite.create({ parsers, startParams: pgliteStartParams(options.sharedBuffersMb) });
+    engine = await startThread(options.archive ? { archive: options.archive } : {});
   }
-  await pglite.exec(`SET TimeZone = 'UTC'`);
   const minFree = diskDir ? (options.minFreeBytes ?? 0) : 0;
   const lowSpace = (): string | undefined => {
     if (!diskDir || minFree <= 0) return undefined;
@@ -168,13 +179,18 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
       : undefined;
   };
   const storage = new StorageHealth(Date.now, undefined, diskDir && minFree > 0 ? lowSpace : undefined);
-  const stopWatchdog = diskDir ? startDiskWatchdog(diskDir) : () => {};
+  onThreadExit = (reason) => storage.markFatal(`${reason}; restart the process (PostgreSQL replays its log at the next start).`);
+  // A statement stuck in the database's thread counts as a stall too (db/disk-watchdog.ts).
+  const inFlightSince = engine instanceof PGliteThread ? () => engine.inFlightSince() : undefined;
+  const stopWatchdog = diskDir ? startDiskWatchdog(diskDir, inFlightSince ? { inFlightSince } : {}) : () => {};
+  const inThread = engine instanceof PGliteThread;
   const db = new Kysely<Database>({
     dialect: new PGliteDialect({
-      pglite,
+      pglite: engine as PGlite,
       onCreateConnection: async (connection) => {
         guardAgainstWedge(connection, storage, lowSpace);
-        await yieldBetweenStatements(connection);
+        // On this thread only: a worker's statements never hold the HTTP side.
+        if (!inThread) await yieldBetweenStatements(connection);
       },
     }),
   });
@@ -183,18 +199,31 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
     backend: 'pglite',
     storage,
     templateDemo,
-    poolStats: () => ({ total: 1, idle: 1, waiting: 0 }),
+    poolStats: () => {
+      const busy = engine instanceof PGliteThread ? engine.inFlight : 0;
+      return { total: 1, idle: busy > 0 ? 0 : 1, waiting: Math.max(0, busy - 1) };
+    },
     close: async () => {
       stopWatchdog();
-      // A wedged instance spins for ever in close() too: leave it to the process exit.
       if (storage.fatal === undefined) {
         await db.destroy();
-        if (!pglite.closed) await pglite.close();
+        if (!engine.closed) await engine.close();
+      } else if (engine instanceof PGliteThread) {
+        // A wedged PGlite spins for ever in close(): its thread is stopped instead.
+        await engine.terminate();
       }
+      // (On this thread, a wedged instance is left to the process exit.)
       lock?.release();
     },
   };
 }
+
+/**
+ * V8's young generation of the embedded database's thread, in MiB: the rows of one statement pass
+ * through it on their way to the HTTP thread, so a small one keeps the resident size down
+ * (decision 0030) at the cost of a few more scavenges.
+ */
+export const DEFAULT_PGLITE_WORKER_YOUNG_GENERATION_MB = 16;
 
 /**
  * PostgreSQL's page cache inside PGlite. It lives in PGlite's WebAssembly memory, which never gives
@@ -292,4 +321,4 @@ function isWrite(text: string): boolean {
 }
 
 /** Type parsers shared by both back ends (exported for PGlite instances made by tests). */
-export const typeParsers = parsers;
+export { typeParsers };

@@ -1,14 +1,16 @@
 /**
  * Free space of the embedded database's disk, and a watchdog for when it ran out anyway.
  *
- * PGlite runs on the main thread. When it cannot create a write-ahead-log segment for want of space
- * it may never return from the statement (it spins a core; observed on a 64 MiB tmpfs): no JavaScript
- * runs again in that thread, not even a SIGTERM handler. Two defences:
+ * When PGlite cannot create a write-ahead-log segment for want of space it may never return from the
+ * statement (it spins a core; observed on a 64 MiB tmpfs): no JavaScript runs again in its thread
+ * (its own worker thread, decision 0030; the main thread for an instance opened there), and nothing
+ * it was asked ever answers. Two defences:
  *  - `freeBytes` lets db/database.ts refuse writes (SQLSTATE 53100, answered 507) while the data
  *    directory's disk has less than DATA_DIR_MIN_FREE_MB free, before PGlite meets a full disk, and
  *    accept them again as soon as space is freed;
- *  - `startDiskWatchdog` runs a worker thread that watches a heartbeat of the main thread: when the
- *    main thread has not beaten for STALL_MS while that disk is (nearly) full, it writes a clear
+ *  - `startDiskWatchdog` runs a worker thread that watches a heartbeat of the main thread, which
+ *    beats only while no statement has been in flight longer (`inFlightSince`): when it has not
+ *    beaten for STALL_MS while that disk is (nearly) full, it writes a clear
  *    message to stderr and kills the process (SIGKILL: the main thread cannot run an exit), so a
  *    supervisor restarts it; PGlite replays its log at the next start and nothing acknowledged is lost.
  */
@@ -44,11 +46,18 @@ setInterval(() => {
 }, 1000);
 `;
 
-/** Starts the watchdog of `dir`; call the returned function to stop it. */
-export function startDiskWatchdog(dir: string, { stallMs = STALL_MS, fullBelow = FULL_BELOW_BYTES } = {}): () => void {
+/**
+ * Starts the watchdog of `dir`; call the returned function to stop it. `inFlightSince` gives when
+ * the oldest statement still waiting for the database was sent (ms epoch), if any: the heartbeat is
+ * the older of that and now, so a statement stuck in the database's own thread counts as a stall.
+ */
+export function startDiskWatchdog(
+  dir: string,
+  { stallMs = STALL_MS, fullBelow = FULL_BELOW_BYTES, inFlightSince = (): number | undefined => undefined } = {},
+): () => void {
   const heartbeat = new SharedArrayBuffer(4);
   const beat = new Int32Array(heartbeat);
-  const tick = () => Atomics.store(beat, 0, Math.floor(Date.now() / 1000));
+  const tick = () => Atomics.store(beat, 0, Math.floor(Math.min(Date.now(), inFlightSince() ?? Number.POSITIVE_INFINITY) / 1000));
   tick();
   const timer = setInterval(tick, 1000);
   timer.unref();

@@ -6,6 +6,7 @@ import { SingleBar, Presets } from 'cli-progress';
 import type { AppContext } from '../app-context.ts';
 import type { Announce } from '../ops/announce.ts';
 import { createToken } from '../tokens/token.service.ts';
+import { progressLog } from '../shared/progress-log.ts';
 import { generateDemoStore, storeIsEmpty, type DemoSummary } from './demo-store.ts';
 
 /** A progress bar on stderr for long generator runs (no-op when not a terminal). */
@@ -38,7 +39,8 @@ export async function seedDemoStoreIfEmpty(
   }
   if (!(await storeIsEmpty(db))) return undefined;
   announce({ text: `Empty store: seeding a demo store with ${products} products…\n`, msg: 'empty store: seeding a demo store', fields: { products } });
-  const bar = progressBar(progress);
+  // A bar on a terminal, a log line every few seconds anywhere else (shared/progress-log.ts).
+  const bar = progress ? progressBar(true) : progressLog(ctx.logger, 'seeding the demo store', { intervalMs: ctx.config.PROGRESS_LOG_INTERVAL_MS });
   const summary = await generateDemoStore(db, { products, onProgress: (d, t, phase) => bar.update(d, t, phase) });
   bar.stop();
   const { token } = await createToken(db, { name: 'demo (created at first start)' });

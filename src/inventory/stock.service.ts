@@ -18,6 +18,8 @@ import { isStockTracked } from '../catalog/product.json-sql.ts';
 import { ApiError, conflict, invalidParameter, notFound, type ParamError } from '../shared/problem.ts';
 import { inventoryChanged, movementsCreated, productsChanged } from '../events/resource-events.ts';
 import type { MovementReason } from './inventory.json-sql.ts';
+import type { Logger } from 'pino';
+import { progressLog, type ProgressLog } from '../shared/progress-log.ts';
 import {
   insertMovements,
   lockProducts,
@@ -55,13 +57,15 @@ export interface ApplyOptions {
    * event carries the final stock.
    */
   announceProducts?: boolean;
+  /** Told how far the writes are (progress lines of a long import, shared/progress-log.ts). */
+  onProgress?: (done: number, total: number, phase: string) => void;
 }
 
 /** Applies `changes` in order inside the caller's write transaction (see module comment). */
 export async function applyStockChanges(
   ctx: WriteContext,
   changes: readonly StockChange[],
-  { announceProducts = true }: ApplyOptions = {},
+  { announceProducts = true, onProgress = () => {} }: ApplyOptions = {},
 ): Promise<StockChangeResult> {
   const { trx, stamp } = ctx;
   if (changes.length === 0) return { movementIds: [], productIds: [] };
@@ -129,16 +133,26 @@ export async function applyStockChanges(
   }
   if (movements.length === 0) return { movementIds: [], productIds: [] };
 
+  const levels = variantStock.size + productStock.size;
+  let written = 0;
   for (const part of chunks([...variantStock], TRIGGERED_WRITE_CHUNK)) {
     await setVariantStock(trx, part);
+    written += part.length;
+    onProgress(written, levels, 'stock levels');
   }
   for (const part of chunks([...productStock], TRIGGERED_WRITE_CHUNK)) {
     await setOwnStock(trx, part);
+    written += part.length;
+    onProgress(written, levels, 'stock levels');
   }
+  written = 0;
   for (const part of chunks(movements, TRIGGERED_WRITE_CHUNK)) {
     await insertMovements(trx, part);
+    written += part.length;
+    onProgress(written, movements.length, 'stock movements');
   }
   const touched = [...new Set(movements.map((m) => m.product_id))];
+  onProgress(0, touched.length, 'products and events');
   await refreshProducts(ctx, touched);
   await movementsCreated(
     ctx,
@@ -237,9 +251,26 @@ async function parseCsvYielding(csv: string): Promise<Record<string, string>[]> 
  * applies or none does. Columns: `sku` and either `stock` (set the absolute level) or
  * `quantity_change` (signed change); optional `note`. A bad row is a 400 naming its line.
  */
-export async function importStockCsv(db: Kysely<Database>, csv: string): Promise<ImportSummary> {
+export async function importStockCsv(
+  db: Kysely<Database>,
+  csv: string,
+  { log, intervalMs }: { log?: Pick<Logger, 'info'>; intervalMs?: number } = {},
+): Promise<ImportSummary> {
+  // A line every few seconds while a large import runs (nothing for a short one).
+  const progress = log ? progressLog(log, 'stock import', intervalMs === undefined ? {} : { intervalMs }) : undefined;
+  try {
+    const summary = await importRows(db, csv, progress);
+    progress?.stop({ ...summary });
+    return summary;
+  } finally {
+    progress?.stop();
+  }
+}
+
+async function importRows(db: Kysely<Database>, csv: string, progress: ProgressLog | undefined): Promise<ImportSummary> {
   let records: Record<string, string>[];
   try {
+    progress?.update(0, csv.length, 'reading the CSV');
     records = await parseCsvYielding(csv);
   } catch (error) {
     throw invalidParameter('body', `not valid CSV: ${(error as Error).message}`);
@@ -288,7 +319,7 @@ export async function importStockCsv(db: Kysely<Database>, csv: string): Promise
       running.set(r.sku, current + delta);
       return { productId: t.productId, variantId: t.variantId, delta, reason: 'bulk_import' as const, note: r.note };
     });
-    const result = await applyStockChanges(ctx, changes);
+    const result = await applyStockChanges(ctx, changes, { onProgress: (done, total, phase) => progress?.update(done, total, phase) });
     return { rows: rows.length, movements: result.movementIds.length, products: result.productIds.length };
   });
 }

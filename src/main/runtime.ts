@@ -8,6 +8,7 @@ import type { Config } from '../config/config.ts';
 import { openDatabase } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { requestLogSerializer } from '../ops/log-redaction.ts';
+import { withProgressLog } from '../shared/progress-log.ts';
 
 /**
  * Paths whose values never reach a log line: credentials in headers (API tokens, session cookies,
@@ -61,18 +62,26 @@ export async function openContext(
   logger: Logger,
   { migrate = true, applicationName = 'store-api', template }: { migrate?: boolean; applicationName?: string; template?: readonly string[] } = {},
 ): Promise<AppContext> {
-  const database = await openDatabase({
-    databaseUrl: config.DATABASE_URL,
-    dataDir: config.DATABASE_URL ? undefined : config.DATA_DIR,
-    poolSize: config.DATABASE_POOL_SIZE,
-    minFreeBytes: config.DATA_DIR_MIN_FREE_MB * 1024 * 1024,
-    sharedBuffersMb: config.PGLITE_SHARED_BUFFERS_MB,
-    applicationName,
-    ...(template ? { template } : {}),
-    onConnectionError: (error) => logger.warn({ err: error }, 'database connection lost; the pool opens a fresh one when needed'),
-  });
+  const every = { intervalMs: config.PROGRESS_LOG_INTERVAL_MS };
+  const database = await withProgressLog(
+    logger,
+    'opening the database',
+    () =>
+      openDatabase({
+        databaseUrl: config.DATABASE_URL,
+        dataDir: config.DATABASE_URL ? undefined : config.DATA_DIR,
+        poolSize: config.DATABASE_POOL_SIZE,
+        minFreeBytes: config.DATA_DIR_MIN_FREE_MB * 1024 * 1024,
+        sharedBuffersMb: config.PGLITE_SHARED_BUFFERS_MB,
+        workerYoungGenerationMb: config.PGLITE_WORKER_YOUNG_GENERATION_MB,
+        applicationName,
+        ...(template ? { template } : {}),
+        onConnectionError: (error) => logger.warn({ err: error }, 'database connection lost; the pool opens a fresh one when needed'),
+      }),
+    every,
+  );
   try {
-    if (migrate) await migrateToLatest(database.db);
+    if (migrate) await withProgressLog(logger, 'migrating the database schema', () => migrateToLatest(database.db), every);
   } catch (error) {
     await database.close();
     throw error;

@@ -3,12 +3,11 @@
  * `backends`: PGlite always, PostgreSQL when TEST_DATABASE_URL is set. Each call gives a fresh,
  * migrated database cloned from the run's template (see global-setup.ts).
  */
-import { PGlite } from '@electric-sql/pglite';
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { openDatabase, pgliteStartParams, typeParsers, type Backend, type DatabaseHandle } from '../../src/db/database.ts';
+import { openDatabase, type Backend, type DatabaseHandle } from '../../src/db/database.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -28,10 +27,9 @@ export interface TestDatabase extends DatabaseHandle {
 /** A fresh migrated database of `backend`. Close it in afterAll. */
 export async function openTestDatabase(backend: Backend, { poolSize = 5 } = {}): Promise<TestDatabase> {
   if (backend === 'pglite') {
-    const tarball = readFileSync(inject('pgliteTemplate'));
-    // The embedded default's settings (shared_buffers), so tests run what production runs.
-    const pglite = await PGlite.create({ loadDataDir: new Blob([tarball]), parsers: typeParsers, startParams: pgliteStartParams() });
-    return openDatabase({ pglite });
+    // In its own worker thread with the embedded default's settings (shared_buffers), so tests run
+    // what production runs.
+    return openDatabase({ archive: readFileSync(inject('pgliteTemplate')) });
   }
   const base = process.env.TEST_DATABASE_URL!;
   const name = `store_api_test_${process.ppid}_${randomBytes(4).toString('hex')}`;

@@ -107,6 +107,41 @@ describe('slow clients are cut', () => {
   });
 });
 
+describe('the timeouts measure the client, not the server (issue 25)', () => {
+  let t: TestApp;
+  let port: number;
+  beforeAll(async () => {
+    t = await buildTestApp('pglite', { REQUEST_TIMEOUT_MS: '200', HEADERS_TIMEOUT_MS: '150' });
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (t.app.server.address() as { port: number }).port;
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  it('a body that arrived in full while this thread was busy is answered, not 408', async () => {
+    const body = JSON.stringify({ email: 'nobody@example.com', password: 'x'.repeat(4000) });
+    const head = `POST /admin/session HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
+    // The server has begun reading this request's body (so its deadline runs) …
+    const reading = new Promise<void>((resolve) => t.app.server.once('request', (request) => request.once('data', () => resolve())));
+    const answer = exchange(port, (socket) => {
+      socket.write(head + body.slice(0, 10));
+      void reading.then(() =>
+        // … then the rest is handed to the kernel, and this thread (the server's too) is kept busy past
+        // REQUEST_TIMEOUT_MS before it can read it: the body is there, the server was late.
+        socket.write(body.slice(10), () => {
+          const until = performance.now() + 400;
+          while (performance.now() < until);
+        }),
+      );
+    });
+    const { status } = await answer;
+    expect(status).not.toBe(408);
+    expect(status).toBeGreaterThanOrEqual(400);
+    expect(status).toBeLessThan(500);
+  });
+});
+
 describe('requests the HTTP parser refuses', () => {
   let t: TestApp;
   let port: number;

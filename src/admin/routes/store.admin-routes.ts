@@ -275,7 +275,7 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req, reply) => {
       if (typeof req.body !== 'string') throw invalidParameter('body', 'send the CSV as text/csv');
-      return reply.code(201).send({ data: await importStockCsv(db, req.body) });
+      return reply.code(201).send({ data: await importStockCsv(db, req.body, { log: req.log, intervalMs: app.ctx.config.PROGRESS_LOG_INTERVAL_MS }) });
     },
   );
 }

@@ -10,6 +10,7 @@ import fp from 'fastify-plugin';
 import { ApiError, errorCodes, problemBody, type ErrorCode, type ParamError } from '../../shared/problem.ts';
 import { DATABASE_RETRY_AFTER_SECONDS, databaseUnavailable, isDatabaseUnavailable } from '../../shared/db-errors.ts';
 import { isOutOfSpace, StoreFailedError } from '../../db/storage-health.ts';
+import { onRequestTimeout } from './client-timeouts.ts';
 
 /** Sends a problem+json response. */
 export function sendProblem(reply: FastifyReply, code: ErrorCode, detail: string, errors?: ParamError[], headers?: Record<string, string>) {
@@ -81,6 +82,11 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
   // A reset connection has nobody to answer; a socket that already sent a response must not get another.
   if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
     socket.destroy();
+    return;
+  }
+  // Late by the server's clock only (this thread was busy, or has not read the body): no 408.
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT' && !(error as { measured?: boolean }).measured) {
+    onRequestTimeout(socket, () => clientErrorHandler(Object.assign(error, { measured: true }), socket));
     return;
   }
   const [code, detail, param, message]: [ErrorCode, string, string, string] =
