@@ -75,15 +75,19 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['Admin: administrators'];
   const id = (params: unknown) => (params as { id: string }).id;
 
-  app.get('/admins', { schema: { tags, summary: 'List administrators', response: { 200: data(Type.Array(AdminUserSchema)) } } }, async () => ({
-    data: await listAdminUsers(db),
-  }));
+  app.get(
+    '/admins',
+    { schema: { tags, operationId: 'listAdmins', summary: 'List administrators', response: { 200: data(Type.Array(AdminUserSchema)) } } },
+    async () => ({
+      data: await listAdminUsers(db),
+    }),
+  );
 
   app.get(
     '/admins/invitations',
     {
       config: { permission: 'owner' },
-      schema: { tags, summary: 'Open invitations (not yet used)', response: { 200: data(Type.Array(LinkSchema)) } },
+      schema: { tags, operationId: 'listInvitations', summary: 'Open invitations (not yet used)', response: { 200: data(Type.Array(LinkSchema)) } },
     },
     async () => ({ data: await listInvitations(db) }),
   );
@@ -92,7 +96,13 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
     '/admins/invitations',
     {
       config: { permission: 'owner', audit: 'admin.invited' },
-      schema: { tags, summary: 'Invite an administrator: a one-time link (shown once)', body: InviteBody, response: { 201: data(IssuedLink) } },
+      schema: {
+        tags,
+        operationId: 'inviteAdmin',
+        summary: 'Invite an administrator: a one-time link (shown once)',
+        body: InviteBody,
+        response: { 201: data(IssuedLink) },
+      },
     },
     async (request, reply) => {
       const body = request.body as typeof InviteBody.static;
@@ -112,7 +122,7 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
     '/admins/invitations/:id',
     {
       config: { permission: 'owner', audit: 'admin.invitation_revoked' },
-      schema: { tags, summary: 'Withdraw an invitation', params: IdParam, response: { 200: data(LinkSchema) } },
+      schema: { tags, operationId: 'revokeInvitation', summary: 'Withdraw an invitation', params: IdParam, response: { 200: data(LinkSchema) } },
     },
     async (request) => {
       const link = await revokeInvitation(db, id(request.params));
@@ -127,6 +137,7 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
       config: { permission: 'owner', audit: 'admin.role_changed' },
       schema: {
         tags,
+        operationId: 'changeAdminRole',
         summary: "Change an administrator's role (their sessions end)",
         params: IdParam,
         body: RoleBody,
@@ -147,7 +158,13 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
     '/admins/:id',
     {
       config: { permission: 'owner', audit: 'admin.removed' },
-      schema: { tags, summary: 'Remove an administrator (their sessions end at once)', params: IdParam, response: { 200: data(AdminUserSchema) } },
+      schema: {
+        tags,
+        operationId: 'removeAdmin',
+        summary: 'Remove an administrator (their sessions end at once)',
+        params: IdParam,
+        response: { 200: data(AdminUserSchema) },
+      },
     },
     async (request) => {
       const removed = await removeAdminUser(db, id(request.params));
@@ -160,7 +177,13 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
     '/admins/:id/password-reset',
     {
       config: { permission: 'owner', audit: 'admin.password_reset_issued' },
-      schema: { tags, summary: 'A one-time password-reset link for an administrator (shown once)', params: IdParam, response: { 201: data(IssuedLink) } },
+      schema: {
+        tags,
+        operationId: 'createPasswordReset',
+        summary: 'A one-time password-reset link for an administrator (shown once)',
+        params: IdParam,
+        response: { 201: data(IssuedLink) },
+      },
     },
     async (request, reply) => {
       const { code, link, user } = await createPasswordReset(db, {
@@ -180,6 +203,7 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
       config: { permission: 'read', audit: 'admin.password_changed' },
       schema: {
         tags,
+        operationId: 'changeOwnPassword',
         summary: "Change one's own password (dashboard sessions; other sessions end)",
         body: PasswordBody,
         response: { 200: data(AdminUserSchema) },

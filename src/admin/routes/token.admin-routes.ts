@@ -8,6 +8,7 @@ import { Type } from '@sinclair/typebox';
 import { SCOPES, createToken, getToken, listTokens, revokeToken, rollToken, updateToken } from '../../tokens/token.service.ts';
 import { parseIsoTimestamp } from '../../shared/time.ts';
 import { invalidParameter } from '../../shared/problem.ts';
+import { ApiKey, ApiKeyWithSecret, dataOf } from '../admin-responses.ts';
 
 const ScopeSchema = Type.Unsafe<(typeof SCOPES)[number]>({ type: 'string', enum: [...SCOPES] });
 const RateLimit = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000 }), Type.Null()]);
@@ -49,17 +50,29 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['Admin: API keys'];
   const id = (params: unknown) => (params as { id: string }).id;
 
-  app.get('/tokens', { schema: { tags, summary: 'List API tokens' } }, async () => ({ data: await listTokens(db) }));
-
-  app.get('/tokens/:id', { schema: { tags, summary: 'An API token (without its secret)', params: IdParam } }, async (request) => ({
-    data: await getToken(db, id(request.params)),
+  app.get('/tokens', { schema: { tags, operationId: 'listApiKeys', summary: 'List API tokens', response: { 200: dataOf(Type.Array(ApiKey)) } } }, async () => ({
+    data: await listTokens(db),
   }));
+
+  app.get(
+    '/tokens/:id',
+    { schema: { tags, operationId: 'getApiKey', summary: 'An API token (without its secret)', params: IdParam, response: { 200: dataOf(ApiKey) } } },
+    async (request) => ({
+      data: await getToken(db, id(request.params)),
+    }),
+  );
 
   app.post(
     '/tokens',
     {
       config: { audit: 'key.created', auditTarget: 'key' },
-      schema: { tags, summary: 'Create an API token (the secret is in the response, once)', body: CreateTokenBody },
+      schema: {
+        tags,
+        operationId: 'createApiKey',
+        summary: 'Create an API token (the secret is in the response, once)',
+        body: CreateTokenBody,
+        response: { 201: dataOf(ApiKeyWithSecret) },
+      },
     },
     async (request, reply) => {
       const body = request.body as typeof CreateTokenBody.static;
@@ -97,7 +110,14 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
     '/tokens/:id',
     {
       config: { audit: 'key.updated', auditTarget: 'key' },
-      schema: { tags, summary: 'Rename an API token or change its rate limits', params: IdParam, body: PatchTokenBody },
+      schema: {
+        tags,
+        operationId: 'updateApiKey',
+        summary: 'Rename an API token or change its rate limits',
+        params: IdParam,
+        body: PatchTokenBody,
+        response: { 200: dataOf(ApiKey) },
+      },
     },
     async (request) => {
       const body = request.body as typeof PatchTokenBody.static;
@@ -121,9 +141,11 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
       config: { audit: 'key.rolled', auditTarget: 'key' },
       schema: {
         tags,
+        operationId: 'rollApiKey',
         summary: 'Roll an API token: a new secret (in the response, once); the old one works for overlap_seconds more',
         params: IdParam,
         body: Type.Optional(RollBody),
+        response: { 200: dataOf(ApiKeyWithSecret) },
       },
     },
     async (request) => {
@@ -141,7 +163,7 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
     '/tokens/:id/revoke',
     {
       config: { audit: 'key.revoked', auditTarget: 'key' },
-      schema: { tags, summary: 'Revoke an API token', params: IdParam },
+      schema: { tags, operationId: 'revokeApiKey', summary: 'Revoke an API token', params: IdParam, response: { 200: dataOf(ApiKey) } },
     },
     async (request) => {
       const summary = await revokeToken(db, id(request.params));

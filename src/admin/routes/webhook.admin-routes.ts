@@ -10,6 +10,20 @@ import { EVENT_TYPES } from '../../events/event-log.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../../webhooks/webhook-delivery.repository.ts';
 import { exampleEvent } from '../../api/openapi-examples.ts';
 import type { FeedEventType } from '../../resources/registry.ts';
+import {
+  DeletedEndpoint,
+  DeliveryPage,
+  DeliveryStats,
+  EndpointSecret,
+  QueuedDelivery,
+  QueuedTestEvent,
+  RetriedCount,
+  WebhookDelivery,
+  WebhookDeliveryDetail,
+  WebhookEndpoint,
+  WebhookEndpointWithSecret,
+  dataOf,
+} from '../admin-responses.ts';
 
 const strict = { additionalProperties: false } as const;
 const Uuid = Type.String({ format: 'uuid' });
@@ -114,23 +128,52 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['Admin: webhooks'];
   const id = (params: unknown) => (params as { id: string }).id;
 
-  app.get('/webhooks/endpoints', { schema: { tags, summary: 'List webhook endpoints' } }, async () => ({ data: await webhooks.listEndpoints() }));
+  app.get(
+    '/webhooks/endpoints',
+    { schema: { tags, operationId: 'listWebhookEndpoints', summary: 'List webhook endpoints', response: { 200: dataOf(Type.Array(WebhookEndpoint)) } } },
+    async () => ({ data: await webhooks.listEndpoints() }),
+  );
   app.post(
     '/webhooks/endpoints',
     {
       config: { audit: 'endpoint.created', auditTarget: 'endpoint' },
-      schema: { tags, summary: 'Register an endpoint (its signing secret is in the response)', body: CreateBody },
+      schema: {
+        tags,
+        operationId: 'createWebhookEndpoint',
+        summary: 'Register an endpoint (its signing secret is in the response)',
+        body: CreateBody,
+        response: { 201: dataOf(WebhookEndpointWithSecret) },
+      },
     },
     async (req, reply) => reply.code(201).send({ data: await webhooks.createEndpoint(req.body as typeof CreateBody.static) }),
   );
-  app.get('/webhooks/endpoints/:id', { schema: { tags, summary: 'A webhook endpoint with its health', params: IdParam } }, async (req) => ({
-    data: await webhooks.getEndpoint(id(req.params)),
-  }));
+  app.get(
+    '/webhooks/endpoints/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'getWebhookEndpoint',
+        summary: 'A webhook endpoint with its health',
+        params: IdParam,
+        response: { 200: dataOf(WebhookEndpoint) },
+      },
+    },
+    async (req) => ({
+      data: await webhooks.getEndpoint(id(req.params)),
+    }),
+  );
   app.patch(
     '/webhooks/endpoints/:id',
     {
       config: { audit: 'endpoint.updated', auditTarget: 'endpoint' },
-      schema: { tags, summary: 'Update an endpoint; enabled=true resets its breaker', params: IdParam, body: PatchBody },
+      schema: {
+        tags,
+        operationId: 'updateWebhookEndpoint',
+        summary: 'Update an endpoint; enabled=true resets its breaker',
+        params: IdParam,
+        body: PatchBody,
+        response: { 200: dataOf(WebhookEndpoint) },
+      },
     },
     async (req) => {
       const body = req.body as typeof PatchBody.static;
@@ -155,20 +198,38 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   // A viewer reads everything but secrets: the signing secret lets its holder forge deliveries.
   app.get(
     '/webhooks/endpoints/:id/secret',
-    { config: { permission: 'write' }, schema: { tags, summary: 'The signing secret (owner or admin role)', params: IdParam } },
+    {
+      config: { permission: 'write' },
+      schema: {
+        tags,
+        operationId: 'getEndpointSecret',
+        summary: 'The signing secret (owner or admin role)',
+        params: IdParam,
+        response: { 200: dataOf(EndpointSecret) },
+      },
+    },
     async (req) => ({ data: await webhooks.getSecret(id(req.params)) }),
   );
   app.post(
     '/webhooks/endpoints/:id/rotate-secret',
     {
       config: { audit: 'endpoint.secret_rotated', auditTarget: 'endpoint' },
-      schema: { tags, summary: 'New secret; the old one signs too until previous_secret_expires_at', params: IdParam },
+      schema: {
+        tags,
+        operationId: 'rotateEndpointSecret',
+        summary: 'New secret; the old one signs too until previous_secret_expires_at',
+        params: IdParam,
+        response: { 200: dataOf(EndpointSecret) },
+      },
     },
     async (req) => ({ data: await webhooks.rotateSecret(id(req.params)) }),
   );
   app.post(
     '/webhooks/endpoints/:id/ping',
-    { config: { audit: 'endpoint.pinged', auditTarget: 'endpoint' }, schema: { tags, summary: 'Send a ping event to this endpoint', params: IdParam } },
+    {
+      config: { audit: 'endpoint.pinged', auditTarget: 'endpoint' },
+      schema: { tags, operationId: 'pingEndpoint', summary: 'Send a ping event to this endpoint', params: IdParam, response: { 202: dataOf(QueuedDelivery) } },
+    },
     async (req, reply) => reply.code(202).send({ data: await webhooks.ping(id(req.params)) }),
   );
   app.post(
@@ -177,6 +238,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
       config: { audit: 'endpoint.test_event_sent', auditTarget: 'endpoint' },
       schema: {
         tags,
+        operationId: 'sendTestEvent',
         summary: 'Send a test event: the catalog example of a type, to this endpoint only',
         description:
           'Queues a delivery of the event catalog\'s example of `type`, signed like any delivery. Its envelope carries `"test": true` and the ' +
@@ -184,6 +246,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
           'pause the endpoint (decision 0020). Owner or admin role; a disabled endpoint is 409.',
         params: IdParam,
         body: TestEventBody,
+        response: { 202: dataOf(QueuedTestEvent) },
       },
     },
     async (req, reply) => {
@@ -200,11 +263,13 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
       config: { audit: 'endpoint.deleted', auditTarget: 'endpoint' },
       schema: {
         tags,
+        operationId: 'deleteWebhookEndpoint',
         summary: 'Delete an endpoint with its queued deliveries and delivery history',
         description:
           'Its pending and failed deliveries are never sent and its deliveries and attempts are deleted with it; the audit log keeps the URL ' +
           'and how many deliveries of each status went (decision 0020). Owner or admin role; an unknown or already deleted id is 404.',
         params: IdParam,
+        response: { 200: dataOf(DeletedEndpoint) },
       },
     },
     async (req) => {
@@ -223,6 +288,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
       config: { audit: 'endpoint.replayed', auditTarget: 'endpoint' },
       schema: {
         tags,
+        operationId: 'replayEndpointEvents',
         summary: 'Queue again every subscribed event of [from, to), or with failed_only those that never got through',
         params: IdParam,
         body: ReplayBody,
@@ -246,6 +312,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         tags,
+        operationId: 'previewEndpointReplay',
         summary: 'How many deliveries a replay with these parameters would queue (a dry run: nothing changes)',
         params: IdParam,
         querystring: ReplayPreviewQuery,
@@ -262,6 +329,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         tags,
+        operationId: 'getEndpointStats',
         summary: "Success rate and latency (p50, p95) of the endpoint's attempts over the last 24 hours and 7 days",
         params: IdParam,
         response: { 200: EndpointStats },
@@ -272,27 +340,66 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
 
   app.get(
     '/webhooks/deliveries',
-    { schema: { tags, summary: 'List deliveries, newest first', querystring: DeliveryQuery } },
+    { schema: { tags, operationId: 'listDeliveries', summary: 'List deliveries, newest first', querystring: DeliveryQuery, response: { 200: DeliveryPage } } },
     // ajv has filled in limit's default.
     async (req) => webhooks.listDeliveries(req.query as typeof DeliveryQuery.static & { limit: number }),
   );
-  app.get('/webhooks/deliveries/:id', { schema: { tags, summary: 'A delivery with its attempts and event', params: IdParam } }, async (req) => ({
-    data: await webhooks.getDelivery(id(req.params)),
-  }));
+  app.get(
+    '/webhooks/deliveries/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'getDelivery',
+        summary: 'A delivery with its attempts and event',
+        params: IdParam,
+        response: { 200: dataOf(WebhookDeliveryDetail) },
+      },
+    },
+    async (req) => ({
+      data: await webhooks.getDelivery(id(req.params)),
+    }),
+  );
   app.post(
     '/webhooks/deliveries/retry',
     {
       config: { audit: 'deliveries.retried', auditTarget: 'deliveries' },
-      schema: { tags, summary: 'Retry a selection, or all dead letters of an endpoint', body: RetryManyBody },
+      schema: {
+        tags,
+        operationId: 'retryDeliveries',
+        summary: 'Retry a selection, or all dead letters of an endpoint',
+        body: RetryManyBody,
+        response: { 200: dataOf(RetriedCount) },
+      },
     },
     async (req) => ({ data: await webhooks.retryMany(req.body as { delivery_ids: string[] } | { endpoint_id: string }) }),
   );
   app.post(
     '/webhooks/deliveries/:id/retry',
-    { config: { audit: 'deliveries.retried', auditTarget: 'delivery' }, schema: { tags, summary: 'Retry a dead or failed delivery now', params: IdParam } },
+    {
+      config: { audit: 'deliveries.retried', auditTarget: 'delivery' },
+      schema: {
+        tags,
+        operationId: 'retryDelivery',
+        summary: 'Retry a dead or failed delivery now',
+        params: IdParam,
+        response: { 200: dataOf(WebhookDelivery) },
+      },
+    },
     async (req) => ({ data: await webhooks.retryDelivery(id(req.params)) }),
   );
-  app.get('/webhooks/stats', { schema: { tags, summary: 'Hourly delivery activity and current totals', querystring: StatsQuery } }, async (req) => ({
-    data: await webhooks.stats((req.query as { hours: number }).hours),
-  }));
+  app.get(
+    '/webhooks/stats',
+    {
+      schema: {
+        tags,
+        operationId: 'getDeliveryStats',
+        summary: 'Hourly delivery activity and current totals',
+        querystring: StatsQuery,
+        response: { 200: dataOf(DeliveryStats) },
+      },
+    },
+    async (req) => ({
+      data: await webhooks.stats((req.query as { hours: number }).hours),
+    }),
+  );
 }
