@@ -256,7 +256,7 @@ const ADMIN_PROBLEMS: readonly [string, string][] = [
   ['AdminBadRequest', 'Invalid parameter or body (problem+json naming each wrong field).'],
   ['AdminUnauthorized', 'No token, an unknown, expired or revoked token, or an expired dashboard session.'],
   ['AdminForbidden', 'The token lacks the `admin` scope (or a dashboard session sent no CSRF token).'],
-  ['AdminNotFound', 'No record with this id.'],
+  ['AdminNotFound', 'No record with this id (in the path, or named in the body).'],
   ['AdminConflict', "The change conflicts with the record's state, or a request with the same Idempotency-Key is still in progress."],
   ['AdminUnprocessable', 'The Idempotency-Key was already used with another request body.'],
 ];
@@ -284,7 +284,8 @@ function completeAdminOperation(method: string, operation: Json): void {
   responses['400'] = ref('responses', 'AdminBadRequest');
   responses['401'] = ref('responses', 'AdminUnauthorized');
   responses['403'] = ref('responses', 'AdminForbidden');
-  if (/\{[^}]+\}/.test(JSON.stringify(operation.parameters ?? []))) responses['404'] = ref('responses', 'AdminNotFound');
+  // A path id, or an id in the body (an order's product, an adjustment's product), may name no record.
+  if (operation.requestBody || /\{[^}]+\}/.test(JSON.stringify(operation.parameters ?? []))) responses['404'] = ref('responses', 'AdminNotFound');
   if (method === 'post') {
     responses['409'] = ref('responses', 'AdminConflict');
     responses['422'] = ref('responses', 'AdminUnprocessable');
