@@ -4,6 +4,7 @@
  * not declare is a violation (which buildTestApp's close() turns into a failed test file).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Readable } from 'node:stream';
 import { Type } from '@sinclair/typebox';
 import { pino } from 'pino';
 import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
@@ -59,6 +60,23 @@ describe.each(backends)('a route that breaks the document (%s)', (backend) => {
           .send(query.body ?? '{"data":{"n":1}}');
       },
     );
+    // Declares NDJSON lines of `{ n: integer }`; streams the lines asked for.
+    app.get(
+      '/admin/api/v1/contract-probe/export',
+      {
+        schema: {
+          tags: ['Admin: contract probe'],
+          querystring: Type.Object({ lines: Type.String() }),
+          produces: ['application/x-ndjson'],
+          response: { 200: { description: 'NDJSON', content: { 'application/x-ndjson': { schema: Type.Object({ n: Type.Integer() }) } } } },
+        },
+      },
+      async (request, reply) => {
+        const lines = (request.query as { lines: string }).lines.split(',');
+        reply.type('application/x-ndjson');
+        return reply.send(Readable.from(lines.map((n) => `{"n":${n}}\n`)));
+      },
+    );
     contract = attachContractCheck(app);
     await app.ready();
     authorization = `Bearer ${(await createToken(database.db, { name: 'probe', scopes: ['admin'] })).token}`;
@@ -81,5 +99,15 @@ describe.each(backends)('a route that breaks the document (%s)', (backend) => {
     contract.violations.length = 0;
     await app.inject({ url: `/admin/api/v1/contract-probe?body=${encodeURIComponent('{"data":{"n":"one"}}')}`, headers: { authorization } });
     expect(contract.violations).toEqual([expect.stringMatching(/^GET \/admin\/api\/v1\/contract-probe 200: body .*must be integer/)]);
+  });
+
+  it('checks a streamed NDJSON answer line by line against x-ndjson-line-schema, passing it through unchanged', async () => {
+    contract.violations.length = 0;
+    const good = await app.inject({ url: '/admin/api/v1/contract-probe/export?lines=1,2,3', headers: { authorization } });
+    expect(good.body).toBe('{"n":1}\n{"n":2}\n{"n":3}\n');
+    expect(contract.violations).toEqual([]);
+    const bad = await app.inject({ url: '/admin/api/v1/contract-probe/export?lines=1,"two",3', headers: { authorization } });
+    expect(bad.body).toBe('{"n":1}\n{"n":"two"}\n{"n":3}\n');
+    expect(contract.violations).toEqual([expect.stringMatching(/^GET \/admin\/api\/v1\/contract-probe\/export 200: NDJSON line 2: .*must be integer/)]);
   });
 });

@@ -10,9 +10,12 @@
  *  - every header the response declares and sends matches its schema (integers and enums included);
  *  - the body matches the declared schema (Ajv, JSON Schema 2020-12, formats): JSON bodies whole,
  *    NDJSON bodies line by line against `x-ndjson-line-schema`.
- * Streamed and compressed bodies are not read (their status, type and headers are still checked).
+ * Streamed NDJSON answers are checked line by line as they pass (the first 20,000 lines of each);
+ * compressed bodies are not read (their status, type and headers are still checked).
  * Routes the document hides (the dashboard, /docs, the document itself) and HEAD are not checked.
  */
+import { Readable, Transform, pipeline } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -70,6 +73,24 @@ class DocumentChecker {
     return validate;
   }
 
+  /** Checks one line of an NDJSON answer against `x-ndjson-line-schema` (undefined: not NDJSON). */
+  lineChecker(method: string, path: string, status: number): ((line: string, n: number) => string | undefined) | undefined {
+    const response = this.resolve(declaredResponse(this.operation(method, path)?.responses ?? {}, status));
+    const line = response?.content?.['application/x-ndjson']?.['x-ndjson-line-schema'] as Json | undefined;
+    if (!line) return undefined;
+    const where = `${method.toUpperCase()} ${path} ${status}`;
+    const validate = this.validator(`${where} NDJSON line`, line);
+    return (text, n) => {
+      let record: unknown;
+      try {
+        record = JSON.parse(text);
+      } catch {
+        return `${where}: NDJSON line ${n} is not JSON: ${text.slice(0, 200)}`;
+      }
+      return validate(record) ? undefined : `${where}: NDJSON line ${n}: ${this.ajv.errorsText(validate.errors)}`;
+    };
+  }
+
   operation(method: string, path: string): Json | undefined {
     return this.doc.paths?.[path]?.[method];
   }
@@ -112,17 +133,16 @@ class DocumentChecker {
     if (!sentType) return violations;
     const media = content[sentType];
     if (!media) return [...violations, `${where}: content type ${sentType} not declared (declared: ${Object.keys(content).join(', ')})`];
+    if (sentType === 'application/x-ndjson' && !media['x-ndjson-line-schema']) return [...violations, `${where}: NDJSON without x-ndjson-line-schema`];
     if (headers['content-encoding'] || (typeof payload !== 'string' && !Buffer.isBuffer(payload))) return violations;
     const text = payload.toString();
     const pointer = `#/paths/${escapePointer(path)}/${method}/responses/${status}/content/${escapePointer(sentType)}`;
     if (sentType === 'application/x-ndjson') {
-      const line = media['x-ndjson-line-schema'] as Json | undefined;
-      if (!line) return [...violations, `${where}: NDJSON without x-ndjson-line-schema`];
-      const validate = this.validator(`${pointer} line`, line);
+      const checkLine = this.lineChecker(method, path, status)!;
       for (const [i, record] of text.split('\n').entries()) {
-        if (record === '') continue;
-        if (!validate(JSON.parse(record))) {
-          violations.push(`${where}: NDJSON line ${i + 1}: ${this.ajv.errorsText(validate.errors)}`);
+        const problem = record === '' ? undefined : checkLine(record, i + 1);
+        if (problem) {
+          violations.push(problem);
           break;
         }
       }
@@ -139,6 +159,44 @@ class DocumentChecker {
     if (!validate(body)) violations.push(`${where}: body ${this.ajv.errorsText(validate.errors)} — ${text.slice(0, 300)}`);
     return violations;
   }
+}
+
+/** Most lines of one streamed answer checked (the rest pass unchecked): a bound on the cost for the large-store tests. */
+const MAX_STREAMED_LINES = 20_000;
+
+/** `source` passed through unchanged, each complete line checked by `checkLine` (first violation recorded). */
+function checkedLines(source: Readable, checkLine: (line: string, n: number) => string | undefined, violations: string[]): Readable {
+  const decoder = new StringDecoder('utf8');
+  let rest = '';
+  let n = 0;
+  let failed = false;
+  const take = (text: string, final: boolean) => {
+    if (failed || n >= MAX_STREAMED_LINES) return;
+    const lines = (rest + text).split('\n');
+    rest = final ? '' : lines.pop()!;
+    for (const line of lines) {
+      if (line === '' || n >= MAX_STREAMED_LINES) continue;
+      const problem = checkLine(line, ++n);
+      if (problem) {
+        violations.push(problem);
+        failed = true;
+        return;
+      }
+    }
+  };
+  const through = new Transform({
+    transform(chunk: Buffer | string, _encoding, done) {
+      take(typeof chunk === 'string' ? chunk : decoder.write(chunk), false);
+      done(null, chunk);
+    },
+    flush(done) {
+      take(decoder.end(), true);
+      done();
+    },
+  });
+  // A client gone (the answer destroyed) ends the source too, as it would without the check.
+  pipeline(source, through, () => {});
+  return through;
 }
 
 /** Checks every response of `app` against its own OpenAPI document (call before `app.ready()`). */
@@ -159,6 +217,9 @@ export function attachContractCheck(app: FastifyInstance): ContractCheck {
     } catch (error) {
       violations.push(`${request.method} ${path} ${reply.statusCode}: the check failed: ${(error as Error).message}`);
     }
+    // A streamed NDJSON answer: its lines are checked as they pass, unchanged and with backpressure.
+    const checkLine = checker.lineChecker(method, path, reply.statusCode);
+    if (checkLine && payload instanceof Readable && !reply.getHeader('content-encoding')) return checkedLines(payload, checkLine, violations);
     return payload;
   });
   return { violations, checked: () => checked };
