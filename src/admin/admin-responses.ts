@@ -14,6 +14,7 @@ import { SCOPES } from '../tokens/token.service.ts';
 import { DELIVERY_STATUSES } from '../webhooks/webhook-delivery.repository.ts';
 import { Nullable, StringEnum } from '../shared/typebox.ts';
 import { Product } from '../catalog/product.resource.ts';
+import { ADMIN_ROLES } from './sessions/admin-roles.ts';
 
 const Uuid = Type.String({ format: 'uuid' });
 const Instant = Type.String({ format: 'date-time' });
@@ -45,6 +46,16 @@ const tokenFields = {
   last_used_at: Nullable(Instant),
   previous_secret_expires_at: Nullable(Type.String({ format: 'date-time', description: 'After a roll: until when the replaced secret still works' })),
   status: StringEnum(['active', 'revoked', 'expired'] as const),
+  made_by: Type.Object(
+    {
+      kind: StringEnum(['administrator', 'operator'] as const),
+      id: Nullable(Type.String({ description: "The administrator's id (null for the operator)" })),
+      email: Nullable(Type.String({ description: "The administrator's email when the key was made or transferred to her (null for the operator)" })),
+      role: Nullable(StringEnum(ADMIN_ROLES)),
+      removed: Type.Boolean(),
+    },
+    { additionalProperties: false, description: 'Who made the key: it acts with at most its maker’s role' },
+  ),
 };
 
 /** An API token as listed to administrators (never its secret). */

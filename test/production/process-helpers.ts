@@ -32,8 +32,14 @@ export function childEnv(env: Record<string, string>): Record<string, string> {
   return { ...base, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', SEED_DEMO: 'false', ...env };
 }
 
-export function startStoreApi(args: string[], env: Record<string, string>, { name = args.join(' '), cwd = PROJECT_ROOT } = {}): StoreApiProcess {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+export function startStoreApi(
+  args: string[],
+  env: Record<string, string>,
+  { name = args.join(' '), cwd = PROJECT_ROOT, prefix = [] as string[] } = {},
+): StoreApiProcess {
+  // `prefix`: a command the process runs under, e.g. ['prlimit', '--nofile=1024:1024'].
+  const [command, ...commandArgs] = [...prefix, process.execPath, CLI, ...args];
+  const child = spawn(command!, commandArgs, { cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   const listeners = new Set<() => void>();
   const onData = (chunk: Buffer) => {

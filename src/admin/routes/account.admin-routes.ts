@@ -19,6 +19,7 @@ import { ADMIN_ROLES, type AdminRole } from '../sessions/admin-roles.ts';
 import { changeAdminRole, changeOwnPassword, listAdminUsers, removeAdminUser } from '../sessions/admin-user.service.ts';
 import { createInvitation, createPasswordReset, listInvitations, revokeInvitation } from '../sessions/admin-links.service.ts';
 import { ApiError } from '../../shared/problem.ts';
+import { requireFreshProof } from '../admin-auth.ts';
 
 const strict = { additionalProperties: false } as const;
 const IdParam = Type.Object({ id: Type.String({ format: 'uuid' }) }, strict);
@@ -27,13 +28,18 @@ const Role = Type.Unsafe<AdminRole>({
   enum: [...ADMIN_ROLES],
   description: 'owner: everything; admin: everything but administrators; viewer: read only',
 });
-const AdminUserSchema = Type.Object({
-  id: Type.String({ format: 'uuid' }),
-  email: Type.String(),
-  role: Role,
-  created_at: Type.String({ format: 'date-time' }),
-  last_sign_in_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-});
+/** An administrator as the admin API shows one (also the answer of the second-factor reset). */
+export const AdminUserSchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    email: Type.String(),
+    role: Role,
+    created_at: Type.String({ format: 'date-time' }),
+    last_sign_in_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+    second_factor: Type.Boolean({ description: 'Whether a second factor (TOTP) is set up' }),
+  },
+  { title: 'Administrator' },
+);
 const LinkSchema = Type.Object({
   id: Type.String({ format: 'uuid' }),
   purpose: Type.Unsafe<string>({ type: 'string', enum: ['invitation', 'password_reset'] }),
@@ -77,7 +83,10 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
 
   app.get(
     '/admins',
-    { schema: { tags, operationId: 'listAdmins', summary: 'List administrators', response: { 200: data(Type.Array(AdminUserSchema)) } } },
+    {
+      config: { permission: 'read' },
+      schema: { tags, operationId: 'listAdmins', summary: 'List administrators', response: { 200: data(Type.Array(AdminUserSchema)) } },
+    },
     async () => ({
       data: await listAdminUsers(db),
     }),
@@ -145,6 +154,7 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
+      requireFreshProof(request, 'changing a role');
       const { before, after } = await changeAdminRole(db, id(request.params), (request.body as typeof RoleBody.static).role);
       request.audit =
         before.role === after.role
@@ -200,7 +210,7 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/account/password',
     {
-      config: { permission: 'read', audit: 'admin.password_changed' },
+      config: { permission: 'account', audit: 'admin.password_changed' },
       schema: {
         tags,
         operationId: 'changeOwnPassword',

@@ -32,6 +32,7 @@ export async function alertsAdminRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/alerts',
     {
+      config: { permission: 'read' },
       schema: {
         tags,
         operationId: 'getAlerts',
@@ -44,7 +45,7 @@ export async function alertsAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/alerts/seen',
     {
-      config: { permission: 'read' },
+      config: { permission: 'account' },
       schema: {
         tags,
         operationId: 'markAlertsSeen',

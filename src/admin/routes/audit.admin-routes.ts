@@ -44,6 +44,7 @@ export async function auditAdminRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/audit-log',
     {
+      config: { permission: 'read' },
       schema: {
         tags: ['Admin: audit log'],
         operationId: 'listAuditLog',

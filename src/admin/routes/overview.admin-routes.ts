@@ -19,6 +19,7 @@ export async function overviewAdminRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/overview',
     {
+      config: { permission: 'read' },
       schema: {
         tags: ['Admin: dashboard'],
         operationId: 'getOverview',

@@ -29,6 +29,7 @@ export async function recordAdminRoutes(app: FastifyInstance): Promise<void> {
     app.post(
       `/${resource.path}`,
       {
+        config: { permission: 'write' },
         schema: {
           tags,
           operationId: `create${pascal(resource.noun)}`,
@@ -42,6 +43,7 @@ export async function recordAdminRoutes(app: FastifyInstance): Promise<void> {
     app.patch(
       `/${resource.path}/:id`,
       {
+        config: { permission: 'write' },
         schema: {
           tags,
           operationId: `update${pascal(resource.noun)}`,

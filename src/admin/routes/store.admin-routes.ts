@@ -179,6 +179,7 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/products',
     {
+      config: { permission: 'write' },
       schema: {
         tags: ['Admin: catalog'],
         operationId: 'createProduct',
@@ -192,6 +193,7 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/products/:id',
     {
+      config: { permission: 'read' },
       schema: {
         tags: ['Admin: catalog'],
         operationId: 'getAdminProduct',
@@ -205,6 +207,7 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   app.patch(
     '/products/:id',
     {
+      config: { permission: 'write' },
       schema: {
         tags: ['Admin: catalog'],
         operationId: 'updateProduct',
@@ -219,6 +222,7 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/products/:id/variants',
     {
+      config: { permission: 'write' },
       schema: {
         tags: ['Admin: catalog'],
         operationId: 'addVariant',
@@ -233,6 +237,7 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   app.patch(
     '/products/:id/variants/:variantId',
     {
+      config: { permission: 'write' },
       schema: {
         tags: ['Admin: catalog'],
         operationId: 'updateVariant',
@@ -250,6 +255,7 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/products/:id/images',
     {
+      config: { permission: 'write' },
       schema: {
         tags: ['Admin: catalog'],
         operationId: 'addImage',
@@ -264,6 +270,7 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   app.patch(
     '/products/:id/images/:imageId',
     {
+      config: { permission: 'write' },
       schema: {
         tags: ['Admin: catalog'],
         operationId: 'updateImage',
@@ -282,6 +289,7 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/customers',
     {
+      config: { permission: 'write' },
       schema: {
         tags: ['Admin: customers'],
         operationId: 'createCustomer',
@@ -295,6 +303,7 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   app.patch(
     '/customers/:id',
     {
+      config: { permission: 'write' },
       schema: {
         tags: ['Admin: customers'],
         operationId: 'updateCustomer',
@@ -310,6 +319,7 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/orders',
     {
+      config: { permission: 'write' },
       schema: {
         tags: ['Admin: orders'],
         operationId: 'placeOrder',
@@ -323,6 +333,7 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/orders/:id/status',
     {
+      config: { permission: 'write' },
       schema: {
         tags: ['Admin: orders'],
         operationId: 'changeOrderStatus',
@@ -340,6 +351,7 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/orders/:id/payment-status',
     {
+      config: { permission: 'write' },
       schema: {
         tags: ['Admin: orders'],
         operationId: 'changePaymentStatus',
@@ -355,6 +367,7 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/inventory/adjustments',
     {
+      config: { permission: 'write' },
       schema: {
         tags: ['Admin: inventory'],
         operationId: 'adjustStock',
@@ -372,6 +385,7 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/inventory/import',
     {
+      config: { permission: 'write' },
       schema: {
         tags: ['Admin: inventory'],
         operationId: 'importStockCsv',

@@ -24,6 +24,7 @@ import {
   WebhookEndpointWithSecret,
   dataOf,
 } from '../admin-responses.ts';
+import { requireFreshProof } from '../admin-auth.ts';
 
 const strict = { additionalProperties: false } as const;
 const Uuid = Type.String({ format: 'uuid' });
@@ -130,13 +131,16 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
 
   app.get(
     '/webhooks/endpoints',
-    { schema: { tags, operationId: 'listWebhookEndpoints', summary: 'List webhook endpoints', response: { 200: dataOf(Type.Array(WebhookEndpoint)) } } },
+    {
+      config: { permission: 'read' },
+      schema: { tags, operationId: 'listWebhookEndpoints', summary: 'List webhook endpoints', response: { 200: dataOf(Type.Array(WebhookEndpoint)) } },
+    },
     async () => ({ data: await webhooks.listEndpoints() }),
   );
   app.post(
     '/webhooks/endpoints',
     {
-      config: { audit: 'endpoint.created', auditTarget: 'endpoint' },
+      config: { permission: 'write', audit: 'endpoint.created', auditTarget: 'endpoint' },
       schema: {
         tags,
         operationId: 'createWebhookEndpoint',
@@ -150,6 +154,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/webhooks/endpoints/:id',
     {
+      config: { permission: 'read' },
       schema: {
         tags,
         operationId: 'getWebhookEndpoint',
@@ -165,7 +170,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.patch(
     '/webhooks/endpoints/:id',
     {
-      config: { audit: 'endpoint.updated', auditTarget: 'endpoint' },
+      config: { permission: 'write', audit: 'endpoint.updated', auditTarget: 'endpoint' },
       schema: {
         tags,
         operationId: 'updateWebhookEndpoint',
@@ -208,12 +213,15 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
         response: { 200: dataOf(EndpointSecret) },
       },
     },
-    async (req) => ({ data: await webhooks.getSecret(id(req.params)) }),
+    async (req) => {
+      requireFreshProof(req, 'revealing a signing secret');
+      return { data: await webhooks.getSecret(id(req.params)) };
+    },
   );
   app.post(
     '/webhooks/endpoints/:id/rotate-secret',
     {
-      config: { audit: 'endpoint.secret_rotated', auditTarget: 'endpoint' },
+      config: { permission: 'write', audit: 'endpoint.secret_rotated', auditTarget: 'endpoint' },
       schema: {
         tags,
         operationId: 'rotateEndpointSecret',
@@ -222,12 +230,15 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
         response: { 200: dataOf(EndpointSecret) },
       },
     },
-    async (req) => ({ data: await webhooks.rotateSecret(id(req.params)) }),
+    async (req) => {
+      requireFreshProof(req, 'rotating a signing secret (the new one is shown)');
+      return { data: await webhooks.rotateSecret(id(req.params)) };
+    },
   );
   app.post(
     '/webhooks/endpoints/:id/ping',
     {
-      config: { audit: 'endpoint.pinged', auditTarget: 'endpoint' },
+      config: { permission: 'write', audit: 'endpoint.pinged', auditTarget: 'endpoint' },
       schema: { tags, operationId: 'pingEndpoint', summary: 'Send a ping event to this endpoint', params: IdParam, response: { 202: dataOf(QueuedDelivery) } },
     },
     async (req, reply) => reply.code(202).send({ data: await webhooks.ping(id(req.params)) }),
@@ -235,7 +246,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/webhooks/endpoints/:id/test-events',
     {
-      config: { audit: 'endpoint.test_event_sent', auditTarget: 'endpoint' },
+      config: { permission: 'write', audit: 'endpoint.test_event_sent', auditTarget: 'endpoint' },
       schema: {
         tags,
         operationId: 'sendTestEvent',
@@ -260,7 +271,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.delete(
     '/webhooks/endpoints/:id',
     {
-      config: { audit: 'endpoint.deleted', auditTarget: 'endpoint' },
+      config: { permission: 'write', audit: 'endpoint.deleted', auditTarget: 'endpoint' },
       schema: {
         tags,
         operationId: 'deleteWebhookEndpoint',
@@ -285,7 +296,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/webhooks/endpoints/:id/replay',
     {
-      config: { audit: 'endpoint.replayed', auditTarget: 'endpoint' },
+      config: { permission: 'write', audit: 'endpoint.replayed', auditTarget: 'endpoint' },
       schema: {
         tags,
         operationId: 'replayEndpointEvents',
@@ -310,6 +321,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/webhooks/endpoints/:id/replay-preview',
     {
+      config: { permission: 'read' },
       schema: {
         tags,
         operationId: 'previewEndpointReplay',
@@ -327,6 +339,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/webhooks/endpoints/:id/stats',
     {
+      config: { permission: 'read' },
       schema: {
         tags,
         operationId: 'getEndpointStats',
@@ -340,13 +353,17 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
 
   app.get(
     '/webhooks/deliveries',
-    { schema: { tags, operationId: 'listDeliveries', summary: 'List deliveries, newest first', querystring: DeliveryQuery, response: { 200: DeliveryPage } } },
+    {
+      config: { permission: 'read' },
+      schema: { tags, operationId: 'listDeliveries', summary: 'List deliveries, newest first', querystring: DeliveryQuery, response: { 200: DeliveryPage } },
+    },
     // ajv has filled in limit's default.
     async (req) => webhooks.listDeliveries(req.query as typeof DeliveryQuery.static & { limit: number }),
   );
   app.get(
     '/webhooks/deliveries/:id',
     {
+      config: { permission: 'read' },
       schema: {
         tags,
         operationId: 'getDelivery',
@@ -362,7 +379,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/webhooks/deliveries/retry',
     {
-      config: { audit: 'deliveries.retried', auditTarget: 'deliveries' },
+      config: { permission: 'write', audit: 'deliveries.retried', auditTarget: 'deliveries' },
       schema: {
         tags,
         operationId: 'retryDeliveries',
@@ -376,7 +393,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/webhooks/deliveries/:id/retry',
     {
-      config: { audit: 'deliveries.retried', auditTarget: 'delivery' },
+      config: { permission: 'write', audit: 'deliveries.retried', auditTarget: 'delivery' },
       schema: {
         tags,
         operationId: 'retryDelivery',
@@ -390,6 +407,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/webhooks/stats',
     {
+      config: { permission: 'read' },
       schema: {
         tags,
         operationId: 'getDeliveryStats',

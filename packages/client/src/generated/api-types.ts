@@ -500,6 +500,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/api/v1/tokens/made-by/{maker}/transfer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Transfer every unrevoked key of a maker to another administrator (owner); from the next request they act with that administrator's role */
+        post: operations["transferApiKeysOfMaker"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/tokens/made-by/{maker}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Revoke every unrevoked key of a maker in one step (owner) */
+        post: operations["revokeApiKeysOfMaker"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/api/v1/products": {
         parameters: {
             query?: never;
@@ -1175,6 +1209,114 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/api/v1/account/second-factor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether you have a second factor, and whether the store requires one */
+        get: operations["getOwnSecondFactor"];
+        put?: never;
+        /** Start setting up a second factor: the secret and its QR code (shown once), pending until a first code confirms it */
+        post: operations["startSecondFactorEnrolment"];
+        /** Turn your second factor off (asks for a fresh proof) */
+        delete: operations["removeOwnSecondFactor"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/account/second-factor/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Turn the second factor on with a first code; the recovery codes are in the answer, once */
+        post: operations["confirmSecondFactor"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/account/second-factor/recovery-codes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** New recovery codes (in the answer, once); the old ones stop working */
+        post: operations["regenerateRecoveryCodes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/account/reauthenticate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prove it is you (password, or a second-factor code) before a sensitive action
+         * @description The proof counts for ADMIN_REAUTH_WINDOW_MS (default 5 minutes). Throttled like the sign-in.
+         */
+        post: operations["reauthenticate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/admins/{id}/second-factor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Turn off an administrator's second factor (they lost their device and recovery codes) */
+        delete: operations["removeAdminSecondFactor"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/settings/security": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The store's security settings */
+        get: operations["getSecuritySettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Require a second factor of every administrator (owner, signed in; asks for a fresh proof) */
+        patch: operations["updateSecuritySettings"];
+        trace?: never;
+    };
 }
 export interface webhooks {
     "product.created": {
@@ -1689,7 +1831,7 @@ export interface components {
              * @description Machine-readable error code (the registry of src/shared/problem.ts)
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "not_found" | "invalid_parameter" | "invalid_body" | "malformed_request" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "conflict" | "idempotency_key_in_use" | "idempotency_key_reused" | "rate_limited" | "header_fields_too_large" | "internal_error" | "service_unavailable" | "insufficient_storage";
+            code: "unauthorized" | "forbidden" | "second_factor_required" | "invalid_second_factor" | "second_factor_enrolment_required" | "reauthentication_required" | "not_found" | "invalid_parameter" | "invalid_body" | "malformed_request" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "conflict" | "idempotency_key_in_use" | "idempotency_key_reused" | "rate_limited" | "header_fields_too_large" | "internal_error" | "service_unavailable" | "insufficient_storage";
             errors?: {
                 param: string;
                 message: string;
@@ -1713,6 +1855,15 @@ export interface components {
             previous_secret_expires_at: string | null;
             /** @enum {string} */
             status: "active" | "revoked" | "expired";
+            /** @description Who made the key: it acts with at most its maker’s role */
+            made_by: {
+                /** @enum {string} */
+                kind: "administrator" | "operator";
+                id: string | null;
+                email: string | null;
+                role: ("owner" | "admin" | "viewer") | null;
+                removed: boolean;
+            };
         };
         /** ApiKeyWithSecret */
         ApiKeyWithSecret: {
@@ -1732,6 +1883,15 @@ export interface components {
             previous_secret_expires_at: string | null;
             /** @enum {string} */
             status: "active" | "revoked" | "expired";
+            /** @description Who made the key: it acts with at most its maker’s role */
+            made_by: {
+                /** @enum {string} */
+                kind: "administrator" | "operator";
+                id: string | null;
+                email: string | null;
+                role: ("owner" | "admin" | "viewer") | null;
+                removed: boolean;
+            };
             /** @description The secret `sia_…`: shown once, store it now */
             token: string;
         };
@@ -1943,6 +2103,41 @@ export interface components {
             api_tokens: {
                 active: number;
             };
+        };
+        /** Administrator */
+        Administrator: {
+            /** Format: uuid */
+            id: string;
+            email: string;
+            /**
+             * @description owner: everything; admin: everything but administrators; viewer: read only
+             * @enum {string}
+             */
+            role: "owner" | "admin" | "viewer";
+            /** Format: date-time */
+            created_at: string;
+            last_sign_in_at: string | null;
+            /** @description Whether a second factor (TOTP) is set up */
+            second_factor: boolean;
+        };
+        /** SecondFactorStatus */
+        SecondFactorStatus: {
+            enabled: boolean;
+            enabled_at: string | null;
+            recovery_codes_left: number;
+            /** @description The owner's setting: every administrator must have a second factor */
+            required: boolean;
+        };
+        /** SecondFactorEnrolment */
+        SecondFactorEnrolment: {
+            secret: string;
+            otpauth_uri: string;
+            /** @description The otpauth URI as a QR code image (data URL) */
+            qr_code: string;
+        };
+        /** SecuritySettings */
+        SecuritySettings: {
+            require_second_factor: boolean;
         };
     };
     responses: {
@@ -4616,6 +4811,96 @@ export interface operations {
             507: components["responses"]["InsufficientStorage"];
         };
     };
+    transferApiKeysOfMaker: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description An administrator's id (a removed one too), or `operator` for keys made with the CLI */
+                maker: string | "operator";
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uuid
+                     * @description The administrator who becomes the maker of the keys
+                     */
+                    to_admin_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ApiKey"][];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    revokeApiKeysOfMaker: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description An administrator's id (a removed one too), or `operator` for keys made with the CLI */
+                maker: string | "operator";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ApiKey"][];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
     createProduct: {
         parameters: {
             query?: never;
@@ -6143,19 +6428,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** Format: uuid */
-                            id: string;
-                            email: string;
-                            /**
-                             * @description owner: everything; admin: everything but administrators; viewer: read only
-                             * @enum {string}
-                             */
-                            role: "owner" | "admin" | "viewer";
-                            /** Format: date-time */
-                            created_at: string;
-                            last_sign_in_at: string | null;
-                        }[];
+                        data: components["schemas"]["Administrator"][];
                     };
                 };
             };
@@ -6340,19 +6613,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** Format: uuid */
-                            id: string;
-                            email: string;
-                            /**
-                             * @description owner: everything; admin: everything but administrators; viewer: read only
-                             * @enum {string}
-                             */
-                            role: "owner" | "admin" | "viewer";
-                            /** Format: date-time */
-                            created_at: string;
-                            last_sign_in_at: string | null;
-                        };
+                        data: components["schemas"]["Administrator"];
                     };
                 };
             };
@@ -6396,19 +6657,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** Format: uuid */
-                            id: string;
-                            email: string;
-                            /**
-                             * @description owner: everything; admin: everything but administrators; viewer: read only
-                             * @enum {string}
-                             */
-                            role: "owner" | "admin" | "viewer";
-                            /** Format: date-time */
-                            created_at: string;
-                            last_sign_in_at: string | null;
-                        };
+                        data: components["schemas"]["Administrator"];
                     };
                 };
             };
@@ -6506,19 +6755,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** Format: uuid */
-                            id: string;
-                            email: string;
-                            /**
-                             * @description owner: everything; admin: everything but administrators; viewer: read only
-                             * @enum {string}
-                             */
-                            role: "owner" | "admin" | "viewer";
-                            /** Format: date-time */
-                            created_at: string;
-                            last_sign_in_at: string | null;
-                        };
+                        data: components["schemas"]["Administrator"];
                     };
                 };
             };
@@ -6541,7 +6778,7 @@ export interface operations {
             query?: {
                 /** @description Email of an administrator or name of an API token (exact, case-insensitive) */
                 actor?: string;
-                action?: "session.signed_in" | "session.sign_in_failed" | "session.signed_out" | "setup.completed" | "admin.invited" | "admin.invitation_revoked" | "admin.joined" | "admin.role_changed" | "admin.removed" | "admin.password_changed" | "admin.password_reset_issued" | "admin.password_reset" | "key.created" | "key.rolled" | "key.revoked" | "key.updated" | "endpoint.created" | "endpoint.updated" | "endpoint.enabled" | "endpoint.disabled" | "endpoint.deleted" | "endpoint.secret_rotated" | "endpoint.pinged" | "endpoint.test_event_sent" | "endpoint.replayed" | "deliveries.retried" | "store.written";
+                action?: "session.signed_in" | "session.sign_in_failed" | "session.signed_out" | "setup.completed" | "admin.invited" | "admin.invitation_revoked" | "admin.joined" | "admin.role_changed" | "admin.removed" | "admin.password_changed" | "admin.password_reset_issued" | "admin.password_reset" | "admin.second_factor_enrolled" | "admin.second_factor_removed" | "admin.recovery_code_used" | "admin.recovery_codes_regenerated" | "admin.second_factor_failed" | "admin.reauthenticated" | "admin.reauthentication_failed" | "settings.second_factor_requirement_changed" | "key.created" | "key.rolled" | "key.revoked" | "key.updated" | "key.transferred" | "endpoint.created" | "endpoint.updated" | "endpoint.enabled" | "endpoint.disabled" | "endpoint.deleted" | "endpoint.secret_rotated" | "endpoint.pinged" | "endpoint.test_event_sent" | "endpoint.replayed" | "deliveries.retried" | "store.written";
                 /** @description ISO 8601, inclusive */
                 from?: string;
                 /** @description ISO 8601, exclusive */
@@ -6673,6 +6910,346 @@ export interface operations {
             403: components["responses"]["AdminForbidden"];
             409: components["responses"]["AdminConflict"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    getOwnSecondFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SecondFactorStatus"];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    startSecondFactorEnrolment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SecondFactorEnrolment"];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    removeOwnSecondFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SecondFactorStatus"];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    confirmSecondFactor: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The 6-digit code of the authenticator app (or, where accepted, a recovery code) */
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            enabled: boolean;
+                            enabled_at: string | null;
+                            recovery_codes_left: number;
+                            /** @description The owner's setting: every administrator must have a second factor */
+                            required: boolean;
+                            /** @description Shown once: store them now */
+                            recovery_codes: string[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    regenerateRecoveryCodes: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description Shown once: store them now */
+                            recovery_codes: string[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    reauthenticate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    password?: string;
+                    /** @description A 6-digit code or a recovery code */
+                    code?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: date-time */
+                            proven_at: string;
+                            /** Format: date-time */
+                            valid_until: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    removeAdminSecondFactor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Administrator"];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    getSecuritySettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SecuritySettings"];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateSecuritySettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    require_second_factor: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SecuritySettings"];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
