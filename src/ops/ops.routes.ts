@@ -48,6 +48,7 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         tags: ['Operations'],
+        operationId: 'getLiveness',
         summary: 'Liveness: the process is up (no token)',
         response: { 200: HealthBody },
       },
@@ -60,6 +61,7 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         tags: ['Operations'],
+        operationId: 'getReadiness',
         summary: 'Readiness: the database is reachable and its migrations are current (no token)',
         response: { 200: ReadyBody, 503: ProblemSchema },
       },
@@ -94,6 +96,7 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
     {
       schema: {
         tags: ['Operations'],
+        operationId: 'getMetrics',
         summary: 'Prometheus metrics of this process (no token)',
         produces: ['text/plain'],
         response: {

@@ -10,6 +10,7 @@ import { loadConfig } from '../../src/config/config.ts';
 import { createToken, type Scope } from '../../src/tokens/token.service.ts';
 import { openTestDatabase, type TestDatabase } from './test-database.ts';
 import { checkDocuments } from '../../src/db/documents.ts';
+import { attachContractCheck, type ContractCheck } from './contract-check.ts';
 
 /** Env that lifts the rate limits, for tests that page through large stores. */
 export const UNLIMITED = { RATE_LIMIT_STANDARD: '1000000', RATE_LIMIT_EXPORT: '1000000' } as const;
@@ -18,6 +19,8 @@ export interface TestApp {
   app: App;
   ctx: AppContext;
   database: TestDatabase;
+  /** Every response checked against the served OpenAPI document; close() fails on any violation. */
+  contract: ContractCheck;
   /** Throws when a stored document differs from its rebuild from the tables (run by close()). */
   checkDocuments(): Promise<void>;
   /** Header object for a fresh token with `scopes` (default: the four read scopes). */
@@ -40,11 +43,13 @@ export async function buildTestApp(
   const logger = lines ? pino({ level: config.LOG_LEVEL }, { write: (line: string) => void lines.push(line) }) : pino({ level: 'silent' });
   const ctx: AppContext = { config, database, logger, now: options.now };
   const app = await buildApp(ctx);
+  const contract = attachContractCheck(app);
   await app.ready();
   return {
     app,
     ctx,
     database,
+    contract,
     auth: async (scopes) => {
       const { token } = await createToken(database.db, { name: 'test', scopes });
       return { authorization: `Bearer ${token}` };
@@ -53,14 +58,23 @@ export async function buildTestApp(
     close: async () => {
       // Every test app ends with the rebuild check: whatever kind of write the test made, every
       // stored document must equal what the tables say (db/documents.ts).
+      // And the contract test: every response the test got kept the OpenAPI document (contract-check.ts).
       try {
         await assertDocumentsMatch(database);
+        assertContractKept(contract);
       } finally {
         await app.close();
       }
       await database.close();
     },
   };
+}
+
+/** Throws, naming each violation, when a response broke the served OpenAPI document. */
+export function assertContractKept(contract: ContractCheck): void {
+  if (contract.violations.length === 0) return;
+  const distinct = [...new Set(contract.violations)];
+  throw new Error(`${distinct.length} response(s) broke the OpenAPI document (test/helpers/contract-check.ts):\n${distinct.slice(0, 30).join('\n')}`);
 }
 
 /** The rebuild check of db/documents.ts as an assertion naming the first records that differ. */

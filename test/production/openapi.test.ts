@@ -114,6 +114,89 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
     expect(doc.components.parameters.IdempotencyKey).toMatchObject({ name: 'Idempotency-Key', in: 'header', required: false });
   });
 
+  it('types every success body of the admin API (no `{ data: {} }`), declaring the status each route sends', () => {
+    const adminPaths = Object.keys(doc.paths).filter((path) => path.startsWith('/admin/api/v1/'));
+    const untyped: string[] = [];
+    for (const path of adminPaths) {
+      for (const [method, op] of Object.entries(doc.paths[path]) as [string, Json][]) {
+        const success = Object.keys(op.responses).filter((status) => /^2/.test(status));
+        expect(success.length, `${method} ${path}`).toBe(1);
+        const status = success[0]!;
+        if (status === '204') {
+          expect(op.responses[status].content, `${method} ${path}`).toBeUndefined();
+          continue;
+        }
+        let schema = op.responses[status].content?.['application/json']?.schema;
+        if (schema?.$ref) schema = resolve(schema);
+        const data = schema?.properties?.data;
+        // An empty schema (or none) types the answer as `unknown` in every generated client.
+        if (!data || Object.keys(data).length === 0) untyped.push(`${method} ${path}`);
+      }
+    }
+    expect(untyped).toEqual([]);
+    const status = (path: string, method: string) => Object.keys(doc.paths[path][method].responses).find((s) => /^2/.test(s));
+    expect(status('/admin/api/v1/tokens', 'post')).toBe('201');
+    expect(status('/admin/api/v1/webhooks/endpoints', 'post')).toBe('201');
+    expect(status('/admin/api/v1/inventory/import', 'post')).toBe('201');
+    expect(status('/admin/api/v1/webhooks/endpoints/{id}/ping', 'post')).toBe('202');
+    expect(status('/admin/api/v1/webhooks/endpoints/{id}/test-events', 'post')).toBe('202');
+    const schemas = doc.components.schemas;
+    expect(Object.keys(schemas.ApiKey.properties)).toContain('previous_secret_expires_at');
+    expect(Object.keys(schemas.ApiKeyWithSecret.properties)).toContain('token');
+    expect(Object.keys(schemas.WebhookDelivery.properties)).toContain('test');
+    expect(Object.keys(schemas.WebhookEndpointWithSecret.properties)).toContain('secret');
+  });
+
+  it('declares the CSV import body as text/csv', () => {
+    const body = doc.paths['/admin/api/v1/inventory/import'].post.requestBody;
+    expect(body.required).toBe(true);
+    expect(Object.keys(body.content)).toEqual(['text/csv']);
+    expect(body.content['text/csv'].schema.type).toBe('string');
+  });
+
+  it('describes NDJSON bodies as strings with the schema of one line in x-ndjson-line-schema', () => {
+    for (const [path, item] of Object.entries(doc.paths) as [string, Json][]) {
+      if (!/\/(export|snapshot)$/.test(path)) continue;
+      const media = item.get.responses['200'].content['application/x-ndjson'];
+      expect(media.schema.type, path).toBe('string');
+      expect(media['x-ndjson-line-schema'], path).toBeDefined();
+    }
+    expect(doc.paths['/api/v1/products/export'].get.responses['200'].content['application/x-ndjson']['x-ndjson-line-schema']).toEqual({
+      $ref: '#/components/schemas/Product',
+    });
+  });
+
+  it('names operations as a person would, uniquely, with no status range a generator trips on, at the package version', async () => {
+    const ids: string[] = [];
+    for (const item of Object.values(doc.paths) as Json[]) {
+      for (const op of Object.values(item) as Json[]) {
+        ids.push(op.operationId);
+        // `4XX`-style ranges break orval's compile: every status is concrete.
+        expect(
+          Object.keys(op.responses).filter((status) => !/^\d{3}$/.test(status)),
+          op.operationId,
+        ).toEqual([]);
+      }
+    }
+    for (const id of ids) expect(id).toMatch(/^[a-z][A-Za-z0-9]*$/);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(ids).toEqual(
+      expect.arrayContaining([
+        'listProducts',
+        'getProduct',
+        'exportProducts',
+        'snapshotProducts',
+        'listInventoryMovements',
+        'createApiKey',
+        'rollApiKey',
+        'rotateEndpointSecret',
+        'getLiveness',
+      ]),
+    );
+    const { readFileSync } = await import('node:fs');
+    expect(doc.info.version).toBe(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version);
+  });
+
   it('leaves every parameter with a default optional (generated clients need not pass limit)', () => {
     for (const [path, item] of Object.entries(doc.paths) as [string, Json][]) {
       for (const op of Object.values(item) as Json[]) {

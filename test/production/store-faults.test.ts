@@ -23,7 +23,8 @@ import { isOutOfSpace, isWalWriteFailure, OUT_OF_SPACE_HOLD_MS, StorageHealth } 
 import { isDatabaseUnavailable, markConnectFailure } from '../../src/shared/db-errors.ts';
 import { aProduct } from '../helpers/store-fixtures.ts';
 import { backends } from '../helpers/test-database.ts';
-import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
+import { assertContractKept, buildTestApp, type TestApp } from '../helpers/test-app.ts';
+import { attachContractCheck } from '../helpers/contract-check.ts';
 
 const DATABASE_URL = process.env.TEST_DATABASE_URL;
 
@@ -173,6 +174,8 @@ describe.skipIf(!DATABASE_URL)('connections PostgreSQL refuses (postgres)', () =
       .catch((error: { code?: string }) => error);
     expect((direct as { code?: string }).code).toBe(sqlstate);
     const app = await buildApp({ config: loadConfig({ LOG_LEVEL: 'silent', SEED_DEMO: 'false' }), database, logger: pino({ level: 'silent' }) });
+    // The 503s (and their Retry-After) are declared answers of these operations.
+    const contract = attachContractCheck(app);
     try {
       for (const path of ['/api/v1/products', '/admin/api/v1/tokens']) {
         const res = await app.inject({ url: path, headers: { authorization: `Bearer sia_${'A'.repeat(43)}` } });
@@ -181,6 +184,7 @@ describe.skipIf(!DATABASE_URL)('connections PostgreSQL refuses (postgres)', () =
         expect(res.json(), path).toMatchObject({ code: 'service_unavailable' });
       }
       expect((await app.inject({ url: '/readyz' })).statusCode).toBe(503);
+      assertContractKept(contract);
     } finally {
       await app.close();
       await database.close();
@@ -207,6 +211,7 @@ describe('the embedded database on a disk low on space (pglite data directory)',
         await database.close();
         const low = await openDatabase({ dataDir: dir, template: false, minFreeBytes });
         const app = await buildApp({ config: loadConfig({ LOG_LEVEL: 'silent', SEED_DEMO: 'false' }), database: low, logger: pino({ level: 'silent' }) });
+        const contract = attachContractCheck(app);
         try {
           const headers = { authorization: `Bearer ${token}` };
           const res = await app.inject({
@@ -225,6 +230,7 @@ describe('the embedded database on a disk low on space (pglite data directory)',
           } else {
             expect(ready.statusCode).toBe(200);
           }
+          assertContractKept(contract);
         } finally {
           await app.close();
           await low.close();

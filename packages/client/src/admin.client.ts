@@ -5,14 +5,23 @@
  * connection: the service answers the first response again instead of writing twice.
  */
 import { randomUUID } from 'node:crypto';
-import type { operations } from './generated/api-types.ts';
+import type { components, operations } from './generated/api-types.ts';
 import type { StoreApiClient } from './store-api.client.ts';
+
+// Every type below comes from the OpenAPI document (generated/api-types.ts): the server's own
+// TypeBox schemas, so a field added there reaches this client at the next `npm run generate`.
 
 type Body<O extends keyof operations> = operations[O] extends { requestBody: { content: { 'application/json': infer B } } }
   ? B
   : operations[O] extends { requestBody?: { content: { 'application/json': infer B } } }
     ? B
     : never;
+type Json<R> = R extends { content: { 'application/json': infer B } } ? B : never;
+/** The success body of an operation (its 200, 201 or 202 answer). */
+type Answer<O extends keyof operations> = Json<operations[O]['responses'][Extract<keyof operations[O]['responses'], 200 | 201 | 202>]>;
+/** The `data` of an operation's success body. */
+type Data<O extends keyof operations> = Answer<O> extends { data: infer D } ? D : never;
+type Query<O extends keyof operations> = operations[O] extends { parameters: { query?: infer Q } } ? NonNullable<Q> : never;
 
 /** Options of an admin write. */
 export interface AdminCallOptions {
@@ -21,51 +30,14 @@ export interface AdminCallOptions {
   signal?: AbortSignal;
 }
 
-/** An API token as the admin API shows it (never its secret, except once in `create`). */
-export interface ApiToken {
-  id: string;
-  name: string;
-  prefix: string;
-  scopes: ('products:read' | 'orders:read' | 'customers:read' | 'inventory:read' | 'admin')[];
-  rate_limit_standard: number | null;
-  rate_limit_export: number | null;
-  created_at: string;
-  expires_at: string | null;
-  revoked_at: string | null;
-  last_used_at: string | null;
-  status: 'active' | 'revoked' | 'expired';
-}
-
+/** An API token as the admin API shows it (never its secret). */
+export type ApiToken = components['schemas']['ApiKey'];
+/** A token with its secret `sia_…`: the answer of a create or a roll, once. */
+export type ApiTokenWithSecret = components['schemas']['ApiKeyWithSecret'];
 /** A webhook endpoint (docs/webhooks.md, Admin API). */
-export interface WebhookEndpoint {
-  id: string;
-  url: string;
-  description: string | null;
-  event_types: string[];
-  enabled: boolean;
-  state: 'active' | 'paused' | 'disabled';
-  paused_until: string | null;
-  consecutive_failures: number;
-  disabled_reason: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
+export type WebhookEndpoint = components['schemas']['WebhookEndpoint'];
 /** A webhook delivery (docs/webhooks.md, Admin API). */
-export interface WebhookDelivery {
-  id: string;
-  event_id: string;
-  event_type: string;
-  endpoint_id: string;
-  endpoint_url: string;
-  status: 'pending' | 'failed' | 'succeeded' | 'dead';
-  attempt_count: number;
-  next_attempt_at: string | null;
-  last_status_code: number | null;
-  last_error: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export type WebhookDelivery = components['schemas']['WebhookDelivery'];
 
 const PREFIX = 'admin/api/v1/';
 
@@ -106,58 +78,49 @@ const id = (value: string) => encodeURIComponent(value);
 /** API tokens. */
 export class AdminTokens {
   constructor(readonly call: Call) {}
-  async list(options: AdminCallOptions = {}): Promise<ApiToken[]> {
-    return (await this.call<ApiToken[]>('GET', 'tokens', undefined, options)).data;
+  async list(options: AdminCallOptions = {}): Promise<Data<'listApiKeys'>> {
+    return (await this.call<Data<'listApiKeys'>>('GET', 'tokens', undefined, options)).data;
   }
-  async get(tokenId: string, options: AdminCallOptions = {}): Promise<ApiToken> {
-    return (await this.call<ApiToken>('GET', `tokens/${id(tokenId)}`, undefined, options)).data;
+  async get(tokenId: string, options: AdminCallOptions = {}): Promise<Data<'getApiKey'>> {
+    return (await this.call<Data<'getApiKey'>>('GET', `tokens/${id(tokenId)}`, undefined, options)).data;
   }
   /** Creates a token; `token` (the secret `sia_…`) is in this answer only. */
-  async create(body: Body<'post_admin_api_v1_tokens'>, options: AdminCallOptions = {}): Promise<ApiToken & { token: string }> {
-    return (await this.call<ApiToken & { token: string }>('POST', 'tokens', body, options)).data;
+  async create(body: Body<'createApiKey'>, options: AdminCallOptions = {}): Promise<Data<'createApiKey'>> {
+    return (await this.call<Data<'createApiKey'>>('POST', 'tokens', body, options)).data;
   }
-  async revoke(tokenId: string, options: AdminCallOptions = {}): Promise<ApiToken> {
-    return (await this.call<ApiToken>('POST', `tokens/${id(tokenId)}/revoke`, undefined, options)).data;
+  async revoke(tokenId: string, options: AdminCallOptions = {}): Promise<Data<'revokeApiKey'>> {
+    return (await this.call<Data<'revokeApiKey'>>('POST', `tokens/${id(tokenId)}/revoke`, undefined, options)).data;
   }
 }
 
 /** Webhook endpoints. */
 export class AdminWebhookEndpoints {
   constructor(readonly call: Call) {}
-  async list(options: AdminCallOptions = {}): Promise<WebhookEndpoint[]> {
-    return (await this.call<WebhookEndpoint[]>('GET', 'webhooks/endpoints', undefined, options)).data;
+  async list(options: AdminCallOptions = {}): Promise<Data<'listWebhookEndpoints'>> {
+    return (await this.call<Data<'listWebhookEndpoints'>>('GET', 'webhooks/endpoints', undefined, options)).data;
   }
-  async get(endpointId: string, options: AdminCallOptions = {}): Promise<WebhookEndpoint> {
-    return (await this.call<WebhookEndpoint>('GET', `webhooks/endpoints/${id(endpointId)}`, undefined, options)).data;
+  async get(endpointId: string, options: AdminCallOptions = {}): Promise<Data<'getWebhookEndpoint'>> {
+    return (await this.call<Data<'getWebhookEndpoint'>>('GET', `webhooks/endpoints/${id(endpointId)}`, undefined, options)).data;
   }
   /** Registers an endpoint; its signing secret `whsec_…` is in the answer. */
-  async create(body: Body<'post_admin_api_v1_webhooks_endpoints'>, options: AdminCallOptions = {}): Promise<WebhookEndpoint & { secret: string }> {
-    return (await this.call<WebhookEndpoint & { secret: string }>('POST', 'webhooks/endpoints', body, options)).data;
+  async create(body: Body<'createWebhookEndpoint'>, options: AdminCallOptions = {}): Promise<Data<'createWebhookEndpoint'>> {
+    return (await this.call<Data<'createWebhookEndpoint'>>('POST', 'webhooks/endpoints', body, options)).data;
   }
-  async update(endpointId: string, body: Body<'patch_admin_api_v1_webhooks_endpoints_id'>, options: AdminCallOptions = {}): Promise<WebhookEndpoint> {
-    return (await this.call<WebhookEndpoint>('PATCH', `webhooks/endpoints/${id(endpointId)}`, body, options)).data;
+  async update(endpointId: string, body: Body<'updateWebhookEndpoint'>, options: AdminCallOptions = {}): Promise<Data<'updateWebhookEndpoint'>> {
+    return (await this.call<Data<'updateWebhookEndpoint'>>('PATCH', `webhooks/endpoints/${id(endpointId)}`, body, options)).data;
   }
-  async secret(endpointId: string, options: AdminCallOptions = {}): Promise<{ secret: string; previous_secret_expires_at: string | null }> {
-    return (
-      await this.call<{ secret: string; previous_secret_expires_at: string | null }>('GET', `webhooks/endpoints/${id(endpointId)}/secret`, undefined, options)
-    ).data;
+  async secret(endpointId: string, options: AdminCallOptions = {}): Promise<Data<'getEndpointSecret'>> {
+    return (await this.call<Data<'getEndpointSecret'>>('GET', `webhooks/endpoints/${id(endpointId)}/secret`, undefined, options)).data;
   }
-  async rotateSecret(endpointId: string, options: AdminCallOptions = {}): Promise<{ secret: string; previous_secret_expires_at: string | null }> {
-    return (
-      await this.call<{ secret: string; previous_secret_expires_at: string | null }>(
-        'POST',
-        `webhooks/endpoints/${id(endpointId)}/rotate-secret`,
-        undefined,
-        options,
-      )
-    ).data;
+  async rotateSecret(endpointId: string, options: AdminCallOptions = {}): Promise<Data<'rotateEndpointSecret'>> {
+    return (await this.call<Data<'rotateEndpointSecret'>>('POST', `webhooks/endpoints/${id(endpointId)}/rotate-secret`, undefined, options)).data;
   }
-  async ping(endpointId: string, options: AdminCallOptions = {}): Promise<{ event_id: string; delivery_id: string }> {
-    return (await this.call<{ event_id: string; delivery_id: string }>('POST', `webhooks/endpoints/${id(endpointId)}/ping`, undefined, options)).data;
+  async ping(endpointId: string, options: AdminCallOptions = {}): Promise<Data<'pingEndpoint'>> {
+    return (await this.call<Data<'pingEndpoint'>>('POST', `webhooks/endpoints/${id(endpointId)}/ping`, undefined, options)).data;
   }
   /** Queues again every subscribed event of [from, to) for this endpoint. */
-  async replay(endpointId: string, body: { from: string; to: string }, options: AdminCallOptions = {}): Promise<{ queued: number }> {
-    return (await this.call<{ queued: number }>('POST', `webhooks/endpoints/${id(endpointId)}/replay`, body, options)).data;
+  async replay(endpointId: string, body: Body<'replayEndpointEvents'>, options: AdminCallOptions = {}): Promise<Data<'replayEndpointEvents'>> {
+    return (await this.call<Data<'replayEndpointEvents'>>('POST', `webhooks/endpoints/${id(endpointId)}/replay`, body, options)).data;
   }
 }
 
@@ -168,17 +131,11 @@ export class AdminDeliveries {
     private readonly client: StoreApiClient,
   ) {}
   /** One page, newest first. */
-  async list(
-    query: { endpoint_id?: string; status?: WebhookDelivery['status']; limit?: number; cursor?: string } = {},
-    options: AdminCallOptions = {},
-  ): Promise<{ data: WebhookDelivery[]; pagination: { next_cursor: string | null; has_more: boolean; limit: number } }> {
+  async list(query: Query<'listDeliveries'> = {}, options: AdminCallOptions = {}): Promise<Answer<'listDeliveries'>> {
     return this.client.requestJson('GET', 'webhooks/deliveries', { prefix: PREFIX, query, signal: options.signal });
   }
   /** Every delivery matching `query`, page after page (for await). */
-  async *iterate(
-    query: { endpoint_id?: string; status?: WebhookDelivery['status']; limit?: number } = {},
-    options: AdminCallOptions = {},
-  ): AsyncGenerator<WebhookDelivery> {
+  async *iterate(query: Omit<Query<'listDeliveries'>, 'cursor'> = {}, options: AdminCallOptions = {}): AsyncGenerator<WebhookDelivery> {
     let cursor: string | undefined;
     for (;;) {
       const page = await this.list({ ...query, cursor }, options);
@@ -187,16 +144,15 @@ export class AdminDeliveries {
       cursor = page.pagination.next_cursor;
     }
   }
-  async get(deliveryId: string, options: AdminCallOptions = {}): Promise<WebhookDelivery & { attempts: unknown[]; event: unknown }> {
-    return (await this.call<WebhookDelivery & { attempts: unknown[]; event: unknown }>('GET', `webhooks/deliveries/${id(deliveryId)}`, undefined, options))
-      .data;
+  async get(deliveryId: string, options: AdminCallOptions = {}): Promise<Data<'getDelivery'>> {
+    return (await this.call<Data<'getDelivery'>>('GET', `webhooks/deliveries/${id(deliveryId)}`, undefined, options)).data;
   }
   /** Retries a dead or failed delivery now. */
-  async retry(deliveryId: string, options: AdminCallOptions = {}): Promise<WebhookDelivery> {
-    return (await this.call<WebhookDelivery>('POST', `webhooks/deliveries/${id(deliveryId)}/retry`, undefined, options)).data;
+  async retry(deliveryId: string, options: AdminCallOptions = {}): Promise<Data<'retryDelivery'>> {
+    return (await this.call<Data<'retryDelivery'>>('POST', `webhooks/deliveries/${id(deliveryId)}/retry`, undefined, options)).data;
   }
   /** Retries a selection, or every dead letter of an endpoint. */
-  async retryMany(body: { delivery_ids: string[] } | { endpoint_id: string; all_dead: true }, options: AdminCallOptions = {}): Promise<{ retried: number }> {
-    return (await this.call<{ retried: number }>('POST', 'webhooks/deliveries/retry', body, options)).data;
+  async retryMany(body: Body<'retryDeliveries'>, options: AdminCallOptions = {}): Promise<Data<'retryDeliveries'>> {
+    return (await this.call<Data<'retryDeliveries'>>('POST', 'webhooks/deliveries/retry', body, options)).data;
   }
 }

@@ -13,7 +13,7 @@ export {
   isSnapshotUnsupported,
 } from './store-api.client.ts';
 export { AdminClient, AdminTokens, AdminWebhookEndpoints, AdminDeliveries } from './admin.client.ts';
-export type { AdminCallOptions, ApiToken, WebhookEndpoint, WebhookDelivery } from './admin.client.ts';
+export type { AdminCallOptions, ApiToken, ApiTokenWithSecret, WebhookEndpoint, WebhookDelivery } from './admin.client.ts';
 export type { StoreApiClientOptions, IterateOptions, PageProgress } from './store-api.client.ts';
 export { StoreApiError } from './store-api.error.ts';
 export { lines as ndjsonLines, TruncatedBodyError } from './ndjson-lines.ts';

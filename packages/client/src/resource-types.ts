@@ -46,30 +46,30 @@ export type ProblemCode = Problem['code'];
 type QueryOf<Op extends keyof operations> = Partial<NonNullable<operations[Op]['parameters']['query']>>;
 
 /** Query of GET /api/v1/products (every field optional; the server applies the defaults). */
-export type ProductListQuery = QueryOf<'list_products'>;
+export type ProductListQuery = QueryOf<'listProducts'>;
 /** Query of GET /api/v1/products/export. */
-export type ProductExportQuery = QueryOf<'export_products'>;
+export type ProductExportQuery = QueryOf<'exportProducts'>;
 /** Query of GET /api/v1/orders. */
-export type OrderListQuery = QueryOf<'list_orders'>;
+export type OrderListQuery = QueryOf<'listOrders'>;
 /** Query of GET /api/v1/orders/export. */
-export type OrderExportQuery = QueryOf<'export_orders'>;
+export type OrderExportQuery = QueryOf<'exportOrders'>;
 /** Query of GET /api/v1/customers. */
-export type CustomerListQuery = QueryOf<'list_customers'>;
+export type CustomerListQuery = QueryOf<'listCustomers'>;
 /** Query of GET /api/v1/customers/export. */
-export type CustomerExportQuery = QueryOf<'export_customers'>;
+export type CustomerExportQuery = QueryOf<'exportCustomers'>;
 /** Query of GET /api/v1/inventory. */
-export type InventoryListQuery = QueryOf<'list_inventory'>;
+export type InventoryListQuery = QueryOf<'listInventory'>;
 /** Query of GET /api/v1/inventory/export. */
-export type InventoryExportQuery = QueryOf<'export_inventory'>;
+export type InventoryExportQuery = QueryOf<'exportInventory'>;
 /** Query of GET /api/v1/inventory/movements. */
-export type StockMovementListQuery = QueryOf<'list_inventory_movements'>;
+export type StockMovementListQuery = QueryOf<'listInventoryMovements'>;
 /** Query of GET /api/v1/inventory/movements/export. */
-export type StockMovementExportQuery = QueryOf<'export_inventory_movements'>;
+export type StockMovementExportQuery = QueryOf<'exportInventoryMovements'>;
 
 /** Query of GET /api/v1/events; `type` takes one event type or several. */
-export type EventListQuery = Omit<QueryOf<'list_events'>, 'type'> & { type?: StoreEventType | StoreEventType[] };
+export type EventListQuery = Omit<QueryOf<'listEvents'>, 'type'> & { type?: StoreEventType | StoreEventType[] };
 /** Query of GET /api/v1/events/export. */
-export type EventExportQuery = Omit<QueryOf<'export_events'>, 'type'> & { type?: StoreEventType | StoreEventType[] };
+export type EventExportQuery = Omit<QueryOf<'exportEvents'>, 'type'> & { type?: StoreEventType | StoreEventType[] };
 
 /** One page of a list: `data` and `pagination` (pass `pagination.next_cursor` back as `cursor`). */
 export interface Page<T> {

@@ -93,9 +93,10 @@ export class RecordIterator<T> implements AsyncIterable<T> {
   /** Pages (list pages or export requests) fetched so far. */
   pages = 0;
   /**
-   * Records the whole walk holds, when the server says so before sending them (a snapshot's
-   * X-Total-Count, counted at its start); null until the first request answers, and for lists and
-   * exports, which do not announce their size.
+   * At most how many records the whole walk holds, when the server says so before sending them (a
+   * snapshot's X-Total-Count, counted at its start: a record changed meanwhile comes after the
+   * cursor instead, so the walk may see fewer); null until the first request answers, and for lists
+   * and exports, which do not announce their size.
    */
   total: number | null = null;
   readonly #source: (self: RecordIterator<T>) => AsyncGenerator<T>;

@@ -28,14 +28,18 @@ const Role = Type.Unsafe<AdminRole>({
   enum: [...ADMIN_ROLES],
   description: 'owner: everything; admin: everything but administrators; viewer: read only',
 });
-const AdminUserSchema = Type.Object({
-  id: Type.String({ format: 'uuid' }),
-  email: Type.String(),
-  role: Role,
-  created_at: Type.String({ format: 'date-time' }),
-  last_sign_in_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-  second_factor: Type.Boolean({ description: 'Whether a second factor (TOTP) is set up' }),
-});
+/** An administrator as the admin API shows one (also the answer of the second-factor reset). */
+export const AdminUserSchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    email: Type.String(),
+    role: Role,
+    created_at: Type.String({ format: 'date-time' }),
+    last_sign_in_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+    second_factor: Type.Boolean({ description: 'Whether a second factor (TOTP) is set up' }),
+  },
+  { title: 'Administrator' },
+);
 const LinkSchema = Type.Object({
   id: Type.String({ format: 'uuid' }),
   purpose: Type.Unsafe<string>({ type: 'string', enum: ['invitation', 'password_reset'] }),
@@ -79,7 +83,10 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
 
   app.get(
     '/admins',
-    { config: { permission: 'read' }, schema: { tags, summary: 'List administrators', response: { 200: data(Type.Array(AdminUserSchema)) } } },
+    {
+      config: { permission: 'read' },
+      schema: { tags, operationId: 'listAdmins', summary: 'List administrators', response: { 200: data(Type.Array(AdminUserSchema)) } },
+    },
     async () => ({
       data: await listAdminUsers(db),
     }),
@@ -89,7 +96,7 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
     '/admins/invitations',
     {
       config: { permission: 'owner' },
-      schema: { tags, summary: 'Open invitations (not yet used)', response: { 200: data(Type.Array(LinkSchema)) } },
+      schema: { tags, operationId: 'listInvitations', summary: 'Open invitations (not yet used)', response: { 200: data(Type.Array(LinkSchema)) } },
     },
     async () => ({ data: await listInvitations(db) }),
   );
@@ -98,7 +105,13 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
     '/admins/invitations',
     {
       config: { permission: 'owner', audit: 'admin.invited' },
-      schema: { tags, summary: 'Invite an administrator: a one-time link (shown once)', body: InviteBody, response: { 201: data(IssuedLink) } },
+      schema: {
+        tags,
+        operationId: 'inviteAdmin',
+        summary: 'Invite an administrator: a one-time link (shown once)',
+        body: InviteBody,
+        response: { 201: data(IssuedLink) },
+      },
     },
     async (request, reply) => {
       const body = request.body as typeof InviteBody.static;
@@ -118,7 +131,7 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
     '/admins/invitations/:id',
     {
       config: { permission: 'owner', audit: 'admin.invitation_revoked' },
-      schema: { tags, summary: 'Withdraw an invitation', params: IdParam, response: { 200: data(LinkSchema) } },
+      schema: { tags, operationId: 'revokeInvitation', summary: 'Withdraw an invitation', params: IdParam, response: { 200: data(LinkSchema) } },
     },
     async (request) => {
       const link = await revokeInvitation(db, id(request.params));
@@ -133,6 +146,7 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
       config: { permission: 'owner', audit: 'admin.role_changed' },
       schema: {
         tags,
+        operationId: 'changeAdminRole',
         summary: "Change an administrator's role (their sessions end)",
         params: IdParam,
         body: RoleBody,
@@ -154,7 +168,13 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
     '/admins/:id',
     {
       config: { permission: 'owner', audit: 'admin.removed' },
-      schema: { tags, summary: 'Remove an administrator (their sessions end at once)', params: IdParam, response: { 200: data(AdminUserSchema) } },
+      schema: {
+        tags,
+        operationId: 'removeAdmin',
+        summary: 'Remove an administrator (their sessions end at once)',
+        params: IdParam,
+        response: { 200: data(AdminUserSchema) },
+      },
     },
     async (request) => {
       const removed = await removeAdminUser(db, id(request.params));
@@ -167,7 +187,13 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
     '/admins/:id/password-reset',
     {
       config: { permission: 'owner', audit: 'admin.password_reset_issued' },
-      schema: { tags, summary: 'A one-time password-reset link for an administrator (shown once)', params: IdParam, response: { 201: data(IssuedLink) } },
+      schema: {
+        tags,
+        operationId: 'createPasswordReset',
+        summary: 'A one-time password-reset link for an administrator (shown once)',
+        params: IdParam,
+        response: { 201: data(IssuedLink) },
+      },
     },
     async (request, reply) => {
       const { code, link, user } = await createPasswordReset(db, {
@@ -187,6 +213,7 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
       config: { permission: 'account', audit: 'admin.password_changed' },
       schema: {
         tags,
+        operationId: 'changeOwnPassword',
         summary: "Change one's own password (dashboard sessions; other sessions end)",
         body: PasswordBody,
         response: { 200: data(AdminUserSchema) },

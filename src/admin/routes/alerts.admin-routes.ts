@@ -33,13 +33,26 @@ export async function alertsAdminRoutes(app: FastifyInstance): Promise<void> {
     '/alerts',
     {
       config: { permission: 'read' },
-      schema: { tags, summary: 'Paused or disabled endpoints and dead letters (new since the administrator last looked)', response: { 200: AlertsSchema } },
+      schema: {
+        tags,
+        operationId: 'getAlerts',
+        summary: 'Paused or disabled endpoints and dead letters (new since the administrator last looked)',
+        response: { 200: AlertsSchema },
+      },
     },
     async (request) => ({ data: await currentAlerts(db, request.admin?.kind === 'session' ? request.admin.id : undefined) }),
   );
   app.post(
     '/alerts/seen',
-    { config: { permission: 'account' }, schema: { tags, summary: 'Mark the alerts seen by the signed-in administrator' } },
+    {
+      config: { permission: 'account' },
+      schema: {
+        tags,
+        operationId: 'markAlertsSeen',
+        summary: 'Mark the alerts seen by the signed-in administrator',
+        response: { 204: Type.Null({ description: 'Marked (nothing to mark for an API token)' }) },
+      },
+    },
     async (request, reply) => {
       request.audit = { record: false };
       if (request.admin?.kind === 'session') await markAlertsSeen(db, request.admin.id);

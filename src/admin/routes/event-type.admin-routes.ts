@@ -24,6 +24,7 @@ export async function eventTypeAdminRoutes(app: FastifyInstance): Promise<void> 
       config: { permission: 'read' },
       schema: {
         tags: ['Admin: webhooks'],
+        operationId: 'listEventTypes',
         summary: 'The event catalog: every webhook event type with its description, payload schema and an example',
         response: { 200: EventTypesResponse },
       },

@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
+import { Overview as OverviewSchema, dataOf } from '../admin-responses.ts';
 
 export interface Overview {
   products: { total: number; active: number };
@@ -17,7 +18,15 @@ export async function overviewAdminRoutes(app: FastifyInstance): Promise<void> {
 
   app.get(
     '/overview',
-    { config: { permission: 'read' }, schema: { tags: ['Admin: dashboard'], summary: 'Counts of products, orders, customers and active API tokens' } },
+    {
+      config: { permission: 'read' },
+      schema: {
+        tags: ['Admin: dashboard'],
+        operationId: 'getOverview',
+        summary: 'Counts of products, orders, customers and active API tokens',
+        response: { 200: dataOf(OverviewSchema) },
+      },
+    },
     async () => {
       const [products, orders, customers, tokens] = await Promise.all([
         db

@@ -8,7 +8,10 @@ import { Type } from '@sinclair/typebox';
 import { RESOURCES } from '../../resources/registry.ts';
 import { createRecord, updateRecord } from '../../resources/record-writes.ts';
 import type { ResourceDeclaration } from '../../resources/resource.ts';
+import { dataOf } from '../admin-responses.ts';
 
+/** `stock movement` → `StockMovement`, for operation ids. */
+const pascal = (words: string) => words.replace(/(?:^|[\s_-]+)(\w)/g, (_m, c: string) => c.toUpperCase());
 const IdParam = Type.Object({ id: Type.String({ format: 'uuid' }) }, { additionalProperties: false });
 
 export async function recordAdminRoutes(app: FastifyInstance): Promise<void> {
@@ -25,12 +28,31 @@ export async function recordAdminRoutes(app: FastifyInstance): Promise<void> {
     const tags = [`Admin: ${resource.label.toLowerCase()}`];
     app.post(
       `/${resource.path}`,
-      { config: { permission: 'write' }, schema: { tags, summary: `Create a ${resource.noun}`, body: writes.create } },
+      {
+        config: { permission: 'write' },
+        schema: {
+          tags,
+          operationId: `create${pascal(resource.noun)}`,
+          summary: `Create a ${resource.noun}`,
+          body: writes.create,
+          response: { 201: dataOf(resource.record) },
+        },
+      },
       async (req, reply) => reply.code(201).send({ data: await createRecord(db, writable, req.body as Record<string, unknown>) }),
     );
     app.patch(
       `/${resource.path}/:id`,
-      { config: { permission: 'write' }, schema: { tags, summary: `Update a ${resource.noun}`, params: IdParam, body: writes.update } },
+      {
+        config: { permission: 'write' },
+        schema: {
+          tags,
+          operationId: `update${pascal(resource.noun)}`,
+          summary: `Update a ${resource.noun}`,
+          params: IdParam,
+          body: writes.update,
+          response: { 200: dataOf(resource.record) },
+        },
+      },
       async (req) => ({
         data: await updateRecord(db, writable, (req.params as { id: string }).id, req.body as Record<string, unknown>),
       }),

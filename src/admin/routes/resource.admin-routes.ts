@@ -20,7 +20,12 @@ export async function resourceAdminRoutes(app: FastifyInstance): Promise<void> {
     '/resources',
     {
       config: { permission: 'read' },
-      schema: { tags: ['Admin: resources'], summary: "Token scopes and webhook event types, for the dashboard's forms", response: { 200: ResourcesResponse } },
+      schema: {
+        tags: ['Admin: resources'],
+        operationId: 'listScopesAndEventGroups',
+        summary: "Token scopes and webhook event types, for the dashboard's forms",
+        response: { 200: ResourcesResponse },
+      },
     },
     async () => ({
       data: {

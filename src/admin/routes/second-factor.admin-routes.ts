@@ -36,6 +36,8 @@ import {
   verifySecondFactor,
 } from '../sessions/second-factor.service.ts';
 
+import { dataOf } from '../admin-responses.ts';
+import { AdminUserSchema } from './account.admin-routes.ts';
 const strict = { additionalProperties: false } as const;
 const IdParam = Type.Object({ id: Type.String({ format: 'uuid' }) }, strict);
 const CodeBody = Type.Object(
@@ -50,6 +52,20 @@ const ProofBody = Type.Object(
   { ...strict, minProperties: 1, maxProperties: 1 },
 );
 const SettingsBody = Type.Object({ require_second_factor: Type.Boolean() }, strict);
+// Answers (decision 0032: every admin answer typed in the OpenAPI document).
+const statusFields = {
+  enabled: Type.Boolean(),
+  enabled_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  recovery_codes_left: Type.Integer({ minimum: 0 }),
+  required: Type.Boolean({ description: "The owner's setting: every administrator must have a second factor" }),
+};
+const SecondFactorStatus = Type.Object(statusFields, { ...strict, title: 'SecondFactorStatus' });
+const RecoveryCodes = Type.Array(Type.String(), { description: 'Shown once: store them now' });
+const Enrolment = Type.Object(
+  { secret: Type.String(), otpauth_uri: Type.String(), qr_code: Type.String({ description: 'The otpauth URI as a QR code image (data URL)' }) },
+  { ...strict, title: 'SecondFactorEnrolment' },
+);
+const SecuritySettings = Type.Object({ require_second_factor: Type.Boolean() }, { ...strict, title: 'SecuritySettings' });
 
 /** The signed-in administrator of a request; 403 for API keys (they have no second factor). */
 function sessionAdmin(request: FastifyRequest): AdminPrincipal & { kind: 'session' } {
@@ -97,7 +113,12 @@ export async function secondFactorAdminRoutes(app: FastifyInstance): Promise<voi
     '/account/second-factor',
     {
       config: { permission: 'account', duringEnrolment: true },
-      schema: { tags, summary: 'Whether you have a second factor, and whether the store requires one' },
+      schema: {
+        tags,
+        operationId: 'getOwnSecondFactor',
+        summary: 'Whether you have a second factor, and whether the store requires one',
+        response: { 200: dataOf(SecondFactorStatus) },
+      },
     },
     async (request) => ({ data: await secondFactorStatus(db, sessionAdmin(request).id) }),
   );
@@ -106,7 +127,12 @@ export async function secondFactorAdminRoutes(app: FastifyInstance): Promise<voi
     '/account/second-factor',
     {
       config: { permission: 'account', duringEnrolment: true, audit: 'admin.second_factor_enrolled' },
-      schema: { tags, summary: 'Start setting up a second factor: the secret and its QR code (shown once), pending until a first code confirms it' },
+      schema: {
+        tags,
+        operationId: 'startSecondFactorEnrolment',
+        summary: 'Start setting up a second factor: the secret and its QR code (shown once), pending until a first code confirms it',
+        response: { 201: dataOf(Enrolment) },
+      },
     },
     async (request, reply) => {
       const admin = sessionAdmin(request);
@@ -122,7 +148,13 @@ export async function secondFactorAdminRoutes(app: FastifyInstance): Promise<voi
     '/account/second-factor/confirm',
     {
       config: { permission: 'account', duringEnrolment: true, audit: 'admin.second_factor_enrolled' },
-      schema: { tags, summary: 'Turn the second factor on with a first code; the recovery codes are in the answer, once', body: CodeBody },
+      schema: {
+        tags,
+        operationId: 'confirmSecondFactor',
+        summary: 'Turn the second factor on with a first code; the recovery codes are in the answer, once',
+        body: CodeBody,
+        response: { 200: dataOf(Type.Object({ ...statusFields, recovery_codes: RecoveryCodes }, strict)) },
+      },
     },
     async (request, reply) => {
       const admin = sessionAdmin(request);
@@ -143,7 +175,12 @@ export async function secondFactorAdminRoutes(app: FastifyInstance): Promise<voi
     '/account/second-factor/recovery-codes',
     {
       config: { permission: 'account', audit: 'admin.recovery_codes_regenerated' },
-      schema: { tags, summary: 'New recovery codes (in the answer, once); the old ones stop working' },
+      schema: {
+        tags,
+        operationId: 'regenerateRecoveryCodes',
+        summary: 'New recovery codes (in the answer, once); the old ones stop working',
+        response: { 201: dataOf(Type.Object({ recovery_codes: RecoveryCodes }, strict)) },
+      },
     },
     async (request, reply) => {
       const admin = sessionAdmin(request);
@@ -161,7 +198,12 @@ export async function secondFactorAdminRoutes(app: FastifyInstance): Promise<voi
     '/account/second-factor',
     {
       config: { permission: 'account', duringEnrolment: true, audit: 'admin.second_factor_removed' },
-      schema: { tags, summary: 'Turn your second factor off (asks for a fresh proof)' },
+      schema: {
+        tags,
+        operationId: 'removeOwnSecondFactor',
+        summary: 'Turn your second factor off (asks for a fresh proof)',
+        response: { 200: dataOf(SecondFactorStatus) },
+      },
     },
     async (request) => {
       const admin = sessionAdmin(request);
@@ -178,9 +220,13 @@ export async function secondFactorAdminRoutes(app: FastifyInstance): Promise<voi
       config: { permission: 'account', duringEnrolment: true, audit: 'admin.reauthenticated' },
       schema: {
         tags,
+        operationId: 'reauthenticate',
         summary: 'Prove it is you (password, or a second-factor code) before a sensitive action',
         description: 'The proof counts for ADMIN_REAUTH_WINDOW_MS (default 5 minutes). Throttled like the sign-in.',
         body: ProofBody,
+        response: {
+          200: dataOf(Type.Object({ proven_at: Type.String({ format: 'date-time' }), valid_until: Type.String({ format: 'date-time' }) }, strict)),
+        },
       },
     },
     async (request) => {
@@ -222,7 +268,13 @@ export async function secondFactorAdminRoutes(app: FastifyInstance): Promise<voi
     '/admins/:id/second-factor',
     {
       config: { permission: 'owner', audit: 'admin.second_factor_removed' },
-      schema: { tags, summary: "Turn off an administrator's second factor (they lost their device and recovery codes)", params: IdParam },
+      schema: {
+        tags,
+        operationId: 'removeAdminSecondFactor',
+        summary: "Turn off an administrator's second factor (they lost their device and recovery codes)",
+        params: IdParam,
+        response: { 200: dataOf(AdminUserSchema) },
+      },
     },
     async (request) => {
       requireFreshProof(request, "turning off an administrator's second factor");
@@ -235,15 +287,28 @@ export async function secondFactorAdminRoutes(app: FastifyInstance): Promise<voi
     },
   );
 
-  app.get('/settings/security', { config: { permission: 'read' }, schema: { tags, summary: "The store's security settings" } }, async () => ({
-    data: { require_second_factor: await secondFactorRequired(db) },
-  }));
+  app.get(
+    '/settings/security',
+    {
+      config: { permission: 'read' },
+      schema: { tags, operationId: 'getSecuritySettings', summary: "The store's security settings", response: { 200: dataOf(SecuritySettings) } },
+    },
+    async () => ({
+      data: { require_second_factor: await secondFactorRequired(db) },
+    }),
+  );
 
   app.patch(
     '/settings/security',
     {
       config: { permission: 'owner', audit: 'settings.second_factor_requirement_changed' },
-      schema: { tags, summary: 'Require a second factor of every administrator (owner, signed in; asks for a fresh proof)', body: SettingsBody },
+      schema: {
+        tags,
+        operationId: 'updateSecuritySettings',
+        summary: 'Require a second factor of every administrator (owner, signed in; asks for a fresh proof)',
+        body: SettingsBody,
+        response: { 200: dataOf(SecuritySettings) },
+      },
     },
     async (request) => {
       const admin = request.admin!;

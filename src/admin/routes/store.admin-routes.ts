@@ -27,6 +27,10 @@ import { ORDER_STATUSES, PAYMENT_STATUSES, type OrderStatus, type PaymentStatus 
 import { adjustStock, importStockCsv } from '../../inventory/stock.service.ts';
 import { ORDER_SOURCES } from '../../orders/order.json-sql.ts';
 import { invalidParameter } from '../../shared/problem.ts';
+import { Product } from '../../catalog/product.resource.ts';
+import { Customer } from '../../customers/customer.resource.ts';
+import { Order } from '../../orders/order.resource.ts';
+import { StockAdjustment, StockImport, dataOf } from '../admin-responses.ts';
 
 const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);
 const Enum = <T extends readonly string[]>(values: T) => Type.Unsafe<T[number]>({ type: 'string', enum: [...values] });
@@ -157,12 +161,16 @@ const AdjustmentBody = Type.Object(
 );
 
 const IdParam = Type.Object({ id: Uuid }, strict);
+const CsvBody = Type.String({
+  description:
+    'CSV, UTF-8, first line the header: `sku,stock` (set the stock) or `sku,quantity_change` (add to it), with an optional `note` column. Up to the body limit (10 MiB).',
+  examples: ['sku,stock\nTSHIRT-M,12\nTSHIRT-L,7\n'],
+});
 const VariantParams = Type.Object({ id: Uuid, variantId: Uuid }, strict);
 const ImageParams = Type.Object({ id: Uuid, imageId: Uuid }, strict);
 
 export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   const db = app.ctx.database.db;
-  const created = { code: 201 };
   type P<T> = { params: T };
 
   // CSV bodies for the stock import (text/csv), up to the app's body limit.
@@ -170,32 +178,74 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
 
   app.post(
     '/products',
-    { config: { permission: 'write' }, schema: { tags: ['Admin: catalog'], summary: 'Create a product with variants and images', body: ProductBody } },
-    async (req, reply) => reply.code(created.code).send({ data: await createProduct(db, req.body as ProductInput) }),
+    {
+      config: { permission: 'write' },
+      schema: {
+        tags: ['Admin: catalog'],
+        operationId: 'createProduct',
+        summary: 'Create a product with variants and images',
+        body: ProductBody,
+        response: { 201: dataOf(Product) },
+      },
+    },
+    async (req, reply) => reply.code(201).send({ data: await createProduct(db, req.body as ProductInput) }),
   );
   app.get(
     '/products/:id',
-    { config: { permission: 'read' }, schema: { tags: ['Admin: catalog'], summary: 'A product, inactive variants and images included', params: IdParam } },
+    {
+      config: { permission: 'read' },
+      schema: {
+        tags: ['Admin: catalog'],
+        operationId: 'getAdminProduct',
+        summary: 'A product, inactive variants and images included',
+        params: IdParam,
+        response: { 200: dataOf(Product) },
+      },
+    },
     async (req) => ({ data: await productById(db, (req.params as P<{ id: string }>['params']).id) }),
   );
   app.patch(
     '/products/:id',
     {
       config: { permission: 'write' },
-      schema: { tags: ['Admin: catalog'], summary: 'Update a product (is_active=false deactivates)', params: IdParam, body: ProductPatchBody },
+      schema: {
+        tags: ['Admin: catalog'],
+        operationId: 'updateProduct',
+        summary: 'Update a product (is_active=false deactivates)',
+        params: IdParam,
+        body: ProductPatchBody,
+        response: { 200: dataOf(Product) },
+      },
     },
     async (req) => ({ data: await updateProduct(db, (req.params as { id: string }).id, req.body as ProductPatch) }),
   );
   app.post(
     '/products/:id/variants',
-    { config: { permission: 'write' }, schema: { tags: ['Admin: catalog'], summary: 'Add a variant to a product', params: IdParam, body: VariantBody } },
+    {
+      config: { permission: 'write' },
+      schema: {
+        tags: ['Admin: catalog'],
+        operationId: 'addVariant',
+        summary: 'Add a variant to a product; answers the product',
+        params: IdParam,
+        body: VariantBody,
+        response: { 201: dataOf(Product) },
+      },
+    },
     async (req, reply) => reply.code(201).send({ data: await addVariant(db, (req.params as { id: string }).id, req.body as VariantInput) }),
   );
   app.patch(
     '/products/:id/variants/:variantId',
     {
       config: { permission: 'write' },
-      schema: { tags: ['Admin: catalog'], summary: 'Update a variant (is_active=false deactivates)', params: VariantParams, body: VariantPatchBody },
+      schema: {
+        tags: ['Admin: catalog'],
+        operationId: 'updateVariant',
+        summary: 'Update a variant (is_active=false deactivates); answers the product',
+        params: VariantParams,
+        body: VariantPatchBody,
+        response: { 200: dataOf(Product) },
+      },
     },
     async (req) => {
       const p = req.params as { id: string; variantId: string };
@@ -204,14 +254,31 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   );
   app.post(
     '/products/:id/images',
-    { config: { permission: 'write' }, schema: { tags: ['Admin: catalog'], summary: 'Add an image to a product', params: IdParam, body: ImageBody } },
+    {
+      config: { permission: 'write' },
+      schema: {
+        tags: ['Admin: catalog'],
+        operationId: 'addImage',
+        summary: 'Add an image to a product; answers the product',
+        params: IdParam,
+        body: ImageBody,
+        response: { 201: dataOf(Product) },
+      },
+    },
     async (req, reply) => reply.code(201).send({ data: await addImage(db, (req.params as { id: string }).id, req.body as ImageInput) }),
   );
   app.patch(
     '/products/:id/images/:imageId',
     {
       config: { permission: 'write' },
-      schema: { tags: ['Admin: catalog'], summary: 'Update an image (is_active=false removes it)', params: ImageParams, body: ImagePatchBody },
+      schema: {
+        tags: ['Admin: catalog'],
+        operationId: 'updateImage',
+        summary: 'Update an image (is_active=false removes it); answers the product',
+        params: ImageParams,
+        body: ImagePatchBody,
+        response: { 200: dataOf(Product) },
+      },
     },
     async (req) => {
       const p = req.params as { id: string; imageId: string };
@@ -221,28 +288,60 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
 
   app.post(
     '/customers',
-    { config: { permission: 'write' }, schema: { tags: ['Admin: customers'], summary: 'Create a customer', body: CustomerBody } },
+    {
+      config: { permission: 'write' },
+      schema: {
+        tags: ['Admin: customers'],
+        operationId: 'createCustomer',
+        summary: 'Create a customer',
+        body: CustomerBody,
+        response: { 201: dataOf(Customer) },
+      },
+    },
     async (req, reply) => reply.code(201).send({ data: await createCustomer(db, req.body as CustomerInput) }),
   );
   app.patch(
     '/customers/:id',
     {
       config: { permission: 'write' },
-      schema: { tags: ['Admin: customers'], summary: 'Update a customer (is_active=false deactivates)', params: IdParam, body: CustomerPatchBody },
+      schema: {
+        tags: ['Admin: customers'],
+        operationId: 'updateCustomer',
+        summary: 'Update a customer (is_active=false deactivates)',
+        params: IdParam,
+        body: CustomerPatchBody,
+        response: { 200: dataOf(Customer) },
+      },
     },
     async (req) => ({ data: await updateCustomer(db, (req.params as { id: string }).id, req.body as CustomerPatch) }),
   );
 
   app.post(
     '/orders',
-    { config: { permission: 'write' }, schema: { tags: ['Admin: orders'], summary: 'Place an order (takes stock: sale movements)', body: OrderBody } },
+    {
+      config: { permission: 'write' },
+      schema: {
+        tags: ['Admin: orders'],
+        operationId: 'placeOrder',
+        summary: 'Place an order (takes stock: sale movements)',
+        body: OrderBody,
+        response: { 201: dataOf(Order) },
+      },
+    },
     async (req, reply) => reply.code(201).send({ data: await placeOrder(db, req.body as OrderInput) }),
   );
   app.post(
     '/orders/:id/status',
     {
       config: { permission: 'write' },
-      schema: { tags: ['Admin: orders'], summary: 'Move the order status (cancel/refund restore stock)', params: IdParam, body: StatusBody },
+      schema: {
+        tags: ['Admin: orders'],
+        operationId: 'changeOrderStatus',
+        summary: 'Move the order status (cancel/refund restore stock)',
+        params: IdParam,
+        body: StatusBody,
+        response: { 200: dataOf(Order) },
+      },
     },
     async (req) => {
       const body = req.body as { status: OrderStatus; note?: string | null };
@@ -251,13 +350,32 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   );
   app.post(
     '/orders/:id/payment-status',
-    { config: { permission: 'write' }, schema: { tags: ['Admin: orders'], summary: 'Move the payment status', params: IdParam, body: PaymentBody } },
+    {
+      config: { permission: 'write' },
+      schema: {
+        tags: ['Admin: orders'],
+        operationId: 'changePaymentStatus',
+        summary: 'Move the payment status',
+        params: IdParam,
+        body: PaymentBody,
+        response: { 200: dataOf(Order) },
+      },
+    },
     async (req) => ({ data: await changePaymentStatus(db, (req.params as { id: string }).id, (req.body as { payment_status: PaymentStatus }).payment_status) }),
   );
 
   app.post(
     '/inventory/adjustments',
-    { config: { permission: 'write' }, schema: { tags: ['Admin: inventory'], summary: 'Manual stock adjustment', body: AdjustmentBody } },
+    {
+      config: { permission: 'write' },
+      schema: {
+        tags: ['Admin: inventory'],
+        operationId: 'adjustStock',
+        summary: 'Manual stock adjustment',
+        body: AdjustmentBody,
+        response: { 201: dataOf(StockAdjustment) },
+      },
+    },
     async (req, reply) => {
       const body = req.body as { product_id: string; variant_id?: string | null; quantity_change: number; note?: string | null };
       const movementId = await adjustStock(db, body);
@@ -270,7 +388,11 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
       config: { permission: 'write' },
       schema: {
         tags: ['Admin: inventory'],
+        operationId: 'importStockCsv',
         summary: 'CSV bulk stock import (text/csv; header sku,stock or sku,quantity_change; optional note). All rows or none.',
+        consumes: ['text/csv'],
+        body: CsvBody,
+        response: { 201: dataOf(StockImport) },
       },
     },
     async (req, reply) => {

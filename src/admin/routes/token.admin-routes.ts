@@ -29,6 +29,7 @@ import { parseIsoTimestamp } from '../../shared/time.ts';
 import { ApiError, invalidParameter } from '../../shared/problem.ts';
 import { READ_SCOPES } from '../../resources/registry.ts';
 import { requireFreshProof } from '../admin-auth.ts';
+import { ApiKey, ApiKeyWithSecret, dataOf } from '../admin-responses.ts';
 
 /** Whether a key with `scopes` may write or administer (anything beyond reading store data). */
 function writesOrAdministers(scopes: readonly string[] | undefined): boolean {
@@ -94,11 +95,20 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['Admin: API keys'];
   const id = (params: unknown) => (params as { id: string }).id;
 
-  app.get('/tokens', { config: { permission: 'read' }, schema: { tags, summary: 'List API tokens' } }, async () => ({ data: await listTokens(db) }));
+  app.get(
+    '/tokens',
+    { config: { permission: 'read' }, schema: { tags, operationId: 'listApiKeys', summary: 'List API tokens', response: { 200: dataOf(Type.Array(ApiKey)) } } },
+    async () => ({
+      data: await listTokens(db),
+    }),
+  );
 
   app.get(
     '/tokens/:id',
-    { config: { permission: 'read' }, schema: { tags, summary: 'An API token (without its secret)', params: IdParam } },
+    {
+      config: { permission: 'read' },
+      schema: { tags, operationId: 'getApiKey', summary: 'An API token (without its secret)', params: IdParam, response: { 200: dataOf(ApiKey) } },
+    },
     async (request) => ({
       data: await getToken(db, id(request.params)),
     }),
@@ -108,7 +118,13 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
     '/tokens',
     {
       config: { permission: 'write', audit: 'key.created', auditTarget: 'key' },
-      schema: { tags, summary: 'Create an API token (the secret is in the response, once)', body: CreateTokenBody },
+      schema: {
+        tags,
+        operationId: 'createApiKey',
+        summary: 'Create an API token (the secret is in the response, once)',
+        body: CreateTokenBody,
+        response: { 201: dataOf(ApiKeyWithSecret) },
+      },
     },
     async (request, reply) => {
       const body = request.body as typeof CreateTokenBody.static;
@@ -149,7 +165,14 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
     '/tokens/:id',
     {
       config: { permission: 'write', audit: 'key.updated', auditTarget: 'key' },
-      schema: { tags, summary: 'Rename an API token or change its rate limits', params: IdParam, body: PatchTokenBody },
+      schema: {
+        tags,
+        operationId: 'updateApiKey',
+        summary: 'Rename an API token or change its rate limits',
+        params: IdParam,
+        body: PatchTokenBody,
+        response: { 200: dataOf(ApiKey) },
+      },
     },
     async (request) => {
       const body = request.body as typeof PatchTokenBody.static;
@@ -173,9 +196,11 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
       config: { permission: 'write', audit: 'key.rolled', auditTarget: 'key' },
       schema: {
         tags,
+        operationId: 'rollApiKey',
         summary: 'Roll an API token: a new secret (in the response, once); the old one works for overlap_seconds more',
         params: IdParam,
         body: Type.Optional(RollBody),
+        response: { 200: dataOf(ApiKeyWithSecret) },
       },
     },
     async (request) => {
@@ -196,7 +221,7 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
     '/tokens/:id/revoke',
     {
       config: { permission: 'write', audit: 'key.revoked', auditTarget: 'key' },
-      schema: { tags, summary: 'Revoke an API token', params: IdParam },
+      schema: { tags, operationId: 'revokeApiKey', summary: 'Revoke an API token', params: IdParam, response: { 200: dataOf(ApiKey) } },
     },
     async (request) => {
       const summary = await revokeToken(db, id(request.params));
@@ -211,9 +236,11 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
       config: { permission: 'owner', audit: 'key.transferred', auditTarget: 'key' },
       schema: {
         tags,
+        operationId: 'transferApiKeysOfMaker',
         summary: "Transfer every unrevoked key of a maker to another administrator (owner); from the next request they act with that administrator's role",
         params: MakerParam,
         body: TransferBody,
+        response: { 200: dataOf(Type.Array(ApiKey)) },
       },
     },
     async (request) => {
@@ -234,7 +261,13 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
     '/tokens/made-by/:maker/revoke',
     {
       config: { permission: 'owner', audit: 'key.revoked', auditTarget: 'key' },
-      schema: { tags, summary: 'Revoke every unrevoked key of a maker in one step (owner)', params: MakerParam },
+      schema: {
+        tags,
+        operationId: 'revokeApiKeysOfMaker',
+        summary: 'Revoke every unrevoked key of a maker in one step (owner)',
+        params: MakerParam,
+        response: { 200: dataOf(Type.Array(ApiKey)) },
+      },
     },
     async (request) => {
       const { maker } = request.params as typeof MakerParam.static;

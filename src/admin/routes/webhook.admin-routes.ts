@@ -10,6 +10,20 @@ import { EVENT_TYPES } from '../../events/event-log.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../../webhooks/webhook-delivery.repository.ts';
 import { exampleEvent } from '../../api/openapi-examples.ts';
 import type { FeedEventType } from '../../resources/registry.ts';
+import {
+  DeletedEndpoint,
+  DeliveryPage,
+  DeliveryStats,
+  EndpointSecret,
+  QueuedDelivery,
+  QueuedTestEvent,
+  RetriedCount,
+  WebhookDelivery,
+  WebhookDeliveryDetail,
+  WebhookEndpoint,
+  WebhookEndpointWithSecret,
+  dataOf,
+} from '../admin-responses.ts';
 import { requireFreshProof } from '../admin-auth.ts';
 
 const strict = { additionalProperties: false } as const;
@@ -120,14 +134,25 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['Admin: webhooks'];
   const id = (params: unknown) => (params as { id: string }).id;
 
-  app.get('/webhooks/endpoints', { config: { permission: 'read' }, schema: { tags, summary: 'List webhook endpoints' } }, async () => ({
-    data: await webhooks.listEndpoints(),
-  }));
+  app.get(
+    '/webhooks/endpoints',
+    {
+      config: { permission: 'read' },
+      schema: { tags, operationId: 'listWebhookEndpoints', summary: 'List webhook endpoints', response: { 200: dataOf(Type.Array(WebhookEndpoint)) } },
+    },
+    async () => ({ data: await webhooks.listEndpoints() }),
+  );
   app.post(
     '/webhooks/endpoints',
     {
       config: { permission: 'write', audit: 'endpoint.created', auditTarget: 'endpoint' },
-      schema: { tags, summary: 'Register an endpoint (its signing secret is in the response)', body: CreateBody },
+      schema: {
+        tags,
+        operationId: 'createWebhookEndpoint',
+        summary: 'Register an endpoint (its signing secret is in the response)',
+        body: CreateBody,
+        response: { 201: dataOf(WebhookEndpointWithSecret) },
+      },
     },
     async (req, reply) => {
       const body = req.body as typeof CreateBody.static;
@@ -139,7 +164,16 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   );
   app.get(
     '/webhooks/endpoints/:id',
-    { config: { permission: 'read' }, schema: { tags, summary: 'A webhook endpoint with its health', params: IdParam } },
+    {
+      config: { permission: 'read' },
+      schema: {
+        tags,
+        operationId: 'getWebhookEndpoint',
+        summary: 'A webhook endpoint with its health',
+        params: IdParam,
+        response: { 200: dataOf(WebhookEndpoint) },
+      },
+    },
     async (req) => ({
       data: await webhooks.getEndpoint(id(req.params)),
     }),
@@ -148,7 +182,14 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
     '/webhooks/endpoints/:id',
     {
       config: { permission: 'write', audit: 'endpoint.updated', auditTarget: 'endpoint' },
-      schema: { tags, summary: 'Update an endpoint; enabled=true resets its breaker', params: IdParam, body: PatchBody },
+      schema: {
+        tags,
+        operationId: 'updateWebhookEndpoint',
+        summary: 'Update an endpoint; enabled=true resets its breaker',
+        params: IdParam,
+        body: PatchBody,
+        response: { 200: dataOf(WebhookEndpoint) },
+      },
     },
     async (req) => {
       const body = req.body as typeof PatchBody.static;
@@ -173,7 +214,16 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   // A viewer reads everything but secrets: the signing secret lets its holder forge deliveries.
   app.get(
     '/webhooks/endpoints/:id/secret',
-    { config: { permission: 'write' }, schema: { tags, summary: 'The signing secret (owner or admin role)', params: IdParam } },
+    {
+      config: { permission: 'write' },
+      schema: {
+        tags,
+        operationId: 'getEndpointSecret',
+        summary: 'The signing secret (owner or admin role)',
+        params: IdParam,
+        response: { 200: dataOf(EndpointSecret) },
+      },
+    },
     async (req) => {
       requireFreshProof(req, 'revealing a signing secret');
       return { data: await webhooks.getSecret(id(req.params)) };
@@ -183,7 +233,13 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
     '/webhooks/endpoints/:id/rotate-secret',
     {
       config: { permission: 'write', audit: 'endpoint.secret_rotated', auditTarget: 'endpoint' },
-      schema: { tags, summary: 'New secret; the old one signs too until previous_secret_expires_at', params: IdParam },
+      schema: {
+        tags,
+        operationId: 'rotateEndpointSecret',
+        summary: 'New secret; the old one signs too until previous_secret_expires_at',
+        params: IdParam,
+        response: { 200: dataOf(EndpointSecret) },
+      },
     },
     async (req) => {
       requireFreshProof(req, 'rotating a signing secret (the new one is shown)');
@@ -194,7 +250,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
     '/webhooks/endpoints/:id/ping',
     {
       config: { permission: 'write', audit: 'endpoint.pinged', auditTarget: 'endpoint' },
-      schema: { tags, summary: 'Send a ping event to this endpoint', params: IdParam },
+      schema: { tags, operationId: 'pingEndpoint', summary: 'Send a ping event to this endpoint', params: IdParam, response: { 202: dataOf(QueuedDelivery) } },
     },
     async (req, reply) => reply.code(202).send({ data: await webhooks.ping(id(req.params)) }),
   );
@@ -204,6 +260,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
       config: { permission: 'write', audit: 'endpoint.test_event_sent', auditTarget: 'endpoint' },
       schema: {
         tags,
+        operationId: 'sendTestEvent',
         summary: 'Send a test event: the catalog example of a type, to this endpoint only',
         description:
           'Queues a delivery of the event catalog\'s example of `type`, signed like any delivery. Its envelope carries `"test": true` and the ' +
@@ -211,6 +268,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
           'pause the endpoint (decision 0020). Owner or admin role; a disabled endpoint is 409.',
         params: IdParam,
         body: TestEventBody,
+        response: { 202: dataOf(QueuedTestEvent) },
       },
     },
     async (req, reply) => {
@@ -227,11 +285,13 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
       config: { permission: 'write', audit: 'endpoint.deleted', auditTarget: 'endpoint' },
       schema: {
         tags,
+        operationId: 'deleteWebhookEndpoint',
         summary: 'Delete an endpoint with its queued deliveries and delivery history',
         description:
           'Its pending and failed deliveries are never sent and its deliveries and attempts are deleted with it; the audit log keeps the URL ' +
           'and how many deliveries of each status went (decision 0020). Owner or admin role; an unknown or already deleted id is 404.',
         params: IdParam,
+        response: { 200: dataOf(DeletedEndpoint) },
       },
     },
     async (req) => {
@@ -250,6 +310,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
       config: { permission: 'write', audit: 'endpoint.replayed', auditTarget: 'endpoint' },
       schema: {
         tags,
+        operationId: 'replayEndpointEvents',
         summary: 'Queue again every subscribed event of [from, to), or with failed_only those that never got through',
         params: IdParam,
         body: ReplayBody,
@@ -274,6 +335,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
       config: { permission: 'read' },
       schema: {
         tags,
+        operationId: 'previewEndpointReplay',
         summary: 'How many deliveries a replay with these parameters would queue (a dry run: nothing changes)',
         params: IdParam,
         querystring: ReplayPreviewQuery,
@@ -291,6 +353,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
       config: { permission: 'read' },
       schema: {
         tags,
+        operationId: 'getEndpointStats',
         summary: "Success rate and latency (p50, p95) of the endpoint's attempts over the last 24 hours and 7 days",
         params: IdParam,
         response: { 200: EndpointStats },
@@ -301,13 +364,25 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
 
   app.get(
     '/webhooks/deliveries',
-    { config: { permission: 'read' }, schema: { tags, summary: 'List deliveries, newest first', querystring: DeliveryQuery } },
+    {
+      config: { permission: 'read' },
+      schema: { tags, operationId: 'listDeliveries', summary: 'List deliveries, newest first', querystring: DeliveryQuery, response: { 200: DeliveryPage } },
+    },
     // ajv has filled in limit's default.
     async (req) => webhooks.listDeliveries(req.query as typeof DeliveryQuery.static & { limit: number }),
   );
   app.get(
     '/webhooks/deliveries/:id',
-    { config: { permission: 'read' }, schema: { tags, summary: 'A delivery with its attempts and event', params: IdParam } },
+    {
+      config: { permission: 'read' },
+      schema: {
+        tags,
+        operationId: 'getDelivery',
+        summary: 'A delivery with its attempts and event',
+        params: IdParam,
+        response: { 200: dataOf(WebhookDeliveryDetail) },
+      },
+    },
     async (req) => ({
       data: await webhooks.getDelivery(id(req.params)),
     }),
@@ -316,7 +391,13 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
     '/webhooks/deliveries/retry',
     {
       config: { permission: 'write', audit: 'deliveries.retried', auditTarget: 'deliveries' },
-      schema: { tags, summary: 'Retry a selection, or all dead letters of an endpoint', body: RetryManyBody },
+      schema: {
+        tags,
+        operationId: 'retryDeliveries',
+        summary: 'Retry a selection, or all dead letters of an endpoint',
+        body: RetryManyBody,
+        response: { 200: dataOf(RetriedCount) },
+      },
     },
     async (req) => ({ data: await webhooks.retryMany(req.body as { delivery_ids: string[] } | { endpoint_id: string }) }),
   );
@@ -324,13 +405,28 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
     '/webhooks/deliveries/:id/retry',
     {
       config: { permission: 'write', audit: 'deliveries.retried', auditTarget: 'delivery' },
-      schema: { tags, summary: 'Retry a dead or failed delivery now', params: IdParam },
+      schema: {
+        tags,
+        operationId: 'retryDelivery',
+        summary: 'Retry a dead or failed delivery now',
+        params: IdParam,
+        response: { 200: dataOf(WebhookDelivery) },
+      },
     },
     async (req) => ({ data: await webhooks.retryDelivery(id(req.params)) }),
   );
   app.get(
     '/webhooks/stats',
-    { config: { permission: 'read' }, schema: { tags, summary: 'Hourly delivery activity and current totals', querystring: StatsQuery } },
+    {
+      config: { permission: 'read' },
+      schema: {
+        tags,
+        operationId: 'getDeliveryStats',
+        summary: 'Hourly delivery activity and current totals',
+        querystring: StatsQuery,
+        response: { 200: dataOf(DeliveryStats) },
+      },
+    },
     async (req) => ({
       data: await webhooks.stats((req.query as { hours: number }).hours),
     }),

@@ -19,6 +19,7 @@
  *  - every webhook event type has an example payload (openapi-examples.ts).
  * The document passes `redocly lint` with the recommended rules (test/production/openapi-lint.test.ts).
  */
+import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
@@ -27,6 +28,9 @@ import { EVENT_PAYLOADS, namedSchemas } from '../schemas.ts';
 import { eventTypeDescription, resourceCatalog } from '../../resources/registry.ts';
 import type { FeedEventType } from '../../resources/registry.ts';
 import { exampleEvent } from '../openapi-examples.ts';
+
+// package.json is three folders up from both src/api/plugins/ and dist/api/plugins/.
+const { version: PACKAGE_VERSION } = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
 
 /** Path of the generated document. */
 export const OPENAPI_PATH = '/api/v1/openapi.json';
@@ -70,20 +74,72 @@ const rateLimitHeaderRefs = Object.fromEntries(
   ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'].map((h) => [h, ref('headers', h)]),
 );
 
-function operationId(method: string, url: string): string {
-  const api = /^\/api\/v1\/(.+)$/.exec(url);
-  if (!api)
-    return `${method.toLowerCase()}_${url
-      .replace(/^\//, '')
-      .replace(/[{}]/g, '')
-      .replace(/[^A-Za-z0-9]+/g, '_')
-      .replace(/_+$/, '')}`;
-  const segments = api[1]!.split('/');
+const pascal = (word: string) => word.replace(/(?:^|[^A-Za-z0-9]+)([A-Za-z0-9])/g, (_m, c: string) => c.toUpperCase());
+
+/**
+ * The operation id of a route that names none (routes name theirs: `listProducts`, `createApiKey`,
+ * `rotateEndpointSecret`): a verb from the method and the path's words, e.g. GET /admins/{id} →
+ * `getAdmins`, GET /admins → `listAdmins`, POST /account/totp/enable → `enableAccountTotp`,
+ * POST /admins → `createAdmins`, PATCH → `update…`, DELETE → `delete…`. Unique across the document
+ * (test/production/openapi.test.ts).
+ */
+export function derivedOperationId(method: string, url: string): string {
+  const segments = url
+    .replace(/^\/(admin\/)?api\/v1\//, '/')
+    .split('/')
+    .filter(Boolean);
+  const isParam = (s: string | undefined) => !!s && /^[{:]/.test(s);
+  const words = segments.filter((s) => !isParam(s));
   const last = segments[segments.length - 1];
-  if (last === 'export') return `export_${segments.slice(0, -1).join('_')}`;
-  if (last === 'snapshot') return `snapshot_${segments.slice(0, -1).join('_')}`;
-  if (last?.startsWith(':') || last?.startsWith('{')) return `get_${segments.slice(0, -1).join('_')}`;
-  return `list_${segments.join('_')}`;
+  const noun = (list: string[]) => list.map(pascal).join('');
+  switch (method.toLowerCase()) {
+    case 'get':
+      return isParam(last) ? `get${noun(words)}` : `list${noun(words)}`;
+    case 'post':
+      // POST …/{id}/roll or …/totp/enable: the last word is the action.
+      return words.length > 1 && !isParam(last)
+        ? `${words[words.length - 1]!.replace(/[^A-Za-z0-9]+(.)/g, (_m, c: string) => c.toUpperCase())}${noun(words.slice(0, -1))}`
+        : `create${noun(words)}`;
+    case 'patch':
+    case 'put':
+      return `update${noun(words)}`;
+    case 'delete':
+      return `delete${noun(words)}`;
+    default:
+      return `${method.toLowerCase()}${noun(words)}`;
+  }
+}
+
+/**
+ * An NDJSON response as a validating proxy reads it: the body is a string (the lines), and the
+ * schema of one line is `x-ndjson-line-schema` (OpenAPI 3.2's `itemSchema` is not in 3.1; decision 0032).
+ */
+function ndjsonMedia(media: Json): Json {
+  if (media['x-ndjson-line-schema']) return media;
+  return {
+    schema: {
+      type: 'string',
+      description:
+        'Newline-delimited JSON (application/x-ndjson): one record per line, each a JSON object matching `x-ndjson-line-schema`, every line ending with a line feed; an empty body holds no record.',
+    },
+    'x-ndjson-line-schema': media.schema,
+  };
+}
+
+/**
+ * Every schema with a `title` found inline in the paths that is not a component yet becomes one
+ * (the admin API's answers: ApiKey, WebhookEndpoint, …), so generators name their types.
+ */
+function collectTitledSchemas(node: unknown, found: Map<string, Json>): void {
+  if (Array.isArray(node)) {
+    for (const item of node) collectTitledSchemas(item, found);
+    return;
+  }
+  if (!node || typeof node !== 'object') return;
+  const object = node as Json;
+  if (typeof object.title === 'string' && (object.type === 'object' || Array.isArray(object.anyOf)) && !found.has(object.title))
+    found.set(object.title, object);
+  for (const value of Object.values(object)) collectTitledSchemas(value, found);
 }
 
 /** Replaces every inline copy of a named schema below `node` with a $ref; `keep` is left as is. */
@@ -164,7 +220,7 @@ function webhookSection(names: Set<string>): Json {
     const bodySchema = webhookBodySchema(type, names);
     webhooks[type] = {
       post: {
-        operationId: `webhook_${type.replace(/\./g, '_')}`,
+        operationId: `${pascal(type).replace(/^./, (c) => c.toLowerCase())}Webhook`,
         // The receiver authenticates the POST by its signature, not by a token of this API.
         security: [],
         tags: ['Webhooks'],
@@ -192,10 +248,15 @@ export const IDEMPOTENCY_KEY_HEADER = 'Idempotency-Key';
 
 /** Problem responses of the admin operations: [component name, description]. */
 const ADMIN_PROBLEMS: readonly [string, string][] = [
+  ['PayloadTooLarge', 'The body is larger than the limit (10 MiB).'],
+  ['UnsupportedMediaType', 'The body has a content type this operation does not read.'],
+  ['ServiceUnavailable', 'The database is unreachable or refuses writes for now (see Retry-After).'],
+  ['InsufficientStorage', 'The data volume is nearly full: writes are refused until space is freed.'],
+  ['TooManyRequests', 'Too many attempts (sign-in or link throttling); wait for Retry-After seconds.'],
   ['AdminBadRequest', 'Invalid parameter or body (problem+json naming each wrong field).'],
   ['AdminUnauthorized', 'No token, an unknown, expired or revoked token, or an expired dashboard session.'],
   ['AdminForbidden', 'The token lacks the `admin` scope (or a dashboard session sent no CSRF token).'],
-  ['AdminNotFound', 'No record with this id.'],
+  ['AdminNotFound', 'No record with this id (in the path, or named in the body).'],
   ['AdminConflict', "The change conflicts with the record's state, or a request with the same Idempotency-Key is still in progress."],
   ['AdminUnprocessable', 'The Idempotency-Key was already used with another request body.'],
 ];
@@ -214,23 +275,31 @@ const ADMIN_TAGS = [
 function completeAdminOperation(method: string, operation: Json): void {
   operation.security = [{ bearerAuth: ['admin'] }];
   const responses: Json = operation.responses;
-  // Fastify's placeholder when a route declares no response schema: say what the admin API answers.
   for (const [status, response] of Object.entries(responses) as [string, Json][]) {
     if (/^2/.test(status) && response.description === 'Default Response') {
-      response.description = 'The record or result, as `{ "data": … }`.';
-      response.content ??= { 'application/json': { schema: { type: 'object', required: ['data'], properties: { data: {} } } } };
+      response.description =
+        status === '204' ? 'Done; no body.' : status === '202' ? 'Accepted: queued, `{ "data": … }`.' : 'The record or result, as `{ "data": … }`.';
     }
   }
   responses['400'] = ref('responses', 'AdminBadRequest');
   responses['401'] = ref('responses', 'AdminUnauthorized');
   responses['403'] = ref('responses', 'AdminForbidden');
-  if (/\{[^}]+\}/.test(JSON.stringify(operation.parameters ?? []))) responses['404'] = ref('responses', 'AdminNotFound');
+  // A path id, or an id in the body (an order's product, an adjustment's product), may name no record.
+  if (operation.requestBody || /\{[^}]+\}/.test(JSON.stringify(operation.parameters ?? []))) responses['404'] = ref('responses', 'AdminNotFound');
   if (method === 'post') {
     responses['409'] = ref('responses', 'AdminConflict');
     responses['422'] = ref('responses', 'AdminUnprocessable');
     operation.parameters = [...(operation.parameters ?? []), ref('parameters', 'IdempotencyKey')];
   }
+  if (method === 'patch' || method === 'delete') responses['409'] = ref('responses', 'AdminConflict');
+  if (operation.requestBody) {
+    responses['413'] = ref('responses', 'PayloadTooLarge');
+    responses['415'] = ref('responses', 'UnsupportedMediaType');
+  }
+  responses['429'] = ref('responses', 'TooManyRequests');
   responses['500'] = ref('responses', 'InternalError');
+  responses['503'] = ref('responses', 'ServiceUnavailable');
+  if (method !== 'get') responses['507'] = ref('responses', 'InsufficientStorage');
 }
 
 /** Adds to the generated document what route schemas cannot express (see the file comment). */
@@ -243,6 +312,14 @@ export function completeDocument(generated: Json): Json {
   for (const schema of namedSchemas) {
     const named = plain(schema) as Json;
     components.schemas[named.title] = refNamedSchemas(named, names, named);
+  }
+  // Titled schemas of the routes (the admin API's answers) join the components, then every copy is a $ref.
+  const titled = new Map<string, Json>();
+  collectTitledSchemas(doc.paths, titled);
+  for (const title of titled.keys()) names.add(title);
+  for (const [title, schema] of titled) {
+    const copy = plain(schema);
+    if (!components.schemas[title]) components.schemas[title] = refNamedSchemas(copy, names, copy);
   }
   components.headers = { ...(components.headers ?? {}), ...headerComponents };
   components.parameters = {
@@ -275,7 +352,10 @@ export function completeDocument(generated: Json): Json {
   for (const [name, description] of ADMIN_PROBLEMS) {
     components.responses[name] = {
       description,
-      headers: { 'X-Request-Id': ref('headers', 'X-Request-Id') },
+      headers: {
+        'X-Request-Id': ref('headers', 'X-Request-Id'),
+        ...(name === 'TooManyRequests' || name === 'ServiceUnavailable' ? { 'Retry-After': ref('headers', 'Retry-After') } : {}),
+      },
       content: { 'application/problem+json': { schema: ref('schemas', 'Problem') } },
     };
   }
@@ -285,16 +365,30 @@ export function completeDocument(generated: Json): Json {
     const isAdmin = path.startsWith('/admin/api/v1/');
     for (const [method, operation] of Object.entries(item) as [string, Json][]) {
       if (typeof operation !== 'object' || !operation.responses) continue;
-      operation.operationId ??= operationId(method, path);
+      operation.operationId ??= derivedOperationId(method, path);
       if (isAdmin) {
         completeAdminOperation(method, operation);
       } else if (!isApi) {
-        // Probes and metrics: no token; what any route can answer to a malformed request.
+        // Probes and metrics: no token; what any route can answer to a malformed request (concrete
+        // statuses: a `4XX` range breaks some generators, orval's among them).
         operation.security = [];
-        operation.responses['4XX'] ??= {
-          description: 'The request was refused before reaching the endpoint (malformed URL, URI or headers too long): problem+json.',
+        const refused = 'The request was refused before reaching the endpoint: problem+json.';
+        operation.responses['400'] ??= {
+          description: `Malformed URL or query. ${refused}`,
           content: { 'application/problem+json': { schema: ref('schemas', 'Problem') } },
         };
+        operation.responses['414'] ??= {
+          description: `URI too long. ${refused}`,
+          content: { 'application/problem+json': { schema: ref('schemas', 'Problem') } },
+        };
+        operation.responses['431'] ??= {
+          description: `Header fields too large. ${refused}`,
+          content: { 'application/problem+json': { schema: ref('schemas', 'Problem') } },
+        };
+      }
+      for (const [status, response] of Object.entries(operation.responses) as [string, Json][]) {
+        if (/^2/.test(status) && response.content?.['application/x-ndjson'])
+          response.content['application/x-ndjson'] = ndjsonMedia(response.content['application/x-ndjson']);
       }
       const isExport = path.endsWith('/export');
       const isSingle = /\{[^}]+\}$/.test(path);
@@ -321,6 +415,7 @@ export function completeDocument(generated: Json): Json {
       }
       if (!isApi) continue;
       operation.responses['500'] = ref('responses', 'InternalError');
+      operation.responses['503'] = ref('responses', 'ServiceUnavailable');
       if (isSingle) {
         operation.parameters = [...(operation.parameters ?? []), ref('parameters', 'IfNoneMatch')];
         operation.responses['304'] = {
@@ -357,7 +452,8 @@ export const openApiPlugin = fp(
         openapi: '3.1.0',
         info: {
           title: 'Store Integration API',
-          version: '1.0.0',
+          // The package's version: the interface changes with the service.
+          version: PACKAGE_VERSION,
           // The interface description: integrators may generate code from it freely (decision 0013).
           license: { name: 'MIT', identifier: 'MIT' },
           description: [

@@ -12,7 +12,7 @@ export interface paths {
             cookie?: never;
         };
         /** Liveness: the process is up (no token) */
-        get: operations["get_healthz"];
+        get: operations["getLiveness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -29,7 +29,7 @@ export interface paths {
             cookie?: never;
         };
         /** Readiness: the database is reachable and its migrations are current (no token) */
-        get: operations["get_readyz"];
+        get: operations["getReadiness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -46,7 +46,7 @@ export interface paths {
             cookie?: never;
         };
         /** Prometheus metrics of this process (no token) */
-        get: operations["get_metrics"];
+        get: operations["getMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -63,7 +63,7 @@ export interface paths {
             cookie?: never;
         };
         /** List active products with variants and images (include_inactive=true for all) */
-        get: operations["list_products"];
+        get: operations["listProducts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -80,7 +80,7 @@ export interface paths {
             cookie?: never;
         };
         /** Export products as NDJSON, up to 500 per request */
-        get: operations["export_products"];
+        get: operations["exportProducts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -98,9 +98,9 @@ export interface paths {
         };
         /**
          * Every product record in one NDJSON stream (initial sync)
-         * @description Streams every product record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Total-Count says how many records the stream holds (counted at its start, after `cursor`), for a progress bar. The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
+         * @description Streams every product record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Total-Count is an upper bound of the records the stream holds, for a progress bar: it counts, at the start, the records after `cursor` below the read horizon; a record changed while the stream runs is not sent in it (it comes after X-Snapshot-Cursor), so the stream may hold fewer lines, never more (decision 0032). The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
          */
-        get: operations["snapshot_products"];
+        get: operations["snapshotProducts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -117,7 +117,7 @@ export interface paths {
             cookie?: never;
         };
         /** One product with all its variants and images */
-        get: operations["get_products"];
+        get: operations["getProduct"];
         put?: never;
         post?: never;
         delete?: never;
@@ -134,7 +134,7 @@ export interface paths {
             cookie?: never;
         };
         /** List orders with their items */
-        get: operations["list_orders"];
+        get: operations["listOrders"];
         put?: never;
         post?: never;
         delete?: never;
@@ -151,7 +151,7 @@ export interface paths {
             cookie?: never;
         };
         /** Export orders as NDJSON */
-        get: operations["export_orders"];
+        get: operations["exportOrders"];
         put?: never;
         post?: never;
         delete?: never;
@@ -169,9 +169,9 @@ export interface paths {
         };
         /**
          * Every order record in one NDJSON stream (initial sync)
-         * @description Streams every order record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Total-Count says how many records the stream holds (counted at its start, after `cursor`), for a progress bar. The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
+         * @description Streams every order record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Total-Count is an upper bound of the records the stream holds, for a progress bar: it counts, at the start, the records after `cursor` below the read horizon; a record changed while the stream runs is not sent in it (it comes after X-Snapshot-Cursor), so the stream may hold fewer lines, never more (decision 0032). The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
          */
-        get: operations["snapshot_orders"];
+        get: operations["snapshotOrders"];
         put?: never;
         post?: never;
         delete?: never;
@@ -188,7 +188,7 @@ export interface paths {
             cookie?: never;
         };
         /** One order with its items */
-        get: operations["get_orders"];
+        get: operations["getOrder"];
         put?: never;
         post?: never;
         delete?: never;
@@ -205,7 +205,7 @@ export interface paths {
             cookie?: never;
         };
         /** List registered customers */
-        get: operations["list_customers"];
+        get: operations["listCustomers"];
         put?: never;
         post?: never;
         delete?: never;
@@ -222,7 +222,7 @@ export interface paths {
             cookie?: never;
         };
         /** Export customers as NDJSON */
-        get: operations["export_customers"];
+        get: operations["exportCustomers"];
         put?: never;
         post?: never;
         delete?: never;
@@ -240,9 +240,9 @@ export interface paths {
         };
         /**
          * Every customer record in one NDJSON stream (initial sync)
-         * @description Streams every customer record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Total-Count says how many records the stream holds (counted at its start, after `cursor`), for a progress bar. The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
+         * @description Streams every customer record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Total-Count is an upper bound of the records the stream holds, for a progress bar: it counts, at the start, the records after `cursor` below the read horizon; a record changed while the stream runs is not sent in it (it comes after X-Snapshot-Cursor), so the stream may hold fewer lines, never more (decision 0032). The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
          */
-        get: operations["snapshot_customers"];
+        get: operations["snapshotCustomers"];
         put?: never;
         post?: never;
         delete?: never;
@@ -259,7 +259,7 @@ export interface paths {
             cookie?: never;
         };
         /** One customer */
-        get: operations["get_customers"];
+        get: operations["getCustomer"];
         put?: never;
         post?: never;
         delete?: never;
@@ -276,7 +276,7 @@ export interface paths {
             cookie?: never;
         };
         /** Current stock of every stock-tracked product and its variants */
-        get: operations["list_inventory"];
+        get: operations["listInventory"];
         put?: never;
         post?: never;
         delete?: never;
@@ -293,7 +293,7 @@ export interface paths {
             cookie?: never;
         };
         /** Export inventory records as NDJSON */
-        get: operations["export_inventory"];
+        get: operations["exportInventory"];
         put?: never;
         post?: never;
         delete?: never;
@@ -311,9 +311,9 @@ export interface paths {
         };
         /**
          * Every inventory record record in one NDJSON stream (initial sync)
-         * @description Streams every inventory record record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Total-Count says how many records the stream holds (counted at its start, after `cursor`), for a progress bar. The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
+         * @description Streams every inventory record record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Total-Count is an upper bound of the records the stream holds, for a progress bar: it counts, at the start, the records after `cursor` below the read horizon; a record changed while the stream runs is not sent in it (it comes after X-Snapshot-Cursor), so the stream may hold fewer lines, never more (decision 0032). The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
          */
-        get: operations["snapshot_inventory"];
+        get: operations["snapshotInventory"];
         put?: never;
         post?: never;
         delete?: never;
@@ -330,7 +330,7 @@ export interface paths {
             cookie?: never;
         };
         /** Stock change audit log */
-        get: operations["list_inventory_movements"];
+        get: operations["listInventoryMovements"];
         put?: never;
         post?: never;
         delete?: never;
@@ -347,7 +347,7 @@ export interface paths {
             cookie?: never;
         };
         /** Export stock movements as NDJSON */
-        get: operations["export_inventory_movements"];
+        get: operations["exportInventoryMovements"];
         put?: never;
         post?: never;
         delete?: never;
@@ -365,9 +365,9 @@ export interface paths {
         };
         /**
          * Every stock movement record in one NDJSON stream (initial sync)
-         * @description Streams every stock movement record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Total-Count says how many records the stream holds (counted at its start, after `cursor`), for a progress bar. The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
+         * @description Streams every stock movement record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Total-Count is an upper bound of the records the stream holds, for a progress bar: it counts, at the start, the records after `cursor` below the read horizon; a record changed while the stream runs is not sent in it (it comes after X-Snapshot-Cursor), so the stream may hold fewer lines, never more (decision 0032). The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
          */
-        get: operations["snapshot_inventory_movements"];
+        get: operations["snapshotInventoryMovements"];
         put?: never;
         post?: never;
         delete?: never;
@@ -384,7 +384,7 @@ export interface paths {
             cookie?: never;
         };
         /** Events of the log within its retention, oldest first: the recommended way to catch up on missed webhooks */
-        get: operations["list_events"];
+        get: operations["listEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -401,7 +401,7 @@ export interface paths {
             cookie?: never;
         };
         /** Export events as NDJSON */
-        get: operations["export_events"];
+        get: operations["exportEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -419,9 +419,9 @@ export interface paths {
         };
         /**
          * Every event record in one NDJSON stream (initial sync)
-         * @description Streams every event record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Total-Count says how many records the stream holds (counted at its start, after `cursor`), for a progress bar. The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
+         * @description Streams every event record (filters as in the export) in (last_modified, id) order, with no page limit, then ends. The response header X-Total-Count is an upper bound of the records the stream holds, for a progress bar: it counts, at the start, the records after `cursor` below the read horizon; a record changed while the stream runs is not sent in it (it comes after X-Snapshot-Cursor), so the stream may hold fewer lines, never more (decision 0032). The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor. A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor. Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After. No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.
          */
-        get: operations["snapshot_events"];
+        get: operations["snapshotEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -438,10 +438,10 @@ export interface paths {
             cookie?: never;
         };
         /** List API tokens */
-        get: operations["get_admin_api_v1_tokens"];
+        get: operations["listApiKeys"];
         put?: never;
         /** Create an API token (the secret is in the response, once) */
-        post: operations["post_admin_api_v1_tokens"];
+        post: operations["createApiKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -456,14 +456,14 @@ export interface paths {
             cookie?: never;
         };
         /** An API token (without its secret) */
-        get: operations["get_admin_api_v1_tokens_id"];
+        get: operations["getApiKey"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
         /** Rename an API token or change its rate limits */
-        patch: operations["patch_admin_api_v1_tokens_id"];
+        patch: operations["updateApiKey"];
         trace?: never;
     };
     "/admin/api/v1/tokens/{id}/roll": {
@@ -476,7 +476,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Roll an API token: a new secret (in the response, once); the old one works for overlap_seconds more */
-        post: operations["post_admin_api_v1_tokens_id_roll"];
+        post: operations["rollApiKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -493,7 +493,41 @@ export interface paths {
         get?: never;
         put?: never;
         /** Revoke an API token */
-        post: operations["post_admin_api_v1_tokens_id_revoke"];
+        post: operations["revokeApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/tokens/made-by/{maker}/transfer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Transfer every unrevoked key of a maker to another administrator (owner); from the next request they act with that administrator's role */
+        post: operations["transferApiKeysOfMaker"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/tokens/made-by/{maker}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Revoke every unrevoked key of a maker in one step (owner) */
+        post: operations["revokeApiKeysOfMaker"];
         delete?: never;
         options?: never;
         head?: never;
@@ -510,7 +544,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Create a product with variants and images */
-        post: operations["post_admin_api_v1_products"];
+        post: operations["createProduct"];
         delete?: never;
         options?: never;
         head?: never;
@@ -525,14 +559,14 @@ export interface paths {
             cookie?: never;
         };
         /** A product, inactive variants and images included */
-        get: operations["get_admin_api_v1_products_id"];
+        get: operations["getAdminProduct"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
         /** Update a product (is_active=false deactivates) */
-        patch: operations["patch_admin_api_v1_products_id"];
+        patch: operations["updateProduct"];
         trace?: never;
     };
     "/admin/api/v1/products/{id}/variants": {
@@ -544,8 +578,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Add a variant to a product */
-        post: operations["post_admin_api_v1_products_id_variants"];
+        /** Add a variant to a product; answers the product */
+        post: operations["addVariant"];
         delete?: never;
         options?: never;
         head?: never;
@@ -565,8 +599,8 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Update a variant (is_active=false deactivates) */
-        patch: operations["patch_admin_api_v1_products_id_variants_variantId"];
+        /** Update a variant (is_active=false deactivates); answers the product */
+        patch: operations["updateVariant"];
         trace?: never;
     };
     "/admin/api/v1/products/{id}/images": {
@@ -578,8 +612,8 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Add an image to a product */
-        post: operations["post_admin_api_v1_products_id_images"];
+        /** Add an image to a product; answers the product */
+        post: operations["addImage"];
         delete?: never;
         options?: never;
         head?: never;
@@ -599,8 +633,8 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        /** Update an image (is_active=false removes it) */
-        patch: operations["patch_admin_api_v1_products_id_images_imageId"];
+        /** Update an image (is_active=false removes it); answers the product */
+        patch: operations["updateImage"];
         trace?: never;
     };
     "/admin/api/v1/customers": {
@@ -613,7 +647,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Create a customer */
-        post: operations["post_admin_api_v1_customers"];
+        post: operations["createCustomer"];
         delete?: never;
         options?: never;
         head?: never;
@@ -634,7 +668,7 @@ export interface paths {
         options?: never;
         head?: never;
         /** Update a customer (is_active=false deactivates) */
-        patch: operations["patch_admin_api_v1_customers_id"];
+        patch: operations["updateCustomer"];
         trace?: never;
     };
     "/admin/api/v1/orders": {
@@ -647,7 +681,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Place an order (takes stock: sale movements) */
-        post: operations["post_admin_api_v1_orders"];
+        post: operations["placeOrder"];
         delete?: never;
         options?: never;
         head?: never;
@@ -664,7 +698,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Move the order status (cancel/refund restore stock) */
-        post: operations["post_admin_api_v1_orders_id_status"];
+        post: operations["changeOrderStatus"];
         delete?: never;
         options?: never;
         head?: never;
@@ -681,7 +715,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Move the payment status */
-        post: operations["post_admin_api_v1_orders_id_payment_status"];
+        post: operations["changePaymentStatus"];
         delete?: never;
         options?: never;
         head?: never;
@@ -698,7 +732,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Manual stock adjustment */
-        post: operations["post_admin_api_v1_inventory_adjustments"];
+        post: operations["adjustStock"];
         delete?: never;
         options?: never;
         head?: never;
@@ -715,7 +749,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** CSV bulk stock import (text/csv; header sku,stock or sku,quantity_change; optional note). All rows or none. */
-        post: operations["post_admin_api_v1_inventory_import"];
+        post: operations["importStockCsv"];
         delete?: never;
         options?: never;
         head?: never;
@@ -730,10 +764,10 @@ export interface paths {
             cookie?: never;
         };
         /** List webhook endpoints */
-        get: operations["get_admin_api_v1_webhooks_endpoints"];
+        get: operations["listWebhookEndpoints"];
         put?: never;
         /** Register an endpoint (its signing secret is in the response) */
-        post: operations["post_admin_api_v1_webhooks_endpoints"];
+        post: operations["createWebhookEndpoint"];
         delete?: never;
         options?: never;
         head?: never;
@@ -748,18 +782,18 @@ export interface paths {
             cookie?: never;
         };
         /** A webhook endpoint with its health */
-        get: operations["get_admin_api_v1_webhooks_endpoints_id"];
+        get: operations["getWebhookEndpoint"];
         put?: never;
         post?: never;
         /**
          * Delete an endpoint with its queued deliveries and delivery history
          * @description Its pending and failed deliveries are never sent and its deliveries and attempts are deleted with it; the audit log keeps the URL and how many deliveries of each status went (decision 0020). Owner or admin role; an unknown or already deleted id is 404.
          */
-        delete: operations["delete_admin_api_v1_webhooks_endpoints_id"];
+        delete: operations["deleteWebhookEndpoint"];
         options?: never;
         head?: never;
         /** Update an endpoint; enabled=true resets its breaker */
-        patch: operations["patch_admin_api_v1_webhooks_endpoints_id"];
+        patch: operations["updateWebhookEndpoint"];
         trace?: never;
     };
     "/admin/api/v1/webhooks/endpoints/{id}/secret": {
@@ -770,7 +804,7 @@ export interface paths {
             cookie?: never;
         };
         /** The signing secret (owner or admin role) */
-        get: operations["get_admin_api_v1_webhooks_endpoints_id_secret"];
+        get: operations["getEndpointSecret"];
         put?: never;
         post?: never;
         delete?: never;
@@ -789,7 +823,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** New secret; the old one signs too until previous_secret_expires_at */
-        post: operations["post_admin_api_v1_webhooks_endpoints_id_rotate_secret"];
+        post: operations["rotateEndpointSecret"];
         delete?: never;
         options?: never;
         head?: never;
@@ -806,7 +840,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Send a ping event to this endpoint */
-        post: operations["post_admin_api_v1_webhooks_endpoints_id_ping"];
+        post: operations["pingEndpoint"];
         delete?: never;
         options?: never;
         head?: never;
@@ -826,7 +860,7 @@ export interface paths {
          * Send a test event: the catalog example of a type, to this endpoint only
          * @description Queues a delivery of the event catalog's example of `type`, signed like any delivery. Its envelope carries `"test": true` and the request the header `webhook-test: true`; it never appears in the events feed or reaches other endpoints, and its failures do not pause the endpoint (decision 0020). Owner or admin role; a disabled endpoint is 409.
          */
-        post: operations["post_admin_api_v1_webhooks_endpoints_id_test_events"];
+        post: operations["sendTestEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -843,7 +877,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Queue again every subscribed event of [from, to), or with failed_only those that never got through */
-        post: operations["post_admin_api_v1_webhooks_endpoints_id_replay"];
+        post: operations["replayEndpointEvents"];
         delete?: never;
         options?: never;
         head?: never;
@@ -858,7 +892,7 @@ export interface paths {
             cookie?: never;
         };
         /** How many deliveries a replay with these parameters would queue (a dry run: nothing changes) */
-        get: operations["get_admin_api_v1_webhooks_endpoints_id_replay_preview"];
+        get: operations["previewEndpointReplay"];
         put?: never;
         post?: never;
         delete?: never;
@@ -875,7 +909,7 @@ export interface paths {
             cookie?: never;
         };
         /** Success rate and latency (p50, p95) of the endpoint's attempts over the last 24 hours and 7 days */
-        get: operations["get_admin_api_v1_webhooks_endpoints_id_stats"];
+        get: operations["getEndpointStats"];
         put?: never;
         post?: never;
         delete?: never;
@@ -892,7 +926,7 @@ export interface paths {
             cookie?: never;
         };
         /** List deliveries, newest first */
-        get: operations["get_admin_api_v1_webhooks_deliveries"];
+        get: operations["listDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -909,7 +943,7 @@ export interface paths {
             cookie?: never;
         };
         /** A delivery with its attempts and event */
-        get: operations["get_admin_api_v1_webhooks_deliveries_id"];
+        get: operations["getDelivery"];
         put?: never;
         post?: never;
         delete?: never;
@@ -928,7 +962,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Retry a selection, or all dead letters of an endpoint */
-        post: operations["post_admin_api_v1_webhooks_deliveries_retry"];
+        post: operations["retryDeliveries"];
         delete?: never;
         options?: never;
         head?: never;
@@ -945,7 +979,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Retry a dead or failed delivery now */
-        post: operations["post_admin_api_v1_webhooks_deliveries_id_retry"];
+        post: operations["retryDelivery"];
         delete?: never;
         options?: never;
         head?: never;
@@ -960,7 +994,7 @@ export interface paths {
             cookie?: never;
         };
         /** Hourly delivery activity and current totals */
-        get: operations["get_admin_api_v1_webhooks_stats"];
+        get: operations["getDeliveryStats"];
         put?: never;
         post?: never;
         delete?: never;
@@ -977,7 +1011,7 @@ export interface paths {
             cookie?: never;
         };
         /** Counts of products, orders, customers and active API tokens */
-        get: operations["get_admin_api_v1_overview"];
+        get: operations["getOverview"];
         put?: never;
         post?: never;
         delete?: never;
@@ -994,7 +1028,7 @@ export interface paths {
             cookie?: never;
         };
         /** Token scopes and webhook event types, for the dashboard's forms */
-        get: operations["get_admin_api_v1_resources"];
+        get: operations["listScopesAndEventGroups"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1011,7 +1045,7 @@ export interface paths {
             cookie?: never;
         };
         /** The event catalog: every webhook event type with its description, payload schema and an example */
-        get: operations["get_admin_api_v1_event_types"];
+        get: operations["listEventTypes"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1028,7 +1062,7 @@ export interface paths {
             cookie?: never;
         };
         /** List administrators */
-        get: operations["get_admin_api_v1_admins"];
+        get: operations["listAdmins"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1045,10 +1079,10 @@ export interface paths {
             cookie?: never;
         };
         /** Open invitations (not yet used) */
-        get: operations["get_admin_api_v1_admins_invitations"];
+        get: operations["listInvitations"];
         put?: never;
         /** Invite an administrator: a one-time link (shown once) */
-        post: operations["post_admin_api_v1_admins_invitations"];
+        post: operations["inviteAdmin"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1066,7 +1100,7 @@ export interface paths {
         put?: never;
         post?: never;
         /** Withdraw an invitation */
-        delete: operations["delete_admin_api_v1_admins_invitations_id"];
+        delete: operations["revokeInvitation"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1083,11 +1117,11 @@ export interface paths {
         put?: never;
         post?: never;
         /** Remove an administrator (their sessions end at once) */
-        delete: operations["delete_admin_api_v1_admins_id"];
+        delete: operations["removeAdmin"];
         options?: never;
         head?: never;
         /** Change an administrator's role (their sessions end) */
-        patch: operations["patch_admin_api_v1_admins_id"];
+        patch: operations["changeAdminRole"];
         trace?: never;
     };
     "/admin/api/v1/admins/{id}/password-reset": {
@@ -1100,7 +1134,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** A one-time password-reset link for an administrator (shown once) */
-        post: operations["post_admin_api_v1_admins_id_password_reset"];
+        post: operations["createPasswordReset"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1117,7 +1151,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Change one's own password (dashboard sessions; other sessions end) */
-        post: operations["post_admin_api_v1_account_password"];
+        post: operations["changeOwnPassword"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1132,7 +1166,7 @@ export interface paths {
             cookie?: never;
         };
         /** Who did what, when and from where, newest first */
-        get: operations["get_admin_api_v1_audit_log"];
+        get: operations["listAuditLog"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1149,7 +1183,7 @@ export interface paths {
             cookie?: never;
         };
         /** Paused or disabled endpoints and dead letters (new since the administrator last looked) */
-        get: operations["get_admin_api_v1_alerts"];
+        get: operations["getAlerts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1168,7 +1202,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Mark the alerts seen by the signed-in administrator */
-        post: operations["post_admin_api_v1_alerts_seen"];
+        post: operations["markAlertsSeen"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1183,12 +1217,12 @@ export interface paths {
             cookie?: never;
         };
         /** Whether you have a second factor, and whether the store requires one */
-        get: operations["get_admin_api_v1_account_second_factor"];
+        get: operations["getOwnSecondFactor"];
         put?: never;
         /** Start setting up a second factor: the secret and its QR code (shown once), pending until a first code confirms it */
-        post: operations["post_admin_api_v1_account_second_factor"];
+        post: operations["startSecondFactorEnrolment"];
         /** Turn your second factor off (asks for a fresh proof) */
-        delete: operations["delete_admin_api_v1_account_second_factor"];
+        delete: operations["removeOwnSecondFactor"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1204,7 +1238,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Turn the second factor on with a first code; the recovery codes are in the answer, once */
-        post: operations["post_admin_api_v1_account_second_factor_confirm"];
+        post: operations["confirmSecondFactor"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1221,7 +1255,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** New recovery codes (in the answer, once); the old ones stop working */
-        post: operations["post_admin_api_v1_account_second_factor_recovery_codes"];
+        post: operations["regenerateRecoveryCodes"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1241,7 +1275,7 @@ export interface paths {
          * Prove it is you (password, or a second-factor code) before a sensitive action
          * @description The proof counts for ADMIN_REAUTH_WINDOW_MS (default 5 minutes). Throttled like the sign-in.
          */
-        post: operations["post_admin_api_v1_account_reauthenticate"];
+        post: operations["reauthenticate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1259,7 +1293,7 @@ export interface paths {
         put?: never;
         post?: never;
         /** Turn off an administrator's second factor (they lost their device and recovery codes) */
-        delete: operations["delete_admin_api_v1_admins_id_second_factor"];
+        delete: operations["removeAdminSecondFactor"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1273,14 +1307,14 @@ export interface paths {
             cookie?: never;
         };
         /** The store's security settings */
-        get: operations["get_admin_api_v1_settings_security"];
+        get: operations["getSecuritySettings"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
         /** Require a second factor of every administrator (owner, signed in; asks for a fresh proof) */
-        patch: operations["patch_admin_api_v1_settings_security"];
+        patch: operations["updateSecuritySettings"];
         trace?: never;
     };
 }
@@ -1298,7 +1332,7 @@ export interface webhooks {
          * product.created event
          * @description A product record was created (Products); `data` is the record as the read API returns it. POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
          */
-        post: operations["webhook_product_created"];
+        post: operations["productCreatedWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1318,7 +1352,7 @@ export interface webhooks {
          * product.updated event
          * @description A product record was changed (Products); `data` is the record as the read API returns it. POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
          */
-        post: operations["webhook_product_updated"];
+        post: operations["productUpdatedWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1338,7 +1372,7 @@ export interface webhooks {
          * order.created event
          * @description An order record was created (Orders); `data` is the record as the read API returns it. POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
          */
-        post: operations["webhook_order_created"];
+        post: operations["orderCreatedWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1358,7 +1392,7 @@ export interface webhooks {
          * order.updated event
          * @description An order record was changed (Orders); `data` is the record as the read API returns it. POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
          */
-        post: operations["webhook_order_updated"];
+        post: operations["orderUpdatedWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1378,7 +1412,7 @@ export interface webhooks {
          * customer.created event
          * @description A customer record was created (Customers); `data` is the record as the read API returns it. POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
          */
-        post: operations["webhook_customer_created"];
+        post: operations["customerCreatedWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1398,7 +1432,7 @@ export interface webhooks {
          * customer.updated event
          * @description A customer record was changed (Customers); `data` is the record as the read API returns it. POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
          */
-        post: operations["webhook_customer_updated"];
+        post: operations["customerUpdatedWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1418,7 +1452,7 @@ export interface webhooks {
          * inventory.updated event
          * @description An inventory record was changed (Inventory); `data` is the record as the read API returns it. POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
          */
-        post: operations["webhook_inventory_updated"];
+        post: operations["inventoryUpdatedWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1438,7 +1472,7 @@ export interface webhooks {
          * stock_movement.created event
          * @description A stock movement record was created (Inventory); `data` is the record as the read API returns it. POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
          */
-        post: operations["webhook_stock_movement_created"];
+        post: operations["stockMovementCreatedWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1458,7 +1492,7 @@ export interface webhooks {
          * ping event
          * @description Test event sent on demand (dashboard or admin API) to one endpoint; carries no store record. POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.
          */
-        post: operations["webhook_ping"];
+        post: operations["pingWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1803,12 +1837,366 @@ export interface components {
                 message: string;
             }[];
         };
+        /** ApiKey */
+        ApiKey: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** @description The first characters of the secret, to recognise it */
+            prefix: string;
+            scopes: ("products:read" | "orders:read" | "customers:read" | "inventory:read" | "admin")[];
+            rate_limit_standard: number | null;
+            rate_limit_export: number | null;
+            /** Format: date-time */
+            created_at: string;
+            expires_at: string | null;
+            revoked_at: string | null;
+            last_used_at: string | null;
+            previous_secret_expires_at: string | null;
+            /** @enum {string} */
+            status: "active" | "revoked" | "expired";
+            /** @description Who made the key: it acts with at most its maker’s role */
+            made_by: {
+                /** @enum {string} */
+                kind: "administrator" | "operator";
+                id: string | null;
+                email: string | null;
+                role: ("owner" | "admin" | "viewer") | null;
+                removed: boolean;
+            };
+        };
+        /** ApiKeyWithSecret */
+        ApiKeyWithSecret: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** @description The first characters of the secret, to recognise it */
+            prefix: string;
+            scopes: ("products:read" | "orders:read" | "customers:read" | "inventory:read" | "admin")[];
+            rate_limit_standard: number | null;
+            rate_limit_export: number | null;
+            /** Format: date-time */
+            created_at: string;
+            expires_at: string | null;
+            revoked_at: string | null;
+            last_used_at: string | null;
+            previous_secret_expires_at: string | null;
+            /** @enum {string} */
+            status: "active" | "revoked" | "expired";
+            /** @description Who made the key: it acts with at most its maker’s role */
+            made_by: {
+                /** @enum {string} */
+                kind: "administrator" | "operator";
+                id: string | null;
+                email: string | null;
+                role: ("owner" | "admin" | "viewer") | null;
+                removed: boolean;
+            };
+            /** @description The secret `sia_…`: shown once, store it now */
+            token: string;
+        };
+        /** StockAdjustment */
+        StockAdjustment: {
+            /** Format: uuid */
+            movement_id: string;
+            product: components["schemas"]["Product"];
+        };
+        /**
+         * StockImport
+         * @description Rows read, stock movements written, products changed
+         */
+        StockImport: {
+            rows: number;
+            movements: number;
+            products: number;
+        };
+        /** WebhookEndpoint */
+        WebhookEndpoint: {
+            /** Format: uuid */
+            id: string;
+            url: string;
+            description: string | null;
+            /** @description Subscribed event types; [] = all */
+            event_types: string[];
+            enabled: boolean;
+            /**
+             * @description disabled when not enabled; paused while the circuit breaker holds it
+             * @enum {string}
+             */
+            state: "active" | "paused" | "disabled";
+            paused_until: string | null;
+            consecutive_failures: number;
+            disabled_reason: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /** WebhookEndpointWithSecret */
+        WebhookEndpointWithSecret: {
+            /** Format: uuid */
+            id: string;
+            url: string;
+            description: string | null;
+            /** @description Subscribed event types; [] = all */
+            event_types: string[];
+            enabled: boolean;
+            /**
+             * @description disabled when not enabled; paused while the circuit breaker holds it
+             * @enum {string}
+             */
+            state: "active" | "paused" | "disabled";
+            paused_until: string | null;
+            consecutive_failures: number;
+            disabled_reason: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description The signing secret `whsec_…` */
+            secret: string;
+        };
+        /** DeletedEndpoint */
+        DeletedEndpoint: {
+            /** Format: uuid */
+            id: string;
+            url: string;
+            /** @description How many deliveries of each status went with it */
+            deliveries_deleted: {
+                [key: string]: number;
+            };
+        };
+        /** EndpointSecret */
+        EndpointSecret: {
+            /** @description The signing secret `whsec_…` */
+            secret: string;
+            previous_secret_expires_at: string | null;
+        };
+        /** QueuedDelivery */
+        QueuedDelivery: {
+            /** Format: uuid */
+            event_id: string;
+            /** Format: uuid */
+            delivery_id: string;
+        };
+        /** QueuedTestEvent */
+        QueuedTestEvent: {
+            /** Format: uuid */
+            event_id: string;
+            /** Format: uuid */
+            delivery_id: string;
+            type: string;
+        };
+        /** WebhookDelivery */
+        WebhookDelivery: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            event_id: string;
+            event_type: string;
+            /** Format: uuid */
+            endpoint_id: string;
+            endpoint_url: string;
+            /**
+             * @description pending: not tried yet (or retried by hand); failed: retry scheduled; dead: dead letter
+             * @enum {string}
+             */
+            status: "pending" | "succeeded" | "failed" | "dead";
+            attempt_count: number;
+            next_attempt_at: string | null;
+            last_status_code: number | null;
+            last_error: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description A test delivery of an example event sent by an administrator (decision 0020) */
+            test: boolean;
+        };
+        /** WebhookDeliveryDetail */
+        WebhookDeliveryDetail: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            event_id: string;
+            event_type: string;
+            /** Format: uuid */
+            endpoint_id: string;
+            endpoint_url: string;
+            /**
+             * @description pending: not tried yet (or retried by hand); failed: retry scheduled; dead: dead letter
+             * @enum {string}
+             */
+            status: "pending" | "succeeded" | "failed" | "dead";
+            attempt_count: number;
+            next_attempt_at: string | null;
+            last_status_code: number | null;
+            last_error: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** @description A test delivery of an example event sent by an administrator (decision 0020) */
+            test: boolean;
+            attempts: components["schemas"]["WebhookAttempt"][];
+            event: {
+                /** Format: uuid */
+                id: string;
+                type: string;
+                /** Format: date-time */
+                created_at: string;
+                /** @description The event payload: the record, or the ping message */
+                data: unknown;
+            };
+        };
+        /** WebhookAttempt */
+        WebhookAttempt: {
+            /** Format: uuid */
+            id: string;
+            attempt_number: number;
+            /** Format: date-time */
+            started_at: string;
+            duration_ms: number;
+            status_code: number | null;
+            response_body_excerpt: string | null;
+            error: string | null;
+            outcome: string;
+        };
+        /** DeliveryStats */
+        DeliveryStats: {
+            buckets: {
+                /** Format: date-time */
+                hour: string;
+                succeeded: number;
+                failed: number;
+                dead: number;
+            }[];
+            totals: {
+                succeeded: number;
+                failed: number;
+                dead: number;
+                pending: number;
+            };
+            retention: {
+                delivery_retention_ms: number;
+                dead_letter_retention_ms: number;
+                event_retention_ms: number;
+                deliveries_complete_since: string | null;
+                events_complete_since: string | null;
+                oldest_delivery_at: string | null;
+            };
+        };
+        /** Overview */
+        Overview: {
+            products: {
+                total: number;
+                active: number;
+            };
+            orders: {
+                total: number;
+                last_24h: number;
+            };
+            customers: {
+                total: number;
+                active: number;
+            };
+            api_tokens: {
+                active: number;
+            };
+        };
+        /** Administrator */
+        Administrator: {
+            /** Format: uuid */
+            id: string;
+            email: string;
+            /**
+             * @description owner: everything; admin: everything but administrators; viewer: read only
+             * @enum {string}
+             */
+            role: "owner" | "admin" | "viewer";
+            /** Format: date-time */
+            created_at: string;
+            last_sign_in_at: string | null;
+            /** @description Whether a second factor (TOTP) is set up */
+            second_factor: boolean;
+        };
+        /** SecondFactorStatus */
+        SecondFactorStatus: {
+            enabled: boolean;
+            enabled_at: string | null;
+            recovery_codes_left: number;
+            /** @description The owner's setting: every administrator must have a second factor */
+            required: boolean;
+        };
+        /** SecondFactorEnrolment */
+        SecondFactorEnrolment: {
+            secret: string;
+            otpauth_uri: string;
+            /** @description The otpauth URI as a QR code image (data URL) */
+            qr_code: string;
+        };
+        /** SecuritySettings */
+        SecuritySettings: {
+            require_second_factor: boolean;
+        };
     };
     responses: {
         /** @description Unexpected failure; the body says nothing internal (the log has the detail, under the X-Request-Id). */
         InternalError: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The body is larger than the limit (10 MiB). */
+        PayloadTooLarge: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The body has a content type this operation does not read. */
+        UnsupportedMediaType: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The database is unreachable or refuses writes for now (see Retry-After). */
+        ServiceUnavailable: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The data volume is nearly full: writes are refused until space is freed. */
+        InsufficientStorage: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description Too many attempts (sign-in or link throttling); wait for Retry-After seconds. */
+        TooManyRequests: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Retry-After": components["headers"]["Retry-After"];
                 [name: string]: unknown;
             };
             content: {
@@ -1845,7 +2233,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description No record with this id. */
+        /** @description No record with this id (in the path, or named in the body). */
         AdminNotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -1911,7 +2299,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    get_healthz: {
+    getLiveness: {
         parameters: {
             query?: never;
             header?: never;
@@ -1933,8 +2321,28 @@ export interface operations {
                     };
                 };
             };
-            /** @description The request was refused before reaching the endpoint (malformed URL, URI or headers too long): problem+json. */
-            "4XX": {
+            /** @description Malformed URL or query. The request was refused before reaching the endpoint: problem+json. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI too long. The request was refused before reaching the endpoint: problem+json. */
+            414: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Header fields too large. The request was refused before reaching the endpoint: problem+json. */
+            431: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -1945,7 +2353,7 @@ export interface operations {
             };
         };
     };
-    get_readyz: {
+    getReadiness: {
         parameters: {
             query?: never;
             header?: never;
@@ -1971,6 +2379,36 @@ export interface operations {
                     };
                 };
             };
+            /** @description Malformed URL or query. The request was refused before reaching the endpoint: problem+json. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI too long. The request was refused before reaching the endpoint: problem+json. */
+            414: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Header fields too large. The request was refused before reaching the endpoint: problem+json. */
+            431: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Default Response */
             503: {
                 headers: {
@@ -1981,19 +2419,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The request was refused before reaching the endpoint (malformed URL, URI or headers too long): problem+json. */
-            "4XX": {
-                headers: {
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
         };
     };
-    get_metrics: {
+    getMetrics: {
         parameters: {
             query?: never;
             header?: never;
@@ -2012,8 +2440,28 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description The request was refused before reaching the endpoint (malformed URL, URI or headers too long): problem+json. */
-            "4XX": {
+            /** @description Malformed URL or query. The request was refused before reaching the endpoint: problem+json. */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description URI too long. The request was refused before reaching the endpoint: problem+json. */
+            414: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Header fields too large. The request was refused before reaching the endpoint: problem+json. */
+            431: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
@@ -2024,7 +2472,7 @@ export interface operations {
             };
         };
     };
-    list_products: {
+    listProducts: {
         parameters: {
             query?: {
                 /** @description Page size, 1–200, default 50 */
@@ -2118,9 +2566,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    export_products: {
+    exportProducts: {
         parameters: {
             query?: {
                 /** @description Page size, 1–500, default 500 */
@@ -2153,7 +2602,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/x-ndjson": components["schemas"]["Product"];
+                    "application/x-ndjson": string;
                 };
             };
             /** @description Default Response */
@@ -2213,9 +2662,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    snapshot_products: {
+    snapshotProducts: {
         parameters: {
             query?: {
                 /** @description Resume after this record: the cursor of the last record received (`<last_modified>_<id>`), or any cursor of this API */
@@ -2229,12 +2679,12 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count. */
+            /** @description NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count (an upper bound of the lines). */
             200: {
                 headers: {
                     /** @description cursor after the snapshot: pass it as `cursor` to lists and exports to continue with what changed since */
                     "X-Snapshot-Cursor"?: string;
-                    /** @description how many records this stream holds (those after `cursor`, below the read horizon fixed at its start), counted before the first record is sent */
+                    /** @description An upper bound of the records this stream holds, for a progress bar: the records after `cursor` below the read horizon, counted before the first one is sent. A record changed while the stream runs is left out of it (it comes after X-Snapshot-Cursor), so the stream may hold fewer lines, never more. */
                     "X-Total-Count"?: number;
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2245,7 +2695,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/x-ndjson": components["schemas"]["Product"];
+                    "application/x-ndjson": string;
                 };
             };
             /** @description Default Response */
@@ -2305,9 +2755,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    get_products: {
+    getProduct: {
         parameters: {
             query?: never;
             header?: {
@@ -2425,9 +2876,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    list_orders: {
+    listOrders: {
         parameters: {
             query?: {
                 /** @description Page size, 1–200, default 50 */
@@ -2525,9 +2977,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    export_orders: {
+    exportOrders: {
         parameters: {
             query?: {
                 /** @description Page size, 1–500, default 500 */
@@ -2564,7 +3017,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/x-ndjson": components["schemas"]["Order"];
+                    "application/x-ndjson": string;
                 };
             };
             /** @description Default Response */
@@ -2624,9 +3077,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    snapshot_orders: {
+    snapshotOrders: {
         parameters: {
             query?: {
                 /** @description Resume after this record: the cursor of the last record received (`<last_modified>_<id>`), or any cursor of this API */
@@ -2644,12 +3098,12 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count. */
+            /** @description NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count (an upper bound of the lines). */
             200: {
                 headers: {
                     /** @description cursor after the snapshot: pass it as `cursor` to lists and exports to continue with what changed since */
                     "X-Snapshot-Cursor"?: string;
-                    /** @description how many records this stream holds (those after `cursor`, below the read horizon fixed at its start), counted before the first record is sent */
+                    /** @description An upper bound of the records this stream holds, for a progress bar: the records after `cursor` below the read horizon, counted before the first one is sent. A record changed while the stream runs is left out of it (it comes after X-Snapshot-Cursor), so the stream may hold fewer lines, never more. */
                     "X-Total-Count"?: number;
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -2660,7 +3114,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/x-ndjson": components["schemas"]["Order"];
+                    "application/x-ndjson": string;
                 };
             };
             /** @description Default Response */
@@ -2720,9 +3174,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    get_orders: {
+    getOrder: {
         parameters: {
             query?: never;
             header?: {
@@ -2840,9 +3295,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    list_customers: {
+    listCustomers: {
         parameters: {
             query?: {
                 /** @description Page size, 1–200, default 50 */
@@ -2934,9 +3390,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    export_customers: {
+    exportCustomers: {
         parameters: {
             query?: {
                 /** @description Page size, 1–500, default 500 */
@@ -2967,7 +3424,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/x-ndjson": components["schemas"]["Customer"];
+                    "application/x-ndjson": string;
                 };
             };
             /** @description Default Response */
@@ -3027,9 +3484,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    snapshot_customers: {
+    snapshotCustomers: {
         parameters: {
             query?: {
                 /** @description Resume after this record: the cursor of the last record received (`<last_modified>_<id>`), or any cursor of this API */
@@ -3041,12 +3499,12 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count. */
+            /** @description NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count (an upper bound of the lines). */
             200: {
                 headers: {
                     /** @description cursor after the snapshot: pass it as `cursor` to lists and exports to continue with what changed since */
                     "X-Snapshot-Cursor"?: string;
-                    /** @description how many records this stream holds (those after `cursor`, below the read horizon fixed at its start), counted before the first record is sent */
+                    /** @description An upper bound of the records this stream holds, for a progress bar: the records after `cursor` below the read horizon, counted before the first one is sent. A record changed while the stream runs is left out of it (it comes after X-Snapshot-Cursor), so the stream may hold fewer lines, never more. */
                     "X-Total-Count"?: number;
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3057,7 +3515,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/x-ndjson": components["schemas"]["Customer"];
+                    "application/x-ndjson": string;
                 };
             };
             /** @description Default Response */
@@ -3117,9 +3575,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    get_customers: {
+    getCustomer: {
         parameters: {
             query?: never;
             header?: {
@@ -3237,9 +3696,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    list_inventory: {
+    listInventory: {
         parameters: {
             query?: {
                 /** @description Page size, 1–200, default 50 */
@@ -3333,9 +3793,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    export_inventory: {
+    exportInventory: {
         parameters: {
             query?: {
                 /** @description Page size, 1–500, default 500 */
@@ -3368,7 +3829,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/x-ndjson": components["schemas"]["InventoryRecord"];
+                    "application/x-ndjson": string;
                 };
             };
             /** @description Default Response */
@@ -3428,9 +3889,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    snapshot_inventory: {
+    snapshotInventory: {
         parameters: {
             query?: {
                 /** @description Resume after this record: the cursor of the last record received (`<last_modified>_<id>`), or any cursor of this API */
@@ -3444,12 +3906,12 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count. */
+            /** @description NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count (an upper bound of the lines). */
             200: {
                 headers: {
                     /** @description cursor after the snapshot: pass it as `cursor` to lists and exports to continue with what changed since */
                     "X-Snapshot-Cursor"?: string;
-                    /** @description how many records this stream holds (those after `cursor`, below the read horizon fixed at its start), counted before the first record is sent */
+                    /** @description An upper bound of the records this stream holds, for a progress bar: the records after `cursor` below the read horizon, counted before the first one is sent. A record changed while the stream runs is left out of it (it comes after X-Snapshot-Cursor), so the stream may hold fewer lines, never more. */
                     "X-Total-Count"?: number;
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3460,7 +3922,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/x-ndjson": components["schemas"]["InventoryRecord"];
+                    "application/x-ndjson": string;
                 };
             };
             /** @description Default Response */
@@ -3520,9 +3982,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    list_inventory_movements: {
+    listInventoryMovements: {
         parameters: {
             query?: {
                 /** @description Page size, 1–200, default 50 */
@@ -3618,9 +4081,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    export_inventory_movements: {
+    exportInventoryMovements: {
         parameters: {
             query?: {
                 /** @description Page size, 1–500, default 500 */
@@ -3655,7 +4119,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/x-ndjson": components["schemas"]["StockMovement"];
+                    "application/x-ndjson": string;
                 };
             };
             /** @description Default Response */
@@ -3715,9 +4179,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    snapshot_inventory_movements: {
+    snapshotInventoryMovements: {
         parameters: {
             query?: {
                 /** @description Resume after this record: the cursor of the last record received (`<last_modified>_<id>`), or any cursor of this API */
@@ -3733,12 +4198,12 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count. */
+            /** @description NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count (an upper bound of the lines). */
             200: {
                 headers: {
                     /** @description cursor after the snapshot: pass it as `cursor` to lists and exports to continue with what changed since */
                     "X-Snapshot-Cursor"?: string;
-                    /** @description how many records this stream holds (those after `cursor`, below the read horizon fixed at its start), counted before the first record is sent */
+                    /** @description An upper bound of the records this stream holds, for a progress bar: the records after `cursor` below the read horizon, counted before the first one is sent. A record changed while the stream runs is left out of it (it comes after X-Snapshot-Cursor), so the stream may hold fewer lines, never more. */
                     "X-Total-Count"?: number;
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -3749,7 +4214,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/x-ndjson": components["schemas"]["StockMovement"];
+                    "application/x-ndjson": string;
                 };
             };
             /** @description Default Response */
@@ -3809,9 +4274,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    list_events: {
+    listEvents: {
         parameters: {
             query?: {
                 /** @description Page size, 1–200, default 50 */
@@ -3907,9 +4373,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    export_events: {
+    exportEvents: {
         parameters: {
             query?: {
                 /** @description Page size, 1–500, default 500 */
@@ -3944,7 +4411,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/x-ndjson": components["schemas"]["Event"];
+                    "application/x-ndjson": string;
                 };
             };
             /** @description Default Response */
@@ -4004,9 +4471,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    snapshot_events: {
+    snapshotEvents: {
         parameters: {
             query?: {
                 /** @description Resume after this record: the cursor of the last record received (`<last_modified>_<id>`), or any cursor of this API */
@@ -4022,12 +4490,12 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count. */
+            /** @description NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count (an upper bound of the lines). */
             200: {
                 headers: {
                     /** @description cursor after the snapshot: pass it as `cursor` to lists and exports to continue with what changed since */
                     "X-Snapshot-Cursor"?: string;
-                    /** @description how many records this stream holds (those after `cursor`, below the read horizon fixed at its start), counted before the first record is sent */
+                    /** @description An upper bound of the records this stream holds, for a progress bar: the records after `cursor` below the read horizon, counted before the first one is sent. A record changed while the stream runs is left out of it (it comes after X-Snapshot-Cursor), so the stream may hold fewer lines, never more. */
                     "X-Total-Count"?: number;
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
@@ -4038,7 +4506,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/x-ndjson": components["schemas"]["Event"];
+                    "application/x-ndjson": string;
                 };
             };
             /** @description Default Response */
@@ -4098,9 +4566,10 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    get_admin_api_v1_tokens: {
+    listApiKeys: {
         parameters: {
             query?: never;
             header?: never;
@@ -4117,17 +4586,19 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["ApiKey"][];
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    post_admin_api_v1_tokens: {
+    createApiKey: {
         parameters: {
             query?: never;
             header?: {
@@ -4151,26 +4622,32 @@ export interface operations {
         };
         responses: {
             /** @description The record or result, as `{ "data": … }`. */
-            200: {
+            201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["ApiKeyWithSecret"];
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    get_admin_api_v1_tokens_id: {
+    getApiKey: {
         parameters: {
             query?: never;
             header?: never;
@@ -4189,7 +4666,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["ApiKey"];
                     };
                 };
             };
@@ -4197,10 +4674,12 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    patch_admin_api_v1_tokens_id: {
+    updateApiKey: {
         parameters: {
             query?: never;
             header?: never;
@@ -4227,7 +4706,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["ApiKey"];
                     };
                 };
             };
@@ -4235,10 +4714,16 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_tokens_id_roll: {
+    rollApiKey: {
         parameters: {
             query?: never;
             header?: {
@@ -4270,7 +4755,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["ApiKeyWithSecret"];
                     };
                 };
             };
@@ -4279,11 +4764,16 @@ export interface operations {
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_tokens_id_revoke: {
+    revokeApiKey: {
         parameters: {
             query?: never;
             header?: {
@@ -4305,7 +4795,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["ApiKey"];
                     };
                 };
             };
@@ -4315,10 +4805,103 @@ export interface operations {
             404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_products: {
+    transferApiKeysOfMaker: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description An administrator's id (a removed one too), or `operator` for keys made with the CLI */
+                maker: string | "operator";
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uuid
+                     * @description The administrator who becomes the maker of the keys
+                     */
+                    to_admin_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ApiKey"][];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    revokeApiKeysOfMaker: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description An administrator's id (a removed one too), or `operator` for keys made with the CLI */
+                maker: string | "operator";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ApiKey"][];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    createProduct: {
         parameters: {
             query?: never;
             header?: {
@@ -4363,26 +4946,32 @@ export interface operations {
         };
         responses: {
             /** @description The record or result, as `{ "data": … }`. */
-            200: {
+            201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["Product"];
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    get_admin_api_v1_products_id: {
+    getAdminProduct: {
         parameters: {
             query?: never;
             header?: never;
@@ -4401,7 +4990,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["Product"];
                     };
                 };
             };
@@ -4409,10 +4998,12 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    patch_admin_api_v1_products_id: {
+    updateProduct: {
         parameters: {
             query?: never;
             header?: never;
@@ -4445,7 +5036,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["Product"];
                     };
                 };
             };
@@ -4453,10 +5044,16 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_products_id_variants: {
+    addVariant: {
         parameters: {
             query?: never;
             header?: {
@@ -4483,14 +5080,14 @@ export interface operations {
         };
         responses: {
             /** @description The record or result, as `{ "data": … }`. */
-            200: {
+            201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["Product"];
                     };
                 };
             };
@@ -4499,11 +5096,16 @@ export interface operations {
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    patch_admin_api_v1_products_id_variants_variantId: {
+    updateVariant: {
         parameters: {
             query?: never;
             header?: never;
@@ -4535,7 +5137,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["Product"];
                     };
                 };
             };
@@ -4543,10 +5145,16 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_products_id_images: {
+    addImage: {
         parameters: {
             query?: never;
             header?: {
@@ -4569,14 +5177,14 @@ export interface operations {
         };
         responses: {
             /** @description The record or result, as `{ "data": … }`. */
-            200: {
+            201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["Product"];
                     };
                 };
             };
@@ -4585,11 +5193,16 @@ export interface operations {
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    patch_admin_api_v1_products_id_images_imageId: {
+    updateImage: {
         parameters: {
             query?: never;
             header?: never;
@@ -4618,7 +5231,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["Product"];
                     };
                 };
             };
@@ -4626,10 +5239,16 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_customers: {
+    createCustomer: {
         parameters: {
             query?: never;
             header?: {
@@ -4652,26 +5271,32 @@ export interface operations {
         };
         responses: {
             /** @description The record or result, as `{ "data": … }`. */
-            200: {
+            201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["Customer"];
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    patch_admin_api_v1_customers_id: {
+    updateCustomer: {
         parameters: {
             query?: never;
             header?: never;
@@ -4700,7 +5325,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["Customer"];
                     };
                 };
             };
@@ -4708,10 +5333,16 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_orders: {
+    placeOrder: {
         parameters: {
             query?: never;
             header?: {
@@ -4744,26 +5375,32 @@ export interface operations {
         };
         responses: {
             /** @description The record or result, as `{ "data": … }`. */
-            200: {
+            201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["Order"];
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_orders_id_status: {
+    changeOrderStatus: {
         parameters: {
             query?: never;
             header?: {
@@ -4793,7 +5430,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["Order"];
                     };
                 };
             };
@@ -4802,11 +5439,16 @@ export interface operations {
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_orders_id_payment_status: {
+    changePaymentStatus: {
         parameters: {
             query?: never;
             header?: {
@@ -4835,7 +5477,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["Order"];
                     };
                 };
             };
@@ -4844,11 +5486,16 @@ export interface operations {
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_inventory_adjustments: {
+    adjustStock: {
         parameters: {
             query?: never;
             header?: {
@@ -4871,26 +5518,32 @@ export interface operations {
         };
         responses: {
             /** @description The record or result, as `{ "data": … }`. */
-            200: {
+            201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["StockAdjustment"];
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_inventory_import: {
+    importStockCsv: {
         parameters: {
             query?: never;
             header?: {
@@ -4900,29 +5553,45 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        /** @description CSV, UTF-8, first line the header: `sku,stock` (set the stock) or `sku,quantity_change` (add to it), with an optional `note` column. Up to the body limit (10 MiB). */
+        requestBody: {
+            content: {
+                /**
+                 * @example sku,stock
+                 *     TSHIRT-M,12
+                 *     TSHIRT-L,7
+                 */
+                "text/csv": string;
+            };
+        };
         responses: {
             /** @description The record or result, as `{ "data": … }`. */
-            200: {
+            201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["StockImport"];
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    get_admin_api_v1_webhooks_endpoints: {
+    listWebhookEndpoints: {
         parameters: {
             query?: never;
             header?: never;
@@ -4939,17 +5608,19 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["WebhookEndpoint"][];
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    post_admin_api_v1_webhooks_endpoints: {
+    createWebhookEndpoint: {
         parameters: {
             query?: never;
             header?: {
@@ -4973,26 +5644,32 @@ export interface operations {
         };
         responses: {
             /** @description The record or result, as `{ "data": … }`. */
-            200: {
+            201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["WebhookEndpointWithSecret"];
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    get_admin_api_v1_webhooks_endpoints_id: {
+    getWebhookEndpoint: {
         parameters: {
             query?: never;
             header?: never;
@@ -5011,7 +5688,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["WebhookEndpoint"];
                     };
                 };
             };
@@ -5019,10 +5696,12 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    delete_admin_api_v1_webhooks_endpoints_id: {
+    deleteWebhookEndpoint: {
         parameters: {
             query?: never;
             header?: never;
@@ -5041,7 +5720,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["DeletedEndpoint"];
                     };
                 };
             };
@@ -5049,10 +5728,14 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    patch_admin_api_v1_webhooks_endpoints_id: {
+    updateWebhookEndpoint: {
         parameters: {
             query?: never;
             header?: never;
@@ -5083,7 +5766,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["WebhookEndpoint"];
                     };
                 };
             };
@@ -5091,10 +5774,16 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    get_admin_api_v1_webhooks_endpoints_id_secret: {
+    getEndpointSecret: {
         parameters: {
             query?: never;
             header?: never;
@@ -5113,7 +5802,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["EndpointSecret"];
                     };
                 };
             };
@@ -5121,10 +5810,12 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    post_admin_api_v1_webhooks_endpoints_id_rotate_secret: {
+    rotateEndpointSecret: {
         parameters: {
             query?: never;
             header?: {
@@ -5146,7 +5837,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["EndpointSecret"];
                     };
                 };
             };
@@ -5156,10 +5847,13 @@ export interface operations {
             404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_webhooks_endpoints_id_ping: {
+    pingEndpoint: {
         parameters: {
             query?: never;
             header?: {
@@ -5173,15 +5867,15 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The record or result, as `{ "data": … }`. */
-            200: {
+            /** @description Accepted: queued, `{ "data": … }`. */
+            202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["QueuedDelivery"];
                     };
                 };
             };
@@ -5191,10 +5885,13 @@ export interface operations {
             404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_webhooks_endpoints_id_test_events: {
+    sendTestEvent: {
         parameters: {
             query?: never;
             header?: {
@@ -5218,15 +5915,15 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The record or result, as `{ "data": … }`. */
-            200: {
+            /** @description Accepted: queued, `{ "data": … }`. */
+            202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["QueuedTestEvent"];
                     };
                 };
             };
@@ -5235,11 +5932,16 @@ export interface operations {
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_webhooks_endpoints_id_replay: {
+    replayEndpointEvents: {
         parameters: {
             query?: never;
             header?: {
@@ -5267,7 +5969,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The record or result, as `{ "data": … }`. */
+            /** @description Accepted: queued, `{ "data": … }`. */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5287,11 +5989,16 @@ export interface operations {
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    get_admin_api_v1_webhooks_endpoints_id_replay_preview: {
+    previewEndpointReplay: {
         parameters: {
             query: {
                 /** @description ISO 8601, inclusive */
@@ -5328,10 +6035,12 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    get_admin_api_v1_webhooks_endpoints_id_stats: {
+    getEndpointStats: {
         parameters: {
             query?: never;
             header?: never;
@@ -5387,10 +6096,12 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    get_admin_api_v1_webhooks_deliveries: {
+    listDeliveries: {
         parameters: {
             query?: {
                 endpoint_id?: string;
@@ -5421,7 +6132,12 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["WebhookDelivery"][];
+                        pagination: {
+                            next_cursor: string | null;
+                            has_more: boolean;
+                            limit: number;
+                        };
                     };
                 };
             };
@@ -5429,10 +6145,12 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    get_admin_api_v1_webhooks_deliveries_id: {
+    getDelivery: {
         parameters: {
             query?: never;
             header?: never;
@@ -5451,7 +6169,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["WebhookDeliveryDetail"];
                     };
                 };
             };
@@ -5459,10 +6177,12 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    post_admin_api_v1_webhooks_deliveries_retry: {
+    retryDeliveries: {
         parameters: {
             query?: never;
             header?: {
@@ -5493,19 +6213,27 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            retried: number;
+                        };
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_webhooks_deliveries_id_retry: {
+    retryDelivery: {
         parameters: {
             query?: never;
             header?: {
@@ -5527,7 +6255,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["WebhookDelivery"];
                     };
                 };
             };
@@ -5537,10 +6265,13 @@ export interface operations {
             404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    get_admin_api_v1_webhooks_stats: {
+    getDeliveryStats: {
         parameters: {
             query?: {
                 hours?: number;
@@ -5559,7 +6290,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["DeliveryStats"];
                     };
                 };
             };
@@ -5567,10 +6298,12 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    get_admin_api_v1_overview: {
+    getOverview: {
         parameters: {
             query?: never;
             header?: never;
@@ -5587,17 +6320,19 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["Overview"];
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    get_admin_api_v1_resources: {
+    listScopesAndEventGroups: {
         parameters: {
             query?: never;
             header?: never;
@@ -5631,10 +6366,12 @@ export interface operations {
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    get_admin_api_v1_event_types: {
+    listEventTypes: {
         parameters: {
             query?: never;
             header?: never;
@@ -5669,10 +6406,12 @@ export interface operations {
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    get_admin_api_v1_admins: {
+    listAdmins: {
         parameters: {
             query?: never;
             header?: never;
@@ -5689,31 +6428,19 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** Format: uuid */
-                            id: string;
-                            email: string;
-                            /**
-                             * @description owner: everything; admin: everything but administrators; viewer: read only
-                             * @enum {string}
-                             */
-                            role: "owner" | "admin" | "viewer";
-                            /** Format: date-time */
-                            created_at: string;
-                            last_sign_in_at: string | null;
-                            /** @description Whether a second factor (TOTP) is set up */
-                            second_factor: boolean;
-                        }[];
+                        data: components["schemas"]["Administrator"][];
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    get_admin_api_v1_admins_invitations: {
+    listInvitations: {
         parameters: {
             query?: never;
             header?: never;
@@ -5750,10 +6477,12 @@ export interface operations {
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    post_admin_api_v1_admins_invitations: {
+    inviteAdmin: {
         parameters: {
             query?: never;
             header?: {
@@ -5807,12 +6536,18 @@ export interface operations {
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    delete_admin_api_v1_admins_invitations_id: {
+    revokeInvitation: {
         parameters: {
             query?: never;
             header?: never;
@@ -5852,10 +6587,14 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    delete_admin_api_v1_admins_id: {
+    removeAdmin: {
         parameters: {
             query?: never;
             header?: never;
@@ -5874,21 +6613,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** Format: uuid */
-                            id: string;
-                            email: string;
-                            /**
-                             * @description owner: everything; admin: everything but administrators; viewer: read only
-                             * @enum {string}
-                             */
-                            role: "owner" | "admin" | "viewer";
-                            /** Format: date-time */
-                            created_at: string;
-                            last_sign_in_at: string | null;
-                            /** @description Whether a second factor (TOTP) is set up */
-                            second_factor: boolean;
-                        };
+                        data: components["schemas"]["Administrator"];
                     };
                 };
             };
@@ -5896,10 +6621,14 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    patch_admin_api_v1_admins_id: {
+    changeAdminRole: {
         parameters: {
             query?: never;
             header?: never;
@@ -5928,21 +6657,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** Format: uuid */
-                            id: string;
-                            email: string;
-                            /**
-                             * @description owner: everything; admin: everything but administrators; viewer: read only
-                             * @enum {string}
-                             */
-                            role: "owner" | "admin" | "viewer";
-                            /** Format: date-time */
-                            created_at: string;
-                            last_sign_in_at: string | null;
-                            /** @description Whether a second factor (TOTP) is set up */
-                            second_factor: boolean;
-                        };
+                        data: components["schemas"]["Administrator"];
                     };
                 };
             };
@@ -5950,10 +6665,16 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_admins_id_password_reset: {
+    createPasswordReset: {
         parameters: {
             query?: never;
             header?: {
@@ -6001,10 +6722,13 @@ export interface operations {
             404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_account_password: {
+    changeOwnPassword: {
         parameters: {
             query?: never;
             header?: {
@@ -6031,38 +6755,30 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: {
-                            /** Format: uuid */
-                            id: string;
-                            email: string;
-                            /**
-                             * @description owner: everything; admin: everything but administrators; viewer: read only
-                             * @enum {string}
-                             */
-                            role: "owner" | "admin" | "viewer";
-                            /** Format: date-time */
-                            created_at: string;
-                            last_sign_in_at: string | null;
-                            /** @description Whether a second factor (TOTP) is set up */
-                            second_factor: boolean;
-                        };
+                        data: components["schemas"]["Administrator"];
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    get_admin_api_v1_audit_log: {
+    listAuditLog: {
         parameters: {
             query?: {
                 /** @description Email of an administrator or name of an API token (exact, case-insensitive) */
                 actor?: string;
-                action?: "session.signed_in" | "session.sign_in_failed" | "session.signed_out" | "setup.completed" | "admin.invited" | "admin.invitation_revoked" | "admin.joined" | "admin.role_changed" | "admin.removed" | "admin.password_changed" | "admin.password_reset_issued" | "admin.password_reset" | "admin.second_factor_enrolled" | "admin.second_factor_removed" | "admin.recovery_code_used" | "admin.recovery_codes_regenerated" | "admin.second_factor_failed" | "admin.reauthenticated" | "admin.reauthentication_failed" | "settings.second_factor_requirement_changed" | "key.created" | "key.rolled" | "key.revoked" | "key.updated" | "endpoint.created" | "endpoint.updated" | "endpoint.enabled" | "endpoint.disabled" | "endpoint.deleted" | "endpoint.secret_rotated" | "endpoint.pinged" | "endpoint.test_event_sent" | "endpoint.replayed" | "deliveries.retried" | "store.written";
+                action?: "session.signed_in" | "session.sign_in_failed" | "session.signed_out" | "setup.completed" | "admin.invited" | "admin.invitation_revoked" | "admin.joined" | "admin.role_changed" | "admin.removed" | "admin.password_changed" | "admin.password_reset_issued" | "admin.password_reset" | "admin.second_factor_enrolled" | "admin.second_factor_removed" | "admin.recovery_code_used" | "admin.recovery_codes_regenerated" | "admin.second_factor_failed" | "admin.reauthenticated" | "admin.reauthentication_failed" | "settings.second_factor_requirement_changed" | "key.created" | "key.rolled" | "key.revoked" | "key.updated" | "key.transferred" | "endpoint.created" | "endpoint.updated" | "endpoint.enabled" | "endpoint.disabled" | "endpoint.deleted" | "endpoint.secret_rotated" | "endpoint.pinged" | "endpoint.test_event_sent" | "endpoint.replayed" | "deliveries.retried" | "store.written";
                 /** @description ISO 8601, inclusive */
                 from?: string;
                 /** @description ISO 8601, exclusive */
@@ -6119,10 +6835,12 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    get_admin_api_v1_alerts: {
+    getAlerts: {
         parameters: {
             query?: never;
             header?: never;
@@ -6162,10 +6880,12 @@ export interface operations {
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    post_admin_api_v1_alerts_seen: {
+    markAlertsSeen: {
         parameters: {
             query?: never;
             header?: {
@@ -6177,27 +6897,26 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The record or result, as `{ "data": … }`. */
-            200: {
+            /** @description Marked (nothing to mark for an API token) */
+            204: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": {
-                        data: unknown;
-                    };
-                };
+                content?: never;
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             409: components["responses"]["AdminConflict"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    get_admin_api_v1_account_second_factor: {
+    getOwnSecondFactor: {
         parameters: {
             query?: never;
             header?: never;
@@ -6214,17 +6933,19 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["SecondFactorStatus"];
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    post_admin_api_v1_account_second_factor: {
+    startSecondFactorEnrolment: {
         parameters: {
             query?: never;
             header?: {
@@ -6237,14 +6958,14 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description The record or result, as `{ "data": … }`. */
-            200: {
+            201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["SecondFactorEnrolment"];
                     };
                 };
             };
@@ -6253,10 +6974,13 @@ export interface operations {
             403: components["responses"]["AdminForbidden"];
             409: components["responses"]["AdminConflict"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    delete_admin_api_v1_account_second_factor: {
+    removeOwnSecondFactor: {
         parameters: {
             query?: never;
             header?: never;
@@ -6273,17 +6997,21 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["SecondFactorStatus"];
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_account_second_factor_confirm: {
+    confirmSecondFactor: {
         parameters: {
             query?: never;
             header?: {
@@ -6310,19 +7038,33 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            enabled: boolean;
+                            enabled_at: string | null;
+                            recovery_codes_left: number;
+                            /** @description The owner's setting: every administrator must have a second factor */
+                            required: boolean;
+                            /** @description Shown once: store them now */
+                            recovery_codes: string[];
+                        };
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_account_second_factor_recovery_codes: {
+    regenerateRecoveryCodes: {
         parameters: {
             query?: never;
             header?: {
@@ -6335,14 +7077,17 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description The record or result, as `{ "data": … }`. */
-            200: {
+            201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            /** @description Shown once: store them now */
+                            recovery_codes: string[];
+                        };
                     };
                 };
             };
@@ -6351,10 +7096,13 @@ export interface operations {
             403: components["responses"]["AdminForbidden"];
             409: components["responses"]["AdminConflict"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    post_admin_api_v1_account_reauthenticate: {
+    reauthenticate: {
         parameters: {
             query?: never;
             header?: {
@@ -6382,19 +7130,30 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: {
+                            /** Format: date-time */
+                            proven_at: string;
+                            /** Format: date-time */
+                            valid_until: string;
+                        };
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
             409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["AdminUnprocessable"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    delete_admin_api_v1_admins_id_second_factor: {
+    removeAdminSecondFactor: {
         parameters: {
             query?: never;
             header?: never;
@@ -6413,7 +7172,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["Administrator"];
                     };
                 };
             };
@@ -6421,10 +7180,14 @@ export interface operations {
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
             404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    get_admin_api_v1_settings_security: {
+    getSecuritySettings: {
         parameters: {
             query?: never;
             header?: never;
@@ -6441,17 +7204,19 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["SecuritySettings"];
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
-    patch_admin_api_v1_settings_security: {
+    updateSecuritySettings: {
         parameters: {
             query?: never;
             header?: never;
@@ -6474,17 +7239,24 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        data: unknown;
+                        data: components["schemas"]["SecuritySettings"];
                     };
                 };
             };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
-    webhook_product_created: {
+    productCreatedWebhook: {
         parameters: {
             query?: never;
             header: {
@@ -6579,7 +7351,7 @@ export interface operations {
             };
         };
     };
-    webhook_product_updated: {
+    productUpdatedWebhook: {
         parameters: {
             query?: never;
             header: {
@@ -6674,7 +7446,7 @@ export interface operations {
             };
         };
     };
-    webhook_order_created: {
+    orderCreatedWebhook: {
         parameters: {
             query?: never;
             header: {
@@ -6761,7 +7533,7 @@ export interface operations {
             };
         };
     };
-    webhook_order_updated: {
+    orderUpdatedWebhook: {
         parameters: {
             query?: never;
             header: {
@@ -6848,7 +7620,7 @@ export interface operations {
             };
         };
     };
-    webhook_customer_created: {
+    customerCreatedWebhook: {
         parameters: {
             query?: never;
             header: {
@@ -6917,7 +7689,7 @@ export interface operations {
             };
         };
     };
-    webhook_customer_updated: {
+    customerUpdatedWebhook: {
         parameters: {
             query?: never;
             header: {
@@ -6986,7 +7758,7 @@ export interface operations {
             };
         };
     };
-    webhook_inventory_updated: {
+    inventoryUpdatedWebhook: {
         parameters: {
             query?: never;
             header: {
@@ -7061,7 +7833,7 @@ export interface operations {
             };
         };
     };
-    webhook_stock_movement_created: {
+    stockMovementCreatedWebhook: {
         parameters: {
             query?: never;
             header: {
@@ -7134,7 +7906,7 @@ export interface operations {
             };
         };
     };
-    webhook_ping: {
+    pingWebhook: {
         parameters: {
             query?: never;
             header: {

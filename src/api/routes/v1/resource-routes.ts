@@ -39,6 +39,9 @@ export interface ResourceDefinition {
   description: { readonly list: string; readonly get?: string; readonly export: string };
 }
 
+/** `inventory/movements` → `InventoryMovements`, `stock movement` → `StockMovement`: operation ids a person would write. */
+export const pascalCase = (words: string): string => words.replace(/(?:^|[\s/_-]+)(\w)/g, (_match, first: string) => first.toUpperCase());
+
 /** The query every list and export accepts, plus the resource's own filters. */
 export type ListQuery = { limit: number; cursor?: string; order?: 'asc' | 'desc' } & Record<string, unknown>;
 
@@ -92,6 +95,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
     config: config('standard'),
     schema: {
       tags: [def.tag],
+      operationId: `list${pascalCase(def.path)}`,
       summary: def.description.list,
       security,
       querystring: listQuery(def.filters),
@@ -133,6 +137,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
     config: config('export'),
     schema: {
       tags: [def.tag],
+      operationId: `export${pascalCase(def.path)}`,
       summary: def.description.export,
       security,
       querystring: listQuery(def.filters, true),
@@ -177,10 +182,11 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
     config: config('export'),
     schema: {
       tags: [def.tag],
+      operationId: `snapshot${pascalCase(def.path)}`,
       summary: `Every ${def.noun} record in one NDJSON stream (initial sync)`,
       description: [
         `Streams every ${def.noun} record (filters as in the export) in (last_modified, id) order, with no page limit, then ends.`,
-        'The response header X-Total-Count says how many records the stream holds (counted at its start, after `cursor`), for a progress bar.',
+        'The response header X-Total-Count is an upper bound of the records the stream holds, for a progress bar: it counts, at the start, the records after `cursor` below the read horizon; a record changed while the stream runs is not sent in it (it comes after X-Snapshot-Cursor), so the stream may hold fewer lines, never more (decision 0032).',
         'The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor.',
         'A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor.',
         'Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After.',
@@ -191,7 +197,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       produces: ['application/x-ndjson'],
       response: {
         200: {
-          description: 'NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count.',
+          description: 'NDJSON: one record per line. Headers X-Snapshot-Cursor and X-Total-Count (an upper bound of the lines).',
           content: { 'application/x-ndjson': { schema: def.record } },
           headers: {
             'X-Snapshot-Cursor': {
@@ -202,7 +208,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
               type: 'integer',
               minimum: 0,
               description:
-                'how many records this stream holds (those after `cursor`, below the read horizon fixed at its start), counted before the first record is sent',
+                'An upper bound of the records this stream holds, for a progress bar: the records after `cursor` below the read horizon, counted before the first one is sent. A record changed while the stream runs is left out of it (it comes after X-Snapshot-Cursor), so the stream may hold fewer lines, never more.',
             },
           },
         },
@@ -250,6 +256,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       config: { ...config('standard'), etag: true },
       schema: {
         tags: [def.tag],
+        operationId: `get${pascalCase(def.noun)}`,
         summary: def.description.get,
         security,
         params: IdParams,
