@@ -68,7 +68,8 @@ export const ApiKeyWithSecret = Type.Object(
 
 const endpointFields = {
   id: Uuid,
-  url: Type.String(),
+  url: Type.String({ description: 'The receiver; a broker URL is shown with its password as ****' }),
+  destination: StringEnum(['https', 'amqp', 'mqtt', 'nats'] as const, { description: 'Where deliveries go: an HTTPS receiver or a broker (decision 0031)' }),
   description: Nullable(Type.String()),
   event_types: Type.Array(Type.String(), { description: 'Subscribed event types; [] = all' }),
   enabled: Type.Boolean(),

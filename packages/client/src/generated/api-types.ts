@@ -1914,7 +1914,13 @@ export interface components {
         WebhookEndpoint: {
             /** Format: uuid */
             id: string;
+            /** @description The receiver; a broker URL is shown with its password as **** */
             url: string;
+            /**
+             * @description Where deliveries go: an HTTPS receiver or a broker (decision 0031)
+             * @enum {string}
+             */
+            destination: "https" | "amqp" | "mqtt" | "nats";
             description: string | null;
             /** @description Subscribed event types; [] = all */
             event_types: string[];
@@ -1936,7 +1942,13 @@ export interface components {
         WebhookEndpointWithSecret: {
             /** Format: uuid */
             id: string;
+            /** @description The receiver; a broker URL is shown with its password as **** */
             url: string;
+            /**
+             * @description Where deliveries go: an HTTPS receiver or a broker (decision 0031)
+             * @enum {string}
+             */
+            destination: "https" | "amqp" | "mqtt" | "nats";
             description: string | null;
             /** @description Subscribed event types; [] = all */
             event_types: string[];
@@ -5633,7 +5645,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description http or https URL of the receiver */
+                    /** @description https URL of the receiver, or a broker: amqp(s)://user:pass@host/<vhost>?exchange=<name>, mqtt(s)://user:pass@host/<topic prefix>, nats(+tls)://user:pass@host/<subject prefix> (decision 0031) */
                     url: string;
                     /** @description Event types to receive; omitted or [] = all */
                     event_types?: ("product.created" | "product.updated" | "order.created" | "order.updated" | "customer.created" | "customer.updated" | "inventory.updated" | "stock_movement.created")[];
@@ -5747,7 +5759,7 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description http or https URL of the receiver */
+                    /** @description https URL of the receiver, or a broker: amqp(s)://user:pass@host/<vhost>?exchange=<name>, mqtt(s)://user:pass@host/<topic prefix>, nats(+tls)://user:pass@host/<subject prefix> (decision 0031) */
                     url?: string;
                     /** @description Event types to receive; omitted or [] = all */
                     event_types?: ("product.created" | "product.updated" | "order.created" | "order.updated" | "customer.created" | "customer.updated" | "inventory.updated" | "stock_movement.created")[];
