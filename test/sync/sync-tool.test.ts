@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -226,7 +226,18 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
 
     const badSecret = await cli(['serve', ...mirrorArgs, '--secret', 'not-a-secret'], env);
     expect(badSecret.code).toBe(1);
-    expect(badSecret.stderr.trim()).toBe('store-api-sync: the signing secret is not a whsec_… secret (--secret or STORE_WEBHOOK_SECRET)');
+    expect(badSecret.stderr.trim()).toBe(
+      'store-api-sync: the signing secret is not a whsec_… secret (--secret, --secret-file, STORE_WEBHOOK_SECRET or STORE_WEBHOOK_SECRET_FILE)',
+    );
+    // The secret from a file (kept out of `ps`): read, and checked like one on the command line.
+    const secretFile = join(mkdtempSync(join(tmpdir(), 'sync-secret-')), 'webhook-secret');
+    writeFileSync(secretFile, 'not-a-secret\n', { mode: 0o600 });
+    const badFile = await cli(['serve', ...mirrorArgs, '--secret-file', secretFile], env);
+    expect(badFile.code).toBe(1);
+    expect(badFile.stderr.trim()).toMatch(/^store-api-sync: the signing secret is not a whsec_… secret/);
+    const noFile = await cli(['serve', ...mirrorArgs], { ...env, STORE_WEBHOOK_SECRET_FILE: `${secretFile}.missing` });
+    expect(noFile.code).toBe(1);
+    expect(noFile.stderr.trim()).toBe(`store-api-sync: cannot read the secret file ${secretFile}.missing (ENOENT)`);
   }, 120_000);
 
   it('CLI: init says on screen that it waits for the export rate limit (snapshots count against it), then finishes', async () => {

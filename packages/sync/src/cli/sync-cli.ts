@@ -2,6 +2,7 @@
  * `store-api-sync`: mirrors a store from the Store Integration API into a local database.
  * Every failure ends as one line on stderr and exit code 1 (see sync-errors.ts).
  */
+import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import cliProgress from 'cli-progress';
 import { progressDetail } from './progress.ts';
@@ -183,19 +184,43 @@ function receiverOptions(command: Command): Command {
             .filter(Boolean),
         ]),
     )
+    .addOption(
+      new Option('--secret-file <path>', 'file holding the signing secret(s), one per line or comma-separated (keeps it out of `ps` and shell history)').env(
+        'STORE_WEBHOOK_SECRET_FILE',
+      ),
+    )
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on', (v: string) => port(v), 4000)
     .option('--path <path>', 'URL path the service posts to', '/webhooks');
 }
 
-type ReceiverCliOptions = CommonOptions & { secret?: string[]; host: string; port: number; path: string };
+type ReceiverCliOptions = CommonOptions & { secret?: string[]; secretFile?: string; host: string; port: number; path: string };
+
+/** The secrets of --secret and of --secret-file together (a file: one per line or comma-separated). */
+function receiverSecrets(options: ReceiverCliOptions): string[] {
+  if (options.secretFile === undefined) return options.secret ?? [];
+  let text: string;
+  try {
+    text = readFileSync(options.secretFile, 'utf8');
+  } catch (error) {
+    throw new SyncError(`cannot read the secret file ${options.secretFile} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+  return [
+    ...(options.secret ?? []),
+    ...text
+      .split(/[\n,]/)
+      .map((s) => s.trim())
+      .filter(Boolean),
+  ];
+}
 
 async function startCliReceiver(mirror: MirrorDatabase, options: ReceiverCliOptions) {
   let verify;
+  const secrets = receiverSecrets(options);
   try {
-    verify = webhookVerifier(options.secret ?? []);
+    verify = webhookVerifier(secrets);
   } catch (error) {
-    throw new SyncError(`${(error as Error).message} (--secret or STORE_WEBHOOK_SECRET)`);
+    throw new SyncError(`${(error as Error).message} (--secret, --secret-file, STORE_WEBHOOK_SECRET or STORE_WEBHOOK_SECRET_FILE)`);
   }
   const receiver = await startReceiver(mirror, verify, {
     host: options.host,
