@@ -66,7 +66,7 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     };
     await receiver.start();
     // An administrator made by the CLI before the server starts: an owner.
-    await runCli(['admin', 'create', '--email', OWNER], { DATA_DIR: dataDir, ADMIN_PASSWORD: OWNER_PASSWORD });
+    await runCli(['admin', 'create', '--create', '--email', OWNER], { DATA_DIR: dataDir, ADMIN_PASSWORD: OWNER_PASSWORD });
     server = await startServer(env);
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
     ownerContext = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });

@@ -54,7 +54,7 @@ describe.skipIf(!hasChromium)('event catalog, test events, deleting endpoints an
     mkdirSync(SCREENSHOTS, { recursive: true });
     await receiver.start();
     receiver.answer('/failing', 500);
-    await runCli(['admin', 'create', '--email', OWNER], { DATA_DIR: dataDir, ADMIN_PASSWORD: OWNER_PASSWORD });
+    await runCli(['admin', 'create', '--create', '--email', OWNER], { DATA_DIR: dataDir, ADMIN_PASSWORD: OWNER_PASSWORD });
     server = await startServer({
       DATA_DIR: dataDir,
       SEED_DEMO: 'false',

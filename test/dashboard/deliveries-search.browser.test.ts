@@ -71,7 +71,7 @@ describe.skipIf(!hasChromium)('deliveries search, endpoint statistics and replay
     dataDir = mkdtempSync(join(tmpdir(), 'store-api-deliveries-'));
     mkdirSync(SCREENSHOTS, { recursive: true });
     await receiver.start();
-    await runCli(['admin', 'create', '--email', OWNER], { DATA_DIR: dataDir, ADMIN_PASSWORD: OWNER_PASSWORD });
+    await runCli(['admin', 'create', '--create', '--email', OWNER], { DATA_DIR: dataDir, ADMIN_PASSWORD: OWNER_PASSWORD });
     server = await startServer({
       DATA_DIR: dataDir,
       SEED_DEMO: 'false',

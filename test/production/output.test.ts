@@ -146,9 +146,9 @@ describe('a start that cannot go on', () => {
   });
 
   it('migrate says so in JSON too', async () => {
-    const { code, stdout } = await runToEnd(['migrate'], { DATA_DIR: tempDir(), LOG_LEVEL: 'info' });
+    const { code, stdout } = await runToEnd(['migrate', '--create'], { DATA_DIR: tempDir(), LOG_LEVEL: 'info' });
     expect(code).toBe(0);
-    expect(jsonLines(stdout)).toEqual([expect.objectContaining({ level: 30, msg: 'Schema is current.', pending: [] })]);
+    expect(jsonLines(stdout)).toEqual([expect.objectContaining({ level: 30, msg: expect.stringMatching(/Schema is current\.$/), pending: [] })]);
   });
 });
 
