@@ -159,7 +159,6 @@ async function run(role: Role): Promise<void> {
     if (role !== 'serve') {
       const { startWebhookWorker } = await import('../webhooks/webhook-worker.ts');
       running.worker = await startWebhookWorker(ctx);
-      ctx.logger.info('webhook worker started');
       const { startRetentionPruner } = await import('../retention/retention-pruner.ts');
       running.pruner = startRetentionPruner(ctx);
       if (role === 'worker' && config.METRICS_PORT !== undefined) {

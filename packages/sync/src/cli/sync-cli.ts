@@ -66,11 +66,24 @@ function reader(options: CommonOptions, tuning: { retryBaseDelayMs?: number; ret
  * Says why the tool is waiting when the wait is the token's rate limit (a 429: not a fault, but it
  * can last a minute); other retries stay quiet, their failure ends as one line.
  */
+/** The progress bars on screen (stderr, a terminal), if any: lines written meanwhile go above them. */
+let barsOnScreen: cliProgress.MultiBar | undefined;
+
+/**
+ * Writes a line to `stream`; while progress bars are drawn on the terminal, above them (the bars'
+ * log), so that a log line never overwrites a bar and a bar never overwrites a log line.
+ */
+function say(stream: NodeJS.WriteStream, line: string): void {
+  if (barsOnScreen && stream.isTTY && process.stderr.isTTY) barsOnScreen.log(line);
+  else stream.write(line);
+}
+
 function logRetry(info: RetryInfo): void {
   if (info.status !== 429) return;
   // Snapshots count against the export budget like the exports (the service's `config('export')`).
   const budget = /\/(export|snapshot)\b/.test(info.error.request) ? 'export' : 'standard';
-  process.stderr.write(
+  say(
+    process.stderr,
     `${new Date().toISOString()} store-api-sync: waiting ${Math.round(info.delayMs / 1000)} s for the ${budget} rate limit (the token's budget; the README's sync recipe says how to raise it)\n`,
   );
 }
@@ -109,6 +122,7 @@ function progressBars(resources: readonly SyncResource[]) {
     cliProgress.Presets.shades_classic,
   );
   const byName = new Map(resources.map((r) => [r.name, bars.create(1, 0, { resource: r.name.padEnd(15), detail: 'waiting' })]));
+  barsOnScreen = bars;
   // Each resource's first report (time, records): the ETA's rate is measured from there.
   const first = new Map<string, { at: number; records: number }>();
   return {
@@ -120,7 +134,10 @@ function progressBars(resources: readonly SyncResource[]) {
       bar.setTotal(done ? Math.max(records, 1) : (total ?? records + 500) || 1);
       bar.update(records, { detail: progressDetail({ records, total, done, since: { records: since.records, elapsedMs: performance.now() - since.at } }) });
     },
-    stop: () => bars.stop(),
+    stop: () => {
+      bars.stop();
+      if (barsOnScreen === bars) barsOnScreen = undefined;
+    },
   };
 }
 
@@ -135,7 +152,8 @@ async function runInitialSync(mirror: MirrorDatabase, options: CommonOptions, re
 
 function printReconcile(reports: ReconcileReport[]): void {
   for (const r of reports) {
-    process.stdout.write(
+    say(
+      process.stdout,
       `${r.resource.padEnd(15)} pulled ${r.pulled}, applied ${r.applied} (missed by webhooks)${r.lagMs === null ? '' : `, lag ${formatAge(r.lagMs)}`}, cursor ${r.cursor ?? '—'}\n`,
     );
   }
@@ -227,8 +245,8 @@ async function startCliReceiver(mirror: MirrorDatabase, options: ReceiverCliOpti
     port: options.port,
     path: options.path,
     onRequest: (r) => {
-      if (r.message) process.stderr.write(`store-api-sync: ${r.message}\n`);
-      else if (r.event) process.stdout.write(`${new Date().toISOString()} ${r.event.type} ${r.event.id} ${r.outcome}\n`);
+      if (r.message) say(process.stderr, `store-api-sync: ${r.message}\n`);
+      else if (r.event) say(process.stdout, `${new Date().toISOString()} ${r.event.type} ${r.event.id} ${r.outcome}\n`);
     },
   });
   process.stdout.write(`receiving webhooks on ${receiver.url}\n`);
@@ -283,7 +301,7 @@ withCommon(
             retryMinMs: options.retryMin,
             retryMaxMs: options.retryMax,
             signal: stop.signal,
-            log: (line) => process.stderr.write(`${new Date().toISOString()} store-api-sync: ${line}\n`),
+            log: (line) => say(process.stderr, `${new Date().toISOString()} store-api-sync: ${line}\n`),
             onProgress: bars.onProgress,
             onReconcile: printReconcile,
           });
