@@ -256,7 +256,11 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
         .first()
         .waitFor();
     }
-    await owner.locator('#audit-table tbody tr', { hasText: 'API key changed' }).getByText('name: ERP → ERP production').waitFor();
+    await owner.locator('#audit-table tbody tr', { hasText: 'API key changed' }).getByText('Name: ERP → ERP production').waitFor();
+    // Values in words, never raw: the overlap picked (3600 s) and its end in local time.
+    const rolledRow = owner.locator('#audit-table tbody tr', { hasText: 'API key rolled' });
+    await rolledRow.getByText('Overlap: 1 hour').waitFor();
+    expect(await rolledRow.locator('.audit-details').textContent()).not.toMatch(/\d{4}-\d\d-\d\dT|overlap_seconds/);
     const logged = (await owner.locator('#audit-table').textContent())!;
     secrets.push(new URL(inviteLink).hash.split('code=')[1]!);
     for (const secret of secrets) expect(logged).not.toContain(secret);
@@ -307,6 +311,13 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
       expect(await viewer.getByRole('button', { name: /Create|Add endpoint|Revoke|Roll|Retry|Invite|Remove|Send ping|Rotate|Reveal/ }).count(), hash).toBe(0);
       await checkPage(viewer, `viewer ${hash} (390)`);
     }
+    // Joining by the link was a sign-in: the administrators page says when, not "Never".
+    await viewer.evaluate(() => {
+      location.hash = '#/admins';
+    });
+    const viewerRow = viewer.locator('#admins-table tbody tr', { hasText: VIEWER });
+    // (On a phone the table scrolls sideways: the cell may be off screen, so attached, not visible.)
+    await viewerRow.locator('td').nth(2).locator('time').waitFor({ state: 'attached' });
     await viewer.goto(`${server.url}/admin#/api-keys`);
     await heading(viewer, 'API keys').waitFor();
     await viewer.locator('#api-keys-table tbody tr').first().waitFor();
@@ -441,6 +452,9 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     checks.provoking = true;
     await navTo(viewer, 'Deliveries');
     await viewer.getByText('Your session has ended. Sign in again to continue.').waitFor();
+    // Every request of the page left behind has been answered (401): none left an error toast.
+    await viewer.waitForLoadState('networkidle');
+    expect(await viewer.locator('.toast-error').count()).toBe(0);
     checks.provoking = false;
   });
 });

@@ -267,9 +267,22 @@ async function openCreateDialog(reload) {
     toast(`Could not load the scopes: ${error.message}`, { tone: 'error' });
     return;
   }
+  // After the new key was shown, focus goes to its row (its name), once the list shows it: the
+  // button that opened the dialog was redrawn with the list and is gone.
+  let created = null;
   openDialog({
     title: 'Create API key',
     description: 'For an ERP or another system reading the store through /api/v1.',
+    onClose: () => {
+      if (!created) return;
+      const { id, reloaded } = created;
+      Promise.resolve(reloaded).then(() => {
+        const cell = document.querySelector(`#api-keys-table tr[data-token-id="${id}"] th`);
+        if (!cell) return;
+        cell.tabIndex = -1;
+        cell.focus();
+      });
+    },
     render: (close, controls) => {
       const name = h('input', { type: 'text', name: 'name', maxlength: '100', autocomplete: 'off', autofocus: true, placeholder: 'e.g. ERP production' });
       const scopeGroupId = uid('scopes');
@@ -352,7 +365,7 @@ async function openCreateDialog(reload) {
           try {
             const { data } = await post('/tokens', { name: name.value.trim(), scopes: chosen, ...(expiresAt ? { expires_at: expiresAt } : {}) });
             showCreated(close, controls, data);
-            reload();
+            created = { id: data.id, reloaded: reload() };
           } catch (error) {
             // The server names body.expires_at; the field for it is the date picker.
             const problem = {
