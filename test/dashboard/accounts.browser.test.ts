@@ -361,6 +361,48 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     await owner.setViewportSize(DESKTOP);
   });
 
+  it('lists 200 keys in pages of 50 with a search, the table fitting 1280 px', async () => {
+    await owner.setViewportSize(DESKTOP);
+    const csrf = await csrfOf(owner);
+    for (let i = 0; i < 200; i++) {
+      const res = await owner.request.post(`${server.url}/admin/api/v1/tokens`, {
+        data: { name: `Bulk key ${String(i).padStart(3, '0')}` },
+        headers: { 'x-csrf-token': csrf },
+      });
+      expect(res.status(), await res.text()).toBe(201);
+    }
+    // The page may already be open (the previous test ends there): load it afresh.
+    await navTo(owner, 'API keys');
+    await owner.reload();
+    await heading(owner, 'API keys').waitFor();
+    const range = owner.locator('[data-role="key-range"]');
+    await range.filter({ hasText: /^1–50 of \d+$/ }).waitFor();
+    const total = Number((await range.textContent())!.split(' of ')[1]);
+    expect(total).toBeGreaterThanOrEqual(200);
+    expect(await owner.locator('#api-keys-table tbody tr').count()).toBe(50);
+    // Fits 1280 px: nothing to scroll sideways, the last row's actions on screen.
+    expect(await owner.evaluate(() => document.querySelector('.table-wrap')!.scrollWidth - document.querySelector('.table-wrap')!.clientWidth)).toBe(0);
+    const revoke = owner
+      .locator('#api-keys-table tbody tr')
+      .last()
+      .getByRole('button', { name: /^Revoke API key/ });
+    const box = (await revoke.boundingBox())!;
+    expect(box.x + box.width).toBeLessThanOrEqual(DESKTOP.width);
+    await checkPage(owner, 'api keys, 200');
+    await shot(owner, 'api-keys-200');
+    // Next page; the focus stays on Next.
+    await owner.getByRole('button', { name: 'Next' }).click();
+    await range.filter({ hasText: `51–100 of ${total}` }).waitFor();
+    await owner.waitForFunction(() => document.activeElement?.textContent?.trim() === 'Next');
+    // The search narrows to one key (from the first page again), or says nothing matches.
+    await owner.getByLabel('Search keys').fill('Bulk key 199');
+    await owner.locator('#api-keys-table tbody tr').filter({ hasText: 'Bulk key 199' }).waitFor();
+    expect(await owner.locator('#api-keys-table tbody tr').count()).toBe(1);
+    expect(await range.count()).toBe(0);
+    await owner.getByLabel('Search keys').fill('no key is called this');
+    await owner.getByText('No key matches “no key is called this”.').waitFor();
+  });
+
   it('logged no console error, found no axe violation and no sideways scrolling on any page shown', () => {
     expect(consoleErrors).toEqual([]);
     expect(a11yViolations).toEqual([]);
