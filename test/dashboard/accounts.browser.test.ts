@@ -47,7 +47,12 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
   const secrets: string[] = [];
   const checks = pageChecks(SCREENSHOTS, LONG);
   const { consoleErrors, a11yViolations, sidewaysScroll, watch, checkPage, shot } = checks;
-  const navTo = (page: Page, name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();
+  /** Follows a link of the main navigation; on a phone, through the menu (closed, the page starts on the first screen). */
+  const navTo = async (page: Page, name: string) => {
+    const menu = page.getByRole('button', { name: 'Menu' });
+    if (await menu.isVisible()) await menu.click();
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();
+  };
   const heading = (page: Page, name: string) => page.getByRole('heading', { level: 1, name, exact: true });
   const readApi = (token: string) => fetch(`${server.url}/api/v1/products?limit=1`, { headers: { authorization: `Bearer ${token}` } });
   const csrfOf = async (page: Page) => (await (await page.request.get(`${server.url}/admin/session`)).json()).data.csrf_token as string;
@@ -290,7 +295,15 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     await viewer.getByLabel('Repeat password').fill(VIEWER_PASSWORD);
     await viewer.getByRole('button', { name: 'Create my account' }).click();
     await heading(viewer, 'Overview').waitFor();
+    // On a phone the navigation is a closed menu: the page's title is in the top half of the first screen.
+    const title = (await heading(viewer, 'Overview').boundingBox())!;
+    expect(title.y + title.height).toBeLessThan(PHONE.height / 2);
+    const menu = viewer.getByRole('button', { name: 'Menu' });
+    expect(await menu.getAttribute('aria-expanded')).toBe('false');
+    await menu.click();
+    expect(await menu.getAttribute('aria-expanded')).toBe('true');
     await viewer.locator('.user-role', { hasText: 'Viewer (read only)' }).waitFor();
+    await menu.click();
     for (const [hash, title] of [
       ['#/overview', 'Overview'],
       ['#/api-keys', 'API keys'],
