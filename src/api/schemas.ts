@@ -116,5 +116,40 @@ export const eventFilters = {
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 100 }) }, { additionalProperties: false });
 
+/** One distinct value of a variant attribute (GET /api/v1/attributes). */
+export const AttributeValue = Type.Object(
+  {
+    value: Type.String(),
+    variant_count: Type.Integer({ minimum: 1, description: 'How many variants carry this value under this key' }),
+  },
+  { title: 'AttributeValue', additionalProperties: false },
+);
+
+/** One distinct attribute key of the variants with its distinct values (the spec's external mapping). */
+export const Attribute = Type.Object(
+  {
+    key: Type.String({ description: "The attribute name, a key of a variant's `attributes`" }),
+    variant_count: Type.Integer({ minimum: 1, description: "How many variants carry this key (the sum of its values' counts)" }),
+    values: Type.Array(AttributeValue, { description: 'Every distinct value of this key, in bytewise order' }),
+  },
+  { title: 'Attribute', additionalProperties: false },
+);
+
+/** Query of GET /api/v1/attributes: pages by key. */
+export const attributeQuery = Type.Object(
+  {
+    limit: Type.Optional(limitParam(200, 50)),
+    cursor: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 100,
+        description: 'The next_cursor of the previous page (the key of its last attribute): keys strictly after it',
+      }),
+    ),
+    include_inactive: Type.Optional(Type.Boolean({ default: false, description: 'Count the variants of deactivated products too' })),
+  },
+  { additionalProperties: false },
+);
+
 /** All named schemas, for the OpenAPI components. */
-export const namedSchemas = [...RECORD_SCHEMAS, Event, Pagination, ProblemSchema];
+export const namedSchemas = [...RECORD_SCHEMAS, Event, Pagination, ProblemSchema, Attribute, AttributeValue];

@@ -2,8 +2,10 @@
  * Shared frame of CLI commands: load config, open the database, run, close, and turn known
  * failures (bad configuration, locked data directory, API errors) into one clear line and exit 1.
  */
+import { resolve } from 'node:path';
 import type { AppContext } from '../app-context.ts';
-import { ConfigError, loadConfig } from '../config/config.ts';
+import { ConfigError, loadConfig, type Config } from '../config/config.ts';
+import { embeddedStoreExists } from '../db/database.ts';
 import { DataDirLockedError } from '../db/data-dir-lock.ts';
 import { MigrationError } from '../db/migrate.ts';
 import { ApiError } from '../shared/problem.ts';
@@ -75,7 +77,33 @@ export function dataDirBusyLine(error: DataDirLockedError, instead?: string): st
     : `Cannot run this while ${why}. Stop that process and run this again. Nothing was changed.`;
 }
 
+/** `--create`, given to every command that opens the store (main/cli.ts); the server roles always may create one. */
+export const CREATE_OPTION_HELP = 'with no store in DATA_DIR and no DATABASE_URL, create a new, empty store in DATA_DIR';
+let storeCreationAllowed = false;
+
+/** Whether this command was given `--create` (set by main/cli.ts before the action runs). */
+export function allowStoreCreation(allowed: boolean): void {
+  storeCreationAllowed = allowed;
+}
+
+/**
+ * A command run outside the service's store (no DATABASE_URL, no store in DATA_DIR) would create a
+ * new, empty store whose tokens and administrators the running service never sees: refuse, saying
+ * where it would be created, unless `--create` asks for exactly that.
+ */
+export function requireStoreOrCreate(config: Config): void {
+  if (config.DATABASE_URL || storeCreationAllowed || embeddedStoreExists(config.DATA_DIR)) return;
+  const where = resolve(config.DATA_DIR);
+  throw new CliUsageError(
+    `No store in ${where} (DATA_DIR${config.DATA_DIR === './data' ? ', default ./data in the working directory' : ` = ${config.DATA_DIR}`}) and DATABASE_URL is unset: ` +
+      `this command would create a new, empty store there, which the running service would not see. Run it in the service's working directory, ` +
+      `or set DATA_DIR or DATABASE_URL to the service's store; to create a new store in ${where}, run it again with --create. Nothing was created.`,
+  );
+}
+
 export interface ContextOptions {
+  /** Bring the schema up to date on opening (default true; `migrate` does it itself to report what it applied). */
+  migrate?: boolean;
   /** What to do instead while a server holds the embedded data directory (one clause). */
   whileServerRuns?: string;
   /** Failures as one JSON line (exitWithError). */
@@ -83,11 +111,12 @@ export interface ContextOptions {
 }
 
 /** Runs `fn` with an opened context (database migrated), closing it afterwards. */
-export async function withContext<T>(fn: (ctx: AppContext) => Promise<T>, { whileServerRuns, json = false }: ContextOptions = {}): Promise<T> {
+export async function withContext<T>(fn: (ctx: AppContext) => Promise<T>, { whileServerRuns, json = false, migrate = true }: ContextOptions = {}): Promise<T> {
   try {
     const config = loadConfig();
+    requireStoreOrCreate(config);
     const logger = createLogger({ ...config, LOG_LEVEL: config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL });
-    const ctx = await openContext(config, logger, { applicationName: 'store-api-cli' });
+    const ctx = await openContext(config, logger, { applicationName: 'store-api-cli', migrate });
     try {
       return await fn(ctx);
     } finally {

@@ -20,7 +20,7 @@ import type { Command } from 'commander';
 import type { FastifyInstance } from 'fastify';
 import type { App } from '../app.ts';
 import type { AppContext } from '../app-context.ts';
-import { loadConfig, publicUrl } from '../config/config.ts';
+import { EnvSchema, loadConfig, publicUrl } from '../config/config.ts';
 import { createLogger, openContext } from '../main/runtime.ts';
 import { seedDemoStoreIfEmpty } from '../demo/demo-seed.ts';
 import type { WebhookWorker } from '../webhooks/webhook-worker.ts';
@@ -169,7 +169,6 @@ async function run(role: Role): Promise<void> {
     if (role !== 'serve') {
       const { startWebhookWorker } = await import('../webhooks/webhook-worker.ts');
       running.worker = await startWebhookWorker(ctx);
-      ctx.logger.info('webhook worker started');
       const { startRetentionPruner } = await import('../retention/retention-pruner.ts');
       running.pruner = startRetentionPruner(ctx);
       if (role === 'worker' && config.METRICS_PORT !== undefined) {
@@ -190,17 +189,28 @@ async function run(role: Role): Promise<void> {
   if (stopRequested) void shutdown(stopRequested, running.ctx?.database.storage.fatal ? EXIT_STORE_CANNOT_WRITE : 0);
 }
 
+/** The environment variables of the configuration schema (config/config.ts), one line each, for `--help`. */
+export function environmentHelp(): string {
+  const entries = Object.entries(EnvSchema.properties) as [string, { description?: string; default?: unknown }][];
+  const width = Math.max(...entries.map(([name]) => name.length)) + 2;
+  const lines = entries.map(([name, schema]) => {
+    const fallback = schema.default === undefined || schema.default === '' ? '' : ` (default ${String(schema.default)})`;
+    return `  ${name.padEnd(width)}${schema.description ?? ''}${fallback}`;
+  });
+  return `\nEnvironment variables (also read from ./.env; the environment wins):\n${lines.join('\n')}\n`;
+}
+
 export function registerServerCommands(program: Command): void {
-  program
-    .command('all')
-    .description('Run the HTTP API and the webhook worker in one process (what npm start runs)')
-    .action(() => run('all'));
-  program
-    .command('serve')
-    .description('Run the HTTP API only')
-    .action(() => run('serve'));
-  program
-    .command('worker')
-    .description('Run the event poller and webhook dispatcher only')
-    .action(() => run('worker'));
+  const roles: [Role, string][] = [
+    ['all', 'Run the HTTP API and the webhook worker in one process (what npm start runs)'],
+    ['serve', 'Run the HTTP API only'],
+    ['worker', 'Run the event poller and webhook dispatcher only'],
+  ];
+  for (const [role, description] of roles) {
+    program
+      .command(role)
+      .description(description)
+      .addHelpText('after', environmentHelp)
+      .action(() => run(role));
+  }
 }

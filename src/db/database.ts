@@ -7,7 +7,7 @@
 import { Kysely, PGliteDialect, PostgresDialect, type DatabaseConnection } from 'kysely';
 import pg from 'pg';
 import { PGlite } from '@electric-sql/pglite';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Database } from './schema.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
@@ -80,6 +80,11 @@ export interface OpenDatabaseOptions {
  * server must not hold requests forever; pg's default is to wait without end).
  */
 export const CONNECT_TIMEOUT_MS = 5000;
+
+/** Whether `dataDir` holds an embedded store (a PGlite cluster made by a start or a command with --create). */
+export function embeddedStoreExists(dataDir: string): boolean {
+  return existsSync(join(resolve(dataDir), 'pglite', 'PG_VERSION'));
+}
 
 /** Opens the database described by the options. Never runs migrations (see migrate.ts). */
 export async function openDatabase(options: OpenDatabaseOptions): Promise<DatabaseHandle> {

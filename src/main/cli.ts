@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
+import { CREATE_OPTION_HELP, allowStoreCreation } from '../cli/run-command.ts';
 import { registerServerCommands } from '../cli/server.command.ts';
 import { registerTokenCommands } from '../cli/tokens.command.ts';
 import { registerDatabaseCommands } from '../cli/database.command.ts';
@@ -27,5 +28,11 @@ registerTokenCommands(program);
 registerDemoCommands(program);
 registerAdminCommands(program);
 registerDocumentsCommands(program);
+
+// Every command that opens the store but does not start a server takes --create (cli/run-command.ts).
+const SERVER_ROLES = new Set(['all', 'serve', 'worker']);
+const leaves = (command: Command): Command[] => (command.commands.length === 0 ? [command] : command.commands.flatMap(leaves));
+for (const command of program.commands.flatMap(leaves)) if (!SERVER_ROLES.has(command.name())) command.option('--create', CREATE_OPTION_HELP);
+program.hook('preAction', (_program, action) => allowStoreCreation(action.opts().create === true));
 
 await program.parseAsync(process.argv);

@@ -9,6 +9,7 @@ import { openDatabase } from '../db/database.ts';
 import { migrateToLatest } from '../db/migrate.ts';
 import { requestLogSerializer } from '../ops/log-redaction.ts';
 import { withProgressLog } from '../shared/progress-log.ts';
+import { terminalLogStream } from '../ops/terminal-log.ts';
 
 /**
  * Paths whose values never reach a log line: credentials in headers (API tokens, session cookies,
@@ -43,7 +44,16 @@ export const LOG_REDACT_PATHS = [
   '*.*.signing_secret',
 ];
 
-export function createLogger(config: Config, destination?: NodeJS.WritableStream): Logger {
+/**
+ * The process's logger: JSON lines, or on a terminal (`terminal`, by default whether stdout is one
+ * and no destination is given) one short line per record and per request (ops/terminal-log.ts).
+ */
+export function createLogger(
+  config: Config,
+  destination?: NodeJS.WritableStream,
+  { terminal = destination === undefined && process.stdout.isTTY === true }: { terminal?: boolean } = {},
+): Logger {
+  const stream = terminal ? terminalLogStream(destination ?? process.stdout) : destination;
   return pino(
     {
       level: config.LOG_LEVEL,
@@ -52,7 +62,7 @@ export function createLogger(config: Config, destination?: NodeJS.WritableStream
       // Fastify takes the instance's serializers over its own: request URLs are logged redacted.
       serializers: { req: requestLogSerializer },
     },
-    destination as never,
+    stream as never,
   );
 }
 

@@ -83,6 +83,9 @@ describe.each(backends)('administrators and roles (%s)', (backend) => {
         .data.map((a: { email: string; role: string }) => `${a.email}:${a.role}`)
         .sort(),
     ).toEqual(['admin@example.com:admin', 'owner@example.com:owner', 'viewer@example.com:viewer']);
+    // Joining by the link was a sign-in: the viewer (who never signed in with a password) has a last sign-in.
+    const viewerRow = list.json().data.find((a: { email: string }) => a.email === 'viewer@example.com');
+    expect(viewerRow.last_sign_in_at).toEqual(expect.stringMatching(/^\d{4}-\d\d-\d\dT/));
   });
 
   it('refuses an expired invitation, an invitation for an existing administrator, a bad email and a short password, changing nothing', async () => {

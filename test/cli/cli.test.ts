@@ -5,12 +5,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
 import { openDatabase } from '../../src/db/database.ts';
+import { migrationNames } from '../../src/db/migrate.ts';
+import { EnvSchema } from '../../src/config/config.ts';
 
 // Each CLI run is a fresh process (TypeScript loader, PGlite start, migration check): seconds each,
 // more on a busy machine. Generous per-test time; no assertion on speed.
@@ -70,11 +73,95 @@ describe('store-api --help', () => {
   });
 });
 
+describe('outside a data directory (no store in DATA_DIR, no DATABASE_URL)', () => {
+  let parent: string;
+  beforeAll(() => {
+    parent = mkdtempSync(join(tmpdir(), 'store-api-nostore-'));
+  });
+  afterAll(() => rmSync(parent, { recursive: true, force: true }));
+
+  it('every command that opens the store refuses, says where it would create one and asks for --create; nothing is created', async () => {
+    const dataDir = join(parent, 'data');
+    const commands = [
+      ['tokens', 'create', '--name', 'erp'],
+      ['tokens', 'list'],
+      ['tokens', 'revoke', 'sia_x'],
+      ['admin', 'create', '--email', 'a@example.com'],
+      ['admin', 'list'],
+      ['migrate'],
+      ['demo', 'generate', '--products', '5'],
+      ['documents', 'check'],
+    ];
+    const answers = await Promise.all(commands.map((args) => run(args, { DATA_DIR: dataDir, ADMIN_PASSWORD: 'a long enough password' })));
+    answers.forEach((res, i) => {
+      expect(res.code, commands[i]!.join(' ')).toBe(1);
+      expect(res.stdout).toBe('');
+      expect(res.stderr.trimEnd().split('\n')).toEqual([expect.stringContaining(`No store in ${dataDir}`)]);
+      expect(res.stderr).toContain(`to create a new store in ${dataDir}, run it again with --create. Nothing was created.`);
+    });
+    expect(existsSync(dataDir)).toBe(false);
+  });
+
+  it('--create makes the store there, after which the commands work without it; migrate says what it applied', async () => {
+    const dataDir = join(parent, 'created');
+    const created = await run(['tokens', 'create', '--create', '--name', 'erp', '--json'], { DATA_DIR: dataDir });
+    expect(created.code, created.stderr).toBe(0);
+    expect(JSON.parse(created.stdout).token).toMatch(/^sia_/);
+    const listed = await run(['tokens', 'list'], { DATA_DIR: dataDir });
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain('erp');
+    const migrated = await run(['migrate'], { DATA_DIR: dataDir });
+    expect(migrated.code, migrated.stderr).toBe(0);
+    // Not a terminal: one JSON line (the same words on a terminal).
+    expect(JSON.parse(migrated.stdout)).toMatchObject({ msg: 'Schema is current.', applied: [], pending: [] });
+  });
+
+  it('with DATABASE_URL no flag is needed, and migrate lists the migrations it applied to an empty database', async () => {
+    if (!process.env.TEST_DATABASE_URL) return;
+    const base = process.env.TEST_DATABASE_URL;
+    const name = `store_api_test_${process.ppid}_migrate_${process.pid}`;
+    const admin = new pg.Client({ connectionString: base });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+    const url = new URL(base);
+    url.pathname = `/${name}`;
+    try {
+      const first = await run(['migrate'], { DATABASE_URL: url.toString(), DATA_DIR: join(parent, 'unused') });
+      expect(first.code, first.stderr).toBe(0);
+      expect(JSON.parse(first.stdout)).toMatchObject({
+        msg: `Applied ${migrationNames().length} migrations: ${migrationNames().join(', ')}. Schema is current.`,
+        applied: migrationNames(),
+        pending: [],
+      });
+      const second = await run(['migrate'], { DATABASE_URL: url.toString() });
+      expect(JSON.parse(second.stdout)).toMatchObject({ msg: 'Schema is current.', applied: [] });
+    } finally {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    }
+    expect(existsSync(join(parent, 'unused'))).toBe(false);
+  });
+});
+
+describe('the server roles list their environment variables in --help', () => {
+  it.each(['all', 'serve', 'worker'])('%s --help names every variable of the configuration schema', async (role) => {
+    const { code, stdout } = await run([role, '--help'], {});
+    expect(code).toBe(0);
+    const listed = [...stdout.matchAll(/^ {2}([A-Z][A-Z0-9_]+) /gm)].map((m) => m[1]);
+    expect(listed).toEqual(Object.keys(EnvSchema.properties));
+    expect(stdout).toMatch(/^ {2}DATA_DIR +Embedded \(PGlite\) data directory.*\(default \.\/data\)$/m);
+  });
+});
+
 describe.each(backends)('tokens CLI (%s)', (backend) => {
   const store = cliStore(backend, 'store-api-cli-');
 
   it('creates a token shown once, lists it without the secret, revokes it', async () => {
-    const created = await run(['tokens', 'create', '--name', 'erp', '--scopes', 'products:read,orders:read', '--json'], store.env);
+    // The store is new: --create on the PGlite back end (a DATABASE_URL needs none).
+    const created = await run(
+      ['tokens', 'create', ...(backend === 'pglite' ? ['--create'] : []), '--name', 'erp', '--scopes', 'products:read,orders:read', '--json'],
+      store.env,
+    );
     expect(created.code, created.stderr).toBe(0);
     const token = JSON.parse(created.stdout) as { id: string; token: string; scopes: string[] };
     expect(token.token).toMatch(/^sia_[A-Za-z0-9_-]{43}$/);
@@ -159,7 +246,7 @@ describe('demo generate', () => {
   it('builds a store of the chosen size with a progress report', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'store-api-demo-'));
     try {
-      const res = await run(['demo', 'generate', '--products', '60', '--orders', '20', '--customers', '10'], { DATA_DIR: dataDir });
+      const res = await run(['demo', 'generate', '--create', '--products', '60', '--orders', '20', '--customers', '10'], { DATA_DIR: dataDir });
       expect(res.code, res.stderr).toBe(0);
       expect(res.stdout).toMatch(/Generated 60 products, 10 customers, \d+ orders/);
     } finally {
@@ -187,7 +274,7 @@ describe.each(backends)('documents CLI (%s)', (backend) => {
   }
 
   it('check passes on a generated store, names a record whose document differs (exit 1), and backfill --all repairs it', async () => {
-    const generated = await run(['demo', 'generate', '--products', '30', '--orders', '10'], store.env);
+    const generated = await run(['demo', 'generate', '--create', '--products', '30', '--orders', '10'], store.env);
     expect(generated.code, generated.stderr).toBe(0);
     const clean = await run(['documents', 'check'], store.env);
     expect(clean.code, clean.stderr + clean.stdout).toBe(0);

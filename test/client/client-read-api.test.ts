@@ -15,6 +15,7 @@ import { Customer } from '../../src/customers/customer.resource.ts';
 import { InventoryRecord, StockMovement } from '../../src/inventory/inventory.resource.ts';
 import { Order } from '../../src/orders/order.resource.ts';
 import { generateDemoStore } from '../../src/demo/demo-store.ts';
+import { Attribute as AttributeSchema } from '../../src/api/schemas.ts';
 import { StoreApiError, cursorAfter, type PageProgress, type StoreApiClient } from '../../packages/client/src/index.ts';
 import { startClientTestServer, type ClientTestServer } from './client-test-kit.ts';
 
@@ -92,6 +93,22 @@ describe.each(backends)('StoreApiClient read methods (%s)', (backend) => {
     expect(error.errors.map((e) => e.param)).toContain('since');
     expect(error.message).toContain('since');
     expect(retries).toBe(0);
+  });
+
+  it("walks the attributes list by key, resumable from the cursor it exposes, equal to the API's pages", async () => {
+    const all = (await server.t.app.inject({ url: '/api/v1/attributes?limit=200', headers: await server.t.auth() })).json() as { data: { key: string }[] };
+    expect(all.data.length).toBeGreaterThan(2);
+    const iterator = client.iterateAttributes({ limit: 2 });
+    const seen: string[] = [];
+    for await (const attribute of iterator) {
+      expectSchema(AttributeSchema, attribute);
+      seen.push(attribute.key);
+      if (seen.length === 1) break;
+    }
+    expect(iterator.cursor).toBe(null);
+    const first = await client.listAttributes({ limit: 1 });
+    const rest = await client.iterateAttributes({ limit: 2, cursor: first.pagination.next_cursor! }).toArray();
+    expect([...first.data, ...rest]).toEqual(all.data);
   });
 
   it('lists one page of each resource with its pagination', async () => {

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # CI checks of compose.yaml (README "Deployment"):
-#   1. `docker-compose config` validates compose.yaml as written;
+#   1. `docker-compose config` refuses compose.yaml without POSTGRES_PASSWORD (naming it) and
+#      validates it with one; in that configuration one service builds the image and the others
+#      run it, and only the serve ports are published beyond this host; the README's compose steps
+#      set the password before their first docker compose command;
 #   2. the same file runs, on the host network (test/container/compose-ci.mjs), with PostgreSQL and
 #      Redis images built here from Debian's packages (no registry is reachable): postgres and redis
 #      become healthy, migrate runs once and exits 0, serve-1, serve-2 and worker become ready and
@@ -19,9 +22,36 @@ trap cleanup EXIT
 free_port() { node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 get_ok() { node -e 'fetch(process.argv[1]).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))' "$1"; }
 
-log "1. docker-compose config"
-docker-compose -f compose.yaml config -q
-docker-compose -f compose.yaml config --services | sort | tr '\n' ' '; echo
+log "1. docker-compose config (without and with POSTGRES_PASSWORD), one build, published ports, README order"
+if (unset POSTGRES_PASSWORD; docker-compose -f compose.yaml config -q) 2>"$work/no-password"; then
+  fail "compose.yaml is valid without POSTGRES_PASSWORD (it must refuse to start)"
+fi
+grep -q 'POSTGRES_PASSWORD' "$work/no-password" || fail "the refusal without POSTGRES_PASSWORD does not name it: $(cat "$work/no-password")"
+POSTGRES_PASSWORD=check docker-compose -f compose.yaml config > "$work/config.yaml"
+POSTGRES_PASSWORD=check docker-compose -f compose.yaml config --services | sort | tr '\n' ' '; echo
+node --input-type=module -e '
+  import { readFileSync } from "node:fs";
+  import { parse } from "yaml";
+  const { services } = parse(readFileSync(process.argv[1], "utf8"));
+  const fail = (text) => { console.error(`compose.yaml: ${text}`); process.exit(1); };
+  const builders = Object.entries(services).filter(([, s]) => s.build).map(([n]) => n);
+  if (builders.length !== 1) fail(`the store-api image must be built once, by one service; built by: ${builders.join(", ") || "none"}`);
+  const image = services[builders[0]].image;
+  for (const [name, s] of Object.entries(services))
+    if (s.image === image && !s.build && s.pull_policy !== "never") fail(`${name} runs the built image ${image} but may pull it (pull_policy: never)`);
+  for (const [name, s] of Object.entries(services))
+    for (const p of s.ports ?? []) {
+      const hostIp = typeof p === "string" ? (p.split(":").length === 3 ? p.split(":")[0] : "") : (p.host_ip ?? "");
+      if (!name.startsWith("serve-") && hostIp !== "127.0.0.1") fail(`${name} publishes ${JSON.stringify(p)} beyond this host`);
+    }
+  const readme = readFileSync("README.md", "utf8");
+  const block = /^### Compose[^\n]*\n[\s\S]*?^```(?:bash|sh)\n([\s\S]*?)^```$/m.exec(readme)?.[1] ?? fail("no compose block in README.md");
+  let password = false;
+  for (const line of block.split("\n")) {
+    if (/^export POSTGRES_PASSWORD=/.test(line.trim())) password = true;
+    if (/docker[- ]compose /.test(line) && !password && !/POSTGRES_PASSWORD=/.test(line)) fail(`README: \`${line.trim()}\` runs before POSTGRES_PASSWORD is set`);
+  }
+' "$work/config.yaml"
 
 log "2. local PostgreSQL and Redis images (Debian packages on the local base)"
 for s in postgres redis; do

@@ -62,7 +62,7 @@ SMOKE_IMAGE="$IMAGE" node test/smoke/smoke.mjs
 log "2. migrate, serve and worker on PostgreSQL + Redis"
 psql "$PG/postgres" -qc "CREATE DATABASE $db" >/dev/null
 env_pg=(-e "DATABASE_URL=$PG/$db" -e "REDIS_URL=$REDIS" -e "REDIS_KEY_PREFIX=store-api-image-$run_id:" -e HOST=127.0.0.1 -e SEED_DEMO=false)
-docker run --rm --network host "${env_pg[@]}" "$IMAGE" migrate | grep -q '"msg":"Schema is current."' || fail "migrate"
+docker run --rm --network host "${env_pg[@]}" "$IMAGE" migrate | grep -Eq '"msg":"Applied [0-9]+ migrations: 0001-core.*Schema is current."' || fail "migrate"
 api_port="$(free_port)"; metrics_port="$(free_port)"
 containers+=("store-api-serve-$run_id" "store-api-worker-$run_id")
 docker run -d --name "store-api-serve-$run_id" --network host "${env_pg[@]}" -e "PORT=$api_port" \

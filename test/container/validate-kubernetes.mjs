@@ -8,10 +8,15 @@
  *      ConfigMap/Secret references that exist, configuration keys the service knows
  *      (src/config/config.ts), roles it has, resource requests and limits on every container, and
  *      a termination grace period longer than the preStop pause plus SHUTDOWN_TIMEOUT_MS;
- *   3. that kustomization.yaml lists files that exist and retags the image the containers use.
+ *   3. that kustomization.yaml lists files that exist and retags the image the containers use, and
+ *      holds no Job (its pod template is immutable: re-applied with the next release's image it fails);
+ *   4. the README's Kubernetes steps, run in order on a simulated fresh cluster and again for the next
+ *      release: the Secret before the workloads that need it, the image set before anything runs it,
+ *      every manifest applied and every wait naming something applied, nothing immutable changed;
+ *      and the minimum Kubernetes version stated where a feature needs one (preStop sleep: 1.30).
  * Not checked offline (named in docs/deployment.md): unknown fields (the schemas allow additional
  * properties), admission and defaulting by a real API server, and the cluster's own policies.
- * Usage: node --import tsx test/container/validate-kubernetes.mjs deploy/kubernetes
+ * Usage: node --import tsx test/container/validate-kubernetes.mjs deploy/kubernetes [README.md]
  */
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,6 +24,7 @@ import { parseAllDocuments } from 'yaml';
 import { EnvSchema } from '../../src/config/config.ts';
 
 const dir = process.argv[2] ?? 'deploy/kubernetes';
+const readmePath = process.argv[3] ?? 'README.md';
 const problems = [];
 const problem = (where, text) => problems.push(`${where}: ${text}`);
 const ROLES = new Set(['all', 'serve', 'worker', 'migrate']);
@@ -72,8 +78,9 @@ for (const { value, where } of workloads) {
   const pod = value.spec.template;
   if (value.kind === 'Deployment' && !matches(value.spec.selector.matchLabels, pod.metadata?.labels)) problem(where, 'selector does not match the pod labels');
   const config = {};
-  for (const container of pod.spec.containers) {
-    const at = `${where} container ${container.name}`;
+  const init = new Set(pod.spec.initContainers ?? []);
+  for (const container of [...init, ...pod.spec.containers]) {
+    const at = `${where} ${init.has(container) ? 'init container' : 'container'} ${container.name}`;
     const ports = new Set((container.ports ?? []).map((p) => p.name));
     const [role] = container.args ?? [];
     if (!ROLES.has(role)) problem(at, `args[0] ${role} is not a role (${[...ROLES].join(', ')})`);
@@ -85,7 +92,7 @@ for (const { value, where } of workloads) {
     const requests = container.resources?.requests ?? {};
     if (!requests.cpu || !requests.memory) problem(at, 'needs cpu and memory requests');
     if (!container.resources?.limits?.memory) problem(at, 'needs a memory limit');
-    if (role === 'serve' || role === 'worker') {
+    if (!init.has(container) && (role === 'serve' || role === 'worker')) {
       for (const [probe, path] of [
         ['readinessProbe', '/readyz'],
         ['livenessProbe', '/healthz'],
@@ -134,11 +141,84 @@ if (!kustomization) problem(dir, 'no kustomization.yaml');
 else {
   for (const resource of kustomization.value.resources ?? [])
     if (!existsSync(join(dir, resource))) problem(kustomization.file, `resource ${resource} does not exist`);
-  const images = new Set(workloads.flatMap((w) => w.value.spec.template.spec.containers.map((c) => c.image)));
+  const images = new Set(
+    workloads.flatMap((w) => [...(w.value.spec.template.spec.initContainers ?? []), ...w.value.spec.template.spec.containers].map((c) => c.image)),
+  );
   for (const image of kustomization.value.images ?? []) if (!images.has(image.name)) problem(kustomization.file, `image ${image.name} is used by no container`);
   const listed = new Set(kustomization.value.resources);
   for (const file of new Set(objects.map((o) => o.file)))
     if (!listed.has(file) && !file.endsWith('.example.yaml')) problem(kustomization.file, `${file} is not listed in resources`);
+}
+
+for (const { value, file, where } of byKind('Job'))
+  if ((kustomization?.value.resources ?? []).includes(file) && !value.metadata.generateName)
+    problem(where, "a Job's pod template is immutable: `kubectl apply -k` of the next release (a new image) fails with `field is immutable`");
+
+// 4. The README's steps in order, on a fresh cluster and then for the next release.
+const readme = readFileSync(readmePath, 'utf8');
+const section = /^### Kubernetes\n([\s\S]*?)(?=^### )/m.exec(readme)?.[1] ?? '';
+const block = /^```(?:bash|sh)\n([\s\S]*?)^```$/m.exec(section)?.[1];
+const usesPreStopSleep = workloads.some((w) => w.value.spec.template.spec.containers.some((c) => c.lifecycle?.preStop?.sleep));
+if (usesPreStopSleep && !/Kubernetes 1\.(3\d|[4-9]\d)\b/.test(section))
+  problem(readmePath, 'the preStop `sleep` action needs Kubernetes 1.30: the Kubernetes section must state the minimum version');
+if (!block) problem(readmePath, 'no ```bash block of steps in the "### Kubernetes" section');
+else {
+  const steps = block
+    .split('\n')
+    .map((line) => line.replace(/\s+#.*$/, '').trim())
+    .filter((line) => /^(\(?cd \S+ && )?(kubectl|kustomize) /.test(line));
+  const cluster = { secrets: new Set(), applied: new Map(), imageSet: false };
+  const inKustomization = objects.filter((o) => (kustomization?.value.resources ?? []).includes(o.file));
+  const apply = (release, list, how) => {
+    for (const { value, where } of list) {
+      if (value.kind === 'Secret') cluster.secrets.add(value.metadata.name);
+      const pod = value.spec?.template?.spec;
+      if (pod) {
+        for (const c of [...(pod.initContainers ?? []), ...pod.containers]) {
+          for (const source of c.envFrom ?? [])
+            if (source.secretRef && !cluster.secrets.has(source.secretRef.name))
+              problem(readmePath, `release ${release}: ${how} applies ${where} before the Secret ${source.secretRef.name} it reads exists`);
+          if (c.image === 'store-api' && !(how.includes('-k') && cluster.imageSet))
+            problem(readmePath, `release ${release}: ${how} applies ${where} before its image is set (kustomize edit set image)`);
+        }
+      }
+      const key = `${value.kind}/${value.metadata.name}`;
+      const template = JSON.stringify({ spec: value.spec?.template, release: value.kind === 'Job' ? release : undefined });
+      if (value.kind === 'Job' && cluster.applied.has(key) && cluster.applied.get(key) !== template)
+        problem(readmePath, `release ${release}: ${how} re-applies ${key} with another pod template: field is immutable`);
+      cluster.applied.set(key, template);
+    }
+  };
+  for (const release of [1, 2]) {
+    cluster.imageSet = false;
+    for (const step of steps) {
+      const words = step
+        .replace(/^\(?cd \S+ && /, '')
+        .replace(/\)$/, '')
+        .split(/\s+/);
+      if (words[0] === 'kustomize' && words[1] === 'edit' && words[2] === 'set' && words[3] === 'image') cluster.imageSet = true;
+      else if (words[1] === 'create' && words[2] === 'secret') {
+        if (release === 1) cluster.secrets.add(words[4]);
+      } else if (words[1] === 'apply') {
+        for (let i = 2; i < words.length; i++) {
+          if (words[i] === '-k') apply(release, inKustomization, step);
+          if (words[i] === '-f')
+            apply(
+              release,
+              objects.filter((o) => join(dir, o.file) === words[i + 1] || o.file === words[i + 1]),
+              step,
+            );
+        }
+      } else if (words[1] === 'wait' || (words[1] === 'rollout' && words[2] === 'status')) {
+        const target = words.find((w) => /^(job|deployment)\//.test(w));
+        const [kind, name] = target?.split('/') ?? [];
+        const applied = [...cluster.applied.keys()].some((k) => k.toLowerCase() === `${kind}/${name}`.toLowerCase());
+        if (!target || !applied) problem(readmePath, `release ${release}: \`${step}\` waits for ${target ?? 'nothing'}, which no earlier step applied`);
+      }
+    }
+  }
+  for (const { value, where } of inKustomization)
+    if (!cluster.applied.has(`${value.kind}/${value.metadata.name}`)) problem(readmePath, `the steps never apply ${where}`);
 }
 
 if (problems.length) {

@@ -47,7 +47,12 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
   const secrets: string[] = [];
   const checks = pageChecks(SCREENSHOTS, LONG);
   const { consoleErrors, a11yViolations, sidewaysScroll, watch, checkPage, shot } = checks;
-  const navTo = (page: Page, name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();
+  /** Follows a link of the main navigation; on a phone, through the menu (closed, the page starts on the first screen). */
+  const navTo = async (page: Page, name: string) => {
+    const menu = page.getByRole('button', { name: 'Menu' });
+    if (await menu.isVisible()) await menu.click();
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();
+  };
   const heading = (page: Page, name: string) => page.getByRole('heading', { level: 1, name, exact: true });
   const readApi = (token: string) => fetch(`${server.url}/api/v1/products?limit=1`, { headers: { authorization: `Bearer ${token}` } });
   const csrfOf = async (page: Page) => (await (await page.request.get(`${server.url}/admin/session`)).json()).data.csrf_token as string;
@@ -66,7 +71,7 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     };
     await receiver.start();
     // An administrator made by the CLI before the server starts: an owner.
-    await runCli(['admin', 'create', '--email', OWNER], { DATA_DIR: dataDir, ADMIN_PASSWORD: OWNER_PASSWORD });
+    await runCli(['admin', 'create', '--create', '--email', OWNER], { DATA_DIR: dataDir, ADMIN_PASSWORD: OWNER_PASSWORD });
     server = await startServer(env);
     browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
     ownerContext = await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' });
@@ -256,7 +261,11 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
         .first()
         .waitFor();
     }
-    await owner.locator('#audit-table tbody tr', { hasText: 'API key changed' }).getByText('name: ERP → ERP production').waitFor();
+    await owner.locator('#audit-table tbody tr', { hasText: 'API key changed' }).getByText('Name: ERP → ERP production').waitFor();
+    // Values in words, never raw: the overlap picked (3600 s) and its end in local time.
+    const rolledRow = owner.locator('#audit-table tbody tr', { hasText: 'API key rolled' });
+    await rolledRow.getByText('Overlap: 1 hour').waitFor();
+    expect(await rolledRow.locator('.audit-details').textContent()).not.toMatch(/\d{4}-\d\d-\d\dT|overlap_seconds/);
     const logged = (await owner.locator('#audit-table').textContent())!;
     secrets.push(new URL(inviteLink).hash.split('code=')[1]!);
     for (const secret of secrets) expect(logged).not.toContain(secret);
@@ -286,7 +295,15 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     await viewer.getByLabel('Repeat password').fill(VIEWER_PASSWORD);
     await viewer.getByRole('button', { name: 'Create my account' }).click();
     await heading(viewer, 'Overview').waitFor();
+    // On a phone the navigation is a closed menu: the page's title is in the top half of the first screen.
+    const title = (await heading(viewer, 'Overview').boundingBox())!;
+    expect(title.y + title.height).toBeLessThan(PHONE.height / 2);
+    const menu = viewer.getByRole('button', { name: 'Menu' });
+    expect(await menu.getAttribute('aria-expanded')).toBe('false');
+    await menu.click();
+    expect(await menu.getAttribute('aria-expanded')).toBe('true');
     await viewer.locator('.user-role', { hasText: 'Viewer (read only)' }).waitFor();
+    await menu.click();
     for (const [hash, title] of [
       ['#/overview', 'Overview'],
       ['#/api-keys', 'API keys'],
@@ -304,9 +321,18 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
       else await viewer.locator('.page-title-url').waitFor();
       await viewer.waitForFunction(() => !document.querySelector('.loading-block'));
       expect(await viewer.locator('.requires-write:visible').count(), hash).toBe(0);
-      expect(await viewer.getByRole('button', { name: /Create|Add endpoint|Revoke|Roll|Retry|Invite|Remove|Send ping|Rotate|Reveal|Copy/ }).count(), hash).toBe(0);
+      expect(await viewer.getByRole('button', { name: /Create|Add endpoint|Revoke|Roll|Retry|Invite|Remove|Send ping|Rotate|Reveal|Copy/ }).count(), hash).toBe(
+        0,
+      );
       await checkPage(viewer, `viewer ${hash} (390)`);
     }
+    // Joining by the link was a sign-in: the administrators page says when, not "Never".
+    await viewer.evaluate(() => {
+      location.hash = '#/admins';
+    });
+    const viewerRow = viewer.locator('#admins-table tbody tr', { hasText: VIEWER });
+    // (On a phone the table scrolls sideways: the cell may be off screen, so attached, not visible.)
+    await viewerRow.locator('td').nth(2).locator('time').waitFor({ state: 'attached' });
     await viewer.goto(`${server.url}/admin#/api-keys`);
     await heading(viewer, 'API keys').waitFor();
     await viewer.locator('#api-keys-table tbody tr').first().waitFor();
@@ -373,6 +399,48 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     });
     await viewer.locator('#api-keys-table tbody tr', { hasText: 'ERP production' }).locator('.cell-maker', { hasText: VIEWER }).waitFor();
     expect(await viewer.locator('#api-key-makers-table').count()).toBe(0);
+  });
+
+  it('lists 200 keys in pages of 50 with a search, the table fitting 1280 px', async () => {
+    await owner.setViewportSize(DESKTOP);
+    const csrf = await csrfOf(owner);
+    for (let i = 0; i < 200; i++) {
+      const res = await owner.request.post(`${server.url}/admin/api/v1/tokens`, {
+        data: { name: `Bulk key ${String(i).padStart(3, '0')}` },
+        headers: { 'x-csrf-token': csrf },
+      });
+      expect(res.status(), await res.text()).toBe(201);
+    }
+    // The page may already be open (the previous test ends there): load it afresh.
+    await navTo(owner, 'API keys');
+    await owner.reload();
+    await heading(owner, 'API keys').waitFor();
+    const range = owner.locator('[data-role="key-range"]');
+    await range.filter({ hasText: /^1–50 of \d+$/ }).waitFor();
+    const total = Number((await range.textContent())!.split(' of ')[1]);
+    expect(total).toBeGreaterThanOrEqual(200);
+    expect(await owner.locator('#api-keys-table tbody tr').count()).toBe(50);
+    // Fits 1280 px: nothing to scroll sideways, the last row's actions on screen.
+    expect(await owner.evaluate(() => document.querySelector('.table-wrap')!.scrollWidth - document.querySelector('.table-wrap')!.clientWidth)).toBe(0);
+    const revoke = owner
+      .locator('#api-keys-table tbody tr')
+      .last()
+      .getByRole('button', { name: /^Revoke API key/ });
+    const box = (await revoke.boundingBox())!;
+    expect(box.x + box.width).toBeLessThanOrEqual(DESKTOP.width);
+    await checkPage(owner, 'api keys, 200');
+    await shot(owner, 'api-keys-200');
+    // Next page; the focus stays on Next.
+    await owner.getByRole('button', { name: 'Next' }).click();
+    await range.filter({ hasText: `51–100 of ${total}` }).waitFor();
+    await owner.waitForFunction(() => document.activeElement?.textContent?.trim() === 'Next');
+    // The search narrows to one key (from the first page again), or says nothing matches.
+    await owner.getByLabel('Search keys').fill('Bulk key 199');
+    await owner.locator('#api-keys-table tbody tr').filter({ hasText: 'Bulk key 199' }).waitFor();
+    expect(await owner.locator('#api-keys-table tbody tr').count()).toBe(1);
+    expect(await range.count()).toBe(0);
+    await owner.getByLabel('Search keys').fill('no key is called this');
+    await owner.getByText('No key matches “no key is called this”.').waitFor();
   });
 
   it('logged no console error, found no axe violation and no sideways scrolling on any page shown', () => {
@@ -466,6 +534,9 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     checks.provoking = true;
     await navTo(viewer, 'Deliveries');
     await viewer.getByText('Your session has ended. Sign in again to continue.').waitFor();
+    // Every request of the page left behind has been answered (401): none left an error toast.
+    await viewer.waitForLoadState('networkidle');
+    expect(await viewer.locator('.toast-error').count()).toBe(0);
     checks.provoking = false;
   });
 });

@@ -38,7 +38,10 @@ describe('store-api admin (CLI)', { timeout: 120_000 }, () => {
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('creates an administrator with the password from ADMIN_PASSWORD, and never prints it', async () => {
-    const { stdout, stderr } = await runCli(['admin', 'create', '--email', 'Owner@Example.com'], { ...env, ADMIN_PASSWORD: 'a very secret password' });
+    const { stdout, stderr } = await runCli(['admin', 'create', '--create', '--email', 'Owner@Example.com'], {
+      ...env,
+      ADMIN_PASSWORD: 'a very secret password',
+    });
     expect(stdout).toBe('Created administrator owner@example.com. Sign in at /admin on the running server.\n');
     expect(stdout + stderr).not.toContain('a very secret password');
     const list = await runCli(['admin', 'list'], env);

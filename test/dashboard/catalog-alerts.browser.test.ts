@@ -40,7 +40,12 @@ describe.skipIf(!hasChromium)('event catalog, test events, deleting endpoints an
   const checks = pageChecks(SCREENSHOTS, LONG);
   const { consoleErrors, a11yViolations, sidewaysScroll, watch, checkPage, shot } = checks;
   const nav = (page: Page) => page.getByRole('navigation', { name: 'Main' });
-  const navTo = (page: Page, name: string) => nav(page).getByRole('link', { name, exact: true }).click();
+  /** Follows a link of the main navigation; on a phone, through the menu. */
+  const navTo = async (page: Page, name: string) => {
+    const menu = page.getByRole('button', { name: 'Menu' });
+    if (await menu.isVisible()) await menu.click();
+    await nav(page).getByRole('link', { name, exact: true }).click();
+  };
   const heading = (page: Page, name: string) => page.getByRole('heading', { level: 1, name, exact: true });
   const csrfOf = async (page: Page) => (await (await page.request.get(`${server.url}/admin/session`)).json()).data.csrf_token as string;
   const api = async (page: Page, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, data?: object) => {
@@ -54,7 +59,7 @@ describe.skipIf(!hasChromium)('event catalog, test events, deleting endpoints an
     mkdirSync(SCREENSHOTS, { recursive: true });
     await receiver.start();
     receiver.answer('/failing', 500);
-    await runCli(['admin', 'create', '--email', OWNER], { DATA_DIR: dataDir, ADMIN_PASSWORD: OWNER_PASSWORD });
+    await runCli(['admin', 'create', '--create', '--email', OWNER], { DATA_DIR: dataDir, ADMIN_PASSWORD: OWNER_PASSWORD });
     server = await startServer({
       DATA_DIR: dataDir,
       SEED_DEMO: 'false',

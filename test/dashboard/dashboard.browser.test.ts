@@ -231,6 +231,8 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     const created = page.getByRole('dialog', { name: 'API key created' });
     const secret = created.getByLabel('The new API key');
     await secret.waitFor();
+    // Focus is on the key shown (selected, ready to copy), not lost behind the dialog.
+    await page.waitForFunction(() => document.activeElement?.getAttribute('aria-label') === 'The new API key');
     apiKey = await secret.inputValue();
     expect(apiKey).toMatch(/^sia_[A-Za-z0-9_-]{43}$/);
     await created.getByRole('button', { name: 'Copy' }).click();
@@ -241,6 +243,8 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
 
     const row = page.locator('#api-keys-table tbody tr', { hasText: 'ERP production' });
     await row.waitFor();
+    // Done: focus goes to the new key's row, not to the page's body.
+    await page.waitForFunction(() => document.activeElement?.closest('tr')?.textContent?.includes('ERP production') === true);
     expect(await row.textContent()).toContain(apiKey.slice(0, 12));
     expect(await row.textContent()).not.toContain(apiKey);
     await shot('api-keys');
@@ -396,6 +400,8 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     await page.locator('.page-title-line .badge', { hasText: 'Disabled' }).waitFor();
     // Focus moves to Enable once the dialog has closed (the page redraws first): wait for it, never past a timeout.
     await page.waitForFunction(() => document.activeElement?.textContent?.trim() === 'Enable', undefined, { timeout: 10_000 });
+    // A disabled endpoint is sent nothing (the API refuses both with 409): neither a ping nor a test event is offered.
+    expect(await page.getByRole('button', { name: /Send ping|Send test event/ }).count()).toBe(0);
     await navTo('Webhooks');
     await page.locator('#endpoints-table tbody tr', { hasText: '/hooks/flaky' }).locator('.badge', { hasText: 'Disabled' }).waitFor();
   });

@@ -71,7 +71,7 @@ describe.skipIf(!hasChromium)('deliveries search, endpoint statistics and replay
     dataDir = mkdtempSync(join(tmpdir(), 'store-api-deliveries-'));
     mkdirSync(SCREENSHOTS, { recursive: true });
     await receiver.start();
-    await runCli(['admin', 'create', '--email', OWNER], { DATA_DIR: dataDir, ADMIN_PASSWORD: OWNER_PASSWORD });
+    await runCli(['admin', 'create', '--create', '--email', OWNER], { DATA_DIR: dataDir, ADMIN_PASSWORD: OWNER_PASSWORD });
     server = await startServer({
       DATA_DIR: dataDir,
       SEED_DEMO: 'false',
@@ -205,9 +205,9 @@ describe.skipIf(!hasChromium)('deliveries search, endpoint statistics and replay
 
     await owner.getByRole('button', { name: 'Replay…' }).click();
     const dialog = owner.getByRole('dialog', { name: 'Replay events' });
-    const later = new Date(Date.now() + 5 * 60_000).toISOString().slice(0, 16);
-    await dialog.getByLabel('To').fill(later);
-    // Both customer events of the range (the earlier one too); pings are never replayed.
+    // Right after the incident, the default range (the last hour up to the current minute, that
+    // minute included) holds the events that just failed: both customer events (the earlier one
+    // too); pings are never replayed.
     await dialog.locator('[data-role="replay-count"]', { hasText: 'This replay queues 2 deliveries.' }).waitFor();
     await dialog.getByRole('button', { name: 'Replay 2 events' }).waitFor();
     await dialog.getByLabel('Failed only').check();

@@ -37,6 +37,7 @@ const API_OPERATIONS: Array<[path: string, scope: string | string[], kind: 'list
   ['/api/v1/inventory/snapshot', 'inventory:read', 'snapshot', ['cursor', 'include_inactive']],
   ['/api/v1/inventory/movements/snapshot', 'inventory:read', 'snapshot', ['cursor', 'product_id', 'since']],
   ['/api/v1/events/snapshot', READ, 'snapshot', ['cursor', 'type', 'since']],
+  ['/api/v1/attributes', 'products:read', 'list', ['limit', 'cursor', 'include_inactive']],
 ];
 const OPS_PATHS = ['/healthz', '/readyz', '/metrics'];
 /** The routes every declared resource has (resources/registry.ts): the spec's above, and any added since. */

@@ -127,7 +127,7 @@ describe.each(backends)('roles and graceful shutdown (%s)', (backend) => {
       };
     }
     try {
-      const migrate = startStoreApi(['migrate'], target, { name: `migrate (${backend})` });
+      const migrate = startStoreApi(['migrate', '--create'], target, { name: `migrate (${backend})` });
       expect(await migrate.exited).toBe(0);
       expect(migrate.output()).toContain('Schema is current.');
       const serve = start('serve', target);

@@ -117,10 +117,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   // 1. Store and tokens, before any server holds the (embedded) database.
   // PGlite: the token command creates the directory, and the first `all` seeds the demo store
   // (one process start less); PostgreSQL: the generator and the token command at once.
-  const tokenArgs = ['tokens', 'create', '--name', 'chaos', '--scopes', 'admin,products:read,orders:read,customers:read,inventory:read', '--json'];
+  const tokenArgs = ['tokens', 'create', '--create', '--name', 'chaos', '--scopes', 'admin,products:read,orders:read,customers:read,inventory:read', '--json'];
   const [tokenOutput] = await Promise.all([
     runCli(tokenArgs, storeEnv),
-    options.backend === 'postgres' ? runCli(['demo', 'generate', '--products', String(options.products), '--seed', '7'], storeEnv) : undefined,
+    options.backend === 'postgres' ? runCli(['demo', 'generate', '--create', '--products', String(options.products), '--seed', '7'], storeEnv) : undefined,
   ]);
   const token = JSON.parse(tokenOutput).token as string;
   const port = await freePort();

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -30,6 +30,7 @@ import {
 } from '../../packages/sync/src/index.ts';
 import { applyRecords, readSyncState, countRecords } from '../../packages/sync/src/mirror/mirror.repository.ts';
 import type { StoreReader } from '../../packages/sync/src/store-reader.ts';
+import { StoreApiClient } from '../../packages/client/src/index.ts';
 
 const SYNC_CLI = join(PROJECT_ROOT, 'packages/sync/bin/store-api-sync.js');
 /** The CLI under test loads @store-api/client from its source too (the package's "source" export condition). */
@@ -95,6 +96,26 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
     // Known from the first report on: the count the snapshot's X-Total-Count gave.
     for (const report of reports) expect(report.total).toBe(applied);
     expect(reports.filter((r) => !r.done).map((r) => r.records)).toEqual(reports.filter((r) => !r.done).map((_, i) => 4 * (i + 1)));
+  });
+
+  it('mirror: the attribute views equal GET /api/v1/attributes walked to its end', async () => {
+    const mirror = await freshMirror();
+    await initialSync(mirror, clientStoreReader({ baseUrl, token }), [products]);
+    const api: { key: string; variant_count: number; values: { value: string; variant_count: number }[] }[] = [];
+    for await (const attribute of new StoreApiClient({ baseUrl, token }).iterateAttributes({ limit: 1 })) api.push(attribute);
+    expect(api.length).toBeGreaterThan(1);
+    const { rows: values } = await sql<{ key: string; value: string; variant_count: number }>`
+      SELECT key, value, variant_count FROM store_mirror.attribute_values ORDER BY key COLLATE "C", value COLLATE "C"`.execute(mirror.db);
+    expect(values).toEqual(api.flatMap((a) => a.values.map((v) => ({ key: a.key, ...v }))));
+    const { rows: keys } = await sql<{ key: string; variant_count: number; value_count: number }>`
+      SELECT key, variant_count, value_count FROM store_mirror.attributes ORDER BY key COLLATE "C"`.execute(mirror.db);
+    expect(keys).toEqual(api.map((a) => ({ key: a.key, variant_count: a.variant_count, value_count: a.values.length })));
+    // Joinable to the variants they describe.
+    const { rows: joined } = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM store_mirror.products p
+      JOIN store_mirror.variant_attributes va ON va.product_id = p.id
+      WHERE va.variant_id IN (SELECT v->>'id' FROM jsonb_array_elements(p.record->'variants') v)`.execute(mirror.db);
+    expect(joined[0]!.n).toBe(api.reduce((n, a) => n + a.variant_count, 0));
   });
 
   it('receiver: newer payloads apply, older ones and redeliveries change nothing, a wrong secret is refused', async () => {
@@ -205,7 +226,18 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
 
     const badSecret = await cli(['serve', ...mirrorArgs, '--secret', 'not-a-secret'], env);
     expect(badSecret.code).toBe(1);
-    expect(badSecret.stderr.trim()).toBe('store-api-sync: the signing secret is not a whsec_… secret (--secret or STORE_WEBHOOK_SECRET)');
+    expect(badSecret.stderr.trim()).toBe(
+      'store-api-sync: the signing secret is not a whsec_… secret (--secret, --secret-file, STORE_WEBHOOK_SECRET or STORE_WEBHOOK_SECRET_FILE)',
+    );
+    // The secret from a file (kept out of `ps`): read, and checked like one on the command line.
+    const secretFile = join(mkdtempSync(join(tmpdir(), 'sync-secret-')), 'webhook-secret');
+    writeFileSync(secretFile, 'not-a-secret\n', { mode: 0o600 });
+    const badFile = await cli(['serve', ...mirrorArgs, '--secret-file', secretFile], env);
+    expect(badFile.code).toBe(1);
+    expect(badFile.stderr.trim()).toMatch(/^store-api-sync: the signing secret is not a whsec_… secret/);
+    const noFile = await cli(['serve', ...mirrorArgs], { ...env, STORE_WEBHOOK_SECRET_FILE: `${secretFile}.missing` });
+    expect(noFile.code).toBe(1);
+    expect(noFile.stderr.trim()).toBe(`store-api-sync: cannot read the secret file ${secretFile}.missing (ENOENT)`);
   }, 120_000);
 
   it('CLI: init says on screen that it waits for the export rate limit (snapshots count against it), then finishes', async () => {

@@ -32,6 +32,10 @@ export type InventoryRecord = Schemas['InventoryRecord'];
 export type InventoryVariant = Schemas['InventoryVariant'];
 /** One entry of the stock audit log. */
 export type StockMovement = Schemas['StockMovement'];
+/** A distinct attribute key of the variants with its distinct values (GET /api/v1/attributes). */
+export type Attribute = Schemas['Attribute'];
+/** One distinct value of an attribute and how many variants carry it. */
+export type AttributeValue = Schemas['AttributeValue'];
 /** The `pagination` object of a list page. */
 export type Pagination = Schemas['Pagination'];
 /** An event of the events feed (GET /api/v1/events): a webhook payload, discriminated by `type`. */
@@ -65,6 +69,9 @@ export type InventoryExportQuery = QueryOf<'exportInventory'>;
 export type StockMovementListQuery = QueryOf<'listInventoryMovements'>;
 /** Query of GET /api/v1/inventory/movements/export. */
 export type StockMovementExportQuery = QueryOf<'exportInventoryMovements'>;
+
+/** Query of GET /api/v1/attributes (`cursor`: the key of the last attribute of the previous page). */
+export type AttributeListQuery = QueryOf<'listAttributes'>;
 
 /** Query of GET /api/v1/events; `type` takes one event type or several. */
 export type EventListQuery = Omit<QueryOf<'listEvents'>, 'type'> & { type?: StoreEventType | StoreEventType[] };

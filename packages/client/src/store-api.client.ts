@@ -7,6 +7,8 @@ import { TruncatedBodyError, lines } from './ndjson-lines.ts';
 import { networkError, requestWithRetries, type Answer, type RetryInfo, type RetryPolicy } from './http-transport.ts';
 import { AdminClient } from './admin.client.ts';
 import type {
+  Attribute,
+  AttributeListQuery,
   Customer,
   CustomerExportQuery,
   CustomerListQuery,
@@ -642,5 +644,35 @@ export class StoreApiClient {
   /** Every event through GET /api/v1/events/export. */
   exportEvents(query?: EventExportQuery, options?: IterateOptions): RecordIterator<StoreEvent> {
     return this.events.export(query, options);
+  }
+
+  /** GET /api/v1/attributes: one page of the variants' distinct attribute keys with their values, by key. */
+  async listAttributes(query: AttributeListQuery = {}, options: { signal?: AbortSignal } = {}): Promise<Page<Attribute>> {
+    const page = await this.getJson<Page<Attribute>>('attributes', query, options.signal);
+    if (!Array.isArray(page?.data) || typeof page.pagination?.has_more !== 'boolean') {
+      throw this.notStoreApi('attributes', query, 'a list without data and pagination');
+    }
+    return page;
+  }
+  /** Every attribute, page after page; `cursor` is the key of the last attribute consumed. */
+  iterateAttributes(query: AttributeListQuery = {}, options: IterateOptions = {}): RecordIterator<Attribute> {
+    return new RecordIterator<Attribute>(query.cursor, (self) => this.#walkAttributes(self, query, options));
+  }
+
+  async *#walkAttributes(self: RecordIterator<Attribute>, query: AttributeListQuery, options: IterateOptions): AsyncGenerator<Attribute> {
+    let cursor = query.cursor;
+    while (true) {
+      const page = await this.listAttributes({ ...query, cursor }, { signal: options.signal });
+      self.pages++;
+      for (const attribute of page.data) {
+        yield attribute;
+        self.count++;
+        self.cursor = attribute.key;
+      }
+      self.cursor = page.pagination.next_cursor ?? self.cursor;
+      await options.onPage?.({ cursor: self.cursor, count: page.data.length, hasMore: page.pagination.has_more });
+      if (!page.pagination.has_more || page.data.length === 0) return;
+      cursor = self.cursor ?? undefined;
+    }
   }
 }

@@ -48,6 +48,9 @@ export async function createAdminSession(
       proven_at: input.provenAtMs === undefined ? null : new Date(input.provenAtMs).toISOString(),
     })
     .execute();
+  // Every new session is a sign-in, whichever way it came (password, invitation or reset link,
+  // setup link): the administrators page's "last sign-in" says so.
+  await db.updateTable('admin_users').set({ last_sign_in_at: sql<string>`now()` }).where('id', '=', input.adminUserId).execute();
   // Sign-in is rare; sweeping expired sessions here keeps the table small without a timer.
   await db.deleteFrom('admin_sessions').where('expires_at', '<=', sql<string>`now()`).execute();
   return { sessionId, session: (await findAdminSession(db, sessionId))! };

@@ -2,6 +2,7 @@
  * `store-api-sync`: mirrors a store from the Store Integration API into a local database.
  * Every failure ends as one line on stderr and exit code 1 (see sync-errors.ts).
  */
+import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import cliProgress from 'cli-progress';
 import { progressDetail } from './progress.ts';
@@ -65,11 +66,24 @@ function reader(options: CommonOptions, tuning: { retryBaseDelayMs?: number; ret
  * Says why the tool is waiting when the wait is the token's rate limit (a 429: not a fault, but it
  * can last a minute); other retries stay quiet, their failure ends as one line.
  */
+/** The progress bars on screen (stderr, a terminal), if any: lines written meanwhile go above them. */
+let barsOnScreen: cliProgress.MultiBar | undefined;
+
+/**
+ * Writes a line to `stream`; while progress bars are drawn on the terminal, above them (the bars'
+ * log), so that a log line never overwrites a bar and a bar never overwrites a log line.
+ */
+function say(stream: NodeJS.WriteStream, line: string): void {
+  if (barsOnScreen && stream.isTTY && process.stderr.isTTY) barsOnScreen.log(line);
+  else stream.write(line);
+}
+
 function logRetry(info: RetryInfo): void {
   if (info.status !== 429) return;
   // Snapshots count against the export budget like the exports (the service's `config('export')`).
   const budget = /\/(export|snapshot)\b/.test(info.error.request) ? 'export' : 'standard';
-  process.stderr.write(
+  say(
+    process.stderr,
     `${new Date().toISOString()} store-api-sync: waiting ${Math.round(info.delayMs / 1000)} s for the ${budget} rate limit (the token's budget; the README's sync recipe says how to raise it)\n`,
   );
 }
@@ -108,6 +122,7 @@ function progressBars(resources: readonly SyncResource[]) {
     cliProgress.Presets.shades_classic,
   );
   const byName = new Map(resources.map((r) => [r.name, bars.create(1, 0, { resource: r.name.padEnd(15), detail: 'waiting' })]));
+  barsOnScreen = bars;
   // Each resource's first report (time, records): the ETA's rate is measured from there.
   const first = new Map<string, { at: number; records: number }>();
   return {
@@ -119,7 +134,10 @@ function progressBars(resources: readonly SyncResource[]) {
       bar.setTotal(done ? Math.max(records, 1) : (total ?? records + 500) || 1);
       bar.update(records, { detail: progressDetail({ records, total, done, since: { records: since.records, elapsedMs: performance.now() - since.at } }) });
     },
-    stop: () => bars.stop(),
+    stop: () => {
+      bars.stop();
+      if (barsOnScreen === bars) barsOnScreen = undefined;
+    },
   };
 }
 
@@ -134,7 +152,8 @@ async function runInitialSync(mirror: MirrorDatabase, options: CommonOptions, re
 
 function printReconcile(reports: ReconcileReport[]): void {
   for (const r of reports) {
-    process.stdout.write(
+    say(
+      process.stdout,
       `${r.resource.padEnd(15)} pulled ${r.pulled}, applied ${r.applied} (missed by webhooks)${r.lagMs === null ? '' : `, lag ${formatAge(r.lagMs)}`}, cursor ${r.cursor ?? '—'}\n`,
     );
   }
@@ -183,27 +202,51 @@ function receiverOptions(command: Command): Command {
             .filter(Boolean),
         ]),
     )
+    .addOption(
+      new Option('--secret-file <path>', 'file holding the signing secret(s), one per line or comma-separated (keeps it out of `ps` and shell history)').env(
+        'STORE_WEBHOOK_SECRET_FILE',
+      ),
+    )
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option('--port <port>', 'port to listen on', (v: string) => port(v), 4000)
     .option('--path <path>', 'URL path the service posts to', '/webhooks');
 }
 
-type ReceiverCliOptions = CommonOptions & { secret?: string[]; host: string; port: number; path: string };
+type ReceiverCliOptions = CommonOptions & { secret?: string[]; secretFile?: string; host: string; port: number; path: string };
+
+/** The secrets of --secret and of --secret-file together (a file: one per line or comma-separated). */
+function receiverSecrets(options: ReceiverCliOptions): string[] {
+  if (options.secretFile === undefined) return options.secret ?? [];
+  let text: string;
+  try {
+    text = readFileSync(options.secretFile, 'utf8');
+  } catch (error) {
+    throw new SyncError(`cannot read the secret file ${options.secretFile} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+  return [
+    ...(options.secret ?? []),
+    ...text
+      .split(/[\n,]/)
+      .map((s) => s.trim())
+      .filter(Boolean),
+  ];
+}
 
 async function startCliReceiver(mirror: MirrorDatabase, options: ReceiverCliOptions) {
   let verify;
+  const secrets = receiverSecrets(options);
   try {
-    verify = webhookVerifier(options.secret ?? []);
+    verify = webhookVerifier(secrets);
   } catch (error) {
-    throw new SyncError(`${(error as Error).message} (--secret or STORE_WEBHOOK_SECRET)`);
+    throw new SyncError(`${(error as Error).message} (--secret, --secret-file, STORE_WEBHOOK_SECRET or STORE_WEBHOOK_SECRET_FILE)`);
   }
   const receiver = await startReceiver(mirror, verify, {
     host: options.host,
     port: options.port,
     path: options.path,
     onRequest: (r) => {
-      if (r.message) process.stderr.write(`store-api-sync: ${r.message}\n`);
-      else if (r.event) process.stdout.write(`${new Date().toISOString()} ${r.event.type} ${r.event.id} ${r.outcome}\n`);
+      if (r.message) say(process.stderr, `store-api-sync: ${r.message}\n`);
+      else if (r.event) say(process.stdout, `${new Date().toISOString()} ${r.event.type} ${r.event.id} ${r.outcome}\n`);
     },
   });
   process.stdout.write(`receiving webhooks on ${receiver.url}\n`);
@@ -258,7 +301,7 @@ withCommon(
             retryMinMs: options.retryMin,
             retryMaxMs: options.retryMax,
             signal: stop.signal,
-            log: (line) => process.stderr.write(`${new Date().toISOString()} store-api-sync: ${line}\n`),
+            log: (line) => say(process.stderr, `${new Date().toISOString()} store-api-sync: ${line}\n`),
             onProgress: bars.onProgress,
             onReconcile: printReconcile,
           });

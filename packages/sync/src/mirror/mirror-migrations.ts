@@ -62,6 +62,21 @@ const MIGRATIONS: readonly string[] = [
      last_success_at timestamptz,
      updated_at timestamptz NOT NULL DEFAULT now()
    )`,
+  // The spec's external mapping as tables an ERP joins (GET /api/v1/attributes, decision 0033): views
+  // over the mirrored products, so they are never behind the products themselves. A product's
+  // record holds its active variants only; attributes and attribute_values count active products,
+  // as the API's list does by default, variant_attributes has every mirrored product's pairs.
+  `CREATE VIEW store_mirror.variant_attributes AS
+     SELECT p.id AS product_id, v->>'id' AS variant_id, a.key, a.value, (p.record->>'is_active')::boolean AS product_is_active
+     FROM store_mirror.products p
+     CROSS JOIN LATERAL jsonb_array_elements(p.record->'variants') AS v
+     CROSS JOIN LATERAL jsonb_each_text(v->'attributes') AS a(key, value);
+   CREATE VIEW store_mirror.attribute_values AS
+     SELECT key, value, count(*)::integer AS variant_count
+     FROM store_mirror.variant_attributes WHERE product_is_active GROUP BY key, value;
+   CREATE VIEW store_mirror.attributes AS
+     SELECT key, sum(variant_count)::integer AS variant_count, count(*)::integer AS value_count
+     FROM store_mirror.attribute_values GROUP BY key`,
 ];
 
 /** Applies the pending migrations of the mirror schema. */

@@ -1,7 +1,7 @@
 /**
  * The read API, /api/v1: every resource declared in resources/registry.ts with a list, an NDJSON
  * export and (where it declares one) a single GET; and the events feed (events the token's scopes
- * cover). Read-only; every route needs a bearer token with the resource's read scope.
+ * cover); the attributes of the variants. Read-only; every route needs a bearer token with the resource's read scope.
  */
 import type { FastifyInstance } from 'fastify';
 import { RESOURCES } from '../../../resources/registry.ts';
@@ -11,6 +11,7 @@ import { bearerAuthPlugin } from '../../plugins/bearer-auth.ts';
 import { StoreFailedError } from '../../../db/storage-health.ts';
 import { registerResource, type ResourceDefinition } from './resource-routes.ts';
 import { registerEventFeed } from './event-feed.routes.ts';
+import { registerAttributes } from './attributes.routes.ts';
 
 /** The routes of a declared resource. */
 function routesOf(resource: ResourceDeclaration): ResourceDefinition {
@@ -39,4 +40,5 @@ export async function readApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(bearerAuthPlugin, { db: app.ctx.database.db });
   for (const resource of RESOURCES) registerResource(app, routesOf(resource));
   registerEventFeed(app);
+  registerAttributes(app);
 }

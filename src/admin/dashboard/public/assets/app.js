@@ -130,16 +130,28 @@ function buildShell() {
     icon('logout'),
     h('span', { class: 'btn-label', text: 'Sign out' }),
   );
+  // On a phone the navigation is a menu behind this button (app.css), so the page starts on the
+  // first screen; choosing a page closes it.
+  const menuToggle = h(
+    'button',
+    { type: 'button', class: 'btn btn-ghost btn-sm menu-toggle', 'aria-expanded': 'false', 'aria-controls': 'main-nav' },
+    h('span', { class: 'btn-label', text: 'Menu' }),
+  );
   const sidebar = h(
     'aside',
     { class: 'sidebar' },
     h(
-      'a',
-      { class: 'brand', href: '#/overview' },
-      h('img', { src: '/admin/assets/favicon.svg', alt: '', width: '28', height: '28' }),
-      h('span', { class: 'brand-text' }, h('span', { class: 'brand-name', text: 'Store Integration' }), h('span', { class: 'brand-sub', text: 'Admin' })),
+      'div',
+      { class: 'sidebar-top' },
+      h(
+        'a',
+        { class: 'brand', href: '#/overview' },
+        h('img', { src: '/admin/assets/favicon.svg', alt: '', width: '28', height: '28' }),
+        h('span', { class: 'brand-text' }, h('span', { class: 'brand-name', text: 'Store Integration' }), h('span', { class: 'brand-sub', text: 'Admin' })),
+      ),
+      menuToggle,
     ),
-    h('nav', { class: 'nav', 'aria-label': 'Main' }, navList),
+    h('nav', { class: 'nav', id: 'main-nav', 'aria-label': 'Main' }, navList),
     h(
       'div',
       { class: 'sidebar-footer' },
@@ -157,6 +169,14 @@ function buildShell() {
       signOutButton,
     ),
   );
+  const setMenu = (open) => {
+    sidebar.classList.toggle('menu-open', open);
+    menuToggle.setAttribute('aria-expanded', String(open));
+  };
+  menuToggle.addEventListener('click', () => setMenu(!sidebar.classList.contains('menu-open')));
+  navList.addEventListener('click', (event) => {
+    if (event.target.closest('a')) setMenu(false);
+  });
   replace(root, h('div', { class: 'layout' }, sidebar, main));
   root.classList.remove('app-loading');
   root.removeAttribute('aria-busy');

@@ -33,7 +33,7 @@ export function openReplayDialog(endpoint, onQueued) {
           'div',
           { class: 'field-row' },
           field({ label: 'From', control: from, required: true, hint: 'Your local time, inclusive' }),
-          field({ label: 'To', control: to, required: true, hint: 'Exclusive' }),
+          field({ label: 'To', control: to, required: true, hint: 'Inclusive, to the end of that minute' }),
         ),
         h(
           'div',
@@ -62,11 +62,13 @@ export function openReplayDialog(endpoint, onQueued) {
           setFieldError(form.querySelector('[data-field="from"]'), 'Choose a start.');
           return null;
         }
-        if (Number.isNaN(toMs) || fromMs >= toMs) {
+        if (Number.isNaN(toMs) || fromMs > toMs) {
           setFieldError(form.querySelector('[data-field="to"]'), 'Choose an end after the start.');
           return null;
         }
-        return { from: new Date(fromMs).toISOString(), to: new Date(toMs).toISOString(), failed_only: failedOnly.checked };
+        // The fields show minutes: "To" takes in the whole minute it shows (the API's `to` is
+        // exclusive), so the default range, ending at the current minute, holds what just happened.
+        return { from: new Date(fromMs).toISOString(), to: new Date(toMs + 60_000).toISOString(), failed_only: failedOnly.checked };
       };
 
       // The count shown belongs to the values in the form: any change asks again, and an older

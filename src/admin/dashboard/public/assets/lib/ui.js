@@ -28,7 +28,12 @@ export function toast(message, { tone = 'success', timeoutMs = 6000 } = {}) {
   return item;
 }
 
+/**
+ * An error as a toast; none for a lost session (401): the sign-in page says so, and the other
+ * requests of the page that was left, answered 401 after it, must not follow it there.
+ */
 export function toastError(error) {
+  if (error?.status === 401) return null;
   return toast(error?.message || String(error), { tone: 'error' });
 }
 

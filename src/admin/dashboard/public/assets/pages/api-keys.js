@@ -86,6 +86,9 @@ function makerCell(maker) {
   ];
 }
 
+/** Keys per page of the table. */
+const PAGE_SIZE = 50;
+
 function tokenRows(tokens, reload) {
   return tokens.map((t) =>
     h(
@@ -286,9 +289,22 @@ async function openCreateDialog(reload) {
     toast(`Could not load the scopes: ${error.message}`, { tone: 'error' });
     return;
   }
+  // After the new key was shown, focus goes to its row (its name), once the list shows it: the
+  // button that opened the dialog was redrawn with the list and is gone.
+  let created = null;
   openDialog({
     title: 'Create API key',
     description: 'For an ERP or another system reading the store through /api/v1.',
+    onClose: () => {
+      if (!created) return;
+      const { id, reloaded } = created;
+      Promise.resolve(reloaded).then(() => {
+        const cell = document.querySelector(`#api-keys-table tr[data-token-id="${id}"] th`);
+        if (!cell) return;
+        cell.tabIndex = -1;
+        cell.focus();
+      });
+    },
     render: (close, controls) => {
       const name = h('input', { type: 'text', name: 'name', maxlength: '100', autocomplete: 'off', autofocus: true, placeholder: 'e.g. ERP production' });
       const scopeGroupId = uid('scopes');
@@ -371,7 +387,7 @@ async function openCreateDialog(reload) {
           try {
             const { data } = await post('/tokens', { name: name.value.trim(), scopes: chosen, ...(expiresAt ? { expires_at: expiresAt } : {}) });
             showCreated(close, controls, data);
-            reload();
+            created = { id: data.id, reloaded: reload() };
           } catch (error) {
             // The server names body.expires_at; the field for it is the date picker.
             const problem = {
@@ -551,6 +567,73 @@ export async function renderApiKeys(view) {
   const makersBody = h('div');
   const showAll = view.query.get('show') === 'all';
   const toggle = h('a', { class: 'btn btn-ghost btn-sm', href: showAll ? '#/api-keys' : '#/api-keys?show=all' });
+  // A store with hundreds of keys: a search by name or key prefix and pages of PAGE_SIZE, kept
+  // across reloads (a revoke or a roll redraws the page the admin is on).
+  let keys = [];
+  let page = 0;
+  const search = h('input', { type: 'search', name: 'search', autocomplete: 'off', placeholder: 'Name or key prefix' });
+  const tableArea = h('div');
+  const drawKeys = () => {
+    const words = search.value.trim().toLowerCase();
+    const shown = words ? keys.filter((t) => t.name.toLowerCase().includes(words) || t.prefix.toLowerCase().includes(words)) : keys;
+    const pages = Math.max(1, Math.ceil(shown.length / PAGE_SIZE));
+    page = Math.min(page, pages - 1);
+    const slice = shown.slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE);
+    const active = keys.filter((t) => t.status === 'active').length;
+    const turn = (to) => {
+      const label = to > page ? 'Next' : 'Previous';
+      page = to;
+      drawKeys();
+      // The pager was redrawn: keep the focus on the button used, or the other one at an end.
+      const buttons = [...tableArea.querySelectorAll('.pager button')];
+      (buttons.find((b) => !b.disabled && b.textContent.trim() === label) ?? buttons.find((b) => !b.disabled))?.focus();
+    };
+    replace(
+      tableArea,
+      shown.length === 0
+        ? h('p', { class: 'empty-inline', text: `No key matches “${search.value.trim()}”.` })
+        : h(
+            'div',
+            { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'API keys (scrolls sideways on narrow screens)' },
+            h(
+              'table',
+              { class: 'table table-keys', id: 'api-keys-table' },
+              h('caption', { class: 'visually-hidden', text: `API keys: ${active} active of ${keys.length}` }),
+              h(
+                'thead',
+                {},
+                h(
+                  'tr',
+                  {},
+                  ['Name', 'Key', 'Access', 'Made by', 'Created', 'Last used', 'Expires', 'Rate limits', 'Status'].map((c) =>
+                    h('th', { scope: 'col', text: c }),
+                  ),
+                  h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })),
+                ),
+              ),
+              h('tbody', {}, tokenRows(slice, reload)),
+            ),
+          ),
+      shown.length > PAGE_SIZE
+        ? h(
+            'nav',
+            { class: 'pager', 'aria-label': 'API key pages' },
+            h('span', {
+              class: 'pager-status',
+              dataset: { role: 'key-range' },
+              text: `${page * PAGE_SIZE + 1}–${page * PAGE_SIZE + slice.length} of ${shown.length}`,
+            }),
+            button({ label: 'Previous', size: 'sm', variant: 'secondary', disabled: page === 0, onClick: () => turn(page - 1) }),
+            button({ label: 'Next', size: 'sm', variant: 'secondary', disabled: page >= pages - 1, onClick: () => turn(page + 1) }),
+          )
+        : null,
+    );
+  };
+  search.addEventListener('input', () => {
+    page = 0;
+    drawKeys();
+  });
+  const searchBar = h('div', { class: 'keys-toolbar' }, field({ label: 'Search keys', control: search }));
   const reload = async () => {
     try {
       const { data: all } = await get('/tokens');
@@ -583,30 +666,9 @@ export async function renderApiKeys(view) {
         );
         return;
       }
-      const active = data.filter((t) => t.status === 'active').length;
-      replace(
-        body,
-        h(
-          'div',
-          { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'API keys (scrolls sideways on narrow screens)' },
-          h(
-            'table',
-            { class: 'table', id: 'api-keys-table' },
-            h('caption', { class: 'visually-hidden', text: `API keys: ${active} active of ${data.length}` }),
-            h(
-              'thead',
-              {},
-              h(
-                'tr',
-                {},
-                ['Name', 'Key', 'Access', 'Made by', 'Created', 'Last used', 'Expires', 'Rate limits', 'Status'].map((c) => h('th', { scope: 'col', text: c })),
-                h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })),
-              ),
-            ),
-            h('tbody', {}, tokenRows(data, reload)),
-          ),
-        ),
-      );
+      keys = data;
+      if (!tableArea.isConnected) replace(body, searchBar, tableArea);
+      drawKeys();
     } catch (error) {
       if (error.status !== 401) replace(body, errorState(error, reload));
     }

@@ -5,6 +5,7 @@
 import { h, replace } from '../lib/dom.js';
 import { get, query } from '../lib/api.js';
 import { button, card, code, emptyState, errorState, field, loadingBlock, pageHeader, timeEl } from '../lib/ui.js';
+import { formatDateTime, formatNumber } from '../lib/format.js';
 
 /** The actions of the admin API's filter, in words. */
 export const ACTION_LABELS = {
@@ -46,17 +47,49 @@ export const ACTION_LABELS = {
   'store.written': 'Store data changed',
 };
 
-/** The details of an entry as short "key: value" lines (changes as "from → to"). */
+const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d/;
+const UNITS = [
+  [86_400, 'day'],
+  [3_600, 'hour'],
+  [60, 'minute'],
+  [1, 'second'],
+];
+
+/** "1 hour", "3 days", "90 seconds": a whole number of the largest unit that fits exactly. */
+function secondsWords(seconds) {
+  const [size, unit] = UNITS.find(([size]) => seconds % size === 0 && seconds >= size) ?? [1, 'second'];
+  const n = seconds / size;
+  return `${formatNumber(n)} ${unit}${n === 1 ? '' : 's'}`;
+}
+
+/** A details key in words: `overlap_seconds` → "Overlap", `failed_only` → "Failed only". */
+function keyWords(key) {
+  const words = key.replace(/_seconds$/, '').replace(/_/g, ' ');
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/** A details value as a person reads it: times in local time, yes/no, lists, durations, numbers. */
+function valueWords(key, v) {
+  if (v === null || v === undefined || v === '') return '—';
+  if (typeof v === 'boolean') return v ? 'yes' : 'no';
+  if (typeof v === 'number') return key.endsWith('_seconds') ? secondsWords(v) : formatNumber(v);
+  if (typeof v === 'string') return ISO_TIME.test(v) ? formatDateTime(v, { seconds: true }) : v;
+  if (Array.isArray(v)) return v.length === 0 ? 'none' : v.map((item) => valueWords(key, item)).join(', ');
+  return Object.entries(v)
+    .map(([k, item]) => `${keyWords(k).toLowerCase()} ${valueWords(k, item)}`)
+    .join(', ');
+}
+
+/** The details of an entry as short "Key: value" lines in words (changes as "from → to"). */
 function detailLines(details) {
   const lines = [];
-  const show = (v) => (v === null || v === undefined ? '—' : typeof v === 'object' ? JSON.stringify(v) : String(v));
   for (const [key, value] of Object.entries(details ?? {})) {
     if (key === 'changes' && value && typeof value === 'object') {
-      for (const [k, c] of Object.entries(value)) lines.push(`${k}: ${show(c?.from)} → ${show(c?.to)}`);
+      for (const [k, c] of Object.entries(value)) lines.push(`${keyWords(k)}: ${valueWords(k, c?.from)} → ${valueWords(k, c?.to)}`);
     } else if (value && typeof value === 'object' && 'from' in value && 'to' in value) {
-      lines.push(`${key}: ${show(value.from)} → ${show(value.to)}`);
+      lines.push(`${keyWords(key)}: ${valueWords(key, value.from)} → ${valueWords(key, value.to)}`);
     } else {
-      lines.push(`${key}: ${show(value)}`);
+      lines.push(`${keyWords(key)}: ${valueWords(key, value)}`);
     }
   }
   return lines;

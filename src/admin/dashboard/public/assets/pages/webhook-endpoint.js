@@ -223,7 +223,7 @@ export async function renderWebhookEndpoint(view) {
         edit,
         toggle,
         resume,
-        ping,
+        enabled ? ping : null,
         enabled ? testEventButton(endpoint, { onSent: () => panel?.reload() }) : null,
         deleteButton(endpoint, { onDeleted: () => view.navigate('#/webhooks') }),
       ].filter(Boolean),
