@@ -6,7 +6,8 @@
  * Two rules hold for every route, decided here once:
  *  - permission: a route's `config.permission` (read, write, owner), else read for GET/HEAD and
  *    write for anything else; a role that lacks it gets 403 problem+json (sessions/admin-roles.ts);
- *  - audit: every successful write is recorded in the audit log before its answer is sent, as the
+ *  - audit: every successful write is recorded in the audit log in the write's own transaction,
+ *    committed with it before its answer is sent (admin-write-transaction.ts, decision 0027), as the
  *    route's `config.audit` action (else `store.written`), with its target and what changed
  *    (`request.audit` set by the handler, else the request body; secrets are dropped).
  */
@@ -21,7 +22,7 @@ import { overviewAdminRoutes } from './routes/overview.admin-routes.ts';
 import { resourceAdminRoutes } from './routes/resource.admin-routes.ts';
 import { eventTypeAdminRoutes } from './routes/event-type.admin-routes.ts';
 import { recordAdminRoutes } from './routes/record.admin-routes.ts';
-import { registerIdempotency } from './idempotency/idempotency.ts';
+import { registerAdminWriteTransactions } from './admin-write-transaction.ts';
 import { accountAdminRoutes } from './routes/account.admin-routes.ts';
 import { auditAdminRoutes } from './routes/audit.admin-routes.ts';
 import { alertsAdminRoutes } from './routes/alerts.admin-routes.ts';
@@ -96,12 +97,9 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
     await authenticateAdmin(request);
     requirePermission(request, request.routeOptions.config?.permission);
   });
-  app.addHook('onSend', async (request, reply, payload) => {
-    await recordWrite(request, reply.statusCode, payload);
-    return payload;
-  });
-  // Every POST honours Idempotency-Key (decision 0013).
-  registerIdempotency(app);
+  // Every write is one transaction with its audit entry; every POST honours Idempotency-Key
+  // (decisions 0013, 0027).
+  registerAdminWriteTransactions(app, recordWrite);
   await app.register(tokenAdminRoutes);
   await app.register(storeAdminRoutes);
   await app.register(webhookAdminRoutes);

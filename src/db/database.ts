@@ -15,6 +15,7 @@ import { markConnectFailure } from '../shared/db-errors.ts';
 import { DISK_FULL_SQLSTATE, isOutOfSpace, isWalWriteFailure, StorageHealth, StoreFailedError } from './storage-health.ts';
 import { freeBytes, startDiskWatchdog } from './disk-watchdog.ts';
 import { copyPgliteTemplate, PGLITE_TEMPLATE_DIR, readStamp, type TemplateStamp } from './pglite-template.ts';
+import { withRequestTransactions } from './request-transaction.ts';
 
 export type Backend = 'pglite' | 'postgres';
 
@@ -118,7 +119,7 @@ function openPostgres(url: string, max: number, applicationName = 'store-api', o
     },
     end: () => pool.end(),
   } as unknown as pg.Pool;
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: connectTagged }) });
+  const db = new Kysely<Database>({ dialect: withRequestTransactions(new PostgresDialect({ pool: connectTagged })) });
   return {
     db,
     backend: 'postgres',
@@ -170,13 +171,15 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
   const storage = new StorageHealth(Date.now, undefined, diskDir && minFree > 0 ? lowSpace : undefined);
   const stopWatchdog = diskDir ? startDiskWatchdog(diskDir) : () => {};
   const db = new Kysely<Database>({
-    dialect: new PGliteDialect({
-      pglite,
-      onCreateConnection: async (connection) => {
-        guardAgainstWedge(connection, storage, lowSpace);
-        await yieldBetweenStatements(connection);
-      },
-    }),
+    dialect: withRequestTransactions(
+      new PGliteDialect({
+        pglite,
+        onCreateConnection: async (connection) => {
+          guardAgainstWedge(connection, storage, lowSpace);
+          await yieldBetweenStatements(connection);
+        },
+      }),
+    ),
   });
   return {
     db,

@@ -18,6 +18,7 @@ import * as adminAccountsAudit from './migrations/0012-admin-accounts-audit.ts';
 import * as webhookTestDeliveries from './migrations/0013-webhook-test-deliveries.ts';
 import * as deliveryQueueHotClaims from './migrations/0015-delivery-queue-hot-claims.ts';
 import * as readCacheNotify from './migrations/0016-read-cache-notify.ts';
+import * as idempotencyAnswersInTheWrite from './migrations/0018-idempotency-answers-in-the-write.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -33,6 +34,7 @@ const migrations: Record<string, Migration> = {
   '0013-webhook-test-deliveries': webhookTestDeliveries,
   '0015-delivery-queue-hot-claims': deliveryQueueHotClaims,
   '0016-read-cache-notify': readCacheNotify,
+  '0018-idempotency-answers-in-the-write': idempotencyAnswersInTheWrite,
 };
 
 /** Names of every migration this code has, in order. */

@@ -32,8 +32,16 @@ export function childEnv(env: Record<string, string>): Record<string, string> {
   return { ...base, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', SEED_DEMO: 'false', ...env };
 }
 
-export function startStoreApi(args: string[], env: Record<string, string>, { name = args.join(' '), cwd = PROJECT_ROOT } = {}): StoreApiProcess {
-  const child = spawn(process.execPath, [CLI, ...args], { cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Starts the CLI with `args` (or, with `entry`, another script run the same way, e.g. a test's
+ * wrapper of the CLI: `['--import', 'tsx', path]`).
+ */
+export function startStoreApi(
+  args: string[],
+  env: Record<string, string>,
+  { name = args.join(' '), cwd = PROJECT_ROOT, entry = [CLI] }: { name?: string; cwd?: string; entry?: string[] } = {},
+): StoreApiProcess {
+  const child = spawn(process.execPath, [...entry, ...args], { cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   const listeners = new Set<() => void>();
   const onData = (chunk: Buffer) => {
