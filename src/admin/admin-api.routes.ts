@@ -99,7 +99,7 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   });
   // Every write is one transaction with its audit entry; every POST honours Idempotency-Key
   // (decisions 0013, 0027).
-  registerAdminWriteTransactions(app, recordWrite);
+  registerAdminWriteTransactions(app, { audit: recordWrite, idempotency: true });
   await app.register(tokenAdminRoutes);
   await app.register(storeAdminRoutes);
   await app.register(webhookAdminRoutes);

@@ -1,6 +1,7 @@
 /**
- * One transaction per admin write (decision 0027): every request of the admin API other than
- * GET/HEAD/OPTIONS runs in a request transaction (db/request-transaction.ts). Its Idempotency-Key
+ * One transaction per admin write (decision 0027): every request of the admin API (and of the
+ * dashboard's session, setup and link routes) other than GET/HEAD/OPTIONS runs in a request
+ * transaction (db/request-transaction.ts). Its Idempotency-Key
  * claim, the route's writes (each service's own transaction becomes a savepoint of it), its
  * read-backs, its audit entry and its stored answer are one transaction, committed in `onSend`, after
  * the answer is serialised and before its first byte leaves. So:
@@ -67,15 +68,23 @@ async function rollbackQuietly(request: FastifyRequest): Promise<void> {
   await endTransaction(request, 'rollback').catch((error: unknown) => request.log.warn({ err: error }, 'rollback of an admin write failed'));
 }
 
+/** What the admin API adds to the transaction of its writes (the dashboard's session routes add nothing). */
+export interface AdminWriteOptions {
+  /** Writes the audit entry of a 2xx write; without it the routes record their own entries (in the transaction). */
+  audit?: AuditWriter;
+  /** Whether POSTs honour Idempotency-Key (they need an authenticated principal). */
+  idempotency?: boolean;
+}
+
 /**
- * Registers the transaction of every admin write on the admin API's scope (after its
- * authentication hook, before its routes): the Idempotency-Key claim, the route, `audit` and the
- * stored answer in one transaction.
+ * Registers the transaction of every write on a scope (before its routes; on the admin API after
+ * its authentication hook): the Idempotency-Key claim, the route, `audit` and the stored answer in
+ * one transaction.
  */
-export function registerAdminWriteTransactions(app: FastifyInstance, audit: AuditWriter): void {
+export function registerAdminWriteTransactions(app: FastifyInstance, { audit, idempotency = false }: AdminWriteOptions = {}): void {
   const database = app.ctx.database;
   app.decorateRequest('writeTransaction', undefined);
-  app.decorateRequest('idempotencyClaim', undefined);
+  if (idempotency) app.decorateRequest('idempotencyClaim', undefined);
 
   // Every route's handler runs inside its request's transaction.
   app.addHook('onRoute', (route: RouteOptions) => {
@@ -88,9 +97,10 @@ export function registerAdminWriteTransactions(app: FastifyInstance, audit: Audi
   });
 
   app.addHook('preHandler', async (request, reply) => {
-    if (SAFE_METHODS.has(request.method) || !request.admin) return undefined;
+    if (SAFE_METHODS.has(request.method)) return undefined;
     const transaction = new RequestTransaction();
     request.writeTransaction = transaction;
+    if (!idempotency) return undefined;
     const replay = await transaction.run(() => claimIdempotencyKey(request, reply, database.db, database.backend === 'postgres'));
     if (replay) {
       // The stored answer: nothing to write, the transaction (and the key's lock) ends here.
@@ -112,7 +122,7 @@ export function registerAdminWriteTransactions(app: FastifyInstance, audit: Audi
     try {
       await step('handled', transaction, request);
       await transaction.run(async () => {
-        if (reply.statusCode < 400) {
+        if (audit && reply.statusCode < 400) {
           await audit(request, reply.statusCode, payload);
           await step('audited', transaction, request);
         }

@@ -1771,7 +1771,7 @@ export interface components {
     parameters: {
         /** @description An ETag from an earlier response; 304 when the record is unchanged. */
         IfNoneMatch: string;
-        /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+        /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
         IdempotencyKey: string;
     };
     requestBodies: never;
@@ -4023,7 +4023,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -4134,7 +4134,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4179,7 +4179,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4214,7 +4214,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -4352,7 +4352,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4442,7 +4442,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4525,7 +4525,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -4607,7 +4607,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -4659,7 +4659,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4702,7 +4702,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4744,7 +4744,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -4786,7 +4786,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -4845,7 +4845,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -5020,7 +5020,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5055,7 +5055,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5090,7 +5090,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5135,7 +5135,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5358,7 +5358,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -5401,7 +5401,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5647,7 +5647,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -5843,7 +5843,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5894,7 +5894,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -6053,7 +6053,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
