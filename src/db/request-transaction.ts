@@ -9,8 +9,10 @@
  * pinned connection; the first such statement opens the transaction (BEGIN). A transaction begun
  * inside it (`db.transaction()`, `runWrite`) becomes a SAVEPOINT: its commit releases the savepoint,
  * its rollback rolls back to it, so each service call stays all-or-nothing and a deadlock's rerun
- * still works. Nested transactions of one request take turns (two open at once would tangle their
- * savepoints). Code outside `run` (other requests, the worker) is untouched.
+ * still works. Each has a savepoint of its own name: one begun inside another nests; two begun side
+ * by side (Promise.all) cannot quietly tangle — ending the older first ends the younger's savepoint
+ * too, and the younger's own end then fails, which fails the request and rolls it all back. Code
+ * outside `run` (other requests, the worker) is untouched.
  *
  * States (one request):
  *  - idle: nothing asked for a connection yet (a request that never touches the database costs none);
@@ -38,7 +40,7 @@ import {
 
 const current = new AsyncLocalStorage<RequestTransaction>();
 
-/** One waiter at a time (the single connection of PGlite; the nested transactions of one request). */
+/** One waiter at a time (the single connection of PGlite). */
 class Turns {
   #tail: Promise<void> = Promise.resolve();
 
@@ -52,8 +54,13 @@ class Turns {
   }
 }
 
-/** The connection handed to statements of a request transaction: the pinned one, never released by them. */
+/**
+ * The connection handed to a statement (or a transaction) of a request transaction: the pinned one,
+ * never released by them. One per acquisition, so a transaction begun on it knows its savepoint.
+ */
 class PinnedConnection implements DatabaseConnection {
+  /** The savepoint of the transaction begun on this acquisition, if any. */
+  savepoint: string | undefined;
   constructor(
     readonly owner: RequestTransaction,
     readonly inner: DatabaseConnection,
@@ -73,8 +80,7 @@ export class RequestTransaction {
   #pinned: PinnedConnection | undefined;
   #opening: Promise<PinnedConnection> | undefined;
   #releaseTurn: (() => void) | undefined;
-  readonly #nested = new Turns();
-  readonly #nestedEnds: (() => void)[] = [];
+  #savepoints = 0;
   readonly #afterCommit = new Set<() => void>();
 
   /** idle, open or ended (see the file's comment). */
@@ -140,9 +146,9 @@ export class RequestTransaction {
   connectionFor(driver: RequestTransactionDriver): Promise<PinnedConnection> | undefined {
     if (this.#state === 'ended') return undefined;
     if (this.#driver && this.#driver !== driver) return undefined; // another database's statement
-    if (this.#pinned) return Promise.resolve(this.#pinned);
+    if (this.#pinned) return Promise.resolve(new PinnedConnection(this, this.#pinned.inner));
     this.#opening ??= this.#open(driver);
-    return this.#opening;
+    return this.#opening.then((pinned) => new PinnedConnection(this, pinned.inner));
   }
 
   async #open(driver: RequestTransactionDriver): Promise<PinnedConnection> {
@@ -164,32 +170,20 @@ export class RequestTransaction {
     }
   }
 
-  /** A transaction begun by a statement inside this one: a savepoint, one at a time. */
+  /** A transaction begun by a statement inside this one: a savepoint of its own. */
   async beginNested(pinned: PinnedConnection): Promise<void> {
-    const endTurn = await this.#nested.take();
-    try {
-      await pinned.inner.executeQuery(savepointSql('SAVEPOINT', this.#nestedEnds.length));
-    } catch (error) {
-      endTurn();
-      throw error;
-    }
-    this.#nestedEnds.push(endTurn);
+    const name = `request_nested_${++this.#savepoints}`;
+    await pinned.inner.executeQuery(CompiledQuery.raw(`SAVEPOINT ${name}`));
+    pinned.savepoint = name;
   }
 
   async endNested(pinned: PinnedConnection, outcome: 'commit' | 'rollback'): Promise<void> {
-    const depth = this.#nestedEnds.length - 1;
-    const endTurn = this.#nestedEnds.pop();
-    try {
-      if (outcome === 'rollback') await pinned.inner.executeQuery(savepointSql('ROLLBACK TO SAVEPOINT', depth));
-      await pinned.inner.executeQuery(savepointSql('RELEASE SAVEPOINT', depth));
-    } finally {
-      endTurn?.();
-    }
+    const name = pinned.savepoint;
+    if (!name) throw new Error('no transaction was begun on this connection');
+    pinned.savepoint = undefined;
+    if (outcome === 'rollback') await pinned.inner.executeQuery(CompiledQuery.raw(`ROLLBACK TO SAVEPOINT ${name}`));
+    await pinned.inner.executeQuery(CompiledQuery.raw(`RELEASE SAVEPOINT ${name}`));
   }
-}
-
-function savepointSql(command: string, depth: number): CompiledQuery {
-  return CompiledQuery.raw(`${command} request_nested_${depth}`);
 }
 
 /** The request transaction `fn` runs in (when it is still open or idle), for code that must act at its commit. */
