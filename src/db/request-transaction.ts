@@ -93,7 +93,7 @@ export class RequestTransaction {
     return current.run(this, fn);
   }
 
-  /** Calls `fn` once after the commit (not after a rollback); at once when nothing was ever written. */
+  /** Calls `fn` after the commit (never after a rollback): for signals that must not run ahead of it. */
   afterCommit(fn: () => void): void {
     this.#afterCommit.add(fn);
   }
