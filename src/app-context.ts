@@ -10,4 +10,9 @@ export interface AppContext {
   readonly config: Config;
   readonly database: DatabaseHandle;
   readonly logger: Logger;
+  /**
+   * The time (ms since the epoch) of TOTP time steps and fresh-proof windows (admin/second factor);
+   * default Date.now. Tests inject a clock to move across time steps without sleeping.
+   */
+  readonly now?: () => number;
 }

@@ -18,6 +18,7 @@ import { adminApiRoutes } from './admin/admin-api.routes.ts';
 import { observabilityPlugin } from './ops/observability.plugin.ts';
 import { gracefulClosePlugin } from './ops/graceful-close.plugin.ts';
 import { secretResponsesPlugin } from './ops/secret-responses.ts';
+import { limitConnectionsPerAddress } from './ops/connection-limits.ts';
 import { opsRoutes } from './ops/ops.routes.ts';
 import { generateRequestId, REQUEST_ID_LOG_LABEL } from './ops/request-id.ts';
 import { conditionalGetPlugin } from './api/plugins/conditional-get.ts';
@@ -80,6 +81,8 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.decorate('ctx', ctx);
+  // One client address cannot take every descriptor with idle or slow connections (issue 24).
+  limitConnectionsPerAddress(app.server, { maxPerAddress: ctx.config.maxConnectionsPerAddress, logger: ctx.logger });
   await enableReadCaches(app, ctx);
   app.decorateRequest('token', undefined);
   await app.register(errorHandlerPlugin);

@@ -4,16 +4,18 @@
  * routes in its own file under admin/routes/ and is registered here.
  *
  * Two rules hold for every route, decided here once:
- *  - permission: a route's `config.permission` (read, write, owner), else read for GET/HEAD and
- *    write for anything else; a role that lacks it gets 403 problem+json (sessions/admin-roles.ts);
+ *  - permission: a route's `config.permission` (read, write, owner, account; sessions/admin-roles.ts),
+ *    declared on every route: a route without one stops the app from starting. A caller that lacks
+ *    it gets 403 problem+json; a key never does more than its maker's role allows now, and never an
+ *    owner-only action (decision 0026). The README's authorization matrix is generated from these;
  *  - audit: every successful write is recorded in the audit log in the write's own transaction,
  *    committed with it before its answer is sent (admin-write-transaction.ts, decision 0027), as the
  *    route's `config.audit` action (else `store.written`), with its target and what changed
  *    (`request.audit` set by the handler, else the request body; secrets are dropped).
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { authenticateAdmin, requirePermission } from './admin-auth.ts';
-import type { Permission } from './sessions/admin-roles.ts';
+import { authenticateAdmin, requireEnrolledWhenRequired, requirePermission } from './admin-auth.ts';
+import { PERMISSIONS, type Permission } from './sessions/admin-roles.ts';
 import { recordAudit, type AuditAction } from './audit/audit-log.ts';
 import { tokenAdminRoutes } from './routes/token.admin-routes.ts';
 import { storeAdminRoutes } from './routes/store.admin-routes.ts';
@@ -26,6 +28,7 @@ import { registerAdminWriteTransactions } from './admin-write-transaction.ts';
 import { accountAdminRoutes } from './routes/account.admin-routes.ts';
 import { auditAdminRoutes } from './routes/audit.admin-routes.ts';
 import { alertsAdminRoutes } from './routes/alerts.admin-routes.ts';
+import { secondFactorAdminRoutes } from './routes/second-factor.admin-routes.ts';
 
 /** What a handler tells the audit log about its action (all optional). */
 export interface AuditNote {
@@ -38,10 +41,13 @@ export interface AuditNote {
 
 declare module 'fastify' {
   interface FastifyContextConfig {
+    /** What an admin API route needs (required there: sessions/admin-roles.ts). */
     permission?: Permission;
     audit?: AuditAction;
     /** The target type named in the audit log (its id is params.id or the answer's data.id). */
     auditTarget?: string;
+    /** Reachable by a session whose administrator must still set up a required second factor. */
+    duringEnrolment?: boolean;
   }
   interface FastifyRequest {
     audit?: AuditNote;
@@ -93,9 +99,17 @@ async function recordWrite(request: FastifyRequest, statusCode: number, payload:
 export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   app.decorateRequest('admin', undefined);
   app.decorateRequest('audit', undefined);
+  // No route without its rule: a default by method is how a DELETE once became a viewer's.
+  app.addHook('onRoute', (route) => {
+    const permission = (route.config as { permission?: unknown } | undefined)?.permission;
+    if (!PERMISSIONS.includes(permission as Permission)) {
+      throw new Error(`admin API route ${String(route.method)} ${route.url} declares no config.permission (one of ${PERMISSIONS.join(', ')})`);
+    }
+  });
   app.addHook('onRequest', async (request) => {
     await authenticateAdmin(request);
-    requirePermission(request, request.routeOptions.config?.permission);
+    requirePermission(request, request.routeOptions.config.permission!);
+    requireEnrolledWhenRequired(request, request.routeOptions.config?.duringEnrolment === true);
   });
   // Every write is one transaction with its audit entry; every POST honours Idempotency-Key
   // (decisions 0013, 0027).
@@ -110,4 +124,5 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(accountAdminRoutes);
   await app.register(auditAdminRoutes);
   await app.register(alertsAdminRoutes);
+  await app.register(secondFactorAdminRoutes);
 }

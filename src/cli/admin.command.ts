@@ -1,10 +1,12 @@
 /**
- * `store-api admin create|set-password|list`: dashboard administrators. The password comes from
+ * `store-api admin create|set-password|remove-second-factor|list`: dashboard administrators. The password comes from
  * --password, else ADMIN_PASSWORD, else a prompt on the terminal that echoes nothing (asked twice).
  * Prefer the prompt or the variable: a --password value stays in the shell history.
  */
 import type { Command } from 'commander';
-import { createAdminUser, listAdminUsers, MIN_PASSWORD_LENGTH, setAdminPassword } from '../admin/sessions/admin-user.service.ts';
+import { createAdminUser, findAdminUser, listAdminUsers, MIN_PASSWORD_LENGTH, setAdminPassword } from '../admin/sessions/admin-user.service.ts';
+import { removeSecondFactor } from '../admin/sessions/second-factor.service.ts';
+import { deleteSessionsOf } from '../admin/sessions/admin-session.service.ts';
 import { withContext } from './run-command.ts';
 import type { AppContext } from '../app-context.ts';
 import { ApiError } from '../shared/problem.ts';
@@ -79,6 +81,25 @@ export function registerAdminCommands(program: Command): void {
         const password = await passwordFor(ctx, opts.password);
         const user = await setAdminPassword(ctx.database.db, { email: opts.email, password });
         process.stdout.write(`Changed the password of ${user.email}; their sessions were ended.\n`);
+      }),
+    );
+
+  // The way back for an owner who lost device and recovery codes with no other owner to turn the
+  // second factor off: whoever runs the machine can already set a password (decision 0028).
+  admin
+    .command('remove-second-factor')
+    .description("Turn off an administrator's second factor (lost device and recovery codes); signs them out everywhere")
+    .requiredOption('--email <email>', "the administrator's address")
+    .action((opts: { email: string }) =>
+      withContext(async (ctx) => {
+        const user = await findAdminUser(ctx.database.db, opts.email);
+        if (!user) throw new ApiError('not_found', `No administrator with the email '${opts.email}'.`);
+        if (!(await removeSecondFactor(ctx.database.db, user.id))) {
+          process.stdout.write(`${user.email} has no second factor; nothing was changed.\n`);
+          return;
+        }
+        await deleteSessionsOf(ctx.database.db, user.id);
+        process.stdout.write(`Turned off the second factor of ${user.email} and ended their sessions. They can set up a new one after signing in.\n`);
       }),
     );
 

@@ -62,10 +62,13 @@ interface Running {
   worker?: WebhookWorker;
   pruner?: RetentionPruner;
   opsServer?: FastifyInstance;
+  /** Stops the descriptor watch (ops/connection-limits.ts). */
+  stopDescriptorWatch?: () => void;
 }
 
 /** Releases what `running` holds, in the order of the file comment. */
 async function stopAll(running: Running): Promise<void> {
+  running.stopDescriptorWatch?.();
   await Promise.all([running.app?.close(), running.worker?.stop(), running.pruner?.stop()]);
   await running.opsServer?.close();
   await running.ctx?.database.close();
@@ -117,6 +120,9 @@ async function run(role: Role): Promise<void> {
         : {};
     running.ctx = await openContext(config, createLogger(config), { applicationName: `store-api-${role}`, ...demoTemplate });
     const ctx = running.ctx;
+    // Every role: a warning (log and gauge) when open descriptors near the process's limit.
+    const { watchDescriptors } = await import('../ops/connection-limits.ts');
+    running.stopDescriptorWatch = watchDescriptors(ctx.logger);
     // Text on a terminal, JSON lines (credentials flagged as secrets) anywhere else (ops/announce.ts).
     const announce = createAnnouncer({ logLevel: config.LOG_LEVEL });
     // The embedded database could not write its log (a full disk) and cannot recover in this process

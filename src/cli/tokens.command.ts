@@ -1,6 +1,6 @@
 /** `store-api tokens create|list|revoke`: API tokens from the command line. */
 import type { Command } from 'commander';
-import { SCOPES, createToken, listTokens, revokeToken, type Scope } from '../tokens/token.service.ts';
+import { SCOPES, createToken, listTokens, revokeToken, type Scope, type TokenMaker } from '../tokens/token.service.ts';
 import { parseIsoTimestamp } from '../shared/time.ts';
 import { CliUsageError, exitWithError, withContext } from './run-command.ts';
 
@@ -12,6 +12,12 @@ function parseScopes(value: string): Scope[] {
   const bad = scopes.filter((s) => !(SCOPES as readonly string[]).includes(s));
   if (bad.length > 0) throw new CliUsageError(`Unknown scope(s): ${bad.join(', ')}. Known: ${SCOPES.join(', ')}`);
   return scopes as Scope[];
+}
+
+/** Who made a key, as `tokens list` prints it (decision 0026). */
+function makerText(maker: TokenMaker): string {
+  if (maker.kind === 'operator') return 'the operator (CLI)';
+  return maker.removed ? `${maker.email} (removed)` : `${maker.email} (${maker.role})`;
 }
 
 export function registerTokenCommands(program: Command): void {
@@ -63,7 +69,7 @@ export function registerTokenCommands(program: Command): void {
           if (all.length === 0) process.stdout.write('No tokens.\n');
           for (const t of all) {
             process.stdout.write(
-              `${t.id}  ${t.prefix}…  ${t.status.padEnd(7)}  ${t.name}  [${t.scopes.join(',')}]  created ${t.created_at}${t.expires_at ? `  expires ${t.expires_at}` : ''}${t.last_used_at ? `  last used ${t.last_used_at}` : ''}\n`,
+              `${t.id}  ${t.prefix}…  ${t.status.padEnd(7)}  ${t.name}  [${t.scopes.join(',')}]  made by ${makerText(t.made_by)}  created ${t.created_at}${t.expires_at ? `  expires ${t.expires_at}` : ''}${t.last_used_at ? `  last used ${t.last_used_at}` : ''}\n`,
             );
           }
         },

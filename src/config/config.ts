@@ -32,6 +32,14 @@ export const EnvSchema = Type.Object({
     3_600_000,
     "How long an idle keep-alive connection stays open waiting for its next request (keep it above your load balancer's idle timeout)",
   ),
+  MAX_CONNECTIONS_PER_ADDRESS: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: 1_000_000,
+      description:
+        "Most connections one client address may hold at once; further ones are closed as soon as accepted, logged and counted (store_api_connections_refused_total). Default 256, or 0 (no cap) with TRUST_PROXY, where every client has the proxy's address: cap at the proxy. 0 = no cap",
+    }),
+  ),
   TRUST_PROXY: Bool(false, 'Take the client address from X-Forwarded-For (set only behind a proxy you run)'),
   DATA_DIR: Type.String({ default: './data', description: 'Embedded (PGlite) data directory, used when DATABASE_URL is unset' }),
   DATA_DIR_MIN_FREE_MB: Int(
@@ -136,6 +144,12 @@ export const EnvSchema = Type.Object({
   COOKIE_SECURE: Bool(false, 'Mark the dashboard session cookie Secure (set when served over HTTPS)'),
   ADMIN_SIGN_IN_MAX_FAILURES: Int(5, 1, 1000, 'Failed dashboard sign-ins per email and client address before sign-in is refused for a while'),
   ADMIN_SIGN_IN_WINDOW_MS: Int(900_000, 1000, 86_400_000, 'Window over which failed dashboard sign-ins are counted'),
+  ADMIN_REAUTH_WINDOW_MS: Int(
+    300_000,
+    10_000,
+    3_600_000,
+    'How long a dashboard sign-in, password or second-factor code counts as a fresh proof for revealing a signing secret, minting a write or admin key, changing roles',
+  ),
   ADMIN_SETUP_LINK_TTL_MS: Int(3_600_000, 60_000, 604_800_000, 'How long the one-time first-administrator setup link printed at start stays valid'),
   ADMIN_INVITATION_TTL_MS: Int(604_800_000, 60_000, 2_592_000_000, 'How long a one-time invitation link for a new administrator stays valid'),
   ADMIN_PASSWORD_RESET_TTL_MS: Int(3_600_000, 60_000, 604_800_000, 'How long a one-time password-reset link an owner issued stays valid'),
@@ -147,7 +161,12 @@ export const EnvSchema = Type.Object({
 export type Config = Readonly<Static<typeof EnvSchema>> & {
   /** Parsed WEBHOOK_RETRY_SCHEDULE_MS. */
   readonly webhookRetryScheduleMs: readonly number[];
+  /** MAX_CONNECTIONS_PER_ADDRESS as set, else its default: 0 (no cap) with TRUST_PROXY, else DEFAULT_MAX_CONNECTIONS_PER_ADDRESS. */
+  readonly maxConnectionsPerAddress: number;
 };
+
+/** Connections one client address may hold when MAX_CONNECTIONS_PER_ADDRESS is unset and TRUST_PROXY is off (256). */
+export const DEFAULT_MAX_CONNECTIONS_PER_ADDRESS = 256;
 
 /** A bad configuration; `variables` names the variables at fault. */
 export class ConfigError extends Error {
@@ -197,6 +216,8 @@ export function loadConfig(env: Record<string, string | undefined> = readEnviron
   return Object.freeze({
     ...parsed,
     webhookRetryScheduleMs: Object.freeze(parsed.WEBHOOK_RETRY_SCHEDULE_MS.split(',').map(Number)),
+    // Behind a proxy every client has the proxy's address: a cap per address would cap the proxy.
+    maxConnectionsPerAddress: parsed.MAX_CONNECTIONS_PER_ADDRESS ?? (parsed.TRUST_PROXY ? 0 : DEFAULT_MAX_CONNECTIONS_PER_ADDRESS),
   });
 }
 

@@ -144,6 +144,10 @@ export interface ApiTokenTable {
   /** After a roll (migration 0012): the replaced secret's hash, accepted until previous_token_expires_at. */
   previous_token_hash: ColumnType<string | null, string | null | undefined, string | null>;
   previous_token_expires_at: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The administrator who made the key (migration 0017); NULL: the machine's operator (CLI). */
+  made_by_admin_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** That administrator's email when the key was made or transferred to her; NULL with the id. */
+  made_by_email: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface Database {

@@ -5,6 +5,10 @@
 export const errorCodes = {
   unauthorized: { status: 401, title: 'Unauthorized' },
   forbidden: { status: 403, title: 'Forbidden' },
+  second_factor_required: { status: 401, title: 'Second Factor Required' },
+  invalid_second_factor: { status: 401, title: 'Invalid Second Factor' },
+  second_factor_enrolment_required: { status: 403, title: 'Second Factor Enrolment Required' },
+  reauthentication_required: { status: 403, title: 'Reauthentication Required' },
   not_found: { status: 404, title: 'Not Found' },
   invalid_parameter: { status: 400, title: 'Invalid Parameter' },
   invalid_body: { status: 400, title: 'Invalid Request Body' },

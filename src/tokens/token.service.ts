@@ -8,10 +8,11 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { isOutOfSpace } from '../db/storage-health.ts';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { conflict, notFound } from '../shared/problem.ts';
+import { ApiError, conflict, notFound } from '../shared/problem.ts';
 import { tokensChanged } from '../db/read-cache-signals.ts';
 
 import { READ_SCOPES, type ReadScope } from '../resources/registry.ts';
+import type { AdminRole } from '../admin/sessions/admin-roles.ts';
 
 /** Every scope: each resource's read scope (resources/registry.ts), and `admin`. */
 export type Scope = ReadScope | 'admin';
@@ -19,6 +20,28 @@ export const SCOPES: readonly Scope[] = [...READ_SCOPES, 'admin'];
 
 export const TOKEN_PREFIX = 'sia_';
 const TOKEN_PATTERN = /^sia_[A-Za-z0-9_-]{43}$/;
+
+/**
+ * Who made a key (decision 0026): an administrator (made in her dashboard session, or by a key of
+ * hers), or the machine's operator (`store-api tokens create`; keys from before makers were
+ * recorded that the audit log does not attribute). `role` is the administrator's role now, null
+ * once she has been removed (`removed`); the operator has no role.
+ */
+export interface TokenMaker {
+  kind: 'administrator' | 'operator';
+  /** The administrator's id (null for the operator). */
+  id: string | null;
+  /** The administrator's email when the key was made or transferred to her (null for the operator). */
+  email: string | null;
+  role: AdminRole | null;
+  removed: boolean;
+}
+
+/** Who makes a key being created: an administrator, or (undefined) the machine's operator. */
+export interface TokenMakerRef {
+  adminId: string;
+  email: string;
+}
 
 /** A token as listed to administrators (never the secret). */
 export interface TokenSummary {
@@ -35,6 +58,7 @@ export interface TokenSummary {
   /** After a roll: until when the replaced secret still works (null when none does). */
   previous_secret_expires_at: string | null;
   status: 'active' | 'revoked' | 'expired';
+  made_by: TokenMaker;
 }
 
 /** The identity of an authenticated request. */
@@ -42,6 +66,8 @@ export interface AuthenticatedToken {
   id: string;
   name: string;
   scopes: Scope[];
+  /** Who made it, with the maker's role as of this look-up (the token cache drops it when that changes). */
+  maker: TokenMaker;
   rateLimitStandard: number | null;
   rateLimitExport: number | null;
 }
@@ -52,6 +78,8 @@ export interface CreateTokenInput {
   expiresAt?: string | null;
   rateLimitStandard?: number | null;
   rateLimitExport?: number | null;
+  /** The administrator making it; omitted: the machine's operator (CLI, demo seed). */
+  madeBy?: TokenMakerRef;
 }
 
 export function hashToken(token: string): string {
@@ -68,29 +96,44 @@ type TokenRow = Awaited<ReturnType<ReturnType<typeof tokenQuery>['execute']>>[nu
 /** The one select of a token's listed columns. */
 function tokenQuery(db: Kysely<Database>) {
   return db
-    .selectFrom('api_tokens')
+    .selectFrom('api_tokens as t')
     .select([
-      'id',
-      'name',
-      'prefix',
-      'scopes',
-      'rate_limit_standard',
-      'rate_limit_export',
-      sql<string>`iso_utc(created_at)`.as('created_at'),
-      sql<string | null>`iso_utc(expires_at)`.as('expires_at'),
-      sql<string | null>`iso_utc(revoked_at)`.as('revoked_at'),
-      sql<string | null>`iso_utc(last_used_at)`.as('last_used_at'),
-      sql<string | null>`CASE WHEN previous_token_expires_at > now() THEN iso_utc(previous_token_expires_at) END`.as('previous_secret_expires_at'),
-      sql<boolean>`expires_at IS NOT NULL AND expires_at <= now()`.as('expired'),
+      't.id',
+      't.name',
+      't.prefix',
+      't.scopes',
+      't.rate_limit_standard',
+      't.rate_limit_export',
+      sql<string>`iso_utc(t.created_at)`.as('created_at'),
+      sql<string | null>`iso_utc(t.expires_at)`.as('expires_at'),
+      sql<string | null>`iso_utc(t.revoked_at)`.as('revoked_at'),
+      sql<string | null>`iso_utc(t.last_used_at)`.as('last_used_at'),
+      sql<string | null>`CASE WHEN t.previous_token_expires_at > now() THEN iso_utc(t.previous_token_expires_at) END`.as('previous_secret_expires_at'),
+      sql<boolean>`t.expires_at IS NOT NULL AND t.expires_at <= now()`.as('expired'),
+      ...makerColumns,
     ]);
 }
 
+/** The maker's columns of a query over `api_tokens as t`: her role now (NULL once removed). */
+const makerColumns = [
+  't.made_by_admin_id',
+  't.made_by_email',
+  sql<AdminRole | null>`(SELECT u.role FROM admin_users u WHERE u.id = t.made_by_admin_id)`.as('maker_role'),
+] as const;
+
+/** One mapping of the maker's columns. */
+function makerOf(row: { made_by_admin_id: string | null; made_by_email: string | null; maker_role: AdminRole | null }): TokenMaker {
+  if (row.made_by_admin_id === null) return { kind: 'operator', id: null, email: null, role: null, removed: false };
+  return { kind: 'administrator', id: row.made_by_admin_id, email: row.made_by_email, role: row.maker_role, removed: row.maker_role === null };
+}
+
 function tokenRowToSummary(row: TokenRow): TokenSummary {
-  const { expired, ...rest } = row;
+  const { expired, made_by_admin_id: _id, made_by_email: _email, maker_role: _role, ...rest } = row;
   return {
     ...rest,
     scopes: row.scopes as Scope[],
     status: row.revoked_at ? 'revoked' : expired ? 'expired' : 'active',
+    made_by: makerOf(row),
   };
 }
 
@@ -111,6 +154,8 @@ export async function createToken(db: Kysely<Database>, input: CreateTokenInput)
       rate_limit_export: input.rateLimitExport ?? null,
       created_at: sql<string>`now()`,
       expires_at: input.expiresAt ?? null,
+      made_by_admin_id: input.madeBy?.adminId ?? null,
+      made_by_email: input.madeBy?.email ?? null,
     })
     .execute();
   tokensChanged(db);
@@ -124,7 +169,7 @@ export async function listTokens(db: Kysely<Database>): Promise<TokenSummary[]> 
 }
 
 export async function getToken(db: Kysely<Database>, id: string): Promise<TokenSummary> {
-  const row = await tokenQuery(db).where('id', '=', id).executeTakeFirst();
+  const row = await tokenQuery(db).where('t.id', '=', id).executeTakeFirst();
   if (!row) throw notFound('token', id);
   return tokenRowToSummary(row);
 }
@@ -162,25 +207,27 @@ export interface TokenLookup {
 export async function lookupToken(db: Kysely<Database>, token: string): Promise<TokenLookup | AuthenticationFailure> {
   const hash = hashToken(token);
   const row = await db
-    .selectFrom('api_tokens')
+    .selectFrom('api_tokens as t')
     .select([
-      'id',
-      'name',
-      'scopes',
-      'rate_limit_standard',
-      'rate_limit_export',
-      'revoked_at',
-      sql<boolean>`expires_at IS NOT NULL AND expires_at <= now()`.as('expired'),
-      sql<boolean>`last_used_at IS NULL OR last_used_at < now() - interval '60 seconds'`.as('stale_use'),
+      't.id',
+      't.name',
+      't.scopes',
+      't.rate_limit_standard',
+      't.rate_limit_export',
+      't.revoked_at',
+      sql<boolean>`t.expires_at IS NOT NULL AND t.expires_at <= now()`.as('expired'),
+      sql<boolean>`t.last_used_at IS NULL OR t.last_used_at < now() - interval '60 seconds'`.as('stale_use'),
       // How long this answer holds: until the expiry; 0 for a rolled-out secret in its overlap (a
       // transitional state, looked up on every request so its end is exact).
-      sql<number | null>`CASE WHEN token_hash = ${hash} THEN extract(epoch FROM expires_at - now()) * 1000 ELSE 0 END`.as('valid_ms'),
+      sql<number | null>`CASE WHEN t.token_hash = ${hash} THEN extract(epoch FROM t.expires_at - now()) * 1000 ELSE 0 END`.as('valid_ms'),
+      // The maker's role now: a cached answer is dropped when it changes (migration 0017's NOTIFY).
+      ...makerColumns,
     ])
     .where((eb) =>
       eb.or([
-        eb('token_hash', '=', hash),
+        eb('t.token_hash', '=', hash),
         // A rolled-out secret keeps working until its overlap ends.
-        eb.and([eb('previous_token_hash', '=', hash), eb('previous_token_expires_at', '>', sql<string>`now()`)]),
+        eb.and([eb('t.previous_token_hash', '=', hash), eb('t.previous_token_expires_at', '>', sql<string>`now()`)]),
       ]),
     )
     .executeTakeFirst();
@@ -205,6 +252,7 @@ export async function lookupToken(db: Kysely<Database>, token: string): Promise<
       scopes: row.scopes as Scope[],
       rateLimitStandard: row.rate_limit_standard,
       rateLimitExport: row.rate_limit_export,
+      maker: makerOf(row),
     },
     validForMs: row.valid_ms === null ? null : Number(row.valid_ms),
   };
@@ -248,4 +296,45 @@ export async function updateToken(
     tokensChanged(db);
   }
   return { before, after: await getToken(db, id) };
+}
+
+/** A maker as named by the admin API: an administrator's id (present or removed), or `operator`. */
+export type MakerSelector = string | 'operator';
+
+/** Restricts a query over `api_tokens` to the keys `maker` made. */
+function madeBy(maker: MakerSelector) {
+  return maker === 'operator' ? sql<boolean>`made_by_admin_id IS NULL` : sql<boolean>`made_by_admin_id = ${maker}::uuid`;
+}
+
+/**
+ * Gives every key of `from` that is not revoked to the administrator `to` in one statement (decision
+ * 0026): from the next request they act with her role. Returns the keys moved (none: 404, so an
+ * owner learns of a mistyped maker rather than of nothing).
+ */
+export async function transferTokens(db: Kysely<Database>, from: MakerSelector, to: TokenMakerRef): Promise<TokenSummary[]> {
+  if (from === to.adminId) throw conflict('The keys already belong to that administrator.');
+  const moved = await db
+    .updateTable('api_tokens')
+    .set({ made_by_admin_id: to.adminId, made_by_email: to.email })
+    .where(madeBy(from))
+    .where('revoked_at', 'is', null)
+    .returning('id')
+    .execute();
+  tokensChanged(db);
+  if (moved.length === 0) throw new ApiError('not_found', `No unrevoked API key was made by '${from}'.`);
+  return Promise.all(moved.map((row) => getToken(db, row.id)));
+}
+
+/** Revokes every key of `from` not yet revoked, in one statement; 404 when there is none. */
+export async function revokeTokensMadeBy(db: Kysely<Database>, from: MakerSelector): Promise<TokenSummary[]> {
+  const revoked = await db
+    .updateTable('api_tokens')
+    .set({ revoked_at: sql<string>`now()` })
+    .where(madeBy(from))
+    .where('revoked_at', 'is', null)
+    .returning('id')
+    .execute();
+  tokensChanged(db);
+  if (revoked.length === 0) throw new ApiError('not_found', `No unrevoked API key was made by '${from}'.`);
+  return Promise.all(revoked.map((row) => getToken(db, row.id)));
 }

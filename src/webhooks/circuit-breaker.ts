@@ -20,6 +20,14 @@
  *   any     --success-->                           CLOSED (count 0, paused_until null)
  *   probe   --failure-->                           OPEN (paused_until = now + pause)
  *   admin re-enables the endpoint -->              CLOSED
+ * Recovery (decision 0029): a success that closes an open or half-open breaker (`recovers`) is
+ * remembered as the endpoint's recovered_at. Until the next recovery, a failed FIRST attempt of a
+ * delivery whose event was written before that moment (the backlog that piled up during the
+ * pause) does not add to consecutive_failures when the receiver answered it with a refusal
+ * (`countsTowardBreaker`): the success just showed the endpoint is up, so a burst of payloads it
+ * rejects gets one attempt each, then the retry schedule, and cannot pause it again ahead of its
+ * healthy events. Retries, probes, events written after the recovery and answers that say the
+ * receiver is unavailable (no answer, 408, 429, 502, 503, 504) count as always.
  */
 
 export interface BreakerPolicy {
@@ -58,4 +66,32 @@ export function afterFailure(policy: BreakerPolicy, state: BreakerState, now: nu
 /** When the probe of a half-open endpoint is claimed at `now`: paused again until it settles. */
 export function probeClaimed(policy: BreakerPolicy, state: BreakerState, now: number): BreakerState {
   return { consecutiveFailures: state.consecutiveFailures, pausedUntil: now + policy.pauseMs };
+}
+
+/** After a success: whether it closes an open or half-open breaker (a recovery, decision 0029). */
+export function recovers(policy: BreakerPolicy, state: BreakerState): boolean {
+  return state.consecutiveFailures >= policy.threshold;
+}
+
+/** Statuses that say "not now" or "not reachable" rather than "not this payload". */
+const UNAVAILABLE_STATUSES: ReadonlySet<number> = new Set([408, 429, 502, 503, 504]);
+
+/** A failed attempt, as far as the breaker asks. */
+export interface FailedAttempt {
+  /** 1 for a first attempt. */
+  readonly attemptNumber: number;
+  /** Epoch ms of the delivery's event. */
+  readonly eventCreatedAt: number;
+  /** The receiver's status, or null when it did not answer (connection error, timeout, blocked). */
+  readonly statusCode: number | null;
+}
+
+/**
+ * Whether a failed attempt adds to the endpoint's consecutive failures, given when its breaker last
+ * recovered (epoch ms, or null): every failure does, except a first attempt of an event written
+ * before the recovery that the receiver answered with a refusal (see the header).
+ */
+export function countsTowardBreaker(attempt: FailedAttempt, recoveredAt: number | null): boolean {
+  if (recoveredAt === null || attempt.attemptNumber !== 1 || attempt.eventCreatedAt >= recoveredAt) return true;
+  return attempt.statusCode === null || UNAVAILABLE_STATUSES.has(attempt.statusCode);
 }

@@ -30,14 +30,15 @@
  * Breaker: endpoints whose breaker is open are not claimed (their due rows wait unchanged); a
  * half-open endpoint gives one probe (circuit-breaker.ts): the due delivery with the fewest failed
  * attempts, newest first. The endpoint's breaker state moves in
- * the same transaction as the settle, with its row locked.
+ * the same transaction as the settle, with its row locked. After a recovery, the backlog's first
+ * attempts the receiver refuses do not pause it again (circuit-breaker.ts, decision 0029).
  */
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { isoFromMillis } from '../shared/time.ts';
 import { eventEnvelope, testEventEnvelope } from '../events/event-envelope.ts';
-import { afterFailure, afterSuccess, probeClaimed, type BreakerPolicy, type BreakerState } from './circuit-breaker.ts';
+import { afterFailure, afterSuccess, countsTowardBreaker, probeClaimed, recovers, type BreakerPolicy, type BreakerState } from './circuit-breaker.ts';
 import { decideAfterFailure, type RetryPolicy } from './retry-policy.ts';
 import type { AttemptOutcome, HttpAttemptResult } from './webhook-http-client.ts';
 import './webhook.tables.ts';
@@ -133,14 +134,16 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
       -- A half-open endpoint's one probe: the due delivery most likely to show the endpoint is up,
       -- the one with the fewest failed attempts, newest first (not the oldest, which is usually one
       -- the receiver keeps rejecting: that would keep the endpoint paused however healthy it is).
+      -- Newest by its event: one fan-out gives a whole backlog of deliveries the same created_at.
       SELECT c.id, c.next_attempt_at, coalesce((${held}::jsonb ->> p.id::text)::int, 0) + 1 AS rank
       FROM probes p
       CROSS JOIN LATERAL (
         SELECT d.id, d.next_attempt_at
         FROM webhook_deliveries d
+        JOIN events pe ON pe.id = d.event_id
         WHERE d.endpoint_id = p.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
           AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
-        ORDER BY d.attempt_count, d.created_at DESC, d.id DESC
+        ORDER BY d.attempt_count, pe.created_at DESC, pe.seq DESC, d.id DESC
         LIMIT 1
       ) c
     ), candidates AS (
@@ -329,6 +332,9 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
   });
   const column = <T>(pick: (r: (typeof rows)[number]) => T): T[] => rows.map(pick);
   const allSucceeded = finished.every((f) => f.result.outcome === 'success');
+  // When a success closes an open or half-open breaker (a recovery, decision 0029).
+  const recoveredAt = isoFromMillis(Math.max(...finished.map((f) => f.options.now)));
+  const threshold = finished[0]!.options.breaker.threshold;
   if (allSucceeded) {
     const moved = await settleStatement(db, true);
     const settledIds = new Set(moved);
@@ -367,7 +373,8 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
         WHERE d.id = i.id AND d.locked_by = i.worker_id
         RETURNING d.id, d.endpoint_id
       ), closed AS (
-        UPDATE webhook_endpoints e SET consecutive_failures = 0, paused_until = NULL
+        UPDATE webhook_endpoints e SET consecutive_failures = 0, paused_until = NULL,
+          recovered_at = CASE WHEN e.consecutive_failures >= ${threshold} THEN ${recoveredAt}::timestamptz ELSE e.recovered_at END
         WHERE ${closeBreakers} AND e.id IN (SELECT endpoint_id FROM settled)
           AND (e.consecutive_failures <> 0 OR e.paused_until IS NOT NULL)
       )
@@ -386,21 +393,35 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
     const endpointIds = [...new Set(rows.filter((r) => settledIds.has(r.f.delivery.id)).map((r) => r.f.delivery.endpointId))].sort();
     if (endpointIds.length === 0) return results;
 
-    const { rows: endpoints } = await sql<{ id: string; consecutive_failures: number; paused_until_ms: number | null }>`
-      SELECT id, consecutive_failures, (extract(epoch FROM paused_until) * 1000)::float8 AS paused_until_ms
+    const { rows: endpoints } = await sql<{ id: string; consecutive_failures: number; paused_until_ms: number | null; recovered_at_ms: number | null }>`
+      SELECT id, consecutive_failures, (extract(epoch FROM paused_until) * 1000)::float8 AS paused_until_ms,
+        (extract(epoch FROM recovered_at) * 1000)::float8 AS recovered_at_ms
       FROM webhook_endpoints WHERE id = ANY(${endpointIds}::uuid[]) ORDER BY id FOR UPDATE
     `.execute(trx);
     for (const endpoint of endpoints) {
       const before: BreakerState = { consecutiveFailures: endpoint.consecutive_failures, pausedUntil: endpoint.paused_until_ms };
       let state = before;
+      let recoveredAt = endpoint.recovered_at_ms;
       let disable = false;
       let disabledAt = 0;
       rows.forEach((r, i) => {
         if (r.f.delivery.endpointId !== endpoint.id || !settledIds.has(r.f.delivery.id)) return;
         // A test delivery's failure says nothing about the store's real traffic (decision 0020): it
         // never pauses the endpoint; its success, like any, proves the receiver answers.
-        if (r.f.result.outcome === 'success') state = afterSuccess();
-        else if (!r.f.delivery.test) state = afterFailure(r.f.options.breaker, state, r.f.options.now);
+        // A refused first attempt of the backlog of a pause the endpoint has recovered from does
+        // not count either (decision 0029).
+        if (r.f.result.outcome === 'success') {
+          if (recovers(r.f.options.breaker, state)) recoveredAt = r.f.options.now;
+          state = afterSuccess();
+        } else if (
+          !r.f.delivery.test &&
+          countsTowardBreaker(
+            { attemptNumber: r.f.delivery.attemptNumber, eventCreatedAt: r.f.delivery.eventCreatedAtMs, statusCode: r.f.result.statusCode },
+            recoveredAt,
+          )
+        ) {
+          state = afterFailure(r.f.options.breaker, state, r.f.options.now);
+        }
         const gone = disablesEndpoint(r.f.result);
         if (gone) {
           disable = true;
@@ -408,12 +429,14 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
         }
         results[i] = { settled: true, settlement: r.settlement, endpointDisabled: gone, breaker: state };
       });
-      const changed = state.consecutiveFailures !== before.consecutiveFailures || state.pausedUntil !== before.pausedUntil;
+      const changed =
+        state.consecutiveFailures !== before.consecutiveFailures || state.pausedUntil !== before.pausedUntil || recoveredAt !== endpoint.recovered_at_ms;
       if (changed || disable) {
         await sql`
           UPDATE webhook_endpoints SET
             consecutive_failures = ${state.consecutiveFailures},
             paused_until = ${state.pausedUntil === null ? null : isoFromMillis(state.pausedUntil)}::timestamptz,
+            recovered_at = ${recoveredAt === null ? null : isoFromMillis(recoveredAt)}::timestamptz,
             enabled = CASE WHEN ${disable} THEN false ELSE enabled END,
             disabled_reason = CASE WHEN ${disable} THEN ${'the receiver answered 410 Gone'} ELSE disabled_reason END,
             updated_at = CASE WHEN ${disable} THEN ${isoFromMillis(disabledAt)}::timestamptz ELSE updated_at END

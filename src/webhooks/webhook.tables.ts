@@ -19,6 +19,8 @@ export interface WebhookEndpointTable {
   previous_secret_expires_at: NullableTimestamp;
   consecutive_failures: Generated<number>;
   paused_until: NullableTimestamp;
+  /** When the breaker last closed on a success after a pause (migration 0022, decision 0029). */
+  recovered_at: NullableTimestamp;
   disabled_reason: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;

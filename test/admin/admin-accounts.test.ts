@@ -2,7 +2,8 @@
  * Several administrators with roles, through the admin API (inject), on every back end: what each
  * role may do (403 problem+json otherwise), invitations and password resets by one-time link,
  * changing one's own password, removing an administrator (their sessions end), the last owner kept,
- * and API tokens with the `admin` scope keeping full rights.
+ * and an operator's API token with the `admin` scope acting as an admin, never as an owner
+ * (decision 0026; key-makers.test.ts has the rest).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
@@ -130,15 +131,17 @@ describe.each(backends)('administrators and roles (%s)', (backend) => {
     expect((await as(admin, 'GET', '/admins/invitations')).statusCode).toBe(403);
   });
 
-  it('an API token with the admin scope keeps full rights (acts as an owner)', async () => {
+  it("an operator's API token with the admin scope acts as an admin: it writes, but never invites (owner-only)", async () => {
     const headers = await t.auth(['admin']);
+    expect((await t.app.inject({ method: 'POST', url: '/admin/api/v1/tokens', headers, payload: { name: 'scripted' } })).statusCode).toBe(201);
     const res = await t.app.inject({
       method: 'POST',
       url: '/admin/api/v1/admins/invitations',
       headers,
       payload: { email: 'scripted@example.com', role: 'viewer' },
     });
-    expect(res.statusCode, res.body).toBe(201);
+    expect(res.statusCode, res.body).toBe(403);
+    expect(res.json().detail).toMatch(/owner-only/);
   });
 
   it("changing a role ends that administrator's sessions; the last owner can be neither demoted nor removed", async () => {

@@ -83,6 +83,7 @@ describe.each(backends)('tokens CLI (%s)', (backend) => {
     const listed = await run(['tokens', 'list'], store.env);
     expect(listed.code).toBe(0);
     expect(listed.stdout).toContain('erp');
+    expect(listed.stdout).toContain('made by the operator (CLI)');
     expect(listed.stdout).not.toContain(token.token);
 
     const revoked = await run(['tokens', 'revoke', token.id], store.env);

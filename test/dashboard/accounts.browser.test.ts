@@ -304,7 +304,7 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
       else await viewer.locator('.page-title-url').waitFor();
       await viewer.waitForFunction(() => !document.querySelector('.loading-block'));
       expect(await viewer.locator('.requires-write:visible').count(), hash).toBe(0);
-      expect(await viewer.getByRole('button', { name: /Create|Add endpoint|Revoke|Roll|Retry|Invite|Remove|Send ping|Rotate|Reveal/ }).count(), hash).toBe(0);
+      expect(await viewer.getByRole('button', { name: /Create|Add endpoint|Revoke|Roll|Retry|Invite|Remove|Send ping|Rotate|Reveal|Copy/ }).count(), hash).toBe(0);
       await checkPage(viewer, `viewer ${hash} (390)`);
     }
     await viewer.goto(`${server.url}/admin#/api-keys`);
@@ -348,6 +348,31 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     await checkPage(owner, 'create key dialog (390)');
     await dialog.getByRole('button', { name: 'Cancel' }).click();
     await owner.setViewportSize(DESKTOP);
+  });
+
+  it("shows who made each key, and the owner transfers a maker's keys to another administrator in one step (decision 0026)", async () => {
+    await owner.evaluate(() => {
+      location.hash = '#/api-keys';
+    });
+    await heading(owner, 'API keys').waitFor();
+    const row = owner.locator('#api-keys-table tbody tr', { hasText: 'ERP production' });
+    await row.locator('.cell-maker', { hasText: OWNER }).waitFor();
+    const makers = owner.locator('#api-key-makers-table tbody tr', { hasText: OWNER });
+    await makers.waitFor();
+    await checkPage(owner, 'api keys with makers (owner)');
+    await makers.getByRole('button', { name: `Transfer the keys of ${OWNER}` }).click();
+    const dialog = owner.getByRole('dialog', { name: `Transfer the keys of ${OWNER}` });
+    await dialog.getByLabel('New maker').selectOption({ label: `${VIEWER} (viewer)` });
+    await checkPage(owner, 'transfer keys dialog');
+    await dialog.getByRole('button', { name: 'Transfer keys' }).click();
+    await row.locator('.cell-maker', { hasText: VIEWER }).waitFor();
+    await owner.locator('#api-key-makers-table tbody tr', { hasText: VIEWER }).waitFor();
+    // The viewer's page has no makers card: transferring is an owner's.
+    await viewer.evaluate(() => {
+      location.hash = '#/api-keys';
+    });
+    await viewer.locator('#api-keys-table tbody tr', { hasText: 'ERP production' }).locator('.cell-maker', { hasText: VIEWER }).waitFor();
+    expect(await viewer.locator('#api-key-makers-table').count()).toBe(0);
   });
 
   it('logged no console error, found no axe violation and no sideways scrolling on any page shown', () => {

@@ -7,7 +7,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Secret, TOTP } from 'otpauth';
 import { runCli } from './dashboard-harness.ts';
+import { openDatabase } from '../../src/db/database.ts';
+import { confirmEnrolment, hasSecondFactor, startEnrolment } from '../../src/admin/sessions/second-factor.service.ts';
+import { findAdminUser } from '../../src/admin/sessions/admin-user.service.ts';
 
 interface CliFailure {
   code: number;
@@ -65,6 +69,25 @@ describe('store-api admin (CLI)', { timeout: 120_000 }, () => {
     const { stdout } = await runCli(['admin', 'set-password', '--email', 'owner@example.com'], { ...env, ADMIN_PASSWORD: 'the new long password' });
     expect(stdout).toContain('Changed the password of owner@example.com');
     const unknown = await failing(['admin', 'set-password', '--email', 'nobody@example.com'], { ...env, ADMIN_PASSWORD: 'the new long password' });
+    expect(unknown.stderr).toContain("No administrator with the email 'nobody@example.com'.");
+  });
+
+  it('turns off a lost second factor for whoever runs the machine (the way back for a lone owner)', async () => {
+    const database = await openDatabase({ dataDir, template: false });
+    try {
+      const user = await findAdminUser(database.db, 'owner@example.com');
+      const started = await startEnrolment(database.db, { adminUserId: user!.id, email: user!.email, issuer: 'test' });
+      const code = new TOTP({ secret: Secret.fromBase32(started.secret) }).generate();
+      await confirmEnrolment(database.db, { adminUserId: user!.id, code, nowMs: Date.now() });
+      expect(await hasSecondFactor(database.db, user!.id)).toBe(true);
+    } finally {
+      await database.close();
+    }
+    const { stdout } = await runCli(['admin', 'remove-second-factor', '--email', 'owner@example.com'], env);
+    expect(stdout).toContain('Turned off the second factor of owner@example.com');
+    const again = await runCli(['admin', 'remove-second-factor', '--email', 'owner@example.com'], env);
+    expect(again.stdout).toContain('owner@example.com has no second factor; nothing was changed.');
+    const unknown = await failing(['admin', 'remove-second-factor', '--email', 'nobody@example.com'], env);
     expect(unknown.stderr).toContain("No administrator with the email 'nobody@example.com'.");
   });
 });

@@ -20,6 +20,8 @@ export interface RouteSpec {
   params?: Schema;
   querystring?: Schema;
   body?: Schema;
+  /** The route's config: its authorization rule (`permission`, `scope`, `anyScope`) among others. */
+  config?: Record<string, unknown>;
 }
 
 /** Ids of existing records, so generated requests reach the code behind a 404 too. */
@@ -55,7 +57,14 @@ export async function collectRoutes<T>(build: () => Promise<T>): Promise<{ app: 
       for (const method of methods) {
         if (method === 'HEAD' || SKIPPED.test(route.url)) continue;
         const schema = (route.schema ?? {}) as Schema;
-        routes.push({ method, url: route.url, params: schema.params, querystring: schema.querystring, body: schema.body });
+        routes.push({
+          method,
+          url: route.url,
+          params: schema.params,
+          querystring: schema.querystring,
+          body: schema.body,
+          config: route.config as Record<string, unknown> | undefined,
+        });
       }
     });
   };

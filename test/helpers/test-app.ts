@@ -25,10 +25,20 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function buildTestApp(backend: Backend, env: Record<string, string> = {}): Promise<TestApp> {
+/**
+ * `logLines`: collect the app's log lines (JSON text) at `env.LOG_LEVEL` (default: no logs).
+ * `now`: the app's clock (AppContext.now), for tests that move across TOTP time steps without sleeping.
+ */
+export async function buildTestApp(
+  backend: Backend,
+  env: Record<string, string> = {},
+  options: { logLines?: string[]; now?: () => number } = {},
+): Promise<TestApp> {
   const database = await openTestDatabase(backend);
   const config = loadConfig({ LOG_LEVEL: 'silent', SEED_DEMO: 'false', ...env });
-  const ctx: AppContext = { config, database, logger: pino({ level: 'silent' }) };
+  const lines = options.logLines;
+  const logger = lines ? pino({ level: config.LOG_LEVEL }, { write: (line: string) => void lines.push(line) }) : pino({ level: 'silent' });
+  const ctx: AppContext = { config, database, logger, now: options.now };
   const app = await buildApp(ctx);
   await app.ready();
   return {

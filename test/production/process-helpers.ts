@@ -39,9 +39,11 @@ export function childEnv(env: Record<string, string>): Record<string, string> {
 export function startStoreApi(
   args: string[],
   env: Record<string, string>,
-  { name = args.join(' '), cwd = PROJECT_ROOT, entry = [CLI] }: { name?: string; cwd?: string; entry?: string[] } = {},
+  { name = args.join(' '), cwd = PROJECT_ROOT, prefix = [] as string[], entry = [CLI] } = {},
 ): StoreApiProcess {
-  const child = spawn(process.execPath, [...entry, ...args], { cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  // `prefix`: a command the process runs under, e.g. ['prlimit', '--nofile=1024:1024'].
+  const [command, ...commandArgs] = [...prefix, process.execPath, ...entry, ...args];
+  const child = spawn(command!, commandArgs, { cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   const listeners = new Set<() => void>();
   const onData = (chunk: Buffer) => {

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { afterFailure, afterSuccess, breakerPhase, probeClaimed, type BreakerState } from '../../src/webhooks/circuit-breaker.ts';
+import {
+  afterFailure,
+  afterSuccess,
+  breakerPhase,
+  countsTowardBreaker,
+  probeClaimed,
+  recovers,
+  type BreakerState,
+} from '../../src/webhooks/circuit-breaker.ts';
 
 const policy = { threshold: 10, pauseMs: 30 * 60_000 };
 
@@ -55,5 +63,25 @@ describe('circuit breaker (pure, fake clock)', () => {
     state = afterSuccess();
     for (let i = 0; i < 9; i++) state = afterFailure(policy, state, clock.now());
     expect(breakerPhase(policy, state, clock.now())).toBe('closed');
+  });
+
+  it('a success that closes an open or half-open breaker is a recovery; one that keeps a closed breaker closed is not', () => {
+    expect(recovers(policy, { consecutiveFailures: 10, pausedUntil: 0 })).toBe(true);
+    expect(recovers(policy, { consecutiveFailures: 11, pausedUntil: null })).toBe(true);
+    expect(recovers(policy, { consecutiveFailures: 9, pausedUntil: null })).toBe(false);
+  });
+
+  it('after a recovery, only a refused first attempt of an event written before it is left out of the streak (decision 0029)', () => {
+    const recoveredAt = Date.UTC(2026, 0, 1, 12);
+    const backlog = { attemptNumber: 1, eventCreatedAt: recoveredAt - 1, statusCode: 422 };
+    expect(countsTowardBreaker(backlog, recoveredAt)).toBe(false);
+    expect(countsTowardBreaker({ ...backlog, statusCode: 500 }, recoveredAt)).toBe(false);
+    // Never recovered: every failure counts (the spec's 10 consecutive failures).
+    expect(countsTowardBreaker(backlog, null)).toBe(true);
+    // A retry, or an event written after the recovery, counts.
+    expect(countsTowardBreaker({ ...backlog, attemptNumber: 2 }, recoveredAt)).toBe(true);
+    expect(countsTowardBreaker({ ...backlog, eventCreatedAt: recoveredAt }, recoveredAt)).toBe(true);
+    // No answer, or an answer that says the receiver is unavailable, counts: the endpoint may be down again.
+    for (const statusCode of [null, 408, 429, 502, 503, 504]) expect(countsTowardBreaker({ ...backlog, statusCode }, recoveredAt)).toBe(true);
   });
 });

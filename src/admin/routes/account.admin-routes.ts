@@ -19,6 +19,7 @@ import { ADMIN_ROLES, type AdminRole } from '../sessions/admin-roles.ts';
 import { changeAdminRole, changeOwnPassword, listAdminUsers, removeAdminUser } from '../sessions/admin-user.service.ts';
 import { createInvitation, createPasswordReset, listInvitations, revokeInvitation } from '../sessions/admin-links.service.ts';
 import { ApiError } from '../../shared/problem.ts';
+import { requireFreshProof } from '../admin-auth.ts';
 
 const strict = { additionalProperties: false } as const;
 const IdParam = Type.Object({ id: Type.String({ format: 'uuid' }) }, strict);
@@ -33,6 +34,7 @@ const AdminUserSchema = Type.Object({
   role: Role,
   created_at: Type.String({ format: 'date-time' }),
   last_sign_in_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  second_factor: Type.Boolean({ description: 'Whether a second factor (TOTP) is set up' }),
 });
 const LinkSchema = Type.Object({
   id: Type.String({ format: 'uuid' }),
@@ -75,9 +77,13 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['Admin: administrators'];
   const id = (params: unknown) => (params as { id: string }).id;
 
-  app.get('/admins', { schema: { tags, summary: 'List administrators', response: { 200: data(Type.Array(AdminUserSchema)) } } }, async () => ({
-    data: await listAdminUsers(db),
-  }));
+  app.get(
+    '/admins',
+    { config: { permission: 'read' }, schema: { tags, summary: 'List administrators', response: { 200: data(Type.Array(AdminUserSchema)) } } },
+    async () => ({
+      data: await listAdminUsers(db),
+    }),
+  );
 
   app.get(
     '/admins/invitations',
@@ -134,6 +140,7 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
+      requireFreshProof(request, 'changing a role');
       const { before, after } = await changeAdminRole(db, id(request.params), (request.body as typeof RoleBody.static).role);
       request.audit =
         before.role === after.role
@@ -177,7 +184,7 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/account/password',
     {
-      config: { permission: 'read', audit: 'admin.password_changed' },
+      config: { permission: 'account', audit: 'admin.password_changed' },
       schema: {
         tags,
         summary: "Change one's own password (dashboard sessions; other sessions end)",

@@ -31,12 +31,15 @@ export async function alertsAdminRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['Admin: dashboard'];
   app.get(
     '/alerts',
-    { schema: { tags, summary: 'Paused or disabled endpoints and dead letters (new since the administrator last looked)', response: { 200: AlertsSchema } } },
+    {
+      config: { permission: 'read' },
+      schema: { tags, summary: 'Paused or disabled endpoints and dead letters (new since the administrator last looked)', response: { 200: AlertsSchema } },
+    },
     async (request) => ({ data: await currentAlerts(db, request.admin?.kind === 'session' ? request.admin.id : undefined) }),
   );
   app.post(
     '/alerts/seen',
-    { config: { permission: 'read' }, schema: { tags, summary: 'Mark the alerts seen by the signed-in administrator' } },
+    { config: { permission: 'account' }, schema: { tags, summary: 'Mark the alerts seen by the signed-in administrator' } },
     async (request, reply) => {
       request.audit = { record: false };
       if (request.admin?.kind === 'session') await markAlertsSeen(db, request.admin.id);

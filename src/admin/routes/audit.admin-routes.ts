@@ -44,6 +44,7 @@ export async function auditAdminRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/audit-log',
     {
+      config: { permission: 'read' },
       schema: { tags: ['Admin: audit log'], summary: 'Who did what, when and from where, newest first', querystring: AuditQuery, response: { 200: AuditPage } },
     },
     async (request) => listAudit(db, request.query as typeof AuditQuery.static & { limit: number }),

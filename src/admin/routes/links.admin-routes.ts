@@ -77,6 +77,8 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
         adminUserId: user.id,
         ttlMs: config.ADMIN_SESSION_TTL_MS,
         userAgent: request.headers['user-agent'],
+        // The password was set just now: as good a proof as a sign-in.
+        provenAtMs: (app.ctx.now ?? Date.now)(),
       });
       setSessionCookie(reply, config, sessionId);
       return { data: { email: session.email, role: session.role, csrf_token: session.csrfToken, expires_at: session.expiresAt } };

@@ -15,31 +15,35 @@ export interface Overview {
 export async function overviewAdminRoutes(app: FastifyInstance): Promise<void> {
   const db = app.ctx.database.db;
 
-  app.get('/overview', { schema: { tags: ['Admin: dashboard'], summary: 'Counts of products, orders, customers and active API tokens' } }, async () => {
-    const [products, orders, customers, tokens] = await Promise.all([
-      db
-        .selectFrom('products')
-        .select([sql<number>`count(*)`.as('total'), sql<number>`count(*) FILTER (WHERE is_active)`.as('active')])
-        .executeTakeFirstOrThrow(),
-      db
-        .selectFrom('orders')
-        .select([sql<number>`count(*)`.as('total'), sql<number>`count(*) FILTER (WHERE created_at > now() - interval '24 hours')`.as('last_24h')])
-        .executeTakeFirstOrThrow(),
-      db
-        .selectFrom('customers')
-        .select([sql<number>`count(*)`.as('total'), sql<number>`count(*) FILTER (WHERE is_active)`.as('active')])
-        .executeTakeFirstOrThrow(),
-      db
-        .selectFrom('api_tokens')
-        .select(sql<number>`count(*) FILTER (WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()))`.as('active'))
-        .executeTakeFirstOrThrow(),
-    ]);
-    const data: Overview = {
-      products: { total: Number(products.total), active: Number(products.active) },
-      orders: { total: Number(orders.total), last_24h: Number(orders.last_24h) },
-      customers: { total: Number(customers.total), active: Number(customers.active) },
-      api_tokens: { active: Number(tokens.active) },
-    };
-    return { data };
-  });
+  app.get(
+    '/overview',
+    { config: { permission: 'read' }, schema: { tags: ['Admin: dashboard'], summary: 'Counts of products, orders, customers and active API tokens' } },
+    async () => {
+      const [products, orders, customers, tokens] = await Promise.all([
+        db
+          .selectFrom('products')
+          .select([sql<number>`count(*)`.as('total'), sql<number>`count(*) FILTER (WHERE is_active)`.as('active')])
+          .executeTakeFirstOrThrow(),
+        db
+          .selectFrom('orders')
+          .select([sql<number>`count(*)`.as('total'), sql<number>`count(*) FILTER (WHERE created_at > now() - interval '24 hours')`.as('last_24h')])
+          .executeTakeFirstOrThrow(),
+        db
+          .selectFrom('customers')
+          .select([sql<number>`count(*)`.as('total'), sql<number>`count(*) FILTER (WHERE is_active)`.as('active')])
+          .executeTakeFirstOrThrow(),
+        db
+          .selectFrom('api_tokens')
+          .select(sql<number>`count(*) FILTER (WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()))`.as('active'))
+          .executeTakeFirstOrThrow(),
+      ]);
+      const data: Overview = {
+        products: { total: Number(products.total), active: Number(products.active) },
+        orders: { total: Number(orders.total), last_24h: Number(orders.last_24h) },
+        customers: { total: Number(customers.total), active: Number(customers.active) },
+        api_tokens: { active: Number(tokens.active) },
+      };
+      return { data };
+    },
+  );
 }

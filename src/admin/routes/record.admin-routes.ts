@@ -23,11 +23,17 @@ export async function recordAdminRoutes(app: FastifyInstance): Promise<void> {
     }
     const writable = resource as ResourceDeclaration<string, string, string, 'created' | 'updated'>;
     const tags = [`Admin: ${resource.label.toLowerCase()}`];
-    app.post(`/${resource.path}`, { schema: { tags, summary: `Create a ${resource.noun}`, body: writes.create } }, async (req, reply) =>
-      reply.code(201).send({ data: await createRecord(db, writable, req.body as Record<string, unknown>) }),
+    app.post(
+      `/${resource.path}`,
+      { config: { permission: 'write' }, schema: { tags, summary: `Create a ${resource.noun}`, body: writes.create } },
+      async (req, reply) => reply.code(201).send({ data: await createRecord(db, writable, req.body as Record<string, unknown>) }),
     );
-    app.patch(`/${resource.path}/:id`, { schema: { tags, summary: `Update a ${resource.noun}`, params: IdParam, body: writes.update } }, async (req) => ({
-      data: await updateRecord(db, writable, (req.params as { id: string }).id, req.body as Record<string, unknown>),
-    }));
+    app.patch(
+      `/${resource.path}/:id`,
+      { config: { permission: 'write' }, schema: { tags, summary: `Update a ${resource.noun}`, params: IdParam, body: writes.update } },
+      async (req) => ({
+        data: await updateRecord(db, writable, (req.params as { id: string }).id, req.body as Record<string, unknown>),
+      }),
+    );
   }
 }

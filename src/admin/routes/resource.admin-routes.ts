@@ -19,6 +19,7 @@ export async function resourceAdminRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/resources',
     {
+      config: { permission: 'read' },
       schema: { tags: ['Admin: resources'], summary: "Token scopes and webhook event types, for the dashboard's forms", response: { 200: ResourcesResponse } },
     },
     async () => ({

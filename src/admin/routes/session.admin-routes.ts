@@ -3,14 +3,18 @@
  * caller):
  *   GET    /admin/session   who is signed in: { data: { email, role, csrf_token, expires_at } | null,
  *                           setup_required } — always 200, so a signed-out page load is no error
- *   POST   /admin/session   sign in with { email, password }: sets the session cookie; 401 on wrong
- *                           credentials, 429 with Retry-After when throttled (sign-in-throttle.ts)
+ *   POST   /admin/session   sign in with { email, password } and, for an administrator with a second
+ *                           factor, { code } (6 digits or a recovery code): sets the session cookie;
+ *                           401 unauthorized on wrong credentials, 401 second_factor_required when the
+ *                           code is missing, 401 invalid_second_factor naming what was wrong with it,
+ *                           429 with Retry-After when throttled (sign-in-throttle.ts, codes included)
  *   DELETE /admin/session   sign out: needs the CSRF token when a live session is presented; 204
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ApiError } from '../../shared/problem.ts';
-import { countAdminUsers, normalizeEmail, verifyAdminCredentials } from '../sessions/admin-user.service.ts';
+import { countAdminUsers, normalizeEmail, touchSignIn, verifyAdminCredentials } from '../sessions/admin-user.service.ts';
+import { hasSecondFactor, verifySecondFactor } from '../sessions/second-factor.service.ts';
 import { createAdminSession, csrfTokenMatches, deleteAdminSession, findAdminSession, type AdminSession } from '../sessions/admin-session.service.ts';
 import { clearSignInFailures, recordSignInFailure, signInRetryAfterMs } from '../sessions/sign-in-throttle.ts';
 import { recordAudit } from '../audit/audit-log.ts';
@@ -20,12 +24,22 @@ const SignInBody = Type.Object(
   {
     email: Type.String({ minLength: 1, maxLength: 254 }),
     password: Type.String({ minLength: 1, maxLength: 1024 }),
+    code: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 64, description: 'For an administrator with a second factor: the 6-digit code, or a recovery code' }),
+    ),
   },
   { additionalProperties: false },
 );
 
 function sessionBody(session: AdminSession) {
-  return { email: session.email, role: session.role, csrf_token: session.csrfToken, expires_at: session.expiresAt };
+  return {
+    email: session.email,
+    role: session.role,
+    csrf_token: session.csrfToken,
+    expires_at: session.expiresAt,
+    // The dashboard sends an administrator the store requires it of to set one up first.
+    second_factor: { enabled: session.secondFactor, required: session.secondFactorRequired },
+  };
 }
 
 export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
@@ -53,7 +67,7 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
       const seconds = Math.ceil(waitMs / 1000);
       throw new ApiError('rate_limited', `Too many failed sign-ins. Try again in ${seconds} seconds.`, undefined, { 'Retry-After': String(seconds) });
     }
-    const user = await verifyAdminCredentials(db, email, body.password);
+    const user = await verifyAdminCredentials(db, email, body.password, { touch: false });
     if (!user) {
       await recordSignInFailure(db, email, request.ip, policy);
       // The email typed is recorded (it may be nobody's); the password never is.
@@ -65,6 +79,46 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
       });
       throw new ApiError('unauthorized', 'Wrong email or password.');
     }
+    let secondFactorMethod: string | null = null;
+    if (await hasSecondFactor(db, user.id)) {
+      if (body.code === undefined || body.code.trim() === '') {
+        // The password was right; no failure is counted, nothing is written.
+        throw new ApiError(
+          'second_factor_required',
+          'This administrator has a second factor: send the 6-digit code of the authenticator app (or a recovery code) in `code`.',
+          [{ param: 'code', message: 'is required' }],
+        );
+      }
+      const now = (app.ctx.now ?? Date.now)();
+      try {
+        const used = await verifySecondFactor(db, { adminUserId: user.id, code: body.code, nowMs: now });
+        secondFactorMethod = used.method;
+        if (used.method === 'recovery_code') {
+          await recordAudit(db, {
+            actor: { kind: 'session', id: user.id, name: user.email },
+            action: 'admin.recovery_code_used',
+            target: { type: 'admin', id: user.id },
+            clientIp: request.ip,
+            details: { during: 'sign_in', left: used.recoveryCodesLeft ?? 0 },
+          });
+        }
+      } catch (error) {
+        if (error instanceof ApiError && error.code === 'invalid_second_factor') {
+          const reason = error.errors?.[0]?.message ?? 'wrong';
+          await recordSignInFailure(db, email, request.ip, policy);
+          await recordAudit(db, {
+            actor: { kind: 'anonymous', id: null, name: email },
+            action: 'admin.second_factor_failed',
+            target: { type: 'admin', id: user.id },
+            clientIp: request.ip,
+            details: { during: 'sign_in', reason },
+          });
+          request.log.warn({ admin: email, reason }, 'second-factor code refused at sign-in');
+        }
+        throw error;
+      }
+    }
+    await touchSignIn(db, user.id);
     await clearSignInFailures(db, email, request.ip);
     const previous = sessionIdOf(request);
     if (previous) await deleteAdminSession(db, previous);
@@ -72,6 +126,8 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
       adminUserId: user.id,
       ttlMs: config.ADMIN_SESSION_TTL_MS,
       userAgent: request.headers['user-agent'],
+      // Signing in is a proof: the most sensitive actions need no second one for a few minutes.
+      provenAtMs: (app.ctx.now ?? Date.now)(),
     });
     setSessionCookie(reply, config, sessionId);
     request.log.info({ admin: user.email }, 'administrator signed in');
@@ -80,7 +136,7 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
       action: 'session.signed_in',
       target: { type: 'admin', id: user.id },
       clientIp: request.ip,
-      details: { user_agent: request.headers['user-agent']?.slice(0, 300) ?? null },
+      details: { user_agent: request.headers['user-agent']?.slice(0, 300) ?? null, second_factor: secondFactorMethod },
     });
     return { data: sessionBody(session) };
   });

@@ -78,6 +78,8 @@ export async function setupAdminRoutes(app: FastifyInstance): Promise<void> {
       adminUserId: result.user.id,
       ttlMs: config.ADMIN_SESSION_TTL_MS,
       userAgent: request.headers['user-agent'],
+      // The password was set just now: as good a proof as a sign-in.
+      provenAtMs: (app.ctx.now ?? Date.now)(),
     });
     setSessionCookie(reply, config, sessionId);
     request.log.info({ admin: result.user.email }, 'first administrator created with the setup link');

@@ -168,27 +168,35 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   // CSV bodies for the stock import (text/csv), up to the app's body limit.
   app.addContentTypeParser(['text/csv', 'text/plain'], { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
-  app.post('/products', { schema: { tags: ['Admin: catalog'], summary: 'Create a product with variants and images', body: ProductBody } }, async (req, reply) =>
-    reply.code(created.code).send({ data: await createProduct(db, req.body as ProductInput) }),
+  app.post(
+    '/products',
+    { config: { permission: 'write' }, schema: { tags: ['Admin: catalog'], summary: 'Create a product with variants and images', body: ProductBody } },
+    async (req, reply) => reply.code(created.code).send({ data: await createProduct(db, req.body as ProductInput) }),
   );
   app.get(
     '/products/:id',
-    { schema: { tags: ['Admin: catalog'], summary: 'A product, inactive variants and images included', params: IdParam } },
+    { config: { permission: 'read' }, schema: { tags: ['Admin: catalog'], summary: 'A product, inactive variants and images included', params: IdParam } },
     async (req) => ({ data: await productById(db, (req.params as P<{ id: string }>['params']).id) }),
   );
   app.patch(
     '/products/:id',
-    { schema: { tags: ['Admin: catalog'], summary: 'Update a product (is_active=false deactivates)', params: IdParam, body: ProductPatchBody } },
+    {
+      config: { permission: 'write' },
+      schema: { tags: ['Admin: catalog'], summary: 'Update a product (is_active=false deactivates)', params: IdParam, body: ProductPatchBody },
+    },
     async (req) => ({ data: await updateProduct(db, (req.params as { id: string }).id, req.body as ProductPatch) }),
   );
   app.post(
     '/products/:id/variants',
-    { schema: { tags: ['Admin: catalog'], summary: 'Add a variant to a product', params: IdParam, body: VariantBody } },
+    { config: { permission: 'write' }, schema: { tags: ['Admin: catalog'], summary: 'Add a variant to a product', params: IdParam, body: VariantBody } },
     async (req, reply) => reply.code(201).send({ data: await addVariant(db, (req.params as { id: string }).id, req.body as VariantInput) }),
   );
   app.patch(
     '/products/:id/variants/:variantId',
-    { schema: { tags: ['Admin: catalog'], summary: 'Update a variant (is_active=false deactivates)', params: VariantParams, body: VariantPatchBody } },
+    {
+      config: { permission: 'write' },
+      schema: { tags: ['Admin: catalog'], summary: 'Update a variant (is_active=false deactivates)', params: VariantParams, body: VariantPatchBody },
+    },
     async (req) => {
       const p = req.params as { id: string; variantId: string };
       return { data: await updateVariant(db, p.id, p.variantId, req.body as VariantPatch) };
@@ -196,33 +204,46 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   );
   app.post(
     '/products/:id/images',
-    { schema: { tags: ['Admin: catalog'], summary: 'Add an image to a product', params: IdParam, body: ImageBody } },
+    { config: { permission: 'write' }, schema: { tags: ['Admin: catalog'], summary: 'Add an image to a product', params: IdParam, body: ImageBody } },
     async (req, reply) => reply.code(201).send({ data: await addImage(db, (req.params as { id: string }).id, req.body as ImageInput) }),
   );
   app.patch(
     '/products/:id/images/:imageId',
-    { schema: { tags: ['Admin: catalog'], summary: 'Update an image (is_active=false removes it)', params: ImageParams, body: ImagePatchBody } },
+    {
+      config: { permission: 'write' },
+      schema: { tags: ['Admin: catalog'], summary: 'Update an image (is_active=false removes it)', params: ImageParams, body: ImagePatchBody },
+    },
     async (req) => {
       const p = req.params as { id: string; imageId: string };
       return { data: await updateImage(db, p.id, p.imageId, req.body as ImagePatch) };
     },
   );
 
-  app.post('/customers', { schema: { tags: ['Admin: customers'], summary: 'Create a customer', body: CustomerBody } }, async (req, reply) =>
-    reply.code(201).send({ data: await createCustomer(db, req.body as CustomerInput) }),
+  app.post(
+    '/customers',
+    { config: { permission: 'write' }, schema: { tags: ['Admin: customers'], summary: 'Create a customer', body: CustomerBody } },
+    async (req, reply) => reply.code(201).send({ data: await createCustomer(db, req.body as CustomerInput) }),
   );
   app.patch(
     '/customers/:id',
-    { schema: { tags: ['Admin: customers'], summary: 'Update a customer (is_active=false deactivates)', params: IdParam, body: CustomerPatchBody } },
+    {
+      config: { permission: 'write' },
+      schema: { tags: ['Admin: customers'], summary: 'Update a customer (is_active=false deactivates)', params: IdParam, body: CustomerPatchBody },
+    },
     async (req) => ({ data: await updateCustomer(db, (req.params as { id: string }).id, req.body as CustomerPatch) }),
   );
 
-  app.post('/orders', { schema: { tags: ['Admin: orders'], summary: 'Place an order (takes stock: sale movements)', body: OrderBody } }, async (req, reply) =>
-    reply.code(201).send({ data: await placeOrder(db, req.body as OrderInput) }),
+  app.post(
+    '/orders',
+    { config: { permission: 'write' }, schema: { tags: ['Admin: orders'], summary: 'Place an order (takes stock: sale movements)', body: OrderBody } },
+    async (req, reply) => reply.code(201).send({ data: await placeOrder(db, req.body as OrderInput) }),
   );
   app.post(
     '/orders/:id/status',
-    { schema: { tags: ['Admin: orders'], summary: 'Move the order status (cancel/refund restore stock)', params: IdParam, body: StatusBody } },
+    {
+      config: { permission: 'write' },
+      schema: { tags: ['Admin: orders'], summary: 'Move the order status (cancel/refund restore stock)', params: IdParam, body: StatusBody },
+    },
     async (req) => {
       const body = req.body as { status: OrderStatus; note?: string | null };
       return { data: await changeOrderStatus(db, (req.params as { id: string }).id, body.status, body.note) };
@@ -230,13 +251,13 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   );
   app.post(
     '/orders/:id/payment-status',
-    { schema: { tags: ['Admin: orders'], summary: 'Move the payment status', params: IdParam, body: PaymentBody } },
+    { config: { permission: 'write' }, schema: { tags: ['Admin: orders'], summary: 'Move the payment status', params: IdParam, body: PaymentBody } },
     async (req) => ({ data: await changePaymentStatus(db, (req.params as { id: string }).id, (req.body as { payment_status: PaymentStatus }).payment_status) }),
   );
 
   app.post(
     '/inventory/adjustments',
-    { schema: { tags: ['Admin: inventory'], summary: 'Manual stock adjustment', body: AdjustmentBody } },
+    { config: { permission: 'write' }, schema: { tags: ['Admin: inventory'], summary: 'Manual stock adjustment', body: AdjustmentBody } },
     async (req, reply) => {
       const body = req.body as { product_id: string; variant_id?: string | null; quantity_change: number; note?: string | null };
       const movementId = await adjustStock(db, body);
@@ -246,6 +267,7 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/inventory/import',
     {
+      config: { permission: 'write' },
       schema: {
         tags: ['Admin: inventory'],
         summary: 'CSV bulk stock import (text/csv; header sku,stock or sku,quantity_change; optional note). All rows or none.',

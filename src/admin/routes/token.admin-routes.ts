@@ -2,12 +2,38 @@
  * Admin API for API tokens: list, create (secret shown once), roll (new secret shown once; the old
  * one keeps working for the overlap asked for), rename or change rate limits, revoke. Every write
  * is in the audit log (never the secret).
+ *
+ * Every key records its maker (decision 0026): the administrator signed in, or, for a key made with
+ * a key, that key's maker (a key cannot hand out more than it has); listed as `made_by` with the
+ * maker's role now. An owner (signed in) moves every key of a maker to another administrator, or
+ * revokes them all, in one request: `/tokens/made-by/:maker/transfer` and `/revoke`, where `:maker`
+ * is an administrator's id (removed ones included) or `operator` (keys made with the CLI).
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { SCOPES, createToken, getToken, listTokens, revokeToken, rollToken, updateToken } from '../../tokens/token.service.ts';
+import {
+  SCOPES,
+  createToken,
+  getToken,
+  listTokens,
+  revokeToken,
+  revokeTokensMadeBy,
+  rollToken,
+  transferTokens,
+  updateToken,
+  type TokenMakerRef,
+} from '../../tokens/token.service.ts';
+import { findAdminUserById } from '../sessions/admin-user.service.ts';
+import type { AdminPrincipal } from '../admin-auth.ts';
 import { parseIsoTimestamp } from '../../shared/time.ts';
-import { invalidParameter } from '../../shared/problem.ts';
+import { ApiError, invalidParameter } from '../../shared/problem.ts';
+import { READ_SCOPES } from '../../resources/registry.ts';
+import { requireFreshProof } from '../admin-auth.ts';
+
+/** Whether a key with `scopes` may write or administer (anything beyond reading store data). */
+function writesOrAdministers(scopes: readonly string[] | undefined): boolean {
+  return (scopes ?? []).some((scope) => !(READ_SCOPES as readonly string[]).includes(scope));
+}
 
 const ScopeSchema = Type.Unsafe<(typeof SCOPES)[number]>({ type: 'string', enum: [...SCOPES] });
 const RateLimit = Type.Union([Type.Integer({ minimum: 1, maximum: 1_000_000 }), Type.Null()]);
@@ -43,27 +69,51 @@ const RollBody = Type.Object(
   { additionalProperties: false },
 );
 const IdParam = Type.Object({ id: Type.String({ format: 'uuid' }) });
+const MakerParam = Type.Object(
+  {
+    maker: Type.Union([Type.String({ format: 'uuid' }), Type.Literal('operator')], {
+      description: "An administrator's id (a removed one too), or `operator` for keys made with the CLI",
+    }),
+  },
+  { additionalProperties: false },
+);
+const TransferBody = Type.Object(
+  { to_admin_id: Type.String({ format: 'uuid', description: 'The administrator who becomes the maker of the keys' }) },
+  { additionalProperties: false },
+);
+
+/** Who makes a key created by `admin`: she herself, or a key's own maker (the operator: undefined). */
+function makerOfNewKey(admin: AdminPrincipal): TokenMakerRef | undefined {
+  if (admin.kind === 'session') return { adminId: admin.id, email: admin.name };
+  const maker = admin.maker;
+  return maker?.kind === 'administrator' && maker.id && maker.email ? { adminId: maker.id, email: maker.email } : undefined;
+}
 
 export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
   const db = app.ctx.database.db;
   const tags = ['Admin: API keys'];
   const id = (params: unknown) => (params as { id: string }).id;
 
-  app.get('/tokens', { schema: { tags, summary: 'List API tokens' } }, async () => ({ data: await listTokens(db) }));
+  app.get('/tokens', { config: { permission: 'read' }, schema: { tags, summary: 'List API tokens' } }, async () => ({ data: await listTokens(db) }));
 
-  app.get('/tokens/:id', { schema: { tags, summary: 'An API token (without its secret)', params: IdParam } }, async (request) => ({
-    data: await getToken(db, id(request.params)),
-  }));
+  app.get(
+    '/tokens/:id',
+    { config: { permission: 'read' }, schema: { tags, summary: 'An API token (without its secret)', params: IdParam } },
+    async (request) => ({
+      data: await getToken(db, id(request.params)),
+    }),
+  );
 
   app.post(
     '/tokens',
     {
-      config: { audit: 'key.created', auditTarget: 'key' },
+      config: { permission: 'write', audit: 'key.created', auditTarget: 'key' },
       schema: { tags, summary: 'Create an API token (the secret is in the response, once)', body: CreateTokenBody },
     },
     async (request, reply) => {
       const body = request.body as typeof CreateTokenBody.static;
       if (!body.name.trim()) throw invalidParameter('body.name', 'must not be blank');
+      if (writesOrAdministers(body.scopes)) requireFreshProof(request, 'creating a key that can write or administer');
       let expiresAt: string | null = null;
       if (body.expires_at) {
         expiresAt = parseIsoTimestamp(body.expires_at) ?? null;
@@ -77,10 +127,12 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
         expiresAt,
         rateLimitStandard: body.rate_limit_standard,
         rateLimitExport: body.rate_limit_export,
+        madeBy: makerOfNewKey(request.admin!),
       });
       request.audit = {
         target: { type: 'key', id: summary.id },
         details: {
+          made_by: summary.made_by.email ?? 'operator',
           name: summary.name,
           prefix: summary.prefix,
           scopes: summary.scopes,
@@ -96,7 +148,7 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
   app.patch(
     '/tokens/:id',
     {
-      config: { audit: 'key.updated', auditTarget: 'key' },
+      config: { permission: 'write', audit: 'key.updated', auditTarget: 'key' },
       schema: { tags, summary: 'Rename an API token or change its rate limits', params: IdParam, body: PatchTokenBody },
     },
     async (request) => {
@@ -118,7 +170,7 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/tokens/:id/roll',
     {
-      config: { audit: 'key.rolled', auditTarget: 'key' },
+      config: { permission: 'write', audit: 'key.rolled', auditTarget: 'key' },
       schema: {
         tags,
         summary: 'Roll an API token: a new secret (in the response, once); the old one works for overlap_seconds more',
@@ -128,6 +180,9 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const overlap = (request.body as typeof RollBody.static | undefined)?.overlap_seconds ?? 86_400;
+      if (writesOrAdministers((await getToken(db, id(request.params))).scopes)) {
+        requireFreshProof(request, 'rolling a key that can write or administer (its new secret is shown)');
+      }
       const { token, summary } = await rollToken(db, id(request.params), overlap * 1000);
       request.audit = {
         target: { type: 'key', id: summary.id },
@@ -140,13 +195,55 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/tokens/:id/revoke',
     {
-      config: { audit: 'key.revoked', auditTarget: 'key' },
+      config: { permission: 'write', audit: 'key.revoked', auditTarget: 'key' },
       schema: { tags, summary: 'Revoke an API token', params: IdParam },
     },
     async (request) => {
       const summary = await revokeToken(db, id(request.params));
       request.audit = { target: { type: 'key', id: summary.id }, details: { name: summary.name, prefix: summary.prefix } };
       return { data: summary };
+    },
+  );
+
+  app.post(
+    '/tokens/made-by/:maker/transfer',
+    {
+      config: { permission: 'owner', audit: 'key.transferred', auditTarget: 'key' },
+      schema: {
+        tags,
+        summary: "Transfer every unrevoked key of a maker to another administrator (owner); from the next request they act with that administrator's role",
+        params: MakerParam,
+        body: TransferBody,
+      },
+    },
+    async (request) => {
+      const { maker } = request.params as typeof MakerParam.static;
+      const { to_admin_id } = request.body as typeof TransferBody.static;
+      const to = await findAdminUserById(db, to_admin_id);
+      if (!to) throw new ApiError('not_found', `No administrator with id '${to_admin_id}'.`, [{ param: 'to_admin_id', message: 'unknown' }]);
+      const moved = await transferTokens(db, maker, { adminId: to.id, email: to.email });
+      request.audit = {
+        target: { type: 'maker', id: maker },
+        details: { from: maker, to: to.email, keys: moved.map((k) => k.prefix) },
+      };
+      return { data: moved };
+    },
+  );
+
+  app.post(
+    '/tokens/made-by/:maker/revoke',
+    {
+      config: { permission: 'owner', audit: 'key.revoked', auditTarget: 'key' },
+      schema: { tags, summary: 'Revoke every unrevoked key of a maker in one step (owner)', params: MakerParam },
+    },
+    async (request) => {
+      const { maker } = request.params as typeof MakerParam.static;
+      const revoked = await revokeTokensMadeBy(db, maker);
+      request.audit = {
+        target: { type: 'maker', id: maker },
+        details: { made_by: revoked[0]?.made_by.email ?? 'operator', keys: revoked.map((k) => k.prefix) },
+      };
+      return { data: revoked };
     },
   );
 }

@@ -10,6 +10,7 @@ import { EVENT_TYPES } from '../../events/event-log.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../../webhooks/webhook-delivery.repository.ts';
 import { exampleEvent } from '../../api/openapi-examples.ts';
 import type { FeedEventType } from '../../resources/registry.ts';
+import { requireFreshProof } from '../admin-auth.ts';
 
 const strict = { additionalProperties: false } as const;
 const Uuid = Type.String({ format: 'uuid' });
@@ -114,22 +115,28 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   const tags = ['Admin: webhooks'];
   const id = (params: unknown) => (params as { id: string }).id;
 
-  app.get('/webhooks/endpoints', { schema: { tags, summary: 'List webhook endpoints' } }, async () => ({ data: await webhooks.listEndpoints() }));
+  app.get('/webhooks/endpoints', { config: { permission: 'read' }, schema: { tags, summary: 'List webhook endpoints' } }, async () => ({
+    data: await webhooks.listEndpoints(),
+  }));
   app.post(
     '/webhooks/endpoints',
     {
-      config: { audit: 'endpoint.created', auditTarget: 'endpoint' },
+      config: { permission: 'write', audit: 'endpoint.created', auditTarget: 'endpoint' },
       schema: { tags, summary: 'Register an endpoint (its signing secret is in the response)', body: CreateBody },
     },
     async (req, reply) => reply.code(201).send({ data: await webhooks.createEndpoint(req.body as typeof CreateBody.static) }),
   );
-  app.get('/webhooks/endpoints/:id', { schema: { tags, summary: 'A webhook endpoint with its health', params: IdParam } }, async (req) => ({
-    data: await webhooks.getEndpoint(id(req.params)),
-  }));
+  app.get(
+    '/webhooks/endpoints/:id',
+    { config: { permission: 'read' }, schema: { tags, summary: 'A webhook endpoint with its health', params: IdParam } },
+    async (req) => ({
+      data: await webhooks.getEndpoint(id(req.params)),
+    }),
+  );
   app.patch(
     '/webhooks/endpoints/:id',
     {
-      config: { audit: 'endpoint.updated', auditTarget: 'endpoint' },
+      config: { permission: 'write', audit: 'endpoint.updated', auditTarget: 'endpoint' },
       schema: { tags, summary: 'Update an endpoint; enabled=true resets its breaker', params: IdParam, body: PatchBody },
     },
     async (req) => {
@@ -156,25 +163,34 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/webhooks/endpoints/:id/secret',
     { config: { permission: 'write' }, schema: { tags, summary: 'The signing secret (owner or admin role)', params: IdParam } },
-    async (req) => ({ data: await webhooks.getSecret(id(req.params)) }),
+    async (req) => {
+      requireFreshProof(req, 'revealing a signing secret');
+      return { data: await webhooks.getSecret(id(req.params)) };
+    },
   );
   app.post(
     '/webhooks/endpoints/:id/rotate-secret',
     {
-      config: { audit: 'endpoint.secret_rotated', auditTarget: 'endpoint' },
+      config: { permission: 'write', audit: 'endpoint.secret_rotated', auditTarget: 'endpoint' },
       schema: { tags, summary: 'New secret; the old one signs too until previous_secret_expires_at', params: IdParam },
     },
-    async (req) => ({ data: await webhooks.rotateSecret(id(req.params)) }),
+    async (req) => {
+      requireFreshProof(req, 'rotating a signing secret (the new one is shown)');
+      return { data: await webhooks.rotateSecret(id(req.params)) };
+    },
   );
   app.post(
     '/webhooks/endpoints/:id/ping',
-    { config: { audit: 'endpoint.pinged', auditTarget: 'endpoint' }, schema: { tags, summary: 'Send a ping event to this endpoint', params: IdParam } },
+    {
+      config: { permission: 'write', audit: 'endpoint.pinged', auditTarget: 'endpoint' },
+      schema: { tags, summary: 'Send a ping event to this endpoint', params: IdParam },
+    },
     async (req, reply) => reply.code(202).send({ data: await webhooks.ping(id(req.params)) }),
   );
   app.post(
     '/webhooks/endpoints/:id/test-events',
     {
-      config: { audit: 'endpoint.test_event_sent', auditTarget: 'endpoint' },
+      config: { permission: 'write', audit: 'endpoint.test_event_sent', auditTarget: 'endpoint' },
       schema: {
         tags,
         summary: 'Send a test event: the catalog example of a type, to this endpoint only',
@@ -197,7 +213,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.delete(
     '/webhooks/endpoints/:id',
     {
-      config: { audit: 'endpoint.deleted', auditTarget: 'endpoint' },
+      config: { permission: 'write', audit: 'endpoint.deleted', auditTarget: 'endpoint' },
       schema: {
         tags,
         summary: 'Delete an endpoint with its queued deliveries and delivery history',
@@ -220,7 +236,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/webhooks/endpoints/:id/replay',
     {
-      config: { audit: 'endpoint.replayed', auditTarget: 'endpoint' },
+      config: { permission: 'write', audit: 'endpoint.replayed', auditTarget: 'endpoint' },
       schema: {
         tags,
         summary: 'Queue again every subscribed event of [from, to), or with failed_only those that never got through',
@@ -244,6 +260,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/webhooks/endpoints/:id/replay-preview',
     {
+      config: { permission: 'read' },
       schema: {
         tags,
         summary: 'How many deliveries a replay with these parameters would queue (a dry run: nothing changes)',
@@ -260,6 +277,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/webhooks/endpoints/:id/stats',
     {
+      config: { permission: 'read' },
       schema: {
         tags,
         summary: "Success rate and latency (p50, p95) of the endpoint's attempts over the last 24 hours and 7 days",
@@ -272,27 +290,38 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
 
   app.get(
     '/webhooks/deliveries',
-    { schema: { tags, summary: 'List deliveries, newest first', querystring: DeliveryQuery } },
+    { config: { permission: 'read' }, schema: { tags, summary: 'List deliveries, newest first', querystring: DeliveryQuery } },
     // ajv has filled in limit's default.
     async (req) => webhooks.listDeliveries(req.query as typeof DeliveryQuery.static & { limit: number }),
   );
-  app.get('/webhooks/deliveries/:id', { schema: { tags, summary: 'A delivery with its attempts and event', params: IdParam } }, async (req) => ({
-    data: await webhooks.getDelivery(id(req.params)),
-  }));
+  app.get(
+    '/webhooks/deliveries/:id',
+    { config: { permission: 'read' }, schema: { tags, summary: 'A delivery with its attempts and event', params: IdParam } },
+    async (req) => ({
+      data: await webhooks.getDelivery(id(req.params)),
+    }),
+  );
   app.post(
     '/webhooks/deliveries/retry',
     {
-      config: { audit: 'deliveries.retried', auditTarget: 'deliveries' },
+      config: { permission: 'write', audit: 'deliveries.retried', auditTarget: 'deliveries' },
       schema: { tags, summary: 'Retry a selection, or all dead letters of an endpoint', body: RetryManyBody },
     },
     async (req) => ({ data: await webhooks.retryMany(req.body as { delivery_ids: string[] } | { endpoint_id: string }) }),
   );
   app.post(
     '/webhooks/deliveries/:id/retry',
-    { config: { audit: 'deliveries.retried', auditTarget: 'delivery' }, schema: { tags, summary: 'Retry a dead or failed delivery now', params: IdParam } },
+    {
+      config: { permission: 'write', audit: 'deliveries.retried', auditTarget: 'delivery' },
+      schema: { tags, summary: 'Retry a dead or failed delivery now', params: IdParam },
+    },
     async (req) => ({ data: await webhooks.retryDelivery(id(req.params)) }),
   );
-  app.get('/webhooks/stats', { schema: { tags, summary: 'Hourly delivery activity and current totals', querystring: StatsQuery } }, async (req) => ({
-    data: await webhooks.stats((req.query as { hours: number }).hours),
-  }));
+  app.get(
+    '/webhooks/stats',
+    { config: { permission: 'read' }, schema: { tags, summary: 'Hourly delivery activity and current totals', querystring: StatsQuery } },
+    async (req) => ({
+      data: await webhooks.stats((req.query as { hours: number }).hours),
+    }),
+  );
 }

@@ -17,6 +17,11 @@ export interface AdminSession {
   role: AdminRole;
   csrfToken: string;
   expiresAt: string;
+  /** When this session last proved its administrator (sign-in, password or code), ms; null: never. */
+  provenAtMs: number | null;
+  /** Whether the administrator has a second factor, and whether the store requires one (migration 0019). */
+  secondFactor: boolean;
+  secondFactorRequired: boolean;
 }
 
 const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
@@ -28,7 +33,7 @@ function hashSessionId(sessionId: string): string {
 /** Starts a session for an administrator; returns the cookie value (shown to nobody else). */
 export async function createAdminSession(
   db: Kysely<Database>,
-  input: { adminUserId: string; ttlMs: number; userAgent?: string },
+  input: { adminUserId: string; ttlMs: number; userAgent?: string; provenAtMs?: number },
 ): Promise<{ sessionId: string; session: AdminSession }> {
   const sessionId = randomBytes(32).toString('base64url');
   await db
@@ -40,6 +45,7 @@ export async function createAdminSession(
       created_at: sql<string>`now()`,
       expires_at: sql<string>`now() + make_interval(secs => ${input.ttlMs / 1000})`,
       user_agent: input.userAgent?.slice(0, 300) ?? null,
+      proven_at: input.provenAtMs === undefined ? null : new Date(input.provenAtMs).toISOString(),
     })
     .execute();
   // Sign-in is rare; sweeping expired sessions here keeps the table small without a timer.
@@ -53,12 +59,41 @@ export async function findAdminSession(db: Kysely<Database>, sessionId: string):
   const row = await db
     .selectFrom('admin_sessions as s')
     .innerJoin('admin_users as u', 'u.id', 's.admin_user_id')
-    .select(['s.admin_user_id', 'u.email', 'u.role', 's.csrf_token', sql<string>`iso_utc(s.expires_at)`.as('expires_at')])
+    .innerJoin('admin_settings as st', (join) => join.onTrue())
+    .select([
+      's.admin_user_id',
+      'u.email',
+      'u.role',
+      's.csrf_token',
+      sql<string>`iso_utc(s.expires_at)`.as('expires_at'),
+      sql<string | null>`(extract(epoch from s.proven_at) * 1000)::float8`.as('proven_at_ms'),
+      sql<boolean>`u.totp_secret IS NOT NULL`.as('second_factor'),
+      'st.require_second_factor',
+    ])
     .where('s.id_hash', '=', hashSessionId(sessionId))
     .where('s.expires_at', '>', sql<string>`now()`)
     .executeTakeFirst();
   if (!row) return undefined;
-  return { adminUserId: row.admin_user_id, email: row.email, role: row.role as AdminRole, csrfToken: row.csrf_token, expiresAt: row.expires_at };
+  return {
+    adminUserId: row.admin_user_id,
+    email: row.email,
+    role: row.role as AdminRole,
+    csrfToken: row.csrf_token,
+    expiresAt: row.expires_at,
+    provenAtMs: row.proven_at_ms === null ? null : Number(row.proven_at_ms),
+    secondFactor: Boolean(row.second_factor),
+    secondFactorRequired: Boolean(row.require_second_factor),
+  };
+}
+
+/** Records that a session proved its administrator at `nowMs` (password or code): the fresh proof. */
+export async function markSessionProven(db: Kysely<Database>, sessionId: string, nowMs: number): Promise<void> {
+  if (!SESSION_ID.test(sessionId)) return;
+  await db
+    .updateTable('admin_sessions')
+    .set({ proven_at: new Date(nowMs).toISOString() })
+    .where('id_hash', '=', hashSessionId(sessionId))
+    .execute();
 }
 
 /** Ends a session (sign-out). Unknown ids are ignored. */

@@ -11,6 +11,7 @@ import type {} from './admin-user.table.ts';
 import { ApiError, conflict, invalidParameter } from '../../shared/problem.ts';
 import type { AdminRole } from './admin-roles.ts';
 import { deleteSessionsOf } from './admin-session.service.ts';
+import { tokensChanged } from '../../db/read-cache-signals.ts';
 
 /** argon2id, 19 MiB, 2 passes, 1 lane: the OWASP Password Storage Cheat Sheet minimum. */
 const ARGON2_OPTIONS = {
@@ -32,6 +33,7 @@ const USER_COLUMNS = [
   sql<AdminRole>`role`.as('role'),
   sql<string>`iso_utc(created_at)`.as('created_at'),
   sql<string | null>`iso_utc(last_sign_in_at)`.as('last_sign_in_at'),
+  sql<boolean>`totp_secret IS NOT NULL`.as('second_factor'),
 ] as const;
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
@@ -42,6 +44,8 @@ export interface AdminUser {
   role: AdminRole;
   created_at: string;
   last_sign_in_at: string | null;
+  /** Whether a second factor (TOTP) is set up (migration 0019). */
+  second_factor: boolean;
 }
 
 /** The one normal form of an email address: trimmed, lower case. */
@@ -123,8 +127,16 @@ export async function countAdminUsers(db: Kysely<Database>): Promise<number> {
  */
 let decoyHash: Promise<string> | undefined;
 
-/** The administrator whose email and password these are, or undefined. */
-export async function verifyAdminCredentials(db: Kysely<Database>, email: string, password: string): Promise<AdminUser | undefined> {
+/**
+ * The administrator whose email and password these are, or undefined. `touch: false` leaves
+ * last_sign_in_at alone (a second factor still has to be checked: `touchSignIn` once it is).
+ */
+export async function verifyAdminCredentials(
+  db: Kysely<Database>,
+  email: string,
+  password: string,
+  { touch = true }: { touch?: boolean } = {},
+): Promise<AdminUser | undefined> {
   if (password.length > MAX_PASSWORD_LENGTH) return undefined;
   const row = await db.selectFrom('admin_users').select(['id', 'email', 'password_hash']).where('email', '=', normalizeEmail(email)).executeTakeFirst();
   if (!row) {
@@ -133,8 +145,20 @@ export async function verifyAdminCredentials(db: Kysely<Database>, email: string
     return undefined;
   }
   if (!(await verify(row.password_hash, password))) return undefined;
-  await db.updateTable('admin_users').set({ last_sign_in_at: sql<string>`now()` }).where('id', '=', row.id).execute();
+  if (touch) await touchSignIn(db, row.id);
   return findAdminUser(db, row.email);
+}
+
+/** Records a completed sign-in (the administrators list shows it). */
+export async function touchSignIn(db: Kysely<Database>, adminUserId: string): Promise<void> {
+  await db.updateTable('admin_users').set({ last_sign_in_at: sql<string>`now()` }).where('id', '=', adminUserId).execute();
+}
+
+/** Whether `password` is the administrator's (a fresh proof); false for unknown ids. */
+export async function passwordMatches(db: Kysely<Database>, adminUserId: string, password: string): Promise<boolean> {
+  if (password.length > MAX_PASSWORD_LENGTH) return false;
+  const row = await db.selectFrom('admin_users').select('password_hash').where('id', '=', adminUserId).executeTakeFirst();
+  return row ? verify(row.password_hash, password) : false;
 }
 
 export async function findAdminUserById(db: Kysely<Database>, id: string): Promise<AdminUser | undefined> {
@@ -159,7 +183,7 @@ async function otherOwners(db: Kysely<Database>, exceptId: string): Promise<numb
  * sessions end (they sign in again with the new rights). Returns the administrator before and after.
  */
 export async function changeAdminRole(db: Kysely<Database>, id: string, role: AdminRole): Promise<{ before: AdminUser; after: AdminUser }> {
-  return db.transaction().execute(async (trx) => {
+  const changed = await db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock(${OWNERS_LOCK_KEY}::bigint)`.execute(trx);
     const before = await findAdminUserById(trx, id);
     if (!before) throw new ApiError('not_found', `No administrator with id '${id}'.`);
@@ -172,11 +196,15 @@ export async function changeAdminRole(db: Kysely<Database>, id: string, role: Ad
     }
     return { before, after: (await findAdminUserById(trx, id))! };
   });
+  // Her keys act with her role (decision 0026): no cached key of hers outlives the change here;
+  // other processes hear of it by NOTIFY (migration 0017).
+  tokensChanged(db);
+  return changed;
 }
 
 /** Removes an administrator; their sessions end with them (cascade). 409 for the last owner. */
 export async function removeAdminUser(db: Kysely<Database>, id: string): Promise<AdminUser> {
-  return db.transaction().execute(async (trx) => {
+  const removed = await db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock(${OWNERS_LOCK_KEY}::bigint)`.execute(trx);
     const user = await findAdminUserById(trx, id);
     if (!user) throw new ApiError('not_found', `No administrator with id '${id}'.`);
@@ -187,6 +215,9 @@ export async function removeAdminUser(db: Kysely<Database>, id: string): Promise
     await trx.deleteFrom('admin_users').where('id', '=', id).execute();
     return user;
   });
+  // Her keys lose their write and admin powers at once (decision 0026), here and, by NOTIFY, elsewhere.
+  tokensChanged(db);
+  return removed;
 }
 
 /**

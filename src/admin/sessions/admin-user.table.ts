@@ -15,6 +15,14 @@ export interface AdminUserTable {
   role: string;
   /** Migration 0012: when this administrator last looked at the alerts. */
   alerts_seen_at: NullableTimestamp;
+  /** Migration 0019: the confirmed TOTP secret (base32) and when it was confirmed (second-factor.service.ts). */
+  totp_secret: ColumnType<string | null, string | null | undefined, string | null>;
+  totp_enabled_at: NullableTimestamp;
+  /** Migration 0019: the last TOTP time step accepted (a code is never accepted twice). */
+  totp_last_step: ColumnType<string | null, number | null | undefined, number | null>;
+  /** Migration 0019: an enrolment started and not yet confirmed by a first code. */
+  totp_pending_secret: ColumnType<string | null, string | null | undefined, string | null>;
+  totp_pending_at: NullableTimestamp;
 }
 
 export interface AdminSessionTable {
@@ -25,6 +33,8 @@ export interface AdminSessionTable {
   created_at: Timestamp;
   expires_at: Timestamp;
   user_agent: string | null;
+  /** Migration 0019: when this session last proved its administrator (sign-in, password or code). */
+  proven_at: NullableTimestamp;
 }
 
 export interface AdminSignInFailureTable {
@@ -71,6 +81,22 @@ export interface AdminAuditLogTable {
   details: ColumnType<Record<string, unknown>, string, string>;
 }
 
+/** Migration 0019: single-use recovery codes (SHA-256 only). */
+export interface AdminRecoveryCodeTable {
+  admin_user_id: string;
+  code_hash: string;
+  created_at: Timestamp;
+  used_at: NullableTimestamp;
+}
+
+/** Migration 0019: the one row of store-wide administrator settings. */
+export interface AdminSettingsTable {
+  id: ColumnType<boolean, boolean | undefined, never>;
+  require_second_factor: boolean;
+  updated_at: NullableTimestamp;
+  updated_by: string | null;
+}
+
 declare module '../../db/schema.ts' {
   interface Database {
     admin_users: AdminUserTable;
@@ -79,5 +105,7 @@ declare module '../../db/schema.ts' {
     admin_setup_codes: AdminSetupCodeTable;
     admin_links: AdminLinkTable;
     admin_audit_log: AdminAuditLogTable;
+    admin_recovery_codes: AdminRecoveryCodeTable;
+    admin_settings: AdminSettingsTable;
   }
 }

@@ -21,6 +21,8 @@ declare module 'fastify' {
     scope?: Scope;
     /** Scopes of which a token needs at least one (the route narrows what each one sees). */
     anyScope?: readonly Scope[];
+    /** A route under /api/v1 that needs no credential (the OpenAPI document); the authorization matrix test holds it to that. */
+    public?: boolean;
     /** Which rate-limit budget the route counts against. */
     rateLimitClass?: 'standard' | 'export';
   }

@@ -74,7 +74,7 @@ export function frameworkErrorHandler(error: FastifyError, _request: unknown, re
 /**
  * Requests Node's HTTP parser refuses before Fastify sees them (a malformed request line or header,
  * headers over the size limit, a request that took too long to arrive): passed to Fastify as
- * `clientErrorHandler`, so they are answered problem+json too, then the connection is closed
+ * `clientErrorHandler`, so they are answered problem+json too, then the connection is destroyed
  * (the parser cannot continue on it).
  */
 export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket): void {
@@ -95,7 +95,11 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
   const head =
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`;
-  socket.end(requestMethod(error as { rawPacket?: unknown }, socket) === 'HEAD' ? head : head + body);
+  // Destroyed once the answer is written, not half-closed: a client that never reads nor closes
+  // would otherwise keep the descriptor (issue 24). If the answer cannot even be written (the
+  // client reads nothing and the buffers are full), the socket goes after a second anyway.
+  socket.end(requestMethod(error as { rawPacket?: unknown }, socket) === 'HEAD' ? head : head + body, () => socket.destroy());
+  socket.setTimeout(1000, () => socket.destroy());
 }
 
 /** The method of the request the parser refused, when it got that far. */

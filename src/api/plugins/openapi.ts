@@ -407,7 +407,8 @@ export const openApiPlugin = fp(
       staticCSP: false,
     });
 
-    app.get(OPENAPI_PATH, { schema: { hide: true } }, async (_request, reply) =>
+    // Public on purpose (authorization rule `public`): integrators read the contract before they hold a key.
+    app.get(OPENAPI_PATH, { config: { public: true }, schema: { hide: true } }, async (_request, reply) =>
       reply.type('application/json; charset=utf-8').send(JSON.stringify(app.swagger())),
     );
   },

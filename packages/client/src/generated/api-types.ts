@@ -500,6 +500,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/api/v1/tokens/made-by/{maker}/transfer": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Transfer every unrevoked key of a maker to another administrator (owner); from the next request they act with that administrator's role */
+        post: operations["post_admin_api_v1_tokens_made_by_maker_transfer"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/tokens/made-by/{maker}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Revoke every unrevoked key of a maker in one step (owner) */
+        post: operations["post_admin_api_v1_tokens_made_by_maker_revoke"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/api/v1/products": {
         parameters: {
             query?: never;
@@ -1175,6 +1209,114 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/api/v1/account/second-factor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether you have a second factor, and whether the store requires one */
+        get: operations["get_admin_api_v1_account_second_factor"];
+        put?: never;
+        /** Start setting up a second factor: the secret and its QR code (shown once), pending until a first code confirms it */
+        post: operations["post_admin_api_v1_account_second_factor"];
+        /** Turn your second factor off (asks for a fresh proof) */
+        delete: operations["delete_admin_api_v1_account_second_factor"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/account/second-factor/confirm": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Turn the second factor on with a first code; the recovery codes are in the answer, once */
+        post: operations["post_admin_api_v1_account_second_factor_confirm"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/account/second-factor/recovery-codes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** New recovery codes (in the answer, once); the old ones stop working */
+        post: operations["post_admin_api_v1_account_second_factor_recovery_codes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/account/reauthenticate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Prove it is you (password, or a second-factor code) before a sensitive action
+         * @description The proof counts for ADMIN_REAUTH_WINDOW_MS (default 5 minutes). Throttled like the sign-in.
+         */
+        post: operations["post_admin_api_v1_account_reauthenticate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/admins/{id}/second-factor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Turn off an administrator's second factor (they lost their device and recovery codes) */
+        delete: operations["delete_admin_api_v1_admins_id_second_factor"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/settings/security": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The store's security settings */
+        get: operations["get_admin_api_v1_settings_security"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Require a second factor of every administrator (owner, signed in; asks for a fresh proof) */
+        patch: operations["patch_admin_api_v1_settings_security"];
+        trace?: never;
+    };
 }
 export interface webhooks {
     "product.created": {
@@ -1689,7 +1831,7 @@ export interface components {
              * @description Machine-readable error code (the registry of src/shared/problem.ts)
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "not_found" | "invalid_parameter" | "invalid_body" | "malformed_request" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "conflict" | "idempotency_key_in_use" | "idempotency_key_reused" | "rate_limited" | "header_fields_too_large" | "internal_error" | "service_unavailable" | "insufficient_storage";
+            code: "unauthorized" | "forbidden" | "second_factor_required" | "invalid_second_factor" | "second_factor_enrolment_required" | "reauthentication_required" | "not_found" | "invalid_parameter" | "invalid_body" | "malformed_request" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "conflict" | "idempotency_key_in_use" | "idempotency_key_reused" | "rate_limited" | "header_fields_too_large" | "internal_error" | "service_unavailable" | "insufficient_storage";
             errors?: {
                 param: string;
                 message: string;
@@ -4210,6 +4352,88 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    post_admin_api_v1_tokens_made_by_maker_transfer: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description An administrator's id (a removed one too), or `operator` for keys made with the CLI */
+                maker: string | "operator";
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: uuid
+                     * @description The administrator who becomes the maker of the keys
+                     */
+                    to_admin_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_tokens_made_by_maker_revoke: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description An administrator's id (a removed one too), or `operator` for keys made with the CLI */
+                maker: string | "operator";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
     post_admin_api_v1_products: {
         parameters: {
             query?: never;
@@ -5593,6 +5817,8 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             last_sign_in_at: string | null;
+                            /** @description Whether a second factor (TOTP) is set up */
+                            second_factor: boolean;
                         }[];
                     };
                 };
@@ -5776,6 +6002,8 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             last_sign_in_at: string | null;
+                            /** @description Whether a second factor (TOTP) is set up */
+                            second_factor: boolean;
                         };
                     };
                 };
@@ -5828,6 +6056,8 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             last_sign_in_at: string | null;
+                            /** @description Whether a second factor (TOTP) is set up */
+                            second_factor: boolean;
                         };
                     };
                 };
@@ -5929,6 +6159,8 @@ export interface operations {
                             /** Format: date-time */
                             created_at: string;
                             last_sign_in_at: string | null;
+                            /** @description Whether a second factor (TOTP) is set up */
+                            second_factor: boolean;
                         };
                     };
                 };
@@ -5946,7 +6178,7 @@ export interface operations {
             query?: {
                 /** @description Email of an administrator or name of an API token (exact, case-insensitive) */
                 actor?: string;
-                action?: "session.signed_in" | "session.sign_in_failed" | "session.signed_out" | "setup.completed" | "admin.invited" | "admin.invitation_revoked" | "admin.joined" | "admin.role_changed" | "admin.removed" | "admin.password_changed" | "admin.password_reset_issued" | "admin.password_reset" | "key.created" | "key.rolled" | "key.revoked" | "key.updated" | "endpoint.created" | "endpoint.updated" | "endpoint.enabled" | "endpoint.disabled" | "endpoint.deleted" | "endpoint.secret_rotated" | "endpoint.pinged" | "endpoint.test_event_sent" | "endpoint.replayed" | "deliveries.retried" | "store.written";
+                action?: "session.signed_in" | "session.sign_in_failed" | "session.signed_out" | "setup.completed" | "admin.invited" | "admin.invitation_revoked" | "admin.joined" | "admin.role_changed" | "admin.removed" | "admin.password_changed" | "admin.password_reset_issued" | "admin.password_reset" | "admin.second_factor_enrolled" | "admin.second_factor_removed" | "admin.recovery_code_used" | "admin.recovery_codes_regenerated" | "admin.second_factor_failed" | "admin.reauthenticated" | "admin.reauthentication_failed" | "settings.second_factor_requirement_changed" | "key.created" | "key.rolled" | "key.revoked" | "key.updated" | "key.transferred" | "endpoint.created" | "endpoint.updated" | "endpoint.enabled" | "endpoint.disabled" | "endpoint.deleted" | "endpoint.secret_rotated" | "endpoint.pinged" | "endpoint.test_event_sent" | "endpoint.replayed" | "deliveries.retried" | "store.written";
                 /** @description ISO 8601, inclusive */
                 from?: string;
                 /** @description ISO 8601, exclusive */
@@ -6078,6 +6310,293 @@ export interface operations {
             403: components["responses"]["AdminForbidden"];
             409: components["responses"]["AdminConflict"];
             422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_account_second_factor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_account_second_factor: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    delete_admin_api_v1_account_second_factor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_account_second_factor_confirm: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The 6-digit code of the authenticator app (or, where accepted, a recovery code) */
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_account_second_factor_recovery_codes: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    post_admin_api_v1_account_reauthenticate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    password?: string;
+                    /** @description A 6-digit code or a recovery code */
+                    code?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            422: components["responses"]["AdminUnprocessable"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    delete_admin_api_v1_admins_id_second_factor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    get_admin_api_v1_settings_security: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    patch_admin_api_v1_settings_security: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    require_second_factor: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: unknown;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
             500: components["responses"]["InternalError"];
         };
     };

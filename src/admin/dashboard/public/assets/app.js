@@ -11,17 +11,22 @@
  *   #/event-types                   the event catalog: each type's description, schema and example
  *   #/audit-log?actor=&action=&from=&to=   the administrators' audit log, filtered
  *   #/admins                        administrators, roles, invitations (owners change them)
- *   #/account                       one's own password
+ *   #/account                       one's own password and two-factor authentication
  *   #/setup?code=…                  signed out only: create the first administrator with the
  *                                   one-time link the server printed at start
  *   #/link?code=…                   an invitation or password-reset link an owner handed out
+ *
+ * An administrator the owner requires a second factor of, without one, sees only the page that sets
+ * it up (showEnrolmentRequired) until it is on; a sensitive action answered 403
+ * reauthentication_required opens the proof dialog and is retried (lib/api.js, lib/second-factor.js).
  *
  * Each page module exports render(view) and may return a cleanup function (timers), called when
  * the page is left.
  */
 import { h, icon, replace } from './lib/dom.js';
-import { get, del, onSessionLost, setCsrfToken } from './lib/api.js';
-import { toast, toastError } from './lib/ui.js';
+import { get, del, onEnrolmentRequired, onReauthenticationRequired, onSessionLost, setCsrfToken } from './lib/api.js';
+import { button, callout, toast, toastError } from './lib/ui.js';
+import { enrolmentPanel, proofDialog } from './lib/second-factor.js';
 import { renderSignIn } from './pages/sign-in.js';
 import { renderSetup } from './pages/setup.js';
 import { renderOverview } from './pages/overview.js';
@@ -160,6 +165,11 @@ function buildShell() {
 
 async function route() {
   if (!session) return;
+  if (session.second_factor?.required && !session.second_factor.enabled) {
+    showEnrolmentRequired();
+    return;
+  }
+  enrolling = false;
   // Already signed in: neither the sign-in nor the setup page applies.
   if (location.hash === '#/sign-in' || location.hash.startsWith('#/setup') || location.hash.startsWith('#/link')) history.replaceState(null, '', '#/overview');
   const { path, query } = parseHash();
@@ -292,7 +302,52 @@ function showLink(code) {
   });
 }
 
+/** Whether the enrolment page is what the screen shows (set once, however many 403s arrive). */
+let enrolling = false;
+
+/** The owner requires a second factor this administrator lacks: setting one up comes first. */
+function showEnrolmentRequired() {
+  if (enrolling) return;
+  enrolling = true;
+  leavePage();
+  if (typeof cleanup === 'function') cleanup();
+  cleanup = null;
+  shell = null;
+  routedOnce = false;
+  document.title = 'Set up two-factor authentication · Store Integration Admin';
+  root.classList.remove('app-loading');
+  root.removeAttribute('aria-busy');
+  replace(
+    root,
+    h(
+      'div',
+      { class: 'sign-in-page second-factor-page' },
+      h(
+        'main',
+        { id: 'main', class: 'sign-in-card', tabindex: '-1' },
+        h('h1', { class: 'sign-in-title', tabindex: '-1', text: 'Set up two-factor authentication' }),
+        callout({
+          tone: 'info',
+          text: `An owner of this store requires two-factor authentication of every administrator. Set it up for ${session.email} to continue.`,
+        }),
+        enrolmentPanel({
+          doneLabel: 'Continue to the dashboard',
+          onDone: async () => {
+            const answer = await get('/admin/session');
+            signedIn(answer.data);
+            enrolling = false;
+            route();
+          },
+        }),
+        h('div', { class: 'form-actions' }, button({ label: 'Sign out', variant: 'ghost', onClick: signOut })),
+      ),
+    ),
+  );
+  root.querySelector('h1')?.focus();
+}
+
 function showSignIn({ notice, setupRequired = false }) {
+  enrolling = false;
   // A dialog or an error left over the old page would cover or confuse the sign-in form.
   leavePage();
   delete document.body.dataset.role;
@@ -324,6 +379,14 @@ onSessionLost(() => {
   setCsrfToken(null);
   returnTo = location.hash;
   showSignIn({ notice: 'Your session has ended. Sign in again to continue.' });
+});
+
+// A sensitive action asks for the password or a code, then the request is retried (lib/api.js).
+onReauthenticationRequired(() => proofDialog());
+onEnrolmentRequired(() => {
+  if (!session) return;
+  session.second_factor = { enabled: false, required: true };
+  showEnrolmentRequired();
 });
 
 window.addEventListener('hashchange', () => {

@@ -18,6 +18,8 @@ export class ApiProblem extends Error {
 
 let csrfToken = null;
 let sessionLostHandler = () => {};
+let reauthenticationHandler = null;
+let enrolmentRequiredHandler = () => {};
 
 export function setCsrfToken(token) {
   csrfToken = token;
@@ -29,10 +31,23 @@ export function onSessionLost(handler) {
 }
 
 /**
+ * Called with the problem when a sensitive action needs a fresh proof (403 reauthentication_required);
+ * resolves true once the proof was given, and the request is then retried once.
+ */
+export function onReauthenticationRequired(handler) {
+  reauthenticationHandler = handler;
+}
+
+/** Called when the owner requires a second factor this administrator has not set up (403). */
+export function onEnrolmentRequired(handler) {
+  enrolmentRequiredHandler = handler;
+}
+
+/**
  * request('GET', '/tokens') → parsed JSON body (null for 204). Paths not starting with /admin are
  * relative to the admin API.
  */
-export async function request(method, path, body) {
+export async function request(method, path, body, { retried = false } = {}) {
   const url = path.startsWith('/admin/') ? path : `${ADMIN_API}${path}`;
   const headers = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
@@ -60,7 +75,12 @@ export async function request(method, path, body) {
   if (!response.ok) {
     const problem = new ApiProblem(response.status, json);
     if (response.status === 429) problem.message = friendlyWait(problem.message, Number(response.headers.get('retry-after')));
-    if (response.status === 401 && !url.startsWith('/admin/session')) sessionLostHandler(problem);
+    // A refused second-factor code is 401 too, but for the code: the session itself is fine.
+    if (response.status === 401 && !url.startsWith('/admin/session') && (problem.code ?? 'unauthorized') === 'unauthorized') sessionLostHandler(problem);
+    if (response.status === 403 && problem.code === 'reauthentication_required' && reauthenticationHandler && !retried) {
+      if (await reauthenticationHandler(problem)) return request(method, path, body, { retried: true });
+    }
+    if (response.status === 403 && problem.code === 'second_factor_enrolment_required') enrolmentRequiredHandler(problem);
     throw problem;
   }
   return json;

@@ -1,10 +1,27 @@
 /**
- * Settings → Your account: who you are signed in as, your role, and changing your password (the
- * current one is asked; your other sessions end).
+ * Settings → Your account: who you are signed in as, your role, changing your password (the
+ * current one is asked; your other sessions end) and two-factor authentication (set up with an
+ * authenticator app, new recovery codes, turn off; lib/second-factor.js).
  */
 import { h, replace } from '../lib/dom.js';
-import { post } from '../lib/api.js';
-import { callout, card, clearFormErrors, field, formError, pageHeader, runBusy, showFormError, showProblemOnForm, toast } from '../lib/ui.js';
+import { del, get, post } from '../lib/api.js';
+import {
+  badge,
+  button,
+  callout,
+  card,
+  clearFormErrors,
+  confirmDialog,
+  field,
+  formError,
+  loadingBlock,
+  pageHeader,
+  runBusy,
+  showFormError,
+  showProblemOnForm,
+  toast,
+} from '../lib/ui.js';
+import { enrolmentPanel, recoveryCodesBlock } from '../lib/second-factor.js';
 
 const MIN_PASSWORD_LENGTH = 10;
 const ROLE_TEXT = {
@@ -14,6 +31,7 @@ const ROLE_TEXT = {
 };
 
 export async function renderAccount(view) {
+  const twoFactor = h('div');
   const current = h('input', { type: 'password', name: 'current_password', autocomplete: 'current-password' });
   const next = h('input', { type: 'password', name: 'new_password', autocomplete: 'new-password', minlength: String(MIN_PASSWORD_LENGTH) });
   const repeat = h('input', { type: 'password', name: 'new_password_repeat', autocomplete: 'new-password' });
@@ -57,5 +75,73 @@ export async function renderAccount(view) {
     pageHeader({ title: 'Your account', description: `Signed in as ${view.session.email}.`, breadcrumbs: [{ label: 'Settings' }, { label: 'Your account' }] }),
     h('div', { class: 'role-note' }, callout({ tone: 'info', text: ROLE_TEXT[view.session.role] ?? view.session.role })),
     card({ title: 'Password', body: form }),
+    card({ title: 'Two-factor authentication', id: 'two-factor-title', body: twoFactor }),
   );
+  await drawTwoFactor();
+
+  async function drawTwoFactor() {
+    replace(twoFactor, loadingBlock('Loading…'));
+    const { data } = await get('/account/second-factor');
+    view.session.second_factor = { enabled: data.enabled, required: data.required };
+    if (!data.enabled) {
+      replace(
+        twoFactor,
+        data.required ? callout({ tone: 'warning', text: 'An owner requires two-factor authentication of every administrator.' }) : null,
+        enrolmentPanel({
+          onDone: async () => {
+            toast('Two-factor authentication is on.');
+            await drawTwoFactor();
+          },
+        }),
+      );
+      return;
+    }
+    const codesLeft = data.recovery_codes_left;
+    replace(
+      twoFactor,
+      h(
+        'p',
+        { class: 'two-factor-status' },
+        badge('On', 'success'),
+        ' Sign-in asks for a code from your authenticator app. ',
+        `${codesLeft} recovery ${codesLeft === 1 ? 'code' : 'codes'} left.`,
+      ),
+      codesLeft <= 3 ? callout({ tone: 'warning', text: 'Few recovery codes are left: make new ones.' }) : null,
+      h(
+        'div',
+        { class: 'button-row' },
+        button({
+          label: 'New recovery codes',
+          onClick: async () => {
+            const answer = await post('/account/second-factor/recovery-codes');
+            replace(
+              twoFactor,
+              recoveryCodesBlock(answer.data.recovery_codes),
+              h('div', { class: 'form-actions' }, button({ label: 'Done', variant: 'primary', onClick: () => drawTwoFactor() })),
+            );
+          },
+        }),
+        button({
+          label: 'Turn off',
+          variant: 'danger-ghost',
+          onClick: async () => {
+            const confirmed = await confirmDialog({
+              title: 'Turn off two-factor authentication?',
+              message: data.required
+                ? 'An owner requires it: you will be asked to set up a new authenticator at once.'
+                : 'Sign-in will ask for your password only. Your recovery codes stop working.',
+              confirmLabel: 'Turn it off',
+              danger: true,
+              action: async () => {
+                await del('/account/second-factor');
+              },
+            });
+            if (!confirmed) return;
+            toast('Two-factor authentication is off.');
+            await drawTwoFactor();
+          },
+        }),
+      ),
+    );
+  }
 }

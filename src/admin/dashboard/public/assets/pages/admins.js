@@ -213,7 +213,7 @@ export async function renderAdmins(view) {
               h(
                 'tr',
                 {},
-                ['Email', 'Role', 'Added', 'Last sign-in'].map((c) => h('th', { scope: 'col', text: c })),
+                ['Email', 'Role', 'Two-factor', 'Added', 'Last sign-in'].map((c) => h('th', { scope: 'col', text: c })),
                 isOwner ? h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })) : null,
               ),
             ),
@@ -231,6 +231,7 @@ export async function renderAdmins(view) {
                     a.email === view.session.email ? h('span', { class: 'muted', text: ' (you)' }) : null,
                   ),
                   h('td', {}, roleBadge(a.role)),
+                  h('td', {}, a.second_factor ? badge('On', 'success') : badge('Off', 'neutral')),
                   h('td', {}, timeEl(a.created_at)),
                   h('td', {}, a.last_sign_in_at ? timeEl(a.last_sign_in_at) : h('span', { class: 'muted', text: 'Never' })),
                   isOwner
@@ -251,6 +252,15 @@ export async function renderAdmins(view) {
                           ariaLabel: `Reset password of ${a.email}`,
                           onClick: () => issueReset(a),
                         }),
+                        a.second_factor && a.email !== view.session.email
+                          ? button({
+                              label: 'Turn off two-factor',
+                              size: 'sm',
+                              variant: 'ghost',
+                              ariaLabel: `Turn off two-factor authentication of ${a.email}`,
+                              onClick: () => removeSecondFactorOf(a, reload),
+                            })
+                          : null,
                         button({ label: 'Remove', size: 'sm', variant: 'danger-ghost', ariaLabel: `Remove ${a.email}`, onClick: () => removeAdmin(a, reload) }),
                       )
                     : null,
@@ -328,8 +338,67 @@ export async function renderAdmins(view) {
     }),
     isOwner ? null : h('div', { class: 'role-note' }, callout({ tone: 'info', text: 'Only owners can invite, remove or change administrators.' })),
     card({ body }),
+    isOwner ? securityCard(view) : null,
     isOwner ? card({ title: 'Open invitations', description: 'Links not used yet. Withdraw one to make its link stop working.', body: invitations }) : null,
   );
   replace(body, loadingBlock('Loading administrators…'));
   await reload();
+}
+
+/** An owner turns off the second factor of an administrator who lost their device and recovery codes. */
+async function removeSecondFactorOf(admin, reload) {
+  const confirmed = await confirmDialog({
+    title: `Turn off two-factor authentication of ${admin.email}?`,
+    message: 'They sign in with their password alone until they set up a new authenticator (at once, when two-factor is required).',
+    confirmLabel: 'Turn it off',
+    danger: true,
+    action: async () => {
+      await del(`/admins/${admin.id}/second-factor`);
+    },
+  });
+  if (!confirmed) return;
+  toast(`Two-factor authentication of ${admin.email} is off.`);
+  await reload();
+}
+
+/** The owner's setting: a second factor required of every administrator. */
+function securityCard(view) {
+  const checkbox = h('input', { type: 'checkbox', name: 'require_second_factor', id: 'require-second-factor' });
+  const save = button({
+    label: 'Save',
+    variant: 'primary',
+    onClick: async () => {
+      const wanted = checkbox.checked;
+      try {
+        const { data } = await patch('/settings/security', { require_second_factor: wanted });
+        checkbox.checked = data.require_second_factor;
+        toast(data.require_second_factor ? 'Every administrator now needs two-factor authentication.' : 'Two-factor authentication is optional again.');
+      } catch (error) {
+        checkbox.checked = !wanted;
+        throw error;
+      }
+    },
+  });
+  get('/settings/security')
+    .then(({ data }) => {
+      checkbox.checked = data.require_second_factor;
+    })
+    .catch(() => {});
+  const mine = view.session.second_factor?.enabled;
+  return card({
+    title: 'Security',
+    description: 'Administrators without a second factor are sent to set one up before anything else.',
+    body: h(
+      'div',
+      { class: 'narrow-form' },
+      h(
+        'div',
+        { class: 'check check-standalone' },
+        checkbox,
+        h('label', { for: 'require-second-factor', text: 'Require two-factor authentication of every administrator' }),
+      ),
+      mine ? null : h('p', { class: 'field-hint', text: 'Set up your own first (Your account).' }),
+      h('div', { class: 'form-actions' }, save),
+    ),
+  });
 }

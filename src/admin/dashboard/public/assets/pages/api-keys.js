@@ -2,13 +2,16 @@
  * Integrations → API keys: the tokens integrations use on /api/v1. Create (the secret is shown
  * once, with a copy button), list (revoked and expired keys hidden unless asked for), roll (a new
  * secret; the old one keeps working for the overlap picked), rename and set rate limits, revoke
- * with confirmation.
+ * with confirmation. Each key shows who made it (decision 0026: a key acts with its maker's role
+ * now); owners transfer a maker's keys to another administrator, or revoke them all, in one step
+ * ("Keys by maker").
  */
 import { h, replace, uid } from '../lib/dom.js';
 import { get, patch, post } from '../lib/api.js';
 import { formatDateTime } from '../lib/format.js';
 import { loadResources } from '../lib/resources.js';
 import {
+  badge,
   button,
   callout,
   clearFormErrors,
@@ -68,6 +71,21 @@ function limitsText(t) {
   return parts.length ? parts.join(', ') : 'Default';
 }
 
+/** Who made a key: an administrator (her role now, or removed) or the machine's operator (CLI). */
+function makerLabel(maker) {
+  return maker.kind === 'operator' ? 'CLI (machine operator)' : maker.email;
+}
+
+function makerCell(maker) {
+  if (maker.kind === 'operator') return h('span', { class: 'muted', text: makerLabel(maker) });
+  return [
+    h('span', { text: maker.email }),
+    maker.removed
+      ? badge('Removed', 'danger', { title: 'Removed: the key lost its write and admin powers; read scopes still work' })
+      : h('span', { class: 'cell-sub', text: maker.role }),
+  ];
+}
+
 function tokenRows(tokens, reload) {
   return tokens.map((t) =>
     h(
@@ -81,6 +99,7 @@ function tokenRows(tokens, reload) {
       ),
       h('td', { class: 'cell-key' }, code(`${t.prefix}…`)),
       h('td', {}, scopeChips(t.scopes)),
+      h('td', { class: 'cell-maker' }, makerCell(t.made_by)),
       h('td', {}, timeEl(t.created_at)),
       h('td', {}, t.last_used_at ? timeEl(t.last_used_at) : h('span', { class: 'muted', text: 'Never' })),
       h(
@@ -409,13 +428,133 @@ function showCreated(close, controls, data, { title = 'API key created', note } 
   secret.focus();
 }
 
+/** The makers of active keys, each once, with how many keys they have. */
+function makersOf(tokens) {
+  const makers = new Map();
+  for (const t of tokens) {
+    if (t.status !== 'active') continue;
+    const key = t.made_by.id ?? 'operator';
+    const entry = makers.get(key) ?? { selector: key, maker: t.made_by, count: 0 };
+    entry.count++;
+    makers.set(key, entry);
+  }
+  return [...makers.values()];
+}
+
+function openTransferDialog(entry, admins, reload) {
+  const others = admins.filter((a) => a.id !== entry.maker.id);
+  openDialog({
+    title: `Transfer the keys of ${makerLabel(entry.maker)}`,
+    description: `${entry.count} active ${entry.count === 1 ? 'key' : 'keys'} will act with the new maker's role from their next request.`,
+    render: (close) => {
+      const to = h(
+        'select',
+        { name: 'to_admin_id', autofocus: true },
+        others.map((a) => h('option', { value: a.id, text: `${a.email} (${a.role})` })),
+      );
+      const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, h('span', { class: 'btn-label', text: 'Transfer keys' }));
+      const form = h(
+        'form',
+        { novalidate: true },
+        field({ label: 'New maker', control: to }),
+        formError(),
+        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit),
+      );
+      form.addEventListener('submit', (event) => {
+        event.preventDefault();
+        clearFormErrors(form);
+        runBusy(submit, async () => {
+          try {
+            const { data } = await post(`/tokens/made-by/${entry.selector}/transfer`, { to_admin_id: to.value });
+            close();
+            toast(`Transferred ${data.length} ${data.length === 1 ? 'key' : 'keys'} to ${data[0]?.made_by.email}.`);
+            reload();
+          } catch (error) {
+            if (!showProblemOnForm(form, error)) showFormError(form, error.message);
+          }
+        });
+      });
+      return form;
+    },
+  });
+}
+
+async function revokeAllOf(entry, reload) {
+  const confirmed = await confirmDialog({
+    title: `Revoke every key of ${makerLabel(entry.maker)}?`,
+    message: `${entry.count} active ${entry.count === 1 ? 'key is' : 'keys are'} refused from the next request. This cannot be undone.`,
+    confirmLabel: 'Revoke all',
+    danger: true,
+    action: () => post(`/tokens/made-by/${entry.selector}/revoke`),
+  });
+  if (confirmed) {
+    toast(`Revoked the keys of ${makerLabel(entry.maker)}.`);
+    reload();
+  }
+}
+
+/** Owners only: each maker of active keys, with Transfer… and Revoke all. */
+function makersTable(tokens, admins, reload) {
+  const makers = makersOf(tokens);
+  if (makers.length === 0) return h('p', { class: 'muted', text: 'No active keys.' });
+  return h(
+    'div',
+    { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Keys by maker (scrolls sideways on narrow screens)' },
+    h(
+      'table',
+      { class: 'table', id: 'api-key-makers-table' },
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['Maker', 'Active keys'].map((c) => h('th', { scope: 'col', text: c })),
+          h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        makers.map((entry) =>
+          h(
+            'tr',
+            { dataset: { maker: entry.selector } },
+            h('th', { scope: 'row', class: 'cell-maker' }, makerCell(entry.maker)),
+            h('td', { text: String(entry.count) }),
+            h('td', { class: 'cell-actions' }, [
+              button({
+                label: 'Transfer…',
+                variant: 'ghost',
+                size: 'sm',
+                ariaLabel: `Transfer the keys of ${makerLabel(entry.maker)}`,
+                onClick: () => openTransferDialog(entry, admins, reload),
+              }),
+              button({
+                label: 'Revoke all',
+                variant: 'danger-ghost',
+                size: 'sm',
+                ariaLabel: `Revoke all keys of ${makerLabel(entry.maker)}`,
+                onClick: () => revokeAllOf(entry, reload),
+              }),
+            ]),
+          ),
+        ),
+      ),
+    ),
+  );
+}
+
 export async function renderApiKeys(view) {
   const body = h('div');
+  const isOwner = view.session?.role === 'owner';
+  const makersBody = h('div');
   const showAll = view.query.get('show') === 'all';
   const toggle = h('a', { class: 'btn btn-ghost btn-sm', href: showAll ? '#/api-keys' : '#/api-keys?show=all' });
   const reload = async () => {
     try {
       const { data: all } = await get('/tokens');
+      if (isOwner) replace(makersBody, makersTable(all, (await get('/admins')).data, reload));
       const hidden = all.filter((t) => t.status !== 'active').length;
       replace(toggle, h('span', { class: 'btn-label', text: showAll ? 'Hide revoked and expired' : `Show revoked and expired (${hidden})` }));
       toggle.hidden = hidden === 0 && !showAll;
@@ -460,7 +599,7 @@ export async function renderApiKeys(view) {
               h(
                 'tr',
                 {},
-                ['Name', 'Key', 'Access', 'Created', 'Last used', 'Expires', 'Rate limits', 'Status'].map((c) => h('th', { scope: 'col', text: c })),
+                ['Name', 'Key', 'Access', 'Made by', 'Created', 'Last used', 'Expires', 'Rate limits', 'Status'].map((c) => h('th', { scope: 'col', text: c })),
                 h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })),
               ),
             ),
@@ -481,6 +620,14 @@ export async function renderApiKeys(view) {
       actions: [toggle, button({ write: true, label: 'Create API key', icon: 'plus', variant: 'primary', onClick: () => openCreateDialog(reload) })],
     }),
     card({ body }),
+    isOwner
+      ? card({
+          title: 'Keys by maker',
+          description:
+            "A key never does more than its maker's role allows now; a removed administrator's keys keep only their read scopes. Transfer them to another administrator or revoke them all.",
+          body: makersBody,
+        })
+      : null,
   );
   replace(body, loadingBlock('Loading API keys…'));
   await reload();

@@ -1,7 +1,12 @@
-/** Sign-in form. While no administrator exists the page says how to create the first one (setup link or CLI). */
+/**
+ * Sign-in form. While no administrator exists the page says how to create the first one (setup link
+ * or CLI). An administrator with a second factor is asked, after the password, for the code of the
+ * authenticator app or a recovery code (the email and password are sent again with it).
+ */
 import { h, replace } from '../lib/dom.js';
 import { post } from '../lib/api.js';
-import { callout, field, formError, showFormError, clearFormErrors, runBusy } from '../lib/ui.js';
+import { callout, field, formError, showFormError, clearFormErrors, runBusy, setFieldError } from '../lib/ui.js';
+import { codeInput } from '../lib/second-factor.js';
 
 export function renderSignIn(root, { notice, setupRequired, onSignedIn }) {
   const email = h('input', { type: 'email', name: 'email', autocomplete: 'username', spellcheck: false });
@@ -29,6 +34,10 @@ export function renderSignIn(root, { notice, setupRequired, onSignedIn }) {
         const answer = await post('/admin/session', { email: email.value.trim(), password: password.value });
         onSignedIn(answer.data);
       } catch (error) {
+        if (error.code === 'second_factor_required') {
+          askForCode(email.value.trim(), password.value);
+          return;
+        }
         password.value = '';
         if (error.status === 429) showFormError(form, error.message);
         else if (error.status === 401) showFormError(form, 'Wrong email or password.');
@@ -38,6 +47,54 @@ export function renderSignIn(root, { notice, setupRequired, onSignedIn }) {
     });
   });
 
+  /** The second step: the code (or a recovery code) for the email and password just checked. */
+  function askForCode(emailValue, passwordValue) {
+    let recovery = false;
+    const code = codeInput();
+    const codeField = field({ label: 'Authentication code', control: code, required: true, hint: 'The 6-digit code your authenticator app shows.' });
+    const verify = h('button', { type: 'submit', class: 'btn btn-primary btn-block' }, h('span', { class: 'btn-label', text: 'Verify' }));
+    const toggle = h('button', { type: 'button', class: 'btn btn-ghost btn-sm', text: 'Use a recovery code instead' });
+    const codeForm = h('form', { class: 'sign-in-form', novalidate: true }, codeField, formError(), verify, h('p', { class: 'sign-in-alt' }, toggle));
+    toggle.addEventListener('click', () => {
+      recovery = !recovery;
+      codeField.querySelector('label').firstChild.textContent = recovery ? 'Recovery code' : 'Authentication code';
+      codeField.querySelector('.field-hint').textContent = recovery
+        ? 'One of the codes you saved when you set up two-factor authentication (each works once).'
+        : 'The 6-digit code your authenticator app shows.';
+      code.inputMode = recovery ? 'text' : 'numeric';
+      toggle.textContent = recovery ? 'Use the authenticator app instead' : 'Use a recovery code instead';
+      setFieldError(codeField, '');
+      code.value = '';
+      code.focus();
+    });
+    codeForm.addEventListener('submit', (event) => {
+      event.preventDefault();
+      clearFormErrors(codeForm);
+      if (!code.value.trim()) {
+        setFieldError(codeField, recovery ? 'Enter one of your recovery codes.' : 'Enter the 6-digit code.');
+        code.focus();
+        return;
+      }
+      runBusy(verify, async () => {
+        try {
+          const answer = await post('/admin/session', { email: emailValue, password: passwordValue, code: code.value.trim() });
+          onSignedIn(answer.data);
+        } catch (error) {
+          code.value = '';
+          if (error.code === 'invalid_second_factor') setFieldError(codeField, error.message);
+          else showFormError(codeForm, error.message);
+          code.focus();
+        }
+      });
+    });
+    form.replaceWith(codeForm);
+    title.textContent = 'Two-factor authentication';
+    lead.textContent = `Signing in as ${emailValue}.`;
+    code.focus();
+  }
+
+  const title = h('h1', { class: 'sign-in-title', text: 'Sign in' });
+  const lead = h('p', { class: 'sign-in-lead', text: 'Manage API keys, webhook endpoints and deliveries.' });
   replace(
     root,
     h(
@@ -52,8 +109,8 @@ export function renderSignIn(root, { notice, setupRequired, onSignedIn }) {
           h('img', { src: '/admin/assets/favicon.svg', alt: '', width: '40', height: '40' }),
           h('div', {}, h('p', { class: 'brand-name', text: 'Store Integration' }), h('p', { class: 'brand-sub', text: 'Admin dashboard' })),
         ),
-        h('h1', { class: 'sign-in-title', text: 'Sign in' }),
-        h('p', { class: 'sign-in-lead', text: 'Manage API keys, webhook endpoints and deliveries.' }),
+        title,
+        lead,
         notice ? callout({ tone: 'warning', text: notice }) : null,
         setupRequired
           ? callout({

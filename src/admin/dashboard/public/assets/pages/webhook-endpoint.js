@@ -15,7 +15,19 @@ import { eventTypesSummary, openEndpointDialog } from './webhooks.js';
 
 const MASK = `whsec_${'•'.repeat(24)}`;
 
-function secretCard(endpoint) {
+function secretCard(endpoint, role) {
+  // A viewer may not read the secret (the admin API refuses it): no Reveal, Copy or Rotate to offer.
+  if (role === 'viewer') {
+    return card({
+      title: 'Signing secret',
+      body: h(
+        'div',
+        {},
+        h('div', { class: 'secret-display' }, h('code', { class: 'code secret-value', text: MASK })),
+        h('p', { class: 'card-note', text: 'Owners and admins can reveal and copy the signing secret; your role reads everything else.' }),
+      ),
+    });
+  }
   let secret = null;
   let previousExpiresAt = null;
   let revealed = false;
@@ -230,7 +242,7 @@ export async function renderWebhookEndpoint(view) {
       view.root,
       header,
       stateNotice,
-      h('div', { class: 'detail-grid' }, details, secretCard(endpoint)),
+      h('div', { class: 'detail-grid' }, details, secretCard(endpoint, view.session.role)),
       stats.element,
       card({ title: 'Deliveries', description: 'Newest first. Failed deliveries are retried automatically; dead letters wait for you.', body: panel.element }),
     );

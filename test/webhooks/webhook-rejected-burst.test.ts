@@ -1,0 +1,127 @@
+/**
+ * Healthy events never wait behind a burst of rejected payloads (issue 24 point 5, decision 0029).
+ * While an endpoint is paused, 40 events its receiver rejects (by payload: 422) are written before
+ * 10 it accepts. When the pause ends the probe is a healthy one; after it, the 40 rejected first
+ * attempts must not pause the endpoint again: the 10 healthy ones are delivered with no further
+ * pause (the pause is 10 minutes, so one more would stall this test), and each rejected payload
+ * gets its first attempt now and its retry on the retry schedule, not one attempt per pause.
+ * Events written afterwards flow at once. Fan-out is driven by hand (pollEvents), then one worker.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql, type Kysely } from 'kysely';
+import { backends } from '../helpers/test-database.ts';
+import { WebhookReceiver, ok } from './webhook-receiver.ts';
+import { waitForAttempts, webhookTestKit, type WebhookTestKit } from './webhook-test-kit.ts';
+import type { Database } from '../../src/db/schema.ts';
+import { pollEvents } from '../../src/webhooks/event-poller.ts';
+import { isoFromMillis } from '../../src/shared/time.ts';
+
+const THRESHOLD = 10;
+const PAUSE_MS = 600_000;
+const RETRY_MS = 600_000;
+
+describe.each(backends)('a burst of rejected payloads after a pause (%s)', (backend) => {
+  let kit: WebhookTestKit;
+  let receiver: WebhookReceiver;
+  let db: Kysely<Database>;
+
+  beforeAll(async () => {
+    kit = await webhookTestKit(
+      backend,
+      {
+        WEBHOOK_BREAKER_THRESHOLD: String(THRESHOLD),
+        WEBHOOK_BREAKER_PAUSE_MS: String(PAUSE_MS),
+        WEBHOOK_RETRY_SCHEDULE_MS: Array(5).fill(RETRY_MS).join(','),
+      },
+      { worker: false },
+    );
+    db = kit.t.ctx.database.db;
+    receiver = await new WebhookReceiver().start();
+    // The receiver rejects some payloads and accepts the rest: it is up throughout.
+    receiver.respond = (req, n, res, socket) =>
+      String(req.json.data?.email).startsWith('rejected') ? res.writeHead(422).end('unprocessable') : ok(req, n, res, socket);
+  });
+  afterAll(async () => {
+    await kit?.close();
+    await receiver?.close();
+  });
+
+  const customer = async (email: string) => {
+    const res = await kit.api('POST', '/customers', { name: email, email });
+    expect(res.status).toBe(201);
+  };
+  const fanOut = async (now: number) => {
+    for (;;) if (!(await pollEvents(db, now)).more) return;
+  };
+  const endpointRow = async (id: string) =>
+    (
+      await sql<{ consecutive_failures: number; paused_until: string | null; recovered_at: string | null }>`
+        SELECT consecutive_failures, paused_until, recovered_at FROM webhook_endpoints WHERE id = ${id}::uuid`.execute(db)
+    ).rows[0]!;
+
+  it('the healthy events go out after the probe with no further pause, and each rejected payload gets its first attempt, then the retry schedule', async () => {
+    const endpoint = await kit.createEndpoint(receiver.url, { event_types: ['customer.created'] });
+    // Paused by earlier failures: the events below pile up.
+    await sql`UPDATE webhook_endpoints SET consecutive_failures = ${THRESHOLD}, paused_until = ${isoFromMillis(Date.now() + PAUSE_MS)}::timestamptz
+      WHERE id = ${endpoint.id}::uuid`.execute(db);
+    // Each event fanned out on its own, a millisecond apart: the queue holds them oldest first.
+    const start = Date.now() - 1000;
+    const emails = [...Array.from({ length: 40 }, (_, i) => `rejected-${i}@example.com`), ...Array.from({ length: 10 }, (_, i) => `healthy-${i}@example.com`)];
+    for (const [i, email] of emails.entries()) {
+      await customer(email);
+      await fanOut(start + i);
+    }
+    const { rows: queued } = await sql<{ n: number }>`
+      SELECT count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = ${endpoint.id}::uuid AND status = 'pending'`.execute(db);
+    expect(queued[0]!.n).toBe(50);
+
+    // The pause ends.
+    await sql`UPDATE webhook_endpoints SET paused_until = ${isoFromMillis(Date.now() - 1)}::timestamptz WHERE id = ${endpoint.id}::uuid`.execute(db);
+    const worker = await kit.startWorker();
+    // Fails at once if the endpoint is paused again (a further pause would be 10 minutes).
+    const pausedAgain = new Promise<never>((_, reject) =>
+      worker.events.on('attempt', (r) => {
+        if (r.endpointId !== endpoint.id) return;
+        void endpointRow(endpoint.id).then((row) => {
+          if (row.consecutive_failures >= THRESHOLD) reject(new Error(`paused again after ${r.deliveryId}: ${JSON.stringify(row)}`));
+        });
+      }),
+    );
+    pausedAgain.catch(() => {});
+    const attempts = await Promise.race([waitForAttempts(worker, 50, (r) => r.endpointId === endpoint.id, 60_000), pausedAgain]);
+
+    // The probe was the newest event, a healthy one, and it closed the breaker; then the backlog
+    // went out oldest first: the 40 rejected payloads, then the other 9 healthy ones.
+    expect(attempts[0]!.result.outcome).toBe('success');
+    expect(attempts.slice(1, 30).every((a) => a.result.outcome === 'http_error')).toBe(true);
+    const byOutcome = (outcome: string) => attempts.filter((a) => a.result.outcome === outcome);
+    expect(byOutcome('success')).toHaveLength(10);
+    expect(byOutcome('http_error')).toHaveLength(40);
+    expect(new Set(attempts.map((a) => a.deliveryId)).size).toBe(50);
+    // Every healthy event reached the receiver once.
+    expect(receiver.requests.filter((r) => String(r.json.data.email).startsWith('healthy'))).toHaveLength(10);
+    // No further pause: the 40 refused first attempts of the backlog did not count.
+    const after = await endpointRow(endpoint.id);
+    expect(after).toMatchObject({ consecutive_failures: 0, paused_until: null });
+    expect(after.recovered_at).not.toBeNull();
+    expect((await kit.api('GET', `/webhooks/endpoints/${endpoint.id}`)).body.data.state).toBe('active');
+    // Each rejected payload was tried once and waits for its retry on the schedule.
+    const { rows: rejected } = await sql<{ status: string; attempt_count: number; retry_in_ms: number }>`
+      SELECT d.status, d.attempt_count,
+        (extract(epoch FROM d.next_attempt_at - a.started_at) * 1000)::float8 AS retry_in_ms
+      FROM webhook_deliveries d JOIN webhook_attempts a ON a.delivery_id = d.id
+      WHERE d.endpoint_id = ${endpoint.id}::uuid AND d.status <> 'succeeded'`.execute(db);
+    expect(rejected).toHaveLength(40);
+    for (const r of rejected) {
+      expect(r).toMatchObject({ status: 'failed', attempt_count: 1 });
+      // Retry after the schedule's first delay, counted from the end of the attempt.
+      expect(r.retry_in_ms).toBeGreaterThanOrEqual(RETRY_MS);
+      expect(r.retry_in_ms).toBeLessThan(RETRY_MS + 60_000);
+    }
+
+    // Healthy events written now go out at once.
+    const next = waitForAttempts(worker, 3, (r) => r.endpointId === endpoint.id && r.result.outcome === 'success', 60_000);
+    for (let i = 10; i < 13; i++) await customer(`healthy-${i}@example.com`);
+    expect(await next).toHaveLength(3);
+  });
+});
