@@ -8,7 +8,8 @@
  *    declared on every route: a route without one stops the app from starting. A caller that lacks
  *    it gets 403 problem+json; a key never does more than its maker's role allows now, and never an
  *    owner-only action (decision 0026). The README's authorization matrix is generated from these;
- *  - audit: every successful write is recorded in the audit log before its answer is sent, as the
+ *  - audit: every successful write is recorded in the audit log in the write's own transaction,
+ *    committed with it before its answer is sent (admin-write-transaction.ts, decision 0027), as the
  *    route's `config.audit` action (else `store.written`), with its target and what changed
  *    (`request.audit` set by the handler, else the request body; secrets are dropped).
  */
@@ -23,7 +24,7 @@ import { overviewAdminRoutes } from './routes/overview.admin-routes.ts';
 import { resourceAdminRoutes } from './routes/resource.admin-routes.ts';
 import { eventTypeAdminRoutes } from './routes/event-type.admin-routes.ts';
 import { recordAdminRoutes } from './routes/record.admin-routes.ts';
-import { registerIdempotency } from './idempotency/idempotency.ts';
+import { registerAdminWriteTransactions } from './admin-write-transaction.ts';
 import { accountAdminRoutes } from './routes/account.admin-routes.ts';
 import { auditAdminRoutes } from './routes/audit.admin-routes.ts';
 import { alertsAdminRoutes } from './routes/alerts.admin-routes.ts';
@@ -110,12 +111,9 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
     requirePermission(request, request.routeOptions.config.permission!);
     requireEnrolledWhenRequired(request, request.routeOptions.config?.duringEnrolment === true);
   });
-  app.addHook('onSend', async (request, reply, payload) => {
-    await recordWrite(request, reply.statusCode, payload);
-    return payload;
-  });
-  // Every POST honours Idempotency-Key (decision 0013).
-  registerIdempotency(app);
+  // Every write is one transaction with its audit entry; every POST honours Idempotency-Key
+  // (decisions 0013, 0027).
+  registerAdminWriteTransactions(app, { audit: recordWrite, idempotency: true });
   await app.register(tokenAdminRoutes);
   await app.register(storeAdminRoutes);
   await app.register(webhookAdminRoutes);

@@ -17,6 +17,7 @@ import { freeBytes, startDiskWatchdog } from './disk-watchdog.ts';
 import { copyPgliteTemplate, PGLITE_TEMPLATE_DIR, readStamp, type TemplateStamp } from './pglite-template.ts';
 import { PGliteThread } from './pglite-thread.ts';
 import { typeParsers } from './type-parsers.ts';
+import { withRequestTransactions } from './request-transaction.ts';
 
 export type Backend = 'pglite' | 'postgres';
 
@@ -125,7 +126,7 @@ function openPostgres(url: string, max: number, applicationName = 'store-api', o
     },
     end: () => pool.end(),
   } as unknown as pg.Pool;
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: connectTagged }) });
+  const db = new Kysely<Database>({ dialect: withRequestTransactions(new PostgresDialect({ pool: connectTagged })) });
   return {
     db,
     backend: 'postgres',
@@ -190,14 +191,16 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
   const stopWatchdog = diskDir ? startDiskWatchdog(diskDir, inFlightSince ? { inFlightSince } : {}) : () => {};
   const inThread = engine instanceof PGliteThread;
   const db = new Kysely<Database>({
-    dialect: new PGliteDialect({
-      pglite: engine as PGlite,
-      onCreateConnection: async (connection) => {
-        guardAgainstWedge(connection, storage, lowSpace);
-        // On this thread only: a worker's statements never hold the HTTP side.
-        if (!inThread) await yieldBetweenStatements(connection);
-      },
-    }),
+    dialect: withRequestTransactions(
+      new PGliteDialect({
+        pglite: engine as PGlite,
+        onCreateConnection: async (connection) => {
+          guardAgainstWedge(connection, storage, lowSpace);
+          // On this thread only: a worker's statements never hold the HTTP side.
+          if (!inThread) await yieldBetweenStatements(connection);
+        },
+      }),
+    ),
   });
   return {
     db,

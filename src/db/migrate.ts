@@ -19,6 +19,7 @@ import * as webhookTestDeliveries from './migrations/0013-webhook-test-deliverie
 import * as deliveryQueueHotClaims from './migrations/0015-delivery-queue-hot-claims.ts';
 import * as readCacheNotify from './migrations/0016-read-cache-notify.ts';
 import * as keyMakers from './migrations/0017-key-makers.ts';
+import * as idempotencyAnswersInTheWrite from './migrations/0018-idempotency-answers-in-the-write.ts';
 import * as secondFactor from './migrations/0019-second-factor.ts';
 import * as endpointRecoveredAt from './migrations/0022-endpoint-recovered-at.ts';
 
@@ -37,6 +38,7 @@ const migrations: Record<string, Migration> = {
   '0015-delivery-queue-hot-claims': deliveryQueueHotClaims,
   '0016-read-cache-notify': readCacheNotify,
   '0017-key-makers': keyMakers,
+  '0018-idempotency-answers-in-the-write': idempotencyAnswersInTheWrite,
   '0019-second-factor': secondFactor,
   '0022-endpoint-recovered-at': endpointRecoveredAt,
 };

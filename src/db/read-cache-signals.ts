@@ -16,6 +16,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { ListenConnection } from './listen-connection.ts';
+import { activeRequestTransaction } from './request-transaction.ts';
 import { writeCommits } from './write-clock.ts';
 
 export const TOKENS_CHANGED_CHANNEL = 'api_tokens_changed';
@@ -42,14 +43,20 @@ function of(db: Kysely<unknown> | object): Generations {
 export const tokenGeneration = (db: object): number => of(db).tokens;
 export const storeGeneration = (db: object): number => of(db).store;
 
-/** A token of `db` was created, changed, rolled or revoked: no cached identity is served again. */
+/**
+ * A token of `db` was created, changed, rolled or revoked: no cached identity is served again. Inside
+ * a request transaction (request-transaction.ts) the change is visible only after its commit, so the
+ * generation moves again then: a read between the two cannot keep the old row.
+ */
 export function tokensChanged(db: object): void {
   of(db).tokens++;
+  activeRequestTransaction()?.afterCommit(() => of(db).tokens++);
 }
 
-/** A store table of `db` was written: no cached list page is served again. */
+/** A store table of `db` was written: no cached list page is served again (see tokensChanged). */
 export function storeChanged(db: object): void {
   of(db).store++;
+  activeRequestTransaction()?.afterCommit(() => of(db).store++);
 }
 
 writeCommits.on('commit', (db: object) => storeChanged(db));

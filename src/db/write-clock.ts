@@ -26,6 +26,7 @@
 import { EventEmitter } from 'node:events';
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.ts';
+import { activeRequestTransaction } from './request-transaction.ts';
 
 /** Advisory lock key shared by all writers of store data ('SIAW' as an int). */
 export const WRITE_LOCK_KEY = 0x53494157;
@@ -63,7 +64,11 @@ export async function runWrite<T>(db: Kysely<Database>, fn: (ctx: WriteContext) 
         const { rows } = await sql<{ stamp: string }>`SELECT clock_timestamp() AS stamp`.execute(trx);
         return fn({ trx, stamp: rows[0]!.stamp });
       });
-      writeCommits.emit('commit', db);
+      // Inside a request transaction (db/request-transaction.ts) this was a savepoint: the change is
+      // not visible before the request commits, so the signal waits for that commit.
+      const request = activeRequestTransaction();
+      if (request) request.afterCommit(() => writeCommits.emit('commit', db));
+      else writeCommits.emit('commit', db);
       return result;
     } catch (error) {
       const code = (error as { code?: unknown } | null)?.code;

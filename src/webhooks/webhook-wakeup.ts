@@ -8,6 +8,7 @@
 import { EventEmitter } from 'node:events';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import { activeRequestTransaction } from '../db/request-transaction.ts';
 
 /** Channel of the trigger on `events` (migration 0002-webhooks). */
 export const EVENTS_CHANNEL = 'store_events';
@@ -24,7 +25,11 @@ localWakeups.setMaxListeners(0);
 
 /** Tells every worker that deliveries are due now. */
 export async function announceDueDeliveries(db: Kysely<Database>, backend: 'pglite' | 'postgres'): Promise<void> {
-  localWakeups.emit('deliveries');
+  // Inside an admin write's request transaction the deliveries are visible once it commits (a
+  // NOTIFY is held until then by the server; the local signal waits for the same moment).
+  const request = activeRequestTransaction();
+  if (request) request.afterCommit(() => localWakeups.emit('deliveries'));
+  else localWakeups.emit('deliveries');
   if (backend === 'postgres') await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(db);
 }
 

@@ -1,8 +1,9 @@
 /**
  * Idempotent admin writes (decision 0013): every admin POST honours Idempotency-Key. The same key
  * with the same request answers the first response again without writing; another body is a 422;
- * concurrent requests with one key write once; keys are per principal, kept 24 h, then reusable
- * and pruned.
+ * concurrent requests with one key write once; a key belongs to the principal that used it first
+ * (another one is refused); keys are kept 24 h, then reusable and pruned. What a crash or a lost
+ * connection does to a keyed write: test/production/exactly-once-writes.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
@@ -81,16 +82,22 @@ describe.each(backends)('Idempotency-Key on the admin API (%s)', (backend) => {
     }
   });
 
-  it('keys are per principal; POSTs without a key are not deduplicated', async () => {
+  it('a key belongs to the principal that first used it: another one is refused 422, nothing written; POSTs without a key are not deduplicated', async () => {
     const other = await t.auth(['admin']);
     const orders = await count('orders');
     expect((await post('/orders', order(), 'shared-key', admin)).status).toBe(201);
     const theirs = await post('/orders', order(), 'shared-key', other);
-    expect(theirs.status).toBe(201);
-    expect(theirs.headers['idempotent-replayed']).toBeUndefined();
+    expect(theirs.status).toBe(422);
+    expect(theirs.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(theirs.body).toMatchObject({
+      code: 'idempotency_key_reused',
+      errors: [{ param: 'header.Idempotency-Key', message: 'was used by another credential' }],
+    });
+    expect(theirs.raw).not.toContain(admin.authorization.slice(7));
+    expect(await count('orders')).toBe(orders + 1);
     await post('/orders', order());
     await post('/orders', order());
-    expect(await count('orders')).toBe(orders + 4);
+    expect(await count('orders')).toBe(orders + 3);
   });
 
   it('holds for every admin POST: a token is created once, a webhook endpoint once', async () => {

@@ -32,13 +32,17 @@ export function childEnv(env: Record<string, string>): Record<string, string> {
   return { ...base, HOST: '127.0.0.1', PORT: '0', LOG_LEVEL: 'warn', SEED_DEMO: 'false', ...env };
 }
 
+/**
+ * Starts the CLI with `args` (or, with `entry`, another script run the same way, e.g. a test's
+ * wrapper of the CLI: `['--import', 'tsx', path]`).
+ */
 export function startStoreApi(
   args: string[],
   env: Record<string, string>,
-  { name = args.join(' '), cwd = PROJECT_ROOT, prefix = [] as string[] } = {},
+  { name = args.join(' '), cwd = PROJECT_ROOT, prefix = [] as string[], entry = [CLI] } = {},
 ): StoreApiProcess {
   // `prefix`: a command the process runs under, e.g. ['prlimit', '--nofile=1024:1024'].
-  const [command, ...commandArgs] = [...prefix, process.execPath, CLI, ...args];
+  const [command, ...commandArgs] = [...prefix, process.execPath, ...entry, ...args];
   const child = spawn(command!, commandArgs, { cwd, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let text = '';
   const listeners = new Set<() => void>();

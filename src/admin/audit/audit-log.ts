@@ -5,8 +5,9 @@
  * `details` passes through `redactDetails`, which drops every field whose name says it holds one
  * (password, secret, token, code, authorization) at any depth.
  *
- * Entries are written in the request that does the action (before its answer is sent), read newest
- * first with a cursor, and pruned after AUDIT_LOG_RETENTION_MS by the retention pruner.
+ * Entries are written in the request that does the action, inside its transaction (they commit with
+ * the action or not at all, decision 0027), read newest first with a cursor, and pruned after
+ * AUDIT_LOG_RETENTION_MS by the retention pruner.
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';

@@ -16,6 +16,7 @@ import fastifyCookie from '@fastify/cookie';
 import fastifyStatic from '@fastify/static';
 import { fileURLToPath } from 'node:url';
 import { sessionAdminRoutes } from '../routes/session.admin-routes.ts';
+import { registerAdminWriteTransactions } from '../admin-write-transaction.ts';
 import { setupAdminRoutes } from '../routes/setup.admin-routes.ts';
 import { linkAdminRoutes } from '../routes/links.admin-routes.ts';
 
@@ -67,9 +68,16 @@ export const dashboardPlugin = fp(
   async function dashboard(app: FastifyInstance) {
     await app.register(fastifyCookie);
     await app.register(dashboardPages);
-    await app.register(sessionAdminRoutes, { prefix: '/admin' });
-    await app.register(setupAdminRoutes, { prefix: '/admin' });
-    await app.register(linkAdminRoutes, { prefix: '/admin' });
+    // Sign-in, setup and links: each write commits with the audit entry its route records (decision 0027).
+    await app.register(
+      async (writes) => {
+        registerAdminWriteTransactions(writes);
+        await writes.register(sessionAdminRoutes);
+        await writes.register(setupAdminRoutes);
+        await writes.register(linkAdminRoutes);
+      },
+      { prefix: '/admin' },
+    );
   },
   { name: 'admin-dashboard' },
 );

@@ -1,24 +1,27 @@
 /**
- * Idempotent admin writes (decision 0013): one hook for every POST of the admin API, whatever the
- * route (new routes are covered without doing anything).
- *
- * A POST with `Idempotency-Key: <key>` (1–255 printable ASCII characters):
- *  - first time (per principal and key): the key is claimed in the database (a primary-key insert,
- *    so of two concurrent requests exactly one runs), the request runs, and its answer (status,
- *    content type, body) is stored with the key;
- *  - again with the same method, path and body within 24 h: the stored answer is sent again with
- *    `Idempotent-Replayed: true`, and the route does not run (nothing is written twice);
- *  - again with another method, path or body: 422 `idempotency_key_reused`;
+ * Idempotent admin writes (decisions 0013 and 0027): every POST of the admin API, whatever the route
+ * (new routes are covered without doing anything), honours `Idempotency-Key: <key>` (1–255 printable
+ * ASCII characters):
+ *  - first time: the key is claimed, the request runs, and its answer (status, content type, body)
+ *    is stored with the key in the request's own transaction (admin/admin-write-transaction.ts), so
+ *    the answer is stored exactly when the write commits;
+ *  - again with the same method, path and body within 24 h, by the same principal: the stored answer
+ *    is sent again with `Idempotent-Replayed: true`, and the route does not run;
+ *  - again with another method, path or body, or by another principal (token or administrator):
+ *    422 `idempotency_key_reused`, nothing written;
  *  - while the first is still running: 409 `idempotency_key_in_use` with Retry-After: 1.
- * A 5xx answer releases the key (every write is one transaction, so a 5xx wrote nothing and the
- * retry runs afresh); 2xx and 4xx answers are kept. A claim whose request never answered (the
- * process died) is taken over by the same request after CLAIM_LEASE_MS. Keys live 24 h
- * (IDEMPOTENCY_KEY_TTL_MS): after that the key may be used again, and the retention pruner deletes it.
- * POSTs without the header work as before.
+ *
+ * The claim is a lock, never a row: in this process a set of keys in flight, and on PostgreSQL a
+ * transaction-level advisory lock taken in the request's transaction (other processes). Both end
+ * with the transaction: a commit stores the answer and frees the key at the same instant; a
+ * rollback, a killed process or a terminated connection frees it with nothing stored, and the retry
+ * runs afresh. A 5xx answer is rolled back (nothing written, nothing stored); 2xx and 4xx answers are
+ * kept. Keys live 24 h (IDEMPOTENCY_KEY_TTL_MS): after that the key may be used again, and the
+ * retention pruner deletes it. POSTs without the header work as before.
  */
 import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../../db/schema.ts';
 import { ApiError, invalidParameter } from '../../shared/problem.ts';
 
@@ -28,43 +31,41 @@ export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 export const REPLAYED_HEADER = 'idempotent-replayed';
 /** How long a key is kept (and its answer replayed). */
 export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
-/** After this long without an answer, a claim is taken to be abandoned (its process died). */
-export const CLAIM_LEASE_MS = 10 * 60 * 1000;
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 declare module '../../db/schema.ts' {
   interface Database {
     idempotency_keys: {
-      principal: string;
       idempotency_key: string;
+      principal: string;
       request_hash: string;
       method: string;
       path: string;
-      state: 'in_progress' | 'done';
-      response_status: number | null;
+      response_status: number;
       response_type: string | null;
-      response_body: string | null;
+      response_body: string;
       created_at: string;
-      locked_until: string;
     };
   }
 }
 
+/** A key this request holds: its answer is stored at the commit of the request's transaction. */
+export interface IdempotencyClaim {
+  readonly principal: string;
+  readonly key: string;
+  readonly hash: string;
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The key this request claimed, until its answer is stored. */
-    idempotencyClaim?: { principal: string; key: string };
+    /** The key this request claimed, until its transaction ends. */
+    idempotencyClaim?: IdempotencyClaim;
   }
 }
 
-interface StoredKey {
-  request_hash: string;
-  state: 'in_progress' | 'done';
-  response_status: number | null;
-  response_type: string | null;
-  response_body: string | null;
-}
+/** Keys claimed by requests of this process that have not ended yet. */
+const inFlight = new Set<string>();
 
 /** Hash of what makes two requests "the same": method, path with query, and the JSON body. */
 export function requestHash(method: string, url: string, body: unknown): string {
@@ -74,38 +75,28 @@ export function requestHash(method: string, url: string, body: unknown): string 
     .digest('hex');
 }
 
-/** Claims `key` for this request; returns the stored row instead when someone else holds it. */
-async function claim(db: Kysely<Database>, principal: string, key: string, hash: string, method: string, path: string): Promise<StoredKey | undefined> {
-  const ttl = `${IDEMPOTENCY_KEY_TTL_MS} milliseconds`;
-  const lease = `${CLAIM_LEASE_MS} milliseconds`;
-  const { rows } = await sql<{ claimed: number }>`
-    INSERT INTO idempotency_keys (principal, idempotency_key, request_hash, method, path, state, created_at, locked_until)
-    VALUES (${principal}, ${key}, ${hash}, ${method}, ${path}, 'in_progress', now(), now() + ${lease}::interval)
-    ON CONFLICT (principal, idempotency_key) DO UPDATE SET
-      request_hash = excluded.request_hash, method = excluded.method, path = excluded.path, state = 'in_progress',
-      response_status = NULL, response_type = NULL, response_body = NULL,
-      created_at = excluded.created_at, locked_until = excluded.locked_until
-    WHERE idempotency_keys.created_at <= now() - ${ttl}::interval
-       OR (idempotency_keys.state = 'in_progress' AND idempotency_keys.locked_until < now()
-           AND idempotency_keys.request_hash = excluded.request_hash)
-    RETURNING 1 AS claimed
-  `.execute(db);
-  if (rows.length > 0) return undefined;
-  const existing = await db
-    .selectFrom('idempotency_keys')
-    .select(['request_hash', 'state', 'response_status', 'response_type', 'response_body'])
-    .where('principal', '=', principal)
-    .where('idempotency_key', '=', key)
-    .executeTakeFirst();
-  // Gone between the two statements (pruned or released): the caller may simply try again.
-  if (!existing)
-    throw new ApiError('idempotency_key_in_use', 'This Idempotency-Key changed state while being checked. Retry the request.', undefined, {
-      'Retry-After': '1',
-    });
-  return existing as StoredKey;
+/** The two int4 of the key's advisory lock (the two-key form, apart from the write clock's one-key lock). */
+function lockKeys(key: string): [number, number] {
+  const digest = createHash('sha256').update(`idempotency-key\n${key}`).digest();
+  return [digest.readInt32BE(0), digest.readInt32BE(4)];
 }
 
-async function beforeHandler(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> {
+function inUse(): ApiError {
+  return new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed. Retry shortly to get its answer.', undefined, {
+    'Retry-After': '1',
+  });
+}
+
+/**
+ * The preHandler part, run inside the request's transaction: refuses a malformed key, answers a
+ * replay, or claims the key (`request.idempotencyClaim`). Returns the reply when it answered.
+ */
+export async function claimIdempotencyKey(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  db: Kysely<Database>,
+  onPostgres: boolean,
+): Promise<{ replay: () => FastifyReply } | undefined> {
   if (request.method !== 'POST') return undefined;
   const raw = request.headers[IDEMPOTENCY_KEY_HEADER];
   if (raw === undefined) return undefined;
@@ -116,59 +107,107 @@ async function beforeHandler(request: FastifyRequest, reply: FastifyReply): Prom
   const admin = request.admin;
   if (!admin) return undefined; // authentication failed first and answered already
   const principal = `${admin.kind}:${admin.id}`;
-  const db = request.server.ctx.database.db;
   const hash = requestHash(request.method, request.url, request.body);
-  const existing = await claim(db, principal, key, hash, request.method, request.url);
-  if (!existing) {
-    request.idempotencyClaim = { principal, key };
-    return undefined;
+  if (inFlight.has(key)) throw inUse();
+  inFlight.add(key);
+  try {
+    const stored = await storedAnswer(db, key, onPostgres);
+    if (!stored) {
+      request.idempotencyClaim = { principal, key, hash };
+      return undefined;
+    }
+    if (stored.principal !== principal) {
+      throw new ApiError(
+        'idempotency_key_reused',
+        'This Idempotency-Key was already used by another API key or administrator in the last 24 hours. Use a new key for a new request; nothing was written.',
+        [{ param: 'header.Idempotency-Key', message: 'was used by another credential' }],
+      );
+    }
+    if (stored.request_hash !== hash) {
+      throw new ApiError(
+        'idempotency_key_reused',
+        'This Idempotency-Key was already used with another request (method, path or body) in the last 24 hours. Use a new key for a new request; nothing was written.',
+        [{ param: 'header.Idempotency-Key', message: 'was used with another request' }],
+      );
+    }
+    return {
+      replay: () => {
+        reply.code(stored.response_status).header(REPLAYED_HEADER, 'true');
+        if (stored.response_type) reply.type(stored.response_type);
+        return reply.send(stored.response_body);
+      },
+    };
+  } finally {
+    // Only a key this request goes on to write under stays held.
+    if (!request.idempotencyClaim) inFlight.delete(key);
   }
-  if (existing.request_hash !== hash) {
-    throw new ApiError(
-      'idempotency_key_reused',
-      'This Idempotency-Key was already used with another request (method, path or body) in the last 24 hours. Use a new key for a new request; nothing was written.',
-      [{ param: 'header.Idempotency-Key', message: 'was used with another request' }],
-    );
-  }
-  if (existing.state === 'in_progress') {
-    throw new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still being processed. Retry shortly to get its answer.', undefined, {
-      'Retry-After': '1',
-    });
-  }
-  reply.code(existing.response_status ?? 200).header(REPLAYED_HEADER, 'true');
-  if (existing.response_type) reply.type(existing.response_type);
-  return reply.send(existing.response_body ?? '');
 }
 
-async function storeAnswer(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
-  const claimed = request.idempotencyClaim;
-  if (!claimed) return payload;
-  request.idempotencyClaim = undefined;
-  const db = request.server.ctx.database.db;
-  if (reply.statusCode >= 500 || (typeof payload !== 'string' && payload !== null && payload !== undefined && !Buffer.isBuffer(payload))) {
-    // Nothing was written (5xx), or a streamed answer that cannot be kept: release the key.
-    await db.deleteFrom('idempotency_keys').where('principal', '=', claimed.principal).where('idempotency_key', '=', claimed.key).execute();
-    return payload;
+/** The live answer stored under `key`, after taking its lock (another process may hold it: 409). */
+async function storedAnswer(db: Kysely<Database>, key: string, onPostgres: boolean) {
+  // Another process: its transaction holds the lock until it commits (answer stored) or ends.
+  if (onPostgres) {
+    const [k1, k2] = lockKeys(key);
+    const { rows } = await sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${k1}::int, ${k2}::int) AS locked`.execute(db);
+    if (!rows[0]?.locked) throw inUse();
   }
+  const stored = await db
+    .selectFrom('idempotency_keys')
+    .select(['principal', 'request_hash', 'response_status', 'response_type', 'response_body'])
+    .where('idempotency_key', '=', key)
+    .where('created_at', '>', sql<string>`now() - ${`${IDEMPOTENCY_KEY_TTL_MS} milliseconds`}::interval`)
+    .executeTakeFirst();
+  return stored;
+}
+
+/** Whether `payload` is an answer that can be stored (not a stream). */
+export function isStorableAnswer(payload: unknown): payload is string | Buffer | null | undefined {
+  return typeof payload === 'string' || payload === null || payload === undefined || Buffer.isBuffer(payload);
+}
+
+/** Stores the answer of `claim`; run inside the request's transaction, just before its commit. */
+export async function storeIdempotentAnswer(
+  db: Kysely<Database>,
+  claim: IdempotencyClaim,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  payload: string | Buffer | null | undefined,
+): Promise<void> {
   const type = reply.getHeader('content-type');
-  await db
-    .updateTable('idempotency_keys')
-    .set({
-      state: 'done',
-      response_status: reply.statusCode,
-      response_type: typeof type === 'string' ? type : null,
-      response_body: payload === null || payload === undefined ? '' : payload.toString(),
-    })
-    .where('principal', '=', claimed.principal)
-    .where('idempotency_key', '=', claimed.key)
-    .execute();
-  return payload;
+  const row = {
+    idempotency_key: claim.key,
+    principal: claim.principal,
+    request_hash: claim.hash,
+    method: request.method,
+    path: request.url,
+    response_status: reply.statusCode,
+    response_type: typeof type === 'string' ? type : null,
+    response_body: payload === null || payload === undefined ? '' : payload.toString(),
+    created_at: sql<string>`now()`,
+  };
+  // An expired row of the key (older than 24 h, not yet pruned) is replaced.
+  const written = await db
+    .insertInto('idempotency_keys')
+    .values(row)
+    .onConflict((oc) =>
+      oc
+        .column('idempotency_key')
+        .doUpdateSet({ ...row, created_at: sql<string>`excluded.created_at` })
+        .where('idempotency_keys.created_at', '<=', sql<string>`now() - ${`${IDEMPOTENCY_KEY_TTL_MS} milliseconds`}::interval`),
+    )
+    .returning('idempotency_key')
+    .executeTakeFirst();
+  // A live answer appeared under our claim: only a second process without the lock (PGlite shared
+  // by two processes, which the data directory lock forbids) could do that. Write nothing.
+  if (!written) throw inUse();
 }
 
-/** Registers the hooks on the admin API's scope (after its authentication hook). */
-export function registerIdempotency(app: FastifyInstance): void {
-  app.addHook('preHandler', beforeHandler);
-  app.addHook('onSend', storeAnswer);
+/** Frees the key this request claimed in this process (its transaction has ended). */
+export function releaseIdempotencyClaim(request: FastifyRequest): void {
+  const claim = request.idempotencyClaim;
+  if (!claim) return;
+  request.idempotencyClaim = undefined;
+  inFlight.delete(claim.key);
 }
 
 /** Deletes up to `limit` keys created before `cutoff` (ISO); returns how many. */

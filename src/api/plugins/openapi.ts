@@ -346,7 +346,7 @@ export function completeDocument(generated: Json): Json {
     in: 'header',
     required: false,
     description:
-      'Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key.',
+      'Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key.',
     schema: { type: 'string', minLength: 1, maxLength: 255 },
   };
   for (const [name, description] of ADMIN_PROBLEMS) {

@@ -2314,7 +2314,7 @@ export interface components {
     parameters: {
         /** @description An ETag from an earlier response; 304 when the record is unchanged. */
         IfNoneMatch: string;
-        /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+        /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
         IdempotencyKey: string;
     };
     requestBodies: never;
@@ -4744,7 +4744,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -4869,7 +4869,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4919,7 +4919,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -4957,7 +4957,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5008,7 +5008,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5047,7 +5047,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -5199,7 +5199,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5300,7 +5300,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5394,7 +5394,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -5488,7 +5488,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -5546,7 +5546,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5594,7 +5594,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5641,7 +5641,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -5689,7 +5689,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -5766,7 +5766,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -5961,7 +5961,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -5999,7 +5999,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -6037,7 +6037,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -6087,7 +6087,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -6328,7 +6328,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -6379,7 +6379,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -6628,7 +6628,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -6820,7 +6820,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path: {
@@ -6874,7 +6874,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -7031,7 +7031,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -7091,7 +7091,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -7157,7 +7157,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -7210,7 +7210,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
@@ -7248,7 +7248,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body is refused with 422 `idempotency_key_reused`. 1–255 printable ASCII characters; a UUID is a good key. */
+                /** @description Makes a retried POST safe: the same key with the same body within 24 h answers the first response again (header `Idempotent-Replayed: true`) without writing twice; the same key with another body, or from another API key or administrator, is refused with 422 `idempotency_key_reused`; while the first request runs, 409 `idempotency_key_in_use`. The stored answer commits with the write, so a retry after a crash or a lost connection writes at most once. 1–255 printable ASCII characters; a UUID is a good key. */
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;

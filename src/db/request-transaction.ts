@@ -1,0 +1,301 @@
+/**
+ * Request transactions: every statement of one request — an admin write's claim of its
+ * Idempotency-Key, the services' own transactions, read-backs, its audit entry and its stored answer
+ * — in ONE database transaction on one connection, committed just before the answer leaves
+ * (decision 0027). A crash or a lost connection at any moment then leaves all of it or none of it.
+ *
+ * How: the dialect of the Kysely instance is wrapped (`withRequestTransactions`). Code running inside
+ * `RequestTransaction.run(fn)` (AsyncLocalStorage) that asks for a connection gets the request's
+ * pinned connection; the first such statement opens the transaction (BEGIN). A transaction begun
+ * inside it (`db.transaction()`, `runWrite`) becomes a SAVEPOINT: its commit releases the savepoint,
+ * its rollback rolls back to it, so each service call stays all-or-nothing and a deadlock's rerun
+ * still works. Each has a savepoint of its own name: one begun inside another nests; two begun side
+ * by side (Promise.all) cannot quietly tangle — ending the older first ends the younger's savepoint
+ * too, and the younger's own end then fails, which fails the request and rolls it all back. Code
+ * outside `run` (other requests, the worker) is untouched.
+ *
+ * States (one request):
+ *  - idle: nothing asked for a connection yet (a request that never touches the database costs none);
+ *  - open: a connection is pinned and BEGIN was sent;
+ *  - ended: committed or rolled back, the connection given back. Statements still made inside `run`
+ *    after the end go to the pool one by one, as outside.
+ *
+ * PGlite has one connection: while a request transaction is open every other statement of the
+ * process waits for it. Kysely's own mutex for single-connection dialects is replaced by ours here,
+ * because it would make the request wait for the connection it already holds.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type DatabaseIntrospector,
+  type Dialect,
+  type DialectAdapter,
+  type Driver,
+  type Kysely,
+  type QueryCompiler,
+  type QueryResult,
+  type TransactionSettings,
+} from 'kysely';
+
+const current = new AsyncLocalStorage<RequestTransaction>();
+
+/** One waiter at a time (the single connection of PGlite). */
+class Turns {
+  #tail: Promise<void> = Promise.resolve();
+
+  /** Resolves once it is the caller's turn, with the function that ends it. */
+  take(): Promise<() => void> {
+    let end!: () => void;
+    const mine = new Promise<void>((resolve) => (end = resolve));
+    const before = this.#tail;
+    this.#tail = before.then(() => mine);
+    return before.then(() => end);
+  }
+}
+
+/**
+ * The connection handed to a statement (or a transaction) of a request transaction: the pinned one,
+ * never released by them. One per acquisition, so a transaction begun on it knows its savepoint.
+ */
+class PinnedConnection implements DatabaseConnection {
+  /** The savepoint of the transaction begun on this acquisition, if any. */
+  savepoint: string | undefined;
+  constructor(
+    readonly owner: RequestTransaction,
+    readonly inner: DatabaseConnection,
+  ) {}
+  executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    return this.inner.executeQuery<R>(compiledQuery);
+  }
+  streamQuery<R>(compiledQuery: CompiledQuery, chunkSize: number): AsyncIterableIterator<QueryResult<R>> {
+    return this.inner.streamQuery<R>(compiledQuery, chunkSize);
+  }
+}
+
+/** The transaction of one request. Make one per request, run its code in `run`, end it with `commit` or `rollback`. */
+export class RequestTransaction {
+  #driver: RequestTransactionDriver | undefined;
+  #state: 'idle' | 'open' | 'ended' = 'idle';
+  #pinned: PinnedConnection | undefined;
+  #opening: Promise<PinnedConnection> | undefined;
+  #releaseTurn: (() => void) | undefined;
+  #savepoints = 0;
+  readonly #afterCommit = new Set<() => void>();
+
+  /** idle, open or ended (see the file's comment). */
+  get state(): 'idle' | 'open' | 'ended' {
+    return this.#state;
+  }
+
+  /** Runs `fn` so that its statements (and those of everything it awaits) join this transaction. */
+  run<T>(fn: () => T): T {
+    return current.run(this, fn);
+  }
+
+  /** Calls `fn` after the commit (never after a rollback): for signals that must not run ahead of it. */
+  afterCommit(fn: () => void): void {
+    this.#afterCommit.add(fn);
+  }
+
+  /** The server's process id of the pinned connection (tests terminate it), or undefined while idle. */
+  async backendPid(): Promise<number | undefined> {
+    if (this.#state !== 'open') return undefined;
+    const { rows } = await this.#pinned!.executeQuery<{ pid: number }>(CompiledQuery.raw('SELECT pg_backend_pid() AS pid'));
+    return rows[0]?.pid;
+  }
+
+  async commit(): Promise<void> {
+    const pinned = await this.#end();
+    if (pinned) {
+      try {
+        await this.#driver!.inner.commitTransaction(pinned.inner);
+      } finally {
+        await this.#giveBack(pinned);
+      }
+    }
+    for (const fn of this.#afterCommit) fn();
+  }
+
+  async rollback(): Promise<void> {
+    const pinned = await this.#end();
+    if (!pinned) return;
+    try {
+      await this.#driver!.inner.rollbackTransaction(pinned.inner);
+    } finally {
+      await this.#giveBack(pinned);
+    }
+  }
+
+  /** Ends the state machine; returns the pinned connection when there is a transaction to finish. */
+  async #end(): Promise<PinnedConnection | undefined> {
+    if (this.#state === 'ended') return undefined;
+    // A statement still opening the transaction: let it finish, then end what it opened.
+    const pinned = this.#opening ? await this.#opening.catch(() => undefined) : this.#pinned;
+    this.#state = 'ended';
+    return pinned;
+  }
+
+  async #giveBack(pinned: PinnedConnection): Promise<void> {
+    this.#pinned = undefined;
+    await this.#driver!.giveBack(pinned.inner, this.#releaseTurn);
+    this.#releaseTurn = undefined;
+  }
+
+  /** The pinned connection for a statement of `driver`, or undefined when it is not ours to pin. */
+  connectionFor(driver: RequestTransactionDriver): Promise<PinnedConnection> | undefined {
+    if (this.#state === 'ended') return undefined;
+    if (this.#driver && this.#driver !== driver) return undefined; // another database's statement
+    if (this.#pinned) return Promise.resolve(new PinnedConnection(this, this.#pinned.inner));
+    this.#opening ??= this.#open(driver);
+    return this.#opening.then((pinned) => new PinnedConnection(this, pinned.inner));
+  }
+
+  async #open(driver: RequestTransactionDriver): Promise<PinnedConnection> {
+    try {
+      const { connection, releaseTurn } = await driver.takeConnection();
+      try {
+        await driver.inner.beginTransaction(connection, {});
+      } catch (error) {
+        await driver.giveBack(connection, releaseTurn);
+        throw error;
+      }
+      this.#driver = driver;
+      this.#releaseTurn = releaseTurn;
+      this.#pinned = new PinnedConnection(this, connection);
+      this.#state = 'open';
+      return this.#pinned;
+    } finally {
+      this.#opening = undefined;
+    }
+  }
+
+  /** A transaction begun by a statement inside this one: a savepoint of its own. */
+  async beginNested(pinned: PinnedConnection): Promise<void> {
+    const name = `request_nested_${++this.#savepoints}`;
+    await pinned.inner.executeQuery(CompiledQuery.raw(`SAVEPOINT ${name}`));
+    pinned.savepoint = name;
+  }
+
+  async endNested(pinned: PinnedConnection, outcome: 'commit' | 'rollback'): Promise<void> {
+    const name = pinned.savepoint;
+    if (!name) throw new Error('no transaction was begun on this connection');
+    pinned.savepoint = undefined;
+    if (outcome === 'rollback') await pinned.inner.executeQuery(CompiledQuery.raw(`ROLLBACK TO SAVEPOINT ${name}`));
+    await pinned.inner.executeQuery(CompiledQuery.raw(`RELEASE SAVEPOINT ${name}`));
+  }
+}
+
+/** The request transaction `fn` runs in (when it is still open or idle), for code that must act at its commit. */
+export function activeRequestTransaction(): RequestTransaction | undefined {
+  const tx = current.getStore();
+  return tx && tx.state !== 'ended' ? tx : undefined;
+}
+
+/** The dialect's driver with request transactions (see the file's comment). */
+class RequestTransactionDriver implements Driver {
+  readonly #singleConnection: Turns | undefined;
+
+  constructor(
+    readonly inner: Driver,
+    singleConnection: boolean,
+  ) {
+    this.#singleConnection = singleConnection ? new Turns() : undefined;
+  }
+
+  init(): Promise<void> {
+    return this.inner.init();
+  }
+
+  /** A connection of the inner driver (after our turn on a single-connection dialect). */
+  async takeConnection(): Promise<{ connection: DatabaseConnection; releaseTurn: (() => void) | undefined }> {
+    const releaseTurn = this.#singleConnection ? await this.#singleConnection.take() : undefined;
+    try {
+      return { connection: await this.inner.acquireConnection(), releaseTurn };
+    } catch (error) {
+      releaseTurn?.();
+      throw error;
+    }
+  }
+
+  async giveBack(connection: DatabaseConnection, releaseTurn: (() => void) | undefined): Promise<void> {
+    try {
+      await this.inner.releaseConnection(connection);
+    } finally {
+      releaseTurn?.();
+    }
+  }
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    const pinned = current.getStore()?.connectionFor(this);
+    if (pinned) return pinned;
+    const { connection, releaseTurn } = await this.takeConnection();
+    if (releaseTurn) this.#turnOf.set(connection, releaseTurn);
+    return connection;
+  }
+
+  readonly #turnOf = new WeakMap<DatabaseConnection, () => void>();
+
+  async releaseConnection(connection: DatabaseConnection): Promise<void> {
+    if (connection instanceof PinnedConnection) return;
+    const releaseTurn = this.#turnOf.get(connection);
+    this.#turnOf.delete(connection);
+    await this.giveBack(connection, releaseTurn);
+  }
+
+  beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    if (connection instanceof PinnedConnection) return connection.owner.beginNested(connection);
+    return this.inner.beginTransaction(connection, settings);
+  }
+
+  commitTransaction(connection: DatabaseConnection): Promise<void> {
+    if (connection instanceof PinnedConnection) return connection.owner.endNested(connection, 'commit');
+    return this.inner.commitTransaction(connection);
+  }
+
+  rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    if (connection instanceof PinnedConnection) return connection.owner.endNested(connection, 'rollback');
+    return this.inner.rollbackTransaction(connection);
+  }
+
+  async savepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']): Promise<void> {
+    await this.inner.savepoint?.(unwrap(connection), name, compile);
+  }
+
+  async rollbackToSavepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']): Promise<void> {
+    await this.inner.rollbackToSavepoint?.(unwrap(connection), name, compile);
+  }
+
+  async releaseSavepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']): Promise<void> {
+    await this.inner.releaseSavepoint?.(unwrap(connection), name, compile);
+  }
+
+  destroy(): Promise<void> {
+    return this.inner.destroy();
+  }
+}
+
+function unwrap(connection: DatabaseConnection): DatabaseConnection {
+  return connection instanceof PinnedConnection ? connection.inner : connection;
+}
+
+/** `dialect` with request transactions (see the file's comment). */
+export function withRequestTransactions(dialect: Dialect): Dialect {
+  const adapter = dialect.createAdapter();
+  const single = !adapter.supportsMultipleConnections;
+  // Kysely serialises a single-connection dialect itself, before the driver is asked; we do it in
+  // the driver instead (RequestTransactionDriver.takeConnection), so the adapter says "several".
+  const adapterForKysely = new Proxy(adapter, {
+    get(target, property) {
+      if (property === 'supportsMultipleConnections') return true;
+      const value = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  }) as DialectAdapter;
+  return {
+    createAdapter: () => adapterForKysely,
+    createDriver: () => new RequestTransactionDriver(dialect.createDriver(), single),
+    createQueryCompiler: () => dialect.createQueryCompiler(),
+    createIntrospector: (db: Kysely<unknown>): DatabaseIntrospector => dialect.createIntrospector(db),
+  };
+}

@@ -1,0 +1,114 @@
+/**
+ * Request transactions (src/db/request-transaction.ts, decision 0027) on each back end: statements
+ * and service transactions run inside `run` share one transaction, committed or rolled back as a
+ * whole; a service transaction inside it is a savepoint (its failure undoes only its part); what it
+ * wrote is invisible to others until the commit (on PGlite, others wait for it); the write clock's
+ * commit signal waits for the real commit.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { sql, type Kysely } from 'kysely';
+import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
+import { RequestTransaction } from '../../src/db/request-transaction.ts';
+import { runWrite, writeCommits } from '../../src/db/write-clock.ts';
+import { createCustomer } from '../../src/customers/customer.service.ts';
+import type { Database } from '../../src/db/schema.ts';
+
+const named = async (db: Kysely<Database>, name: string) =>
+  (await sql<{ n: number }>`SELECT count(*)::int AS n FROM customers WHERE name = ${name}`.execute(db)).rows[0]!.n;
+
+const insertNamed = (db: Kysely<Database>, name: string) =>
+  sql`INSERT INTO customers (id, name, is_active, created_at, last_modified) VALUES (gen_random_uuid(), ${name}, true, now(), now())`.execute(db);
+
+describe.each(backends)('request transactions (%s)', (backend) => {
+  let database: TestDatabase;
+  let db: Kysely<Database>;
+  beforeAll(async () => {
+    database = await openTestDatabase(backend);
+    db = database.db;
+  });
+  // A failed assertion must not leave a transaction open (on PGlite it would hold the one connection).
+  const opened: RequestTransaction[] = [];
+  const begin = (): RequestTransaction => {
+    const tx = new RequestTransaction();
+    opened.push(tx);
+    return tx;
+  };
+  afterEach(async () => {
+    for (const tx of opened.splice(0)) await tx.rollback();
+  });
+  afterAll(async () => database?.close());
+
+  it('commits every statement of the request at once; a failed service transaction inside undoes only itself', async () => {
+    const tx = begin();
+    await tx.run(async () => {
+      await createCustomer(db, { name: 'kept' });
+      await expect(
+        runWrite(db, async ({ trx }) => {
+          await insertNamed(trx, 'undone');
+          throw new Error('the route refused');
+        }),
+      ).rejects.toThrow('the route refused');
+      // A read-back inside the request sees its own write.
+      expect(await named(db, 'kept')).toBe(1);
+    });
+    expect(tx.state).toBe('open');
+    await tx.commit();
+    expect(tx.state).toBe('ended');
+    expect(await named(db, 'kept')).toBe(1);
+    expect(await named(db, 'undone')).toBe(0);
+  });
+
+  it('a rollback leaves nothing of the request, service transactions included', async () => {
+    const tx = begin();
+    await tx.run(async () => {
+      await createCustomer(db, { name: 'rolled back' });
+      await insertNamed(db, 'rolled back');
+    });
+    await tx.rollback();
+    expect(await named(db, 'rolled back')).toBe(0);
+  });
+
+  it('others do not see the write before the commit (PGlite: they wait for it), nor hear of it', async () => {
+    const commits: unknown[] = [];
+    const listener = (which: unknown) => commits.push(which);
+    writeCommits.on('commit', listener);
+    try {
+      const tx = begin();
+      await tx.run(() => createCustomer(db, { name: 'not yet' }));
+      expect(commits).toEqual([]);
+      const outside = named(db, 'not yet'); // outside the request
+      if (backend === 'postgres') expect(await outside).toBe(0);
+      await tx.commit();
+      expect(commits).toEqual([db]);
+      if (backend === 'pglite') expect(await outside).toBe(1);
+      expect(await named(db, 'not yet')).toBe(1);
+    } finally {
+      writeCommits.off('commit', listener);
+    }
+  });
+
+  it('transactions begun side by side in one request never commit half of one of them', async () => {
+    const tx = begin();
+    const outcome = await tx
+      .run(() =>
+        Promise.all([
+          runWrite(db, async ({ trx }) => {
+            await insertNamed(trx, 'side A');
+          }),
+          runWrite(db, async ({ trx }) => {
+            await insertNamed(trx, 'side B');
+          }),
+        ]),
+      )
+      .then(
+        () => 'both',
+        () => 'failed',
+      );
+    if (outcome === 'both') await tx.commit();
+    else await tx.rollback();
+    const [a, b] = [await named(db, 'side A'), await named(db, 'side B')];
+    // Either both were written or neither: the request is all or nothing.
+    expect(a).toBe(b);
+    expect(a).toBe(outcome === 'both' ? 1 : 0);
+  });
+});
