@@ -57,7 +57,15 @@ describe.skipIf(!hasChromium)('two-factor authentication in Chromium', () => {
   const checks = pageChecks(SCREENSHOTS, LONG);
   const { consoleErrors, a11yViolations, sidewaysScroll, watch, checkPage, shot } = checks;
   const heading = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name });
-  const navTo = (page: Page, name: string) => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();
+  /** On a phone the navigation and Sign out are behind the Menu button. */
+  const openMenu = async (page: Page) => {
+    const menu = page.getByRole('button', { name: 'Menu' });
+    if ((await menu.isVisible()) && (await menu.getAttribute('aria-expanded')) !== 'true') await menu.click();
+  };
+  const navTo = async (page: Page, name: string) => {
+    await openMenu(page);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name, exact: true }).click();
+  };
 
   /** Clicks `target`; if the service asks for a fresh proof first, gives the password, then waits for `done`. */
   async function withProof(page: Page, target: Locator, done: Locator): Promise<void> {
@@ -80,6 +88,7 @@ describe.skipIf(!hasChromium)('two-factor authentication in Chromium', () => {
   }
 
   async function signOut(page: Page): Promise<void> {
+    await openMenu(page);
     await page.getByRole('button', { name: 'Sign out' }).click();
     await heading(page, 'Sign in').waitFor();
   }
@@ -111,7 +120,7 @@ describe.skipIf(!hasChromium)('two-factor authentication in Chromium', () => {
   beforeAll(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'store-api-2fa-'));
     mkdirSync(SCREENSHOTS, { recursive: true });
-    await runCli(['admin', 'create', '--email', OWNER], { DATA_DIR: dataDir, ADMIN_PASSWORD: PASSWORD });
+    await runCli(['admin', 'create', '--create', '--email', OWNER], { DATA_DIR: dataDir, ADMIN_PASSWORD: PASSWORD });
     await runCli(['admin', 'create', '--email', COLLEAGUE], { DATA_DIR: dataDir, ADMIN_PASSWORD: PASSWORD });
     server = await startServer({
       DATA_DIR: dataDir,

@@ -86,6 +86,15 @@ function makerCell(maker) {
   ];
 }
 
+/** "Made by …" on one line under a key's name: the maker and her role now, or Removed. */
+function makerLine(maker) {
+  if (maker.kind === 'operator') return `Made by ${makerLabel(maker)}`;
+  return [
+    `Made by ${maker.email} `,
+    maker.removed ? badge('Removed', 'danger', { title: 'Removed: the key lost its write and admin powers; read scopes still work' }) : `(${maker.role})`,
+  ];
+}
+
 /** Keys per page of the table. */
 const PAGE_SIZE = 50;
 
@@ -98,11 +107,12 @@ function tokenRows(tokens, reload) {
         'th',
         { scope: 'row', class: 'cell-strong' },
         t.name,
+        // Who made it, under its name: a column of its own would not fit 1280 px with the rest.
+        h('span', { class: 'cell-sub cell-maker' }, makerLine(t.made_by)),
         t.previous_secret_expires_at ? h('span', { class: 'cell-sub', text: `Old secret works until ${formatDateTime(t.previous_secret_expires_at)}` }) : null,
       ),
       h('td', { class: 'cell-key' }, code(`${t.prefix}…`)),
       h('td', {}, scopeChips(t.scopes)),
-      h('td', { class: 'cell-maker' }, makerCell(t.made_by)),
       h('td', {}, timeEl(t.created_at)),
       h('td', {}, t.last_used_at ? timeEl(t.last_used_at) : h('span', { class: 'muted', text: 'Never' })),
       h(
@@ -605,9 +615,7 @@ export async function renderApiKeys(view) {
                 h(
                   'tr',
                   {},
-                  ['Name', 'Key', 'Access', 'Made by', 'Created', 'Last used', 'Expires', 'Rate limits', 'Status'].map((c) =>
-                    h('th', { scope: 'col', text: c }),
-                  ),
+                  ['Name', 'Key', 'Access', 'Created', 'Last used', 'Expires', 'Rate limits', 'Status'].map((c) => h('th', { scope: 'col', text: c })),
                   h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })),
                 ),
               ),
