@@ -58,6 +58,9 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     http: {
       requireHostHeader: false,
       headersTimeout: ctx.config.HEADERS_TIMEOUT_MS,
+      // Here as well as below: Node checks headersTimeout against requestTimeout when it creates the
+      // server, before Fastify sets the latter, so a head deadline past Node's 300 s default failed.
+      requestTimeout: ctx.config.REQUEST_TIMEOUT_MS,
       connectionsCheckingInterval: Math.max(25, Math.min(1000, Math.floor(ctx.config.HEADERS_TIMEOUT_MS / 4))),
     },
     requestTimeout: ctx.config.REQUEST_TIMEOUT_MS,

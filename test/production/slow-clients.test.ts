@@ -49,6 +49,18 @@ describe('timeouts of slow clients: defaults', () => {
     );
   });
 
+  it("builds a server with a head deadline beyond Node's own 300 s request default (both the config allows)", async () => {
+    // Node refuses headersTimeout > requestTimeout at createServer: the request deadline must reach
+    // it with the head's, not after the server exists.
+    const t = await buildTestApp('pglite', { REQUEST_TIMEOUT_MS: '900000', HEADERS_TIMEOUT_MS: '600000' });
+    try {
+      expect(t.app.server.requestTimeout).toBe(900_000);
+      expect(t.app.server.headersTimeout).toBe(600_000);
+    } finally {
+      await t.close();
+    }
+  });
+
   it('the server is built with them', async () => {
     const t = await buildTestApp('pglite');
     try {
