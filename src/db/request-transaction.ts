@@ -25,6 +25,7 @@
  * because it would make the request wait for the connection it already holds.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { StoreFailedError } from './storage-health.ts';
 import {
   CompiledQuery,
   type DatabaseConnection,
@@ -181,7 +182,17 @@ export class RequestTransaction {
     const name = pinned.savepoint;
     if (!name) throw new Error('no transaction was begun on this connection');
     pinned.savepoint = undefined;
-    if (outcome === 'rollback') await pinned.inner.executeQuery(CompiledQuery.raw(`ROLLBACK TO SAVEPOINT ${name}`));
+    if (outcome === 'rollback') {
+      try {
+        await pinned.inner.executeQuery(CompiledQuery.raw(`ROLLBACK TO SAVEPOINT ${name}`));
+      } catch (error) {
+        // A store that failed for good (the embedded log could not be written) refuses every
+        // statement: the request's transaction can never commit, and the error that made the
+        // service roll back (507, naming the full disk) must reach the client, not this refusal.
+        if (error instanceof StoreFailedError) return;
+        throw error;
+      }
+    }
     await pinned.inner.executeQuery(CompiledQuery.raw(`RELEASE SAVEPOINT ${name}`));
   }
 }
