@@ -29,6 +29,11 @@ export interface ConsumedMessage {
   readonly body: string;
   /** The Standard Webhooks headers (and any other) as the protocol carried them. */
   readonly headers: Record<string, string>;
+  /**
+   * The broker says it delivered this message to the consumer before (MQTT's DUP flag, AMQP's
+   * `redelivered`): a duplicate of the broker-to-consumer leg, not of our publishing.
+   */
+  readonly redelivered?: boolean;
 }
 
 /** Records messages; `waitFor(n)` resolves once n have arrived (or rejects after timeoutMs). */
@@ -78,7 +83,7 @@ export async function amqpConsumer(exchange = `store-test-${randomUUID()}`) {
   await channel.consume(queue, (msg) => {
     if (!msg) return;
     const headers = Object.fromEntries(Object.entries(msg.properties.headers ?? {}).map(([k, v]) => [k, headerText(v)]));
-    log.add({ address: msg.fields.routingKey, body: msg.content.toString('utf8'), headers });
+    log.add({ address: msg.fields.routingKey, body: msg.content.toString('utf8'), headers, redelivered: msg.fields.redelivered });
     channel.ack(msg);
   });
   return {
@@ -113,7 +118,7 @@ export async function mqttConsumer(port = MOSQUITTO.port, prefix = `store-test/$
   client.on('message', (topic, payload, packet) => {
     const props = (packet.properties?.userProperties ?? {}) as Record<string, string | string[]>;
     const headers = Object.fromEntries(Object.entries(props).map(([k, v]) => [k, Array.isArray(v) ? v.join(' ') : v]));
-    log.add({ address: topic, body: payload.toString('utf8'), headers });
+    log.add({ address: topic, body: payload.toString('utf8'), headers, redelivered: packet.dup === true });
   });
   await new Promise<void>((resolve) => client.once('connect', () => resolve()));
   await client.subscribeAsync(`${prefix}/#`, { qos: 1 });

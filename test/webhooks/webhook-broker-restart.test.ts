@@ -7,7 +7,9 @@
  * this machine; to the publisher a proxy cut and a broker restart look the same: connections
  * reset, confirms lost, connects refused). The worker's attempts fail meanwhile, are retried on
  * the (shrunk) schedule, and every event arrives; duplicates are counted and bounded by the failed
- * attempts (a message can arrive twice only when the broker took it and its acknowledgement was lost).
+ * attempts (we send a message twice only when the broker took it and its acknowledgement was lost)
+ * plus the broker's own redeliveries to the consumer (a restarted Mosquitto re-sends what its
+ * persistent session had in flight, with the DUP flag).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
@@ -76,7 +78,12 @@ describe.each(backends)('a broker restarted mid-burst (%s)', (backend) => {
     return { endpoint, reports };
   }
 
-  /** 0 lost, every message signed; duplicates counted, and no more than the failed attempts. */
+  /**
+   * 0 lost, every message signed; duplicates counted and bounded: each is a re-send of ours (at most
+   * one per failed attempt: an attempt whose acknowledgement was lost) or the broker delivering a
+   * message to the consumer again after its restart (flagged as such by the protocol: at-least-once
+   * holds on that leg too).
+   */
   function expectNothingLost(name: string, log: MessageLog, secret: string, reports: AttemptReport[]) {
     const distinct = log.distinct();
     expect(distinct.size, `${name}: events received`).toBe(BURST);
@@ -84,8 +91,14 @@ describe.each(backends)('a broker restarted mid-burst (%s)', (backend) => {
     const duplicates = log.messages.length - distinct.size;
     const failedAttempts = reports.filter((r) => r.result.outcome !== 'success').length;
     expect(failedAttempts).toBeGreaterThan(0);
-    expect(duplicates, `${name}: duplicates (${duplicates}) bounded by the failed attempts (${failedAttempts})`).toBeLessThanOrEqual(failedAttempts);
-    console.info(`${name} (${backend}): ${BURST} events, 0 lost, ${duplicates} duplicates, ${failedAttempts} failed attempts across the restart`);
+    const redelivered = log.messages.filter((m) => m.redelivered).length;
+    expect(
+      duplicates,
+      `${name}: duplicates (${duplicates}) bounded by the failed attempts (${failedAttempts}) and the broker's redeliveries (${redelivered})`,
+    ).toBeLessThanOrEqual(failedAttempts + redelivered);
+    console.info(
+      `${name} (${backend}): ${BURST} events, 0 lost, ${duplicates} duplicates (${redelivered} redelivered by the broker), ${failedAttempts} failed attempts across the restart`,
+    );
   }
 
   it('Mosquitto (own broker on a spare port, SIGTERM and start again)', { timeout: 180_000 }, async () => {
