@@ -41,6 +41,16 @@ export const EVENT_TYPE_SCOPES = Object.fromEntries(EVENT_TYPE_INFO.map((e) => [
 /** The record each event type carries as `data`. */
 export const EVENT_DATA = Object.fromEntries(EVENT_TYPE_INFO.map((e) => [e.type, e.resource.record])) as Readonly<Record<FeedEventType, TSchema>>;
 
+/** The example record each event type carries as `data` (OpenAPI examples of the feed and the webhooks). */
+export const EVENT_EXAMPLES = Object.fromEntries(EVENT_TYPE_INFO.map((e) => [e.type, e.resource.example])) as Readonly<Record<FeedEventType, unknown>>;
+
+/** The OpenAPI tags of the resources: one per label, in resource order, described by the first resource giving a description. */
+export const RESOURCE_TAGS: readonly { name: string; description: string }[] = [...new Set(RESOURCES.map((r) => r.label))].map((label) => {
+  const description = RESOURCES.map((r): string | undefined => (r.label === label ? r.labelDescription : undefined)).find(Boolean);
+  if (!description) throw new Error(`no resource labelled ${label} gives its labelDescription (the OpenAPI tag's)`);
+  return { name: label, description };
+});
+
 /** The record schemas and the schemas nested in them (OpenAPI components), without repeats. */
 export const RECORD_SCHEMAS: readonly TSchema[] = [...new Set(RESOURCES.flatMap((r) => [...(r.nested ?? []), r.record]))];
 
