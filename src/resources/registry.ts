@@ -1,17 +1,14 @@
 /**
  * Every store resource, and everything derived from their declarations: the read scopes, the event
- * types with the scope that sees them and the schema of their `data`, and the event writer. Adding
- * a resource is adding its declaration to RESOURCES (src/README.md, "Adding a resource").
+ * types with the scope that sees them and the schema of their `data`, their examples and the
+ * OpenAPI tags. Adding a resource is adding its declaration to RESOURCES (resource-list.ts;
+ * src/README.md, "Adding a resource").
  */
 import type { TSchema } from '@sinclair/typebox';
-import { productResource } from '../catalog/product.resource.ts';
-import { customerResource } from '../customers/customer.resource.ts';
-import { inventoryResource, movementResource } from '../inventory/inventory.resource.ts';
-import { orderResource } from '../orders/order.resource.ts';
+import { RESOURCES } from './resource-list.ts';
 import type { EventTypesOf, ResourceDeclaration } from './resource.ts';
 
-/** Every resource of the read API, in the order of the API, the OpenAPI document and the initial sync. */
-export const RESOURCES = [productResource, orderResource, customerResource, inventoryResource, movementResource] as const;
+export { RESOURCES };
 
 type Resource = (typeof RESOURCES)[number];
 
