@@ -49,7 +49,7 @@ describe.each(backends)('a scratch resource added by the recipe (%s)', (backend)
 
   beforeAll(async () => {
     t = await buildTestApp(backend, { RATE_LIMIT_STANDARD: '1000000', RATE_LIMIT_EXPORT: '1000000' });
-    await migrateSuppliers(t.ctx.database.db);
+    await migrateSuppliers(t.ctx.database.db as never);
     read = await t.auth(['suppliers:read' as never]);
     admin = await t.auth(['admin']);
     document = (await t.app.inject({ url: '/api/v1/openapi.json' })).json();
