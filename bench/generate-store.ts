@@ -12,7 +12,7 @@
  * superuser; triggers — the documents' and the foreign keys' — do not fire), the child rows
  * (variants and images, order items) go in first, the owner rows are built in a temporary staging
  * table and copied into the real one with their documents computed by the same expressions the
- * triggers use (DOCUMENT_KINDS). The documents' backfill, which wrote a second, non-HOT version of
+ * triggers use (documentKinds). The documents' backfill, which wrote a second, non-HOT version of
  * every row and dominated the generation (48.6 s of 81.9 s at 100k products), is no longer part of
  * it; `verifyDocuments` checks the result against `checkDocuments`, and `benchBackfill` times the
  * backfill on its own.
@@ -22,7 +22,7 @@ import cliProgress from 'cli-progress';
 import type { Database } from '../src/db/schema.ts';
 import type { DatabaseHandle } from '../src/db/database.ts';
 import { formatCursor } from '../src/shared/cursor.ts';
-import { checkDocuments, DOCUMENT_KINDS } from '../src/db/documents.ts';
+import { checkStoreDocuments, documentKinds } from '../src/resources/store-schema.ts';
 
 export interface StoreSize {
   products: number;
@@ -106,12 +106,12 @@ async function columnsOf(db: Kysely<Database>, table: Owner): Promise<string[]> 
 /**
  * One chunk, one transaction, triggers off: `children` (if any) first, then `stage` fills the
  * temporary table `stage_<owner>` (same columns and defaults as the owner), whose rows are copied
- * into the owner table with every stored document built by its DOCUMENT_KINDS expression — the
+ * into the owner table with every stored document built by its document expression (resources/store-schema.ts documentKinds) — the
  * expression the triggers and `checkDocuments` use, reading the staged row under the owner's alias.
  */
 async function loadChunk(db: Kysely<Database>, owner: Owner, stage: ReturnType<typeof sql>, children?: ReturnType<typeof sql>): Promise<void> {
   const columns = await columnsOf(db, owner);
-  const kinds = DOCUMENT_KINDS.filter((k) => k.table === owner);
+  const kinds = documentKinds().filter((k) => k.table === owner);
   const alias = kinds[0]!.alias;
   const select = columns.map((c) => {
     const kind = kinds.find((k) => k.column === c);
@@ -312,7 +312,7 @@ async function recreateIndexes(db: Kysely<Database>, indexes: { name: string; de
  */
 export async function verifyDocuments(db: Kysely<Database>): Promise<{ seconds: number }> {
   const started = performance.now();
-  const differences = await checkDocuments(db, { limit: 5 });
+  const differences = await checkStoreDocuments(db, { limit: 5 });
   if (differences.length > 0) throw new Error(`generated documents differ from checkDocuments: ${JSON.stringify(differences).slice(0, 2000)}`);
   return { seconds: (performance.now() - started) / 1000 };
 }
@@ -336,7 +336,7 @@ export interface BackfillFigures {
 export async function benchBackfill(db: Kysely<Database>, maxRowsPerTable: number, batch = 2000): Promise<BackfillFigures> {
   const tables: BackfillFigures['tables'] = [];
   for (const owner of ['products', 'customers', 'orders', 'stock_movements'] as const) {
-    const kinds = DOCUMENT_KINDS.filter((k) => k.table === owner);
+    const kinds = documentKinds().filter((k) => k.table === owner);
     const a = kinds[0]!.alias;
     const set = kinds.map((k) => `${k.column} = (${k.build.compile(db).sql})::json`).join(', ');
     const { rows: counted } = await sql<{ n: string }>`SELECT count(*)::text AS n FROM ${sql.raw(owner)}`.execute(db);

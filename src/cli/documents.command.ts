@@ -5,7 +5,8 @@
 import type { Command } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
 import { withContext } from './run-command.ts';
-import { checkDocuments, rebuildDocuments, rebuildEvents, type RebuildProgress } from '../db/documents.ts';
+import { rebuildEvents, type RebuildProgress } from '../db/documents.ts';
+import { checkStoreDocuments, rebuildStoreDocuments } from '../resources/store-schema.ts';
 
 /** A bar per table on stderr while documents are filled (plain lines when not a terminal). */
 function showProgress(): () => void {
@@ -46,7 +47,7 @@ export function registerDocumentsCommands(program: Command): void {
       return withContext(
         async (ctx) => {
           try {
-            const rebuilt = await rebuildDocuments(ctx.database.db, { onlyMissing: !options.all });
+            const rebuilt = await rebuildStoreDocuments(ctx.database.db, { onlyMissing: !options.all });
             process.stdout.write(`Documents filled (${rebuilt} rebuilt by this command; any missing ones were filled by the migration).\n`);
           } finally {
             stop();
@@ -63,7 +64,7 @@ export function registerDocumentsCommands(program: Command): void {
       withContext(
         async (ctx) => {
           const limit = Math.max(1, Number.parseInt(options.limit, 10) || 100);
-          const differences = await checkDocuments(ctx.database.db, { limit });
+          const differences = await checkStoreDocuments(ctx.database.db, { limit });
           if (differences.length === 0) {
             process.stdout.write('Every stored document equals its rebuild from the tables.\n');
             return;

@@ -9,7 +9,7 @@ import type { AppContext } from '../../src/app-context.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { createToken, type Scope } from '../../src/tokens/token.service.ts';
 import { openTestDatabase, type TestDatabase } from './test-database.ts';
-import { checkDocuments } from '../../src/db/documents.ts';
+import { checkStoreDocuments } from '../../src/resources/store-schema.ts';
 import { attachContractCheck, type ContractCheck } from './contract-check.ts';
 
 /** Env that lifts the rate limits, for tests that page through large stores. */
@@ -79,7 +79,7 @@ export function assertContractKept(contract: ContractCheck): void {
 
 /** The rebuild check of db/documents.ts as an assertion naming the first records that differ. */
 export async function assertDocumentsMatch(database: TestDatabase): Promise<void> {
-  const differences = await checkDocuments(database.db, { limit: 5 });
+  const differences = await checkStoreDocuments(database.db, { limit: 5 });
   if (differences.length > 0) {
     throw new Error(
       `stored documents differ from their rebuild:\n${differences.map((d) => `${d.kind} ${d.id}\n  stored:  ${d.stored}\n  rebuilt: ${d.rebuilt}`).join('\n')}`,

@@ -57,23 +57,19 @@ export function clientStoreReader({
   } catch (error) {
     throw new SyncError(`${(error as Error).message} (--url / --token)`);
   }
-  const resources: Record<ResourceName, AnyResource> = {
-    products: client.products as unknown as AnyResource,
-    orders: client.orders as unknown as AnyResource,
-    customers: client.customers as unknown as AnyResource,
-    inventory: client.inventory as unknown as AnyResource,
-    stock_movements: client.movements as unknown as AnyResource,
-  };
+  // The client's generated member of each resource (its generated/resource-clients.ts): the mirror
+  // keeps records as the API's JSON, so they are walked untyped here.
+  const resourceClient = (name: ResourceName): AnyResource => client.resource(name) as unknown as AnyResource;
   const exportRecords = (resource: SyncResource, cursor: string | null): AsyncIterable<MirrorRecord> =>
-    resources[resource.name].export({ ...resource.query, limit: exportLimit, ...(cursor ? { cursor } : {}) });
+    resourceClient(resource.name).export({ ...resource.query, limit: exportLimit, ...(cursor ? { cursor } : {}) });
   return {
     async listPage(resource: SyncResource, cursor: string | null, limit: number): Promise<Page> {
-      const page = await resources[resource.name].list({ ...resource.query, limit, ...(cursor ? { cursor } : {}) });
+      const page = await resourceClient(resource.name).list({ ...resource.query, limit, ...(cursor ? { cursor } : {}) });
       return { data: page.data, nextCursor: page.pagination.next_cursor ?? null, hasMore: page.pagination.has_more };
     },
     exportRecords,
     snapshotRecords(resource: SyncResource, cursor: string | null): SnapshotWalk {
-      const snapshot = resources[resource.name].snapshot({ ...resource.query, ...(cursor ? { cursor } : {}) });
+      const snapshot = resourceClient(resource.name).snapshot({ ...resource.query, ...(cursor ? { cursor } : {}) });
       let fellBack = false;
       return {
         async *[Symbol.asyncIterator]() {

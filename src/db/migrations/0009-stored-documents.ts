@@ -9,7 +9,7 @@
  */
 import type { Kysely } from 'kysely';
 import { executeScript } from '../execute-script.ts';
-import { installDocumentTriggers, rebuildDocuments } from '../documents.ts';
+import { installStoreTriggers, rebuildStoreDocuments } from '../../resources/store-schema.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await executeScript(
@@ -22,6 +22,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     ALTER TABLE events ALTER COLUMN data TYPE json USING data::json;
   `,
   );
-  await installDocumentTriggers(db);
-  await rebuildDocuments(db, { onlyMissing: true });
+  // The triggers of the declared resources whose tables exist by now (resources/store-schema.ts).
+  await installStoreTriggers(db);
+  await rebuildStoreDocuments(db, { onlyMissing: true });
 }
