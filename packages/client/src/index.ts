@@ -11,6 +11,9 @@ export {
   DEFAULT_TO_ARRAY_MAX,
   VERSION,
   isSnapshotUnsupported,
+  isChecksumsUnsupported,
+  type RangeChecksum,
+  type RecordChecksum,
 } from './store-api.client.ts';
 export { AdminClient, AdminTokens, AdminWebhookEndpoints, AdminDeliveries } from './admin.client.ts';
 export type { AdminCallOptions, ApiToken, ApiTokenWithSecret, WebhookEndpoint, WebhookDelivery } from './admin.client.ts';
