@@ -774,6 +774,11 @@ function report(r: Results): string {
           ? `\`store-api-sync init\` of every resource into a PostgreSQL mirror: **stopped at the cap of ${f0(s.capSeconds!)} s (\`--sync-cap-seconds\`), not end to end**: the mirror held ${f0(s.records)} of ${f0(s.total)} records (${f0(s.perSecond)} records/s) against the COPY ceilings' ${f0(s.ceilingPerSecond)}: **${f2(s.perSecond / s.ceilingPerSecond)}×**; at that rate the whole init would take ~${f1(s.total / s.perSecond / 60)} min. (The bench server lifts the rate limits.)`
           : `\`store-api-sync init\` of every resource into a PostgreSQL mirror, end to end: ${f0(s.records)} records in ${f1(s.seconds)} s (${f1(s.seconds / 60)} min), ${f0(s.perSecond)} records/s against the COPY ceilings' ${f0(s.ceilingPerSecond)}: **${f2(s.perSecond / s.ceilingPerSecond)}×**. (The bench server lifts the rate limits; a snapshot is one export request per resource, so the default 10 a minute would not bind.)`,
       );
+      if (s.verifySeconds !== undefined)
+        lines.push(
+          '',
+          `\`store-api-sync verify\` of that mirror (server checksums by id range, decision 0038; exit 0: it matched), end to end: ${f1(s.verifySeconds)} s, **${f2(s.verifySeconds / s.seconds)}× the init's time**.`,
+        );
     }
   }
   lines.push(
@@ -808,6 +813,14 @@ function report(r: Results): string {
             r.syncInit.perSecond / r.syncInit.ceilingPerSecond >= 0.4,
             `\`store-api-sync init\` ≥ 0.4× the export ceiling end to end: ${f2(r.syncInit.perSecond / r.syncInit.ceilingPerSecond)}× (${r.syncInit.capped ? `capped at ${f1(r.syncInit.seconds / 60)} min, ${f0(r.syncInit.records)} of ${f0(r.syncInit.total)} records` : `${f1(r.syncInit.seconds / 60)} min`})`,
           ),
+          ...(r.syncInit.verifySeconds === undefined
+            ? []
+            : [
+                check(
+                  r.syncInit.verifySeconds <= r.syncInit.seconds,
+                  `\`store-api-sync verify\` ≤ init's time on the same store: ${f1(r.syncInit.verifySeconds)} s against ${f1(r.syncInit.seconds)} s (${f2(r.syncInit.verifySeconds / r.syncInit.seconds)}×)`,
+                ),
+              ]),
         ]
       : []),
     check(r.serve.peakMb <= 200, `\`serve\` RSS ≤ 200 MB under the list load: peak ${r.serve.peakMb} MiB`),
