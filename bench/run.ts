@@ -571,6 +571,7 @@ function webhookRows(w: WebhookResults): string[] {
     `| Webhooks: \`worker\` process to one loopback receiver, ${f0(w.deliveries)} deliveries per round (WEBHOOK_ENDPOINT_CONCURRENCY ${w.endpointConcurrency}): deliveries/s | ${range(w.worker, f0)} |`,
     `| Delivery ceiling: keep-alive POST loop (undici, 16 in flight), same bodies, same receiver: requests/s | ${range(w.ceiling, f0)} |`,
     `| **Deliveries ÷ delivery ceiling** | **${range(w.ratio, f2)}** |`,
+    `| CPU per delivery (µs): \`worker\` process / the PostgreSQL backends of its connections; the ceiling's POST loop per request | ${range(w.workerCpuUs, f0)} / ${range(w.postgresCpuUs, f0)}; ${range(w.ceilingCpuUs, f0)} |`,
     `| Change → receiver latency, \`worker\` its own process (${w.latencySamples} single writes): p50 / p99 | ${f1(w.latencyP50)} / ${f1(w.latencyP99)} ms |`,
     `| \`worker\` RSS after the deliveries (MiB) | ${w.workerRssMb} |`,
   ];
