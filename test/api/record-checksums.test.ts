@@ -1,7 +1,8 @@
 /**
  * GET /api/v1/{resource}/checksums and /checksums/records (decision 0038): ranges that add up to
  * the records, a range's checksum equal to the sum of its records', a change moving exactly its
- * range, the list's filters and scope, and bad input answered 400 naming the parameter.
+ * range, the list's filters and scope, the export rate limit, and bad input answered 400 naming
+ * the parameter.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
@@ -26,7 +27,8 @@ describe.each(backends)('record checksums (%s)', (backend) => {
   const ids: string[] = [];
 
   beforeAll(async () => {
-    t = await buildTestApp(backend, { ...UNLIMITED });
+    // Distinct budgets, so the answers' X-RateLimit-Limit tells which one a route counts against.
+    t = await buildTestApp(backend, { ...UNLIMITED, RATE_LIMIT_EXPORT: '999999' });
     auth = await t.auth();
     for (let i = 0; i < 6; i++) ids.push((await aProductWithVariants(t.database.db, [2, 3])).id);
     for (let i = 0; i < 24; i++) ids.push((await aProduct(t.database.db, { price: 12.5 })).id);
@@ -38,7 +40,7 @@ describe.each(backends)('record checksums (%s)', (backend) => {
 
   const get = async (url: string, headers = auth) => {
     const res = await t.app.inject({ method: 'GET', url, headers });
-    return { status: res.statusCode, body: res.json() };
+    return { status: res.statusCode, body: res.json(), limit: res.headers['x-ratelimit-limit'] };
   };
   const ranges = async (query = '') => (await get(`/api/v1/products/checksums?include_inactive=true${query}`)).body.data as Range[];
   const records = async (query = '') => {
@@ -97,6 +99,12 @@ describe.each(backends)('record checksums (%s)', (backend) => {
         doc::text LIKE '%"price":12.50%' AS written_with_zero
       FROM products WHERE id = ${ids[8]!}::uuid`.execute(t.database.db);
     expect(rows[0]).toEqual({ same: true, written_with_zero: true });
+  });
+
+  it('counts against the export rate limit, as a snapshot does (a request may hash every record)', async () => {
+    expect((await get('/api/v1/products/checksums')).limit).toBe('999999');
+    expect((await get('/api/v1/products/checksums/records')).limit).toBe('999999');
+    expect((await get('/api/v1/products')).limit).toBe(UNLIMITED.RATE_LIMIT_STANDARD);
   });
 
   it('scoped like the list: a token without products:read gets 403', async () => {

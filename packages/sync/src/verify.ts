@@ -7,7 +7,8 @@
  * same over its jsonb records (`jsonb_hash_extended`, the function the server applies), and only
  * the ranges that differ are compared record by record (/checksums/records, id + checksum, no
  * record bodies); when more than DRILL_RANGES_MAX ranges differ, the whole resource is. A matching
- * store costs one standard request per resource and never touches the export budget.
+ * store costs one request per resource (against the export rate limit, as a snapshot does) and
+ * never pages through the exports.
  *
  * Against a server without them (404) it walks the API's export and the mirror's table, hashes
  * every record's canonical JSON (keys sorted, so field order does not matter but every field and

@@ -135,7 +135,7 @@ export interface paths {
         };
         /**
          * Checksums of the product records by id range (to verify a mirror)
-         * @description Groups the product records whose id starts with `prefix` by the next `digits` hex digits of their id and answers, per non-empty range, its record count and checksum (filters as in the list). A record's checksum is PostgreSQL's `jsonb_hash_extended(record::jsonb, 0)`, so a mirror that keeps records as jsonb computes the same numbers itself; a range's checksum is their exact sum. Compare, then ask /checksums/records only for the ranges that differ. Counts once against the standard rate limit.
+         * @description Groups the product records whose id starts with `prefix` by the next `digits` hex digits of their id and answers, per non-empty range, its record count and checksum (filters as in the list). A record's checksum is PostgreSQL's `jsonb_hash_extended(record::jsonb, 0)`, so a mirror that keeps records as jsonb computes the same numbers itself; a range's checksum is their exact sum. Compare, then ask /checksums/records only for the ranges that differ. Counts once against the export rate limit (it may read every record, as a snapshot does).
          */
         get: operations["checksumProducts"];
         put?: never;
@@ -155,7 +155,7 @@ export interface paths {
         };
         /**
          * Each product record's checksum in an id range, by id
-         * @description The product records whose id starts with `prefix`, in id order after `after`: id, last_modified and checksum (as in /checksums). Page with `after` = pagination.next_cursor.
+         * @description The product records whose id starts with `prefix`, in id order after `after`: id, last_modified and checksum (as in /checksums). Page with `after` = pagination.next_cursor. Each request counts against the export rate limit.
          */
         get: operations["recordChecksumsProducts"];
         put?: never;
@@ -246,7 +246,7 @@ export interface paths {
         };
         /**
          * Checksums of the order records by id range (to verify a mirror)
-         * @description Groups the order records whose id starts with `prefix` by the next `digits` hex digits of their id and answers, per non-empty range, its record count and checksum (filters as in the list). A record's checksum is PostgreSQL's `jsonb_hash_extended(record::jsonb, 0)`, so a mirror that keeps records as jsonb computes the same numbers itself; a range's checksum is their exact sum. Compare, then ask /checksums/records only for the ranges that differ. Counts once against the standard rate limit.
+         * @description Groups the order records whose id starts with `prefix` by the next `digits` hex digits of their id and answers, per non-empty range, its record count and checksum (filters as in the list). A record's checksum is PostgreSQL's `jsonb_hash_extended(record::jsonb, 0)`, so a mirror that keeps records as jsonb computes the same numbers itself; a range's checksum is their exact sum. Compare, then ask /checksums/records only for the ranges that differ. Counts once against the export rate limit (it may read every record, as a snapshot does).
          */
         get: operations["checksumOrders"];
         put?: never;
@@ -266,7 +266,7 @@ export interface paths {
         };
         /**
          * Each order record's checksum in an id range, by id
-         * @description The order records whose id starts with `prefix`, in id order after `after`: id, last_modified and checksum (as in /checksums). Page with `after` = pagination.next_cursor.
+         * @description The order records whose id starts with `prefix`, in id order after `after`: id, last_modified and checksum (as in /checksums). Page with `after` = pagination.next_cursor. Each request counts against the export rate limit.
          */
         get: operations["recordChecksumsOrders"];
         put?: never;
@@ -357,7 +357,7 @@ export interface paths {
         };
         /**
          * Checksums of the customer records by id range (to verify a mirror)
-         * @description Groups the customer records whose id starts with `prefix` by the next `digits` hex digits of their id and answers, per non-empty range, its record count and checksum (filters as in the list). A record's checksum is PostgreSQL's `jsonb_hash_extended(record::jsonb, 0)`, so a mirror that keeps records as jsonb computes the same numbers itself; a range's checksum is their exact sum. Compare, then ask /checksums/records only for the ranges that differ. Counts once against the standard rate limit.
+         * @description Groups the customer records whose id starts with `prefix` by the next `digits` hex digits of their id and answers, per non-empty range, its record count and checksum (filters as in the list). A record's checksum is PostgreSQL's `jsonb_hash_extended(record::jsonb, 0)`, so a mirror that keeps records as jsonb computes the same numbers itself; a range's checksum is their exact sum. Compare, then ask /checksums/records only for the ranges that differ. Counts once against the export rate limit (it may read every record, as a snapshot does).
          */
         get: operations["checksumCustomers"];
         put?: never;
@@ -377,7 +377,7 @@ export interface paths {
         };
         /**
          * Each customer record's checksum in an id range, by id
-         * @description The customer records whose id starts with `prefix`, in id order after `after`: id, last_modified and checksum (as in /checksums). Page with `after` = pagination.next_cursor.
+         * @description The customer records whose id starts with `prefix`, in id order after `after`: id, last_modified and checksum (as in /checksums). Page with `after` = pagination.next_cursor. Each request counts against the export rate limit.
          */
         get: operations["recordChecksumsCustomers"];
         put?: never;
@@ -451,7 +451,7 @@ export interface paths {
         };
         /**
          * Checksums of the inventory record records by id range (to verify a mirror)
-         * @description Groups the inventory record records whose id starts with `prefix` by the next `digits` hex digits of their id and answers, per non-empty range, its record count and checksum (filters as in the list). A record's checksum is PostgreSQL's `jsonb_hash_extended(record::jsonb, 0)`, so a mirror that keeps records as jsonb computes the same numbers itself; a range's checksum is their exact sum. Compare, then ask /checksums/records only for the ranges that differ. Counts once against the standard rate limit.
+         * @description Groups the inventory record records whose id starts with `prefix` by the next `digits` hex digits of their id and answers, per non-empty range, its record count and checksum (filters as in the list). A record's checksum is PostgreSQL's `jsonb_hash_extended(record::jsonb, 0)`, so a mirror that keeps records as jsonb computes the same numbers itself; a range's checksum is their exact sum. Compare, then ask /checksums/records only for the ranges that differ. Counts once against the export rate limit (it may read every record, as a snapshot does).
          */
         get: operations["checksumInventory"];
         put?: never;
@@ -471,7 +471,7 @@ export interface paths {
         };
         /**
          * Each inventory record record's checksum in an id range, by id
-         * @description The inventory record records whose id starts with `prefix`, in id order after `after`: id, last_modified and checksum (as in /checksums). Page with `after` = pagination.next_cursor.
+         * @description The inventory record records whose id starts with `prefix`, in id order after `after`: id, last_modified and checksum (as in /checksums). Page with `after` = pagination.next_cursor. Each request counts against the export rate limit.
          */
         get: operations["recordChecksumsInventory"];
         put?: never;
@@ -545,7 +545,7 @@ export interface paths {
         };
         /**
          * Checksums of the stock movement records by id range (to verify a mirror)
-         * @description Groups the stock movement records whose id starts with `prefix` by the next `digits` hex digits of their id and answers, per non-empty range, its record count and checksum (filters as in the list). A record's checksum is PostgreSQL's `jsonb_hash_extended(record::jsonb, 0)`, so a mirror that keeps records as jsonb computes the same numbers itself; a range's checksum is their exact sum. Compare, then ask /checksums/records only for the ranges that differ. Counts once against the standard rate limit.
+         * @description Groups the stock movement records whose id starts with `prefix` by the next `digits` hex digits of their id and answers, per non-empty range, its record count and checksum (filters as in the list). A record's checksum is PostgreSQL's `jsonb_hash_extended(record::jsonb, 0)`, so a mirror that keeps records as jsonb computes the same numbers itself; a range's checksum is their exact sum. Compare, then ask /checksums/records only for the ranges that differ. Counts once against the export rate limit (it may read every record, as a snapshot does).
          */
         get: operations["checksumInventoryMovements"];
         put?: never;
@@ -565,7 +565,7 @@ export interface paths {
         };
         /**
          * Each stock movement record's checksum in an id range, by id
-         * @description The stock movement records whose id starts with `prefix`, in id order after `after`: id, last_modified and checksum (as in /checksums). Page with `after` = pagination.next_cursor.
+         * @description The stock movement records whose id starts with `prefix`, in id order after `after`: id, last_modified and checksum (as in /checksums). Page with `after` = pagination.next_cursor. Each request counts against the export rate limit.
          */
         get: operations["recordChecksumsInventoryMovements"];
         put?: never;

@@ -2,9 +2,10 @@
  * GET /api/v1/{path}/checksums and /checksums/records: a resource's records summed up by id range,
  * and one range's records one by one, each checksum computed by the database
  * (resources/record-checksums.repository.ts, decision 0038). A sync tool compares them with its
- * mirror and reads records only where a range differs: a whole store is checked in a few standard
- * requests, never through the export budget. Scoped like the resource's list, rate-limited as a
- * standard request, with the list's filters.
+ * mirror and reads records only where a range differs: a whole store is checked in one request per
+ * resource, never by paging through the exports. Scoped like the resource's list, with the list's
+ * filters; each request counts against the export rate limit, as a snapshot does, since one may
+ * hash every record of the resource.
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -53,7 +54,7 @@ type RecordChecksumQuery = Record<string, unknown> & { prefix: string; after?: s
 
 /** Registers the checksum routes of one resource. */
 export function registerChecksums(app: FastifyInstance, def: ResourceDefinition): void {
-  const config = typeof def.scope === 'string' ? { scope: def.scope, rateLimitClass: 'standard' as const } : { anyScope: def.scope, rateLimitClass: 'standard' as const };
+  const config = typeof def.scope === 'string' ? { scope: def.scope, rateLimitClass: 'export' as const } : { anyScope: def.scope, rateLimitClass: 'export' as const };
   const security = (typeof def.scope === 'string' ? [def.scope] : def.scope).map((scope) => ({ bearerAuth: [scope] }));
 
   app.get(`/${def.path}/checksums`, {
@@ -65,7 +66,7 @@ export function registerChecksums(app: FastifyInstance, def: ResourceDefinition)
       description: [
         `Groups the ${def.noun} records whose id starts with \`prefix\` by the next \`digits\` hex digits of their id and answers, per non-empty range, its record count and checksum (filters as in the list).`,
         "A record's checksum is PostgreSQL's `jsonb_hash_extended(record::jsonb, 0)`, so a mirror that keeps records as jsonb computes the same numbers itself; a range's checksum is their exact sum.",
-        'Compare, then ask /checksums/records only for the ranges that differ. Counts once against the standard rate limit.',
+        'Compare, then ask /checksums/records only for the ranges that differ. Counts once against the export rate limit (it may read every record, as a snapshot does).',
       ].join(' '),
       security,
       querystring: Type.Object(
@@ -92,7 +93,7 @@ export function registerChecksums(app: FastifyInstance, def: ResourceDefinition)
       tags: [def.tag],
       operationId: `recordChecksums${pascalCase(def.path)}`,
       summary: `Each ${def.noun} record's checksum in an id range, by id`,
-      description: `The ${def.noun} records whose id starts with \`prefix\`, in id order after \`after\`: id, last_modified and checksum (as in /checksums). Page with \`after\` = pagination.next_cursor.`,
+      description: `The ${def.noun} records whose id starts with \`prefix\`, in id order after \`after\`: id, last_modified and checksum (as in /checksums). Page with \`after\` = pagination.next_cursor. Each request counts against the export rate limit.`,
       security,
       querystring: Type.Object(
         {
