@@ -139,6 +139,34 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
   }
 
   /**
+   * Count and checksum of the records per id range, `digits` (1–3, default 2) hex digits past
+   * `prefix` (default every record): GET /api/v1/{resource}/checksums. Filters as in the list.
+   */
+  async checksums(query: { prefix?: string; digits?: number } & Query = {}, options: { signal?: AbortSignal } = {}): Promise<RangeChecksum[]> {
+    const path = `${this.path}/checksums`;
+    const body = await this.client.getJson<{ data: RangeChecksum[] }>(path, query, options.signal);
+    if (!Array.isArray(body?.data)) throw this.client.notStoreApi(path, query, 'an answer without data');
+    return body.data;
+  }
+
+  /** Every record's checksum in the range `prefix`, by id, request after request (GET /api/v1/{resource}/checksums/records). */
+  async *recordChecksums(query: { prefix?: string; limit?: number } & Query = {}, options: { signal?: AbortSignal } = {}): AsyncGenerator<RecordChecksum> {
+    const path = `${this.path}/checksums/records`;
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.client.getJson<{ data: RecordChecksum[]; pagination: { next_cursor: string | null; has_more: boolean } }>(
+        path,
+        { ...query, after },
+        options.signal,
+      );
+      if (!Array.isArray(page?.data) || typeof page.pagination?.has_more !== 'boolean') throw this.client.notStoreApi(path, query, 'a page without data and pagination');
+      yield* page.data;
+      if (!page.pagination.has_more || page.data.length === 0 || page.pagination.next_cursor === null) return;
+      after = page.pagination.next_cursor;
+    }
+  }
+
+  /**
    * Every record of GET /api/v1/{resource}/snapshot: the whole resource in one NDJSON stream (no page
    * limit, one request against the export rate limit), parsed line by line as it arrives. When the
    * stream ends, `cursor` is the server's X-Snapshot-Cursor: continue from it with lists, exports or
@@ -213,11 +241,34 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
   }
 }
 
+/** A range's record count and checksum (GET /api/v1/{resource}/checksums). */
+export interface RangeChecksum {
+  range: string;
+  count: number;
+  checksum: string;
+}
+
+/** One record's checksum (GET /api/v1/{resource}/checksums/records). */
+export interface RecordChecksum {
+  id: string;
+  last_modified: string;
+  checksum: string;
+}
+
 /** Whether `error` (from `snapshot()`'s first request) says the server has no snapshot endpoint: use `export()` instead. */
 export function isSnapshotUnsupported(error: unknown): boolean {
+  return isEndpointUnsupported(error);
+}
+
+/** Whether `error` (from `checksums()`) says the server has no checksum endpoints: compare the records themselves. */
+export function isChecksumsUnsupported(error: unknown): boolean {
+  return isEndpointUnsupported(error);
+}
+
+function isEndpointUnsupported(error: unknown): boolean {
   if (!(error instanceof StoreApiError)) return false;
   if (error.status === 404 || error.status === 405) return true;
-  // An older server routes /{resource}/snapshot to the single GET /{resource}/{id}.
+  // An older server routes /{resource}/snapshot (or /checksums) to the single GET /{resource}/{id}.
   return error.status === 400 && error.errors.some((e) => e.param === 'id');
 }
 

@@ -6,7 +6,7 @@
  * Against a service on this machine (a loopback address) it asks for uncompressed answers: the bytes
  * cost nothing there, while compressing a snapshot costs the service more CPU than reading it.
  */
-import { StoreApiClient, isSnapshotUnsupported, type ResourceClient, type RetryInfo } from '@store-api/client';
+import { StoreApiClient, isChecksumsUnsupported, isSnapshotUnsupported, type ResourceClient, type RetryInfo } from '@store-api/client';
 import { snapshotLineWalk } from './snapshot-lines.ts';
 import { SyncError } from './sync-errors.ts';
 import type { Page, SnapshotWalk, StoreReader } from './store-reader.ts';
@@ -27,6 +27,9 @@ export interface ClientStoreReaderOptions {
   /** fetch implementation (default: the global fetch). */
   fetch?: typeof fetch;
 }
+
+/** Record checksums per request of verify's drill-down (the server's maximum). */
+const RECORD_CHECKSUMS_PER_REQUEST = 20_000;
 
 type Query = Record<string, string | number | boolean | null | undefined>;
 type AnyResource = ResourceClient<MirrorRecord, Query, Query>;
@@ -87,6 +90,16 @@ export function clientStoreReader({
       };
     },
     snapshotLines: (resource, cursor) => snapshotLineWalk(client, resource, cursor, exportRecords),
+    async rangeChecksums(resource, prefix, digits) {
+      try {
+        return await resourceClient(resource.name).checksums({ ...resource.query, prefix, digits });
+      } catch (error) {
+        // A server from before checksums: verify compares the records themselves.
+        if (isChecksumsUnsupported(error)) return null;
+        throw error;
+      }
+    },
+    recordChecksums: (resource, prefix) => resourceClient(resource.name).recordChecksums({ ...resource.query, prefix, limit: RECORD_CHECKSUMS_PER_REQUEST }),
   };
 }
 
