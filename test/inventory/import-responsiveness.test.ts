@@ -155,6 +155,44 @@ describe.each(backends)('large CSV import keeps the server answering (%s)', (bac
     }
   });
 
+  it('a client that disconnects mid-import leaves the import whole and no statement running', async () => {
+    phase.movementsWritten = false;
+    const done = () => lines.some((l) => l.task === 'stock import' && /done in/.test(l.msg ?? '') && (l as { rows?: number }).rows === ROWS && l !== doneBefore);
+    const doneBefore = lines.findLast((l) => l.task === 'stock import' && /done in/.test(l.msg ?? ''));
+    const gone = new AbortController();
+    const importing = fetch(`${base}/admin/api/v1/inventory/import`, {
+      method: 'POST',
+      headers: { ...admin, 'content-type': 'text/csv' },
+      body: csvOf(Array.from({ length: ROWS }, (_, i) => `IMP-${i + 1},${i + 21}`)),
+      signal: gone.signal,
+    }).catch((error: unknown) => error);
+    while (!phase.movementsWritten) await new Promise((resolve) => setImmediate(resolve));
+    gone.abort();
+    expect(await importing).toBeInstanceOf(Error);
+    // The import goes on to its end (its last progress line), then its request ends.
+    await new Promise<void>((resolve) => {
+      lineLogged = () => {
+        if (done()) resolve();
+      };
+      lineLogged();
+    });
+    // Nothing half-written: every product has the new level (the steps, or the one transaction
+    // committed) or every product the old one (the one transaction rolled back).
+    const { rows } = await sql<{ updated: number }>`
+      SELECT count(*) FILTER (WHERE stock = substring(sku from 5)::int + 20)::int AS updated FROM products WHERE sku LIKE 'IMP-%'`.execute(database.db);
+    expect([0, ROWS]).toContain(rows[0]!.updated);
+    if (backend === 'postgres') {
+      // No statement of the app still running on the server once the request has ended.
+      const running = async () =>
+        (
+          await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND pid <> pg_backend_pid() AND state NOT IN ('idle')`.execute(database.db)
+        ).rows[0]!.n;
+      for (let i = 0; i < 200 && (await running()) > 0; i++) await new Promise((resolve) => setTimeout(resolve, 25));
+      expect(await running()).toBe(0);
+    }
+  });
+
   it('a large import logs how far it got while it runs, and when it ended', async () => {
     phase.movementsWritten = false;
     phase.holdForProgress = true;
