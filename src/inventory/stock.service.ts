@@ -388,8 +388,8 @@ async function importInSteps(
   const byProduct = new Map<string, StockChange[]>();
   for (const r of rows) {
     const t = targets.get(r.sku)!;
-    let changes = byProduct.get(t.productId);
-    if (!changes) byProduct.set(t.productId, (changes = []));
+    const changes = byProduct.get(t.productId) ?? [];
+    if (changes.length === 0) byProduct.set(t.productId, changes);
     changes.push({ productId: t.productId, variantId: t.variantId, delta: 0, level: r.value, reason: 'bulk_import', note: r.note });
   }
   const steps: StockChange[][] = [];
