@@ -103,7 +103,7 @@ export async function applyStockChanges(
   for (const change of changes) {
     const product = productById.get(change.productId);
     if (!product) throw notFound('product', change.productId);
-    if (!isStockTracked(product.product_type)) continue;
+    if (!isStockTracked(product.product_type) || (change.level === undefined && change.delta === 0)) continue;
     let before: number;
     let sku: string | null;
     if (change.variantId) {
