@@ -5,12 +5,24 @@
 import type { Command } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
 import { withContext } from './run-command.ts';
+import { commandProgress } from './command-progress.ts';
+import { loadConfig } from '../config/config.ts';
 import { rebuildEvents, type RebuildProgress } from '../db/documents.ts';
 import { checkStoreDocuments, rebuildStoreDocuments } from '../resources/store-schema.ts';
 
-/** A bar per table on stderr while documents are filled (plain lines when not a terminal). */
+/**
+ * A bar per table on stderr while documents are filled; when not a terminal, a line per table filled
+ * and a JSON progress line every PROGRESS_LOG_INTERVAL_MS (cli/command-progress.ts).
+ */
 function showProgress(): () => void {
   const tty = process.stderr.isTTY === true;
+  // A bad configuration is reported by withContext, which runs next.
+  let lines: ReturnType<typeof commandProgress> | undefined;
+  try {
+    lines = tty ? undefined : commandProgress(loadConfig(), 'documents backfill', { terminal: false });
+  } catch {
+    lines = undefined;
+  }
   const bar = new SingleBar(
     { format: ' {table} [{bar}] {percentage}% | {value}/{total} rows | {eta_formatted} left', hideCursor: true, stream: process.stderr },
     Presets.shades_classic,
@@ -25,13 +37,15 @@ function showProgress(): () => void {
       } else {
         bar.update(done);
       }
-    } else if (done === total) {
-      process.stderr.write(`${table}: ${total} rows\n`);
+    } else {
+      lines?.update(done, total, table);
+      if (done === total) process.stderr.write(`${table}: ${total} rows\n`);
     }
   };
   rebuildEvents.on('progress', onProgress);
   return () => {
     rebuildEvents.off('progress', onProgress);
+    lines?.stop();
     if (tty && current !== undefined) bar.stop();
   };
 }

@@ -152,6 +152,29 @@ export class RequestTransaction {
     }
   }
 
+  /**
+   * Runs `fn` outside this transaction, its own transactions committing on their own (a long write
+   * in committed steps, decision 0036). What this request wrote so far is committed first and the
+   * transaction goes back to idle, so its later statements (the audit entry, the stored answer) open
+   * a new one. Only for a single connection (PGlite), where the Idempotency-Key's claim is held in
+   * this process and not by the transaction: on PostgreSQL that early commit would release the
+   * key's lock to other processes, so it is refused there.
+   */
+  async detach<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.#state === 'ended') throw new Error('the request transaction has ended');
+    const pinned = this.#opening ? await this.#opening : this.#pinned;
+    if (pinned) {
+      if (!this.#driver!.singleConnection) throw new Error('detach is for a single-connection database');
+      try {
+        await this.#driver!.inner.commitTransaction(pinned.inner);
+      } finally {
+        await this.#giveBack(pinned);
+        this.#state = 'idle';
+      }
+    }
+    return current.exit(fn);
+  }
+
   /** Ends the state machine; returns the pinned connection when there is a transaction to finish. */
   async #end(): Promise<PinnedConnection | undefined> {
     if (this.#state === 'ended') return undefined;
@@ -239,6 +262,11 @@ export function activeRequestTransaction(): RequestTransaction | undefined {
 /** The dialect's driver with request transactions (see the file's comment). */
 class RequestTransactionDriver implements Driver {
   readonly #singleConnection: Turns | undefined;
+
+  /** Whether the database has one connection (PGlite), taken in turns. */
+  get singleConnection(): boolean {
+    return this.#singleConnection !== undefined;
+  }
 
   constructor(
     readonly inner: Driver,

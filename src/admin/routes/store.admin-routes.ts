@@ -397,7 +397,25 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req, reply) => {
       if (typeof req.body !== 'string') throw invalidParameter('body', 'send the CSV as text/csv');
-      return reply.code(201).send({ data: await importStockCsv(db, req.body, { log: req.log, intervalMs: app.ctx.config.PROGRESS_LOG_INTERVAL_MS }) });
+      const csv = req.body;
+      const { config, database } = app.ctx;
+      const options = { log: req.log, intervalMs: config.PROGRESS_LOG_INTERVAL_MS };
+      // The embedded database is one session: a long import in one transaction would hold every read
+      // behind it, so an absolute import runs in committed steps there, outside this request's
+      // transaction (decision 0036). PostgreSQL's readers pass a long transaction by themselves.
+      const stepRows = database.backend === 'pglite' && config.STOCK_IMPORT_STEP_ROWS > 0 ? config.STOCK_IMPORT_STEP_ROWS : undefined;
+      if (stepRows === undefined || !req.writeTransaction) return reply.code(201).send({ data: await importStockCsv(db, csv, options) });
+      const gone = new AbortController();
+      const onClose = () => {
+        if (!reply.raw.writableFinished) gone.abort();
+      };
+      reply.raw.once('close', onClose);
+      try {
+        const summary = await req.writeTransaction.detach(() => importStockCsv(db, csv, { ...options, stepRows, signal: gone.signal }));
+        return reply.code(201).send({ data: summary });
+      } finally {
+        reply.raw.off('close', onClose);
+      }
     },
   );
 }
