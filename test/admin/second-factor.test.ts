@@ -225,6 +225,32 @@ describe.each(backends)('second factor (%s)', (backend) => {
     expect(await lastStep(email)).toBe(String(Math.floor((now - 2 * STEP) / STEP)));
   });
 
+  it("counts a password change's wrong current password like a failed sign-in: a session cannot guess it unthrottled", async () => {
+    const email = 'guessed@example.com';
+    await createAdminUser(t.database.db, { email, password: PASSWORD, role: 'admin' });
+    const s = await signIn(email);
+    const from = '198.51.100.21';
+    const change = (current: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/admin/api/v1/account/password',
+        headers: { cookie: s.cookie, 'x-csrf-token': s.csrf },
+        payload: { current_password: current, new_password: 'a brand new password' },
+        remoteAddress: from,
+      });
+    for (let i = 0; i < 3; i++) {
+      const wrong = await change(`guess number ${i}`);
+      expect(wrong.statusCode).toBe(400);
+      expect(wrong.json().errors).toEqual([{ param: 'current_password', message: 'is wrong' }]);
+    }
+    expect(await failures(email)).toBe(3);
+    // Past the budget even the right password waits, as at the sign-in and the re-proof.
+    const throttled = await change(PASSWORD);
+    expect(throttled.statusCode, throttled.body).toBe(429);
+    expect(Number(throttled.headers['retry-after'])).toBeGreaterThan(0);
+    expect((await signInRaw(email)).statusCode).toBe(200);
+  });
+
   it('asks a fresh proof before revealing a signing secret, minting a write or admin key, changing roles; a password or a code gives it', async () => {
     const endpoint = await as(owner, 'POST', '/webhooks/endpoints', { url: 'http://127.0.0.1:9/hook', event_types: ['product.created'] });
     expect(endpoint.statusCode, endpoint.body).toBe(201);
