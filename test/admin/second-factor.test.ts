@@ -251,6 +251,39 @@ describe.each(backends)('second factor (%s)', (backend) => {
     expect((await signInRaw(email)).statusCode).toBe(200);
   });
 
+  it('a password-reset link does not sign in past a second factor: it asks for a code and is spent only with a right one', async () => {
+    const email = 'reset@example.com';
+    const user = await createAdminUser(t.database.db, { email, password: PASSWORD, role: 'admin' });
+    const { secret } = await enrol(await signIn(email));
+    now += 2 * STEP;
+    const issued = await as(owner, 'POST', `/admins/${user.id}/password-reset`);
+    expect(issued.statusCode, issued.body).toBe(201);
+    const code = new URL(issued.json().data.url).hash.split('code=')[1]!;
+    const check = () => t.app.inject({ method: 'POST', url: '/admin/links/check', payload: { code }, remoteAddress: '198.51.100.22' });
+    const use = (extra: object = {}) =>
+      t.app.inject({ method: 'POST', url: '/admin/links/use', payload: { code, password: 'a new password, reset', ...extra }, remoteAddress: '198.51.100.22' });
+    expect((await check()).json().data).toMatchObject({ purpose: 'password_reset', email, second_factor: true });
+
+    const missing = await use();
+    expect(missing.statusCode, missing.body).toBe(401);
+    expect(missing.json()).toMatchObject({ code: 'second_factor_required', errors: [{ param: 'second_factor_code', message: 'is required' }] });
+    expect(cookieOf(missing)).toBeUndefined();
+    const before = await failures(email);
+    const wrong = await use({ second_factor_code: forgedCode(secret, now) });
+    expect(wrong.json()).toMatchObject({ status: 401, code: 'invalid_second_factor' });
+    expect(cookieOf(wrong)).toBeUndefined();
+    expect(await failures(email)).toBe(before + 1);
+    // Nothing was spent or changed: the link is still valid, the old password still signs in.
+    expect((await check()).statusCode).toBe(200);
+    expect((await signInRaw(email, { code: codeAt(secret, now) })).statusCode).toBe(200);
+
+    now += STEP;
+    const used = await use({ second_factor_code: codeAt(secret, now) });
+    expect(used.statusCode, used.body).toBe(200);
+    expect(cookieOf(used)).toBeDefined();
+    expect((await check()).statusCode).toBe(409);
+  });
+
   it('asks a fresh proof before revealing a signing secret, minting a write or admin key, changing roles; a password or a code gives it', async () => {
     const endpoint = await as(owner, 'POST', '/webhooks/endpoints', { url: 'http://127.0.0.1:9/hook', event_types: ['product.created'] });
     expect(endpoint.statusCode, endpoint.body).toBe(201);
