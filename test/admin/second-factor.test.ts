@@ -268,7 +268,12 @@ describe.each(backends)('second factor (%s)', (backend) => {
     expect(missing.statusCode, missing.body).toBe(401);
     expect(missing.json()).toMatchObject({ code: 'second_factor_required', errors: [{ param: 'second_factor_code', message: 'is required' }] });
     expect(cookieOf(missing)).toBeUndefined();
+    // A password the reset refuses is said before any code is looked at (no code is spent or counted on it).
     const before = await failures(email);
+    const short = await use({ password: 'short', second_factor_code: forgedCode(secret, now) });
+    expect(short.statusCode).toBe(400);
+    expect(short.json().errors[0].param).toBe('password');
+    expect(await failures(email)).toBe(before);
     const wrong = await use({ second_factor_code: forgedCode(secret, now) });
     expect(wrong.json()).toMatchObject({ status: 401, code: 'invalid_second_factor' });
     expect(cookieOf(wrong)).toBeUndefined();

@@ -22,7 +22,7 @@ import { recordSignInFailure, signInRetryAfterMs } from '../sessions/sign-in-thr
 import { setSessionCookie } from '../sessions/session-cookie.ts';
 import { LINK_MESSAGES, LINK_STATUS, LINK_THROTTLE_KEY, checkLink, useLink, type LinkState } from '../sessions/admin-links.service.ts';
 import { recordAudit } from '../audit/audit-log.ts';
-import { findAdminUser } from '../sessions/admin-user.service.ts';
+import { findAdminUser, validateCredentials } from '../sessions/admin-user.service.ts';
 import { hasSecondFactor, verifySecondFactor } from '../sessions/second-factor.service.ts';
 import type { AdminLink } from '../sessions/admin-links.service.ts';
 
@@ -79,6 +79,8 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
     if (state !== 'valid' || !link) return; // useLink refuses it
     const user = await secondFactorOf(link);
     if (!user) return;
+    // A new password the reset would refuse is said first, before a code (a recovery code) is spent on it.
+    validateCredentials(link.email, body.password);
     const waitMs = await signInRetryAfterMs(db, user.email, request.ip, policy);
     if (waitMs > 0) {
       const seconds = Math.ceil(waitMs / 1000);
