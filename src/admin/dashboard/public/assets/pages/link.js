@@ -5,7 +5,8 @@
  */
 import { h, replace } from '../lib/dom.js';
 import { post } from '../lib/api.js';
-import { callout, clearFormErrors, field, formError, runBusy, showFormError, showProblemOnForm } from '../lib/ui.js';
+import { callout, clearFormErrors, field, formError, runBusy, setFieldError, showFormError, showProblemOnForm } from '../lib/ui.js';
+import { codeInput } from '../lib/second-factor.js';
 
 const MIN_PASSWORD_LENGTH = 10;
 const ROLE_WORDS = { owner: 'an owner', admin: 'an admin', viewer: 'a viewer (read only)' };
@@ -47,12 +48,12 @@ function showRefusal(root, message, { onSignIn }) {
   );
 }
 
-export async function renderLink(root, { code, onSignedIn, onSignIn }) {
+export async function renderLink(root, { code: linkCode, onSignedIn, onSignIn }) {
   root.classList.remove('app-loading');
   root.removeAttribute('aria-busy');
   let link;
   try {
-    link = (await post('/admin/links/check', { code })).data;
+    link = (await post('/admin/links/check', { code: linkCode })).data;
   } catch (error) {
     showRefusal(root, error.message, { onSignIn });
     return;
@@ -62,6 +63,11 @@ export async function renderLink(root, { code, onSignedIn, onSignIn }) {
   document.title = `${title} · Store Integration Admin`;
   const password = h('input', { type: 'password', name: 'password', autocomplete: 'new-password', minlength: String(MIN_PASSWORD_LENGTH) });
   const repeat = h('input', { type: 'password', name: 'password_repeat', autocomplete: 'new-password' });
+  // A reset replaces the password, not the second factor: its code is asked for with the new password.
+  const code = link.second_factor ? codeInput({ recovery: true }) : null;
+  const codeField = code
+    ? field({ label: 'Authentication code', control: code, required: true, hint: 'The 6-digit code your authenticator app shows, or one of your recovery codes.' })
+    : null;
   const submit = h(
     'button',
     { type: 'submit', class: 'btn btn-primary btn-block' },
@@ -73,6 +79,7 @@ export async function renderLink(root, { code, onSignedIn, onSignIn }) {
     h('input', { type: 'email', name: 'username', autocomplete: 'username', value: link.email, hidden: true }),
     field({ label: 'Password', control: password, required: true, hint: `At least ${MIN_PASSWORD_LENGTH} characters.` }),
     field({ label: 'Repeat password', control: repeat, required: true }),
+    ...(codeField ? [codeField] : []),
     formError(),
     submit,
   );
@@ -89,10 +96,22 @@ export async function renderLink(root, { code, onSignedIn, onSignIn }) {
       repeat.focus();
       return;
     }
+    if (code && !code.value.trim()) {
+      setFieldError(codeField, 'Enter the code of your authenticator app, or a recovery code.');
+      code.focus();
+      return;
+    }
     runBusy(submit, async () => {
       try {
-        onSignedIn((await post('/admin/links/use', { code, password: password.value })).data);
+        const body = { code: linkCode, password: password.value, ...(code ? { second_factor_code: code.value.trim() } : {}) };
+        onSignedIn((await post('/admin/links/use', body)).data);
       } catch (error) {
+        if (codeField && (error.code === 'invalid_second_factor' || error.code === 'second_factor_required')) {
+          code.value = '';
+          setFieldError(codeField, error.message);
+          code.focus();
+          return;
+        }
         if (error.status === 400 || error.status === 429) {
           if (!showProblemOnForm(form, error)) showFormError(form, error.message);
           return;
