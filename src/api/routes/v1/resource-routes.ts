@@ -9,10 +9,9 @@ import type { Database } from '../../../db/schema.ts';
 import { Readable } from 'node:stream';
 import { countRecords, fetchPageBody, fetchPageKeys, pageBodyQuery, streamPage, type ListSource, type PageRequest } from '../../../db/keyset-page.ts';
 import { listPageCacheOf, type CachedPage } from '../../list-page-cache.ts';
-import { scanOnce } from '../../../ops/secret-responses.ts';
 import { SNAPSHOT_CHUNK, snapshotStream, snapshotEndCursor } from '../../../db/snapshot.ts';
 import { SnapshotSlots } from '../../snapshot-slots.ts';
-import { readHorizon } from '../../../db/write-clock.ts';
+import { readHorizon, sharedHorizon } from '../../../db/write-clock.ts';
 import type { Scope } from '../../../tokens/token.service.ts';
 import { formatCursor, parseCursor } from '../../../shared/cursor.ts';
 import { ApiError, notFound } from '../../../shared/problem.ts';
@@ -61,7 +60,7 @@ async function pageRequest(app: FastifyInstance, def: ResourceDefinition, reques
     cursor,
     limit: query.limit,
     order: query.order ?? 'asc',
-    horizon: await readHorizon(app.ctx.database.db),
+    horizon: await sharedHorizon(app.ctx.database.db),
     filters,
   };
 }
@@ -119,10 +118,10 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       }
       if (!page) {
         const generation = cache?.generation() ?? 0;
-        const body = await fetchPageBody(db, def.source, { ...base, horizon: await readHorizon(db) });
+        const body = await fetchPageBody(db, def.source, { ...base, horizon: await sharedHorizon(db) });
         const pagination = paginationOf(query, body.last, body.hasMore);
         page = {
-          body: scanOnce(Buffer.from(`{"data":[${body.data}],"pagination":${JSON.stringify(pagination)}}`)),
+          body: Buffer.from(`{"data":[${body.data}],"pagination":${JSON.stringify(pagination)}}`),
           nextCursor: pagination.next_cursor,
           hasMore: body.hasMore,
         };
