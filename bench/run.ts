@@ -46,7 +46,6 @@ import {
   benchBackfill,
   cursorAt,
   generateBenchStore,
-  spreadCursors,
   verifyDocuments,
   type BackfillFigures,
   type StoreSize,
@@ -56,6 +55,7 @@ import { benchWebhooks, type WebhookResults } from './webhook-bench.ts';
 import { benchRestartAfterKill } from './restart-after-kill.ts';
 import { benchEveryPath, benchSyncInit, type PathFigures, type SyncFigures } from './every-path.ts';
 import { WRK_POST_SCRIPT, peerPageBody, startPostGraphile } from './peer/graphql-page.ts';
+import { apiPages, peerPages, spreadPositions, sqlCeilingPages, type PagesResult } from './distinct-pages.ts';
 import {
   alternate,
   copyOut,
@@ -116,6 +116,8 @@ const ROUNDS = positive('rounds', args.rounds, args.quick ? 2 : 3);
 const SECONDS = positive('seconds', args.seconds, args.quick ? 3 : 6);
 const CONNECTIONS = 8;
 const LIMIT = 200;
+/** Distinct pages of the list a sync-like walk asks in turn (issue 26): more than any page cache holds. */
+const DISTINCT_PAGES = 2000;
 const PGLITE_PRODUCTS = Math.min(PRODUCTS, 100_000);
 /** The embedded database's process under the list load: `all` (serve and worker in one), as `npm start` runs it. */
 const PGLITE_ROLE = 'all';
@@ -163,11 +165,18 @@ interface ReadFigures {
   /** A bare Node HTTP server sending the same body bytes: pages/s, and the list ÷ it. */
   transport: Spread;
   overTransport: Spread;
-  /** The list over 400 distinct pages in turn (no page cache hit): pages/s, p99, and its ratios. */
+  /** The list over DISTINCT_PAGES distinct pages in turn (no page cache hit): pages/s, p99, and its ratios. */
   distinct: Spread;
   distinctP99: Spread;
+  /** `serve`'s CPU time (user + system) per distinct page, ms. */
+  distinctCpuMs: Spread;
   distinctOverTransport: Spread;
+  /** The same pages' SQL ceiling: their stored documents through pg, joined as the API sends them. */
+  distinctCeiling: Spread;
   distinctOverCeiling: Spread;
+  /** PostGraphile over the same distinct pages: pages/s, its CPU ms per page, and the list ÷ it. */
+  distinctPeer?: Spread;
+  distinctPeerCpuMs?: Spread;
   distinctOverPeer?: Spread;
   peer?: Spread;
   peerP50?: Spread;
@@ -313,8 +322,12 @@ async function benchPostgres(): Promise<Results> {
     log('read: warm-up');
     await wrk(listUrl, { ...load, seconds: 2 });
     await queryLoop(scratch.url, pageSql, { connections: CONNECTIONS, seconds: 2 });
+    // Distinct pages: DISTINCT_PAGES cursors spread over the catalogue, requested in turn (more than
+    // the page cache holds), so every request is a miss: what an integrator paging through the store
+    // gets; against the same pages' SQL and PostGraphile over the same pages.
+    const distinct = await spreadPositions(database.db, DISTINCT_PAGES, LIMIT);
     let peer: ServerProcess | undefined;
-    let peerStep: Record<string, () => Promise<LoadResult>> = {};
+    let peerStep: Record<string, () => Promise<PagesResult>> = {};
     let peerBytes: number | undefined;
     if (!args['no-peer']) {
       const peerPort = await freePort();
@@ -326,21 +339,23 @@ async function benchPostgres(): Promise<Results> {
       const sample = await fetch(`${peer.origin}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
       peerBytes = (await sample.arrayBuffer()).byteLength;
       await wrk(`${peer.origin}/graphql`, { ...peerLoad, seconds: 2 });
-      peerStep = { 'PostGraphile peer (wrk)': () => wrk(`${peer!.origin}/graphql`, peerLoad) };
+      const peerDistinct = await peerPages(peer.origin, peer.child.pid!, distinct.positions, LIMIT, load);
+      await peerDistinct();
+      peerStep = {
+        'PostGraphile peer (wrk)': () => wrk(`${peer!.origin}/graphql`, peerLoad),
+        'PostGraphile peer, distinct pages (wrk)': peerDistinct,
+      };
     }
     // The transport ceiling: the same body bytes from a bare Node HTTP server, same load.
     const listBody = Buffer.from(await (await fetch(listUrl, { headers })).arrayBuffer());
     const bare = await bareBodyServer(listBody);
     await wrk(bare.origin, { ...load, headers: {}, seconds: 2 });
-    // Distinct pages: 400 cursors spread over the catalogue, requested in turn (more than the page
-    // cache holds), so every request is a miss: what an integrator paging through the store gets.
-    const distinctCursors = await spreadCursors(database, 400, LIMIT);
-    const pathsFile = join(mkdtempSync(join(tmpdir(), 'store-api-bench-paths-')), 'paths.txt');
-    writeFileSync(pathsFile, distinctCursors.map((c) => `/api/v1/products?limit=${LIMIT}&cursor=${encodeURIComponent(c)}\n`).join(''));
-    const distinctLoad = { ...load, script: fileURLToPath(new URL('./wrk-paths.lua', import.meta.url)), env: { PATHS_FILE: pathsFile } };
-    const read = await alternate<LoadResult>(ROUNDS, {
+    const distinctApi = apiPages(server.origin, server.child.pid!, distinct.cursors, LIMIT, load);
+    const distinctSql = sqlCeilingPages(scratch.url, database.db, distinct.cursors, LIMIT, { connections: CONNECTIONS, seconds: SECONDS });
+    const read = await alternate<PagesResult>(ROUNDS, {
       'list API (wrk)': () => wrk(listUrl, load),
-      'list API, distinct pages (wrk)': () => wrk(server!.origin, distinctLoad),
+      'list API, distinct pages (wrk)': distinctApi,
+      'distinct pages SQL ceiling (pg)': distinctSql,
       'read ceiling (pg)': () => queryLoop(scratch.url, pageSql, { connections: CONNECTIONS, seconds: SECONDS }),
       'transport ceiling (bare node http)': () => wrk(bare.origin, { ...load, headers: {} }),
       ...peerStep,
@@ -352,6 +367,8 @@ async function benchPostgres(): Promise<Results> {
     const distinctRead = read['list API, distinct pages (wrk)']!;
     const ceilRead = read['read ceiling (pg)']!;
     const peerRead = read['PostGraphile peer (wrk)'];
+    const distinctSqlRead = read['distinct pages SQL ceiling (pg)']!;
+    const peerDistinctRead = read['PostGraphile peer, distinct pages (wrk)'];
     const afterList = server.memory();
 
     // First page against last page, on a `serve` without the list page cache: with it both would
@@ -448,6 +465,8 @@ async function benchPostgres(): Promise<Results> {
         ),
         distinct: spread(distinctRead.map((r) => r.perSecond)),
         distinctP99: spread(distinctRead.map((r) => r.p99)),
+        distinctCpuMs: spread(distinctRead.map((r) => r.cpuMsPerPage!)),
+        distinctCeiling: spread(distinctSqlRead.map((r) => r.perSecond)),
         distinctOverTransport: spread(
           ratios(
             distinctRead.map((r) => r.perSecond),
@@ -457,15 +476,17 @@ async function benchPostgres(): Promise<Results> {
         distinctOverCeiling: spread(
           ratios(
             distinctRead.map((r) => r.perSecond),
-            ceilRead.map((r) => r.perSecond),
+            distinctSqlRead.map((r) => r.perSecond),
           ),
         ),
-        ...(peerRead
+        ...(peerDistinctRead
           ? {
+              distinctPeer: spread(peerDistinctRead.map((r) => r.perSecond)),
+              distinctPeerCpuMs: spread(peerDistinctRead.map((r) => r.cpuMsPerPage!)),
               distinctOverPeer: spread(
                 ratios(
                   distinctRead.map((r) => r.perSecond),
-                  peerRead.map((r) => r.perSecond),
+                  peerDistinctRead.map((r) => r.perSecond),
                 ),
               ),
             }
@@ -706,8 +727,12 @@ function report(r: Results): string {
     `| **List ÷ read ceiling** | **${range(r.read.ratio, f2)}** |`,
     `| Transport ceiling: a bare Node HTTP server sending the same body bytes, same load: requests/s | ${range(r.read.transport, f0)} |`,
     `| **List ÷ transport ceiling** | **${range(r.read.overTransport, f2)}** |`,
-    `| List API over 400 distinct pages in turn (every request a page cache miss): requests/s; p99 (ms) | ${range(r.read.distinct, f0)}; ${f1(r.read.distinctP99.median)} |`,
-    `| **Distinct pages ÷ read ceiling / ÷ transport ceiling${r.read.distinctOverPeer ? ' / ÷ PostGraphile' : ''}** | **${f2(r.read.distinctOverCeiling.median)} / ${f2(r.read.distinctOverTransport.median)}${r.read.distinctOverPeer ? ` / ${f1(r.read.distinctOverPeer.median)}` : ''}** |`,
+    `| List API over ${f0(DISTINCT_PAGES)} distinct pages in turn (every request a page cache miss): pages/s; p99 (ms); \`serve\` CPU ms per page | ${range(r.read.distinct, f0)}; ${f1(r.read.distinctP99.median)}; ${f2(r.read.distinctCpuMs.median)} |`,
+    `| Distinct pages' SQL ceiling: the same pages' stored documents through pg (${CONNECTIONS} clients) joined as the API sends them, no HTTP: pages/s | ${range(r.read.distinctCeiling, f0)} |`,
+    ...(r.read.distinctPeer
+      ? [`| PostGraphile 5 over the same distinct pages: pages/s; its CPU ms per page | ${range(r.read.distinctPeer, f1)}; ${f2(r.read.distinctPeerCpuMs!.median)} |`]
+      : []),
+    `| **Distinct pages ÷ their SQL ceiling / ÷ transport ceiling${r.read.distinctOverPeer ? ' / ÷ PostGraphile over the same pages' : ''}** | **${range(r.read.distinctOverCeiling, f2)} / ${f2(r.read.distinctOverTransport.median)}${r.read.distinctOverPeer ? ` / ${range(r.read.distinctOverPeer, f1)}` : ''}** |`,
     ...(r.read.peer
       ? [
           `| Peer: PostGraphile 5, one process, the same page (${f0(r.read.peerBytes! / 1024)} KiB of GraphQL JSON): requests/s | ${range(r.read.peer, f1)} |`,
@@ -792,6 +817,10 @@ function report(r: Results): string {
     ),
     check(r.read.overTransport.median >= 0.25, `List ≥ 0.25× the transport ceiling (bare Node HTTP, same bytes): ${f2(r.read.overTransport.median)}×`),
     check(r.read.distinctOverTransport.median >= 0.25, `… the same over distinct pages (no page cache hit): ${f2(r.read.distinctOverTransport.median)}×`),
+    check(
+      r.read.distinctOverCeiling.median >= 0.5,
+      `List over ${f0(DISTINCT_PAGES)} distinct pages ≥ 0.5× the same pages' SQL ceiling: ${f2(r.read.distinctOverCeiling.median)}×`,
+    ),
     ...(r.read.distinctOverPeer
       ? [check(r.read.distinctOverPeer.median >= 5, `… List ≥ 5× PostGraphile over distinct pages (no page cache hit): ${f1(r.read.distinctOverPeer.median)}×`)]
       : []),
