@@ -8,6 +8,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
 import type { Cursor } from '../shared/cursor.ts';
+import { inlineParameters, parseBinaryCopy } from './copy-out.ts';
 
 /** How one resource is listed: its FROM, key columns, JSON expression and base filter. */
 export interface ListSource {
@@ -204,4 +205,49 @@ export async function fetchPageBody(db: Kysely<Database>, source: ListSource, re
   const { rows } = await pageBodyQuery(source, req).execute(db);
   const row = rows[0]!;
   return { data: row.data, hasMore: row.n > req.limit, last: row.iso === null || row.id === null ? undefined : { iso: row.iso, id: row.id } };
+}
+
+/**
+ * The fields of a one-row statement, read by binary COPY (db/copy-out.ts): each field's bytes as
+ * PostgreSQL sends them (null for NULL), never decoded to a string. `select` must return text
+ * columns only (a binary int would come as its 4 bytes).
+ */
+export async function copyOneRow(copy: (select: string) => Promise<Buffer>, db: Kysely<Database>, select: RawBuilder<unknown>): Promise<(Buffer | null)[] | undefined> {
+  const compiled = select.compile(db);
+  const rows = parseBinaryCopy(await copy(inlineParameters(compiled.sql, compiled.parameters)));
+  return rows[0];
+}
+
+/** A page as bytes: the records' JSON joined by ',' exactly as fetchPageBody's `data`, without decoding it. */
+export interface PageBytes {
+  readonly data: Buffer;
+  readonly hasMore: boolean;
+  readonly last: KeyRow | undefined;
+}
+
+/** One page (pageBodyQuery) read by binary COPY: its JSON bytes pass through undecoded (PostgreSQL). */
+export async function copyPageBody(copy: (select: string) => Promise<Buffer>, db: Kysely<Database>, source: ListSource, req: PageRequest): Promise<PageBytes> {
+  const row = await copyOneRow(copy, db, sql`SELECT n::text, iso, id, data FROM (${pageBodyQuery(source, req)}) q`);
+  const [n, iso, id, data] = row!;
+  return {
+    data: data ?? Buffer.alloc(0),
+    hasMore: Number(n!.toString('latin1')) > req.limit,
+    last: iso === null || id === null ? undefined : { iso: iso!.toString('latin1'), id: id!.toString('latin1') },
+  };
+}
+
+/**
+ * The NDJSON bytes of an export page whose bounds were fixed by fetchPageKeys (rows after
+ * `req.cursor` up to and including `last`, in page order), one statement read by binary COPY.
+ */
+export async function copyPageNdjson(copy: (select: string) => Promise<Buffer>, db: Kysely<Database>, source: ListSource, req: PageRequest, last: KeyRow): Promise<Buffer> {
+  const boundOp = req.order === 'asc' ? sql`<=` : sql`>=`;
+  const bound = sql`(${source.lastModified}, ${source.id}) ${boundOp} (${last.iso}::timestamptz, ${last.id}::uuid)`;
+  // A plain aggregate over the ordered, limited walk keeps the walk's order (as chunkQuery).
+  const row = await copyOneRow(
+    copy,
+    db,
+    sql`SELECT string_agg(r.json, E'\n') || E'\n' FROM (${recordsQuery(source, { ...req, filters: [...req.filters, bound] }, req.limit)}) r`,
+  );
+  return row?.[0] ?? Buffer.alloc(0);
 }

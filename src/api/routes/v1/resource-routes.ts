@@ -7,7 +7,17 @@ import type { TSchema } from '@sinclair/typebox';
 import type { Kysely, RawBuilder } from 'kysely';
 import type { Database } from '../../../db/schema.ts';
 import { Readable } from 'node:stream';
-import { countRecords, fetchPageBody, fetchPageKeys, pageBodyQuery, streamPage, type ListSource, type PageRequest } from '../../../db/keyset-page.ts';
+import {
+  copyPageBody,
+  copyPageNdjson,
+  countRecords,
+  fetchPageBody,
+  fetchPageKeys,
+  pageBodyQuery,
+  streamPage,
+  type ListSource,
+  type PageRequest,
+} from '../../../db/keyset-page.ts';
 import { listPageCacheOf, type CachedPage } from '../../list-page-cache.ts';
 import { SNAPSHOT_CHUNK, snapshotStream, snapshotEndCursor } from '../../../db/snapshot.ts';
 import { SnapshotSlots } from '../../snapshot-slots.ts';
@@ -74,6 +84,8 @@ export function paginationOf(query: ListQuery, last: { iso: string; id: string }
   };
 }
 
+const PAGE_OPEN = Buffer.from('{"data":[');
+
 /** The snapshots running per app (one per token at a time, whatever the resource). */
 const snapshotSlots = new WeakMap<FastifyInstance, SnapshotSlots>();
 
@@ -118,10 +130,17 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       }
       if (!page) {
         const generation = cache?.generation() ?? 0;
-        const body = await fetchPageBody(db, def.source, { ...base, horizon: await sharedHorizon(db) });
+        const req = { ...base, horizon: await sharedHorizon(db) };
+        // PostgreSQL: the page's JSON bytes as the database sends them, never decoded into a string
+        // and encoded back (decision 0037); PGlite: the same statement's value through Kysely.
+        const copy = app.ctx.database.copyBinary;
+        const body = copy ? await copyPageBody(copy, db, def.source, req) : await fetchPageBody(db, def.source, req);
         const pagination = paginationOf(query, body.last, body.hasMore);
         page = {
-          body: Buffer.from(`{"data":[${body.data}],"pagination":${JSON.stringify(pagination)}}`),
+          body:
+            typeof body.data === 'string'
+              ? Buffer.from(`{"data":[${body.data}],"pagination":${JSON.stringify(pagination)}}`)
+              : Buffer.concat([PAGE_OPEN, body.data, Buffer.from(`],"pagination":${JSON.stringify(pagination)}}`)]),
           nextCursor: pagination.next_cursor,
           hasMore: body.hasMore,
         };
@@ -166,6 +185,9 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       setNextLink(request, reply, next_cursor, hasMore);
       reply.type('application/x-ndjson; charset=utf-8');
       if (!last) return reply.send('');
+      // PostgreSQL: the page's NDJSON in one statement whose bytes pass through undecoded (decision 0037).
+      const copy = app.ctx.database.copyBinary;
+      if (copy) return reply.send(await copyPageNdjson(copy, db, def.source, req, last));
       const chunks = streamPage(db, def.source, req, last);
       return reply.send(
         Readable.from(
@@ -242,7 +264,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
         reply.type('application/x-ndjson; charset=utf-8');
         streaming = true;
         const chunkSize = SNAPSHOT_CHUNK[app.ctx.database.backend];
-        return reply.send(Readable.from(snapshotStream(db, def.source, { cursor, horizon, filters }, chunkSize)));
+        return reply.send(Readable.from(snapshotStream(db, def.source, { cursor, horizon, filters }, chunkSize, undefined, app.ctx.database.copyBinary)));
       } finally {
         if (!streaming) release();
       }
