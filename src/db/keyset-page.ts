@@ -180,10 +180,14 @@ export interface PageBody {
  * instead of one per record), whether a record follows, and the last record's key. Its text and
  * parameters, horizon aside, name the page's content (the list page cache's key).
  */
-export function pageBodyQuery(source: ListSource, req: PageRequest): RawBuilder<{ data: string; n: number; iso: string | null; id: string | null }> {
+export function pageBodyQuery(
+  source: ListSource,
+  req: PageRequest,
+  separator: ',' | '\n' = ',',
+): RawBuilder<{ data: string; n: number; iso: string | null; id: string | null }> {
   const dir = req.order === 'asc' ? sql`ASC` : sql`DESC`;
   return sql`
-    SELECT coalesce(string_agg(json, ',' ORDER BY rn) FILTER (WHERE rn <= ${req.limit}), '') AS data,
+    SELECT coalesce(string_agg(json, ${sql.lit(separator)} ORDER BY rn) FILTER (WHERE rn <= ${req.limit}), '') AS data,
       count(*)::int AS n,
       (array_agg(iso_utc(lm) ORDER BY rn DESC) FILTER (WHERE rn <= ${req.limit}))[1] AS iso,
       (array_agg(id::text ORDER BY rn DESC) FILTER (WHERE rn <= ${req.limit}))[1] AS id
@@ -225,29 +229,22 @@ export interface PageBytes {
   readonly last: KeyRow | undefined;
 }
 
-/** One page (pageBodyQuery) read by binary COPY: its JSON bytes pass through undecoded (PostgreSQL). */
-export async function copyPageBody(copy: (select: string) => Promise<Buffer>, db: Kysely<Database>, source: ListSource, req: PageRequest): Promise<PageBytes> {
-  const row = await copyOneRow(copy, db, sql`SELECT n::text, iso, id, data FROM (${pageBodyQuery(source, req)}) q`);
+/**
+ * One page (pageBodyQuery) read by binary COPY: its JSON bytes pass through undecoded (PostgreSQL).
+ * With `separator` '\n' the records are an export page's NDJSON lines (without the last line break).
+ */
+export async function copyPageBody(
+  copy: (select: string) => Promise<Buffer>,
+  db: Kysely<Database>,
+  source: ListSource,
+  req: PageRequest,
+  separator: ',' | '\n' = ',',
+): Promise<PageBytes> {
+  const row = await copyOneRow(copy, db, sql`SELECT n::text, iso, id, data FROM (${pageBodyQuery(source, req, separator)}) q`);
   const [n, iso, id, data] = row!;
   return {
     data: data ?? Buffer.alloc(0),
     hasMore: Number(n!.toString('latin1')) > req.limit,
     last: iso === null || id === null ? undefined : { iso: iso!.toString('latin1'), id: id!.toString('latin1') },
   };
-}
-
-/**
- * The NDJSON bytes of an export page whose bounds were fixed by fetchPageKeys (rows after
- * `req.cursor` up to and including `last`, in page order), one statement read by binary COPY.
- */
-export async function copyPageNdjson(copy: (select: string) => Promise<Buffer>, db: Kysely<Database>, source: ListSource, req: PageRequest, last: KeyRow): Promise<Buffer> {
-  const boundOp = req.order === 'asc' ? sql`<=` : sql`>=`;
-  const bound = sql`(${source.lastModified}, ${source.id}) ${boundOp} (${last.iso}::timestamptz, ${last.id}::uuid)`;
-  // A plain aggregate over the ordered, limited walk keeps the walk's order (as chunkQuery).
-  const row = await copyOneRow(
-    copy,
-    db,
-    sql`SELECT string_agg(r.json, E'\n') || E'\n' FROM (${recordsQuery(source, { ...req, filters: [...req.filters, bound] }, req.limit)}) r`,
-  );
-  return row?.[0] ?? Buffer.alloc(0);
 }

@@ -9,7 +9,6 @@ import type { Database } from '../../../db/schema.ts';
 import { Readable } from 'node:stream';
 import {
   copyPageBody,
-  copyPageNdjson,
   countRecords,
   fetchPageBody,
   fetchPageKeys,
@@ -85,6 +84,7 @@ export function paginationOf(query: ListQuery, last: { iso: string; id: string }
 }
 
 const PAGE_OPEN = Buffer.from('{"data":[');
+const LINE_END = Buffer.from('\n');
 
 /** The snapshots running per app (one per token at a time, whatever the resource). */
 const snapshotSlots = new WeakMap<FastifyInstance, SnapshotSlots>();
@@ -176,6 +176,19 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       const query = request.query as ListQuery;
       const req = await pageRequest(app, def, request);
       const db = app.ctx.database.db;
+      const copy = app.ctx.database.copyBinary;
+      if (copy) {
+        // PostgreSQL: the page's NDJSON, its bounds and whether more follow from ONE statement read
+        // by binary COPY, its bytes passed through undecoded (decision 0037); a page is at most
+        // `limit` (≤ 500) records, held once.
+        const page = await copyPageBody(copy, db, def.source, req, '\n');
+        const { next_cursor } = paginationOf(query, page.last, page.hasMore);
+        reply.header('X-Next-Cursor', next_cursor ?? '');
+        reply.header('X-Has-More', String(page.hasMore));
+        setNextLink(request, reply, next_cursor, page.hasMore);
+        reply.type('application/x-ndjson; charset=utf-8');
+        return reply.send(page.last ? Buffer.concat([page.data, LINE_END]) : '');
+      }
       // Fix the page's bounds first (keys only) so the headers are known before the body streams.
       const { keys, hasMore } = await fetchPageKeys(db, def.source, req);
       const last = keys[keys.length - 1];
@@ -185,9 +198,6 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       setNextLink(request, reply, next_cursor, hasMore);
       reply.type('application/x-ndjson; charset=utf-8');
       if (!last) return reply.send('');
-      // PostgreSQL: the page's NDJSON in one statement whose bytes pass through undecoded (decision 0037).
-      const copy = app.ctx.database.copyBinary;
-      if (copy) return reply.send(await copyPageNdjson(copy, db, def.source, req, last));
       const chunks = streamPage(db, def.source, req, last);
       return reply.send(
         Readable.from(
