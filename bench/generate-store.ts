@@ -381,17 +381,6 @@ export async function cursorAt(database: DatabaseHandle, position: number): Prom
   return formatCursor(row.iso, row.id);
 }
 
-/** The cursors of `count` active products spread evenly over the list (each at least a page from the end), in one pass. */
-export async function spreadCursors(database: DatabaseHandle, count: number, pageSize: number): Promise<string[]> {
-  const step = Math.max(1, Math.floor(Math.max(1, (await activeCount(database)) - pageSize - 1) / count));
-  const { rows } = await sql<{ iso: string; id: string }>`
-    SELECT iso_utc(last_modified) AS iso, id::text AS id FROM (
-      SELECT last_modified, id, row_number() OVER (ORDER BY last_modified, id) - 1 AS n FROM products WHERE is_active
-    ) p WHERE n % ${step} = 0 ORDER BY n LIMIT ${count}
-  `.execute(database.db);
-  return rows.map((row) => formatCursor(row.iso, row.id));
-}
-
 /** Active products in the store. */
 export async function activeCount(database: DatabaseHandle): Promise<number> {
   const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM products WHERE is_active`.execute(database.db);

@@ -117,7 +117,7 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/tokens',
     {
-      config: { permission: 'write', audit: 'key.created', auditTarget: 'key' },
+      config: { permission: 'write', audit: 'key.created', auditTarget: 'key', returnsSecret: true },
       schema: {
         tags,
         operationId: 'createApiKey',
@@ -193,7 +193,7 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/tokens/:id/roll',
     {
-      config: { permission: 'write', audit: 'key.rolled', auditTarget: 'key' },
+      config: { permission: 'write', audit: 'key.rolled', auditTarget: 'key', returnsSecret: true },
       schema: {
         tags,
         operationId: 'rollApiKey',
