@@ -45,6 +45,9 @@ const DECLARED_PATHS = RESOURCES.flatMap((r) => [
   `/api/v1/${r.path}`,
   `/api/v1/${r.path}/export`,
   `/api/v1/${r.path}/snapshot`,
+  // Range checksums a mirror is verified against (decision 0038).
+  `/api/v1/${r.path}/checksums`,
+  `/api/v1/${r.path}/checksums/records`,
   ...(r.single ? [`/api/v1/${r.path}/{id}`] : []),
 ]);
 
