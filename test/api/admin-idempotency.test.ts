@@ -12,6 +12,7 @@ import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { aProduct } from '../helpers/store-fixtures.ts';
 import { pruneOnce } from '../../src/retention/retention-pruner.ts';
 import { retentionPolicyOf } from '../../src/retention/retention-policy.ts';
+import { idempotencyKeyHash } from '../../src/admin/idempotency/sealed-answer.ts';
 
 type Json = Record<string, any>;
 
@@ -114,6 +115,36 @@ describe.each(backends)('Idempotency-Key on the admin API (%s)', (backend) => {
     expect(await count('webhook_endpoints')).toBe(endpoints + 1);
   });
 
+  it('keeps neither the secret of a new token nor the Idempotency-Key in clear, and the retry still replays the secret (decision 0040)', async () => {
+    const key = `token-${crypto.randomUUID()}`;
+    const first = await post('/tokens', { name: 'sealed', scopes: ['orders:read'] }, key);
+    expect(first.status).toBe(201);
+    const secret = JSON.stringify(first.body).match(/sia_[A-Za-z0-9_-]+/)?.[0];
+    expect(secret).toBeDefined();
+    // Every column of every row, as the database shows it.
+    const rows = (await sql<{ r: string }>`SELECT row_to_json(k)::text AS r FROM idempotency_keys k`.execute(t.ctx.database.db)).rows.map((x) => x.r);
+    expect(rows.some((r) => r.includes(idempotencyKeyHash(key)))).toBe(true);
+    for (const r of rows) {
+      expect(r).not.toContain(secret!);
+      expect(r).not.toContain(key);
+    }
+    const again = await post('/tokens', { name: 'sealed', scopes: ['orders:read'] }, key);
+    expect(again.status).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.raw).toBe(first.raw);
+    expect(again.raw).toContain(secret!);
+  });
+
+  it('a stored answer altered in the database is not replayed', async () => {
+    const key = `tamper-${crypto.randomUUID()}`;
+    expect((await post('/customers', { name: 'Cid' }, key)).status).toBe(201);
+    const db = t.ctx.database.db;
+    await sql`UPDATE idempotency_keys SET response_status = 200 WHERE key_hash = ${idempotencyKeyHash(key)}`.execute(db);
+    const again = await post('/customers', { name: 'Cid' }, key);
+    expect(again.status).toBe(500);
+    expect(again.headers['idempotent-replayed']).toBeUndefined();
+  });
+
   it('a 4xx answer is kept and replayed (the retry does not run again)', async () => {
     const created = await post('/orders', order(), 'order-for-transition');
     const id = created.body.data.id as string;
@@ -139,22 +170,22 @@ describe.each(backends)('Idempotency-Key on the admin API (%s)', (backend) => {
     await post('/customers', { name: 'Ana' }, 'day-old');
     const customers = await count('customers');
     // Within 24 h another body is refused…
-    await sql`UPDATE idempotency_keys SET created_at = now() - interval '23 hours' WHERE idempotency_key = 'day-old'`.execute(db);
+    await sql`UPDATE idempotency_keys SET created_at = now() - interval '23 hours' WHERE key_hash = ${idempotencyKeyHash('day-old')}`.execute(db);
     expect((await post('/customers', { name: 'Bea' }, 'day-old')).status).toBe(422);
     // …after 24 h the key is free again.
-    await sql`UPDATE idempotency_keys SET created_at = now() - interval '24 hours 1 second' WHERE idempotency_key = 'day-old'`.execute(db);
+    await sql`UPDATE idempotency_keys SET created_at = now() - interval '24 hours 1 second' WHERE key_hash = ${idempotencyKeyHash('day-old')}`.execute(db);
     const reused = await post('/customers', { name: 'Bea' }, 'day-old');
     expect(reused.status).toBe(201);
     expect(reused.headers['idempotent-replayed']).toBeUndefined();
     expect(await count('customers')).toBe(customers + 1);
 
-    await sql`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE idempotency_key = 'day-old'`.execute(db);
+    await sql`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key_hash = ${idempotencyKeyHash('day-old')}`.execute(db);
     const keys = await count('idempotency_keys');
     const report = await pruneOnce(db, retentionPolicyOf(t.ctx.config), Date.now());
     expect(report.idempotencyKeys).toBe(1);
     expect(await count('idempotency_keys')).toBe(keys - 1);
-    const left = (await sql<{ k: string }>`SELECT idempotency_key AS k FROM idempotency_keys`.execute(db)).rows.map((r) => r.k);
-    expect(left).not.toContain('day-old');
-    expect(left).toContain('pos-7-sale-1001');
+    const left = (await sql<{ k: string }>`SELECT key_hash AS k FROM idempotency_keys`.execute(db)).rows.map((r) => r.k);
+    expect(left).not.toContain(idempotencyKeyHash('day-old'));
+    expect(left).toContain(idempotencyKeyHash('pos-7-sale-1001'));
   });
 });
