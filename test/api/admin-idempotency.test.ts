@@ -3,7 +3,8 @@
  * with the same request answers the first response again without writing; another body is a 422;
  * concurrent requests with one key write once; a key belongs to the principal that used it first
  * (another one is refused); keys are kept 24 h, then reusable and pruned. What a crash or a lost
- * connection does to a keyed write: test/production/exactly-once-writes.test.ts.
+ * connection does to a keyed write: test/production/exactly-once-writes.test.ts. Stored answers are
+ * sealed, the key kept only as a hash (decision 0040).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
@@ -13,6 +14,8 @@ import { aProduct } from '../helpers/store-fixtures.ts';
 import { pruneOnce } from '../../src/retention/retention-pruner.ts';
 import { retentionPolicyOf } from '../../src/retention/retention-policy.ts';
 import { idempotencyKeyHash } from '../../src/admin/idempotency/sealed-answer.ts';
+import { requestHash } from '../../src/admin/idempotency/idempotency.ts';
+import { up as sealIdempotentAnswers } from '../../src/db/migrations/0029-sealed-idempotent-answers.ts';
 
 type Json = Record<string, any>;
 
@@ -187,5 +190,56 @@ describe.each(backends)('Idempotency-Key on the admin API (%s)', (backend) => {
     const left = (await sql<{ k: string }>`SELECT key_hash AS k FROM idempotency_keys`.execute(db)).rows.map((r) => r.k);
     expect(left).not.toContain(idempotencyKeyHash('day-old'));
     expect(left).toContain(idempotencyKeyHash('pos-7-sale-1001'));
+  });
+});
+
+describe.each(backends)('answers stored before the sealing (migration 0029) stay replayable (%s)', (backend) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await buildTestApp(backend, UNLIMITED);
+  });
+  afterAll(async () => t?.close());
+
+  it('converts a clear row: no clear key or answer is left, and the retry still replays it without writing', async () => {
+    const db = t.ctx.database.db;
+    const admin = await t.auth(['admin']);
+    const send = (key: string, name: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/admin/api/v1/customers',
+        headers: { ...admin, 'content-type': 'application/json', 'idempotency-key': key },
+        payload: JSON.stringify({ name }),
+      });
+    // The principal as the service spells it, from a row it wrote.
+    const probe = await send(crypto.randomUUID(), 'Probe');
+    expect(probe.statusCode).toBe(201);
+    // A genuine answer (the contract check sees every answer), stored in clear as before 0029.
+    const answer = probe.body;
+    const customerId = (probe.json() as Json).data.id as string;
+    const { principal } = (await sql<{ principal: string }>`SELECT principal FROM idempotency_keys`.execute(db)).rows[0]!;
+    // The table as migration 0018 left it, holding an answer written by the version before 0029.
+    await sql`DROP TABLE idempotency_keys`.execute(db);
+    await sql`CREATE TABLE idempotency_keys (
+      principal text NOT NULL, idempotency_key text PRIMARY KEY, request_hash text NOT NULL, method text NOT NULL,
+      path text NOT NULL, response_status integer NOT NULL, response_type text, response_body text NOT NULL, created_at timestamptz NOT NULL)`.execute(db);
+    await sql`CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at)`.execute(db);
+    const key = `old-${crypto.randomUUID()}`;
+    await sql`INSERT INTO idempotency_keys VALUES (${principal}, ${key}, ${requestHash('POST', '/admin/api/v1/customers', { name: 'Old' })},
+      'POST', '/admin/api/v1/customers', 201, 'application/json; charset=utf-8', ${answer}, now() - interval '1 hour')`.execute(db);
+
+    await sealIdempotentAnswers(db as never);
+
+    const rows = (await sql<{ r: string }>`SELECT row_to_json(k)::text AS r FROM idempotency_keys k`.execute(db)).rows.map((x) => x.r);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toContain(idempotencyKeyHash(key));
+    expect(rows[0]).not.toContain(key);
+    expect(rows[0]).not.toContain(customerId);
+    const customers = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM customers`.execute(db)).rows[0]!.n;
+    const again = await send(key, 'Old');
+    expect(again.statusCode).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toBe(answer);
+    expect((await send(key, 'Other')).statusCode).toBe(422);
+    expect((await sql<{ n: number }>`SELECT count(*)::int AS n FROM customers`.execute(db)).rows[0]!.n).toBe(customers);
   });
 });
