@@ -22,6 +22,7 @@ import * as keyMakers from './migrations/0017-key-makers.ts';
 import * as idempotencyAnswersInTheWrite from './migrations/0018-idempotency-answers-in-the-write.ts';
 import * as secondFactor from './migrations/0019-second-factor.ts';
 import * as endpointRecoveredAt from './migrations/0022-endpoint-recovered-at.ts';
+import * as sealedIdempotentAnswers from './migrations/0029-sealed-idempotent-answers.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -41,6 +42,7 @@ const migrations: Record<string, Migration> = {
   '0018-idempotency-answers-in-the-write': idempotencyAnswersInTheWrite,
   '0019-second-factor': secondFactor,
   '0022-endpoint-recovered-at': endpointRecoveredAt,
+  '0029-sealed-idempotent-answers': sealedIdempotentAnswers,
 };
 
 /** Names of every migration this code has, in order. */

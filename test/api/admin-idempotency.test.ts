@@ -3,7 +3,8 @@
  * with the same request answers the first response again without writing; another body is a 422;
  * concurrent requests with one key write once; a key belongs to the principal that used it first
  * (another one is refused); keys are kept 24 h, then reusable and pruned. What a crash or a lost
- * connection does to a keyed write: test/production/exactly-once-writes.test.ts.
+ * connection does to a keyed write: test/production/exactly-once-writes.test.ts. Stored answers are
+ * sealed, the key kept only as a hash (decision 0040).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
@@ -12,6 +13,9 @@ import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { aProduct } from '../helpers/store-fixtures.ts';
 import { pruneOnce } from '../../src/retention/retention-pruner.ts';
 import { retentionPolicyOf } from '../../src/retention/retention-policy.ts';
+import { idempotencyKeyHash } from '../../src/admin/idempotency/sealed-answer.ts';
+import { requestHash } from '../../src/admin/idempotency/idempotency.ts';
+import { up as sealIdempotentAnswers } from '../../src/db/migrations/0029-sealed-idempotent-answers.ts';
 
 type Json = Record<string, any>;
 
@@ -114,6 +118,36 @@ describe.each(backends)('Idempotency-Key on the admin API (%s)', (backend) => {
     expect(await count('webhook_endpoints')).toBe(endpoints + 1);
   });
 
+  it('keeps neither the secret of a new token nor the Idempotency-Key in clear, and the retry still replays the secret (decision 0040)', async () => {
+    const key = `token-${crypto.randomUUID()}`;
+    const first = await post('/tokens', { name: 'sealed', scopes: ['orders:read'] }, key);
+    expect(first.status).toBe(201);
+    const secret = JSON.stringify(first.body).match(/sia_[A-Za-z0-9_-]+/)?.[0];
+    expect(secret).toBeDefined();
+    // Every column of every row, as the database shows it.
+    const rows = (await sql<{ r: string }>`SELECT row_to_json(k)::text AS r FROM idempotency_keys k`.execute(t.ctx.database.db)).rows.map((x) => x.r);
+    expect(rows.some((r) => r.includes(idempotencyKeyHash(key)))).toBe(true);
+    for (const r of rows) {
+      expect(r).not.toContain(secret!);
+      expect(r).not.toContain(key);
+    }
+    const again = await post('/tokens', { name: 'sealed', scopes: ['orders:read'] }, key);
+    expect(again.status).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.raw).toBe(first.raw);
+    expect(again.raw).toContain(secret!);
+  });
+
+  it('a stored answer altered in the database is not replayed', async () => {
+    const key = `tamper-${crypto.randomUUID()}`;
+    expect((await post('/customers', { name: 'Cid' }, key)).status).toBe(201);
+    const db = t.ctx.database.db;
+    await sql`UPDATE idempotency_keys SET response_status = 200 WHERE key_hash = ${idempotencyKeyHash(key)}`.execute(db);
+    const again = await post('/customers', { name: 'Cid' }, key);
+    expect(again.status).toBe(500);
+    expect(again.headers['idempotent-replayed']).toBeUndefined();
+  });
+
   it('a 4xx answer is kept and replayed (the retry does not run again)', async () => {
     const created = await post('/orders', order(), 'order-for-transition');
     const id = created.body.data.id as string;
@@ -139,22 +173,73 @@ describe.each(backends)('Idempotency-Key on the admin API (%s)', (backend) => {
     await post('/customers', { name: 'Ana' }, 'day-old');
     const customers = await count('customers');
     // Within 24 h another body is refused…
-    await sql`UPDATE idempotency_keys SET created_at = now() - interval '23 hours' WHERE idempotency_key = 'day-old'`.execute(db);
+    await sql`UPDATE idempotency_keys SET created_at = now() - interval '23 hours' WHERE key_hash = ${idempotencyKeyHash('day-old')}`.execute(db);
     expect((await post('/customers', { name: 'Bea' }, 'day-old')).status).toBe(422);
     // …after 24 h the key is free again.
-    await sql`UPDATE idempotency_keys SET created_at = now() - interval '24 hours 1 second' WHERE idempotency_key = 'day-old'`.execute(db);
+    await sql`UPDATE idempotency_keys SET created_at = now() - interval '24 hours 1 second' WHERE key_hash = ${idempotencyKeyHash('day-old')}`.execute(db);
     const reused = await post('/customers', { name: 'Bea' }, 'day-old');
     expect(reused.status).toBe(201);
     expect(reused.headers['idempotent-replayed']).toBeUndefined();
     expect(await count('customers')).toBe(customers + 1);
 
-    await sql`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE idempotency_key = 'day-old'`.execute(db);
+    await sql`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key_hash = ${idempotencyKeyHash('day-old')}`.execute(db);
     const keys = await count('idempotency_keys');
     const report = await pruneOnce(db, retentionPolicyOf(t.ctx.config), Date.now());
     expect(report.idempotencyKeys).toBe(1);
     expect(await count('idempotency_keys')).toBe(keys - 1);
-    const left = (await sql<{ k: string }>`SELECT idempotency_key AS k FROM idempotency_keys`.execute(db)).rows.map((r) => r.k);
-    expect(left).not.toContain('day-old');
-    expect(left).toContain('pos-7-sale-1001');
+    const left = (await sql<{ k: string }>`SELECT key_hash AS k FROM idempotency_keys`.execute(db)).rows.map((r) => r.k);
+    expect(left).not.toContain(idempotencyKeyHash('day-old'));
+    expect(left).toContain(idempotencyKeyHash('pos-7-sale-1001'));
+  });
+});
+
+describe.each(backends)('answers stored before the sealing (migration 0029) stay replayable (%s)', (backend) => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await buildTestApp(backend, UNLIMITED);
+  });
+  afterAll(async () => t?.close());
+
+  it('converts a clear row: no clear key or answer is left, and the retry still replays it without writing', async () => {
+    const db = t.ctx.database.db;
+    const admin = await t.auth(['admin']);
+    const send = (key: string, name: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/admin/api/v1/customers',
+        headers: { ...admin, 'content-type': 'application/json', 'idempotency-key': key },
+        payload: JSON.stringify({ name }),
+      });
+    // The principal as the service spells it, from a row it wrote.
+    const probe = await send(crypto.randomUUID(), 'Probe');
+    expect(probe.statusCode).toBe(201);
+    // A genuine answer (the contract check sees every answer), stored in clear as before 0029.
+    const answer = probe.body;
+    const customerId = (probe.json() as Json).data.id as string;
+    const { principal } = (await sql<{ principal: string }>`SELECT principal FROM idempotency_keys`.execute(db)).rows[0]!;
+    // The table as migration 0018 left it, holding an answer written by the version before 0029.
+    await sql`DROP TABLE idempotency_keys`.execute(db);
+    await sql`CREATE TABLE idempotency_keys (
+      principal text NOT NULL, idempotency_key text PRIMARY KEY, request_hash text NOT NULL, method text NOT NULL,
+      path text NOT NULL, response_status integer NOT NULL, response_type text, response_body text NOT NULL, created_at timestamptz NOT NULL)`.execute(db);
+    await sql`CREATE INDEX idempotency_keys_created_at ON idempotency_keys (created_at)`.execute(db);
+    const key = `old-${crypto.randomUUID()}`;
+    await sql`INSERT INTO idempotency_keys VALUES (${principal}, ${key}, ${requestHash('POST', '/admin/api/v1/customers', { name: 'Old' })},
+      'POST', '/admin/api/v1/customers', 201, 'application/json; charset=utf-8', ${answer}, now() - interval '1 hour')`.execute(db);
+
+    await sealIdempotentAnswers(db as never);
+
+    const rows = (await sql<{ r: string }>`SELECT row_to_json(k)::text AS r FROM idempotency_keys k`.execute(db)).rows.map((x) => x.r);
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toContain(idempotencyKeyHash(key));
+    expect(rows[0]).not.toContain(key);
+    expect(rows[0]).not.toContain(customerId);
+    const customers = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM customers`.execute(db)).rows[0]!.n;
+    const again = await send(key, 'Old');
+    expect(again.statusCode).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toBe(answer);
+    expect((await send(key, 'Other')).statusCode).toBe(422);
+    expect((await sql<{ n: number }>`SELECT count(*)::int AS n FROM customers`.execute(db)).rows[0]!.n).toBe(customers);
   });
 });

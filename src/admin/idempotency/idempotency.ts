@@ -18,12 +18,17 @@
  * runs afresh. A 5xx answer is rolled back (nothing written, nothing stored); 2xx and 4xx answers are
  * kept. Keys live 24 h (IDEMPOTENCY_KEY_TTL_MS): after that the key may be used again, and the
  * retention pruner deletes it. POSTs without the header work as before.
+ *
+ * The table never holds the key nor the answer in clear (decision 0040, admin/idempotency/sealed-answer.ts):
+ * rows are found by the key's SHA-256, the request's hash is kept as an HMAC and the answer sealed
+ * with AES-256-GCM, under keys derived from the Idempotency-Key and the principal.
  */
 import { createHash } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../../db/schema.ts';
 import { ApiError, invalidParameter } from '../../shared/problem.ts';
+import { answerKeys, idempotencyKeyHash, openAnswer, requestTag, sealAnswer, type AnswerKeys } from './sealed-answer.ts';
 
 /** The request header, as Stripe and the IETF draft (draft-ietf-httpapi-idempotency-key-header) name it. */
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
@@ -37,13 +42,16 @@ const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 declare module '../../db/schema.ts' {
   interface Database {
     idempotency_keys: {
-      idempotency_key: string;
+      /** SHA-256 (hex) of the Idempotency-Key. */
+      key_hash: string;
       principal: string;
+      /** HMAC-SHA256 (hex) of `requestHash(…)` under the key's MAC key. */
       request_hash: string;
       method: string;
       path: string;
       response_status: number;
       response_type: string | null;
+      /** The answer's body sealed by `sealAnswer` (AES-256-GCM under the key's sealing key). */
       response_body: string;
       created_at: string;
     };
@@ -54,7 +62,11 @@ declare module '../../db/schema.ts' {
 export interface IdempotencyClaim {
   readonly principal: string;
   readonly key: string;
+  /** SHA-256 of the key: the row's primary key. */
+  readonly keyHash: string;
+  /** The request's hash as stored (HMAC under `keys.mac`). */
   readonly hash: string;
+  readonly keys: AnswerKeys;
 }
 
 declare module 'fastify' {
@@ -107,13 +119,15 @@ export async function claimIdempotencyKey(
   const admin = request.admin;
   if (!admin) return undefined; // authentication failed first and answered already
   const principal = `${admin.kind}:${admin.id}`;
-  const hash = requestHash(request.method, request.url, request.body);
   if (inFlight.has(key)) throw inUse();
   inFlight.add(key);
   try {
-    const stored = await storedAnswer(db, key, onPostgres);
+    const keyHash = idempotencyKeyHash(key);
+    const stored = await storedAnswer(db, key, keyHash, onPostgres);
+    const keys = answerKeys(key, principal);
+    const hash = requestTag(keys, requestHash(request.method, request.url, request.body));
     if (!stored) {
-      request.idempotencyClaim = { principal, key, hash };
+      request.idempotencyClaim = { principal, key, keyHash, hash, keys };
       return undefined;
     }
     if (stored.principal !== principal) {
@@ -130,11 +144,14 @@ export async function claimIdempotencyKey(
         [{ param: 'header.Idempotency-Key', message: 'was used with another request' }],
       );
     }
+    // Same key, principal and request: the keys are the ones that sealed it (a row altered in the
+    // database fails to open, a 500, rather than replaying something else).
+    const body = openAnswer(keys, stored.response_status, stored.response_type, stored.response_body);
     return {
       replay: () => {
         reply.code(stored.response_status).header(REPLAYED_HEADER, 'true');
         if (stored.response_type) reply.type(stored.response_type);
-        return reply.send(stored.response_body);
+        return reply.send(body);
       },
     };
   } finally {
@@ -144,7 +161,7 @@ export async function claimIdempotencyKey(
 }
 
 /** The live answer stored under `key`, after taking its lock (another process may hold it: 409). */
-async function storedAnswer(db: Kysely<Database>, key: string, onPostgres: boolean) {
+async function storedAnswer(db: Kysely<Database>, key: string, keyHash: string, onPostgres: boolean) {
   // Another process: its transaction holds the lock until it commits (answer stored) or ends.
   if (onPostgres) {
     const [k1, k2] = lockKeys(key);
@@ -154,7 +171,7 @@ async function storedAnswer(db: Kysely<Database>, key: string, onPostgres: boole
   const stored = await db
     .selectFrom('idempotency_keys')
     .select(['principal', 'request_hash', 'response_status', 'response_type', 'response_body'])
-    .where('idempotency_key', '=', key)
+    .where('key_hash', '=', keyHash)
     .where('created_at', '>', sql<string>`now() - ${`${IDEMPOTENCY_KEY_TTL_MS} milliseconds`}::interval`)
     .executeTakeFirst();
   return stored;
@@ -173,16 +190,18 @@ export async function storeIdempotentAnswer(
   reply: FastifyReply,
   payload: string | Buffer | null | undefined,
 ): Promise<void> {
-  const type = reply.getHeader('content-type');
+  const header = reply.getHeader('content-type');
+  const type = typeof header === 'string' ? header : null;
+  const body = payload === null || payload === undefined ? '' : payload.toString();
   const row = {
-    idempotency_key: claim.key,
+    key_hash: claim.keyHash,
     principal: claim.principal,
     request_hash: claim.hash,
     method: request.method,
     path: request.url,
     response_status: reply.statusCode,
-    response_type: typeof type === 'string' ? type : null,
-    response_body: payload === null || payload === undefined ? '' : payload.toString(),
+    response_type: type,
+    response_body: sealAnswer(claim.keys, reply.statusCode, type, body),
     created_at: sql<string>`now()`,
   };
   // An expired row of the key (older than 24 h, not yet pruned) is replaced.
@@ -191,11 +210,11 @@ export async function storeIdempotentAnswer(
     .values(row)
     .onConflict((oc) =>
       oc
-        .column('idempotency_key')
+        .column('key_hash')
         .doUpdateSet({ ...row, created_at: sql<string>`excluded.created_at` })
         .where('idempotency_keys.created_at', '<=', sql<string>`now() - ${`${IDEMPOTENCY_KEY_TTL_MS} milliseconds`}::interval`),
     )
-    .returning('idempotency_key')
+    .returning('key_hash')
     .executeTakeFirst();
   // A live answer appeared under our claim: only a second process without the lock (PGlite shared
   // by two processes, which the data directory lock forbids) could do that. Write nothing.
