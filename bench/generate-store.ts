@@ -7,7 +7,7 @@
  * products without a lookup. No events are written: the bench measures reads, exports and
  * deliveries of changes it makes itself.
  *
- * Stored documents (src/db/documents.ts) are written by the load itself, each row written once:
+ * Stored documents (src/resources/documents.ts) are written by the load itself, each row written once:
  * every chunk is one transaction with `session_replication_role = replica` (the scratch database's
  * superuser; triggers — the documents' and the foreign keys' — do not fire), the child rows
  * (variants and images, order items) go in first, the owner rows are built in a temporary staging
@@ -22,7 +22,7 @@ import cliProgress from 'cli-progress';
 import type { Database } from '../src/db/schema.ts';
 import type { DatabaseHandle } from '../src/db/database.ts';
 import { formatCursor } from '../src/shared/cursor.ts';
-import { checkDocuments, DOCUMENT_KINDS } from '../src/db/documents.ts';
+import { checkDocuments, DOCUMENT_KINDS } from '../src/resources/documents.ts';
 
 export interface StoreSize {
   products: number;
@@ -328,7 +328,7 @@ export interface BackfillFigures {
 
 /**
  * The documents' backfill as `store-api documents backfill --all` runs it (rebuildDocuments in
- * src/db/documents.ts: per owner table, in id order, an UPDATE … SET <documents> of the next batch,
+ * src/resources/documents.ts: per owner table, in id order, an UPDATE … SET <documents> of the next batch,
  * each batch its own transaction flagged so the triggers do not rebuild it again), with a progress
  * bar, over at most `maxRowsPerTable` rows of each table (the large store's whole backfill would
  * take longer than the benchmark's budget); the rest is extrapolated per table.

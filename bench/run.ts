@@ -978,7 +978,7 @@ const NOTES: string[] = [
   'above are the 03:42 run; figures in parentheses here are the 03:33 run). What they show:',
   '',
   '- **Stored documents.** Lists, GETs, exports, snapshots, events and webhooks serve the JSON stored',
-  "  by the write path (src/db/documents.ts). The page's own SQL (the read ceiling) became ~3× cheaper",
+  "  by the write path (src/resources/documents.ts). The page's own SQL (the read ceiling) became ~3× cheaper",
   '  (248–430 q/s loaded, against 157 q/s quiet before), so *list ÷ read ceiling* fell to 0.12 (0.16):',
   '  the ceiling moved, the API did not keep up on a machine where its Node CPU competes with',
   '  PostgreSQL and wrk. *List ÷ PostGraphile* 2.8× (5.9× at 03:33): target 5×, met in one run of two.',

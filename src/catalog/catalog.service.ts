@@ -12,7 +12,7 @@ import type { Database } from '../db/schema.ts';
 import { runWrite, type WriteContext } from '../db/write-clock.ts';
 import { conflict, notFound } from '../shared/problem.ts';
 import { translateDbError } from '../shared/db-errors.ts';
-import { inventoryChanged, productsChanged } from '../events/resource-events.ts';
+import { inventoryChanged, productsChanged } from '../resources/record-events.ts';
 import { applyStockChanges, refreshProducts, type StockChange } from '../inventory/stock.service.ts';
 import { isStockTracked, type ProductType } from './product.json-sql.ts';
 import { recordById } from '../resources/record.repository.ts';

@@ -1,11 +1,11 @@
 /**
  * `store-api documents backfill` and `store-api documents check`: the stored documents
- * (db/documents.ts) as an operator sees them.
+ * (resources/documents.ts) as an operator sees them.
  */
 import type { Command } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
 import { withContext } from './run-command.ts';
-import { checkDocuments, rebuildDocuments, rebuildEvents, type RebuildProgress } from '../db/documents.ts';
+import { checkDocuments, rebuildDocuments, rebuildEvents, type RebuildProgress } from '../resources/documents.ts';
 
 /** A bar per table on stderr while documents are filled (plain lines when not a terminal). */
 function showProgress(): () => void {

@@ -4,7 +4,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { runWrite } from '../db/write-clock.ts';
 import { notFound } from '../shared/problem.ts';
-import { customerChanged } from '../events/resource-events.ts';
+import { customerChanged } from '../resources/record-events.ts';
 import { recordById } from '../resources/record.repository.ts';
 import { customerResource } from './customer.resource.ts';
 

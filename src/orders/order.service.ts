@@ -10,7 +10,7 @@ import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { runWrite } from '../db/write-clock.ts';
 import { conflict, invalidParameter, notFound } from '../shared/problem.ts';
-import { orderChanged } from '../events/resource-events.ts';
+import { orderChanged } from '../resources/record-events.ts';
 import { applyStockChanges, type StockChange } from '../inventory/stock.service.ts';
 import {
   canMoveOrder,

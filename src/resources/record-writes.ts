@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { runWrite } from '../db/write-clock.ts';
-import { recordsChanged } from '../events/resource-events.ts';
+import { recordsChanged } from './record-events.ts';
 import { notFound } from '../shared/problem.ts';
 import { recordById } from './record.repository.ts';
 import type { ResourceDeclaration } from './resource.ts';

@@ -1,5 +1,5 @@
 /**
- * A record's stored document follows every write to its child rows (db/documents.ts), whichever
+ * A record's stored document follows every write to its child rows (resources/documents.ts), whichever
  * statement made it: images and variants of a product, items of an order, inserted, changed or
  * deleted by a statement that does not touch the owner's row. The services also stamp the owner's
  * row, which rebuilds its document anyway and would hide a child table whose trigger is missing;
@@ -11,7 +11,7 @@ import { sql, type Kysely } from 'kysely';
 import { backends } from '../helpers/test-database.ts';
 import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { aProduct, aProductWithVariants, anOrder } from '../helpers/store-fixtures.ts';
-import { checkDocuments } from '../../src/db/documents.ts';
+import { checkDocuments } from '../../src/resources/documents.ts';
 import type { Database } from '../../src/db/schema.ts';
 
 describe.each(backends)('stored documents follow their child rows (%s)', (backend) => {

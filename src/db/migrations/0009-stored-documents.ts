@@ -1,5 +1,5 @@
 /**
- * Stored documents (src/db/documents.ts, docs/decisions/0012-stored-documents.md): a `doc` column on
+ * Stored documents (src/resources/documents.ts, docs/decisions/0012-stored-documents.md): a `doc` column on
  * products, customers, orders and stock movements and an `inventory_doc` on products, kept by
  * statement triggers built from the resources' JSON expressions, and filled for the existing rows in
  * batches. The event log's `data` becomes `json` so an event carries its record's bytes verbatim
@@ -9,7 +9,7 @@
  */
 import type { Kysely } from 'kysely';
 import { executeScript } from '../execute-script.ts';
-import { installDocumentTriggers, rebuildDocuments } from '../documents.ts';
+import { installDocumentTriggers, rebuildDocuments } from '../../resources/documents.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await executeScript(

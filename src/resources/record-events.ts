@@ -1,6 +1,6 @@
 /**
  * The events each kind of change appends, from the resource's own source (its declaration,
- * resources/resource.ts): `data` is the record's stored document (db/documents.ts) as the statement
+ * resources/resource.ts): `data` is the record's stored document (resources/documents.ts) as the statement
  * triggers left it after the change, the same bytes a GET returns at that moment.
  */
 import { sql } from 'kysely';
@@ -9,9 +9,9 @@ import { productResource } from '../catalog/product.resource.ts';
 import { customerResource } from '../customers/customer.resource.ts';
 import { inventoryResource, movementResource } from '../inventory/inventory.resource.ts';
 import { orderResource } from '../orders/order.resource.ts';
-import type { FeedEventType } from '../resources/registry.ts';
-import type { ResourceDeclaration } from '../resources/resource.ts';
-import { appendEvents } from './event-log.ts';
+import type { FeedEventType } from './registry.ts';
+import type { ResourceDeclaration } from './resource.ts';
+import { appendEvents } from '../events/event-log.ts';
 import { chunks } from '../shared/chunks.ts';
 
 /**
