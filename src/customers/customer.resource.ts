@@ -1,5 +1,5 @@
 /** Customers as a resource of the read API, the events and the mirror (resources/resource.ts). */
-import { Type } from '@sinclair/typebox';
+import { type Static, Type } from '@sinclair/typebox';
 import { defineResource } from '../resources/resource.ts';
 import { Nullable, Timestamp, Uuid } from '../shared/typebox.ts';
 import { customerSource } from './customer.json-sql.ts';
@@ -17,6 +17,8 @@ export const Customer = Type.Object(
   },
   { title: 'Customer', additionalProperties: false },
 );
+/** A customer as the read API serves it. */
+export type Customer = Static<typeof Customer>;
 
 export const customerResource = defineResource({
   name: 'customers',

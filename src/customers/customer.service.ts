@@ -5,8 +5,8 @@ import type { Database } from '../db/schema.ts';
 import { runWrite } from '../db/write-clock.ts';
 import { notFound } from '../shared/problem.ts';
 import { customerChanged } from '../resources/record-events.ts';
-import { recordById } from '../resources/record.repository.ts';
-import { customerResource } from './customer.resource.ts';
+import { recordById } from '../resources/record-reads.ts';
+import { type Customer, customerResource } from './customer.resource.ts';
 
 export interface CustomerInput {
   name: string;
@@ -18,11 +18,11 @@ export interface CustomerInput {
 
 export type CustomerPatch = Partial<CustomerInput>;
 
-export async function customerById(db: Kysely<Database>, id: string): Promise<unknown> {
+export async function customerById(db: Kysely<Database>, id: string): Promise<Customer> {
   return recordById(db, customerResource, id);
 }
 
-export async function createCustomer(db: Kysely<Database>, input: CustomerInput): Promise<unknown> {
+export async function createCustomer(db: Kysely<Database>, input: CustomerInput): Promise<Customer> {
   return runWrite(db, async (ctx) => {
     const id = randomUUID();
     await ctx.trx
@@ -43,7 +43,7 @@ export async function createCustomer(db: Kysely<Database>, input: CustomerInput)
   });
 }
 
-export async function updateCustomer(db: Kysely<Database>, id: string, patch: CustomerPatch): Promise<unknown> {
+export async function updateCustomer(db: Kysely<Database>, id: string, patch: CustomerPatch): Promise<Customer> {
   return runWrite(db, async (ctx) => {
     const set = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
     const updated = await ctx.trx

@@ -22,8 +22,8 @@ import {
   type PaymentStatus,
 } from './order-status.ts';
 import { amountCents, newOrderRows, type PricedItem } from './new-order.ts';
-import { recordById } from '../resources/record.repository.ts';
-import { orderResource } from './order.resource.ts';
+import { recordById } from '../resources/record-reads.ts';
+import { type Order, orderResource } from './order.resource.ts';
 
 export interface OrderItemInput {
   product_id: string;
@@ -44,12 +44,12 @@ export interface OrderInput {
   items: OrderItemInput[];
 }
 
-export async function orderById(db: Kysely<Database>, id: string): Promise<unknown> {
+export async function orderById(db: Kysely<Database>, id: string): Promise<Order> {
   return recordById(db, orderResource, id);
 }
 
 /** Places an order in status pending / payment pending; returns its JSON. */
-export async function placeOrder(db: Kysely<Database>, input: OrderInput): Promise<unknown> {
+export async function placeOrder(db: Kysely<Database>, input: OrderInput): Promise<Order> {
   if (input.items.length === 0) throw invalidParameter('body.items', 'must have at least one item');
   return runWrite(db, async (ctx) => {
     const { trx, stamp } = ctx;
@@ -123,7 +123,7 @@ export async function placeOrder(db: Kysely<Database>, input: OrderInput): Promi
 }
 
 /** Moves an order's status; 409 when the transition is not allowed. Returns its JSON. */
-export async function changeOrderStatus(db: Kysely<Database>, id: string, to: OrderStatus, note?: string | null): Promise<unknown> {
+export async function changeOrderStatus(db: Kysely<Database>, id: string, to: OrderStatus, note?: string | null): Promise<Order> {
   return runWrite(db, async (ctx) => {
     const order = await ctx.trx.selectFrom('orders').select(['id', 'status']).where('id', '=', id).forNoKeyUpdate().executeTakeFirst();
     if (!order) throw notFound('order', id);
@@ -161,7 +161,7 @@ export async function changeOrderStatus(db: Kysely<Database>, id: string, to: Or
 }
 
 /** Moves an order's payment status; 409 when the transition is not allowed. Returns its JSON. */
-export async function changePaymentStatus(db: Kysely<Database>, id: string, to: PaymentStatus): Promise<unknown> {
+export async function changePaymentStatus(db: Kysely<Database>, id: string, to: PaymentStatus): Promise<Order> {
   return runWrite(db, async (ctx) => {
     const order = await ctx.trx.selectFrom('orders').select(['id', 'payment_status']).where('id', '=', id).forNoKeyUpdate().executeTakeFirst();
     if (!order) throw notFound('order', id);
