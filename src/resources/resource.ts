@@ -55,8 +55,13 @@ export interface ResourceDeclaration<
    * fields): POST /admin/api/v1/{path} creates with `create`'s body, PATCH /admin/api/v1/{path}/{id}
    * updates with `update`'s; both stamp last_modified and append `${prefix}.created` / `.updated`
    * in the same transaction (resources/record-writes.ts). Resources with nested rows have their own services.
+   * `summary` overrides the operations' OpenAPI summaries (default `Create a {noun}`, `Update a {noun}`).
    */
-  readonly adminWrites?: { readonly create: TObject; readonly update: TObject };
+  readonly adminWrites?: {
+    readonly create: TObject;
+    readonly update: TObject;
+    readonly summary?: { readonly create?: string; readonly update?: string };
+  };
   /** Query a mirror adds to every list and export call (e.g. inactive products too). */
   readonly mirrorQuery?: Readonly<Record<string, string>>;
 }

@@ -1,7 +1,8 @@
 /**
- * Admin API for store data: catalog, customers, orders (status and payment transitions), manual
+ * Admin API for store data with nested rows or state machines: catalog, orders (status and payment transitions), manual
  * stock adjustments and CSV bulk stock import. Responses are `{ "data": <resource> }` in the read
- * API's shape. Every write appends its events in the same transaction (see the services).
+ * API's shape. Every write appends its events in the same transaction (see the services). Flat
+ * resources (customers) get their writes from their declaration (record.admin-routes.ts).
  */
 import type { FastifyInstance } from 'fastify';
 import { Type, type TSchema } from '@sinclair/typebox';
@@ -21,14 +22,12 @@ import {
   type VariantInput,
   type VariantPatch,
 } from '../../catalog/catalog.service.ts';
-import { createCustomer, updateCustomer, type CustomerInput, type CustomerPatch } from '../../customers/customer.service.ts';
 import { changeOrderStatus, changePaymentStatus, placeOrder, type OrderInput } from '../../orders/order.service.ts';
 import { ORDER_STATUSES, PAYMENT_STATUSES, type OrderStatus, type PaymentStatus } from '../../orders/order-status.ts';
 import { adjustStock, importStockCsv } from '../../inventory/stock.service.ts';
 import { ORDER_SOURCES } from '../../orders/order.json-sql.ts';
 import { invalidParameter } from '../../shared/problem.ts';
 import { Product } from '../../catalog/product.resource.ts';
-import { Customer } from '../../customers/customer.resource.ts';
 import { Order } from '../../orders/order.resource.ts';
 import { StockAdjustment, StockImport, dataOf } from '../admin-responses.ts';
 
@@ -104,26 +103,6 @@ const ProductPatchBody = Type.Object(Object.fromEntries(Object.entries(productFi
   ...strict,
   minProperties: 1,
 });
-const CustomerBody = Type.Object(
-  {
-    name: Text(),
-    phone: Type.Optional(Nullable(Text(40))),
-    email: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
-    city: Type.Optional(Nullable(Text(100))),
-    is_active: Type.Optional(Type.Boolean()),
-  },
-  strict,
-);
-const CustomerPatchBody = Type.Object(
-  {
-    name: Type.Optional(Text()),
-    phone: Type.Optional(Nullable(Text(40))),
-    email: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
-    city: Type.Optional(Nullable(Text(100))),
-    is_active: Type.Optional(Type.Boolean()),
-  },
-  { ...strict, minProperties: 1 },
-);
 const OrderBody = Type.Object(
   {
     source: Enum(ORDER_SOURCES),
@@ -284,36 +263,6 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
       const p = req.params as { id: string; imageId: string };
       return { data: await updateImage(db, p.id, p.imageId, req.body as ImagePatch) };
     },
-  );
-
-  app.post(
-    '/customers',
-    {
-      config: { permission: 'write' },
-      schema: {
-        tags: ['Admin: customers'],
-        operationId: 'createCustomer',
-        summary: 'Create a customer',
-        body: CustomerBody,
-        response: { 201: dataOf(Customer) },
-      },
-    },
-    async (req, reply) => reply.code(201).send({ data: await createCustomer(db, req.body as CustomerInput) }),
-  );
-  app.patch(
-    '/customers/:id',
-    {
-      config: { permission: 'write' },
-      schema: {
-        tags: ['Admin: customers'],
-        operationId: 'updateCustomer',
-        summary: 'Update a customer (is_active=false deactivates)',
-        params: IdParam,
-        body: CustomerPatchBody,
-        response: { 200: dataOf(Customer) },
-      },
-    },
-    async (req) => ({ data: await updateCustomer(db, (req.params as { id: string }).id, req.body as CustomerPatch) }),
   );
 
   app.post(
