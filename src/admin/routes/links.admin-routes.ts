@@ -12,9 +12,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ApiError } from '../../shared/problem.ts';
-import { createAdminSession } from '../sessions/admin-session.service.ts';
-import { recordSignInFailure, signInRetryAfterMs } from '../sessions/sign-in-throttle.ts';
-import { setSessionCookie } from '../sessions/session-cookie.ts';
+import { SESSION_TAGS, signInRoutes } from './session-routes-kit.ts';
 import { LINK_MESSAGES, LINK_STATUS, LINK_THROTTLE_KEY, checkLink, useLink, type LinkState } from '../sessions/admin-links.service.ts';
 import { recordAudit } from '../audit/audit-log.ts';
 
@@ -24,25 +22,11 @@ const UseBody = Type.Object({ code: Code, password: Type.String({ minLength: 1, 
 
 export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
   const { db } = app.ctx.database;
-  const { config } = app.ctx;
-  const policy = { maxFailures: config.ADMIN_SIGN_IN_MAX_FAILURES, windowMs: config.ADMIN_SIGN_IN_WINDOW_MS };
-  const tags = ['Admin: dashboard session'];
-
-  app.addHook('onSend', async (_request, reply) => {
-    reply.header('Cache-Control', 'no-store');
-  });
-
-  async function throttle(request: FastifyRequest): Promise<void> {
-    const waitMs = await signInRetryAfterMs(db, LINK_THROTTLE_KEY, request.ip, policy);
-    if (waitMs > 0) {
-      const seconds = Math.ceil(waitMs / 1000);
-      throw new ApiError('rate_limited', `Too many attempts with invalid links. Try again in ${seconds} seconds.`, undefined, {
-        'Retry-After': String(seconds),
-      });
-    }
-  }
+  const signIn = signInRoutes(app);
+  const tags = SESSION_TAGS;
+  const throttle = (request: FastifyRequest) => signIn.refuseWhileThrottled(request, LINK_THROTTLE_KEY, 'attempts with invalid links');
   async function refuse(request: FastifyRequest, state: Exclude<LinkState, 'valid'>): Promise<never> {
-    await recordSignInFailure(db, LINK_THROTTLE_KEY, request.ip, policy);
+    await signIn.failed(request, LINK_THROTTLE_KEY);
     throw new ApiError(LINK_STATUS[state], LINK_MESSAGES[state], [{ param: 'code', message: state }]);
   }
 
@@ -73,14 +57,7 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
         clientIp: request.ip,
         details: { email: user.email, role: user.role },
       });
-      const { sessionId, session } = await createAdminSession(db, {
-        adminUserId: user.id,
-        ttlMs: config.ADMIN_SESSION_TTL_MS,
-        userAgent: request.headers['user-agent'],
-        // The password was set just now: as good a proof as a sign-in.
-        provenAtMs: (app.ctx.now ?? Date.now)(),
-      });
-      setSessionCookie(reply, config, sessionId);
+      const session = await signIn.startSession(request, reply, user.id);
       return { data: { email: session.email, role: session.role, csrf_token: session.csrfToken, expires_at: session.expiresAt } };
     },
   );
