@@ -11,7 +11,6 @@ import { sql, type RawBuilder } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import type { WriteContext } from '../db/write-clock.ts';
 
-
 /** The resource kind of each event type (the first part of the type). */
 export function resourceTypeOf(type: string): string {
   return type.split('.')[0]!;

@@ -71,7 +71,3 @@ export async function orderChanged(ctx: WriteContext, id: string, created = fals
 export async function customersChanged(ctx: WriteContext, ids: readonly string[], created = false): Promise<void> {
   await recordsChanged(ctx, customerResource, createdOrUpdated(created), ids);
 }
-
-export async function customerChanged(ctx: WriteContext, id: string, created = false): Promise<void> {
-  await customersChanged(ctx, [id], created);
-}
