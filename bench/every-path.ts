@@ -65,6 +65,8 @@ export interface SyncFigures {
   perSecond: number;
   /** Records/s of the COPY ceilings over all resources together. */
   ceilingPerSecond: number;
+  /** `store-api-sync verify` of the mirror just made (server checksums, decision 0038), end to end; not run after a capped init. */
+  verifySeconds?: number;
 }
 
 const alias = (from: string) => from.split(' ')[1]!;
@@ -134,6 +136,22 @@ export async function benchEveryPath(
   return figures;
 }
 
+/** `store-api-sync verify` of the mirror at `mirrorUrl`, end to end (seconds); fails unless the mirror matches (exit 0). */
+async function timeVerify(origin: string, token: string, mirrorUrl: string): Promise<number> {
+  log('every path: store-api-sync verify of that mirror');
+  const start = performance.now();
+  const child = spawn(process.execPath, [SYNC_CLI, 'verify', '--url', origin, '--token', token, '--database', mirrorUrl], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env },
+  });
+  let out = '';
+  child.stdout!.on('data', (chunk: Buffer) => (out = (out + chunk.toString()).slice(-4000)));
+  child.stderr!.on('data', (chunk: Buffer) => (out = (out + chunk.toString()).slice(-4000)));
+  const [code] = await once(child, 'exit');
+  if (code !== 0) throw new Error(`store-api-sync verify exited ${code} on the mirror init just made: ${out}`);
+  return (performance.now() - start) / 1000;
+}
+
 /**
  * `store-api-sync init` of every resource into a fresh PostgreSQL mirror database, end to end; when
  * `capSeconds` is given and passed, the init is stopped there and the rows the mirror holds by then
@@ -184,7 +202,8 @@ export async function benchSyncInit(adminUrl: string, origin: string, token: str
       }
     }
     const ceilingSeconds = paths.reduce((sum, p) => sum + p.total / p.copyPerSecond, 0);
-    return { seconds, records, capped, capSeconds, total, perSecond: records / seconds, ceilingPerSecond: total / ceilingSeconds };
+    const verifySeconds = capped ? undefined : await timeVerify(origin, token, mirrorUrl.toString());
+    return { seconds, records, capped, capSeconds, total, perSecond: records / seconds, ceilingPerSecond: total / ceilingSeconds, verifySeconds };
   } finally {
     await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
     await admin.end();

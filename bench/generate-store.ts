@@ -7,12 +7,12 @@
  * products without a lookup. No events are written: the bench measures reads, exports and
  * deliveries of changes it makes itself.
  *
- * Stored documents (src/resources/documents.ts) are written by the load itself, each row written once:
+ * Stored documents (src/db/documents.ts) are written by the load itself, each row written once:
  * every chunk is one transaction with `session_replication_role = replica` (the scratch database's
  * superuser; triggers — the documents' and the foreign keys' — do not fire), the child rows
  * (variants and images, order items) go in first, the owner rows are built in a temporary staging
  * table and copied into the real one with their documents computed by the same expressions the
- * triggers use (DOCUMENT_KINDS). The documents' backfill, which wrote a second, non-HOT version of
+ * triggers use (documentKinds). The documents' backfill, which wrote a second, non-HOT version of
  * every row and dominated the generation (48.6 s of 81.9 s at 100k products), is no longer part of
  * it; `verifyDocuments` checks the result against `checkDocuments`, and `benchBackfill` times the
  * backfill on its own.
@@ -22,7 +22,7 @@ import cliProgress from 'cli-progress';
 import type { Database } from '../src/db/schema.ts';
 import type { DatabaseHandle } from '../src/db/database.ts';
 import { formatCursor } from '../src/shared/cursor.ts';
-import { checkDocuments, DOCUMENT_KINDS } from '../src/resources/documents.ts';
+import { checkStoreDocuments, documentKinds } from '../src/resources/store-schema.ts';
 
 export interface StoreSize {
   products: number;
@@ -106,12 +106,12 @@ async function columnsOf(db: Kysely<Database>, table: Owner): Promise<string[]> 
 /**
  * One chunk, one transaction, triggers off: `children` (if any) first, then `stage` fills the
  * temporary table `stage_<owner>` (same columns and defaults as the owner), whose rows are copied
- * into the owner table with every stored document built by its DOCUMENT_KINDS expression — the
+ * into the owner table with every stored document built by its document expression (resources/store-schema.ts documentKinds) — the
  * expression the triggers and `checkDocuments` use, reading the staged row under the owner's alias.
  */
 async function loadChunk(db: Kysely<Database>, owner: Owner, stage: ReturnType<typeof sql>, children?: ReturnType<typeof sql>): Promise<void> {
   const columns = await columnsOf(db, owner);
-  const kinds = DOCUMENT_KINDS.filter((k) => k.table === owner);
+  const kinds = documentKinds().filter((k) => k.table === owner);
   const alias = kinds[0]!.alias;
   const select = columns.map((c) => {
     const kind = kinds.find((k) => k.column === c);
@@ -312,7 +312,7 @@ async function recreateIndexes(db: Kysely<Database>, indexes: { name: string; de
  */
 export async function verifyDocuments(db: Kysely<Database>): Promise<{ seconds: number }> {
   const started = performance.now();
-  const differences = await checkDocuments(db, { limit: 5 });
+  const differences = await checkStoreDocuments(db, { limit: 5 });
   if (differences.length > 0) throw new Error(`generated documents differ from checkDocuments: ${JSON.stringify(differences).slice(0, 2000)}`);
   return { seconds: (performance.now() - started) / 1000 };
 }
@@ -328,7 +328,7 @@ export interface BackfillFigures {
 
 /**
  * The documents' backfill as `store-api documents backfill --all` runs it (rebuildDocuments in
- * src/resources/documents.ts: per owner table, in id order, an UPDATE … SET <documents> of the next batch,
+ * src/db/documents.ts: per owner table, in id order, an UPDATE … SET <documents> of the next batch,
  * each batch its own transaction flagged so the triggers do not rebuild it again), with a progress
  * bar, over at most `maxRowsPerTable` rows of each table (the large store's whole backfill would
  * take longer than the benchmark's budget); the rest is extrapolated per table.
@@ -336,7 +336,7 @@ export interface BackfillFigures {
 export async function benchBackfill(db: Kysely<Database>, maxRowsPerTable: number, batch = 2000): Promise<BackfillFigures> {
   const tables: BackfillFigures['tables'] = [];
   for (const owner of ['products', 'customers', 'orders', 'stock_movements'] as const) {
-    const kinds = DOCUMENT_KINDS.filter((k) => k.table === owner);
+    const kinds = documentKinds().filter((k) => k.table === owner);
     const a = kinds[0]!.alias;
     const set = kinds.map((k) => `${k.column} = (${k.build.compile(db).sql})::json`).join(', ');
     const { rows: counted } = await sql<{ n: string }>`SELECT count(*)::text AS n FROM ${sql.raw(owner)}`.execute(db);
@@ -379,17 +379,6 @@ export async function cursorAt(database: DatabaseHandle, position: number): Prom
   const row = rows[0];
   if (!row) throw new Error(`no active product at position ${position}`);
   return formatCursor(row.iso, row.id);
-}
-
-/** The cursors of `count` active products spread evenly over the list (each at least a page from the end), in one pass. */
-export async function spreadCursors(database: DatabaseHandle, count: number, pageSize: number): Promise<string[]> {
-  const step = Math.max(1, Math.floor(Math.max(1, (await activeCount(database)) - pageSize - 1) / count));
-  const { rows } = await sql<{ iso: string; id: string }>`
-    SELECT iso_utc(last_modified) AS iso, id::text AS id FROM (
-      SELECT last_modified, id, row_number() OVER (ORDER BY last_modified, id) - 1 AS n FROM products WHERE is_active
-    ) p WHERE n % ${step} = 0 ORDER BY n LIMIT ${count}
-  `.execute(database.db);
-  return rows.map((row) => formatCursor(row.iso, row.id));
 }
 
 /** Active products in the store. */

@@ -41,7 +41,13 @@ await sql`INSERT INTO products (id, name, slug, product_type, sku, price, create
   FROM generate_series(1, ${ROWS}::int) AS i`.execute(database.db);
 const { token } = await createToken(database.db, { name: 'bench', scopes: ['admin'] });
 const { token: reader } = await createToken(database.db, { name: 'bench reader' });
-const config = loadConfig({ LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent', SEED_DEMO: 'false', PORT: '0' });
+// STOCK_IMPORT_STEP_ROWS=0 measures the import as one transaction (before decision 0036).
+const config = loadConfig({
+  LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+  SEED_DEMO: 'false',
+  PORT: '0',
+  ...(process.env.STOCK_IMPORT_STEP_ROWS === undefined ? {} : { STOCK_IMPORT_STEP_ROWS: process.env.STOCK_IMPORT_STEP_ROWS }),
+});
 const app = await buildApp({ config, database, logger: pino({ level: process.env.LOG_LEVEL ?? 'silent' }) });
 await app.listen({ host: '127.0.0.1', port: 0 });
 const address = app.server.address();
@@ -116,6 +122,7 @@ const ratio = (figure: number, target: number) => Number((figure / target).toFix
 console.log(
   JSON.stringify({
     rows: ROWS,
+    stepRows: config.STOCK_IMPORT_STEP_ROWS,
     importStatus: result.status,
     importMs: Math.round(result.ms),
     importBody: result.body.slice(0, 200),

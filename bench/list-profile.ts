@@ -3,7 +3,10 @@
  * products by default), `serve` from source with `--cpu-prof`, wrk on the half-way page of 200
  * active products, then the profile's heaviest functions by self time.
  *
- *   node --import tsx bench/list-profile.ts [--products N] [--seconds S] [--env NAME=VALUE ...]
+ *   node --import tsx bench/list-profile.ts [--products N] [--seconds S] [--distinct N] [--env NAME=VALUE ...]
+ *
+ * `--distinct N`: the list over N distinct pages in turn instead (every request a page cache miss,
+ * issue 26), then the same pages' SQL ceiling (bench/distinct-pages.ts).
  *
  * DATABASE_URL (default postgres://root@127.0.0.1:5432/postgres) is where the scratch database is
  * made and dropped. Profiles go to a temporary directory named at the end.
@@ -25,12 +28,14 @@ import { pageBodyQuery, recordsQuery } from '../src/db/keyset-page.ts';
 import { productSource } from '../src/catalog/product.json-sql.ts';
 import { readHorizon } from '../src/db/write-clock.ts';
 import { parseCursor } from '../src/shared/cursor.ts';
+import { apiPages, spreadPositions, sqlCeilingPages } from './distinct-pages.ts';
 
 const { values: args } = parseArgs({
   options: {
     products: { type: 'string', default: '10000' },
     seconds: { type: 'string', default: '5' },
     env: { type: 'string', multiple: true, default: [] },
+    distinct: { type: 'string', default: '0' },
   },
 });
 const products = Number(args.products);
@@ -61,10 +66,22 @@ try {
   );
   const listUrl = `${server.origin}/api/v1/products?limit=200&cursor=${encodeURIComponent(cursor)}`;
   const load = { connections: 8, seconds: Number(args.seconds), headers: { Authorization: `Bearer ${token}` } };
-  await wrk(listUrl, { ...load, seconds: 1 });
-  const result = await wrk(listUrl, load);
-  log(`list: ${result.perSecond.toFixed(0)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms`);
-  await server.stop();
+  if (Number(args.distinct) > 0) {
+    // --distinct N: the list over N distinct pages (no page cache hit), then the same pages' SQL ceiling.
+    const { cursors } = await spreadPositions(database.db, Number(args.distinct), 200);
+    const pages = apiPages(server.origin, server.child.pid!, cursors, 200, load);
+    await pages();
+    const result = await pages();
+    log(`list, ${cursors.length} distinct pages: ${result.perSecond.toFixed(0)} pages/s, p99 ${result.p99} ms, CPU ${result.cpuMsPerPage!.toFixed(2)} ms/page`);
+    await server.stop();
+    const ceiling = await sqlCeilingPages(url.toString(), database.db, cursors, 200, load)();
+    log(`the same pages' SQL ceiling: ${ceiling.perSecond.toFixed(0)} pages/s (list ÷ ceiling ${(result.perSecond / ceiling.perSecond).toFixed(2)})`);
+  } else {
+    await wrk(listUrl, { ...load, seconds: 1 });
+    const result = await wrk(listUrl, load);
+    log(`list: ${result.perSecond.toFixed(0)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms`);
+    await server.stop();
+  }
   // The page's statements without HTTP: one row per record against one value per page.
   const req = { cursor: parseCursor(cursor), limit: 200, order: 'asc', horizon: await readHorizon(database.db), filters: [sql`p.is_active`] } as const;
   for (const [label, query] of [

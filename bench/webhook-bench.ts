@@ -5,7 +5,8 @@
  * same receiver, WEBHOOK_CONCURRENCY requests in flight — and the change → receiver latency of
  * single writes while `worker` runs as its own process.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -35,6 +36,36 @@ export interface WebhookResults {
   latencyP99: number;
   latencySamples: number;
   workerRssMb: number;
+  /** CPU per delivery (µs) of the `worker` process, from the events' commit to the last arrival. */
+  workerCpuUs: Spread;
+  /** CPU per delivery (µs) of the PostgreSQL backends serving the worker's connections, same interval. */
+  postgresCpuUs: Spread;
+  /** CPU per request (µs) of the ceiling's POST loop (the bench process, which runs only the loop then). */
+  ceilingCpuUs: Spread;
+}
+
+/** Clock ticks per second of /proc/<pid>/stat's times. */
+const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
+/** User + system CPU (µs) a process has used, from /proc/<pid>/stat (0 once it is gone). */
+function processCpuUs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Fields after the command: state is field 3, utime 14, stime 15.
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+  } catch {
+    return 0;
+  }
+}
+
+/** The pids of the PostgreSQL backends serving the `worker` (its pool and its LISTEN connection, this database). */
+async function workerBackends(database: DatabaseHandle): Promise<number[]> {
+  const { rows } = await sql<{ pid: number }>`
+    SELECT pid FROM pg_stat_activity
+    WHERE datname = current_database() AND application_name IN ('store-api-worker', 'store-api-webhook-listener')
+  `.execute(database.db);
+  return rows.map((r) => r.pid);
 }
 
 export async function startReceiver(): Promise<{
@@ -113,6 +144,9 @@ export async function benchWebhooks(
     offset += warmup;
     await until('warm-up deliveries', async () => (await receiver.count()) >= before + warmup, 120_000);
 
+    const workerCpu: number[] = [];
+    const postgresCpu: number[] = [];
+    const ceilingCpu: number[] = [];
     const runs = await alternate<number>(opts.rounds, {
       'worker deliveries': async () => {
         const start = await receiver.count();
@@ -122,13 +156,21 @@ export async function benchWebhooks(
         const appending = performance.now();
         await appendEvents(database, opts.deliveries, offset);
         const t = performance.now();
+        const workerBefore = processCpuUs(worker.child.pid!);
+        const backendsBefore = new Map((await workerBackends(database)).map((pid) => [pid, processCpuUs(pid)]));
         log(`    events appended in ${Math.round(t - appending)} ms`);
         offset += opts.deliveries;
         await until('deliveries', async () => (await receiver.count()) >= start + opts.deliveries, 600_000);
-        return opts.deliveries / ((performance.now() - t) / 1000);
+        const rate = opts.deliveries / ((performance.now() - t) / 1000);
+        workerCpu.push((processCpuUs(worker.child.pid!) - workerBefore) / opts.deliveries);
+        // A backend the pool opened meanwhile counts whole (it served this round only).
+        const backendsAfter = await workerBackends(database);
+        postgresCpu.push(backendsAfter.reduce((sum, pid) => sum + processCpuUs(pid) - (backendsBefore.get(pid) ?? 0), 0) / opts.deliveries);
+        return rate;
       },
       'delivery ceiling (undici loop)': async () => {
         let next = 0;
+        const cpuBefore = process.cpuUsage();
         const t = performance.now();
         await Promise.all(
           Array.from({ length: CEILING_CONCURRENCY }, async () => {
@@ -139,7 +181,10 @@ export async function benchWebhooks(
             }
           }),
         );
-        return bodies.length / ((performance.now() - t) / 1000);
+        const rate = bodies.length / ((performance.now() - t) / 1000);
+        const cpu = process.cpuUsage(cpuBefore);
+        ceilingCpu.push((cpu.user + cpu.system) / bodies.length);
+        return rate;
       },
     });
     await http.close();
@@ -181,6 +226,9 @@ export async function benchWebhooks(
       latencyP99: at(0.99),
       latencySamples: latencies.length,
       workerRssMb,
+      workerCpuUs: spread(workerCpu),
+      postgresCpuUs: spread(postgresCpu),
+      ceilingCpuUs: spread(ceilingCpu),
     };
   } finally {
     await worker.stop();

@@ -29,7 +29,7 @@ export const productSource: ListSource = {
   from: sql`products p`,
   lastModified: sql`p.last_modified`,
   id: sql`p.id`,
-  // The stored document (resources/documents.ts): productJson as of the row's last write.
+  // The stored document (db/documents.ts): productJson as of the row's last write.
   json: sql`p.doc`,
 };
 

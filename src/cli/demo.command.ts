@@ -1,7 +1,7 @@
 /** `store-api demo generate`: fills the store with realistic demo data of a chosen size. */
 import { InvalidArgumentError, type Command } from 'commander';
 import { generateDemoStore } from '../demo/demo-store.ts';
-import { progressBar } from '../demo/demo-seed.ts';
+import { commandProgress } from './command-progress.ts';
 import { withContext } from './run-command.ts';
 
 const positive =
@@ -23,10 +23,14 @@ export function registerDemoCommands(program: Command): void {
     .option('--seed <n>', 'random seed (same seed, same store)', positive('--seed'), 42)
     .action((opts: { products: number; customers?: number; orders?: number; seed: number }) =>
       withContext(async (ctx) => {
-        const bar = progressBar(true);
+        const progress = commandProgress(ctx.config, 'demo generate');
         const started = Date.now();
-        const summary = await generateDemoStore(ctx.database.db, { ...opts, onProgress: (d, t, phase) => bar.update(d, t, phase) });
-        bar.stop();
+        let summary;
+        try {
+          summary = await generateDemoStore(ctx.database.db, { ...opts, onProgress: (d, t, phase) => progress.update(d, t, phase) });
+        } finally {
+          progress.stop();
+        }
         process.stdout.write(
           `Generated ${summary.products} products, ${summary.customers} customers, ${summary.orders} orders in ${((Date.now() - started) / 1000).toFixed(1)} s.\n`,
         );

@@ -1,15 +1,28 @@
 /**
  * `store-api documents backfill` and `store-api documents check`: the stored documents
- * (resources/documents.ts) as an operator sees them.
+ * (db/documents.ts) as an operator sees them.
  */
 import type { Command } from 'commander';
 import { SingleBar, Presets } from 'cli-progress';
 import { withContext } from './run-command.ts';
-import { checkDocuments, rebuildDocuments, rebuildEvents, type RebuildProgress } from '../resources/documents.ts';
+import { commandProgress } from './command-progress.ts';
+import { loadConfig } from '../config/config.ts';
+import { rebuildEvents, type RebuildProgress } from '../db/documents.ts';
+import { checkStoreDocuments, rebuildStoreDocuments } from '../resources/store-schema.ts';
 
-/** A bar per table on stderr while documents are filled (plain lines when not a terminal). */
+/**
+ * A bar per table on stderr while documents are filled; when not a terminal, a line per table filled
+ * and a JSON progress line every PROGRESS_LOG_INTERVAL_MS (cli/command-progress.ts).
+ */
 function showProgress(): () => void {
   const tty = process.stderr.isTTY === true;
+  // A bad configuration is reported by withContext, which runs next.
+  let lines: ReturnType<typeof commandProgress> | undefined;
+  try {
+    lines = tty ? undefined : commandProgress(loadConfig(), 'documents backfill', { terminal: false });
+  } catch {
+    lines = undefined;
+  }
   const bar = new SingleBar(
     { format: ' {table} [{bar}] {percentage}% | {value}/{total} rows | {eta_formatted} left', hideCursor: true, stream: process.stderr },
     Presets.shades_classic,
@@ -24,13 +37,15 @@ function showProgress(): () => void {
       } else {
         bar.update(done);
       }
-    } else if (done === total) {
-      process.stderr.write(`${table}: ${total} rows\n`);
+    } else {
+      lines?.update(done, total, table);
+      if (done === total) process.stderr.write(`${table}: ${total} rows\n`);
     }
   };
   rebuildEvents.on('progress', onProgress);
   return () => {
     rebuildEvents.off('progress', onProgress);
+    lines?.stop();
     if (tty && current !== undefined) bar.stop();
   };
 }
@@ -46,7 +61,7 @@ export function registerDocumentsCommands(program: Command): void {
       return withContext(
         async (ctx) => {
           try {
-            const rebuilt = await rebuildDocuments(ctx.database.db, { onlyMissing: !options.all });
+            const rebuilt = await rebuildStoreDocuments(ctx.database.db, { onlyMissing: !options.all });
             process.stdout.write(`Documents filled (${rebuilt} rebuilt by this command; any missing ones were filled by the migration).\n`);
           } finally {
             stop();
@@ -63,7 +78,7 @@ export function registerDocumentsCommands(program: Command): void {
       withContext(
         async (ctx) => {
           const limit = Math.max(1, Number.parseInt(options.limit, 10) || 100);
-          const differences = await checkDocuments(ctx.database.db, { limit });
+          const differences = await checkStoreDocuments(ctx.database.db, { limit });
           if (differences.length === 0) {
             process.stdout.write('Every stored document equals its rebuild from the tables.\n');
             return;

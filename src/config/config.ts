@@ -139,6 +139,12 @@ export const EnvSchema = Type.Object({
     1024,
     "V8's young generation (MiB) of the embedded database's own thread, which rows pass through on their way to the HTTP thread (see docs/decisions/0030)",
   ),
+  STOCK_IMPORT_STEP_ROWS: Int(
+    200,
+    0,
+    1_000_000,
+    'Embedded database: rows per committed step of an absolute CSV stock import, so reads pass between steps (0 = one transaction; see docs/decisions/0036)',
+  ),
   PROGRESS_LOG_INTERVAL_MS: Int(
     5000,
     10,

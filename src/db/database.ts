@@ -18,6 +18,7 @@ import { copyPgliteTemplate, PGLITE_TEMPLATE_DIR, readStamp, type TemplateStamp 
 import { PGliteThread } from './pglite-thread.ts';
 import { typeParsers } from './type-parsers.ts';
 import { withRequestTransactions } from './request-transaction.ts';
+import { copyBinary } from './copy-out.ts';
 
 export type Backend = 'pglite' | 'postgres';
 
@@ -31,6 +32,12 @@ export interface DatabaseHandle {
   close(): Promise<void>;
   /** Whether the store can take writes (a full disk; db/storage-health.ts). */
   readonly storage: StorageHealth;
+  /**
+   * PostgreSQL: runs `COPY (<select>) TO STDOUT (FORMAT binary)` (a statement whose parameters are
+   * inlined: db/copy-out.ts) and returns its output, bytes never decoded to strings; undefined on
+   * PGlite, whose callers run the statement through Kysely instead.
+   */
+  readonly copyBinary?: (select: string) => Promise<Buffer>;
   /** Set when this open filled an empty data directory from a template holding a demo store. */
   readonly templateDemo?: TemplateStamp['demo'];
 }
@@ -133,6 +140,18 @@ function openPostgres(url: string, max: number, applicationName = 'store-api', o
     url,
     storage: new StorageHealth(),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    copyBinary: async (select) => {
+      const client = await connectTagged.connect();
+      try {
+        const bytes = await copyBinary(client, select);
+        client.release();
+        return bytes;
+      } catch (error) {
+        // A COPY broken off may leave the connection mid-protocol: dropped, not reused.
+        client.release(true);
+        throw error;
+      }
+    },
     close: () => db.destroy(),
   };
 }

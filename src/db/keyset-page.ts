@@ -8,6 +8,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
 import type { Cursor } from '../shared/cursor.ts';
+import { inlineParameters, parseBinaryCopy } from './copy-out.ts';
 
 /** How one resource is listed: its FROM, key columns, JSON expression and base filter. */
 export interface ListSource {
@@ -179,10 +180,14 @@ export interface PageBody {
  * instead of one per record), whether a record follows, and the last record's key. Its text and
  * parameters, horizon aside, name the page's content (the list page cache's key).
  */
-export function pageBodyQuery(source: ListSource, req: PageRequest): RawBuilder<{ data: string; n: number; iso: string | null; id: string | null }> {
+export function pageBodyQuery(
+  source: ListSource,
+  req: PageRequest,
+  separator: ',' | '\n' = ',',
+): RawBuilder<{ data: string; n: number; iso: string | null; id: string | null }> {
   const dir = req.order === 'asc' ? sql`ASC` : sql`DESC`;
   return sql`
-    SELECT coalesce(string_agg(json, ',' ORDER BY rn) FILTER (WHERE rn <= ${req.limit}), '') AS data,
+    SELECT coalesce(string_agg(json, ${sql.lit(separator)} ORDER BY rn) FILTER (WHERE rn <= ${req.limit}), '') AS data,
       count(*)::int AS n,
       (array_agg(iso_utc(lm) ORDER BY rn DESC) FILTER (WHERE rn <= ${req.limit}))[1] AS iso,
       (array_agg(id::text ORDER BY rn DESC) FILTER (WHERE rn <= ${req.limit}))[1] AS id
@@ -204,4 +209,42 @@ export async function fetchPageBody(db: Kysely<Database>, source: ListSource, re
   const { rows } = await pageBodyQuery(source, req).execute(db);
   const row = rows[0]!;
   return { data: row.data, hasMore: row.n > req.limit, last: row.iso === null || row.id === null ? undefined : { iso: row.iso, id: row.id } };
+}
+
+/**
+ * The fields of a one-row statement, read by binary COPY (db/copy-out.ts): each field's bytes as
+ * PostgreSQL sends them (null for NULL), never decoded to a string. `select` must return text
+ * columns only (a binary int would come as its 4 bytes).
+ */
+export async function copyOneRow(copy: (select: string) => Promise<Buffer>, db: Kysely<Database>, select: RawBuilder<unknown>): Promise<(Buffer | null)[] | undefined> {
+  const compiled = select.compile(db);
+  const rows = parseBinaryCopy(await copy(inlineParameters(compiled.sql, compiled.parameters)));
+  return rows[0];
+}
+
+/** A page as bytes: the records' JSON joined by ',' exactly as fetchPageBody's `data`, without decoding it. */
+export interface PageBytes {
+  readonly data: Buffer;
+  readonly hasMore: boolean;
+  readonly last: KeyRow | undefined;
+}
+
+/**
+ * One page (pageBodyQuery) read by binary COPY: its JSON bytes pass through undecoded (PostgreSQL).
+ * With `separator` '\n' the records are an export page's NDJSON lines (without the last line break).
+ */
+export async function copyPageBody(
+  copy: (select: string) => Promise<Buffer>,
+  db: Kysely<Database>,
+  source: ListSource,
+  req: PageRequest,
+  separator: ',' | '\n' = ',',
+): Promise<PageBytes> {
+  const row = await copyOneRow(copy, db, sql`SELECT n::text, iso, id, data FROM (${pageBodyQuery(source, req, separator)}) q`);
+  const [n, iso, id, data] = row!;
+  return {
+    data: data ?? Buffer.alloc(0),
+    hasMore: Number(n!.toString('latin1')) > req.limit,
+    last: iso === null || id === null ? undefined : { iso: iso!.toString('latin1'), id: id!.toString('latin1') },
+  };
 }

@@ -41,6 +41,23 @@ import {
 
 const current = new AsyncLocalStorage<RequestTransaction>();
 
+/** Called before each statement a request transaction sends (its SQL text); for tests, never set in production. */
+export type RequestStatementHook = (sqlText: string, transaction: RequestTransaction) => void | Promise<void>;
+
+let statementHook: RequestStatementHook | undefined;
+
+/**
+ * Sets (or clears, with undefined) the hook called before every statement of every request
+ * transaction, BEGIN, savepoints and COMMIT included: tests lose the connection at each of them.
+ */
+export function setRequestStatementHook(hook: RequestStatementHook | undefined): void {
+  statementHook = hook;
+}
+
+async function beforeStatement(sqlText: string, transaction: RequestTransaction): Promise<void> {
+  if (statementHook) await statementHook(sqlText, transaction);
+}
+
 /** One waiter at a time (the single connection of PGlite). */
 class Turns {
   #tail: Promise<void> = Promise.resolve();
@@ -66,7 +83,8 @@ class PinnedConnection implements DatabaseConnection {
     readonly owner: RequestTransaction,
     readonly inner: DatabaseConnection,
   ) {}
-  executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+  async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    await beforeStatement(compiledQuery.sql, this.owner);
     return this.inner.executeQuery<R>(compiledQuery);
   }
   streamQuery<R>(compiledQuery: CompiledQuery, chunkSize: number): AsyncIterableIterator<QueryResult<R>> {
@@ -102,7 +120,7 @@ export class RequestTransaction {
   /** The server's process id of the pinned connection (tests terminate it), or undefined while idle. */
   async backendPid(): Promise<number | undefined> {
     if (this.#state !== 'open') return undefined;
-    const { rows } = await this.#pinned!.executeQuery<{ pid: number }>(CompiledQuery.raw('SELECT pg_backend_pid() AS pid'));
+    const { rows } = await this.#pinned!.inner.executeQuery<{ pid: number }>(CompiledQuery.raw('SELECT pg_backend_pid() AS pid'));
     return rows[0]?.pid;
   }
 
@@ -110,7 +128,13 @@ export class RequestTransaction {
     const pinned = await this.#end();
     if (pinned) {
       try {
+        await beforeStatement('COMMIT', this);
         await this.#driver!.inner.commitTransaction(pinned.inner);
+      } catch (error) {
+        // Never give the connection back inside a transaction (the next user would write into it,
+        // and commit it): roll back what is left. On a lost connection this fails too, quietly.
+        await this.#driver!.inner.rollbackTransaction(pinned.inner).catch(() => undefined);
+        throw error;
       } finally {
         await this.#giveBack(pinned);
       }
@@ -126,6 +150,29 @@ export class RequestTransaction {
     } finally {
       await this.#giveBack(pinned);
     }
+  }
+
+  /**
+   * Runs `fn` outside this transaction, its own transactions committing on their own (a long write
+   * in committed steps, decision 0036). What this request wrote so far is committed first and the
+   * transaction goes back to idle, so its later statements (the audit entry, the stored answer) open
+   * a new one. Only for a single connection (PGlite), where the Idempotency-Key's claim is held in
+   * this process and not by the transaction: on PostgreSQL that early commit would release the
+   * key's lock to other processes, so it is refused there.
+   */
+  async detach<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.#state === 'ended') throw new Error('the request transaction has ended');
+    const pinned = this.#opening ? await this.#opening : this.#pinned;
+    if (pinned) {
+      if (!this.#driver!.singleConnection) throw new Error('detach is for a single-connection database');
+      try {
+        await this.#driver!.inner.commitTransaction(pinned.inner);
+      } finally {
+        await this.#giveBack(pinned);
+        this.#state = 'idle';
+      }
+    }
+    return current.exit(fn);
   }
 
   /** Ends the state machine; returns the pinned connection when there is a transaction to finish. */
@@ -174,6 +221,7 @@ export class RequestTransaction {
   /** A transaction begun by a statement inside this one: a savepoint of its own. */
   async beginNested(pinned: PinnedConnection): Promise<void> {
     const name = `request_nested_${++this.#savepoints}`;
+    await beforeStatement(`SAVEPOINT ${name}`, this);
     await pinned.inner.executeQuery(CompiledQuery.raw(`SAVEPOINT ${name}`));
     pinned.savepoint = name;
   }
@@ -181,19 +229,27 @@ export class RequestTransaction {
   async endNested(pinned: PinnedConnection, outcome: 'commit' | 'rollback'): Promise<void> {
     const name = pinned.savepoint;
     if (!name) throw new Error('no transaction was begun on this connection');
-    pinned.savepoint = undefined;
+    // The savepoint is forgotten only once it has ended: when its RELEASE fails (a lost
+    // connection), Kysely rolls the transaction back, and that rollback must still find it (it
+    // once threw "no transaction was begun" instead, and a lost connection became a 500).
     if (outcome === 'rollback') {
       try {
+        await beforeStatement(`ROLLBACK TO SAVEPOINT ${name}`, this);
         await pinned.inner.executeQuery(CompiledQuery.raw(`ROLLBACK TO SAVEPOINT ${name}`));
       } catch (error) {
         // A store that failed for good (the embedded log could not be written) refuses every
         // statement: the request's transaction can never commit, and the error that made the
         // service roll back (507, naming the full disk) must reach the client, not this refusal.
-        if (error instanceof StoreFailedError) return;
+        if (error instanceof StoreFailedError) {
+          pinned.savepoint = undefined;
+          return;
+        }
         throw error;
       }
     }
+    await beforeStatement(`RELEASE SAVEPOINT ${name}`, this);
     await pinned.inner.executeQuery(CompiledQuery.raw(`RELEASE SAVEPOINT ${name}`));
+    pinned.savepoint = undefined;
   }
 }
 
@@ -206,6 +262,11 @@ export function activeRequestTransaction(): RequestTransaction | undefined {
 /** The dialect's driver with request transactions (see the file's comment). */
 class RequestTransactionDriver implements Driver {
   readonly #singleConnection: Turns | undefined;
+
+  /** Whether the database has one connection (PGlite), taken in turns. */
+  get singleConnection(): boolean {
+    return this.#singleConnection !== undefined;
+  }
 
   constructor(
     readonly inner: Driver,

@@ -25,7 +25,7 @@ export interface ProductTable {
   is_active: boolean;
   created_at: Timestamp;
   last_modified: Timestamp;
-  /** Stored documents (resources/documents.ts), kept by triggers: never written by the application. */
+  /** Stored documents (db/documents.ts), kept by triggers: never written by the application. */
   doc: ColumnType<unknown, never, never>;
   inventory_doc: ColumnType<unknown, never, never>;
 }
@@ -62,7 +62,7 @@ export interface CustomerTable {
   is_active: boolean;
   created_at: Timestamp;
   last_modified: Timestamp;
-  /** Stored document (resources/documents.ts), kept by triggers: never written by the application. */
+  /** Stored document (db/documents.ts), kept by triggers: never written by the application. */
   doc: ColumnType<unknown, never, never>;
 }
 
@@ -81,7 +81,7 @@ export interface OrderTable {
   total: ColumnType<number, number | string, number | string>;
   created_at: Timestamp;
   last_modified: Timestamp;
-  /** Stored document (resources/documents.ts), kept by triggers: never written by the application. */
+  /** Stored document (db/documents.ts), kept by triggers: never written by the application. */
   doc: ColumnType<unknown, never, never>;
 }
 
@@ -111,7 +111,7 @@ export interface StockMovementTable {
   note: NullableText;
   created_at: Timestamp;
   last_modified: Timestamp;
-  /** Stored document (resources/documents.ts), kept by triggers: never written by the application. */
+  /** Stored document (db/documents.ts), kept by triggers: never written by the application. */
   doc: ColumnType<unknown, never, never>;
 }
 

@@ -15,7 +15,7 @@
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
-import { chunkQuery, type ChunkRow, type ListSource } from './keyset-page.ts';
+import { chunkQuery, copyOneRow, type ChunkRow, type ListSource } from './keyset-page.ts';
 import type { Cursor } from '../shared/cursor.ts';
 
 /**
@@ -47,6 +47,9 @@ export async function snapshotEndCursor(db: Kysely<Database>, horizon: string, f
   return from && rows[0]!.past ? from.text : `${rows[0]!.iso}_${NIL_UUID}`;
 }
 
+/** A chunk as read: its NDJSON as text (Kysely) or as the bytes the database sent (binary COPY). */
+type Chunk = Omit<ChunkRow, 'text'> & { text: string | Buffer | null; limit: number };
+
 /**
  * The snapshot's NDJSON text, chunk by chunk (each chunk one statement, nothing held between them).
  * The next chunk is read while the previous one is written (one chunk ahead at most: the stream is
@@ -60,11 +63,19 @@ export async function* snapshotStream(
   req: { cursor?: Cursor; horizon: string; filters: readonly RawBuilder<unknown>[] },
   chunkSize: number = SNAPSHOT_CHUNK.postgres,
   chunkChars: number = SNAPSHOT_CHUNK_CHARS,
-): AsyncGenerator<string> {
+  /** PostgreSQL: read each chunk by binary COPY, its bytes passed on undecoded (decision 0037). */
+  copy?: (select: string) => Promise<Buffer>,
+): AsyncGenerator<string | Buffer> {
   // The first chunks are smaller (doubling up to chunkSize), so the first bytes leave early and
   // writing them overlaps reading the next; from then on a chunk's rows follow its records' size.
-  const read = async (cursor: Cursor | undefined, limit: number): Promise<ChunkRow & { limit: number }> => {
-    const { rows } = await chunkQuery(source, { cursor, horizon: req.horizon, filters: req.filters }, limit).execute(db);
+  const read = async (cursor: Cursor | undefined, limit: number): Promise<Chunk> => {
+    const query = chunkQuery(source, { cursor, horizon: req.horizon, filters: req.filters }, limit);
+    if (copy) {
+      const [n, iso, id, text] = (await copyOneRow(copy, db, sql`SELECT n::text, iso, id, text FROM (${query}) q`))!;
+      const latin = (field: Buffer | null) => (field === null ? null : field.toString('latin1'));
+      return { text, n: Number(latin(n)), iso: latin(iso), id: latin(id), limit };
+    }
+    const { rows } = await query.execute(db);
     return { ...rows[0]!, limit };
   };
   // A read ahead may fail while the consumer is busy with the previous chunk: marked handled at
@@ -74,9 +85,9 @@ export async function* snapshotStream(
     promise.catch(() => {});
     return promise;
   };
-  let next: Promise<ChunkRow & { limit: number }> | undefined = ahead(req.cursor, Math.min(SNAPSHOT_FIRST_CHUNK, chunkSize));
+  let next: Promise<Chunk> | undefined = ahead(req.cursor, Math.min(SNAPSHOT_FIRST_CHUNK, chunkSize));
   while (next) {
-    const chunk: ChunkRow & { limit: number } = await next;
+    const chunk: Chunk = await next;
     next = undefined;
     if (chunk.n === 0 || chunk.text === null) return;
     if (chunk.n === chunk.limit) {

@@ -25,7 +25,9 @@ function forwardTriggerSql(table: string): string {
 
 /**
  * Creates a store table from its own column definitions (an `id uuid PRIMARY KEY` among them), adding
- * `created_at` and `last_modified`, the keyset index and the forward trigger.
+ * `created_at`, `last_modified`, the stored document's column `doc`, the keyset index and the forward
+ * trigger. The document's and the cache-notify triggers come from the declaration: the migration then
+ * calls `installStoreTriggers` (resources/store-schema.ts).
  */
 export async function createStoreTable<DB>(db: Kysely<DB>, table: string, columns: readonly string[]): Promise<void> {
   if (!/^[a-z_][a-z0-9_]*$/.test(table)) throw new Error(`not a plain table name: ${table}`);
@@ -33,7 +35,7 @@ export async function createStoreTable<DB>(db: Kysely<DB>, table: string, column
     db,
     `
     CREATE TABLE ${table} (
-      ${[...columns, 'created_at timestamptz NOT NULL', 'last_modified timestamptz NOT NULL'].join(',\n      ')}
+      ${[...columns, 'created_at timestamptz NOT NULL', 'last_modified timestamptz NOT NULL', 'doc json'].join(',\n      ')}
     );
     ${keysetIndexSql(table)}
     ${forwardTriggerSql(table)}

@@ -98,3 +98,47 @@ export async function readHorizon(db: Kysely<Database> | Transaction<Database>):
   `.execute(db);
   return rows[0]!.horizon;
 }
+
+/**
+ * One horizon statement shared by the requests that wait for it (issue 26, decision 0037): a read
+ * of the list or an export needs a horizon read AFTER it arrived (an earlier one would hide a write
+ * its client committed just before asking), not one of its own. The first caller starts a read;
+ * callers arriving while it runs wait for the next one, which starts when it ends and serves all of
+ * them. Under load N concurrent pages cost one horizon statement per round trip instead of N, and
+ * each gets a horizon read after its arrival, which is all the protocol above needs (any horizon
+ * read later than a request's arrival is correct for it; a slightly older one than its own would
+ * be is only more conservative). Per database handle.
+ */
+const horizonReaders = new WeakMap<object, { running?: Promise<string>; next?: Promise<string> }>();
+
+export function sharedHorizon(db: Kysely<Database>): Promise<string> {
+  let state = horizonReaders.get(db);
+  if (!state) {
+    state = {};
+    horizonReaders.set(db, state);
+  }
+  const slot = state;
+  if (!slot.running) {
+    const read = readHorizon(db).finally(() => {
+      if (slot.running === read) slot.running = undefined;
+    });
+    slot.running = read;
+    return read;
+  }
+  // A read is under way, begun before this caller arrived: wait for it, then share the next one.
+  if (!slot.next) {
+    const previous = slot.running;
+    const next = previous
+      .catch(() => undefined)
+      .then(() => {
+        slot.next = undefined;
+        const read = readHorizon(db).finally(() => {
+          if (slot.running === read) slot.running = undefined;
+        });
+        slot.running = read;
+        return read;
+      });
+    slot.next = next;
+  }
+  return slot.next;
+}

@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { defineResource } from '../resources/resource.ts';
 import { requireUuid, sinceOf } from '../resources/filters.ts';
 import { Nullable, StringEnum, Timestamp, Uuid, sinceParam } from '../shared/typebox.ts';
-import { MOVEMENT_REASONS, inventorySource, movementSource } from './inventory.json-sql.ts';
+import { MOVEMENT_REASONS, inventoryJson, inventorySource, movementJson, movementSource } from './inventory.json-sql.ts';
 
 export const InventoryVariant = Type.Object(
   {
@@ -66,6 +66,17 @@ export const inventoryResource = defineResource({
   single: false,
   description: { list: 'Current stock of every stock-tracked product and its variants', export: 'Export inventory records as NDJSON' },
   events: { prefix: 'inventory', kinds: ['updated'] },
+  document: { name: 'inventory', alias: 'p', column: 'inventory_doc', build: inventoryJson, children: [{ table: 'variants', key: 'product_id' }] },
+  labelDescription: 'Stock levels per product and variant, and the stock movements that changed them.',
+  example: {
+    product_id: '0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f60',
+    product_name: 'Linen shirt',
+    sku: 'SHIRT-LIN',
+    stock: 12,
+    is_active: true,
+    variants: [{ variant_id: '0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61', variant_name: 'M / white', sku: 'SHIRT-LIN-M-W', stock: 12 }],
+    last_modified: '2026-11-21T14:05:30.770123Z',
+  },
 });
 
 export const movementResource = defineResource({
@@ -95,4 +106,19 @@ export const movementResource = defineResource({
   single: false,
   description: { list: 'Stock change audit log', export: 'Export stock movements as NDJSON' },
   events: { prefix: 'stock_movement', kinds: ['created'] },
+  document: { name: 'stock_movement', alias: 'm', column: 'doc', build: movementJson },
+  example: {
+    id: '0193a5c3-0b12-7d34-a5b6-c7d8e9f0a1b4',
+    product_id: '0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f60',
+    variant_id: '0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61',
+    sku: 'SHIRT-LIN-M-W',
+    reason: 'sale',
+    quantity_change: -2,
+    stock_before: 14,
+    stock_after: 12,
+    order_id: '0193a5c3-0b12-7d34-a5b6-c7d8e9f0a1b2',
+    note: null,
+    created_at: '2026-11-21T14:05:30.770123Z',
+    last_modified: '2026-11-21T14:05:30.770123Z',
+  },
 });

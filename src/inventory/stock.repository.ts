@@ -3,7 +3,7 @@
  * stock, finding stock rows by SKU. Typed rows in, typed rows out; every statement takes one array
  * parameter per chunk (never a bind parameter per id) and the caller's transaction.
  */
-import { sql, type Insertable, type Transaction } from 'kysely';
+import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { Database, StockMovementTable } from '../db/schema.ts';
 
 type Trx = Transaction<Database>;
@@ -91,7 +91,7 @@ export async function recomputeProductStock(trx: Trx, productIds: readonly strin
 }
 
 /** The stock rows (variants, then products without variants) holding any of `skus`. */
-export async function stockBySku(trx: Trx, skus: readonly string[]): Promise<StockBySku[]> {
+export async function stockBySku(trx: Trx | Kysely<Database>, skus: readonly string[]): Promise<StockBySku[]> {
   const { rows } = await sql<StockBySku>`
     SELECT v.sku, v.product_id, v.id AS variant_id, v.stock, p.product_type
       FROM variants v JOIN products p ON p.id = v.product_id WHERE v.sku = ANY(${skus}::text[])

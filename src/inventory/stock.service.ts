@@ -11,7 +11,7 @@
 import { uuidv7 } from '../shared/uuid-v7.ts';
 import { chunks, TRIGGERED_WRITE_CHUNK } from '../shared/chunks.ts';
 import { parse as csvParser } from 'csv-parse';
-import type { Insertable, Kysely } from 'kysely';
+import type { Insertable, Kysely, Transaction } from 'kysely';
 import type { Database, StockMovementTable } from '../db/schema.ts';
 import { runWrite, type WriteContext } from '../db/write-clock.ts';
 import { isStockTracked } from '../catalog/product.json-sql.ts';
@@ -37,6 +37,12 @@ export interface StockChange {
   variantId: string | null;
   /** Signed change. */
   delta: number;
+  /**
+   * The level to set instead of `delta` (an absolute CSV import applied in steps): the change is
+   * computed against the level read under the row lock, so a write committed since the import was
+   * checked cannot make it wrong.
+   */
+  level?: number;
   reason: MovementReason;
   orderId?: string | null;
   note?: string | null;
@@ -97,7 +103,7 @@ export async function applyStockChanges(
   for (const change of changes) {
     const product = productById.get(change.productId);
     if (!product) throw notFound('product', change.productId);
-    if (!isStockTracked(product.product_type) || change.delta === 0) continue;
+    if (!isStockTracked(product.product_type) || (change.level === undefined && change.delta === 0)) continue;
     let before: number;
     let sku: string | null;
     if (change.variantId) {
@@ -105,15 +111,17 @@ export async function applyStockChanges(
       if (!variant || variant.product_id !== product.id) throw notFound('variant of this product', change.variantId);
       before = variantStock.get(variant.id) ?? variant.stock;
       sku = variant.sku;
-      variantStock.set(variant.id, before + change.delta);
     } else {
       before = productStock.get(product.id) ?? product.own_stock;
       sku = product.sku;
-      productStock.set(product.id, before + change.delta);
     }
-    const after = before + change.delta;
+    const delta = change.level === undefined ? change.delta : change.level - before;
+    if (delta === 0) continue;
+    if (change.variantId) variantStock.set(change.variantId, before + delta);
+    else productStock.set(product.id, before + delta);
+    const after = before + delta;
     if (after < 0 && GUARDED.has(change.reason)) {
-      throw conflict(`Insufficient stock for ${sku ?? change.variantId ?? product.id}: ${before} available, change of ${change.delta}.`);
+      throw conflict(`Insufficient stock for ${sku ?? change.variantId ?? product.id}: ${before} available, change of ${delta}.`);
     }
     if (!Number.isSafeInteger(after) || Math.abs(after) > 2_147_483_647) throw conflict(`Stock of ${sku ?? product.id} would overflow.`);
     movements.push({
@@ -122,7 +130,7 @@ export async function applyStockChanges(
       variant_id: change.variantId,
       sku,
       reason: change.reason,
-      quantity_change: change.delta,
+      quantity_change: delta,
       stock_before: before,
       stock_after: after,
       order_id: change.orderId ?? null,
@@ -246,20 +254,38 @@ async function parseCsvYielding(csv: string): Promise<Record<string, string>[]> 
   return records;
 }
 
+export interface ImportOptions {
+  log?: Pick<Logger, 'info'>;
+  intervalMs?: number;
+  /**
+   * Apply an absolute (`sku,stock`) import in committed steps of about this many rows instead of
+   * one transaction (STOCK_IMPORT_STEP_ROWS; the embedded database only, decision 0036). Unset:
+   * one transaction.
+   */
+  stepRows?: number;
+  /**
+   * Aborted when the client went away: an import still being checked stops with nothing written;
+   * one whose steps have begun is finished (decision 0036).
+   */
+  signal?: AbortSignal;
+}
+
 /**
- * CSV bulk stock import (reason `bulk_import`), all rows in one transaction: either every row
- * applies or none does. Columns: `sku` and either `stock` (set the absolute level) or
- * `quantity_change` (signed change); optional `note`. A bad row is a 400 naming its line.
+ * CSV bulk stock import (reason `bulk_import`). Columns: `sku` and either `stock` (set the absolute
+ * level) or `quantity_change` (signed change); optional `note`. Every row is checked before anything
+ * is written: a bad row is a 400 naming its line, and nothing is written. Then either one
+ * transaction applies every row (the default; always for `quantity_change`), or, with `stepRows`
+ * and absolute levels, committed steps of whole products apply them so reads pass between steps
+ * (decision 0036): each product's level, movements and events change together, and the import
+ * always finishes once its first step has begun.
  */
-export async function importStockCsv(
-  db: Kysely<Database>,
-  csv: string,
-  { log, intervalMs }: { log?: Pick<Logger, 'info'>; intervalMs?: number } = {},
-): Promise<ImportSummary> {
+export async function importStockCsv(db: Kysely<Database>, csv: string, { log, intervalMs, stepRows, signal }: ImportOptions = {}): Promise<ImportSummary> {
   // A line every few seconds while a large import runs (nothing for a short one).
   const progress = log ? progressLog(log, 'stock import', intervalMs === undefined ? {} : { intervalMs }) : undefined;
   try {
-    const summary = await importRows(db, csv, progress);
+    const rows = await checkedRows(csv, progress);
+    const summary =
+      stepRows !== undefined && rows.absolute ? await importInSteps(db, rows, stepRows, progress, signal) : await importInOneTransaction(db, rows, progress);
     progress?.stop({ ...summary });
     return summary;
   } finally {
@@ -267,7 +293,14 @@ export async function importStockCsv(
   }
 }
 
-async function importRows(db: Kysely<Database>, csv: string, progress: ProgressLog | undefined): Promise<ImportSummary> {
+interface CheckedRows {
+  /** `stock` (absolute levels) rather than `quantity_change`. */
+  absolute: boolean;
+  rows: { line: number; sku: string; value: number; note: string | null }[];
+}
+
+/** Parses the CSV and checks every row's form (not its sku): 400 naming the lines otherwise. */
+async function checkedRows(csv: string, progress: ProgressLog | undefined): Promise<CheckedRows> {
   let records: Record<string, string>[];
   try {
     progress?.update(0, csv.length, 'reading the CSV');
@@ -293,23 +326,33 @@ async function importRows(db: Kysely<Database>, csv: string, progress: ProgressL
     return { line, sku: r.sku ?? '', value: n, note: r.note || null };
   });
   if (errors.length > 0) throw new ApiError('invalid_parameter', `${errors.length} invalid row(s) in the CSV; nothing was imported.`, errors.slice(0, 100));
+  return { absolute, rows };
+}
 
+type StockTarget = { productId: string; variantId: string | null; stock: number; type: string };
+
+/** The stock row of every sku of `rows`; a 400 naming the lines of unknown or untracked skus. */
+async function resolveSkus(db: Kysely<Database> | Transaction<Database>, rows: CheckedRows['rows']): Promise<Map<string, StockTarget>> {
+  const skus = [...new Set(rows.map((r) => r.sku))];
+  const targets = new Map<string, StockTarget>();
+  for (const part of chunks(skus)) {
+    for (const f of await stockBySku(db, part)) targets.set(f.sku, { productId: f.product_id, variantId: f.variant_id, stock: f.stock, type: f.product_type });
+  }
+  const missing = rows.filter((r) => !targets.has(r.sku));
+  const untracked = rows.filter((r) => targets.has(r.sku) && !isStockTracked(targets.get(r.sku)!.type));
+  const problems = [
+    ...missing.map((r) => ({ param: `line ${r.line}`, message: `unknown sku '${r.sku}'` })),
+    ...untracked.map((r) => ({ param: `line ${r.line}`, message: `sku '${r.sku}' is a product type without stock` })),
+  ];
+  if (problems.length > 0)
+    throw new ApiError('invalid_parameter', `${problems.length} row(s) name an unknown or untracked sku; nothing was imported.`, problems.slice(0, 100));
+  return targets;
+}
+
+/** Every row in one transaction: all of them apply or none does. */
+async function importInOneTransaction(db: Kysely<Database>, { absolute, rows }: CheckedRows, progress: ProgressLog | undefined): Promise<ImportSummary> {
   return runWrite(db, async (ctx) => {
-    const skus = [...new Set(rows.map((r) => r.sku))];
-    const targets = new Map<string, { productId: string; variantId: string | null; stock: number; type: string }>();
-    for (const part of chunks(skus)) {
-      for (const f of await stockBySku(ctx.trx, part))
-        targets.set(f.sku, { productId: f.product_id, variantId: f.variant_id, stock: f.stock, type: f.product_type });
-    }
-    const missing = rows.filter((r) => !targets.has(r.sku));
-    const untracked = rows.filter((r) => targets.has(r.sku) && !isStockTracked(targets.get(r.sku)!.type));
-    const problems = [
-      ...missing.map((r) => ({ param: `line ${r.line}`, message: `unknown sku '${r.sku}'` })),
-      ...untracked.map((r) => ({ param: `line ${r.line}`, message: `sku '${r.sku}' is a product type without stock` })),
-    ];
-    if (problems.length > 0)
-      throw new ApiError('invalid_parameter', `${problems.length} row(s) name an unknown or untracked sku; nothing was imported.`, problems.slice(0, 100));
-
+    const targets = await resolveSkus(ctx.trx, rows);
     // Absolute levels become deltas against the running level, so repeated skus apply in order.
     const running = new Map<string, number>();
     const changes: StockChange[] = rows.map((r) => {
@@ -322,4 +365,54 @@ async function importRows(db: Kysely<Database>, csv: string, progress: ProgressL
     const result = await applyStockChanges(ctx, changes, { onProgress: (done, total, phase) => progress?.update(done, total, phase) });
     return { rows: rows.length, movements: result.movementIds.length, products: result.productIds.length };
   });
+}
+
+/**
+ * Absolute levels in committed steps (decision 0036). The skus are resolved and checked first, with
+ * nothing written; then the rows are grouped by product (a product's rows keep their order, and all
+ * of them fall in one step, so its level, movements, recomputed stock and events change together)
+ * and applied a step of about `stepRows` rows per transaction. Each change sets a level, computed
+ * against the level read under the step's row lock, so a step cannot be refused by what other
+ * writes did since the check; the embedded database's connection is free between steps, so reads
+ * (and other writes) queued meanwhile run before the next step.
+ */
+async function importInSteps(
+  db: Kysely<Database>,
+  { rows }: CheckedRows,
+  stepRows: number,
+  progress: ProgressLog | undefined,
+  signal: AbortSignal | undefined,
+): Promise<ImportSummary> {
+  progress?.update(0, rows.length, 'checking skus');
+  const targets = await resolveSkus(db, rows);
+  const byProduct = new Map<string, StockChange[]>();
+  for (const r of rows) {
+    const t = targets.get(r.sku)!;
+    const changes = byProduct.get(t.productId) ?? [];
+    if (changes.length === 0) byProduct.set(t.productId, changes);
+    changes.push({ productId: t.productId, variantId: t.variantId, delta: 0, level: r.value, reason: 'bulk_import', note: r.note });
+  }
+  const steps: StockChange[][] = [];
+  let step: StockChange[] = [];
+  for (const changes of byProduct.values()) {
+    step.push(...changes);
+    if (step.length >= stepRows) {
+      steps.push(step);
+      step = [];
+    }
+  }
+  if (step.length > 0) steps.push(step);
+  // The last moment a client that went away stops the import: nothing is written yet.
+  if (signal?.aborted) throw new ApiError('malformed_request', 'The client closed the connection before the import began; nothing was imported.');
+  let done = 0;
+  let movements = 0;
+  let products = 0;
+  for (const changes of steps) {
+    const result = await runWrite(db, (ctx) => applyStockChanges(ctx, changes));
+    movements += result.movementIds.length;
+    products += result.productIds.length;
+    done += changes.length;
+    progress?.update(done, rows.length, 'steps of rows');
+  }
+  return { rows: rows.length, movements, products };
 }

@@ -5,7 +5,7 @@ import { defineResource } from '../resources/resource.ts';
 import { sinceOf } from '../resources/filters.ts';
 import { Money, Nullable, StringEnum, Timestamp, Uuid, sinceParam } from '../shared/typebox.ts';
 import { ORDER_STATUSES, PAYMENT_STATUSES } from './order-status.ts';
-import { ORDER_SOURCES, orderSource } from './order.json-sql.ts';
+import { ORDER_SOURCES, orderJson, orderSource } from './order.json-sql.ts';
 
 export const OrderItem = Type.Object(
   {
@@ -75,4 +75,34 @@ export const orderResource = defineResource({
   single: true,
   description: { list: 'List orders with their items', get: 'One order with its items', export: 'Export orders as NDJSON' },
   events: { prefix: 'order', kinds: ['created', 'updated'] },
+  document: { name: 'order', alias: 'o', column: 'doc', build: orderJson, children: [{ table: 'order_items', key: 'order_id' }] },
+  labelDescription: 'Orders with their items, POS and online.',
+  example: {
+    id: '0193a5c3-0b12-7d34-a5b6-c7d8e9f0a1b2',
+    source: 'pos',
+    status: 'completed',
+    payment_status: 'paid',
+    payment_method: 'card',
+    customer_id: '0193a5c2-8a10-7c22-8e31-4d5e6f708192',
+    customer_name: 'Amira Haddad',
+    customer_phone: '+33 6 12 34 56 78',
+    subtotal: 99.8,
+    discount: 0,
+    delivery_fee: 0,
+    total: 99.8,
+    items: [
+      {
+        id: '0193a5c3-0b12-7d34-a5b6-c7d8e9f0a1b3',
+        product_id: '0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f60',
+        variant_id: '0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61',
+        product_name: 'Linen shirt',
+        variant_name: 'M / white',
+        quantity: 2,
+        unit_price: 49.9,
+        total: 99.8,
+      },
+    ],
+    created_at: '2026-11-21T14:05:30.770123Z',
+    last_modified: '2026-11-21T14:05:30.770123Z',
+  },
 });

@@ -1,6 +1,6 @@
 /**
  * The events each kind of change appends, from the resource's own source (its declaration,
- * resources/resource.ts): `data` is the record's stored document (resources/documents.ts) as the statement
+ * resources/resource.ts): `data` is the record's stored document (db/documents.ts) as the statement
  * triggers left it after the change, the same bytes a GET returns at that moment.
  */
 import { sql } from 'kysely';

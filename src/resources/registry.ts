@@ -1,17 +1,14 @@
 /**
  * Every store resource, and everything derived from their declarations: the read scopes, the event
- * types with the scope that sees them and the schema of their `data`, and the event writer. Adding
- * a resource is adding its declaration to RESOURCES (src/README.md, "Adding a resource").
+ * types with the scope that sees them and the schema of their `data`, their examples and the
+ * OpenAPI tags. Adding a resource is adding its declaration to RESOURCES (resource-list.ts;
+ * src/README.md, "Adding a resource").
  */
 import type { TSchema } from '@sinclair/typebox';
-import { productResource } from '../catalog/product.resource.ts';
-import { customerResource } from '../customers/customer.resource.ts';
-import { inventoryResource, movementResource } from '../inventory/inventory.resource.ts';
-import { orderResource } from '../orders/order.resource.ts';
+import { RESOURCES } from './resource-list.ts';
 import type { EventTypesOf, ResourceDeclaration } from './resource.ts';
 
-/** Every resource of the read API, in the order of the API, the OpenAPI document and the initial sync. */
-export const RESOURCES = [productResource, orderResource, customerResource, inventoryResource, movementResource] as const;
+export { RESOURCES };
 
 type Resource = (typeof RESOURCES)[number];
 
@@ -40,6 +37,16 @@ export const EVENT_TYPE_SCOPES = Object.fromEntries(EVENT_TYPE_INFO.map((e) => [
 
 /** The record each event type carries as `data`. */
 export const EVENT_DATA = Object.fromEntries(EVENT_TYPE_INFO.map((e) => [e.type, e.resource.record])) as Readonly<Record<FeedEventType, TSchema>>;
+
+/** The example record each event type carries as `data` (OpenAPI examples of the feed and the webhooks). */
+export const EVENT_EXAMPLES = Object.fromEntries(EVENT_TYPE_INFO.map((e) => [e.type, e.resource.example])) as Readonly<Record<FeedEventType, unknown>>;
+
+/** The OpenAPI tags of the resources: one per label, in resource order, described by the first resource giving a description. */
+export const RESOURCE_TAGS: readonly { name: string; description: string }[] = [...new Set(RESOURCES.map((r) => r.label))].map((label) => {
+  const description = RESOURCES.map((r): string | undefined => (r.label === label ? r.labelDescription : undefined)).find(Boolean);
+  if (!description) throw new Error(`no resource labelled ${label} gives its labelDescription (the OpenAPI tag's)`);
+  return { name: label, description };
+});
 
 /** The record schemas and the schemas nested in them (OpenAPI components), without repeats. */
 export const RECORD_SCHEMAS: readonly TSchema[] = [...new Set(RESOURCES.flatMap((r) => [...(r.nested ?? []), r.record]))];

@@ -64,6 +64,28 @@ export interface ResourceDeclaration<
   };
   /** Query a mirror adds to every list and export call (e.g. inactive products too). */
   readonly mirrorQuery?: Readonly<Record<string, string>>;
+  /**
+   * The stored document (db/documents.ts) `source.json` serves: built once per write by statement
+   * triggers on `table` and on every `children` table, from `build`, the JSON of the row of `table`
+   * aliased `alias`, into the column `column` (`doc` unless two documents share a table).
+   */
+  readonly document: StoredDocument;
+  /** An example record in the exact shape of `record` (OpenAPI examples of its events; test/production/openapi.test.ts validates it). */
+  readonly example: Readonly<Record<string, unknown>>;
+  /** The OpenAPI tag's description of `label`; resources sharing a label give it once (the first in RESOURCES). */
+  readonly labelDescription?: string;
+}
+
+/** A record's stored JSON: see ResourceDeclaration.document. */
+export interface StoredDocument {
+  /** Name in `store-api documents check` and its reports, e.g. 'product'. */
+  readonly name: string;
+  readonly alias: string;
+  readonly column: string;
+  /** One SQL expression without parameters: the record's JSON from the row aliased `alias`. */
+  readonly build: RawBuilder<unknown>;
+  /** Other tables `build` reads, each with its column naming the row of `table` it belongs to. */
+  readonly children?: readonly { readonly table: string; readonly key: string }[];
 }
 
 /** Declares a resource, keeping its literal names so event types and scopes stay checked types. */

@@ -261,8 +261,16 @@ export async function lookupToken(db: Kysely<Database>, token: string): Promise<
 /**
  * Rolls a token: a new secret from now on; the old one keeps working for `overlapMs` (0: ends now),
  * so a client can be switched without downtime. Revoked or expired tokens cannot be rolled (409).
+ * Whoever is shown the new secret becomes the key's maker (`madeBy`, undefined: the operator), as
+ * when creating one: else an administrator rolling a colleague's key would keep its powers after
+ * her own removal (decision 0026).
  */
-export async function rollToken(db: Kysely<Database>, id: string, overlapMs: number): Promise<{ token: string; summary: TokenSummary }> {
+export async function rollToken(
+  db: Kysely<Database>,
+  id: string,
+  overlapMs: number,
+  madeBy: TokenMakerRef | undefined,
+): Promise<{ token: string; summary: TokenSummary }> {
   const current = await getToken(db, id);
   if (current.status !== 'active') throw conflict(`Token '${id}' is ${current.status}; only an active token can be rolled. Create a new one instead.`);
   const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
@@ -273,6 +281,8 @@ export async function rollToken(db: Kysely<Database>, id: string, overlapMs: num
       previous_token_expires_at: sql<string>`now() + make_interval(secs => ${overlapMs / 1000})`,
       token_hash: hashToken(token),
       prefix: token.slice(0, 12),
+      made_by_admin_id: madeBy?.adminId ?? null,
+      made_by_email: madeBy?.email ?? null,
     })
     .where('id', '=', id)
     .execute();

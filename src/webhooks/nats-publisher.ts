@@ -13,17 +13,19 @@ import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { BrokerFailure, type BrokerConnection, type BrokerConnector, type BrokerMessage } from './broker-publisher.ts';
 
 export const connectNats: BrokerConnector = async (destination, address, timeoutMs) => {
-  // TLS connects by name (its certificate is checked against it; the name was resolved and allowed
-  // just before); plain connections go to the address the policy allowed.
-  const host = destination.tls ? destination.host : address;
-  const server = host.includes(':') ? `[${host}]:${destination.port}` : `${host}:${destination.port}`;
+  // Every connection goes to the address the policy allowed (the client looking the name up again
+  // would open a DNS-rebinding window); over TLS the name is the server name its certificate is
+  // checked against (SNI), as for AMQP and MQTT.
+  const server = address.includes(':') ? `[${address}]:${destination.port}` : `${address}:${destination.port}`;
+  // The Node transport hands `tls` to tls.connect (its type does not list `servername`).
+  const tls = { rejectUnauthorized: true, servername: destination.host };
   const auth = destination.password ? { user: destination.username, pass: destination.password } : destination.username ? { token: destination.username } : {};
   let connection: NatsConnection;
   try {
     connection = await connect({
       servers: server,
       ...auth,
-      tls: destination.tls ? {} : undefined,
+      tls: destination.tls ? tls : undefined,
       reconnect: false,
       timeout: timeoutMs,
       name: 'store-api webhooks',

@@ -78,4 +78,21 @@ describe.each(backends)('alerts (%s)', (backend) => {
     const audit = (await as('GET', '/audit-log?limit=200')).json().data.map((e: { action: string }) => e.action);
     expect(audit).not.toContain('store.written');
   });
+
+  it("never shows a broker endpoint's password (decision 0031), not even to a viewer", async () => {
+    const token = await t.auth(['admin']);
+    const password = 'alert-s3cret-pw';
+    const created = await t.app.inject({
+      method: 'POST',
+      url: '/admin/api/v1/webhooks/endpoints',
+      headers: token,
+      payload: { url: `amqp://guest:${password}@127.0.0.1:5672/%2F?exchange=alerts-test`, enabled: false },
+    });
+    expect(created.statusCode).toBe(201);
+    const res = await as('GET', '/alerts');
+    expect(res.statusCode).toBe(200);
+    expect(res.body).not.toContain(password);
+    const shown = res.json().data.endpoints.find((e: { id: string }) => e.id === created.json().data.id);
+    expect(shown).toMatchObject({ state: 'disabled', url: 'amqp://guest:****@127.0.0.1:5672/%2F?exchange=alerts-test' });
+  });
 });

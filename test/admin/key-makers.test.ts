@@ -224,6 +224,22 @@ describe.each(backends)('keys bounded by their maker (%s)', (backend) => {
     expect((await getToken(db, unnamed!.summary.id)).made_by.kind).toBe('operator');
   });
 
+  it("rolling another maker's key makes the roller its maker: the secret she was shown does not outlive her removal", async () => {
+    const made = await as(owner, 'POST', '/tokens', { name: 'owner integration', scopes: ['products:read', 'admin'] });
+    expect(made.statusCode, made.body).toBe(201);
+    const keyId = made.json().data.id as string;
+    const dora = await administrator('dora@example.com', 'admin');
+    const rolled = await as(dora.session, 'POST', `/tokens/${keyId}/roll`, { overlap_seconds: 0 });
+    expect(rolled.statusCode, rolled.body).toBe(200);
+    expect(rolled.json().data.made_by).toMatchObject({ kind: 'administrator', id: dora.user.id, email: 'dora@example.com', role: 'admin' });
+    const secret = rolled.json().data.token as string;
+    expect((await withKey(secret, 'POST', '/customers', { name: 'Rolled', email: 'rolled@example.com' })).statusCode).toBe(201);
+    expect((await as(owner, 'DELETE', `/admins/${dora.user.id}`)).statusCode).toBe(200);
+    expectRefusal(await withKey(secret, 'POST', '/customers', { name: 'Kept', email: 'kept@example.com' }), /dora@example.com, who is no longer an administrator/);
+    expectRefusal(await withKey(secret, 'POST', '/tokens', { name: 'one more' }), /no longer an administrator/);
+    expect((await readWithKey(secret)).statusCode).toBe(200);
+  });
+
   it.runIf(backend === 'postgres')("a demotion or removal made by another process reaches this process's cached keys by NOTIFY", async () => {
     const db = t.database.db;
     const hana = await administrator('hana@example.com', 'admin');

@@ -225,6 +225,70 @@ describe.each(backends)('second factor (%s)', (backend) => {
     expect(await lastStep(email)).toBe(String(Math.floor((now - 2 * STEP) / STEP)));
   });
 
+  it("counts a password change's wrong current password like a failed sign-in: a session cannot guess it unthrottled", async () => {
+    const email = 'guessed@example.com';
+    await createAdminUser(t.database.db, { email, password: PASSWORD, role: 'admin' });
+    const s = await signIn(email);
+    const from = '198.51.100.21';
+    const change = (current: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/admin/api/v1/account/password',
+        headers: { cookie: s.cookie, 'x-csrf-token': s.csrf },
+        payload: { current_password: current, new_password: 'a brand new password' },
+        remoteAddress: from,
+      });
+    for (let i = 0; i < 3; i++) {
+      const wrong = await change(`guess number ${i}`);
+      expect(wrong.statusCode).toBe(400);
+      expect(wrong.json().errors).toEqual([{ param: 'current_password', message: 'is wrong' }]);
+    }
+    expect(await failures(email)).toBe(3);
+    // Past the budget even the right password waits, as at the sign-in and the re-proof.
+    const throttled = await change(PASSWORD);
+    expect(throttled.statusCode, throttled.body).toBe(429);
+    expect(Number(throttled.headers['retry-after'])).toBeGreaterThan(0);
+    expect((await signInRaw(email)).statusCode).toBe(200);
+  });
+
+  it('a password-reset link does not sign in past a second factor: it asks for a code and is spent only with a right one', async () => {
+    const email = 'reset@example.com';
+    const user = await createAdminUser(t.database.db, { email, password: PASSWORD, role: 'admin' });
+    const { secret } = await enrol(await signIn(email));
+    now += 2 * STEP;
+    const issued = await as(owner, 'POST', `/admins/${user.id}/password-reset`);
+    expect(issued.statusCode, issued.body).toBe(201);
+    const code = new URL(issued.json().data.url).hash.split('code=')[1]!;
+    const check = () => t.app.inject({ method: 'POST', url: '/admin/links/check', payload: { code }, remoteAddress: '198.51.100.22' });
+    const use = (extra: object = {}) =>
+      t.app.inject({ method: 'POST', url: '/admin/links/use', payload: { code, password: 'a new password, reset', ...extra }, remoteAddress: '198.51.100.22' });
+    expect((await check()).json().data).toMatchObject({ purpose: 'password_reset', email, second_factor: true });
+
+    const missing = await use();
+    expect(missing.statusCode, missing.body).toBe(401);
+    expect(missing.json()).toMatchObject({ code: 'second_factor_required', errors: [{ param: 'second_factor_code', message: 'is required' }] });
+    expect(cookieOf(missing)).toBeUndefined();
+    // A password the reset refuses is said before any code is looked at (no code is spent or counted on it).
+    const before = await failures(email);
+    const short = await use({ password: 'short', second_factor_code: forgedCode(secret, now) });
+    expect(short.statusCode).toBe(400);
+    expect(short.json().errors[0].param).toBe('password');
+    expect(await failures(email)).toBe(before);
+    const wrong = await use({ second_factor_code: forgedCode(secret, now) });
+    expect(wrong.json()).toMatchObject({ status: 401, code: 'invalid_second_factor' });
+    expect(cookieOf(wrong)).toBeUndefined();
+    expect(await failures(email)).toBe(before + 1);
+    // Nothing was spent or changed: the link is still valid, the old password still signs in.
+    expect((await check()).statusCode).toBe(200);
+    expect((await signInRaw(email, { code: codeAt(secret, now) })).statusCode).toBe(200);
+
+    now += STEP;
+    const used = await use({ second_factor_code: codeAt(secret, now) });
+    expect(used.statusCode, used.body).toBe(200);
+    expect(cookieOf(used)).toBeDefined();
+    expect((await check()).statusCode).toBe(409);
+  });
+
   it('asks a fresh proof before revealing a signing secret, minting a write or admin key, changing roles; a password or a code gives it', async () => {
     const endpoint = await as(owner, 'POST', '/webhooks/endpoints', { url: 'http://127.0.0.1:9/hook', event_types: ['product.created'] });
     expect(endpoint.statusCode, endpoint.body).toBe(201);

@@ -118,6 +118,10 @@ describe.each(backends)('bad input (%s)', (backend) => {
     expectProblem(await post('/admin/api/v1/inventory/adjustments', { product_id: productId, quantity_change: 'lots' }), 400, 'body.quantity_change');
     expectProblem(await post('/admin/api/v1/customers', { name: 'x', email: 'not-an-email' }), 400, 'body.email');
     expectProblem(await post('/admin/api/v1/inventory/import', 'sku,stock\nnope,-1\n', { 'content-type': 'text/csv' }), 400, 'line 2');
+    // An import over the body limit: 413 naming the limit (issue 25), nothing read further.
+    const oversized = await post('/admin/api/v1/inventory/import', `sku,stock\n${'SKU-1,1\n'.repeat(1_400_000)}`, { 'content-type': 'text/csv' });
+    expectProblem(oversized, 413, 'body');
+    expect(oversized.json().detail).toContain('10485760 bytes');
     // Money: more than 2 decimals is refused however small the excess, never rounded; amounts
     // whose product or sum overflows numeric(14,2) are refused before PostgreSQL sees them.
     expectProblem(await post('/admin/api/v1/products', { name: 'x', product_type: 'physical', price: 1.0000000001 }), 400, 'body.price');

@@ -11,7 +11,7 @@ import { backends } from '../helpers/test-database.ts';
 import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { aProduct } from '../helpers/store-fixtures.ts';
 import { importStockCsv } from '../../src/inventory/stock.service.ts';
-import { runWrite } from '../../src/db/write-clock.ts';
+import { readHorizon, runWrite, sharedHorizon } from '../../src/db/write-clock.ts';
 import { updateProduct } from '../../src/catalog/catalog.service.ts';
 
 type Page = {
@@ -75,6 +75,29 @@ describe.each(backends)('cursor correctness (%s)', (backend) => {
     const changed = (await updateProduct(t.ctx.database.db, seen[3]!, { name: 'Renamed' })) as { id: string };
     const later = await t.app.inject({ url: `/api/v1/products?cursor=${encodeURIComponent(cursor!)}`, headers });
     expect((later.json() as Page).data.map((r) => r.id)).toEqual([changed.id]);
+  });
+
+  it('shares one horizon statement among the readers waiting for it, each read after the reader arrived (decision 0037)', async () => {
+    const db = t.ctx.database.db;
+    const first = sharedHorizon(db);
+    // Arriving while the first read runs: they must not take it (it began before they arrived), but
+    // share the next one, read after it.
+    const waiting = [sharedHorizon(db), sharedHorizon(db), sharedHorizon(db)];
+    const [a, ...rest] = await Promise.all([first, ...waiting]);
+    expect(new Set(rest).size).toBe(1);
+    const cmp = await sql<{ later: boolean }>`SELECT ${rest[0]!}::timestamptz > ${a!}::timestamptz AS later`.execute(db);
+    expect(cmp.rows[0]!.later).toBe(true);
+    // Nothing under way: a caller gets a read of its own, later than everything before it.
+    const alone = await sharedHorizon(db);
+    const own = await sql<{ later: boolean }>`SELECT ${alone}::timestamptz > ${rest[0]!}::timestamptz AS later`.execute(db);
+    expect(own.rows[0]!.later).toBe(true);
+    // A write committed before a list is asked is in it (read your writes), with readers in flight.
+    const inFlight = sharedHorizon(db);
+    const product = await aProduct(db);
+    const listed = (await t.app.inject({ url: `/api/v1/products?limit=5&order=desc`, headers })).json() as Page;
+    expect(listed.data.map((r) => r.id)).toContain(product.id);
+    await inFlight;
+    expect(typeof (await readHorizon(db))).toBe('string');
   });
 
   it('accepts a plain ISO timestamp as cursor: strictly after it (asc), strictly before it (desc)', async () => {

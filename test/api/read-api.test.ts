@@ -71,6 +71,9 @@ describe.each(backends)('read API (%s)', (backend) => {
       expect(exp.headers['x-next-cursor']).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z_[0-9a-f-]{36}$/);
       const lines = exp.body.split('\n').filter(Boolean);
       expect(lines.length, `${url}: ${exp.body}`).toBe(res.json().data.length);
+      // NDJSON: every record, the last one included, ends with its line break; nothing else in between.
+      expect(exp.body).toBe(`${lines.join('\n')}\n`);
+      expect(lines.map((line) => (JSON.parse(line) as { id?: string }).id)).toEqual(res.json().data.map((r: { id?: string }) => r.id));
       for (const line of lines) expectSchema(schema, JSON.parse(line));
     }
     for (const [url, schema] of [

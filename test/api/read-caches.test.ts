@@ -41,7 +41,7 @@ describe.each(backends)('read caches (%s)', (backend) => {
     const db = t.ctx.database.db;
     const { token, summary } = await createToken(db, { name: 'rolled' });
     expect((await list(`Bearer ${token}`)).statusCode).toBe(200);
-    const rolled = await rollToken(db, summary.id, 0);
+    const rolled = await rollToken(db, summary.id, 0, undefined);
     expect((await list(`Bearer ${token}`)).statusCode).toBe(401);
     expect((await list(`Bearer ${rolled.token}`)).statusCode).toBe(200);
 

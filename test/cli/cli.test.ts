@@ -242,13 +242,32 @@ describe('embedded data directory held by a running server', () => {
   });
 });
 
+/** The JSON lines of a command's output (progress lines), skipping plain ones. */
+function jsonLines(text: string): { task?: string; msg?: string; progress?: unknown }[] {
+  return text.split('\n').flatMap((line) => {
+    try {
+      const value: unknown = JSON.parse(line);
+      return value && typeof value === 'object' ? [value as { task?: string }] : [];
+    } catch {
+      return [];
+    }
+  });
+}
+
 describe('demo generate', () => {
   it('builds a store of the chosen size with a progress report', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'store-api-demo-'));
     try {
-      const res = await run(['demo', 'generate', '--create', '--products', '60', '--orders', '20', '--customers', '10'], { DATA_DIR: dataDir });
+      const res = await run(['demo', 'generate', '--create', '--products', '60', '--orders', '20', '--customers', '10'], {
+        DATA_DIR: dataDir,
+        PROGRESS_LOG_INTERVAL_MS: '10',
+      });
       expect(res.code, res.stderr).toBe(0);
       expect(res.stdout).toMatch(/Generated 60 products, 10 customers, \d+ orders/);
+      // Not a terminal: progress as JSON lines on stderr (issue 25), the last one saying it ended.
+      const progress = jsonLines(res.stderr).filter((l) => l.task === 'demo generate');
+      expect(progress.some((l) => typeof l.progress === 'object')).toBe(true);
+      expect(progress.at(-1)?.msg).toMatch(/^demo generate: done in/);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
@@ -285,9 +304,10 @@ describe.each(backends)('documents CLI (%s)', (backend) => {
     expect(dirty.stdout).toContain(`product ${id} differs`);
     expect(dirty.stdout).toContain('{"stale":true}');
 
-    const backfill = await run(['documents', 'backfill', '--all'], store.env);
+    const backfill = await run(['documents', 'backfill', '--all'], { ...store.env, PROGRESS_LOG_INTERVAL_MS: '10' });
     expect(backfill.code, backfill.stderr).toBe(0);
     expect(backfill.stderr).toMatch(/products: \d+ rows/);
+    expect(jsonLines(backfill.stderr).some((l) => l.task === 'documents backfill' && typeof l.progress === 'object')).toBe(true);
     const repaired = await run(['documents', 'check'], store.env);
     expect(repaired.code, repaired.stdout).toBe(0);
   });

@@ -5,7 +5,15 @@
  */
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { API_TYPES_FILE, RESOURCES_FILE, buildOpenApiDocument, renderApiTypes, renderResources } from '../../packages/client/scripts/generate-api-types.ts';
+import {
+  API_TYPES_FILE,
+  RESOURCE_CLIENTS_FILE,
+  RESOURCES_FILE,
+  buildOpenApiDocument,
+  renderApiTypes,
+  renderResourceClients,
+  renderResources,
+} from '../../packages/client/scripts/generate-api-types.ts';
 import { RESOURCES } from '../../src/resources/registry.ts';
 
 describe("the client's generated API types", () => {
@@ -29,6 +37,13 @@ describe("the client's generated API types", () => {
       'packages/client/src/generated/resources.ts is stale: run `npm run generate -w @store-api/client` and commit it',
     ).toBe(true);
     expect((document['x-resources'] as { name: string }[]).map((r) => r.name)).toEqual(RESOURCES.map((r) => r.name));
+  });
+
+  it("give the client a typed member per resource (run `npm run generate -w @store-api/client` if not)", () => {
+    expect(
+      readFileSync(RESOURCE_CLIENTS_FILE, 'utf8') === renderResourceClients(document),
+      'packages/client/src/generated/resource-clients.ts is stale: run `npm run generate -w @store-api/client` and commit it',
+    ).toBe(true);
   });
 
   it('cover every event type of the webhooks section and every read operation', () => {

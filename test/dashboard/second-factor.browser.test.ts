@@ -4,7 +4,8 @@
  * the recovery codes shown once), signs in with a code, then with a recovery code (refused the
  * second time, said at the field), answers the fresh-proof dialog before revealing a signing secret
  * (the request is retried), and requires a second factor of every administrator; a colleague
- * without one (390×844) signs in and is made to set one up before anything else. Codes are made by
+ * without one (390×844) signs in and is made to set one up before anything else, and a reset link
+ * sent to her asks for her second factor with the new password. Codes are made by
  * the test from the key the page shows (otpauth), for the time step the service expects (at most two per 30 s step: the current and the next). Every page
  * shown is checked with axe (WCAG 2.1 A/AA), for sideways scrolling and console errors.
  */
@@ -54,6 +55,7 @@ describe.skipIf(!hasChromium)('two-factor authentication in Chromium', () => {
   let colleague: Page;
   let ownerApp: Authenticator;
   let recoveryCodes: string[] = [];
+  let colleagueCodes: string[] = [];
   const checks = pageChecks(SCREENSHOTS, LONG);
   const { consoleErrors, a11yViolations, sidewaysScroll, watch, checkPage, shot } = checks;
   const heading = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name });
@@ -244,12 +246,36 @@ describe.skipIf(!hasChromium)('two-factor authentication in Chromium', () => {
     await heading(colleague, 'Set up two-factor authentication').waitFor();
     await checkPage(colleague, 'enrolment required (390)');
     await shot(colleague, 'two-factor-required');
-    await enrol(colleague, 'colleague enrolment', 'Continue to the dashboard');
+    colleagueCodes = (await enrol(colleague, 'colleague enrolment', 'Continue to the dashboard')).codes;
     await heading(colleague, 'API keys').waitFor();
     await colleague.setViewportSize(DESKTOP);
     await navTo(colleague, 'Your account');
     await colleague.locator('.two-factor-status', { hasText: '10 recovery codes left.' }).waitFor();
     await checkPage(colleague, 'colleague account (1280)');
+  });
+
+  it("a password-reset link asks for the colleague's second factor with the new password", async () => {
+    const csrf = (await (await owner.request.get(`${server.url}/admin/session`)).json()).data.csrf_token as string;
+    const admins = (await (await owner.request.get(`${server.url}/admin/api/v1/admins`)).json()).data as Array<{ id: string; email: string }>;
+    const issued = await owner.request.post(`${server.url}/admin/api/v1/admins/${admins.find((a) => a.email === COLLEAGUE)!.id}/password-reset`, {
+      headers: { 'x-csrf-token': csrf },
+    });
+    expect(issued.status()).toBe(201);
+    // Opened where she is not signed in (another browser), as a link sent to her would be.
+    const page = await (await browser.newContext({ viewport: DESKTOP, locale: 'en-GB', timezoneId: 'UTC' })).newPage();
+    watch(page, 'reset link');
+    await page.goto((await issued.json()).data.url);
+    await heading(page, 'Choose a new password').waitFor();
+    const newPassword = 'a new password after the reset';
+    await page.getByLabel(/^Password/).fill(newPassword);
+    await page.getByLabel('Repeat password').fill(newPassword);
+    await page.getByLabel(/^Authentication code/).fill('aaaa-aaaa-aaaa-aaaa');
+    await page.getByRole('button', { name: 'Set password and sign in' }).click();
+    await page.locator('[data-field="code"] .field-error', { hasText: 'The code is wrong' }).waitFor();
+    await checkPage(page, 'reset link asking for the code (1280)');
+    await page.getByLabel(/^Authentication code/).fill(colleagueCodes[0]!);
+    await page.getByRole('button', { name: 'Set password and sign in' }).click();
+    await heading(page, 'Overview').waitFor();
   });
 
   it('logged no console error, found no axe violation and no sideways scrolling on any page shown', () => {

@@ -7,11 +7,13 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sql, type Kysely } from 'kysely';
+import pg from 'pg';
 import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
 import { RequestTransaction } from '../../src/db/request-transaction.ts';
 import { runWrite, writeCommits } from '../../src/db/write-clock.ts';
 import { createCustomer } from '../../src/customers/customer.service.ts';
 import type { Database } from '../../src/db/schema.ts';
+import { isDatabaseUnavailable } from '../../src/shared/db-errors.ts';
 
 const named = async (db: Kysely<Database>, name: string) =>
   (await sql<{ n: number }>`SELECT count(*)::int AS n FROM customers WHERE name = ${name}`.execute(db)).rows[0]!.n;
@@ -110,5 +112,52 @@ describe.each(backends)('request transactions (%s)', (backend) => {
     // Either both were written or neither: the request is all or nothing.
     expect(a).toBe(b);
     expect(a).toBe(outcome === 'both' ? 1 : 0);
+  });
+
+  // A service transaction whose SAVEPOINT fails (the request's transaction is already aborted, or
+  // its connection was lost) must fail with the database's error: Kysely then rolls back a
+  // transaction that never began, which once threw "no transaction was begun" instead, and a lost
+  // connection reached the client as 500 internal_error rather than 503 (seen in CI).
+  it("a service transaction that could not begin fails with the database's own error", async () => {
+    const tx = begin();
+    const failure = await tx
+      .run(async () => {
+        // Abort the request's transaction: its next statement (the SAVEPOINT) is refused with 25P02.
+        await sql`SELECT 1/0`.execute(db).catch(() => undefined);
+        await runWrite(db, async ({ trx }) => {
+          await insertNamed(trx, 'never');
+        });
+      })
+      .then(
+        () => undefined,
+        (error: unknown) => error as { code?: string; message?: string },
+      );
+    expect(failure?.message).not.toMatch(/no transaction was begun/);
+    expect(failure?.code).toBe('25P02');
+    await tx.rollback();
+    expect(await named(db, 'never')).toBe(0);
+  });
+
+  it.runIf(backend === 'postgres')('a lost connection under a service transaction is "unavailable" (503), whatever step meets it', async () => {
+    const tx = begin();
+    const failure = await tx
+      .run(async () => {
+        await insertNamed(db, 'lost');
+        const pid = await tx.backendPid();
+        const killer = new pg.Client({ connectionString: database.url });
+        await killer.connect();
+        await killer.query('SELECT pg_terminate_backend($1)', [pid]).finally(() => killer.end());
+        await runWrite(db, async ({ trx }) => {
+          await insertNamed(trx, 'lost too');
+        });
+      })
+      .then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+    expect(failure).toBeDefined();
+    expect(isDatabaseUnavailable(failure)).toBe(true);
+    await tx.rollback().catch(() => undefined);
+    expect(await named(db, 'lost')).toBe(0);
   });
 });

@@ -2,6 +2,7 @@
  * The snapshot's chunks (src/db/snapshot.ts) follow the records' size, not a row count: a chunk is
  * held several times over in memory while it passes (decision 0023), so rows per statement come from
  * the previous chunk's characters per row, and every record still streams once, in key order.
+ * On PostgreSQL the chunks are read as the server does, by binary COPY (decision 0037).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
@@ -28,8 +29,8 @@ describe.each(backends)('snapshot chunks (%s)', (backend) => {
   it('sizes each chunk after the first by characters, within the row cap, and streams every record once in order', async () => {
     const chunkChars = 20_000;
     const chunks: string[] = [];
-    for await (const chunk of snapshotStream(t.db, customerSource, { horizon: await readHorizon(t.db), filters: [] }, 1000, chunkChars)) {
-      chunks.push(chunk);
+    for await (const chunk of snapshotStream(t.db, customerSource, { horizon: await readHorizon(t.db), filters: [] }, 1000, chunkChars, t.copyBinary)) {
+      chunks.push(typeof chunk === 'string' ? chunk : chunk.toString('utf8'));
     }
     const records = chunks
       .join('')
@@ -49,8 +50,8 @@ describe.each(backends)('snapshot chunks (%s)', (backend) => {
 
   it('never exceeds the row cap, however small the records', async () => {
     const chunks: string[] = [];
-    for await (const chunk of snapshotStream(t.db, customerSource, { horizon: await readHorizon(t.db), filters: [] }, 700, 1 << 30)) {
-      chunks.push(chunk);
+    for await (const chunk of snapshotStream(t.db, customerSource, { horizon: await readHorizon(t.db), filters: [] }, 700, 1 << 30, t.copyBinary)) {
+      chunks.push(typeof chunk === 'string' ? chunk : chunk.toString('utf8'));
     }
     const rows = chunks.map((c) => c.split('\n').filter(Boolean).length);
     expect(rows.reduce((a, b) => a + b, 0)).toBe(CUSTOMERS);

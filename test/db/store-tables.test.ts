@@ -3,6 +3,7 @@
  * resources/registry.ts), on every back end:
  *  - each has the keyset index (last_modified, id) and the forward trigger (migration 0006), and no
  *    other table carries a last_modified (a table holding records must be declared);
+ *  - each table a stored document reads has its document trigger and the cache-notify trigger;
  *  - every admin write moves the stamp of each record whose JSON it changed: after each write, any
  *    record of any resource whose JSON (last_modified aside) differs from before has a newer
  *    last_modified, so a newest-wins consumer can never miss a change.
@@ -14,6 +15,7 @@ import { createStoreTable } from '../../src/db/store-table.ts';
 import { createRecord, updateRecord } from '../../src/resources/record-writes.ts';
 import { defineResource } from '../../src/resources/resource.ts';
 import { RESOURCES } from '../../src/resources/registry.ts';
+import { storeTables } from '../../src/resources/store-schema.ts';
 import { backends, openTestDatabase } from '../helpers/test-database.ts';
 import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -57,6 +59,13 @@ describe.each(backends)('store tables (%s)', (backend) => {
     for (const table of STORE_TABLES) {
       expect(await indexColumns(db, table), `${table}: keyset index`).toContain('last_modified,id');
       expect(await triggers(db, table), `${table}: forward trigger`).toContainEqual({ fn: 'last_modified_forward', before_update: true });
+    }
+    // The triggers derived from the declarations (resources/store-schema.ts): every table a stored
+    // document reads rebuilds it and tells the other processes' page caches (decision 0016).
+    for (const table of storeTables()) {
+      const fns = (await triggers(db, table)).map((t) => t.fn);
+      expect(fns, `${table}: document trigger`).toContain(`${table}_documents_after`);
+      expect(fns, `${table}: cache-notify trigger`).toContain('notify_store_changed');
     }
   });
 
@@ -103,6 +112,8 @@ describe.each(backends)('store tables (%s)', (backend) => {
         single: true,
         description: { list: 'things', export: 'things' },
         events: { prefix: 'thing', kinds: ['created', 'updated'] },
+        document: { name: 'thing', alias: 't', column: 'doc', build: sql`json_build_object('id', t.id, 'name', t.name, 'last_modified', iso_utc(t.last_modified))` },
+        example: { id: '0190a000-0000-7000-8000-000000000001', name: 'a', last_modified: '2026-01-02T00:00:00.000001Z' },
       });
       const created = (await createRecord(scratch.db, things, { name: 'first' })) as { id: string; name: string; last_modified: string };
       expect(created.name).toBe('first');

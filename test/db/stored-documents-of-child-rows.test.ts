@@ -1,5 +1,5 @@
 /**
- * A record's stored document follows every write to its child rows (resources/documents.ts), whichever
+ * A record's stored document follows every write to its child rows (db/documents.ts), whichever
  * statement made it: images and variants of a product, items of an order, inserted, changed or
  * deleted by a statement that does not touch the owner's row. The services also stamp the owner's
  * row, which rebuilds its document anyway and would hide a child table whose trigger is missing;
@@ -11,7 +11,7 @@ import { sql, type Kysely } from 'kysely';
 import { backends } from '../helpers/test-database.ts';
 import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { aProduct, aProductWithVariants, anOrder } from '../helpers/store-fixtures.ts';
-import { checkDocuments } from '../../src/resources/documents.ts';
+import { checkStoreDocuments } from '../../src/resources/store-schema.ts';
 import type { Database } from '../../src/db/schema.ts';
 
 describe.each(backends)('stored documents follow their child rows (%s)', (backend) => {
@@ -30,7 +30,7 @@ describe.each(backends)('stored documents follow their child rows (%s)', (backen
     (await sql<{ doc: any; inventory_doc: any }>`SELECT doc, inventory_doc FROM products WHERE id = ${id}::uuid`.execute(db)).rows[0]!;
   const orderDoc = async (id: string) => (await sql<{ doc: any }>`SELECT doc FROM orders WHERE id = ${id}::uuid`.execute(db)).rows[0]!.doc;
   /** Every stored document equals its rebuild from the tables. */
-  const documentsMatch = async () => expect(await checkDocuments(db)).toEqual([]);
+  const documentsMatch = async () => expect(await checkStoreDocuments(db)).toEqual([]);
 
   it("a product's images: inserted, changed and deleted by their own statements", async () => {
     const product = await aProduct(db);

@@ -9,7 +9,7 @@ import type { AppContext } from '../../src/app-context.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { createToken, type Scope } from '../../src/tokens/token.service.ts';
 import { openTestDatabase, type TestDatabase } from './test-database.ts';
-import { checkDocuments } from '../../src/resources/documents.ts';
+import { checkStoreDocuments } from '../../src/resources/store-schema.ts';
 import { attachContractCheck, type ContractCheck } from './contract-check.ts';
 
 /** Env that lifts the rate limits, for tests that page through large stores. */
@@ -57,7 +57,7 @@ export async function buildTestApp(
     checkDocuments: () => assertDocumentsMatch(database),
     close: async () => {
       // Every test app ends with the rebuild check: whatever kind of write the test made, every
-      // stored document must equal what the tables say (resources/documents.ts).
+      // stored document must equal what the tables say (db/documents.ts).
       // And the contract test: every response the test got kept the OpenAPI document (contract-check.ts).
       try {
         await assertDocumentsMatch(database);
@@ -77,9 +77,9 @@ export function assertContractKept(contract: ContractCheck): void {
   throw new Error(`${distinct.length} response(s) broke the OpenAPI document (test/helpers/contract-check.ts):\n${distinct.slice(0, 30).join('\n')}`);
 }
 
-/** The rebuild check of resources/documents.ts as an assertion naming the first records that differ. */
+/** The rebuild check of db/documents.ts as an assertion naming the first records that differ. */
 export async function assertDocumentsMatch(database: TestDatabase): Promise<void> {
-  const differences = await checkDocuments(database.db, { limit: 5 });
+  const differences = await checkStoreDocuments(database.db, { limit: 5 });
   if (differences.length > 0) {
     throw new Error(
       `stored documents differ from their rebuild:\n${differences.map((d) => `${d.kind} ${d.id}\n  stored:  ${d.stored}\n  rebuilt: ${d.rebuilt}`).join('\n')}`,

@@ -22,6 +22,8 @@ import { OPENAPI_PATH } from '../../../src/api/plugins/openapi.ts';
 export const API_TYPES_FILE = fileURLToPath(new URL('../src/generated/api-types.ts', import.meta.url));
 /** Where the generated resource list lives. */
 export const RESOURCES_FILE = fileURLToPath(new URL('../src/generated/resources.ts', import.meta.url));
+/** Where the generated per-resource members of the client live. */
+export const RESOURCE_CLIENTS_FILE = fileURLToPath(new URL('../src/generated/resource-clients.ts', import.meta.url));
 
 const HEADER = [
   '/**',
@@ -88,6 +90,61 @@ export const RESOURCES = ${JSON.stringify(withFields, null, 2)} as const;
 `;
 }
 
+/** The client's member of a resource: its name in camelCase, e.g. `stockMovements` for `stock_movements`. */
+export function memberName(resource: string): string {
+  return resource.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+}
+
+/**
+ * The text of resource-clients.ts: `ResourceClients`, the client's base class with one typed member
+ * per resource of `x-resources` (record type from its schema, queries from its list and export
+ * operations), and `resource(name)` for callers that walk every resource (the sync tool). A resource
+ * the service declares becomes a typed member at the next `npm run generate`, without hand edits.
+ * `from` is the folder the file imports the client's modules from (default: its own parent).
+ */
+export function renderResourceClients(document: Record<string, unknown>, from = '..'): string {
+  const resources = document['x-resources'] as { name: string; path: string; record: string; single: boolean }[] | undefined;
+  if (!resources) throw new Error('the OpenAPI document has no x-resources');
+  const paths = document.paths as Record<string, { get?: { operationId?: string } }>;
+  const operation = (path: string) => {
+    const id = paths[`/api/v1/${path}`]?.get?.operationId;
+    if (!id) throw new Error(`x-resources names /api/v1/${path}, which the document lacks (or has no operationId)`);
+    return id;
+  };
+  const typeOf = (r: (typeof resources)[number]) =>
+    `${r.single ? 'ResourceWithGet' : 'ResourceClient'}<Schemas['${r.record}'], QueryOf<'${operation(r.path)}'>, QueryOf<'${operation(`${r.path}/export`)}'>>`;
+  const members = resources.map(
+    (r) => `  /** ${r.name} (GET /api/v1/${r.path}): list, ${r.single ? 'get, ' : ''}iterate, export, snapshot. */
+  readonly ${memberName(r.name)}: ${typeOf(r)} = new ${r.single ? 'ResourceWithGet' : 'ResourceClient'}(this, '${r.path}');`,
+  );
+  return `${HEADER.replace('/* eslint-disable */\n', '')}
+import { ApiConnection } from '${from}/api-connection.ts';
+import { ResourceClient, ResourceWithGet } from '${from}/resource.client.ts';
+import type { components, operations } from './api-types.ts';
+
+type Schemas = components['schemas'];
+type QueryOf<Op extends keyof operations> = Partial<NonNullable<operations[Op]['parameters']['query']>>;
+
+/** The client of each resource by its name in x-resources. */
+export interface ResourceClientsByName {
+${resources.map((r) => `  ${r.name}: ${typeOf(r)};`).join('\n')}
+}
+
+/** The client's member of each resource name. */
+const MEMBERS = ${JSON.stringify(Object.fromEntries(resources.map((r) => [r.name, memberName(r.name)])))} as const;
+
+/** One typed member per declared resource, on the connection they share. */
+export class ResourceClients extends ApiConnection {
+${members.join('\n')}
+
+  /** The client of the resource named \`name\` in x-resources, e.g. \`resource('stock_movements')\`. */
+  resource<N extends keyof ResourceClientsByName>(name: N): ResourceClientsByName[N] {
+    return this[MEMBERS[name]] as ResourceClientsByName[N];
+  }
+}
+`;
+}
+
 async function main(): Promise<void> {
   const at = process.argv.indexOf('--from');
   let document: Record<string, unknown>;
@@ -110,7 +167,8 @@ async function main(): Promise<void> {
   }
   writeFileSync(API_TYPES_FILE, await renderApiTypes(document));
   writeFileSync(RESOURCES_FILE, renderResources(document));
-  console.log(`wrote ${API_TYPES_FILE} and ${RESOURCES_FILE}`);
+  writeFileSync(RESOURCE_CLIENTS_FILE, renderResourceClients(document));
+  console.log(`wrote ${API_TYPES_FILE}, ${RESOURCES_FILE} and ${RESOURCE_CLIENTS_FILE}`);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { components, operations } from './generated/api-types.ts';
-import type { StoreApiClient } from './store-api.client.ts';
+import type { ApiConnection } from './api-connection.ts';
 
 // Every type below comes from the OpenAPI document (generated/api-types.ts): the server's own
 // TypeBox schemas, so a field added there reaches this client at the next `npm run generate`.
@@ -47,7 +47,7 @@ export class AdminClient {
   readonly webhookEndpoints: AdminWebhookEndpoints;
   readonly deliveries: AdminDeliveries;
 
-  constructor(client: StoreApiClient) {
+  constructor(client: ApiConnection) {
     const call = <B>(
       method: 'GET' | 'POST' | 'PATCH',
       path: string,
@@ -128,7 +128,7 @@ export class AdminWebhookEndpoints {
 export class AdminDeliveries {
   constructor(
     readonly call: Call,
-    private readonly client: StoreApiClient,
+    private readonly client: ApiConnection,
   ) {}
   /** One page, newest first. */
   async list(query: Query<'listDeliveries'> = {}, options: AdminCallOptions = {}): Promise<Answer<'listDeliveries'>> {

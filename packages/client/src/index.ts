@@ -2,19 +2,16 @@
  * @store-api/client: typed client of the Store Integration API and verification of its webhooks.
  * See README.md for usage.
  */
-export {
-  StoreApiClient,
-  ResourceClient,
-  ResourceWithGet,
-  RecordIterator,
-  cursorAfter,
-  DEFAULT_TO_ARRAY_MAX,
-  VERSION,
-  isSnapshotUnsupported,
-} from './store-api.client.ts';
+export { StoreApiClient } from './store-api.client.ts';
+export { ApiConnection, VERSION } from './api-connection.ts';
+export type { StoreApiClientOptions } from './api-connection.ts';
+export { ResourceClient, ResourceWithGet, isSnapshotUnsupported, isChecksumsUnsupported } from './resource.client.ts';
+export type { RangeChecksum, RecordChecksum } from './resource.client.ts';
+export { RecordIterator, cursorAfter, DEFAULT_TO_ARRAY_MAX } from './record-iterator.ts';
+export type { IterateOptions, PageProgress } from './record-iterator.ts';
+export type { ResourceClientsByName } from './generated/resource-clients.ts';
 export { AdminClient, AdminTokens, AdminWebhookEndpoints, AdminDeliveries } from './admin.client.ts';
 export type { AdminCallOptions, ApiToken, ApiTokenWithSecret, WebhookEndpoint, WebhookDelivery } from './admin.client.ts';
-export type { StoreApiClientOptions, IterateOptions, PageProgress } from './store-api.client.ts';
 export { StoreApiError } from './store-api.error.ts';
 export { lines as ndjsonLines, TruncatedBodyError } from './ndjson-lines.ts';
 export type { ClientErrorCode, StoreApiErrorCode } from './store-api.error.ts';

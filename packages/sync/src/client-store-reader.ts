@@ -6,7 +6,7 @@
  * Against a service on this machine (a loopback address) it asks for uncompressed answers: the bytes
  * cost nothing there, while compressing a snapshot costs the service more CPU than reading it.
  */
-import { StoreApiClient, isSnapshotUnsupported, type ResourceClient, type RetryInfo } from '@store-api/client';
+import { StoreApiClient, isChecksumsUnsupported, isSnapshotUnsupported, type ResourceClient, type RetryInfo } from '@store-api/client';
 import { snapshotLineWalk } from './snapshot-lines.ts';
 import { SyncError } from './sync-errors.ts';
 import type { Page, SnapshotWalk, StoreReader } from './store-reader.ts';
@@ -27,6 +27,9 @@ export interface ClientStoreReaderOptions {
   /** fetch implementation (default: the global fetch). */
   fetch?: typeof fetch;
 }
+
+/** Record checksums per request of verify's drill-down (the server's maximum). */
+const RECORD_CHECKSUMS_PER_REQUEST = 20_000;
 
 type Query = Record<string, string | number | boolean | null | undefined>;
 type AnyResource = ResourceClient<MirrorRecord, Query, Query>;
@@ -57,23 +60,19 @@ export function clientStoreReader({
   } catch (error) {
     throw new SyncError(`${(error as Error).message} (--url / --token)`);
   }
-  const resources: Record<ResourceName, AnyResource> = {
-    products: client.products as unknown as AnyResource,
-    orders: client.orders as unknown as AnyResource,
-    customers: client.customers as unknown as AnyResource,
-    inventory: client.inventory as unknown as AnyResource,
-    stock_movements: client.movements as unknown as AnyResource,
-  };
+  // The client's generated member of each resource (its generated/resource-clients.ts): the mirror
+  // keeps records as the API's JSON, so they are walked untyped here.
+  const resourceClient = (name: ResourceName): AnyResource => client.resource(name) as unknown as AnyResource;
   const exportRecords = (resource: SyncResource, cursor: string | null): AsyncIterable<MirrorRecord> =>
-    resources[resource.name].export({ ...resource.query, limit: exportLimit, ...(cursor ? { cursor } : {}) });
+    resourceClient(resource.name).export({ ...resource.query, limit: exportLimit, ...(cursor ? { cursor } : {}) });
   return {
     async listPage(resource: SyncResource, cursor: string | null, limit: number): Promise<Page> {
-      const page = await resources[resource.name].list({ ...resource.query, limit, ...(cursor ? { cursor } : {}) });
+      const page = await resourceClient(resource.name).list({ ...resource.query, limit, ...(cursor ? { cursor } : {}) });
       return { data: page.data, nextCursor: page.pagination.next_cursor ?? null, hasMore: page.pagination.has_more };
     },
     exportRecords,
     snapshotRecords(resource: SyncResource, cursor: string | null): SnapshotWalk {
-      const snapshot = resources[resource.name].snapshot({ ...resource.query, ...(cursor ? { cursor } : {}) });
+      const snapshot = resourceClient(resource.name).snapshot({ ...resource.query, ...(cursor ? { cursor } : {}) });
       let fellBack = false;
       return {
         async *[Symbol.asyncIterator]() {
@@ -91,6 +90,16 @@ export function clientStoreReader({
       };
     },
     snapshotLines: (resource, cursor) => snapshotLineWalk(client, resource, cursor, exportRecords),
+    async rangeChecksums(resource, prefix, digits) {
+      try {
+        return await resourceClient(resource.name).checksums({ ...resource.query, prefix, digits });
+      } catch (error) {
+        // A server from before checksums: verify compares the records themselves.
+        if (isChecksumsUnsupported(error)) return null;
+        throw error;
+      }
+    },
+    recordChecksums: (resource, prefix) => resourceClient(resource.name).recordChecksums({ ...resource.query, prefix, limit: RECORD_CHECKSUMS_PER_REQUEST }),
   };
 }
 

@@ -2,7 +2,15 @@
  * What the sync tool reads from the Store Integration API: list pages from a cursor and export
  * batches from a cursor, per resource. Built on the typed client (@store-api/client).
  */
+import type { RangeChecksum } from './mirror/mirror.repository.ts';
 import type { MirrorRecord, SyncResource } from './sync-resources.ts';
+
+/** One record's checksum as the server computes it (GET /{resource}/checksums/records). */
+export interface RecordChecksum {
+  readonly id: string;
+  readonly last_modified: string;
+  readonly checksum: string;
+}
 
 export interface Page {
   readonly data: MirrorRecord[];
@@ -26,6 +34,13 @@ export interface StoreReader {
    * yields its records serialised.
    */
   snapshotLines?(resource: SyncResource, cursor: string | null): SnapshotLineWalk;
+  /**
+   * Count and checksum per id range, `digits` hex digits past `prefix` (GET /{resource}/checksums,
+   * decision 0038); null against a server without checksums.
+   */
+  rangeChecksums?(resource: SyncResource, prefix: string, digits: number): Promise<RangeChecksum[] | null>;
+  /** Every record's checksum whose key starts with `prefix`, by key, across as many requests as it takes. */
+  recordChecksums?(resource: SyncResource, prefix: string): AsyncIterable<RecordChecksum>;
 }
 
 /** Lines of a snapshot (one record's JSON each) and, once they are all consumed, the cursor to continue from. */

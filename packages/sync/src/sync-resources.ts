@@ -39,18 +39,33 @@ const COLUMN_TYPES: Readonly<Record<string, ColumnType>> = {
  * client's API_RESOURCES, generated from the OpenAPI document), a typed column for every field of
  * the record but its key and last_modified (which have columns of their own).
  */
-export const SYNC_RESOURCES: readonly SyncResource[] = API_RESOURCES.map((r) => ({
-  name: r.name,
-  path: r.path,
-  key: r.key,
-  query: r.mirror_query,
-  events: r.events,
-  columns: Object.fromEntries(
-    Object.entries(r.fields)
-      .filter(([field]) => field !== r.key && field !== 'last_modified')
-      .map(([field, type]) => [field, COLUMN_TYPES[type] ?? 'jsonb']),
-  ),
-}));
+export const SYNC_RESOURCES: readonly SyncResource[] = API_RESOURCES.map((r) => syncResourceOf(r));
+
+/** A resource as x-resources describes it (generated/resources.ts of the client), field types included. */
+export interface ApiResourceEntry {
+  readonly name: string;
+  readonly path: string;
+  readonly key: 'id' | 'product_id';
+  readonly mirror_query: Readonly<Record<string, string>>;
+  readonly events: readonly string[];
+  readonly fields: Readonly<Record<string, string>>;
+}
+
+/** The mirror's view of one resource of x-resources: a typed column for every field but its key and last_modified. */
+export function syncResourceOf<R extends ApiResourceEntry>(r: R): SyncResource & { name: R['name'] } {
+  return {
+    name: r.name as ResourceName & R['name'],
+    path: r.path,
+    key: r.key,
+    query: r.mirror_query,
+    events: r.events,
+    columns: Object.fromEntries(
+      Object.entries(r.fields)
+        .filter(([field]) => field !== r.key && field !== 'last_modified')
+        .map(([field, type]) => [field, COLUMN_TYPES[type] ?? 'jsonb']),
+    ),
+  };
+}
 
 /** The resource a webhook event type carries, or undefined (ping, unknown future types). */
 export function resourceOfEvent(type: string): SyncResource | undefined {

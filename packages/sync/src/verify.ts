@@ -1,12 +1,22 @@
 /**
- * Verify: compares the mirror with the API record for record. Per resource it walks the API's
- * export and the mirror's table, hashes every record's canonical JSON (keys sorted, so field order
- * does not matter but every field and its value do), and reports counts, one checksum per side
- * (over key + last_modified + record hash, in key order) and the keys that differ.
+ * Verify: compares the mirror with the API record for record, and reports per resource the counts,
+ * one checksum per side and the keys that differ.
+ *
+ * Against a server with checksums (GET /{resource}/checksums, decision 0038) both sides compute
+ * them in SQL: the server per id range (the ids' first two hex digits, 256 ranges), the mirror the
+ * same over its jsonb records (`jsonb_hash_extended`, the function the server applies), and only
+ * the ranges that differ are compared record by record (/checksums/records, id + checksum, no
+ * record bodies); when more than DRILL_RANGES_MAX ranges differ, the whole resource is. A matching
+ * store costs one request per resource (against the export rate limit, as a snapshot does) and
+ * never pages through the exports.
+ *
+ * Against a server without them (404) it walks the API's export and the mirror's table, hashes
+ * every record's canonical JSON (keys sorted, so field order does not matter but every field and
+ * its value do), and compares those (checksum over key + last_modified + record hash, in key order).
  */
 import { createHash } from 'node:crypto';
 import type { MirrorDatabase } from './mirror/mirror-database.ts';
-import { readRecords } from './mirror/mirror.repository.ts';
+import { keyChecksums, rangeChecksums, readRecords, type RangeChecksum } from './mirror/mirror.repository.ts';
 import type { StoreReader } from './store-reader.ts';
 import { recordKey, type MirrorRecord, type SyncResource } from './sync-resources.ts';
 
@@ -50,10 +60,20 @@ function checksum(hashes: Map<string, string>): string {
   return hash.digest('hex').slice(0, 16);
 }
 
+/** Hex digits of the ids that name the first level of ranges (2: 256 ranges). */
+const RANGE_DIGITS = 2;
+/** More differing ranges than this are compared as one: the whole resource's record checksums, paged. */
+export const DRILL_RANGES_MAX = 8;
+
 /** Compares every resource of `resources` between the API and the mirror. */
 export async function verifyMirror(mirror: MirrorDatabase, reader: StoreReader, resources: readonly SyncResource[]): Promise<ResourceComparison[]> {
   const results: ResourceComparison[] = [];
   for (const resource of resources) {
+    const byChecksums = await verifyByChecksums(mirror, reader, resource);
+    if (byChecksums) {
+      results.push(byChecksums);
+      continue;
+    }
     const api = await digest(resource, reader.exportRecords(resource, null));
     const local = await digest(resource, readRecords(mirror.db, resource));
     const missing: string[] = [];
@@ -76,6 +96,45 @@ export async function verifyMirror(mirror: MirrorDatabase, reader: StoreReader, 
     });
   }
   return results;
+}
+
+const sameRange = (a: RangeChecksum | undefined, b: RangeChecksum | undefined) => a?.count === b?.count && a?.checksum === b?.checksum;
+const total = (ranges: readonly RangeChecksum[]) => String(ranges.reduce((sum, r) => sum + BigInt(r.checksum), 0n));
+
+/** The comparison by server-side checksums, or null when the server has none (the caller walks the export). */
+async function verifyByChecksums(mirror: MirrorDatabase, reader: StoreReader, resource: SyncResource): Promise<ResourceComparison | null> {
+  if (!reader.rangeChecksums || !reader.recordChecksums) return null;
+  const api = await reader.rangeChecksums(resource, '', RANGE_DIGITS);
+  if (api === null) return null;
+  const local = await rangeChecksums(mirror.db, resource, '', RANGE_DIGITS);
+  const apiRanges = new Map(api.map((r) => [r.range, r]));
+  const localRanges = new Map(local.map((r) => [r.range, r]));
+  const differing = [...new Set([...apiRanges.keys(), ...localRanges.keys()])].filter((r) => !sameRange(apiRanges.get(r), localRanges.get(r))).sort();
+  const missing: string[] = [];
+  const extra: string[] = [];
+  const different: string[] = [];
+  if (differing.length > 0) {
+    const prefixes = differing.length > DRILL_RANGES_MAX ? [''] : differing;
+    const apiRecords = new Map<string, string>();
+    for (const prefix of prefixes) for await (const r of reader.recordChecksums(resource, prefix)) apiRecords.set(r.id, r.checksum);
+    const localRecords = new Map((await keyChecksums(mirror.db, resource, prefixes)).map((r) => [r.key, r.checksum]));
+    for (const [k, h] of apiRecords) {
+      const mine = localRecords.get(k);
+      if (mine === undefined) missing.push(k);
+      else if (mine !== h) different.push(k);
+    }
+    for (const k of localRecords.keys()) if (!apiRecords.has(k)) extra.push(k);
+  }
+  return {
+    resource: resource.name,
+    apiCount: api.reduce((n, r) => n + r.count, 0),
+    mirrorCount: local.reduce((n, r) => n + r.count, 0),
+    apiChecksum: total(api),
+    mirrorChecksum: total(local),
+    missing: missing.sort(),
+    extra: extra.sort(),
+    different: different.sort(),
+  };
 }
 
 /** True when every resource matched. */

@@ -12,6 +12,7 @@ import client from 'prom-client';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type {} from '../sessions/admin-user.table.ts';
+import { redactDestinationUrl } from '../../webhooks/webhook-destination.ts';
 
 export interface AlertEndpoint {
   id: string;
@@ -36,12 +37,14 @@ export async function currentAlerts(db: Kysely<Database>, adminUserId?: string):
     ? ((await db.selectFrom('admin_users').select(sql<string | null>`iso_utc(alerts_seen_at)`.as('seen_at')).where('id', '=', adminUserId).executeTakeFirst())
         ?.seen_at ?? null)
     : null;
-  const { rows: endpoints } = await sql<AlertEndpoint>`
+  const { rows: stored } = await sql<AlertEndpoint>`
     SELECT id, url, CASE WHEN NOT enabled THEN 'disabled' ELSE 'paused' END AS state,
            iso_utc(paused_until) AS paused_until, disabled_reason
     FROM webhook_endpoints
     WHERE NOT enabled OR paused_until > now()
     ORDER BY url`.execute(db);
+  // A broker URL's password is shown nowhere after creation (decision 0031).
+  const endpoints = stored.map((endpoint) => ({ ...endpoint, url: redactDestinationUrl(endpoint.url) }));
   const { rows } = await sql<{ total: string; since_seen: string }>`
     SELECT count(*) AS total,
            count(*) FILTER (WHERE ${seen}::timestamptz IS NULL OR dead_at > ${seen}::timestamptz) AS since_seen

@@ -8,7 +8,8 @@
  *   POST   /admins/invitations              { email, role } → one-time invitation link (owner), shown once
  *   DELETE /admins/invitations/:id          withdraw an invitation (owner)
  *   POST   /account/password                { current_password, new_password }: one's own password
- *                                           (any role, sessions only); one's other sessions end
+ *                                           (any role, sessions only); one's other sessions end;
+ *                                           a wrong current password counts like a failed sign-in
  * The links carry their code in the URL fragment (/admin#/link?code=…); it is in the answer once and
  * never in the audit log. Using a link is at /admin/links (links.admin-routes.ts): the person using
  * it is not signed in.
@@ -20,6 +21,7 @@ import { changeAdminRole, changeOwnPassword, listAdminUsers, removeAdminUser } f
 import { createInvitation, createPasswordReset, listInvitations, revokeInvitation } from '../sessions/admin-links.service.ts';
 import { ApiError } from '../../shared/problem.ts';
 import { requireFreshProof } from '../admin-auth.ts';
+import { recordSignInFailure, signInRetryAfterMs } from '../sessions/sign-in-throttle.ts';
 
 const strict = { additionalProperties: false } as const;
 const IdParam = Type.Object({ id: Type.String({ format: 'uuid' }) }, strict);
@@ -224,12 +226,26 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
       if (admin.kind !== 'session')
         throw new ApiError('forbidden', 'Only an administrator signed in to the dashboard has a password to change; API tokens have none.');
       const body = request.body as typeof PasswordBody.static;
-      const user = await changeOwnPassword(db, {
-        adminUserId: admin.id,
-        currentPassword: body.current_password,
-        newPassword: body.new_password,
-        keepSessionId: admin.sessionId,
-      });
+      // The current password is guessed no faster here than at the sign-in or the re-proof: the
+      // same budgets, counted under the administrator's email and the client address (decision 0028).
+      const policy = { maxFailures: config.ADMIN_SIGN_IN_MAX_FAILURES, windowMs: config.ADMIN_SIGN_IN_WINDOW_MS };
+      const waitMs = await signInRetryAfterMs(db, admin.name, request.ip, policy);
+      if (waitMs > 0) {
+        const seconds = Math.ceil(waitMs / 1000);
+        throw new ApiError('rate_limited', `Too many failed attempts. Try again in ${seconds} seconds.`, undefined, { 'Retry-After': String(seconds) });
+      }
+      let user;
+      try {
+        user = await changeOwnPassword(db, {
+          adminUserId: admin.id,
+          currentPassword: body.current_password,
+          newPassword: body.new_password,
+          keepSessionId: admin.sessionId,
+        });
+      } catch (error) {
+        if (error instanceof ApiError && error.errors?.[0]?.param === 'current_password') await recordSignInFailure(db, admin.name, request.ip, policy);
+        throw error;
+      }
       request.audit = { target: { type: 'admin', id: user.id }, details: { email: user.email } };
       return { data: user };
     },

@@ -1,11 +1,16 @@
 /**
  * Using a one-time link an owner handed out (sessions/admin-links.service.ts), at /admin/links
  * (outside the admin API: the person opening it is not signed in):
- *   POST /admin/links/check  { code } → 200 { data: { purpose, email, role, expires_at } }, or a
- *                            problem saying why not (404 unknown or expired, 409 used)
+ *   POST /admin/links/check  { code } → 200 { data: { purpose, email, role, expires_at,
+ *                            second_factor } }, or a problem saying why not (404 unknown or
+ *                            expired, 409 used)
  *   POST /admin/links/use    { code, password } → 200 { data: session } and the session cookie:
  *                            an invitation creates the administrator, a reset sets the password
- *                            (every other session of theirs ends); the link is spent
+ *                            (every other session of theirs ends); the link is spent. A reset of
+ *                            an administrator with a second factor (`second_factor: true`) needs
+ *                            `second_factor_code` too: 401 second_factor_required without it,
+ *                            401 invalid_second_factor for a bad one (counted like a sign-in's);
+ *                            nothing is spent until it is right
  * Refusals count as failed sign-ins from that address (429 with Retry-After once the budget is
  * spent), like setup links. Uses are recorded in the audit log (admin.joined, admin.password_reset).
  */
@@ -15,10 +20,22 @@ import { ApiError } from '../../shared/problem.ts';
 import { SESSION_TAGS, signInRoutes } from './session-routes-kit.ts';
 import { LINK_MESSAGES, LINK_STATUS, LINK_THROTTLE_KEY, checkLink, useLink, type LinkState } from '../sessions/admin-links.service.ts';
 import { recordAudit } from '../audit/audit-log.ts';
+import { findAdminUser, validateCredentials } from '../sessions/admin-user.service.ts';
+import { hasSecondFactor, verifySecondFactor } from '../sessions/second-factor.service.ts';
+import type { AdminLink } from '../sessions/admin-links.service.ts';
 
 const Code = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_-]+$' });
 const CheckBody = Type.Object({ code: Code }, { additionalProperties: false });
-const UseBody = Type.Object({ code: Code, password: Type.String({ minLength: 1, maxLength: 1024 }) }, { additionalProperties: false });
+const UseBody = Type.Object(
+  {
+    code: Code,
+    password: Type.String({ minLength: 1, maxLength: 1024 }),
+    second_factor_code: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 64, description: 'A password reset of an administrator with a second factor: a 6-digit code or a recovery code' }),
+    ),
+  },
+  { additionalProperties: false },
+);
 
 export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
   const { db } = app.ctx.database;
@@ -30,6 +47,58 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
     throw new ApiError(LINK_STATUS[state], LINK_MESSAGES[state], [{ param: 'code', message: state }]);
   }
 
+  /** The administrator a password-reset link is for, when she has a second factor (else undefined). */
+  async function secondFactorOf(link: AdminLink): Promise<{ id: string; email: string } | undefined> {
+    if (link.purpose !== 'password_reset') return undefined;
+    const user = await findAdminUser(db, link.email);
+    return user && (await hasSecondFactor(db, user.id)) ? { id: user.id, email: user.email } : undefined;
+  }
+
+  /**
+   * A reset link replaces the password, not the second factor (decision 0028): an administrator who
+   * has one gives a code too, checked, spent and throttled like at the sign-in, before the link is.
+   */
+  async function requireSecondFactor(request: FastifyRequest, body: typeof UseBody.static): Promise<void> {
+    const { state, link } = await checkLink(db, body.code);
+    if (state !== 'valid' || !link) return; // useLink refuses it
+    const user = await secondFactorOf(link);
+    if (!user) return;
+    // A new password the reset would refuse is said first, before a code (a recovery code) is spent on it.
+    validateCredentials(link.email, body.password);
+    await signIn.refuseWhileThrottled(request, user.email, 'failed attempts');
+    if (body.second_factor_code === undefined || body.second_factor_code.trim() === '') {
+      throw new ApiError(
+        'second_factor_required',
+        'This administrator has a second factor: send the 6-digit code of the authenticator app (or a recovery code) in `second_factor_code`.',
+        [{ param: 'second_factor_code', message: 'is required' }],
+      );
+    }
+    try {
+      const used = await verifySecondFactor(db, { adminUserId: user.id, code: body.second_factor_code, nowMs: (app.ctx.now ?? Date.now)() });
+      if (used.method === 'recovery_code') {
+        await recordAudit(db, {
+          actor: { kind: 'session', id: user.id, name: user.email },
+          action: 'admin.recovery_code_used',
+          target: { type: 'admin', id: user.id },
+          clientIp: request.ip,
+          details: { during: 'password_reset', left: used.recoveryCodesLeft ?? 0 },
+        });
+      }
+    } catch (error) {
+      if (error instanceof ApiError && error.code === 'invalid_second_factor') {
+        await signIn.failed(request, user.email);
+        await recordAudit(db, {
+          actor: { kind: 'anonymous', id: null, name: user.email },
+          action: 'admin.second_factor_failed',
+          target: { type: 'admin', id: user.id },
+          clientIp: request.ip,
+          details: { during: 'password_reset', reason: error.errors?.[0]?.message ?? 'wrong' },
+        });
+      }
+      throw error;
+    }
+  }
+
   app.post(
     '/links/check',
     { schema: { tags, summary: 'What a one-time invitation or password-reset link is for, if still valid', body: CheckBody } },
@@ -37,7 +106,15 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
       await throttle(request);
       const { state, link } = await checkLink(db, (request.body as typeof CheckBody.static).code);
       if (state !== 'valid' || !link) return refuse(request, state === 'valid' ? 'unknown' : state);
-      return { data: { purpose: link.purpose, email: link.email, role: link.role, expires_at: link.expires_at } };
+      return {
+        data: {
+          purpose: link.purpose,
+          email: link.email,
+          role: link.role,
+          expires_at: link.expires_at,
+          second_factor: (await secondFactorOf(link)) !== undefined,
+        },
+      };
     },
   );
 
@@ -47,7 +124,8 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
     async (request, reply) => {
       await throttle(request);
       const body = request.body as typeof UseBody.static;
-      const result = await useLink(db, body);
+      await requireSecondFactor(request, body);
+      const result = await useLink(db, { code: body.code, password: body.password });
       if (result.state !== 'valid') return refuse(request, result.state);
       const { user } = result;
       await recordAudit(db, {

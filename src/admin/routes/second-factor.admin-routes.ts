@@ -126,7 +126,7 @@ export async function secondFactorAdminRoutes(app: FastifyInstance): Promise<voi
   app.post(
     '/account/second-factor',
     {
-      config: { permission: 'account', duringEnrolment: true, audit: 'admin.second_factor_enrolled' },
+      config: { permission: 'account', duringEnrolment: true, audit: 'admin.second_factor_enrolled', returnsSecret: true },
       schema: {
         tags,
         operationId: 'startSecondFactorEnrolment',
@@ -147,7 +147,7 @@ export async function secondFactorAdminRoutes(app: FastifyInstance): Promise<voi
   app.post(
     '/account/second-factor/confirm',
     {
-      config: { permission: 'account', duringEnrolment: true, audit: 'admin.second_factor_enrolled' },
+      config: { permission: 'account', duringEnrolment: true, audit: 'admin.second_factor_enrolled', returnsSecret: true },
       schema: {
         tags,
         operationId: 'confirmSecondFactor',

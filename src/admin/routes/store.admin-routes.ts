@@ -4,7 +4,7 @@
  * API's shape. Every write appends its events in the same transaction (see the services). Flat
  * resources (customers) get their writes from their declaration (record.admin-routes.ts).
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type TSchema } from '@sinclair/typebox';
 import { PRODUCT_TYPES } from '../../catalog/product.json-sql.ts';
 import {
@@ -159,7 +159,7 @@ interface StoreRoute {
     /** The success status and the schema of its `data`. */
     readonly answers: readonly [200 | 201, TSchema];
   };
-  readonly handle: (req: FastifyRequest) => Promise<unknown>;
+  readonly handle: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 }
 
 /** Declares `route` on `app`: reads need `read`, writes `write` (admin-api.routes.ts audits and keys them). */
@@ -172,7 +172,7 @@ function storeRoute(app: FastifyInstance, route: StoreRoute): void {
     url,
     config: { permission: method === 'GET' ? 'read' : 'write' },
     schema: { tags: [`Admin: ${tag}`], operationId, summary, ...request, response: { [status]: dataOf(data) } },
-    handler: async (req, reply) => reply.code(status).send({ data: await route.handle(req) }),
+    handler: async (req, reply) => reply.code(status).send({ data: await route.handle(req, reply) }),
   });
 }
 
@@ -262,9 +262,26 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
         'CSV bulk stock import (text/csv; header sku,stock or sku,quantity_change; optional note). All rows or none.',
       ],
       schemas: { consumes: ['text/csv'], body: CsvBody, answers: [201, StockImport] },
-      handle: (req) => {
+      handle: async (req, reply) => {
         if (typeof req.body !== 'string') throw invalidParameter('body', 'send the CSV as text/csv');
-        return importStockCsv(db, req.body, { log: req.log, intervalMs: app.ctx.config.PROGRESS_LOG_INTERVAL_MS });
+        const csv = req.body;
+        const { config, database } = app.ctx;
+        const options = { log: req.log, intervalMs: config.PROGRESS_LOG_INTERVAL_MS };
+        // The embedded database is one session: a long import in one transaction would hold every read
+        // behind it, so an absolute import runs in committed steps there, outside this request's
+        // transaction (decision 0036). PostgreSQL's readers pass a long transaction by themselves.
+        const stepRows = database.backend === 'pglite' && config.STOCK_IMPORT_STEP_ROWS > 0 ? config.STOCK_IMPORT_STEP_ROWS : undefined;
+        if (stepRows === undefined || !req.writeTransaction) return importStockCsv(db, csv, options);
+        const gone = new AbortController();
+        const onClose = () => {
+          if (!reply.raw.writableFinished) gone.abort();
+        };
+        reply.raw.once('close', onClose);
+        try {
+          return await req.writeTransaction.detach(() => importStockCsv(db, csv, { ...options, stepRows, signal: gone.signal }));
+        } finally {
+          reply.raw.off('close', onClose);
+        }
       },
     },
   ];

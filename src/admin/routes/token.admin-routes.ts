@@ -4,8 +4,8 @@
  * is in the audit log (never the secret).
  *
  * Every key records its maker (decision 0026): the administrator signed in, or, for a key made with
- * a key, that key's maker (a key cannot hand out more than it has); listed as `made_by` with the
- * maker's role now. An owner (signed in) moves every key of a maker to another administrator, or
+ * a key, that key's maker (a key cannot hand out more than it has); rolling a key makes the roller
+ * its maker the same way (she is shown the new secret); listed as `made_by` with the maker's role now. An owner (signed in) moves every key of a maker to another administrator, or
  * revokes them all, in one request: `/tokens/made-by/:maker/transfer` and `/revoke`, where `:maker`
  * is an administrator's id (removed ones included) or `operator` (keys made with the CLI).
  */
@@ -117,7 +117,7 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/tokens',
     {
-      config: { permission: 'write', audit: 'key.created', auditTarget: 'key' },
+      config: { permission: 'write', audit: 'key.created', auditTarget: 'key', returnsSecret: true },
       schema: {
         tags,
         operationId: 'createApiKey',
@@ -193,7 +193,7 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/tokens/:id/roll',
     {
-      config: { permission: 'write', audit: 'key.rolled', auditTarget: 'key' },
+      config: { permission: 'write', audit: 'key.rolled', auditTarget: 'key', returnsSecret: true },
       schema: {
         tags,
         operationId: 'rollApiKey',
@@ -208,10 +208,17 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
       if (writesOrAdministers((await getToken(db, id(request.params))).scopes)) {
         requireFreshProof(request, 'rolling a key that can write or administer (its new secret is shown)');
       }
-      const { token, summary } = await rollToken(db, id(request.params), overlap * 1000);
+      // Whoever is shown the new secret becomes the key's maker (decision 0026).
+      const { token, summary } = await rollToken(db, id(request.params), overlap * 1000, makerOfNewKey(request.admin!));
       request.audit = {
         target: { type: 'key', id: summary.id },
-        details: { name: summary.name, prefix: summary.prefix, overlap_seconds: overlap, previous_secret_expires_at: summary.previous_secret_expires_at },
+        details: {
+          made_by: summary.made_by.email ?? 'operator',
+          name: summary.name,
+          prefix: summary.prefix,
+          overlap_seconds: overlap,
+          previous_secret_expires_at: summary.previous_secret_expires_at,
+        },
       };
       return { data: { ...summary, token } };
     },

@@ -145,7 +145,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/webhooks/endpoints',
     {
-      config: { permission: 'write', audit: 'endpoint.created', auditTarget: 'endpoint' },
+      config: { permission: 'write', audit: 'endpoint.created', auditTarget: 'endpoint', returnsSecret: true },
       schema: {
         tags,
         operationId: 'createWebhookEndpoint',
@@ -215,7 +215,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.get(
     '/webhooks/endpoints/:id/secret',
     {
-      config: { permission: 'write' },
+      config: { permission: 'write', returnsSecret: true },
       schema: {
         tags,
         operationId: 'getEndpointSecret',
@@ -232,7 +232,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post(
     '/webhooks/endpoints/:id/rotate-secret',
     {
-      config: { permission: 'write', audit: 'endpoint.secret_rotated', auditTarget: 'endpoint' },
+      config: { permission: 'write', audit: 'endpoint.secret_rotated', auditTarget: 'endpoint', returnsSecret: true },
       schema: {
         tags,
         operationId: 'rotateEndpointSecret',

@@ -128,6 +128,13 @@ export const errorHandlerPlugin = fp(async function errorHandler(app: FastifyIns
       return sendProblem(reply, 'invalid_parameter', `Invalid value for '${first.param}': ${first.message}`, errors);
     }
     const frameworkCode = error.code ? frameworkCodes[error.code] : undefined;
+    if (frameworkCode === 'payload_too_large') {
+      // Named, so a client splitting a large import knows the size to aim under.
+      const limit = request.routeOptions.bodyLimit ?? app.initialConfig.bodyLimit ?? 0;
+      return sendProblem(reply, frameworkCode, `The request body is larger than the limit of ${limit} bytes (${(limit / 1024 / 1024).toFixed(1)} MiB).`, [
+        { param: 'body', message: `is larger than the limit of ${limit} bytes` },
+      ]);
+    }
     if (frameworkCode) {
       const param = error.code === 'FST_ERR_BAD_URL' ? 'url' : 'body';
       return sendProblem(reply, frameworkCode, error.message, frameworkCode === 'invalid_parameter' ? [{ param, message: error.message }] : undefined);

@@ -25,7 +25,7 @@ import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { EVENT_PAYLOADS, namedSchemas } from '../schemas.ts';
-import { eventTypeDescription, resourceCatalog } from '../../resources/registry.ts';
+import { RESOURCE_TAGS, eventTypeDescription, resourceCatalog } from '../../resources/registry.ts';
 import type { FeedEventType } from '../../resources/registry.ts';
 import { exampleEvent } from '../openapi-examples.ts';
 
@@ -465,10 +465,7 @@ export const openApiPlugin = fp(
         },
         servers: [{ url: config.PUBLIC_URL ?? '/' }],
         tags: [
-          { name: 'Products', description: 'The catalog: products with their variants and images.' },
-          { name: 'Orders', description: 'Orders with their items, POS and online.' },
-          { name: 'Customers', description: 'Customer records.' },
-          { name: 'Inventory', description: 'Stock levels per product and variant, and the stock movements that changed them.' },
+          ...RESOURCE_TAGS,
           {
             name: 'Events',
             description:

@@ -1,5 +1,5 @@
 /**
- * Stored documents (src/resources/documents.ts, docs/decisions/0012-stored-documents.md): a `doc` column on
+ * Stored documents (src/db/documents.ts, docs/decisions/0012-stored-documents.md): a `doc` column on
  * products, customers, orders and stock movements and an `inventory_doc` on products, kept by
  * statement triggers built from the resources' JSON expressions, and filled for the existing rows in
  * batches. The event log's `data` becomes `json` so an event carries its record's bytes verbatim
@@ -9,7 +9,7 @@
  */
 import type { Kysely } from 'kysely';
 import { executeScript } from '../execute-script.ts';
-import { installDocumentTriggers, rebuildDocuments } from '../../resources/documents.ts';
+import { installStoreTriggers, rebuildStoreDocuments } from '../../resources/store-schema.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await executeScript(
@@ -22,6 +22,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     ALTER TABLE events ALTER COLUMN data TYPE json USING data::json;
   `,
   );
-  await installDocumentTriggers(db);
-  await rebuildDocuments(db, { onlyMissing: true });
+  // The triggers of the declared resources whose tables exist by now (resources/store-schema.ts).
+  await installStoreTriggers(db);
+  await rebuildStoreDocuments(db, { onlyMissing: true });
 }

@@ -1,16 +1,15 @@
 /**
  * Notifications the read caches of every API process listen to (decision 0016): a statement that
  * changes a token's identity (secret, scopes, limits, expiry, revocation) or deletes a token NOTIFYs
- * `api_tokens_changed`; a statement that writes a table a list page reads NOTIFYs `store_changed`.
+ * `api_tokens_changed`; a statement that writes a table a list page reads NOTIFYs `store_changed`
+ * (the tables derived from the resource declarations: resources/store-schema.ts).
  * NOTIFY is delivered at commit, once per channel per transaction. `last_used_at` bookkeeping does
  * not notify (the token caches would empty once a minute for nothing).
  * (Bodies on one line: execute-script.ts splits statements at a ';' that ends a line.)
  */
 import type { Kysely } from 'kysely';
+import { installStoreTriggers } from '../../resources/store-schema.ts';
 import { executeScript } from '../execute-script.ts';
-
-/** Tables whose writes can change a list page (owning rows and the rows their documents read). */
-const STORE_TABLES = ['products', 'variants', 'images', 'customers', 'orders', 'order_items', 'stock_movements'];
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await executeScript(
@@ -24,10 +23,9 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     CREATE TRIGGER api_tokens_notify_delete AFTER DELETE OR TRUNCATE ON api_tokens FOR EACH STATEMENT EXECUTE FUNCTION notify_api_tokens_changed();
     CREATE FUNCTION notify_store_changed() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN PERFORM pg_notify('store_changed', ''); RETURN NULL; END $$;
-    ${STORE_TABLES.map(
-      (t) =>
-        `CREATE TRIGGER ${t}_notify_store_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ${t} FOR EACH STATEMENT EXECUTE FUNCTION notify_store_changed();`,
-    ).join('\n    ')}
   `,
   );
+  // On every table a list page reads (each resource's table and its document's child tables),
+  // derived from the resource declarations; later resources get theirs from their own migration.
+  await installStoreTriggers(db);
 }

@@ -17,14 +17,14 @@ function resourceTable(resource: SyncResource): string {
       ? `"${name}" jsonb GENERATED ALWAYS AS (record->'${name}') STORED`
       : `"${name}" ${type} GENERATED ALWAYS AS ((record->>'${name}')::${type}) STORED`,
   );
-  return `CREATE TABLE store_mirror.${resource.name} (
+  return `CREATE TABLE IF NOT EXISTS store_mirror.${resource.name} (
     ${resource.key} text PRIMARY KEY,
     last_modified timestamptz NOT NULL,
     record jsonb NOT NULL,
     ${generated.join(',\n    ')},
     mirrored_at timestamptz NOT NULL DEFAULT now()
   );
-  CREATE INDEX ${resource.name}_last_modified ON store_mirror.${resource.name} (last_modified, ${resource.key});`;
+  CREATE INDEX IF NOT EXISTS ${resource.name}_last_modified ON store_mirror.${resource.name} (last_modified, ${resource.key});`;
 }
 
 const MIGRATIONS: readonly string[] = [
@@ -79,8 +79,12 @@ const MIGRATIONS: readonly string[] = [
      FROM store_mirror.attribute_values GROUP BY key`,
 ];
 
-/** Applies the pending migrations of the mirror schema. */
-export async function migrateMirror(db: Kysely<unknown>): Promise<void> {
+/**
+ * Applies the pending migrations of the mirror schema, then creates the table of every resource in
+ * `resources` the mirror lacks: a resource the service declared after this mirror was made is
+ * mirrored from the next start on (its initial sync walks it, sync_state having no row for it).
+ */
+export async function migrateMirror(db: Kysely<unknown>, resources: readonly SyncResource[] = SYNC_RESOURCES): Promise<void> {
   await db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`.execute(trx);
     await sql`CREATE SCHEMA IF NOT EXISTS store_mirror`.execute(trx);
@@ -95,6 +99,9 @@ export async function migrateMirror(db: Kysely<unknown>): Promise<void> {
         await sql.raw(statement).execute(trx);
       }
       await sql`INSERT INTO store_mirror.schema_version (version) VALUES (${i + 1})`.execute(trx);
+    }
+    for (const resource of resources) {
+      for (const statement of resourceTable(resource).split(/;\s*\n/)) await sql.raw(statement.trim().replace(/;$/, '')).execute(trx);
     }
   });
 }

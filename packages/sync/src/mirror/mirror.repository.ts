@@ -156,6 +156,45 @@ export async function* readRecords(db: Kysely<unknown>, resource: SyncResource, 
   }
 }
 
+/** A range's count and checksum (the server's /checksums answer, decision 0038). */
+export interface RangeChecksum {
+  range: string;
+  count: number;
+  checksum: string;
+}
+
+/** One record's key, last_modified (ISO text) and checksum (the server's /checksums/records answer). */
+export interface KeyChecksum {
+  key: string;
+  last_modified: string;
+  checksum: string;
+}
+
+/**
+ * The mirror's side of the server's /checksums: per range (the key's first `length` characters)
+ * among keys starting with `prefix`, its count and the sum of its records'
+ * `jsonb_hash_extended(record, 0)` (the function the server applies to the record it sends).
+ */
+export async function rangeChecksums(db: Kysely<unknown>, resource: SyncResource, prefix: string, length: number): Promise<RangeChecksum[]> {
+  const { rows } = await sql<RangeChecksum>`
+    SELECT left(${key(resource)}, ${length}) AS range, count(*)::int AS count, sum(jsonb_hash_extended(record, 0))::text AS checksum
+    FROM ${table(resource)} WHERE starts_with(${key(resource)}, ${prefix})
+    GROUP BY 1`.execute(db);
+  return rows;
+}
+
+/** Each record's checksum among keys starting with one of `prefixes` (as the server's /checksums/records). */
+export async function keyChecksums(db: Kysely<unknown>, resource: SyncResource, prefixes: readonly string[]): Promise<KeyChecksum[]> {
+  if (prefixes.length === 0) return [];
+  const length = prefixes[0]!.length;
+  const { rows } = await sql<KeyChecksum>`
+    SELECT ${key(resource)} AS key, to_char(last_modified AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS last_modified,
+      jsonb_hash_extended(record, 0)::text AS checksum
+    FROM ${table(resource)}
+    WHERE ${prefixes.length === 1 ? sql`starts_with(${key(resource)}, ${prefixes[0]!})` : sql`left(${key(resource)}, ${length}) = ANY(${[...prefixes]}::text[])`}`.execute(db);
+  return rows;
+}
+
 /** Number of records of the resource in the mirror. */
 export async function countRecords(db: Kysely<unknown>, resource: SyncResource): Promise<number> {
   const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${table(resource)}`.execute(db);

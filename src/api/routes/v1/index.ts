@@ -1,6 +1,6 @@
 /**
  * The read API, /api/v1: every resource declared in resources/registry.ts with a list, an NDJSON
- * export and (where it declares one) a single GET; and the events feed (events the token's scopes
+ * export, checksums by id range (verifying a mirror) and (where it declares one) a single GET; and the events feed (events the token's scopes
  * cover); the attributes of the variants. Read-only; every route needs a bearer token with the resource's read scope.
  */
 import type { FastifyInstance } from 'fastify';
@@ -10,6 +10,7 @@ import type { ResourceDeclaration } from '../../../resources/resource.ts';
 import { bearerAuthPlugin } from '../../plugins/bearer-auth.ts';
 import { StoreFailedError } from '../../../db/storage-health.ts';
 import { registerResource, type ResourceDefinition } from './resource-routes.ts';
+import { registerChecksums } from './checksum.routes.ts';
 import { registerEventFeed } from './event-feed.routes.ts';
 import { registerAttributes } from './attributes.routes.ts';
 
@@ -38,7 +39,11 @@ export async function readApiRoutes(app: FastifyInstance): Promise<void> {
     if (storage.fatal !== undefined) throw new StoreFailedError(storage.fatal);
   });
   await app.register(bearerAuthPlugin, { db: app.ctx.database.db });
-  for (const resource of RESOURCES) registerResource(app, routesOf(resource));
+  for (const resource of RESOURCES) {
+    const routes = routesOf(resource);
+    registerResource(app, routes);
+    registerChecksums(app, routes);
+  }
   registerEventFeed(app);
   registerAttributes(app);
 }

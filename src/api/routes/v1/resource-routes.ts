@@ -7,12 +7,20 @@ import type { TSchema } from '@sinclair/typebox';
 import type { Kysely, RawBuilder } from 'kysely';
 import type { Database } from '../../../db/schema.ts';
 import { Readable } from 'node:stream';
-import { countRecords, fetchPageBody, fetchPageKeys, pageBodyQuery, streamPage, type ListSource, type PageRequest } from '../../../db/keyset-page.ts';
+import {
+  copyPageBody,
+  countRecords,
+  fetchPageBody,
+  fetchPageKeys,
+  pageBodyQuery,
+  streamPage,
+  type ListSource,
+  type PageRequest,
+} from '../../../db/keyset-page.ts';
 import { listPageCacheOf, type CachedPage } from '../../list-page-cache.ts';
-import { scanOnce } from '../../../ops/secret-responses.ts';
 import { SNAPSHOT_CHUNK, snapshotStream, snapshotEndCursor } from '../../../db/snapshot.ts';
 import { SnapshotSlots } from '../../snapshot-slots.ts';
-import { readHorizon } from '../../../db/write-clock.ts';
+import { readHorizon, sharedHorizon } from '../../../db/write-clock.ts';
 import type { Scope } from '../../../tokens/token.service.ts';
 import { formatCursor, parseCursor } from '../../../shared/cursor.ts';
 import { ApiError, notFound } from '../../../shared/problem.ts';
@@ -61,7 +69,7 @@ async function pageRequest(app: FastifyInstance, def: ResourceDefinition, reques
     cursor,
     limit: query.limit,
     order: query.order ?? 'asc',
-    horizon: await readHorizon(app.ctx.database.db),
+    horizon: await sharedHorizon(app.ctx.database.db),
     filters,
   };
 }
@@ -74,6 +82,9 @@ export function paginationOf(query: ListQuery, last: { iso: string; id: string }
     limit: query.limit,
   };
 }
+
+const PAGE_OPEN = Buffer.from('{"data":[');
+const LINE_END = Buffer.from('\n');
 
 /** The snapshots running per app (one per token at a time, whatever the resource). */
 const snapshotSlots = new WeakMap<FastifyInstance, SnapshotSlots>();
@@ -119,10 +130,17 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       }
       if (!page) {
         const generation = cache?.generation() ?? 0;
-        const body = await fetchPageBody(db, def.source, { ...base, horizon: await readHorizon(db) });
+        const req = { ...base, horizon: await sharedHorizon(db) };
+        // PostgreSQL: the page's JSON bytes as the database sends them, never decoded into a string
+        // and encoded back (decision 0037); PGlite: the same statement's value through Kysely.
+        const copy = app.ctx.database.copyBinary;
+        const body = copy ? await copyPageBody(copy, db, def.source, req) : await fetchPageBody(db, def.source, req);
         const pagination = paginationOf(query, body.last, body.hasMore);
         page = {
-          body: scanOnce(Buffer.from(`{"data":[${body.data}],"pagination":${JSON.stringify(pagination)}}`)),
+          body:
+            typeof body.data === 'string'
+              ? Buffer.from(`{"data":[${body.data}],"pagination":${JSON.stringify(pagination)}}`)
+              : Buffer.concat([PAGE_OPEN, body.data, Buffer.from(`],"pagination":${JSON.stringify(pagination)}}`)]),
           nextCursor: pagination.next_cursor,
           hasMore: body.hasMore,
         };
@@ -158,6 +176,19 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       const query = request.query as ListQuery;
       const req = await pageRequest(app, def, request);
       const db = app.ctx.database.db;
+      const copy = app.ctx.database.copyBinary;
+      if (copy) {
+        // PostgreSQL: the page's NDJSON, its bounds and whether more follow from ONE statement read
+        // by binary COPY, its bytes passed through undecoded (decision 0037); a page is at most
+        // `limit` (≤ 500) records, held once.
+        const page = await copyPageBody(copy, db, def.source, req, '\n');
+        const { next_cursor } = paginationOf(query, page.last, page.hasMore);
+        reply.header('X-Next-Cursor', next_cursor ?? '');
+        reply.header('X-Has-More', String(page.hasMore));
+        setNextLink(request, reply, next_cursor, page.hasMore);
+        reply.type('application/x-ndjson; charset=utf-8');
+        return reply.send(page.last ? Buffer.concat([page.data, LINE_END]) : '');
+      }
       // Fix the page's bounds first (keys only) so the headers are known before the body streams.
       const { keys, hasMore } = await fetchPageKeys(db, def.source, req);
       const last = keys[keys.length - 1];
@@ -243,7 +274,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
         reply.type('application/x-ndjson; charset=utf-8');
         streaming = true;
         const chunkSize = SNAPSHOT_CHUNK[app.ctx.database.backend];
-        return reply.send(Readable.from(snapshotStream(db, def.source, { cursor, horizon, filters }, chunkSize)));
+        return reply.send(Readable.from(snapshotStream(db, def.source, { cursor, horizon, filters }, chunkSize, undefined, app.ctx.database.copyBinary)));
       } finally {
         if (!streaming) release();
       }

@@ -5,21 +5,36 @@
  */
 import { h } from '../lib/dom.js';
 import { post } from '../lib/api.js';
-import { runBusy, showFormError, showProblemOnForm } from '../lib/ui.js';
+import { field, runBusy, setFieldError, showFormError, showProblemOnForm } from '../lib/ui.js';
+import { codeInput } from '../lib/second-factor.js';
 import { MIN_PASSWORD_LENGTH, cardForm, newPasswordFields, oneTimeCode, signInCard } from '../lib/sign-in-card.js';
 
 const ROLE_WORDS = { owner: 'an owner', admin: 'an admin', viewer: 'a viewer (read only)' };
 
-export async function renderLink(root, { code, onSignedIn, onSignIn }) {
+export async function renderLink(root, { code: linkCode, onSignedIn, onSignIn }) {
   const oneTime = oneTimeCode(root, { what: 'Link', onSignIn });
-  const link = await oneTime.check('/admin/links/check', code);
+  const link = await oneTime.check('/admin/links/check', linkCode);
   if (!link) return;
   const invitation = link.purpose === 'invitation';
   const title = invitation ? "Join the store's administrators" : 'Choose a new password';
   document.title = `${title} · Store Integration Admin`;
   const { password, repeat, fields } = newPasswordFields();
+  // A reset replaces the password, not the second factor: its code is asked for with the new password.
+  const code = link.second_factor ? codeInput({ recovery: true }) : null;
+  const codeField = code
+    ? field({
+        label: 'Authentication code',
+        control: code,
+        required: true,
+        hint: 'The 6-digit code your authenticator app shows, or one of your recovery codes.',
+      })
+    : null;
   const { form, submit } = cardForm({
-    fields: [h('input', { type: 'email', name: 'username', autocomplete: 'username', value: link.email, hidden: true }), ...fields],
+    fields: [
+      h('input', { type: 'email', name: 'username', autocomplete: 'username', value: link.email, hidden: true }),
+      ...fields,
+      ...(codeField ? [codeField] : []),
+    ],
     label: invitation ? 'Create my account' : 'Set password and sign in',
     onSubmit,
   });
@@ -34,10 +49,22 @@ export async function renderLink(root, { code, onSignedIn, onSignIn }) {
       repeat.focus();
       return;
     }
+    if (code && !code.value.trim()) {
+      setFieldError(codeField, 'Enter the code of your authenticator app, or a recovery code.');
+      code.focus();
+      return;
+    }
     runBusy(submit, async () => {
       try {
-        onSignedIn((await post('/admin/links/use', { code, password: password.value })).data);
+        const body = { code: linkCode, password: password.value, ...(code ? { second_factor_code: code.value.trim() } : {}) };
+        onSignedIn((await post('/admin/links/use', body)).data);
       } catch (error) {
+        if (codeField && (error.code === 'invalid_second_factor' || error.code === 'second_factor_required')) {
+          code.value = '';
+          setFieldError(codeField, error.message);
+          code.focus();
+          return;
+        }
         if (error.status === 400 || error.status === 429) {
           if (!showProblemOnForm(form, error)) showFormError(form, error.message);
           return;

@@ -1,7 +1,8 @@
 /**
  * Stored documents: every record's JSON, kept next to its row and served as it is.
  *
- * Each resource's JSON is built by one SQL expression (catalog/product.json-sql.ts and friends).
+ * Each resource's JSON is built by one SQL expression, named by its declaration's `document`
+ * (resources/resource.ts; the kinds are derived in resources/store-schema.ts and passed in here).
  * Reads used to run that expression for every record on every request (three tables for a product).
  * Now the database runs it once per write: statement-level AFTER triggers on every table a document
  * reads from (products, variants, images, orders, order_items, customers, stock_movements) rebuild
@@ -18,48 +19,69 @@
  */
 import { EventEmitter } from 'node:events';
 import { sql, type Kysely, type RawBuilder } from 'kysely';
-import { productJson } from '../catalog/product.json-sql.ts';
-import { customerJson } from '../customers/customer.json-sql.ts';
-import { inventoryJson, movementJson } from '../inventory/inventory.json-sql.ts';
-import { orderJson } from '../orders/order.json-sql.ts';
 
-/** One stored document: the column holding it, on which table (alias), built by which expression. */
+/**
+ * One stored document: the column holding it, on which table (alias), built by which expression, and
+ * the other tables the expression reads (each with its column naming the owning row). The kinds come
+ * from the resource declarations (resources/store-schema.ts); this file knows no resource.
+ */
 export interface DocumentKind {
   /** Name used by the CLI and the check's report. */
-  readonly name: 'product' | 'inventory' | 'customer' | 'order' | 'stock_movement';
-  readonly table: 'products' | 'customers' | 'orders' | 'stock_movements';
+  readonly name: string;
+  /** The table holding the document (its owner). */
+  readonly table: string;
   /** The alias the build expression refers to. */
-  readonly alias: 'p' | 'c' | 'o' | 'm';
-  readonly column: 'doc' | 'inventory_doc';
+  readonly alias: string;
+  readonly column: string;
   readonly build: RawBuilder<unknown>;
+  readonly children?: readonly { readonly table: string; readonly key: string }[];
 }
 
-export const DOCUMENT_KINDS: readonly DocumentKind[] = [
-  { name: 'product', table: 'products', alias: 'p', column: 'doc', build: productJson },
-  { name: 'inventory', table: 'products', alias: 'p', column: 'inventory_doc', build: inventoryJson },
-  { name: 'customer', table: 'customers', alias: 'c', column: 'doc', build: customerJson },
-  { name: 'order', table: 'orders', alias: 'o', column: 'doc', build: orderJson },
-  { name: 'stock_movement', table: 'stock_movements', alias: 'm', column: 'doc', build: movementJson },
-];
+/** The tables holding documents, in the kinds' order. */
+function ownersOf(kinds: readonly DocumentKind[]): string[] {
+  return [...new Set(kinds.map((k) => k.table))];
+}
 
-/** The tables holding documents, each with the refresh function of its documents. */
-const OWNERS = ['products', 'customers', 'orders', 'stock_movements'] as const;
-type Owner = (typeof OWNERS)[number];
-
-/** Which owner's documents a change to `table` touches, through which column of the changed row. */
-const SOURCES: readonly { table: string; owner: Owner; key: string }[] = [
-  { table: 'products', owner: 'products', key: 'id' },
-  { table: 'variants', owner: 'products', key: 'product_id' },
-  { table: 'images', owner: 'products', key: 'product_id' },
-  { table: 'customers', owner: 'customers', key: 'id' },
-  { table: 'orders', owner: 'orders', key: 'id' },
-  { table: 'order_items', owner: 'orders', key: 'order_id' },
-  { table: 'stock_movements', owner: 'stock_movements', key: 'id' },
-];
+/**
+ * Which owner's documents a change to `table` touches, through which column of the changed row: every
+ * owner through its id, every child table through its key. These are also the tables whose writes can
+ * change a list page: each gets the cache-notify trigger (migration 0016's notify_store_changed).
+ */
+export function documentSources(kinds: readonly DocumentKind[]): { table: string; owner: string; key: string }[] {
+  const sources = new Map<string, { table: string; owner: string; key: string }>();
+  for (const owner of ownersOf(kinds)) {
+    sources.set(owner, { table: owner, owner, key: 'id' });
+    for (const kind of kinds.filter((k) => k.table === owner)) {
+      for (const child of kind.children ?? []) {
+        const known = sources.get(child.table);
+        if (known && (known.owner !== owner || known.key !== child.key)) {
+          throw new Error(`documents: ${child.table} is read by documents of ${known.owner} (${known.key}) and ${owner} (${child.key})`);
+        }
+        sources.set(child.table, { table: child.table, owner, key: child.key });
+      }
+    }
+  }
+  return [...sources.values()];
+}
 
 /** Runs the DDL of documentTriggersSql (creates or replaces the functions and triggers). */
-export async function installDocumentTriggers<DB>(db: Kysely<DB>): Promise<void> {
-  for (const statement of documentTriggersSql(db)) await sql.raw(statement).execute(db);
+export async function installDocumentTriggers<DB>(db: Kysely<DB>, kinds: readonly DocumentKind[]): Promise<void> {
+  for (const statement of documentTriggersSql(db, kinds)) await sql.raw(statement).execute(db);
+}
+
+/**
+ * (Re)installs the cache-notify trigger (decision 0016) on every table of `kinds`' documentSources:
+ * a statement writing one NOTIFYs `store_changed` at commit, so every process's page caches learn of it.
+ */
+export async function installStoreNotifyTriggers<DB>(db: Kysely<DB>, kinds: readonly DocumentKind[]): Promise<void> {
+  for (const { table } of documentSources(kinds)) {
+    await sql.raw(`DROP TRIGGER IF EXISTS ${table}_notify_store_changed ON ${table}`).execute(db);
+    await sql
+      .raw(
+        `CREATE TRIGGER ${table}_notify_store_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION notify_store_changed()`,
+      )
+      .execute(db);
+  }
 }
 
 /** SQL text of an expression that has no parameters (the build expressions have none). */
@@ -70,14 +92,16 @@ function sqlText<DB>(db: Kysely<DB>, expression: RawBuilder<unknown>): string {
 }
 
 /** `col = (expr)::json, …` for every document stored on `owner`'s rows. */
-function setList<DB>(db: Kysely<DB>, owner: Owner): string {
-  return DOCUMENT_KINDS.filter((k) => k.table === owner)
+function setList<DB>(db: Kysely<DB>, kinds: readonly DocumentKind[], owner: string): string {
+  return kinds.filter((k) => k.table === owner)
     .map((k) => `${k.column} = (${sqlText(db, k.build)})::json`)
     .join(', ');
 }
 
-function aliasOf(owner: Owner): string {
-  return DOCUMENT_KINDS.find((k) => k.table === owner)!.alias;
+function aliasOf(kinds: readonly DocumentKind[], owner: string): string {
+  const aliases = new Set(kinds.filter((k) => k.table === owner).map((k) => k.alias));
+  if (aliases.size !== 1) throw new Error(`documents on ${owner} must share one alias, got ${[...aliases].join(', ')}`);
+  return [...aliases][0]!;
 }
 
 /**
@@ -88,16 +112,16 @@ function aliasOf(owner: Owner): string {
  * these tables, so every write by the application is at depth 1. rebuildDocuments sets
  * store_api.rebuilding_documents for its own transactions so its UPDATEs are not rebuilt twice.
  */
-export function documentTriggersSql<DB>(db: Kysely<DB>): string[] {
+export function documentTriggersSql<DB>(db: Kysely<DB>, kinds: readonly DocumentKind[]): string[] {
   const parts: string[] = [];
-  for (const owner of OWNERS) {
-    const a = aliasOf(owner);
+  for (const owner of ownersOf(kinds)) {
+    const a = aliasOf(kinds, owner);
     parts.push(`
     CREATE OR REPLACE FUNCTION refresh_${owner}_documents(ids uuid[]) RETURNS void LANGUAGE sql AS $fn$
-      UPDATE ${owner} ${a} SET ${setList(db, owner)} WHERE ${a}.id = ANY(ids)
+      UPDATE ${owner} ${a} SET ${setList(db, kinds, owner)} WHERE ${a}.id = ANY(ids)
     $fn$;`);
   }
-  for (const { table, owner, key } of SOURCES) {
+  for (const { table, owner, key } of documentSources(kinds)) {
     const fn = `${table}_documents_after`;
     parts.push(`
     CREATE OR REPLACE FUNCTION ${fn}() RETURNS trigger LANGUAGE plpgsql AS $fn$
@@ -132,7 +156,7 @@ export const REBUILD_BATCH = 2000;
 
 export interface RebuildProgress {
   /** Table being filled. */
-  table: Owner;
+  table: string;
   /** Rows of that table done so far. */
   done: number;
   /** Rows of that table in all. */
@@ -153,14 +177,15 @@ export const rebuildEvents = new EventEmitter();
  */
 export async function rebuildDocuments<DB>(
   db: Kysely<DB>,
+  kinds: readonly DocumentKind[],
   options: { onlyMissing?: boolean; batch?: number; onProgress?: (p: RebuildProgress) => void } = {},
 ): Promise<number> {
   const batch = options.batch ?? REBUILD_BATCH;
   let rebuilt = 0;
-  for (const owner of OWNERS) {
-    const a = aliasOf(owner);
+  for (const owner of ownersOf(kinds)) {
+    const a = aliasOf(kinds, owner);
     const missing = options.onlyMissing
-      ? `(${DOCUMENT_KINDS.filter((k) => k.table === owner)
+      ? `(${kinds.filter((k) => k.table === owner)
           .map((k) => `${a}.${k.column} IS NULL`)
           .join(' OR ')})`
       : 'true';
@@ -179,7 +204,7 @@ export async function rebuildDocuments<DB>(
       const rows = await inTransaction(db, async (trx) => {
         await sql`SELECT set_config('store_api.rebuilding_documents', 'on', true)`.execute(trx);
         const result = await sql<{ id: string }>`
-          UPDATE ${sql.raw(`${owner} ${a}`)} SET ${sql.raw(setList(db, owner))}
+          UPDATE ${sql.raw(`${owner} ${a}`)} SET ${sql.raw(setList(db, kinds, owner))}
           WHERE ${sql.raw(`${a}.id`)} IN (
             SELECT id FROM ${sql.raw(owner)} ${sql.raw(a)} WHERE ${sql.raw(`${a}.id`)} > ${after}::uuid AND ${sql.raw(missing)}
             ORDER BY id LIMIT ${batch})
@@ -215,9 +240,9 @@ export interface DocumentDifference {
  * Rebuilds every document from the tables and compares it, byte for byte, with the stored one.
  * Returns the records that differ (at most `limit`); empty when every stored document is right.
  */
-export async function checkDocuments<DB>(db: Kysely<DB>, { limit = 100 } = {}): Promise<DocumentDifference[]> {
+export async function checkDocuments<DB>(db: Kysely<DB>, kinds: readonly DocumentKind[], { limit = 100 } = {}): Promise<DocumentDifference[]> {
   const differences: DocumentDifference[] = [];
-  for (const kind of DOCUMENT_KINDS) {
+  for (const kind of kinds) {
     if (differences.length >= limit) break;
     const a = sql.raw(kind.alias);
     const { rows } = await sql<{ id: string; stored: string | null; rebuilt: string }>`

@@ -1,0 +1,284 @@
+/**
+ * The calls of one resource: a page, every page, the NDJSON export and the snapshot, and (for
+ * resources with GET /{resource}/{id}) one record. The per-resource members of the client are
+ * generated from the OpenAPI document's x-resources (generated/resource-clients.ts).
+ */
+import { StoreApiError } from './store-api.error.ts';
+import { TruncatedBodyError, lines } from './ndjson-lines.ts';
+import { networkError } from './http-transport.ts';
+import type { ApiConnection, Query } from './api-connection.ts';
+import { RecordIterator, cursorAfter, type Cursored, type IterateOptions } from './record-iterator.ts';
+import type { Page } from './resource-types.ts';
+
+
+/** The list, iterate and export calls of one resource. */
+export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Query> {
+  constructor(
+    protected readonly client: ApiConnection,
+    protected readonly path: string,
+  ) {}
+
+  /** One page: GET /api/v1/{resource}. */
+  async list(query: LQ = {} as LQ, options: { signal?: AbortSignal } = {}): Promise<Page<T>> {
+    const page = await this.client.getJson<Page<T>>(this.path, query, options.signal);
+    if (!Array.isArray(page?.data) || typeof page.pagination?.has_more !== 'boolean') {
+      throw this.client.notStoreApi(this.path, query, 'a list without data and pagination');
+    }
+    return page;
+  }
+
+  /** Every record of every page from `query.cursor` on (or the start), fetching pages as consumed. */
+  iterate(query: LQ = {} as LQ, options: IterateOptions = {}): RecordIterator<T> {
+    return new RecordIterator<T>(query.cursor as string | undefined, (self) => this.#walkPages(self, query, options));
+  }
+
+  async *#walkPages(self: RecordIterator<T>, query: LQ, options: IterateOptions): AsyncGenerator<T> {
+    let cursor = query.cursor as string | undefined;
+    while (true) {
+      const page = await this.list({ ...query, cursor } as LQ, { signal: options.signal });
+      self.pages++;
+      for (const record of page.data) {
+        yield record;
+        self.count++;
+        self.cursor = cursorAfter(record);
+      }
+      self.cursor = page.pagination.next_cursor ?? self.cursor;
+      await options.onPage?.({ cursor: self.cursor, count: page.data.length, hasMore: page.pagination.has_more });
+      // An empty page with has_more would never advance; the API never sends one, but never loop on it.
+      if (!page.pagination.has_more || page.data.length === 0) return;
+      cursor = self.cursor ?? undefined;
+    }
+  }
+
+  /**
+   * Every record of GET /api/v1/{resource}/export, request after request (up to `limit`, default 500,
+   * each), NDJSON parsed line by line as it arrives. A connection lost mid-stream resumes from the
+   * last record consumed (counted as a retry).
+   */
+  export(query: EQ = {} as EQ, options: IterateOptions = {}): RecordIterator<T> {
+    return new RecordIterator<T>(query.cursor as string | undefined, (self) => this.#walkExport(self, query, options));
+  }
+
+  async *#walkExport(self: RecordIterator<T>, query: EQ, options: IterateOptions): AsyncGenerator<T> {
+    const exportPath = `${this.path}/export`;
+    let failures = 0;
+    while (true) {
+      const cursor = self.cursor ?? undefined;
+      const { response, timer } = await this.client.getAnswer(exportPath, { ...query, cursor }, 'application/x-ndjson', options.signal);
+      const url = response.url ? new URL(response.url) : this.client.urlOf(exportPath, { ...query, cursor });
+      const hasMore = response.headers.get('x-has-more');
+      const nextCursor = response.headers.get('x-next-cursor');
+      if (hasMore !== 'true' && hasMore !== 'false') {
+        timer.clear();
+        await response.body?.cancel().catch(() => {});
+        throw new StoreApiError(
+          `${url.origin} did not answer like the Store Integration API (no X-Has-More header on GET ${url.pathname}); check the base URL`,
+          { status: response.status, code: 'not_store_api', request: `GET ${url.pathname}${url.search}` },
+        );
+      }
+      self.pages++;
+      let count = 0;
+      const idle = this.client.timeouts.idleTimeoutMs;
+      timer.arm(idle, 'idle');
+      try {
+        if (response.body) {
+          for await (const line of lines(response.body, timer.signal)) {
+            timer.arm(idle, 'idle');
+            let record: T;
+            try {
+              record = JSON.parse(line) as T;
+            } catch (cause) {
+              throw new StoreApiError(`${url.origin} sent a line that is not JSON in the export of ${this.path}`, {
+                status: response.status,
+                code: 'not_store_api',
+                request: `GET ${url.pathname}${url.search}`,
+                cause,
+              });
+            }
+            yield record;
+            count++;
+            self.count++;
+            self.cursor = cursorAfter(record);
+            failures = 0;
+          }
+        }
+      } catch (error) {
+        timer.clear();
+        if (error instanceof StoreApiError) throw error;
+        const failure =
+          error instanceof TruncatedBodyError
+            ? new StoreApiError(`The export of ${this.path} from ${url.origin} broke off in the middle of a line (connection lost)`, {
+                status: response.status,
+                code: 'network_error',
+                request: `GET ${url.pathname}${url.search}`,
+                cause: error,
+              })
+            : networkError(error, url, options.signal, 'GET', timer);
+        const limit = failure.code === 'timeout' ? (this.client.retryPolicy.maxTimeoutRetries ?? 0) : this.client.retryPolicy.maxRetries;
+        if (failure.code === 'aborted' || ++failures > limit) throw failure;
+        // Resume from the last record consumed: nothing is skipped, nothing repeated.
+        this.client.retryPolicy.onRetry?.({ attempt: failures, delayMs: 0, status: undefined, error: failure });
+        continue;
+      } finally {
+        timer.clear();
+      }
+      if (nextCursor && nextCursor !== self.cursor) {
+        // The body ended cleanly between two lines but before the page's last record (a proxy
+        // closing early): going on from X-Next-Cursor would skip records, so resume from the last one.
+        const failure = new StoreApiError(
+          `The export of ${this.path} from ${url.origin} ended after ${count} records, before the page's last one (connection lost)`,
+          { status: response.status, code: 'network_error', request: `GET ${url.pathname}${url.search}` },
+        );
+        if (++failures > this.client.retryPolicy.maxRetries) throw failure;
+        this.client.retryPolicy.onRetry?.({ attempt: failures, delayMs: 0, status: undefined, error: failure });
+        continue;
+      }
+      await options.onPage?.({ cursor: self.cursor, count, hasMore: hasMore === 'true' });
+      if (hasMore !== 'true' || count === 0) return;
+    }
+  }
+
+  /**
+   * Count and checksum of the records per id range, `digits` (1–3, default 2) hex digits past
+   * `prefix` (default every record): GET /api/v1/{resource}/checksums. Filters as in the list.
+   */
+  async checksums(query: { prefix?: string; digits?: number } & Query = {}, options: { signal?: AbortSignal } = {}): Promise<RangeChecksum[]> {
+    const path = `${this.path}/checksums`;
+    const body = await this.client.getJson<{ data: RangeChecksum[] }>(path, query, options.signal);
+    if (!Array.isArray(body?.data)) throw this.client.notStoreApi(path, query, 'an answer without data');
+    return body.data;
+  }
+
+  /** Every record's checksum in the range `prefix`, by id, request after request (GET /api/v1/{resource}/checksums/records). */
+  async *recordChecksums(query: { prefix?: string; limit?: number } & Query = {}, options: { signal?: AbortSignal } = {}): AsyncGenerator<RecordChecksum> {
+    const path = `${this.path}/checksums/records`;
+    let after: string | undefined;
+    for (;;) {
+      const page = await this.client.getJson<{ data: RecordChecksum[]; pagination: { next_cursor: string | null; has_more: boolean } }>(
+        path,
+        { ...query, after },
+        options.signal,
+      );
+      if (!Array.isArray(page?.data) || typeof page.pagination?.has_more !== 'boolean') throw this.client.notStoreApi(path, query, 'a page without data and pagination');
+      yield* page.data;
+      if (!page.pagination.has_more || page.data.length === 0 || page.pagination.next_cursor === null) return;
+      after = page.pagination.next_cursor;
+    }
+  }
+
+  /**
+   * Every record of GET /api/v1/{resource}/snapshot: the whole resource in one NDJSON stream (no page
+   * limit, one request against the export rate limit), parsed line by line as it arrives. When the
+   * stream ends, `cursor` is the server's X-Snapshot-Cursor: continue from it with lists, exports or
+   * webhooks and nothing changed meanwhile is missed. A connection lost mid-stream resumes from the
+   * last record consumed (counted as a retry). A server without snapshots answers 404 (or, where the
+   * path looks like a single GET, 400 naming `id`): see `isSnapshotUnsupported`.
+   */
+  snapshot(query: Omit<EQ, 'limit' | 'order'> = {} as Omit<EQ, 'limit' | 'order'>, options: IterateOptions = {}): RecordIterator<T> {
+    return new RecordIterator<T>(query.cursor as string | undefined, (self) => this.#walkSnapshot(self, query as Query, options));
+  }
+
+  async *#walkSnapshot(self: RecordIterator<T>, query: Query, options: IterateOptions): AsyncGenerator<T> {
+    const snapshotPath = `${this.path}/snapshot`;
+    let failures = 0;
+    while (true) {
+      const cursor = self.cursor ?? undefined;
+      const response = await this.client.getResponse(snapshotPath, { ...query, cursor }, 'application/x-ndjson', options.signal);
+      const url = response.url ? new URL(response.url) : this.client.urlOf(snapshotPath, { ...query, cursor });
+      const endCursor = response.headers.get('x-snapshot-cursor');
+      if (!endCursor) {
+        await response.body?.cancel().catch(() => {});
+        throw new StoreApiError(
+          `${url.origin} did not answer like the Store Integration API (no X-Snapshot-Cursor header on GET ${url.pathname}); check the base URL`,
+          { status: response.status, code: 'not_store_api', request: `GET ${url.pathname}${url.search}` },
+        );
+      }
+      self.pages++;
+      const announced = Number.parseInt(response.headers.get('x-total-count') ?? '', 10);
+      // A resumed stream counts what is left after its cursor: add what was consumed before it.
+      if (Number.isSafeInteger(announced) && announced >= 0) self.total = self.count + announced;
+      let count = 0;
+      try {
+        if (response.body) {
+          for await (const line of lines(response.body, options.signal)) {
+            let record: T;
+            try {
+              record = JSON.parse(line) as T;
+            } catch (cause) {
+              throw new StoreApiError(`${url.origin} sent a line that is not JSON in the snapshot of ${this.path}`, {
+                status: response.status,
+                code: 'not_store_api',
+                request: `GET ${url.pathname}${url.search}`,
+                cause,
+              });
+            }
+            yield record;
+            count++;
+            self.count++;
+            self.cursor = cursorAfter(record);
+            failures = 0;
+          }
+        }
+      } catch (error) {
+        if (error instanceof StoreApiError) throw error;
+        const failure =
+          error instanceof TruncatedBodyError
+            ? new StoreApiError(`The snapshot of ${this.path} from ${url.origin} broke off in the middle of a line (connection lost)`, {
+                status: response.status,
+                code: 'network_error',
+                request: `GET ${url.pathname}${url.search}`,
+                cause: error,
+              })
+            : networkError(error, url, options.signal);
+        if (failure.code === 'aborted' || ++failures > this.client.retryPolicy.maxRetries) throw failure;
+        this.client.retryPolicy.onRetry?.({ attempt: failures, delayMs: 0, status: undefined, error: failure });
+        continue;
+      }
+      self.cursor = endCursor;
+      await options.onPage?.({ cursor: self.cursor, count, hasMore: false });
+      return;
+    }
+  }
+}
+
+/** A range's record count and checksum (GET /api/v1/{resource}/checksums). */
+export interface RangeChecksum {
+  range: string;
+  count: number;
+  checksum: string;
+}
+
+/** One record's checksum (GET /api/v1/{resource}/checksums/records). */
+export interface RecordChecksum {
+  id: string;
+  last_modified: string;
+  checksum: string;
+}
+
+/** Whether `error` (from `snapshot()`'s first request) says the server has no snapshot endpoint: use `export()` instead. */
+export function isSnapshotUnsupported(error: unknown): boolean {
+  return isEndpointUnsupported(error);
+}
+
+/** Whether `error` (from `checksums()`) says the server has no checksum endpoints: compare the records themselves. */
+export function isChecksumsUnsupported(error: unknown): boolean {
+  return isEndpointUnsupported(error);
+}
+
+function isEndpointUnsupported(error: unknown): boolean {
+  if (!(error instanceof StoreApiError)) return false;
+  if (error.status === 404 || error.status === 405) return true;
+  // An older server routes /{resource}/snapshot (or /checksums) to the single GET /{resource}/{id}.
+  return error.status === 400 && error.errors.some((e) => e.param === 'id');
+}
+
+/** A resource that also has GET /api/v1/{resource}/{id}. */
+export class ResourceWithGet<T extends Cursored, LQ extends Query, EQ extends Query> extends ResourceClient<T, LQ, EQ> {
+  /** One record by id; a StoreApiError with status 404 when there is none. */
+  async get(id: string, options: { signal?: AbortSignal } = {}): Promise<T> {
+    const path = `${this.path}/${encodeURIComponent(id)}`;
+    const body = await this.client.getJson<{ data: T }>(path, {}, options.signal);
+    if (typeof body?.data !== 'object' || body.data === null) throw this.client.notStoreApi(path, {}, 'a body without data');
+    return body.data;
+  }
+}

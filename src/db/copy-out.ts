@@ -1,0 +1,110 @@
+/**
+ * A statement's result as the bytes PostgreSQL sends, never decoded into JavaScript strings
+ * (issue 26, decision 0037): `COPY (<select>) TO STDOUT (FORMAT binary)` through pg-copy-streams.
+ *
+ * Why: pg decodes every text value it receives into a string (pg-protocol's DataRow parser), and a
+ * page or snapshot chunk of stored JSON (~200 KiB, ~1 MiB) was then encoded back to bytes for the
+ * socket: two passes over every byte and a large string for the garbage collector per request. A
+ * binary COPY hands the text's UTF-8 bytes over as they arrive, with each field's length in front
+ * (no escaping, unlike COPY's text format), so the page's bytes pass from the database connection
+ * to the HTTP response with one copy.
+ *
+ * COPY takes no bind parameters: the compiled statement's `$n` are replaced by quoted literals
+ * (`escapeLiteral` of pg's own text form of the value, `prepareValue`). An untyped quoted literal
+ * is resolved by PostgreSQL exactly as pg's untyped text parameters are (both are of type
+ * `unknown` until their context types them), so the statement means what it means when run with
+ * parameters; quoting is pg's, so a value cannot end its literal.
+ */
+import pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
+
+const { prepareValue } = (pg as unknown as { utils: { prepareValue(value: unknown): unknown } }).utils;
+
+/** One value as a SQL literal: NULL, or pg's text form of it quoted. */
+function literal(value: unknown): string {
+  const text = prepareValue(value);
+  if (text === null || text === undefined) return 'NULL';
+  if (typeof text !== 'string') throw new TypeError(`copy-out: a ${typeof text} parameter has no literal form`);
+  return pg.escapeLiteral(text);
+}
+
+/**
+ * `sql` with its `$1`, `$2`, … replaced by the literals of `parameters`. Placeholders inside quoted
+ * strings, quoted identifiers and comments are left alone (Kysely never puts its own there).
+ */
+export function inlineParameters(sql: string, parameters: readonly unknown[]): string {
+  let out = '';
+  let i = 0;
+  while (i < sql.length) {
+    const ch = sql[i]!;
+    if (ch === "'" || ch === '"') {
+      // A quoted string or identifier: to its closing quote (a doubled quote stays inside).
+      let j = i + 1;
+      for (;;) {
+        const close = sql.indexOf(ch, j);
+        if (close === -1) throw new Error('copy-out: unterminated quote in a statement');
+        if (sql[close + 1] === ch) j = close + 2;
+        else {
+          j = close + 1;
+          break;
+        }
+      }
+      out += sql.slice(i, j);
+      i = j;
+    } else if (ch === '-' && sql[i + 1] === '-') {
+      const end = sql.indexOf('\n', i);
+      const j = end === -1 ? sql.length : end;
+      out += sql.slice(i, j);
+      i = j;
+    } else if (ch === '$' && /[0-9]/.test(sql[i + 1] ?? '') && !/[A-Za-z0-9_]/.test(sql[i - 1] ?? '')) {
+      let j = i + 1;
+      while (j < sql.length && /[0-9]/.test(sql[j]!)) j++;
+      const index = Number(sql.slice(i + 1, j)) - 1;
+      if (index < 0 || index >= parameters.length) throw new Error(`copy-out: no parameter for ${sql.slice(i, j)}`);
+      out += literal(parameters[index]);
+      i = j;
+    } else {
+      out += ch;
+      i++;
+    }
+  }
+  return out;
+}
+
+/** The 11-byte signature that opens a binary COPY, then 32-bit flags and header extension length. */
+const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
+
+/**
+ * The rows of a binary COPY's output: each row its fields' bytes (null for NULL). The buffers are
+ * views into `bytes`, not copies.
+ */
+export function parseBinaryCopy(bytes: Buffer): (Buffer | null)[][] {
+  if (bytes.length < 19 || !bytes.subarray(0, 11).equals(SIGNATURE)) throw new Error('copy-out: not a binary COPY stream');
+  let at = 15;
+  at += 4 + bytes.readUInt32BE(at);
+  const rows: (Buffer | null)[][] = [];
+  for (;;) {
+    const count = bytes.readInt16BE(at);
+    at += 2;
+    if (count === -1) return rows;
+    const row: (Buffer | null)[] = [];
+    for (let f = 0; f < count; f++) {
+      const length = bytes.readInt32BE(at);
+      at += 4;
+      if (length === -1) row.push(null);
+      else {
+        row.push(bytes.subarray(at, at + length));
+        at += length;
+      }
+    }
+    rows.push(row);
+  }
+}
+
+/** Runs `COPY (<select>) TO STDOUT (FORMAT binary)` on `client` and returns its whole output. */
+export async function copyBinary(client: pg.PoolClient, select: string): Promise<Buffer> {
+  const stream = client.query(copyTo(`COPY (${select}) TO STDOUT (FORMAT binary)`));
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream as AsyncIterable<Buffer>) chunks.push(chunk);
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+}

@@ -1,0 +1,64 @@
+/**
+ * The database objects derived from the resource declarations (decision 0034): every resource's
+ * stored document (its column's statement triggers, db/documents.ts) and the cache-notify trigger on
+ * every table a document reads (decision 0016). A resource's migration creates its table
+ * (`createStoreTable`) and then calls `installStoreTriggers`, which (re)installs these objects for
+ * every declared resource whose tables exist, so nothing is listed by hand in a migration.
+ */
+import { sql, type Kysely } from 'kysely';
+import {
+  checkDocuments,
+  documentSources,
+  installDocumentTriggers,
+  installStoreNotifyTriggers,
+  rebuildDocuments,
+  type DocumentDifference,
+  type DocumentKind,
+  type RebuildProgress,
+} from '../db/documents.ts';
+import { RESOURCES } from './registry.ts';
+
+/** Every stored document of every declared resource, in resource order. */
+export function documentKinds(): DocumentKind[] {
+  return RESOURCES.map((r) => ({ ...r.document, table: r.table }));
+}
+
+/** The tables whose writes can change a list page: each resource's table and the tables its document reads. */
+export function storeTables(): string[] {
+  return documentSources(documentKinds()).map((s) => s.table);
+}
+
+/** The document kinds whose owner and child tables all exist in `db` (a migration installs what its day has). */
+async function installableKinds<DB>(db: Kysely<DB>): Promise<DocumentKind[]> {
+  const { rows } = await sql<{ name: string }>`
+    SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()`.execute(db);
+  const existing = new Set(rows.map((r) => r.name));
+  return documentKinds().filter((k) => existing.has(k.table) && (k.children ?? []).every((c) => existing.has(c.table)));
+}
+
+/**
+ * (Re)installs the document triggers and the cache-notify triggers of every declared resource whose
+ * tables exist: idempotent, so each migration adding or changing a resource calls it (after its own
+ * DDL). It rebuilds no document: a new resource's table is empty; a changed expression needs
+ * `rebuildStoreDocuments` too.
+ */
+export async function installStoreTriggers<DB>(db: Kysely<DB>): Promise<void> {
+  const kinds = await installableKinds(db);
+  await installDocumentTriggers(db, kinds);
+  // The notify function comes with migration 0016; the documents' migration (0009) runs before it.
+  const { rows } = await sql<{ present: boolean }>`SELECT to_regproc('notify_store_changed') IS NOT NULL AS present`.execute(db);
+  if (rows[0]?.present) await installStoreNotifyTriggers(db, kinds);
+}
+
+/** rebuildDocuments over every declared resource whose tables exist. */
+export async function rebuildStoreDocuments<DB>(
+  db: Kysely<DB>,
+  options: { onlyMissing?: boolean; batch?: number; onProgress?: (p: RebuildProgress) => void } = {},
+): Promise<number> {
+  return rebuildDocuments(db, await installableKinds(db), options);
+}
+
+/** checkDocuments over every declared resource's documents. */
+export async function checkStoreDocuments<DB>(db: Kysely<DB>, options: { limit?: number } = {}): Promise<DocumentDifference[]> {
+  return checkDocuments(db, documentKinds(), options);
+}
