@@ -12,11 +12,11 @@ import type { Database } from '../db/schema.ts';
 import { runWrite, type WriteContext } from '../db/write-clock.ts';
 import { conflict, notFound } from '../shared/problem.ts';
 import { translateDbError } from '../shared/db-errors.ts';
-import { inventoryChanged, productsChanged } from '../events/resource-events.ts';
+import { inventoryChanged, productsChanged } from '../resources/record-events.ts';
 import { applyStockChanges, refreshProducts, type StockChange } from '../inventory/stock.service.ts';
 import { isStockTracked, type ProductType } from './product.json-sql.ts';
-import { recordById } from '../resources/record.repository.ts';
-import { productResource } from './product.resource.ts';
+import { recordById } from '../resources/record-reads.ts';
+import { type Product, productResource } from './product.resource.ts';
 import { nextPosition } from './catalog.repository.ts';
 
 export interface VariantInput {
@@ -65,7 +65,7 @@ export function slugify(name: string): string {
 }
 
 /** The product's JSON (as the read API returns it) inside a write or from the database. */
-export async function productById(db: Kysely<Database>, id: string): Promise<unknown> {
+export async function productById(db: Kysely<Database>, id: string): Promise<Product> {
   return recordById(db, productResource, id);
 }
 
@@ -126,7 +126,7 @@ async function lockProduct(ctx: WriteContext, id: string) {
 }
 
 /** Creates a product with its variants and images; returns its JSON. */
-export async function createProduct(db: Kysely<Database>, input: ProductInput): Promise<unknown> {
+export async function createProduct(db: Kysely<Database>, input: ProductInput): Promise<Product> {
   return write(db, async (ctx) => {
     const id = randomUUID();
     const tracked = isStockTracked(input.product_type);
@@ -167,7 +167,7 @@ export async function createProduct(db: Kysely<Database>, input: ProductInput): 
 }
 
 /** Updates product fields (is_active=false deactivates); returns its JSON. */
-export async function updateProduct(db: Kysely<Database>, id: string, patch: ProductPatch): Promise<unknown> {
+export async function updateProduct(db: Kysely<Database>, id: string, patch: ProductPatch): Promise<Product> {
   return write(db, async (ctx) => {
     await lockProduct(ctx, id);
     const set = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
@@ -180,7 +180,7 @@ export async function updateProduct(db: Kysely<Database>, id: string, patch: Pro
 }
 
 /** Adds a variant (its initial stock is an `adjustment` movement); returns the product's JSON. */
-export async function addVariant(db: Kysely<Database>, productId: string, input: VariantInput): Promise<unknown> {
+export async function addVariant(db: Kysely<Database>, productId: string, input: VariantInput): Promise<Product> {
   return write(db, async (ctx) => {
     const product = await lockProduct(ctx, productId);
     const hadVariants = await ctx.trx.selectFrom('variants').select('id').where('product_id', '=', productId).where('is_active', '=', true).limit(1).execute();
@@ -200,7 +200,7 @@ export async function addVariant(db: Kysely<Database>, productId: string, input:
 }
 
 /** Updates a variant (is_active=false deactivates it); returns the product's JSON. */
-export async function updateVariant(db: Kysely<Database>, productId: string, variantId: string, patch: VariantPatch): Promise<unknown> {
+export async function updateVariant(db: Kysely<Database>, productId: string, variantId: string, patch: VariantPatch): Promise<Product> {
   return write(db, async (ctx) => {
     await lockProduct(ctx, productId);
     const variant = await ctx.trx
@@ -222,7 +222,7 @@ export async function updateVariant(db: Kysely<Database>, productId: string, var
 }
 
 /** Adds an image; returns the product's JSON. */
-export async function addImage(db: Kysely<Database>, productId: string, input: ImageInput): Promise<unknown> {
+export async function addImage(db: Kysely<Database>, productId: string, input: ImageInput): Promise<Product> {
   return write(db, async (ctx) => {
     await lockProduct(ctx, productId);
     await insertImages(ctx, productId, [input], await nextPosition(ctx.trx, 'images', productId));
@@ -234,7 +234,7 @@ export async function addImage(db: Kysely<Database>, productId: string, input: I
 }
 
 /** Updates an image (is_active=false removes it from the product); returns the product's JSON. */
-export async function updateImage(db: Kysely<Database>, productId: string, imageId: string, patch: ImagePatch): Promise<unknown> {
+export async function updateImage(db: Kysely<Database>, productId: string, imageId: string, patch: ImagePatch): Promise<Product> {
   return write(db, async (ctx) => {
     await lockProduct(ctx, productId);
     const image = await ctx.trx.selectFrom('images').select('id').where('id', '=', imageId).where('product_id', '=', productId).executeTakeFirst();

@@ -1,5 +1,5 @@
 /** Products as a resource of the read API, the events and the mirror (resources/resource.ts). */
-import { Type } from '@sinclair/typebox';
+import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import { defineResource } from '../resources/resource.ts';
 import { Money, Nullable, StringEnum, Timestamp, Uuid } from '../shared/typebox.ts';
@@ -47,6 +47,8 @@ export const Product = Type.Object(
   },
   { title: 'Product', additionalProperties: false },
 );
+/** A product as the read API serves it. */
+export type Product = Static<typeof Product>;
 
 export const productResource = defineResource({
   name: 'products',

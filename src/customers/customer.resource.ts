@@ -1,5 +1,5 @@
 /** Customers as a resource of the read API, the events and the mirror (resources/resource.ts). */
-import { Type } from '@sinclair/typebox';
+import { type Static, type TOptional, type TSchema, Type } from '@sinclair/typebox';
 import { defineResource } from '../resources/resource.ts';
 import { Nullable, Timestamp, Uuid } from '../shared/typebox.ts';
 import { customerJson, customerSource } from './customer.json-sql.ts';
@@ -17,6 +17,25 @@ export const Customer = Type.Object(
   },
   { title: 'Customer', additionalProperties: false },
 );
+/** A customer as the read API serves it. */
+export type Customer = Static<typeof Customer>;
+
+const Text = (max: number) => Type.String({ minLength: 1, maxLength: max });
+const customerFields = {
+  name: Text(200),
+  phone: Nullable(Text(40)),
+  email: Nullable(Type.String({ format: 'email', maxLength: 254 })),
+  city: Nullable(Text(100)),
+  is_active: Type.Boolean(),
+};
+const optional = <T extends Record<string, TSchema>>(fields: T) =>
+  Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, Type.Optional(v)])) as { [K in keyof T]: TOptional<T[K]> };
+
+/** POST /admin/api/v1/customers: a name, the rest optional (is_active defaults to true). */
+const { name, ...optionalFields } = customerFields;
+export const CustomerCreate = Type.Object({ name, ...optional(optionalFields) }, { additionalProperties: false });
+/** PATCH /admin/api/v1/customers/{id}: the fields given (at least one) are set. */
+export const CustomerPatch = Type.Object(optional(customerFields), { additionalProperties: false, minProperties: 1 });
 
 export const customerResource = defineResource({
   name: 'customers',
@@ -45,5 +64,10 @@ export const customerResource = defineResource({
     is_active: true,
     created_at: '2026-11-19T17:40:02.000511Z',
     last_modified: '2026-11-21T14:05:30.770123Z',
+  },
+  adminWrites: {
+    create: CustomerCreate,
+    update: CustomerPatch,
+    summary: { update: 'Update a customer (is_active=false deactivates)' },
   },
 });

@@ -1,58 +1,27 @@
-/** Customer writes: create and update (is_active=false deactivates). Each appends its event. */
-import { randomUUID } from 'node:crypto';
+/**
+ * Customer writes: create and update (is_active=false deactivates), through the generic writes of a
+ * flat resource (resources/record-writes.ts: stamps, `customer.created` / `customer.updated` in the
+ * same transaction). The admin API's routes are derived from the declaration's `adminWrites`
+ * (admin/routes/record.admin-routes.ts); these typed entry points serve the demo, tools and tests.
+ */
+import type { Static } from '@sinclair/typebox';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { runWrite } from '../db/write-clock.ts';
-import { notFound } from '../shared/problem.ts';
-import { customerChanged } from '../events/resource-events.ts';
-import { recordById } from '../resources/record.repository.ts';
-import { customerResource } from './customer.resource.ts';
+import { recordById } from '../resources/record-reads.ts';
+import { createRecord, updateRecord } from '../resources/record-writes.ts';
+import { type Customer, type CustomerCreate, type CustomerPatch as CustomerPatchBody, customerResource } from './customer.resource.ts';
 
-export interface CustomerInput {
-  name: string;
-  phone?: string | null;
-  email?: string | null;
-  city?: string | null;
-  is_active?: boolean;
-}
+export type CustomerInput = Static<typeof CustomerCreate>;
+export type CustomerPatch = Static<typeof CustomerPatchBody>;
 
-export type CustomerPatch = Partial<CustomerInput>;
-
-export async function customerById(db: Kysely<Database>, id: string): Promise<unknown> {
+export async function customerById(db: Kysely<Database>, id: string): Promise<Customer> {
   return recordById(db, customerResource, id);
 }
 
-export async function createCustomer(db: Kysely<Database>, input: CustomerInput): Promise<unknown> {
-  return runWrite(db, async (ctx) => {
-    const id = randomUUID();
-    await ctx.trx
-      .insertInto('customers')
-      .values({
-        id,
-        name: input.name,
-        phone: input.phone ?? null,
-        email: input.email ?? null,
-        city: input.city ?? null,
-        is_active: input.is_active ?? true,
-        created_at: ctx.stamp,
-        last_modified: ctx.stamp,
-      })
-      .execute();
-    await customerChanged(ctx, id, true);
-    return customerById(ctx.trx, id);
-  });
+export async function createCustomer(db: Kysely<Database>, input: CustomerInput): Promise<Customer> {
+  return createRecord(db, customerResource, input);
 }
 
-export async function updateCustomer(db: Kysely<Database>, id: string, patch: CustomerPatch): Promise<unknown> {
-  return runWrite(db, async (ctx) => {
-    const set = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-    const updated = await ctx.trx
-      .updateTable('customers')
-      .set({ ...set, last_modified: ctx.stamp })
-      .where('id', '=', id)
-      .executeTakeFirst();
-    if (Number(updated.numUpdatedRows) === 0) throw notFound('customer', id);
-    await customerChanged(ctx, id);
-    return customerById(ctx.trx, id);
-  });
+export async function updateCustomer(db: Kysely<Database>, id: string, patch: CustomerPatch): Promise<Customer> {
+  return updateRecord(db, customerResource, id, patch);
 }

@@ -15,7 +15,7 @@ import type { Database, OrderItemTable, OrderTable, ProductTable } from '../db/s
 import { runWrite } from '../db/write-clock.ts';
 import { PRODUCT_TYPES, isStockTracked, type ProductType } from '../catalog/product.json-sql.ts';
 import { slugify } from '../catalog/catalog.service.ts';
-import { customersChanged, inventoryChanged, ordersChanged, productsChanged } from '../events/resource-events.ts';
+import { customersChanged, inventoryChanged, ordersChanged, productsChanged } from '../resources/record-events.ts';
 import { applyStockChanges, refreshProducts, type StockChange } from '../inventory/stock.service.ts';
 import { amountCents, newOrderRows } from '../orders/new-order.ts';
 import { ORDER_STATUSES, restockReasonFor, type PaymentStatus } from '../orders/order-status.ts';

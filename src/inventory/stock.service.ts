@@ -16,7 +16,7 @@ import type { Database, StockMovementTable } from '../db/schema.ts';
 import { runWrite, type WriteContext } from '../db/write-clock.ts';
 import { isStockTracked } from '../catalog/product.json-sql.ts';
 import { ApiError, conflict, invalidParameter, notFound, type ParamError } from '../shared/problem.ts';
-import { inventoryChanged, movementsCreated, productsChanged } from '../events/resource-events.ts';
+import { inventoryChanged, movementsCreated, productsChanged } from '../resources/record-events.ts';
 import type { MovementReason } from './inventory.json-sql.ts';
 import type { Logger } from 'pino';
 import { progressLog, type ProgressLog } from '../shared/progress-log.ts';

@@ -18,9 +18,8 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import type { Server, Socket } from 'node:net';
-import client from 'prom-client';
+import { counter, gauge } from '../shared/prometheus.ts';
 import type { Logger } from 'pino';
-import { metricsRegistry } from './metrics.ts';
 
 /** Share of the descriptor limit at which the watch warns (80 %). */
 export const DESCRIPTOR_WARN_RATIO = 0.8;
@@ -29,29 +28,17 @@ const LOG_EVERY_MS = 60_000;
 /** How often the descriptor watch looks (10 s). */
 const DESCRIPTOR_CHECK_MS = 10_000;
 
-function metricOf<T extends client.Metric<string>>(name: string, create: () => T): T {
-  return (metricsRegistry.getSingleMetric(name) as T | undefined) ?? create();
-}
-
 /** Connections closed at accept because their address already held MAX_CONNECTIONS_PER_ADDRESS. */
-export const connectionsRefused = metricOf(
-  'store_api_connections_refused_total',
-  () =>
-    new client.Counter({
-      name: 'store_api_connections_refused_total',
-      help: 'Connections closed as soon as accepted because their client address already held MAX_CONNECTIONS_PER_ADDRESS',
-    }),
-);
+export const connectionsRefused = counter({
+  name: 'store_api_connections_refused_total',
+  help: 'Connections closed as soon as accepted because their client address already held MAX_CONNECTIONS_PER_ADDRESS',
+});
 
 /** 1 while open descriptors are at or above DESCRIPTOR_WARN_RATIO of the process limit, else 0. */
-export const descriptorsNearLimit = metricOf(
-  'store_api_descriptors_near_limit',
-  () =>
-    new client.Gauge({
-      name: 'store_api_descriptors_near_limit',
-      help: `1 while the process's open file descriptors are at or above ${DESCRIPTOR_WARN_RATIO * 100}% of its limit (see process_open_fds, process_max_fds), else 0`,
-    }),
-);
+export const descriptorsNearLimit = gauge({
+  name: 'store_api_descriptors_near_limit',
+  help: `1 while the process's open file descriptors are at or above ${DESCRIPTOR_WARN_RATIO * 100}% of its limit (see process_open_fds, process_max_fds), else 0`,
+});
 
 /**
  * Caps the connections each client address holds on `server` at `maxPerAddress` (0: no cap).

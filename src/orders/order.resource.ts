@@ -1,5 +1,5 @@
 /** Orders as a resource of the read API, the events and the mirror (resources/resource.ts). */
-import { Type } from '@sinclair/typebox';
+import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import { defineResource } from '../resources/resource.ts';
 import { sinceOf } from '../resources/filters.ts';
@@ -41,6 +41,8 @@ export const Order = Type.Object(
   },
   { title: 'Order', additionalProperties: false },
 );
+/** A order as the read API serves it. */
+export type Order = Static<typeof Order>;
 
 export const orderResource = defineResource({
   name: 'orders',

@@ -8,9 +8,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { runWrite } from '../db/write-clock.ts';
+import { runWrite, type WriteContext } from '../db/write-clock.ts';
 import { conflict, invalidParameter, notFound } from '../shared/problem.ts';
-import { orderChanged } from '../events/resource-events.ts';
+import { orderChanged } from '../resources/record-events.ts';
 import { applyStockChanges, type StockChange } from '../inventory/stock.service.ts';
 import {
   canMoveOrder,
@@ -22,8 +22,8 @@ import {
   type PaymentStatus,
 } from './order-status.ts';
 import { amountCents, newOrderRows, type PricedItem } from './new-order.ts';
-import { recordById } from '../resources/record.repository.ts';
-import { orderResource } from './order.resource.ts';
+import { recordById } from '../resources/record-reads.ts';
+import { type Order, orderResource } from './order.resource.ts';
 
 export interface OrderItemInput {
   product_id: string;
@@ -44,12 +44,12 @@ export interface OrderInput {
   items: OrderItemInput[];
 }
 
-export async function orderById(db: Kysely<Database>, id: string): Promise<unknown> {
+export async function orderById(db: Kysely<Database>, id: string): Promise<Order> {
   return recordById(db, orderResource, id);
 }
 
 /** Places an order in status pending / payment pending; returns its JSON. */
-export async function placeOrder(db: Kysely<Database>, input: OrderInput): Promise<unknown> {
+export async function placeOrder(db: Kysely<Database>, input: OrderInput): Promise<Order> {
   if (input.items.length === 0) throw invalidParameter('body.items', 'must have at least one item');
   return runWrite(db, async (ctx) => {
     const { trx, stamp } = ctx;
@@ -122,18 +122,40 @@ export async function placeOrder(db: Kysely<Database>, input: OrderInput): Promi
   });
 }
 
-/** Moves an order's status; 409 when the transition is not allowed. Returns its JSON. */
-export async function changeOrderStatus(db: Kysely<Database>, id: string, to: OrderStatus, note?: string | null): Promise<unknown> {
+/** The two state machines of an order: which column, its transitions, and how the 409 names it. */
+const MACHINES = {
+  status: { column: 'status', transitions: ORDER_TRANSITIONS, canMove: canMoveOrder, noun: 'An order' },
+  payment_status: { column: 'payment_status', transitions: PAYMENT_TRANSITIONS, canMove: canMovePayment, noun: 'A payment' },
+} as const;
+type Machine = keyof typeof MACHINES;
+type StateOf<M extends Machine> = M extends 'status' ? OrderStatus : PaymentStatus;
+
+/**
+ * Moves one of the order's state machines to `to` inside `ctx`: locks the order, 404 when there is
+ * none, 409 naming the allowed moves when the transition is not one, stamps the order and appends
+ * `order.updated`.
+ */
+async function moveOrder<M extends Machine>(ctx: WriteContext, id: string, machine: M, to: StateOf<M>): Promise<void> {
+  const { column, transitions, canMove, noun } = MACHINES[machine];
+  const order = await ctx.trx.selectFrom('orders').select(['id', column]).where('id', '=', id).forNoKeyUpdate().executeTakeFirst();
+  if (!order) throw notFound('order', id);
+  const from = (order as Record<string, unknown>)[column] as StateOf<M>;
+  if (!(canMove as (from: StateOf<M>, to: StateOf<M>) => boolean)(from, to)) {
+    const allowed: readonly string[] = (transitions as Readonly<Record<string, readonly string[]>>)[from]!;
+    throw conflict(`${noun} cannot move from '${from}' to '${to}'. Allowed from '${from}': ${allowed.length ? allowed.join(', ') : 'none (final state)'}.`);
+  }
+  await ctx.trx
+    .updateTable('orders')
+    .set({ [column]: to, last_modified: ctx.stamp })
+    .where('id', '=', id)
+    .execute();
+  await orderChanged(ctx, id);
+}
+
+/** Moves an order's status; 409 when the transition is not allowed; cancel and refund restock. Returns its JSON. */
+export async function changeOrderStatus(db: Kysely<Database>, id: string, to: OrderStatus, note?: string | null): Promise<Order> {
   return runWrite(db, async (ctx) => {
-    const order = await ctx.trx.selectFrom('orders').select(['id', 'status']).where('id', '=', id).forNoKeyUpdate().executeTakeFirst();
-    if (!order) throw notFound('order', id);
-    const from = order.status as OrderStatus;
-    if (!canMoveOrder(from, to)) {
-      const allowed = ORDER_TRANSITIONS[from];
-      throw conflict(`An order cannot move from '${from}' to '${to}'. Allowed from '${from}': ${allowed.length ? allowed.join(', ') : 'none (final state)'}.`);
-    }
-    await ctx.trx.updateTable('orders').set({ status: to, last_modified: ctx.stamp }).where('id', '=', id).execute();
-    await orderChanged(ctx, id);
+    await moveOrder(ctx, id, 'status', to);
     const reason = restockReasonFor(to);
     if (reason) {
       const items = await ctx.trx
@@ -161,17 +183,9 @@ export async function changeOrderStatus(db: Kysely<Database>, id: string, to: Or
 }
 
 /** Moves an order's payment status; 409 when the transition is not allowed. Returns its JSON. */
-export async function changePaymentStatus(db: Kysely<Database>, id: string, to: PaymentStatus): Promise<unknown> {
+export async function changePaymentStatus(db: Kysely<Database>, id: string, to: PaymentStatus): Promise<Order> {
   return runWrite(db, async (ctx) => {
-    const order = await ctx.trx.selectFrom('orders').select(['id', 'payment_status']).where('id', '=', id).forNoKeyUpdate().executeTakeFirst();
-    if (!order) throw notFound('order', id);
-    const from = order.payment_status as PaymentStatus;
-    if (!canMovePayment(from, to)) {
-      const allowed = PAYMENT_TRANSITIONS[from];
-      throw conflict(`A payment cannot move from '${from}' to '${to}'. Allowed from '${from}': ${allowed.length ? allowed.join(', ') : 'none (final state)'}.`);
-    }
-    await ctx.trx.updateTable('orders').set({ payment_status: to, last_modified: ctx.stamp }).where('id', '=', id).execute();
-    await orderChanged(ctx, id);
+    await moveOrder(ctx, id, 'payment_status', to);
     return orderById(ctx.trx, id);
   });
 }

@@ -8,17 +8,17 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { runWrite } from '../db/write-clock.ts';
-import { recordsChanged } from '../events/resource-events.ts';
+import { recordsChanged } from './record-events.ts';
 import { notFound } from '../shared/problem.ts';
-import { recordById } from './record.repository.ts';
-import type { ResourceDeclaration } from './resource.ts';
+import { recordById } from './record-reads.ts';
+import type { RecordOf, ResourceDeclaration } from './resource.ts';
 
 type Fields = Readonly<Record<string, unknown>>;
 /** A declaration whose events are `created` and `updated`. */
 type WritableResource = ResourceDeclaration<string, string, string, 'created' | 'updated'>;
 
 /** Inserts one record with `fields`; returns it as the read API shows it. */
-export async function createRecord(db: Kysely<Database>, resource: WritableResource, fields: Fields): Promise<unknown> {
+export async function createRecord<R extends WritableResource>(db: Kysely<Database>, resource: R, fields: Fields): Promise<RecordOf<R>> {
   return runWrite(db, async (ctx) => {
     const id = randomUUID();
     const values: Fields = { ...fields, id, created_at: ctx.stamp, last_modified: ctx.stamp };
@@ -31,7 +31,7 @@ export async function createRecord(db: Kysely<Database>, resource: WritableResou
 }
 
 /** Updates the fields given of one record (404 when there is none); returns it as the read API shows it. */
-export async function updateRecord(db: Kysely<Database>, resource: WritableResource, id: string, fields: Fields): Promise<unknown> {
+export async function updateRecord<R extends WritableResource>(db: Kysely<Database>, resource: R, id: string, fields: Fields): Promise<RecordOf<R>> {
   return runWrite(db, async (ctx) => {
     const values: Fields = { ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)), last_modified: ctx.stamp };
     const result = await sql`UPDATE ${sql.table(resource.table)}

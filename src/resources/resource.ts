@@ -5,7 +5,7 @@
  * the event writer, the dashboard's scope and event lists, the client's types and the sync tool's
  * mirror tables. Adding a resource is one declaration; src/README.md walks through it.
  */
-import type { TObject, TSchema } from '@sinclair/typebox';
+import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { RawBuilder } from 'kysely';
 import type { ListSource } from '../db/keyset-page.ts';
 
@@ -17,6 +17,7 @@ export interface ResourceDeclaration<
   ReadScope extends string = string,
   EventPrefix extends string = string,
   EventKind extends string = string,
+  RecordSchema extends TSchema = TSchema,
 > {
   /** Resource name, e.g. 'products' (also the sync tool's mirror table). */
   readonly name: Name;
@@ -35,7 +36,7 @@ export interface ResourceDeclaration<
   /** Field of the record that identifies it. */
   readonly key: 'id' | 'product_id';
   /** The record's JSON schema, with a `title` (its name in the OpenAPI document). */
-  readonly record: TSchema;
+  readonly record: RecordSchema;
   /** Named schemas nested in the record (OpenAPI components). */
   readonly nested?: readonly TSchema[];
   /** The records as SQL: FROM, keys, JSON and base condition. */
@@ -54,8 +55,13 @@ export interface ResourceDeclaration<
    * fields): POST /admin/api/v1/{path} creates with `create`'s body, PATCH /admin/api/v1/{path}/{id}
    * updates with `update`'s; both stamp last_modified and append `${prefix}.created` / `.updated`
    * in the same transaction (resources/record-writes.ts). Resources with nested rows have their own services.
+   * `summary` overrides the operations' OpenAPI summaries (default `Create a {noun}`, `Update a {noun}`).
    */
-  readonly adminWrites?: { readonly create: TObject; readonly update: TObject };
+  readonly adminWrites?: {
+    readonly create: TObject;
+    readonly update: TObject;
+    readonly summary?: { readonly create?: string; readonly update?: string };
+  };
   /** Query a mirror adds to every list and export call (e.g. inactive products too). */
   readonly mirrorQuery?: Readonly<Record<string, string>>;
   /**
@@ -88,9 +94,15 @@ export function defineResource<
   const ReadScope extends string,
   const EventPrefix extends string = never,
   const EventKind extends string = never,
->(declaration: ResourceDeclaration<Name, ReadScope, EventPrefix, EventKind>): ResourceDeclaration<Name, ReadScope, EventPrefix, EventKind> {
+  RecordSchema extends TSchema = TSchema,
+>(
+  declaration: ResourceDeclaration<Name, ReadScope, EventPrefix, EventKind, RecordSchema>,
+): ResourceDeclaration<Name, ReadScope, EventPrefix, EventKind, RecordSchema> {
   return declaration;
 }
+
+/** A record of the declaration as the read API serves it: its record schema's static type. */
+export type RecordOf<R extends ResourceDeclaration> = Static<R['record']>;
 
 /** The event types of a declaration, e.g. 'product.created' | 'product.updated'. */
 export type EventTypesOf<R> = R extends ResourceDeclaration<string, string, infer P, infer K> ? `${P}.${K}` : never;

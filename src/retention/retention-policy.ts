@@ -14,6 +14,9 @@
 import type { Config } from '../config/config.ts';
 import { isoFromMillis } from '../shared/time.ts';
 
+/** How long an admin API idempotency key is kept and its answer replayed (decision 0013). */
+export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
+
 export interface RetentionPolicy {
   readonly eventsMs: number;
   readonly deliveriesMs: number;

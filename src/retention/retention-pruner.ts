@@ -19,13 +19,18 @@
 import { EventEmitter } from 'node:events';
 import type { AppContext } from '../app-context.ts';
 import { isoFromMillis } from '../shared/time.ts';
-import { cutoffsAt, retentionPolicyOf, type RetentionPolicy } from './retention-policy.ts';
-import { deleteFinishedDeliveries, deleteUnneededEvents, oldestAvailable, publishWatermark } from './retention.repository.ts';
-import { deleteAuditBefore } from '../admin/audit/audit-log.ts';
+import { IDEMPOTENCY_KEY_TTL_MS, cutoffsAt, retentionPolicyOf, type RetentionPolicy } from './retention-policy.ts';
+import {
+  deleteAuditBefore,
+  deleteExpiredIdempotencyKeys,
+  deleteFinishedDeliveries,
+  deleteUnneededEvents,
+  oldestAvailable,
+  publishWatermark,
+} from './retention.repository.ts';
 import { lastPruningRun, pruningRuns, rowsPruned } from './retention-metrics.ts';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { IDEMPOTENCY_KEY_TTL_MS, deleteExpiredIdempotencyKeys } from '../admin/idempotency/idempotency.ts';
 
 /** What one run deleted. */
 export interface PruneReport {

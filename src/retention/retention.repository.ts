@@ -9,7 +9,6 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import '../webhooks/webhook.tables.ts';
 
 /** Tables with a watermark. */
 export type RetainedTable = 'events' | 'webhook_deliveries';
@@ -93,4 +92,26 @@ export async function oldestDeliveryAt(db: Kysely<Database>): Promise<string | u
     SELECT iso_utc(min(created_at)) AS at FROM webhook_deliveries
   `.execute(db);
   return rows[0]?.at ?? undefined;
+}
+
+/** Deletes up to `limit` admin audit log entries older than `before`; returns how many. */
+export async function deleteAuditBefore(db: Kysely<Database>, before: string, limit: number): Promise<number> {
+  const result = await sql`
+    DELETE FROM admin_audit_log WHERE id IN (
+      SELECT id FROM admin_audit_log WHERE at < ${before}::timestamptz LIMIT ${limit} FOR UPDATE SKIP LOCKED
+    )`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
+
+/** Deletes up to `limit` admin API idempotency keys created before `cutoff` (ISO); returns how many. */
+export async function deleteExpiredIdempotencyKeys(db: Kysely<Database>, cutoff: string, limit: number): Promise<number> {
+  const { rows } = await sql<{ n: number }>`
+    WITH gone AS (
+      DELETE FROM idempotency_keys WHERE ctid IN (
+        SELECT ctid FROM idempotency_keys WHERE created_at < ${cutoff}::timestamptz LIMIT ${limit}
+      ) RETURNING 1
+    )
+    SELECT count(*)::int AS n FROM gone
+  `.execute(db);
+  return rows[0]?.n ?? 0;
 }

@@ -38,3 +38,11 @@ export class Wakeable {
     });
   }
 }
+
+/**
+ * Wait after the `failures`-th consecutive failed loop step (database away): the poll interval at
+ * first, doubling up to 30 s, so a long outage is not hammered and a short one costs one interval.
+ */
+export function loopBackoffMs(failures: number, intervalMs: number): number {
+  return Math.min(Math.max(intervalMs, 30_000), intervalMs * 2 ** Math.min(Math.max(0, failures - 1), 10));
+}

@@ -6,7 +6,8 @@
 import type { AppContext } from '../app-context.ts';
 import { ApiError, conflict, invalidParameter, notFound } from '../shared/problem.ts';
 import { formatCursor, parseCursor } from '../shared/cursor.ts';
-import { appendEvent, appendTestEvent, EVENT_TYPES, type EventType } from '../events/event-log.ts';
+import { appendEvent, appendTestEvent } from '../events/event-log.ts';
+import { EVENT_TYPES, type EventType } from '../resources/event-types.ts';
 import { runWrite } from '../db/write-clock.ts';
 import { epochMicros, isoFromMillis, parseIsoTimestamp } from '../shared/time.ts';
 import { oldestAvailable, oldestDeliveryAt } from '../retention/retention.repository.ts';

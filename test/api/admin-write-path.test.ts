@@ -134,7 +134,9 @@ describe.each(backends)('admin write path (%s)', (backend) => {
     expect(bad.body.code).toBe('conflict');
     expect(bad.body.detail).toMatch(/pending.*delivered/);
     expect((await call('POST', `/orders/${o.id}/payment-status`, { payment_status: 'paid' })).status).toBe(200);
-    expect((await call('POST', `/orders/${o.id}/payment-status`, { payment_status: 'failed' })).status).toBe(409);
+    const badPayment = await call('POST', `/orders/${o.id}/payment-status`, { payment_status: 'failed' });
+    expect(badPayment.status).toBe(409);
+    expect(badPayment.body.detail).toBe("A payment cannot move from 'paid' to 'failed'. Allowed from 'paid': none (final state).");
     for (const status of ['processing', 'shipped', 'delivered']) {
       const r = await call('POST', `/orders/${o.id}/status`, { status });
       expect(r.status, JSON.stringify(r.body)).toBe(200);

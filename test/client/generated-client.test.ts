@@ -3,8 +3,6 @@
  * types) compiles under `tsc --strict`, refuses wrong types at compile time, and walks every list
  * and every export of a running service on each back end, seeing every record.
  */
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { sql } from 'kysely';
@@ -14,33 +12,10 @@ import { UNLIMITED } from '../helpers/test-app.ts';
 import { generateDemoStore } from '../../src/demo/demo-store.ts';
 import { startClientTestServer, type ClientTestServer } from './client-test-kit.ts';
 import { firstPages, walkEverything } from './openapi-fetch/walk.ts';
+import { strictTsc } from './strict-tsc.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const HERE = fileURLToPath(new URL('./openapi-fetch/', import.meta.url));
-const STRICT = [
-  '--noEmit',
-  '--strict',
-  '--skipLibCheck',
-  '--module',
-  'NodeNext',
-  '--moduleResolution',
-  'NodeNext',
-  '--target',
-  'ES2022',
-  '--allowImportingTsExtensions',
-  '--types',
-  'node',
-  '--lib',
-  'ES2023,DOM',
-  '--pretty',
-  'false',
-];
-
-async function tsc(file: string): Promise<{ code: number; out: string }> {
-  return promisify(execFile)(join(ROOT, 'node_modules', '.bin', 'tsc'), [...STRICT, join(HERE, file)], { cwd: ROOT })
-    .then(({ stdout }) => ({ code: 0, out: stdout }))
-    .catch((error: { code?: number; stdout?: string }) => ({ code: error.code ?? 1, out: error.stdout ?? '' }));
-}
+const tsc = (file: string) => strictTsc([join(HERE, file)]);
 
 describe('the client generated with openapi-typescript + openapi-fetch: compile time', () => {
   it('compiles under tsc --strict, calling every list with no parameter at all', async () => {

@@ -14,20 +14,17 @@
  * Every case ends with exactly one record per key and exactly one audit entry per committed record.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { request } from 'undici';
 import { sql, type Kysely } from 'kysely';
 import pg from 'pg';
-import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
+import { openDatabase } from '../../src/db/database.ts';
 import type { Database } from '../../src/db/schema.ts';
-import { migrateToLatest } from '../../src/db/migrate.ts';
 import { createToken } from '../../src/tokens/token.service.ts';
 import { setAdminWriteStepHook, type AdminWriteStep } from '../../src/admin/admin-write-transaction.ts';
-import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
+import { backends, type TestDatabase } from '../helpers/test-database.ts';
 import { buildTestApp, UNLIMITED, type TestApp } from '../helpers/test-app.ts';
-import { listeningUrl, PROJECT_ROOT, startStoreApi, type StoreApiProcess } from './process-helpers.ts';
+import { listeningUrl, PROJECT_ROOT, storeForProcesses } from './process-helpers.ts';
 
 const STEPS: AdminWriteStep[] = ['claimed', 'handled', 'audited', 'answer_stored', 'committed'];
 const KILL_POINT_SERVER = ['--import', 'tsx', resolve(PROJECT_ROOT, 'test/production/serve-with-kill-point.ts')];
@@ -41,41 +38,12 @@ async function recordsAndAudit(db: Kysely<Database>, name: string): Promise<{ cu
 }
 
 describe.each(backends)('a keyed write killed at each step (%s)', (backend) => {
-  let env: Record<string, string>;
-  let token: string;
-  let dataDir: string | undefined;
-  let database: TestDatabase | undefined;
-  const started: StoreApiProcess[] = [];
-
-  beforeAll(async () => {
-    if (backend === 'pglite') {
-      dataDir = mkdtempSync(join(tmpdir(), 'store-api-exactly-once-'));
-      const handle = await openDatabase({ dataDir });
-      await migrateToLatest(handle.db);
-      token = (await createToken(handle.db, { name: 'pos', scopes: ['admin'] })).token;
-      await handle.close();
-      env = { DATA_DIR: dataDir };
-    } else {
-      database = await openTestDatabase('postgres');
-      token = (await createToken(database.db, { name: 'pos', scopes: ['admin'] })).token;
-      env = { DATABASE_URL: database.url! };
-    }
-  });
-  afterAll(async () => {
-    for (const proc of started) await proc.stop('SIGKILL');
-    await database?.close();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-  });
-
-  const start = (extra: Record<string, string> = {}) => {
-    const proc = startStoreApi(['serve'], { ...env, ...extra }, { name: `serve (${backend})`, entry: KILL_POINT_SERVER });
-    started.push(proc);
-    return proc;
-  };
+  const store = storeForProcesses(backend, 'exactly-once', async (db) => (await createToken(db, { name: 'pos', scopes: ['admin'] })).token);
+  const start = (extra: Record<string, string> = {}) => store.start(['serve'], extra, { name: `serve (${backend})`, entry: KILL_POINT_SERVER });
   const createCustomer = (base: string, step: AdminWriteStep) =>
     request(`${base}/admin/api/v1/customers`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': `kill-${backend}-${step}` },
+      headers: { authorization: `Bearer ${store.prepared}`, 'content-type': 'application/json', 'idempotency-key': `kill-${backend}-${step}` },
       body: JSON.stringify({ name: `killed at ${step}` }),
     });
 
@@ -106,14 +74,11 @@ describe.each(backends)('a keyed write killed at each step (%s)', (backend) => {
     }
     expect(await proc.stop('SIGTERM')).toBe(0);
 
-    const handle: DatabaseHandle = database ?? (await openDatabase({ dataDir }));
-    try {
+    await store.withDatabase(async (db) => {
       for (const step of STEPS) {
-        expect(await recordsAndAudit(handle.db, `killed at ${step}`), step).toEqual({ customers: 1, audited: [1] });
+        expect(await recordsAndAudit(db, `killed at ${step}`), step).toEqual({ customers: 1, audited: [1] });
       }
-    } finally {
-      if (!database) await handle.close();
-    }
+    });
   });
 });
 

@@ -8,7 +8,7 @@ import { compileErrors, validate } from '@readme/openapi-parser';
 import { expectSchema } from '../helpers/schema-check.ts';
 import { EVENT_PAYLOADS } from '../../src/api/schemas.ts';
 import { exampleEvent } from '../../src/api/openapi-examples.ts';
-import { EVENT_TYPES } from '../../src/events/event-log.ts';
+import { EVENT_TYPES } from '../../src/resources/event-types.ts';
 import { READ_SCOPES, RESOURCES } from '../../src/resources/registry.ts';
 import { backends } from '../helpers/test-database.ts';
 import { buildTestApp, type TestApp } from '../helpers/test-app.ts';

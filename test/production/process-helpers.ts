@@ -4,8 +4,16 @@
  * signal and collect the exit code.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+import type { Kysely } from 'kysely';
+import { afterAll, beforeAll } from 'vitest';
+import { openDatabase, type Backend } from '../../src/db/database.ts';
+import { migrateToLatest } from '../../src/db/migrate.ts';
+import type { Database } from '../../src/db/schema.ts';
+import { openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
 
 export const PROJECT_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 export const CLI = resolve(PROJECT_ROOT, 'bin/store-api.js');
@@ -124,4 +132,74 @@ export function metricSum(metrics: Map<string, number>, name: string, ...labels:
     if (labels.every((l) => series.includes(l))) sum += value;
   }
   return sum;
+}
+
+/** The store a describe block's child processes share (`storeForProcesses`). */
+export interface ProcessStore<T> {
+  /** What `prepare` answered (e.g. a token). */
+  readonly prepared: T;
+  /** The environment pointing a child at the store (DATA_DIR or DATABASE_URL). */
+  readonly env: Record<string, string>;
+  /** Starts the CLI on the store; every child still running at the end is SIGKILLed. */
+  start(args: string[], extra?: Record<string, string>, options?: Parameters<typeof startStoreApi>[2]): StoreApiProcess;
+  /** Runs `fn` on the store from this process (embedded: only while no child holds the data directory). */
+  withDatabase<R>(fn: (db: Kysely<Database>) => Promise<R>): Promise<R>;
+}
+
+/**
+ * A store for the CLI's child processes of one describe block on `backend`: an embedded data
+ * directory migrated here and closed again (a child must be able to lock it) or a PostgreSQL test
+ * database, filled by `prepare` first. Registers its own beforeAll/afterAll: the children started
+ * through it are SIGKILLed and the store is removed at the end.
+ */
+export function storeForProcesses<T>(backend: Backend, name: string, prepare: (db: Kysely<Database>) => Promise<T>): ProcessStore<T> {
+  let dataDir: string | undefined;
+  let database: TestDatabase | undefined;
+  let env: Record<string, string> = {};
+  let prepared: T | undefined;
+  const started: StoreApiProcess[] = [];
+  beforeAll(async () => {
+    if (backend === 'pglite') {
+      dataDir = mkdtempSync(join(tmpdir(), `store-api-${name}-`));
+      const handle = await openDatabase({ dataDir });
+      try {
+        await migrateToLatest(handle.db);
+        prepared = await prepare(handle.db);
+      } finally {
+        await handle.close();
+      }
+      env = { DATA_DIR: dataDir };
+    } else {
+      database = await openTestDatabase('postgres');
+      prepared = await prepare(database.db);
+      env = { DATABASE_URL: database.url! };
+    }
+  });
+  afterAll(async () => {
+    for (const proc of started) await proc.stop('SIGKILL');
+    await database?.close();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+  return {
+    get prepared() {
+      return prepared as T;
+    },
+    get env() {
+      return env;
+    },
+    start(args, extra = {}, options = {}) {
+      const proc = startStoreApi(args, { ...env, ...extra }, options);
+      started.push(proc);
+      return proc;
+    },
+    async withDatabase(fn) {
+      if (database) return fn(database.db);
+      const handle = await openDatabase({ dataDir: dataDir! });
+      try {
+        return await fn(handle.db);
+      } finally {
+        await handle.close();
+      }
+    },
+  };
 }

@@ -4,61 +4,33 @@
  * `all` exit 0 on SIGTERM too, releasing the database (the embedded data directory can be opened
  * again at once); `migrate` brings an empty database to the current schema.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { request } from 'undici';
-import { openDatabase } from '../../src/db/database.ts';
-import { migrateToLatest } from '../../src/db/migrate.ts';
 import { generateDemoStore } from '../../src/demo/demo-store.ts';
 import { createToken } from '../../src/tokens/token.service.ts';
-import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
-import { listeningUrl, startStoreApi, type StoreApiProcess } from './process-helpers.ts';
+import { backends } from '../helpers/test-database.ts';
+import { listeningUrl, startStoreApi, storeForProcesses } from './process-helpers.ts';
 
 const PRODUCTS = 500;
 
 describe.each(backends)('roles and graceful shutdown (%s)', (backend) => {
-  let env: Record<string, string>;
-  let token: string;
-  let dataDir: string | undefined;
-  let database: TestDatabase | undefined;
-  const started: StoreApiProcess[] = [];
-
-  beforeAll(async () => {
-    if (backend === 'pglite') {
-      dataDir = mkdtempSync(join(tmpdir(), 'store-api-shutdown-'));
-      const handle = await openDatabase({ dataDir });
-      await migrateToLatest(handle.db);
-      await generateDemoStore(handle.db, { products: PRODUCTS, customers: 20, orders: 36 });
-      token = (await createToken(handle.db, { name: 'shutdown' })).token;
-      await handle.close();
-      env = { DATA_DIR: dataDir };
-    } else {
-      database = await openTestDatabase('postgres');
-      await generateDemoStore(database.db, { products: PRODUCTS, customers: 20, orders: 36 });
-      token = (await createToken(database.db, { name: 'shutdown' })).token;
-      env = { DATABASE_URL: database.url! };
-    }
+  const store = storeForProcesses(backend, 'shutdown', async (db) => {
+    await generateDemoStore(db, { products: PRODUCTS, customers: 20, orders: 36 });
+    return (await createToken(db, { name: 'shutdown' })).token;
   });
-  afterAll(async () => {
-    for (const proc of started) await proc.stop('SIGKILL');
-    await database?.close();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-  });
-
-  const start = (role: string, extra: Record<string, string> = {}) => {
-    const proc = startStoreApi([role], { ...env, ...extra }, { name: `${role} (${backend})` });
-    started.push(proc);
-    return proc;
-  };
+  const start = (role: string, extra: Record<string, string> = {}) => store.start([role], extra, { name: `${role} (${backend})` });
 
   it('serve: SIGTERM during a streaming export lets it finish, then exits 0', async () => {
     const serve = start('serve', { LOG_LEVEL: 'info' });
     const base = await listeningUrl(serve);
-    const res = await request(`${base}/api/v1/products/export?limit=${PRODUCTS}&include_inactive=true`, { headers: { authorization: `Bearer ${token}` } });
+    const res = await request(`${base}/api/v1/products/export?limit=${PRODUCTS}&include_inactive=true`, {
+      headers: { authorization: `Bearer ${store.prepared}` },
+    });
     expect(res.statusCode).toBe(200);
     const chunks: Buffer[] = [];
     const iterator = res.body[Symbol.asyncIterator]();
@@ -96,7 +68,7 @@ describe.each(backends)('roles and graceful shutdown (%s)', (backend) => {
     const all = start('all');
     const base = await listeningUrl(all);
     await all.waitFor(/Webhook worker started/);
-    const res = await request(`${base}/api/v1/customers?limit=1`, { headers: { authorization: `Bearer ${token}` } });
+    const res = await request(`${base}/api/v1/customers?limit=1`, { headers: { authorization: `Bearer ${store.prepared}` } });
     expect(res.statusCode).toBe(200);
     await res.body.dump();
     expect(await all.stop('SIGTERM')).toBe(0);

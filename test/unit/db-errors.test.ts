@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { isDatabaseUnavailable } from '../../src/shared/db-errors.ts';
-import { loopBackoffMs } from '../../src/webhooks/webhook-worker.ts';
+import { loopBackoffMs } from '../../src/webhooks/wakeable.ts';
 import { listenBackoffMs } from '../../src/db/listen-connection.ts';
 
 const pgError = (code: string, message = 'x') => Object.assign(new Error(message), { code, severity: 'FATAL' });

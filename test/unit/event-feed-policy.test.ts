@@ -1,8 +1,7 @@
 /** Which events a token sees and how the `type` filter reads: pure policy, no I/O. */
 import { describe, expect, it } from 'vitest';
-import { parseTypeFilter, visibleEventTypes } from '../../src/events/event-feed.ts';
+import { EVENT_TYPES, parseTypeFilter, visibleEventTypes } from '../../src/resources/event-types.ts';
 import { EVENT_TYPE_SCOPES, FEED_EVENT_TYPES, READ_SCOPES } from '../../src/resources/registry.ts';
-import { EVENT_TYPES } from '../../src/events/event-log.ts';
 import { epochMicros, isoFromMicros } from '../../src/shared/time.ts';
 
 describe('events feed policy', () => {

@@ -10,7 +10,8 @@ import { sql } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import { backends } from '../helpers/test-database.ts';
 import { runWrite } from '../../src/db/write-clock.ts';
-import { appendEvent, appendEvents, type EventType } from '../../src/events/event-log.ts';
+import { appendEvent, appendEvents } from '../../src/events/event-log.ts';
+import type { EventType } from '../../src/resources/event-types.ts';
 import { pollEvents, type PollResult } from '../../src/webhooks/event-poller.ts';
 import { webhookTestKit, type WebhookTestKit } from './webhook-test-kit.ts';
 

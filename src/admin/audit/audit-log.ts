@@ -174,12 +174,3 @@ export async function listAudit(
     pagination: { limit: q.limit, has_more: rows.length > q.limit, next_cursor: rows.length > q.limit && last ? formatCursor(last.at, last.id) : null },
   };
 }
-
-/** Deletes up to `limit` entries older than `before`; returns how many. */
-export async function deleteAuditBefore(db: Kysely<Database>, before: string, limit: number): Promise<number> {
-  const result = await sql`
-    DELETE FROM admin_audit_log WHERE id IN (
-      SELECT id FROM admin_audit_log WHERE at < ${before}::timestamptz LIMIT ${limit} FOR UPDATE SKIP LOCKED
-    )`.execute(db);
-  return Number(result.numAffectedRows ?? 0);
-}

@@ -29,13 +29,12 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../../db/schema.ts';
 import { ApiError, invalidParameter } from '../../shared/problem.ts';
 import { answerKeys, idempotencyKeyHash, openAnswer, requestTag, sealAnswer, type AnswerKeys } from './sealed-answer.ts';
+import { IDEMPOTENCY_KEY_TTL_MS } from '../../retention/retention-policy.ts';
 
 /** The request header, as Stripe and the IETF draft (draft-ietf-httpapi-idempotency-key-header) name it. */
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
 /** Response header of a replayed answer. */
 export const REPLAYED_HEADER = 'idempotent-replayed';
-/** How long a key is kept (and its answer replayed). */
-export const IDEMPOTENCY_KEY_TTL_MS = 24 * 60 * 60 * 1000;
 
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
@@ -227,17 +226,4 @@ export function releaseIdempotencyClaim(request: FastifyRequest): void {
   if (!claim) return;
   request.idempotencyClaim = undefined;
   inFlight.delete(claim.key);
-}
-
-/** Deletes up to `limit` keys created before `cutoff` (ISO); returns how many. */
-export async function deleteExpiredIdempotencyKeys(db: Kysely<Database>, cutoff: string, limit: number): Promise<number> {
-  const { rows } = await sql<{ n: number }>`
-    WITH gone AS (
-      DELETE FROM idempotency_keys WHERE ctid IN (
-        SELECT ctid FROM idempotency_keys WHERE created_at < ${cutoff}::timestamptz LIMIT ${limit}
-      ) RETURNING 1
-    )
-    SELECT count(*)::int AS n FROM gone
-  `.execute(db);
-  return rows[0]?.n ?? 0;
 }

@@ -17,9 +17,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ApiError } from '../../shared/problem.ts';
-import { createAdminSession } from '../sessions/admin-session.service.ts';
-import { recordSignInFailure, signInRetryAfterMs } from '../sessions/sign-in-throttle.ts';
-import { setSessionCookie } from '../sessions/session-cookie.ts';
+import { SESSION_TAGS, signInRoutes } from './session-routes-kit.ts';
 import { LINK_MESSAGES, LINK_STATUS, LINK_THROTTLE_KEY, checkLink, useLink, type LinkState } from '../sessions/admin-links.service.ts';
 import { recordAudit } from '../audit/audit-log.ts';
 import { findAdminUser, validateCredentials } from '../sessions/admin-user.service.ts';
@@ -41,25 +39,11 @@ const UseBody = Type.Object(
 
 export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
   const { db } = app.ctx.database;
-  const { config } = app.ctx;
-  const policy = { maxFailures: config.ADMIN_SIGN_IN_MAX_FAILURES, windowMs: config.ADMIN_SIGN_IN_WINDOW_MS };
-  const tags = ['Admin: dashboard session'];
-
-  app.addHook('onSend', async (_request, reply) => {
-    reply.header('Cache-Control', 'no-store');
-  });
-
-  async function throttle(request: FastifyRequest): Promise<void> {
-    const waitMs = await signInRetryAfterMs(db, LINK_THROTTLE_KEY, request.ip, policy);
-    if (waitMs > 0) {
-      const seconds = Math.ceil(waitMs / 1000);
-      throw new ApiError('rate_limited', `Too many attempts with invalid links. Try again in ${seconds} seconds.`, undefined, {
-        'Retry-After': String(seconds),
-      });
-    }
-  }
+  const signIn = signInRoutes(app);
+  const tags = SESSION_TAGS;
+  const throttle = (request: FastifyRequest) => signIn.refuseWhileThrottled(request, LINK_THROTTLE_KEY, 'attempts with invalid links');
   async function refuse(request: FastifyRequest, state: Exclude<LinkState, 'valid'>): Promise<never> {
-    await recordSignInFailure(db, LINK_THROTTLE_KEY, request.ip, policy);
+    await signIn.failed(request, LINK_THROTTLE_KEY);
     throw new ApiError(LINK_STATUS[state], LINK_MESSAGES[state], [{ param: 'code', message: state }]);
   }
 
@@ -81,11 +65,7 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
     if (!user) return;
     // A new password the reset would refuse is said first, before a code (a recovery code) is spent on it.
     validateCredentials(link.email, body.password);
-    const waitMs = await signInRetryAfterMs(db, user.email, request.ip, policy);
-    if (waitMs > 0) {
-      const seconds = Math.ceil(waitMs / 1000);
-      throw new ApiError('rate_limited', `Too many failed attempts. Try again in ${seconds} seconds.`, undefined, { 'Retry-After': String(seconds) });
-    }
+    await signIn.refuseWhileThrottled(request, user.email, 'failed attempts');
     if (body.second_factor_code === undefined || body.second_factor_code.trim() === '') {
       throw new ApiError(
         'second_factor_required',
@@ -106,7 +86,7 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
       }
     } catch (error) {
       if (error instanceof ApiError && error.code === 'invalid_second_factor') {
-        await recordSignInFailure(db, user.email, request.ip, policy);
+        await signIn.failed(request, user.email);
         await recordAudit(db, {
           actor: { kind: 'anonymous', id: null, name: user.email },
           action: 'admin.second_factor_failed',
@@ -127,7 +107,13 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
       const { state, link } = await checkLink(db, (request.body as typeof CheckBody.static).code);
       if (state !== 'valid' || !link) return refuse(request, state === 'valid' ? 'unknown' : state);
       return {
-        data: { purpose: link.purpose, email: link.email, role: link.role, expires_at: link.expires_at, second_factor: (await secondFactorOf(link)) !== undefined },
+        data: {
+          purpose: link.purpose,
+          email: link.email,
+          role: link.role,
+          expires_at: link.expires_at,
+          second_factor: (await secondFactorOf(link)) !== undefined,
+        },
       };
     },
   );
@@ -149,14 +135,7 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
         clientIp: request.ip,
         details: { email: user.email, role: user.role },
       });
-      const { sessionId, session } = await createAdminSession(db, {
-        adminUserId: user.id,
-        ttlMs: config.ADMIN_SESSION_TTL_MS,
-        userAgent: request.headers['user-agent'],
-        // The password was set just now: as good a proof as a sign-in.
-        provenAtMs: (app.ctx.now ?? Date.now)(),
-      });
-      setSessionCookie(reply, config, sessionId);
+      const session = await signIn.startSession(request, reply, user.id);
       return { data: { email: session.email, role: session.role, csrf_token: session.csrfToken, expires_at: session.expiresAt } };
     },
   );

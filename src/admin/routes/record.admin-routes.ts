@@ -33,7 +33,7 @@ export async function recordAdminRoutes(app: FastifyInstance): Promise<void> {
         schema: {
           tags,
           operationId: `create${pascal(resource.noun)}`,
-          summary: `Create a ${resource.noun}`,
+          summary: writes.summary?.create ?? `Create a ${resource.noun}`,
           body: writes.create,
           response: { 201: dataOf(resource.record) },
         },
@@ -47,7 +47,7 @@ export async function recordAdminRoutes(app: FastifyInstance): Promise<void> {
         schema: {
           tags,
           operationId: `update${pascal(resource.noun)}`,
-          summary: `Update a ${resource.noun}`,
+          summary: writes.summary?.update ?? `Update a ${resource.noun}`,
           params: IdParam,
           body: writes.update,
           response: { 200: dataOf(resource.record) },

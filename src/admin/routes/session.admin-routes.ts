@@ -15,10 +15,11 @@ import { Type } from '@sinclair/typebox';
 import { ApiError } from '../../shared/problem.ts';
 import { countAdminUsers, normalizeEmail, touchSignIn, verifyAdminCredentials } from '../sessions/admin-user.service.ts';
 import { hasSecondFactor, verifySecondFactor } from '../sessions/second-factor.service.ts';
-import { createAdminSession, csrfTokenMatches, deleteAdminSession, findAdminSession, type AdminSession } from '../sessions/admin-session.service.ts';
-import { clearSignInFailures, recordSignInFailure, signInRetryAfterMs } from '../sessions/sign-in-throttle.ts';
+import { csrfTokenMatches, deleteAdminSession, findAdminSession, type AdminSession } from '../sessions/admin-session.service.ts';
+import { clearSignInFailures } from '../sessions/sign-in-throttle.ts';
+import { SESSION_TAGS, signInRoutes } from './session-routes-kit.ts';
 import { recordAudit } from '../audit/audit-log.ts';
-import { CSRF_HEADER, clearSessionCookie, sessionIdOf, setSessionCookie } from '../sessions/session-cookie.ts';
+import { CSRF_HEADER, clearSessionCookie, sessionIdOf } from '../sessions/session-cookie.ts';
 
 const SignInBody = Type.Object(
   {
@@ -44,13 +45,8 @@ function sessionBody(session: AdminSession) {
 
 export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
   const { db } = app.ctx.database;
-  const { config } = app.ctx;
-  const policy = { maxFailures: config.ADMIN_SIGN_IN_MAX_FAILURES, windowMs: config.ADMIN_SIGN_IN_WINDOW_MS };
-  const tags = ['Admin: dashboard session'];
-
-  app.addHook('onSend', async (_request, reply) => {
-    reply.header('Cache-Control', 'no-store');
-  });
+  const signIn = signInRoutes(app);
+  const tags = SESSION_TAGS;
 
   app.get('/session', { schema: { tags, summary: 'The signed-in administrator, if any' } }, async (request) => {
     const sessionId = sessionIdOf(request);
@@ -62,14 +58,10 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post('/session', { schema: { tags, summary: 'Sign in to the dashboard', body: SignInBody } }, async (request, reply) => {
     const body = request.body as typeof SignInBody.static;
     const email = normalizeEmail(body.email);
-    const waitMs = await signInRetryAfterMs(db, email, request.ip, policy);
-    if (waitMs > 0) {
-      const seconds = Math.ceil(waitMs / 1000);
-      throw new ApiError('rate_limited', `Too many failed sign-ins. Try again in ${seconds} seconds.`, undefined, { 'Retry-After': String(seconds) });
-    }
+    await signIn.refuseWhileThrottled(request, email, 'failed sign-ins');
     const user = await verifyAdminCredentials(db, email, body.password, { touch: false });
     if (!user) {
-      await recordSignInFailure(db, email, request.ip, policy);
+      await signIn.failed(request, email);
       // The email typed is recorded (it may be nobody's); the password never is.
       await recordAudit(db, {
         actor: { kind: 'anonymous', id: null, name: email },
@@ -105,7 +97,7 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
       } catch (error) {
         if (error instanceof ApiError && error.code === 'invalid_second_factor') {
           const reason = error.errors?.[0]?.message ?? 'wrong';
-          await recordSignInFailure(db, email, request.ip, policy);
+          await signIn.failed(request, email);
           await recordAudit(db, {
             actor: { kind: 'anonymous', id: null, name: email },
             action: 'admin.second_factor_failed',
@@ -122,14 +114,7 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
     await clearSignInFailures(db, email, request.ip);
     const previous = sessionIdOf(request);
     if (previous) await deleteAdminSession(db, previous);
-    const { sessionId, session } = await createAdminSession(db, {
-      adminUserId: user.id,
-      ttlMs: config.ADMIN_SESSION_TTL_MS,
-      userAgent: request.headers['user-agent'],
-      // Signing in is a proof: the most sensitive actions need no second one for a few minutes.
-      provenAtMs: (app.ctx.now ?? Date.now)(),
-    });
-    setSessionCookie(reply, config, sessionId);
+    const session = await signIn.startSession(request, reply, user.id);
     request.log.info({ admin: user.email }, 'administrator signed in');
     await recordAudit(db, {
       actor: { kind: 'session', id: user.id, name: user.email },
@@ -157,7 +142,7 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
         clientIp: request.ip,
       });
     }
-    clearSessionCookie(reply, config);
+    clearSessionCookie(reply, app.ctx.config);
     return reply.code(204).send();
   });
 }

@@ -13,9 +13,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ApiError, type ErrorCode } from '../../shared/problem.ts';
-import { createAdminSession } from '../sessions/admin-session.service.ts';
-import { recordSignInFailure, signInRetryAfterMs } from '../sessions/sign-in-throttle.ts';
-import { setSessionCookie } from '../sessions/session-cookie.ts';
+import { SESSION_TAGS, signInRoutes } from './session-routes-kit.ts';
 import { recordAudit } from '../audit/audit-log.ts';
 import { SETUP_CODE_MESSAGES, SETUP_THROTTLE_KEY, checkSetupCode, completeSetup, type SetupCodeState } from '../sessions/setup-code.service.ts';
 
@@ -40,23 +38,11 @@ const STATUS: Record<Exclude<SetupCodeState, 'valid'>, ErrorCode> = {
 
 export async function setupAdminRoutes(app: FastifyInstance): Promise<void> {
   const { db } = app.ctx.database;
-  const { config } = app.ctx;
-  const policy = { maxFailures: config.ADMIN_SIGN_IN_MAX_FAILURES, windowMs: config.ADMIN_SIGN_IN_WINDOW_MS };
-  const tags = ['Admin: dashboard session'];
-
-  app.addHook('onSend', async (_request, reply) => {
-    reply.header('Cache-Control', 'no-store');
-  });
-
-  async function throttle(request: FastifyRequest): Promise<void> {
-    const waitMs = await signInRetryAfterMs(db, SETUP_THROTTLE_KEY, request.ip, policy);
-    if (waitMs > 0) {
-      const seconds = Math.ceil(waitMs / 1000);
-      throw new ApiError('rate_limited', `Too many attempts with setup links. Try again in ${seconds} seconds.`, undefined, { 'Retry-After': String(seconds) });
-    }
-  }
+  const signIn = signInRoutes(app);
+  const tags = SESSION_TAGS;
+  const throttle = (request: FastifyRequest) => signIn.refuseWhileThrottled(request, SETUP_THROTTLE_KEY, 'attempts with setup links');
   async function refuse(request: FastifyRequest, state: Exclude<SetupCodeState, 'valid'>): Promise<never> {
-    await recordSignInFailure(db, SETUP_THROTTLE_KEY, request.ip, policy);
+    await signIn.failed(request, SETUP_THROTTLE_KEY);
     request.log.warn({ setup_code: state }, 'setup link refused');
     throw new ApiError(STATUS[state], SETUP_CODE_MESSAGES[state], [{ param: 'code', message: state }]);
   }
@@ -74,14 +60,7 @@ export async function setupAdminRoutes(app: FastifyInstance): Promise<void> {
     const body = request.body as typeof SetupBody.static;
     const result = await completeSetup(db, body);
     if (result.state !== 'valid') return refuse(request, result.state);
-    const { sessionId, session } = await createAdminSession(db, {
-      adminUserId: result.user.id,
-      ttlMs: config.ADMIN_SESSION_TTL_MS,
-      userAgent: request.headers['user-agent'],
-      // The password was set just now: as good a proof as a sign-in.
-      provenAtMs: (app.ctx.now ?? Date.now)(),
-    });
-    setSessionCookie(reply, config, sessionId);
+    const session = await signIn.startSession(request, reply, result.user.id);
     request.log.info({ admin: result.user.email }, 'first administrator created with the setup link');
     await recordAudit(db, {
       actor: { kind: 'session', id: result.user.id, name: result.user.email },

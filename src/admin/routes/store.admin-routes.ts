@@ -1,9 +1,10 @@
 /**
- * Admin API for store data: catalog, customers, orders (status and payment transitions), manual
+ * Admin API for store data with nested rows or state machines: catalog, orders (status and payment transitions), manual
  * stock adjustments and CSV bulk stock import. Responses are `{ "data": <resource> }` in the read
- * API's shape. Every write appends its events in the same transaction (see the services).
+ * API's shape. Every write appends its events in the same transaction (see the services). Flat
+ * resources (customers) get their writes from their declaration (record.admin-routes.ts).
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type TSchema } from '@sinclair/typebox';
 import { PRODUCT_TYPES } from '../../catalog/product.json-sql.ts';
 import {
@@ -21,14 +22,12 @@ import {
   type VariantInput,
   type VariantPatch,
 } from '../../catalog/catalog.service.ts';
-import { createCustomer, updateCustomer, type CustomerInput, type CustomerPatch } from '../../customers/customer.service.ts';
 import { changeOrderStatus, changePaymentStatus, placeOrder, type OrderInput } from '../../orders/order.service.ts';
 import { ORDER_STATUSES, PAYMENT_STATUSES, type OrderStatus, type PaymentStatus } from '../../orders/order-status.ts';
 import { adjustStock, importStockCsv } from '../../inventory/stock.service.ts';
 import { ORDER_SOURCES } from '../../orders/order.json-sql.ts';
 import { invalidParameter } from '../../shared/problem.ts';
 import { Product } from '../../catalog/product.resource.ts';
-import { Customer } from '../../customers/customer.resource.ts';
 import { Order } from '../../orders/order.resource.ts';
 import { StockAdjustment, StockImport, dataOf } from '../admin-responses.ts';
 
@@ -104,26 +103,6 @@ const ProductPatchBody = Type.Object(Object.fromEntries(Object.entries(productFi
   ...strict,
   minProperties: 1,
 });
-const CustomerBody = Type.Object(
-  {
-    name: Text(),
-    phone: Type.Optional(Nullable(Text(40))),
-    email: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
-    city: Type.Optional(Nullable(Text(100))),
-    is_active: Type.Optional(Type.Boolean()),
-  },
-  strict,
-);
-const CustomerPatchBody = Type.Object(
-  {
-    name: Type.Optional(Text()),
-    phone: Type.Optional(Nullable(Text(40))),
-    email: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
-    city: Type.Optional(Nullable(Text(100))),
-    is_active: Type.Optional(Type.Boolean()),
-  },
-  { ...strict, minProperties: 1 },
-);
 const OrderBody = Type.Object(
   {
     source: Enum(ORDER_SOURCES),
@@ -169,253 +148,142 @@ const CsvBody = Type.String({
 const VariantParams = Type.Object({ id: Uuid, variantId: Uuid }, strict);
 const ImageParams = Type.Object({ id: Uuid, imageId: Uuid }, strict);
 
+/** One store route: its operation in the OpenAPI document and what it answers as `{ "data": … }`. */
+interface StoreRoute {
+  /** Method, URL, tag (`Admin: …`), operationId and summary. */
+  readonly operation: readonly ['GET' | 'POST' | 'PATCH', string, 'catalog' | 'orders' | 'inventory', string, string];
+  readonly schemas: {
+    readonly params?: TSchema;
+    readonly consumes?: string[];
+    readonly body?: TSchema;
+    /** The success status and the schema of its `data`. */
+    readonly answers: readonly [200 | 201, TSchema];
+  };
+  readonly handle: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+}
+
+/** Declares `route` on `app`: reads need `read`, writes `write` (admin-api.routes.ts audits and keys them). */
+function storeRoute(app: FastifyInstance, route: StoreRoute): void {
+  const [method, url, tag, operationId, summary] = route.operation;
+  const { answers, ...request } = route.schemas;
+  const [status, data] = answers;
+  app.route({
+    method,
+    url,
+    config: { permission: method === 'GET' ? 'read' : 'write' },
+    schema: { tags: [`Admin: ${tag}`], operationId, summary, ...request, response: { [status]: dataOf(data) } },
+    handler: async (req, reply) => reply.code(status).send({ data: await route.handle(req, reply) }),
+  });
+}
+
+const id = (req: FastifyRequest) => (req.params as { id: string }).id;
+
 export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   const db = app.ctx.database.db;
-  type P<T> = { params: T };
 
   // CSV bodies for the stock import (text/csv), up to the app's body limit.
   app.addContentTypeParser(['text/csv', 'text/plain'], { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
-  app.post(
-    '/products',
+  const routes: StoreRoute[] = [
     {
-      config: { permission: 'write' },
-      schema: {
-        tags: ['Admin: catalog'],
-        operationId: 'createProduct',
-        summary: 'Create a product with variants and images',
-        body: ProductBody,
-        response: { 201: dataOf(Product) },
+      operation: ['POST', '/products', 'catalog', 'createProduct', 'Create a product with variants and images'],
+      schemas: { body: ProductBody, answers: [201, Product] },
+      handle: (req) => createProduct(db, req.body as ProductInput),
+    },
+    {
+      operation: ['GET', '/products/:id', 'catalog', 'getAdminProduct', 'A product, inactive variants and images included'],
+      schemas: { params: IdParam, answers: [200, Product] },
+      handle: (req) => productById(db, id(req)),
+    },
+    {
+      operation: ['PATCH', '/products/:id', 'catalog', 'updateProduct', 'Update a product (is_active=false deactivates)'],
+      schemas: { params: IdParam, body: ProductPatchBody, answers: [200, Product] },
+      handle: (req) => updateProduct(db, id(req), req.body as ProductPatch),
+    },
+    {
+      operation: ['POST', '/products/:id/variants', 'catalog', 'addVariant', 'Add a variant to a product; answers the product'],
+      schemas: { params: IdParam, body: VariantBody, answers: [201, Product] },
+      handle: (req) => addVariant(db, id(req), req.body as VariantInput),
+    },
+    {
+      operation: [
+        'PATCH',
+        '/products/:id/variants/:variantId',
+        'catalog',
+        'updateVariant',
+        'Update a variant (is_active=false deactivates); answers the product',
+      ],
+      schemas: { params: VariantParams, body: VariantPatchBody, answers: [200, Product] },
+      handle: (req) => updateVariant(db, id(req), (req.params as { variantId: string }).variantId, req.body as VariantPatch),
+    },
+    {
+      operation: ['POST', '/products/:id/images', 'catalog', 'addImage', 'Add an image to a product; answers the product'],
+      schemas: { params: IdParam, body: ImageBody, answers: [201, Product] },
+      handle: (req) => addImage(db, id(req), req.body as ImageInput),
+    },
+    {
+      operation: ['PATCH', '/products/:id/images/:imageId', 'catalog', 'updateImage', 'Update an image (is_active=false removes it); answers the product'],
+      schemas: { params: ImageParams, body: ImagePatchBody, answers: [200, Product] },
+      handle: (req) => updateImage(db, id(req), (req.params as { imageId: string }).imageId, req.body as ImagePatch),
+    },
+    {
+      operation: ['POST', '/orders', 'orders', 'placeOrder', 'Place an order (takes stock: sale movements)'],
+      schemas: { body: OrderBody, answers: [201, Order] },
+      handle: (req) => placeOrder(db, req.body as OrderInput),
+    },
+    {
+      operation: ['POST', '/orders/:id/status', 'orders', 'changeOrderStatus', 'Move the order status (cancel/refund restore stock)'],
+      schemas: { params: IdParam, body: StatusBody, answers: [200, Order] },
+      handle: (req) => {
+        const body = req.body as { status: OrderStatus; note?: string | null };
+        return changeOrderStatus(db, id(req), body.status, body.note);
       },
     },
-    async (req, reply) => reply.code(201).send({ data: await createProduct(db, req.body as ProductInput) }),
-  );
-  app.get(
-    '/products/:id',
     {
-      config: { permission: 'read' },
-      schema: {
-        tags: ['Admin: catalog'],
-        operationId: 'getAdminProduct',
-        summary: 'A product, inactive variants and images included',
-        params: IdParam,
-        response: { 200: dataOf(Product) },
+      operation: ['POST', '/orders/:id/payment-status', 'orders', 'changePaymentStatus', 'Move the payment status'],
+      schemas: { params: IdParam, body: PaymentBody, answers: [200, Order] },
+      handle: (req) => changePaymentStatus(db, id(req), (req.body as { payment_status: PaymentStatus }).payment_status),
+    },
+    {
+      operation: ['POST', '/inventory/adjustments', 'inventory', 'adjustStock', 'Manual stock adjustment'],
+      schemas: { body: AdjustmentBody, answers: [201, StockAdjustment] },
+      handle: async (req) => {
+        const body = req.body as { product_id: string; variant_id?: string | null; quantity_change: number; note?: string | null };
+        const movementId = await adjustStock(db, body);
+        return { movement_id: movementId, product: await productById(db, body.product_id) };
       },
     },
-    async (req) => ({ data: await productById(db, (req.params as P<{ id: string }>['params']).id) }),
-  );
-  app.patch(
-    '/products/:id',
     {
-      config: { permission: 'write' },
-      schema: {
-        tags: ['Admin: catalog'],
-        operationId: 'updateProduct',
-        summary: 'Update a product (is_active=false deactivates)',
-        params: IdParam,
-        body: ProductPatchBody,
-        response: { 200: dataOf(Product) },
+      operation: [
+        'POST',
+        '/inventory/import',
+        'inventory',
+        'importStockCsv',
+        'CSV bulk stock import (text/csv; header sku,stock or sku,quantity_change; optional note). All rows or none.',
+      ],
+      schemas: { consumes: ['text/csv'], body: CsvBody, answers: [201, StockImport] },
+      handle: async (req, reply) => {
+        if (typeof req.body !== 'string') throw invalidParameter('body', 'send the CSV as text/csv');
+        const csv = req.body;
+        const { config, database } = app.ctx;
+        const options = { log: req.log, intervalMs: config.PROGRESS_LOG_INTERVAL_MS };
+        // The embedded database is one session: a long import in one transaction would hold every read
+        // behind it, so an absolute import runs in committed steps there, outside this request's
+        // transaction (decision 0036). PostgreSQL's readers pass a long transaction by themselves.
+        const stepRows = database.backend === 'pglite' && config.STOCK_IMPORT_STEP_ROWS > 0 ? config.STOCK_IMPORT_STEP_ROWS : undefined;
+        if (stepRows === undefined || !req.writeTransaction) return importStockCsv(db, csv, options);
+        const gone = new AbortController();
+        const onClose = () => {
+          if (!reply.raw.writableFinished) gone.abort();
+        };
+        reply.raw.once('close', onClose);
+        try {
+          return await req.writeTransaction.detach(() => importStockCsv(db, csv, { ...options, stepRows, signal: gone.signal }));
+        } finally {
+          reply.raw.off('close', onClose);
+        }
       },
     },
-    async (req) => ({ data: await updateProduct(db, (req.params as { id: string }).id, req.body as ProductPatch) }),
-  );
-  app.post(
-    '/products/:id/variants',
-    {
-      config: { permission: 'write' },
-      schema: {
-        tags: ['Admin: catalog'],
-        operationId: 'addVariant',
-        summary: 'Add a variant to a product; answers the product',
-        params: IdParam,
-        body: VariantBody,
-        response: { 201: dataOf(Product) },
-      },
-    },
-    async (req, reply) => reply.code(201).send({ data: await addVariant(db, (req.params as { id: string }).id, req.body as VariantInput) }),
-  );
-  app.patch(
-    '/products/:id/variants/:variantId',
-    {
-      config: { permission: 'write' },
-      schema: {
-        tags: ['Admin: catalog'],
-        operationId: 'updateVariant',
-        summary: 'Update a variant (is_active=false deactivates); answers the product',
-        params: VariantParams,
-        body: VariantPatchBody,
-        response: { 200: dataOf(Product) },
-      },
-    },
-    async (req) => {
-      const p = req.params as { id: string; variantId: string };
-      return { data: await updateVariant(db, p.id, p.variantId, req.body as VariantPatch) };
-    },
-  );
-  app.post(
-    '/products/:id/images',
-    {
-      config: { permission: 'write' },
-      schema: {
-        tags: ['Admin: catalog'],
-        operationId: 'addImage',
-        summary: 'Add an image to a product; answers the product',
-        params: IdParam,
-        body: ImageBody,
-        response: { 201: dataOf(Product) },
-      },
-    },
-    async (req, reply) => reply.code(201).send({ data: await addImage(db, (req.params as { id: string }).id, req.body as ImageInput) }),
-  );
-  app.patch(
-    '/products/:id/images/:imageId',
-    {
-      config: { permission: 'write' },
-      schema: {
-        tags: ['Admin: catalog'],
-        operationId: 'updateImage',
-        summary: 'Update an image (is_active=false removes it); answers the product',
-        params: ImageParams,
-        body: ImagePatchBody,
-        response: { 200: dataOf(Product) },
-      },
-    },
-    async (req) => {
-      const p = req.params as { id: string; imageId: string };
-      return { data: await updateImage(db, p.id, p.imageId, req.body as ImagePatch) };
-    },
-  );
-
-  app.post(
-    '/customers',
-    {
-      config: { permission: 'write' },
-      schema: {
-        tags: ['Admin: customers'],
-        operationId: 'createCustomer',
-        summary: 'Create a customer',
-        body: CustomerBody,
-        response: { 201: dataOf(Customer) },
-      },
-    },
-    async (req, reply) => reply.code(201).send({ data: await createCustomer(db, req.body as CustomerInput) }),
-  );
-  app.patch(
-    '/customers/:id',
-    {
-      config: { permission: 'write' },
-      schema: {
-        tags: ['Admin: customers'],
-        operationId: 'updateCustomer',
-        summary: 'Update a customer (is_active=false deactivates)',
-        params: IdParam,
-        body: CustomerPatchBody,
-        response: { 200: dataOf(Customer) },
-      },
-    },
-    async (req) => ({ data: await updateCustomer(db, (req.params as { id: string }).id, req.body as CustomerPatch) }),
-  );
-
-  app.post(
-    '/orders',
-    {
-      config: { permission: 'write' },
-      schema: {
-        tags: ['Admin: orders'],
-        operationId: 'placeOrder',
-        summary: 'Place an order (takes stock: sale movements)',
-        body: OrderBody,
-        response: { 201: dataOf(Order) },
-      },
-    },
-    async (req, reply) => reply.code(201).send({ data: await placeOrder(db, req.body as OrderInput) }),
-  );
-  app.post(
-    '/orders/:id/status',
-    {
-      config: { permission: 'write' },
-      schema: {
-        tags: ['Admin: orders'],
-        operationId: 'changeOrderStatus',
-        summary: 'Move the order status (cancel/refund restore stock)',
-        params: IdParam,
-        body: StatusBody,
-        response: { 200: dataOf(Order) },
-      },
-    },
-    async (req) => {
-      const body = req.body as { status: OrderStatus; note?: string | null };
-      return { data: await changeOrderStatus(db, (req.params as { id: string }).id, body.status, body.note) };
-    },
-  );
-  app.post(
-    '/orders/:id/payment-status',
-    {
-      config: { permission: 'write' },
-      schema: {
-        tags: ['Admin: orders'],
-        operationId: 'changePaymentStatus',
-        summary: 'Move the payment status',
-        params: IdParam,
-        body: PaymentBody,
-        response: { 200: dataOf(Order) },
-      },
-    },
-    async (req) => ({ data: await changePaymentStatus(db, (req.params as { id: string }).id, (req.body as { payment_status: PaymentStatus }).payment_status) }),
-  );
-
-  app.post(
-    '/inventory/adjustments',
-    {
-      config: { permission: 'write' },
-      schema: {
-        tags: ['Admin: inventory'],
-        operationId: 'adjustStock',
-        summary: 'Manual stock adjustment',
-        body: AdjustmentBody,
-        response: { 201: dataOf(StockAdjustment) },
-      },
-    },
-    async (req, reply) => {
-      const body = req.body as { product_id: string; variant_id?: string | null; quantity_change: number; note?: string | null };
-      const movementId = await adjustStock(db, body);
-      return reply.code(201).send({ data: { movement_id: movementId, product: await productById(db, body.product_id) } });
-    },
-  );
-  app.post(
-    '/inventory/import',
-    {
-      config: { permission: 'write' },
-      schema: {
-        tags: ['Admin: inventory'],
-        operationId: 'importStockCsv',
-        summary: 'CSV bulk stock import (text/csv; header sku,stock or sku,quantity_change; optional note). All rows or none.',
-        consumes: ['text/csv'],
-        body: CsvBody,
-        response: { 201: dataOf(StockImport) },
-      },
-    },
-    async (req, reply) => {
-      if (typeof req.body !== 'string') throw invalidParameter('body', 'send the CSV as text/csv');
-      const csv = req.body;
-      const { config, database } = app.ctx;
-      const options = { log: req.log, intervalMs: config.PROGRESS_LOG_INTERVAL_MS };
-      // The embedded database is one session: a long import in one transaction would hold every read
-      // behind it, so an absolute import runs in committed steps there, outside this request's
-      // transaction (decision 0036). PostgreSQL's readers pass a long transaction by themselves.
-      const stepRows = database.backend === 'pglite' && config.STOCK_IMPORT_STEP_ROWS > 0 ? config.STOCK_IMPORT_STEP_ROWS : undefined;
-      if (stepRows === undefined || !req.writeTransaction) return reply.code(201).send({ data: await importStockCsv(db, csv, options) });
-      const gone = new AbortController();
-      const onClose = () => {
-        if (!reply.raw.writableFinished) gone.abort();
-      };
-      reply.raw.once('close', onClose);
-      try {
-        const summary = await req.writeTransaction.detach(() => importStockCsv(db, csv, { ...options, stepRows, signal: gone.signal }));
-        return reply.code(201).send({ data: summary });
-      } finally {
-        reply.raw.off('close', onClose);
-      }
-    },
-  );
+  ];
+  for (const route of routes) storeRoute(app, route);
 }

@@ -5,7 +5,8 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { sql, type RawBuilder } from 'kysely';
-import { eventSource, parseTypeFilter, visibleEventTypes } from '../../../events/event-feed.ts';
+import { eventSource } from '../../../events/event-feed.ts';
+import { parseTypeFilter, visibleEventTypes } from '../../../resources/event-types.ts';
 import { EVENT_TYPE_SCOPES, FEED_EVENT_TYPES, READ_SCOPES } from '../../../resources/registry.ts';
 import { oldestAvailable } from '../../../retention/retention.repository.ts';
 import { epochMicros, isoFromMicros, parseIsoTimestamp } from '../../../shared/time.ts';

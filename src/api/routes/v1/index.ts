@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { RESOURCES } from '../../../resources/registry.ts';
-import { recordJsonText } from '../../../resources/record.repository.ts';
+import { recordJsonText } from '../../../resources/record-reads.ts';
 import type { ResourceDeclaration } from '../../../resources/resource.ts';
 import { bearerAuthPlugin } from '../../plugins/bearer-auth.ts';
 import { StoreFailedError } from '../../../db/storage-health.ts';

@@ -328,6 +328,48 @@ export function openDialog({ title, description, render, size = 'md', onClose })
   return { dialog, close, setContent };
 }
 
+/**
+ * A dialog choosing one of `options` ({ value, text }) in a select (`name`, `value` preselected if
+ * given) labelled `label`. On submit `save(value)` runs with the button busy and answers the toast to
+ * show; the dialog then closes and `reload` runs. A refusal shows on the form.
+ */
+export function selectDialog({ title, description, label, name, value, options, submitLabel, save, reload }) {
+  openDialog({
+    title,
+    description,
+    render: (close) => {
+      const select = h(
+        'select',
+        { name, ...(value === undefined ? {} : { value }), autofocus: true },
+        options.map((o) => h('option', { value: o.value, text: o.text })),
+      );
+      const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, h('span', { class: 'btn-label', text: submitLabel }));
+      const form = h(
+        'form',
+        { novalidate: true },
+        field({ label, control: select }),
+        formError(),
+        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit),
+      );
+      form.addEventListener('submit', (event) => {
+        event.preventDefault();
+        clearFormErrors(form);
+        runBusy(submit, async () => {
+          try {
+            const message = await save(select.value);
+            close();
+            toast(message);
+            reload();
+          } catch (error) {
+            if (!showProblemOnForm(form, error)) showFormError(form, error.message);
+          }
+        });
+      });
+      return form;
+    },
+  });
+}
+
 /** Asks for confirmation; resolves true when confirmed. `action` runs before the dialog closes. */
 export function confirmDialog({ title, message, details, confirmLabel = 'Confirm', danger = false, action }) {
   return new Promise((resolve) => {

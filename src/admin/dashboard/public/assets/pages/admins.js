@@ -18,6 +18,7 @@ import {
   formError,
   loadingBlock,
   openDialog,
+  selectDialog,
   pageHeader,
   runBusy,
   showFormError,
@@ -110,39 +111,19 @@ function openInviteDialog(reload) {
 }
 
 function openRoleDialog(admin, reload) {
-  openDialog({
+  selectDialog({
     title: `Change the role of ${admin.email}`,
     description: 'They are signed out and sign in again with the new rights.',
-    render: (close) => {
-      const role = h(
-        'select',
-        { name: 'role', value: admin.role, autofocus: true },
-        ROLES.map((r) => h('option', { value: r.value, text: `${r.label} — ${r.hint}` })),
-      );
-      const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, h('span', { class: 'btn-label', text: 'Save role' }));
-      const form = h(
-        'form',
-        { novalidate: true },
-        field({ label: 'Role', control: role }),
-        formError(),
-        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit),
-      );
-      form.addEventListener('submit', (event) => {
-        event.preventDefault();
-        clearFormErrors(form);
-        runBusy(submit, async () => {
-          try {
-            await patch(`/admins/${admin.id}`, { role: role.value });
-            close();
-            toast(`${admin.email} is now ${ROLES.find((r) => r.value === role.value).label.toLowerCase()}.`);
-            reload();
-          } catch (error) {
-            if (!showProblemOnForm(form, error)) showFormError(form, error.message);
-          }
-        });
-      });
-      return form;
+    label: 'Role',
+    name: 'role',
+    value: admin.role,
+    options: ROLES.map((r) => ({ value: r.value, text: `${r.label} — ${r.hint}` })),
+    submitLabel: 'Save role',
+    save: async (role) => {
+      await patch(`/admins/${admin.id}`, { role });
+      return `${admin.email} is now ${ROLES.find((r) => r.value === role).label.toLowerCase()}.`;
     },
+    reload,
   });
 }
 

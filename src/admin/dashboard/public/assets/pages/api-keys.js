@@ -24,6 +24,7 @@ import {
   formError,
   loadingBlock,
   openDialog,
+  selectDialog,
   pageHeader,
   runBusy,
   showFormError,
@@ -468,40 +469,18 @@ function makersOf(tokens) {
 }
 
 function openTransferDialog(entry, admins, reload) {
-  const others = admins.filter((a) => a.id !== entry.maker.id);
-  openDialog({
+  selectDialog({
     title: `Transfer the keys of ${makerLabel(entry.maker)}`,
     description: `${entry.count} active ${entry.count === 1 ? 'key' : 'keys'} will act with the new maker's role from their next request.`,
-    render: (close) => {
-      const to = h(
-        'select',
-        { name: 'to_admin_id', autofocus: true },
-        others.map((a) => h('option', { value: a.id, text: `${a.email} (${a.role})` })),
-      );
-      const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, h('span', { class: 'btn-label', text: 'Transfer keys' }));
-      const form = h(
-        'form',
-        { novalidate: true },
-        field({ label: 'New maker', control: to }),
-        formError(),
-        h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit),
-      );
-      form.addEventListener('submit', (event) => {
-        event.preventDefault();
-        clearFormErrors(form);
-        runBusy(submit, async () => {
-          try {
-            const { data } = await post(`/tokens/made-by/${entry.selector}/transfer`, { to_admin_id: to.value });
-            close();
-            toast(`Transferred ${data.length} ${data.length === 1 ? 'key' : 'keys'} to ${data[0]?.made_by.email}.`);
-            reload();
-          } catch (error) {
-            if (!showProblemOnForm(form, error)) showFormError(form, error.message);
-          }
-        });
-      });
-      return form;
+    label: 'New maker',
+    name: 'to_admin_id',
+    options: admins.filter((a) => a.id !== entry.maker.id).map((a) => ({ value: a.id, text: `${a.email} (${a.role})` })),
+    submitLabel: 'Transfer keys',
+    save: async (toAdminId) => {
+      const { data } = await post(`/tokens/made-by/${entry.selector}/transfer`, { to_admin_id: toAdminId });
+      return `Transferred ${data.length} ${data.length === 1 ? 'key' : 'keys'} to ${data[0]?.made_by.email}.`;
     },
+    reload,
   });
 }
 

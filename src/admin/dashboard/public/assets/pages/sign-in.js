@@ -3,27 +3,22 @@
  * or CLI). An administrator with a second factor is asked, after the password, for the code of the
  * authenticator app or a recovery code (the email and password are sent again with it).
  */
-import { h, replace } from '../lib/dom.js';
+import { h } from '../lib/dom.js';
 import { post } from '../lib/api.js';
 import { callout, field, formError, showFormError, clearFormErrors, runBusy, setFieldError } from '../lib/ui.js';
+import { cardForm, signInCard } from '../lib/sign-in-card.js';
 import { codeInput } from '../lib/second-factor.js';
 
 export function renderSignIn(root, { notice, setupRequired, onSignedIn }) {
   const email = h('input', { type: 'email', name: 'email', autocomplete: 'username', spellcheck: false });
   const password = h('input', { type: 'password', name: 'password', autocomplete: 'current-password' });
-  const submit = h('button', { type: 'submit', class: 'btn btn-primary btn-block' }, h('span', { class: 'btn-label', text: 'Sign in' }));
-  const form = h(
-    'form',
-    { class: 'sign-in-form', novalidate: true },
-    field({ label: 'Email', control: email, required: true }),
-    field({ label: 'Password', control: password, required: true }),
-    formError(),
-    submit,
-  );
+  const { form, submit } = cardForm({
+    fields: [field({ label: 'Email', control: email, required: true }), field({ label: 'Password', control: password, required: true })],
+    label: 'Sign in',
+    onSubmit,
+  });
 
-  form.addEventListener('submit', (event) => {
-    event.preventDefault();
-    clearFormErrors(form);
+  function onSubmit() {
     if (!email.value.trim() || !password.value) {
       showFormError(form, 'Enter your email and password.');
       (email.value.trim() ? password : email).focus();
@@ -45,7 +40,7 @@ export function renderSignIn(root, { notice, setupRequired, onSignedIn }) {
         password.focus();
       }
     });
-  });
+  }
 
   /** The second step: the code (or a recovery code) for the email and password just checked. */
   function askForCode(emailValue, passwordValue) {
@@ -95,39 +90,24 @@ export function renderSignIn(root, { notice, setupRequired, onSignedIn }) {
 
   const title = h('h1', { class: 'sign-in-title', text: 'Sign in' });
   const lead = h('p', { class: 'sign-in-lead', text: 'Manage API keys, webhook endpoints and deliveries.' });
-  replace(
+  signInCard(
     root,
-    h(
-      'div',
-      { class: 'sign-in-page' },
-      h(
-        'main',
-        { id: 'main', class: 'sign-in-card', tabindex: '-1' },
-        h(
-          'div',
-          { class: 'sign-in-brand' },
-          h('img', { src: '/admin/assets/favicon.svg', alt: '', width: '40', height: '40' }),
-          h('div', {}, h('p', { class: 'brand-name', text: 'Store Integration' }), h('p', { class: 'brand-sub', text: 'Admin dashboard' })),
-        ),
-        title,
-        lead,
-        notice ? callout({ tone: 'warning', text: notice }) : null,
-        setupRequired
-          ? callout({
-              tone: 'info',
-              title: 'No administrator yet',
-              children: [
-                h('p', {
-                  text: "Open the one-time setup link the server printed when it started (restart it for a new one), or create one from a terminal in the service's directory:",
-                }),
-                h('pre', { class: 'inline-pre' }, h('code', { text: 'npx store-api admin create --email you@example.com' })),
-              ],
-            })
-          : null,
-        form,
-      ),
-      h('p', { class: 'sign-in-footer', text: 'Store Integration API' }),
-    ),
+    title,
+    lead,
+    notice ? callout({ tone: 'warning', text: notice }) : null,
+    setupRequired
+      ? callout({
+          tone: 'info',
+          title: 'No administrator yet',
+          children: [
+            h('p', {
+              text: "Open the one-time setup link the server printed when it started (restart it for a new one), or create one from a terminal in the service's directory:",
+            }),
+            h('pre', { class: 'inline-pre' }, h('code', { text: 'npx store-api admin create --email you@example.com' })),
+          ],
+        })
+      : null,
+    form,
   );
   email.focus();
 }

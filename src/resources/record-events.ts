@@ -9,9 +9,9 @@ import { productResource } from '../catalog/product.resource.ts';
 import { customerResource } from '../customers/customer.resource.ts';
 import { inventoryResource, movementResource } from '../inventory/inventory.resource.ts';
 import { orderResource } from '../orders/order.resource.ts';
-import type { FeedEventType } from '../resources/registry.ts';
-import type { ResourceDeclaration } from '../resources/resource.ts';
-import { appendEvents } from './event-log.ts';
+import type { FeedEventType } from './registry.ts';
+import type { ResourceDeclaration } from './resource.ts';
+import { appendEvents } from '../events/event-log.ts';
 import { chunks } from '../shared/chunks.ts';
 
 /**
@@ -70,8 +70,4 @@ export async function orderChanged(ctx: WriteContext, id: string, created = fals
 
 export async function customersChanged(ctx: WriteContext, ids: readonly string[], created = false): Promise<void> {
   await recordsChanged(ctx, customerResource, createdOrUpdated(created), ids);
-}
-
-export async function customerChanged(ctx: WriteContext, id: string, created = false): Promise<void> {
-  await customersChanged(ctx, [id], created);
 }

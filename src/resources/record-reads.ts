@@ -1,8 +1,8 @@
-/** One record of any declared resource as JSON, exactly as the read API serves it. */
+/** Reads of one record of any declared resource: its JSON, exactly as the read API serves it (the writes are record-writes.ts). */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { notFound } from '../shared/problem.ts';
-import type { ResourceDeclaration } from './resource.ts';
+import type { RecordOf, ResourceDeclaration } from './resource.ts';
 
 /** The record's JSON text, or undefined when `id` names none (or one outside the source's base condition). */
 export async function recordJsonText(db: Kysely<Database>, resource: ResourceDeclaration, id: string): Promise<string | undefined> {
@@ -14,9 +14,13 @@ export async function recordJsonText(db: Kysely<Database>, resource: ResourceDec
   return rows[0]?.json;
 }
 
-/** The record as a value; 404 naming the resource when there is none. */
-export async function recordById(db: Kysely<Database>, resource: ResourceDeclaration, id: string): Promise<unknown> {
+/**
+ * The record as a value, typed by the declaration's record schema (the stored document is built by
+ * the resource's JSON SQL, which the schema-wide tests hold to that schema); 404 naming the resource
+ * when there is none.
+ */
+export async function recordById<R extends ResourceDeclaration>(db: Kysely<Database>, resource: R, id: string): Promise<RecordOf<R>> {
   const text = await recordJsonText(db, resource, id);
   if (text === undefined) throw notFound(resource.noun, id);
-  return JSON.parse(text);
+  return JSON.parse(text) as RecordOf<R>;
 }

@@ -1,0 +1,514 @@
+/**
+ * The delivery dispatcher of a webhook worker (webhook-worker.ts composes it with the event poller):
+ * the dispatch loop, the endpoints' slots and queues here, and the attempt.
+ *
+ *   DISPATCH_WAITING The loop sleeps until the next delivery falls due (capped at the poll
+ *                    interval), or until woken: the poller queued deliveries, an attempt finished and
+ *                    freed a slot, an admin made deliveries due (in process or by NOTIFY).
+ *   CLAIMING         One claim transaction takes due deliveries for up to twice the worker's
+ *                    concurrency (WEBHOOK_CONCURRENCY) and twice each endpoint's current limit
+ *                    (endpoint-concurrency.ts): those that fit are sent at once, the rest wait in
+ *                    the endpoint's queue here and go out the moment a request to it finishes, so
+ *                    the receiver is kept busy while the next claim runs. While claims find
+ *                    deliveries, every finished request wakes the loop to claim again.
+ *   A poll's fan-out may hand deliveries straight over (`reserveHandover` … `take`): room reserved
+ *   for it is not claimed alongside.
+ *
+ * An attempt: sign → deliver by the URL's transport (delivery-transport.ts: a POST, or a publish
+ * to a broker) → settle (delivery-queue.ts, in batches: settle-batcher.ts), never inside a database
+ * transaction. Its endpoint slot is free again when the answer is in; the settle follows in a batch
+ * (the delivery stays leased until then, so at-least-once holds). A claimed delivery is sent only
+ * while its lease still covers a whole attempt; otherwise it is released unsent.
+ */
+import type { EventEmitter } from 'node:events';
+import type { AppContext } from '../app-context.ts';
+import type { BreakerPolicy } from './circuit-breaker.ts';
+import type { RetryPolicy } from './retry-policy.ts';
+import { claimDueDeliveries, nextDueAt, releaseDeliveries, settleDelivery, type ClaimedDelivery, type Settlement } from './delivery-queue.ts';
+import { CLAIM_AHEAD_ROUNDS, answeredFast, claimAhead, nextConcurrencyLimit, type ConcurrencyPolicy } from './endpoint-concurrency.ts';
+import type { Handover, PollResult } from './event-poller.ts';
+import { WebhookHttpClient, type HttpAttemptResult } from './webhook-http-client.ts';
+import { DeliveryTransport } from './delivery-transport.ts';
+import { enabledEndpointUrls } from './webhook-endpoint.repository.ts';
+import { signatureHeaders } from './webhook-signing.ts';
+import { loopBackoffMs, Wakeable } from './wakeable.ts';
+import { SettleBatcher } from './settle-batcher.ts';
+import { attemptDuration, deliveriesAttempted, deliveriesDeadLettered, deliveriesFailed, deliveriesSucceeded, deliveryLatency } from './webhook-metrics.ts';
+
+/** Most attempts settled in one statement (bounds how long it holds endpoint rows). */
+const SETTLE_BATCH_MAX = 500;
+/**
+ * On PGlite every statement runs on the thread that also serves HTTP (decision 0005): smaller
+ * settle batches there, and claims of at most this many rows.
+ */
+const PGLITE_SETTLE_BATCH_MAX = 100;
+const PGLITE_CLAIM_MAX = 64;
+/**
+ * Lease a claimed delivery must still have, beyond WEBHOOK_TIMEOUT_MS, to be sent; one with less
+ * is released unsent (half of the 1 s by which the lease must exceed the timeout).
+ */
+const LEASE_MARGIN_MS = 500;
+/**
+ * How often pooled broker connections are checked against their endpoints (changed, disabled or
+ * deleted by another process; in this process the admin service says so at once).
+ */
+export const BROKER_RECONCILE_MS = 10_000;
+
+/** What this worker holds for one endpoint. */
+interface EndpointSlots {
+  /** Deliveries in flight now may not exceed this (endpoint-concurrency.ts). */
+  limit: number;
+  /** HTTP requests in flight. */
+  sending: number;
+  /** Claimed, not sent yet, oldest first, each with its lease's end (worker clock). */
+  readonly waiting: Array<{ delivery: ClaimedDelivery; leaseUntil: number }>;
+  /** Failed attempts not settled yet: nothing more is sent until their breaker verdict is known. */
+  failuresSettling: number;
+  /** The last answer was a success faster than WEBHOOK_SLOW_ANSWER_MS (claims reach further ahead). */
+  fast: boolean;
+  /**
+   * The number (#breakerVerdicts) of the verdict that last opened this endpoint's breaker here, 0 if
+   * none: a claim or hand-over that started before it may have read the endpoint as it was before
+   * the failure that opened it, and what it brings for the endpoint goes back unsent.
+   */
+  openedAt: number;
+}
+
+/** What one finished attempt did, as the worker reports it. */
+export interface AttemptReport {
+  readonly deliveryId: string;
+  readonly endpointId: string;
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly attemptNumber: number;
+  /** When the attempt started (epoch ms, the worker's clock). */
+  readonly startedAt: number;
+  readonly result: HttpAttemptResult;
+  /** The delivery's new state; absent when the lease had been lost (nothing recorded). */
+  readonly settlement?: Settlement;
+  readonly endpointDisabled: boolean;
+}
+
+/** Typed events a worker emits (tests wait on them instead of sleeping). */
+export interface WebhookWorkerEvents {
+  polled: [PollResult];
+  claimed: [readonly ClaimedDelivery[]];
+  attempt: [AttemptReport];
+  /** A loop step failed (logged too); the loop carries on after a backoff (loopBackoffMs). */
+  loopError: [unknown];
+  /** The LISTEN connection (PostgreSQL) is open, at start or after a reconnect. */
+  listening: [];
+}
+
+export interface DispatcherOptions {
+  /** The worker's id: the claims' and leases' holder. */
+  readonly workerId: string;
+  readonly clock: () => number;
+  /** The worker's events: `claimed`, `attempt` and `loopError` are emitted here. */
+  readonly events: EventEmitter<WebhookWorkerEvents>;
+  readonly brokerReconcileMs: number;
+}
+
+export class DeliveryDispatcher {
+  readonly #id: string;
+  readonly #events: EventEmitter<WebhookWorkerEvents>;
+  readonly #ctx: AppContext;
+  readonly #clock: () => number;
+  readonly #retry: RetryPolicy;
+  readonly #breaker: BreakerPolicy;
+  /** Breaker openings this worker has settled so far (see EndpointSlots.openedAt). */
+  #breakerVerdicts = 0;
+  readonly #transport: DeliveryTransport;
+  readonly #brokerReconcileMs: number;
+  #brokersReconciledAt = 0;
+  readonly #dispatchWake = new Wakeable();
+  readonly #concurrency: ConcurrencyPolicy;
+  readonly #settleBatchMax: number;
+  readonly #settles: SettleBatcher;
+  /** Attempts (send and settle) and releases running, for drain() to wait on. */
+  readonly #running = new Set<Promise<unknown>>();
+  readonly #endpoints = new Map<string, EndpointSlots>();
+  /** HTTP requests in flight, deliveries waiting here, attempts waiting for their settle. */
+  #sending = 0;
+  #waiting = 0;
+  #settling = 0;
+  /** Room promised to a claim or a poll's handover still running. */
+  #reserved = 0;
+  /** The dispatch loop found no room because a handover held it: the poll wakes it when done. */
+  #starved = false;
+  /** The last claim found deliveries: a freed slot should claim again. */
+  #backlog = false;
+  #stopping = false;
+  /** Consecutive failed steps of the loop, for its backoff. */
+  #dispatchFailures = 0;
+
+  constructor(ctx: AppContext, options: DispatcherOptions) {
+    this.#ctx = ctx;
+    this.#id = options.workerId;
+    this.#events = options.events;
+    this.#clock = options.clock;
+    this.#brokerReconcileMs = options.brokerReconcileMs;
+    this.#retry = { scheduleMs: ctx.config.webhookRetryScheduleMs };
+    this.#breaker = { threshold: ctx.config.WEBHOOK_BREAKER_THRESHOLD, pauseMs: ctx.config.WEBHOOK_BREAKER_PAUSE_MS };
+    this.#settleBatchMax = ctx.database.backend === 'pglite' ? PGLITE_SETTLE_BATCH_MAX : SETTLE_BATCH_MAX;
+    this.#settles = new SettleBatcher({ db: ctx.database.db, batchMax: this.#settleBatchMax, mayGather: () => this.#sending > 0 && !this.#stopping });
+    this.#concurrency = {
+      initial: ctx.config.WEBHOOK_ENDPOINT_CONCURRENCY,
+      min: 1,
+      max: Math.max(ctx.config.WEBHOOK_ENDPOINT_CONCURRENCY, ctx.config.WEBHOOK_ENDPOINT_CONCURRENCY_MAX),
+      slowMs: ctx.config.WEBHOOK_SLOW_ANSWER_MS,
+    };
+    this.#transport = new DeliveryTransport({
+      http: new WebhookHttpClient({
+        timeoutMs: ctx.config.WEBHOOK_TIMEOUT_MS,
+        allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE_URLS,
+        connectionsPerOrigin: Math.min(this.#concurrency.max, ctx.config.WEBHOOK_CONCURRENCY),
+        now: this.#clock,
+      }),
+      timeoutMs: ctx.config.WEBHOOK_TIMEOUT_MS,
+      allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE_URLS,
+    });
+  }
+
+  /** Something may be due: the dispatch loop looks again now. */
+  wake(): void {
+    this.#dispatchWake.wake();
+  }
+
+  /** Breaker verdicts so far: a poll notes it when it starts, for `take` (see EndpointSlots.openedAt). */
+  get verdicts(): number {
+    return this.#breakerVerdicts;
+  }
+
+  /**
+   * Room for a poll's fan-out to hand deliveries straight over, reserved until `endHandover` (none
+   * behind a backlog: the claims serve it oldest first), and the hand-over it may make with it.
+   */
+  reserveHandover(): { room: number; handover: Handover | undefined } {
+    const room = this.#backlog ? 0 : this.#claimRoom();
+    this.#reserved += room;
+    if (room <= 0) return { room, handover: undefined };
+    const { freeSlots, held } = this.#claimShape();
+    const endpointCapacity = claimAhead(this.#concurrency.initial, false);
+    return {
+      room,
+      handover: { workerId: this.#id, leaseMs: this.#ctx.config.WEBHOOK_LEASE_MS, limit: room, freeSlots, held, endpointCapacity, breaker: this.#breaker },
+    };
+  }
+
+  /** The fan-out is done: its room is free again (a claim that found none meanwhile is woken). */
+  endHandover(room: number): void {
+    this.#reserved -= room;
+    if (room > 0 && this.#starved) this.#dispatchWake.wake();
+  }
+
+  /** An endpoint was changed or deleted: its broker connection closes now. */
+  closeEndpoint(endpointId: string): void {
+    void this.#transport.closeEndpoint(endpointId);
+  }
+
+  /** Stops claiming: the loop ends after its current step. */
+  stopClaiming(): void {
+    this.#stopping = true;
+    this.#dispatchWake.wake();
+  }
+
+  /** After the loop ended: releases what waits here unsent, waits for attempts in flight to settle, closes the transport. */
+  async drain(): Promise<void> {
+    const unsent = [...this.#endpoints.values()].flatMap((e) => e.waiting.splice(0));
+    this.#waiting = 0;
+    this.#release(unsent.map((w) => w.delivery));
+    while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
+  }
+
+  /** Closes the HTTP pool and the broker connections. */
+  async close(): Promise<void> {
+    await this.#transport.close();
+  }
+
+  /** The dispatch loop, until stopClaiming(). */
+  async run(): Promise<void> {
+    const { config } = this.#ctx;
+    const interval = config.WEBHOOK_POLL_INTERVAL_MS;
+    let claimNow = true;
+    while (!this.#stopping) {
+      const free = this.#claimRoom();
+      this.#starved = free <= 0 && this.#reserved > 0;
+      let claimedAll = false;
+      let waitMs = interval;
+      try {
+        // Ask first when the next delivery falls due (one cheap query): an idle worker then never
+        // runs the claim transaction, and sleeps until that moment rather than a full interval.
+        const due = claimNow || free <= 0 ? null : await nextDueAt(this.#ctx.database.db, this.#clock());
+        const now = this.#clock();
+        if (free > 0 && (claimNow || (due !== null && due <= now))) {
+          this.#reserved += free;
+          const verdicts = this.#breakerVerdicts;
+          let claimed: ClaimedDelivery[];
+          try {
+            claimed = await claimDueDeliveries(this.#ctx.database.db, {
+              ...this.#claimShape(),
+              workerId: this.#id,
+              now,
+              leaseMs: config.WEBHOOK_LEASE_MS,
+              limit: free,
+              endpointCapacity: claimAhead(this.#concurrency.initial, false),
+              breaker: this.#breaker,
+            });
+          } finally {
+            this.#reserved -= free;
+          }
+          this.take(claimed, now, verdicts);
+          this.#backlog = claimed.length > 0;
+          claimedAll = claimed.length === free;
+          // Sleep until the next delivery falls due (a retry, a breaker's probe), not a whole interval.
+          if (!claimedAll) waitMs = this.#untilDue(await nextDueAt(this.#ctx.database.db, this.#clock()), now, interval);
+        } else if (due !== null && due > now) {
+          waitMs = Math.min(interval, due - now);
+        }
+        this.#dispatchFailures = 0;
+      } catch (error) {
+        this.#dispatchFailures++;
+        waitMs = loopBackoffMs(this.#dispatchFailures, interval);
+        this.#loopError('delivery claim failed', error);
+      }
+      if (this.#stopping) break;
+      claimNow = claimedAll;
+      if (!claimedAll) claimNow = await this.#dispatchWake.wait(waitMs);
+    }
+  }
+
+  /**
+   * Per endpoint held here (sending or waiting), the deliveries a claim may add (its claim-ahead
+   * room; none while a failure's breaker verdict is pending) and those it holds, for the claim's rounds.
+   */
+  #claimShape(): { freeSlots: Map<string, number>; held: Map<string, number> } {
+    const freeSlots = new Map<string, number>();
+    const held = new Map<string, number>();
+    for (const [endpointId, e] of this.#endpoints) {
+      const holding = e.sending + e.waiting.length;
+      // An endpoint this worker knows keeps its limit while it holds nothing (a fast one claims a
+      // full round ahead again at once, not the initial two).
+      freeSlots.set(endpointId, e.failuresSettling > 0 ? 0 : claimAhead(e.limit, e.fast) - holding);
+      if (holding > 0) held.set(endpointId, holding);
+    }
+    return { freeSlots, held };
+  }
+
+  /**
+   * Deliveries claimed (or handed over by the poller) at `now` join their endpoints' queues and go
+   * out as slots allow. `verdicts` is #breakerVerdicts when the claim started: its statement may have
+   * read an endpoint from before a failure that opened the breaker since (its settle committed while
+   * the claim ran), and that endpoint's deliveries go back unsent — sending one would be an attempt
+   * past the breaker's threshold. (Another worker's claim racing this settle is not seen here: with
+   * several workers an endpoint can still get one attempt per worker past the threshold.)
+   */
+  take(all: readonly ClaimedDelivery[], now: number, verdicts: number): void {
+    const isStale = (d: ClaimedDelivery) => (this.#endpoints.get(d.endpointId)?.openedAt ?? 0) > verdicts;
+    const stale = all.filter(isStale);
+    const claimed = stale.length === 0 ? all : all.filter((d) => !isStale(d));
+    this.#release(stale);
+    if (claimed.length === 0) return;
+    this.#events.emit('claimed', claimed);
+    const leaseUntil = now + this.#ctx.config.WEBHOOK_LEASE_MS;
+    for (const delivery of claimed) this.#slots(delivery.endpointId).waiting.push({ delivery, leaseUntil });
+    this.#waiting += claimed.length;
+    // Stopped meanwhile: stop() has taken the queues already, so these go back at once.
+    if (this.#stopping) {
+      const unsent = [...this.#endpoints.values()].flatMap((e) => e.waiting.splice(0));
+      this.#waiting = 0;
+      this.#release(unsent.map((w) => w.delivery));
+      return;
+    }
+    this.#pump();
+  }
+
+  /**
+   * How long the dispatch loop sleeps after a claim made at `claimedAt`: until `due` (capped at the
+   * poll interval; at once when it fell due since the claim looked); a whole interval when nothing
+   * waits, or when what was due already could not be claimed (its endpoint's slots are full: a
+   * finished request wakes the loop).
+   */
+  #untilDue(due: number | null, claimedAt: number, interval: number): number {
+    if (due === null || due <= claimedAt) return interval;
+    return Math.min(interval, Math.max(0, due - this.#clock()));
+  }
+
+  /**
+   * Deliveries the next claim may take: up to CLAIM_AHEAD_ROUNDS × WEBHOOK_CONCURRENCY held here
+   * (in flight or waiting), and no more while settles lag a batch behind (memory stays bounded by
+   * configuration, whatever the backlog in the table). While a full round of deliveries still
+   * waits here, the claim waits until half that room is free: fewer, larger claims (each is a
+   * round trip and a commit, which is what a fast receiver would otherwise wait on).
+   */
+  #claimRoom(): number {
+    const concurrency = this.#ctx.config.WEBHOOK_CONCURRENCY;
+    const most = CLAIM_AHEAD_ROUNDS * concurrency;
+    const holding = this.#sending + this.#waiting + this.#reserved;
+    const room = Math.min(most - holding, most + this.#settleBatchMax - holding - this.#settling);
+    if (this.#waiting >= concurrency && room < most / 2) return 0;
+    return this.#ctx.database.backend === 'pglite' ? Math.min(room, PGLITE_CLAIM_MAX) : room;
+  }
+
+  /** This worker's slots for `endpointId` (a new endpoint starts at the initial limit). */
+  #slots(endpointId: string): EndpointSlots {
+    let slots = this.#endpoints.get(endpointId);
+    if (!slots) {
+      slots = { limit: this.#concurrency.initial, sending: 0, waiting: [], failuresSettling: 0, fast: false, openedAt: 0 };
+      this.#endpoints.set(endpointId, slots);
+    }
+    return slots;
+  }
+
+  /**
+   * Sends waiting deliveries while slots are free: each endpoint below its limit, the worker below
+   * WEBHOOK_CONCURRENCY, one delivery per endpoint per round so endpoints share the worker's slots.
+   * A delivery whose lease no longer covers an attempt is released instead.
+   */
+  #pump(): void {
+    if (this.#stopping) return;
+    const { WEBHOOK_CONCURRENCY: concurrency, WEBHOOK_TIMEOUT_MS: timeoutMs } = this.#ctx.config;
+    const expired: ClaimedDelivery[] = [];
+    let sent = true;
+    while (sent && this.#sending < concurrency && this.#waiting > 0) {
+      sent = false;
+      for (const [endpointId, slots] of [...this.#endpoints]) {
+        if (this.#sending >= concurrency) break;
+        if (slots.waiting.length === 0 || slots.sending >= slots.limit || slots.failuresSettling > 0) continue;
+        const next = slots.waiting.shift()!;
+        this.#waiting--;
+        sent = true;
+        if (this.#clock() + timeoutMs + LEASE_MARGIN_MS > next.leaseUntil) {
+          expired.push(next.delivery);
+          continue;
+        }
+        // Served last in the next round.
+        this.#endpoints.delete(endpointId);
+        this.#endpoints.set(endpointId, slots);
+        this.#send(slots, next.delivery);
+      }
+    }
+    this.#release(expired);
+  }
+
+  #send(slots: EndpointSlots, delivery: ClaimedDelivery): void {
+    slots.sending++;
+    this.#sending++;
+    const run = this.#attempt(slots, delivery)
+      .catch((error) => this.#loopError('delivery attempt failed', error))
+      .finally(() => {
+        this.#running.delete(run);
+        this.#pump();
+        if (this.#backlog) this.#dispatchWake.wake();
+      });
+    this.#running.add(run);
+  }
+
+  /** Gives claimed, unsent deliveries back to the queue (releaseDeliveries). */
+  #release(deliveries: readonly ClaimedDelivery[]): void {
+    if (deliveries.length === 0) return;
+    const run = releaseDeliveries(
+      this.#ctx.database.db,
+      this.#id,
+      deliveries.map((d) => d.id),
+    )
+      .catch((error) => this.#loopError('releasing unsent webhook deliveries failed (they are sent again when their lease expires)', error))
+      .finally(() => this.#running.delete(run));
+    this.#running.add(run);
+  }
+
+  async #attempt(slots: EndpointSlots, delivery: ClaimedDelivery): Promise<void> {
+    const { event, body } = delivery;
+    const startedAt = this.#clock();
+    const headers = signatureHeaders(delivery.secrets, event.id, Math.floor(startedAt / 1000), body);
+    if (delivery.test) headers['webhook-test'] = 'true';
+    let result: HttpAttemptResult;
+    try {
+      result = await this.#transport.send(delivery, headers);
+    } finally {
+      slots.sending--;
+      this.#sending--;
+    }
+    slots.limit = nextConcurrencyLimit(this.#concurrency, slots.limit, result);
+    slots.fast = answeredFast(this.#concurrency, result);
+    const failed = result.outcome !== 'success';
+    if (failed) slots.failuresSettling++;
+    this.#settling++;
+    // The endpoint's slot is free: the next waiting delivery goes out while this one settles.
+    this.#pump();
+    if (this.#backlog) this.#dispatchWake.wake();
+    deliveriesAttempted.inc({ outcome: result.outcome });
+    attemptDuration.observe({ outcome: result.outcome }, result.durationMs / 1000);
+
+    const settleOptions = { workerId: this.#id, startedAt, retry: this.#retry, breaker: this.#breaker };
+    let settled;
+    try {
+      try {
+        settled = await this.#settles.settle({ delivery, result, options: { ...settleOptions, now: this.#clock() } });
+      } catch (error) {
+        // One more try (a dropped connection); if that fails too the lease expires and another claim sends it again.
+        this.#ctx.logger.warn({ err: error, deliveryId: delivery.id }, 'settling a webhook delivery failed; retrying once');
+        settled = await settleDelivery(this.#ctx.database.db, delivery, result, { ...settleOptions, now: this.#clock() });
+      }
+    } finally {
+      this.#settling--;
+      if (failed) slots.failuresSettling--;
+    }
+    // A retry or a breaker pause now ends sooner, maybe, than the dispatch loop's sleep: it looks again.
+    if (failed && settled.settled) this.#dispatchWake.wake();
+    // The breaker opened or the endpoint is gone: what waits here for it goes back to the queue
+    // (claims skip the endpoint until it may be tried again).
+    const open = settled.breaker !== null && settled.breaker.consecutiveFailures >= this.#breaker.threshold;
+    if (open) slots.openedAt = ++this.#breakerVerdicts;
+    if (open || settled.endpointDisabled) {
+      this.#waiting -= slots.waiting.length;
+      this.#release(slots.waiting.splice(0).map((w) => w.delivery));
+    }
+    if (!settled.settled) {
+      this.#ctx.logger.warn({ deliveryId: delivery.id, workerId: this.#id }, 'webhook delivery lease lost before settling; the new holder sends it again');
+    } else if (settled.settlement.status === 'succeeded') {
+      deliveriesSucceeded.inc();
+      deliveryLatency.observe(Math.max(0, this.#clock() - delivery.eventCreatedAtMs) / 1000);
+    } else {
+      deliveriesFailed.inc();
+      if (settled.settlement.status === 'dead') deliveriesDeadLettered.inc();
+      this.#ctx.logger.info(
+        {
+          deliveryId: delivery.id,
+          endpointId: delivery.endpointId,
+          attempt: delivery.attemptNumber,
+          outcome: result.outcome,
+          statusCode: result.statusCode,
+          status: settled.settlement.status,
+        },
+        'webhook delivery attempt failed',
+      );
+    }
+    if (settled.endpointDisabled) this.#ctx.logger.warn({ endpointId: delivery.endpointId }, 'webhook endpoint answered 410 Gone; disabled');
+    this.#events.emit('attempt', {
+      deliveryId: delivery.id,
+      endpointId: delivery.endpointId,
+      eventId: event.id,
+      eventType: event.type,
+      attemptNumber: delivery.attemptNumber,
+      startedAt,
+      result,
+      settlement: settled.settled ? settled.settlement : undefined,
+      endpointDisabled: settled.endpointDisabled,
+    });
+  }
+
+  /** Closes pooled broker connections whose endpoint changed, was disabled or deleted (every brokerReconcileMs; the poll loop calls it). */
+  async reconcileBrokers(): Promise<void> {
+    const pooled = this.#transport.brokerEndpoints();
+    const now = this.#clock();
+    if (pooled.size === 0 || now - this.#brokersReconciledAt < this.#brokerReconcileMs) return;
+    this.#brokersReconciledAt = now;
+    await this.#transport.reconcile(await enabledEndpointUrls(this.#ctx.database.db, [...pooled.keys()]));
+  }
+
+  #loopError(message: string, error: unknown): void {
+    this.#ctx.logger.error({ err: error, workerId: this.#id }, message);
+    this.#events.emit('loopError', error);
+  }
+}

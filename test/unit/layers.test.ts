@@ -1,0 +1,58 @@
+/**
+ * The house's layering, as checks anyone can run (decision 0035, src/README.md "Imports point down"):
+ * services and repositories return typed rows (never `Promise<unknown>`), and the record reads answer
+ * with the declaration's record type (type assertions, held by `npx tsc --noEmit`). The infrastructure folders' imports are held by Biome
+ * (`noRestrictedImports` in biome.jsonc, `npm run lint`).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, expectTypeOf, it } from 'vitest';
+import { createCustomer, customerById, updateCustomer } from '../../src/customers/customer.service.ts';
+import type { Customer } from '../../src/customers/customer.resource.ts';
+import { orderById, changeOrderStatus, placeOrder } from '../../src/orders/order.service.ts';
+import type { Order } from '../../src/orders/order.resource.ts';
+import { createProduct, productById } from '../../src/catalog/catalog.service.ts';
+import type { Product } from '../../src/catalog/product.resource.ts';
+
+const SRC = join(import.meta.dirname, '../../src');
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sourceFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
+}
+
+/** Names of the `export (async) function name(…): Promise<unknown>` in `text` (signatures may span lines). */
+function untypedExports(text: string): string[] {
+  const found: string[] = [];
+  for (const m of text.matchAll(/export\s+(?:async\s+)?function\s+(\w+)[\s\S]*?\)\s*:\s*([^{};]+?)\s*\{/g)) {
+    // A match running into the next declaration belongs to a function without a return type.
+    if (/\nexport\s/.test(m[0])) continue;
+    if (/^Promise<\s*unknown\s*>$/.test(m[2]!)) found.push(m[1]!);
+  }
+  return found;
+}
+
+describe('typed rows (decision 0035)', () => {
+  it('no exported function of src/ answers Promise<unknown>', () => {
+    const offenders = sourceFiles(SRC).flatMap((file) => untypedExports(readFileSync(file, 'utf8')).map((name) => `${relative(SRC, file)}: ${name}`));
+    expect(offenders).toEqual([]);
+  });
+
+  it('the check finds a Promise<unknown> export, single-line or wrapped', () => {
+    expect(untypedExports('export async function a(db: Db, id: string): Promise<unknown> {\n  return 1;\n}')).toEqual(['a']);
+    expect(untypedExports('export async function b(\n  db: Db,\n  id: string,\n): Promise<unknown> {\n}')).toEqual(['b']);
+    expect(untypedExports('export async function c(db: Db): Promise<Customer> {\n}')).toEqual([]);
+  });
+
+  it('services answer their record schema’s static type (held by tsc: test/ is type-checked)', () => {
+    expectTypeOf(customerById).returns.resolves.toEqualTypeOf<Customer>();
+    expectTypeOf(createCustomer).returns.resolves.toEqualTypeOf<Customer>();
+    expectTypeOf(updateCustomer).returns.resolves.toEqualTypeOf<Customer>();
+    expectTypeOf(orderById).returns.resolves.toEqualTypeOf<Order>();
+    expectTypeOf(placeOrder).returns.resolves.toEqualTypeOf<Order>();
+    expectTypeOf(changeOrderStatus).returns.resolves.toEqualTypeOf<Order>();
+    expectTypeOf(productById).returns.resolves.toEqualTypeOf<Product>();
+    expectTypeOf(createProduct).returns.resolves.toEqualTypeOf<Product>();
+  });
+});
