@@ -54,6 +54,7 @@ import {
 import { benchImportFanout, rssGrowth, type FanoutFigures } from './import-fanout.ts';
 import { benchWebhooks, type WebhookResults } from './webhook-bench.ts';
 import { benchRestartAfterKill } from './restart-after-kill.ts';
+import { soak, soakTable, type SoakFigures } from './memory-soak.ts';
 import { benchEveryPath, benchSyncInit, type PathFigures, type SyncFigures } from './every-path.ts';
 import { WRK_POST_SCRIPT, peerPageBody, startPostGraphile } from './peer/graphql-page.ts';
 import {
@@ -61,6 +62,7 @@ import {
   copyOut,
   ensureWrk,
   SERVER_NODE_ARGS,
+  SERVER_ENV,
   exportWalk,
   freePort,
   log,
@@ -94,6 +96,8 @@ const { values: args } = parseArgs({
     output: { type: 'string' },
     'export-max': { type: 'string' },
     'sync-cap-seconds': { type: 'string' },
+    soak: { type: 'boolean', default: false },
+    'soak-seconds': { type: 'string' },
   },
 });
 
@@ -130,6 +134,8 @@ const BACKFILL_ROWS = args.large ? 100_000 : Number.POSITIVE_INFINITY;
 const GENERATE_STREAMS = 3;
 /** wrk seconds of each list measurement around the import with ten endpoints. */
 const SECONDS_FANOUT = 20;
+/** `serve` held under the list load while its memory is sampled (bench/memory-soak.ts): 15 minutes with `--soak`. */
+const SOAK_SECONDS = positive('soak-seconds', args['soak-seconds'], args.soak ? 900 : args.quick ? 30 : 90);
 const CLI = fileURLToPath(new URL('../bin/store-api.js', import.meta.url));
 const SOURCE_CLI = fileURLToPath(new URL('../src/main/cli.ts', import.meta.url));
 
@@ -220,7 +226,9 @@ interface Results {
     snapshotRatio: Spread;
     snapshotRecords: number;
   };
-  serve: { startMs: number; rssBeforeMb: number; peakMb: number; rssAfterMb: number };
+  /** `listPeakMb`: VmHWM after the list load (the target's); `peakMb`: over the whole run (exports, snapshots too). */
+  serve: { startMs: number; rssBeforeMb: number; listPeakMb: number; peakMb: number; rssAfterMb: number };
+  soak?: SoakFigures;
   webhooks?: WebhookResults;
   runtime: { compiledStartMs: Spread; compiledRssMb: Spread; tsxStartMs: Spread; tsxRssMb: Spread };
   pglite?: { products: number; generateSeconds: number; list: Spread; listP50: Spread; rssMb: number; peakMb: number; emptyStartMs: number };
@@ -353,6 +361,18 @@ async function benchPostgres(): Promise<Results> {
     const ceilRead = read['read ceiling (pg)']!;
     const peerRead = read['PostGraphile peer (wrk)'];
     const afterList = server.memory();
+    const soaked =
+      SOAK_SECONDS > 0
+        ? await soak(server, {
+            seconds: SOAK_SECONDS,
+            sampleSeconds: Math.max(2, Math.round(SOAK_SECONDS / 60)),
+            phaseSeconds: Math.min(30, Math.max(5, Math.round(SOAK_SECONDS / 6))),
+            connections: CONNECTIONS,
+            headers,
+            hotUrl: listUrl,
+            pathsFile,
+          })
+        : undefined;
 
     // First page against last page, on a `serve` without the list page cache: with it both would
     // be the same memory read, and the ratio would say nothing of how a deep cursor costs.
@@ -515,7 +535,8 @@ async function benchPostgres(): Promise<Results> {
         ),
         snapshotRecords: apiSnapshot[0]!.records,
       },
-      serve: { startMs: server.startMs, rssBeforeMb, peakMb: Math.max(afterList.peakMb, final.peakMb), rssAfterMb: afterList.rssMb },
+      serve: { startMs: server.startMs, rssBeforeMb, listPeakMb: afterList.peakMb, peakMb: Math.max(afterList.peakMb, final.peakMb), rssAfterMb: afterList.rssMb },
+      soak: soaked,
       webhooks,
       runtime: {
         compiledStartMs: spread(runtime.compiled!.map((r) => r.startMs)),
@@ -632,7 +653,7 @@ function importResponsiveness(rows: number): Results['healthz'] {
   // npm start's V8 flag (package.json); the script itself picks the WebAssembly compiler as npm start does.
   const out = execFileSync(process.execPath, [...SERVER_NODE_ARGS, '--import', 'tsx', fileURLToPath(new URL('./import-responsiveness.ts', import.meta.url))], {
     // Another process burns a core meanwhile, as issue 25's target is stated.
-    env: { ...process.env, BENCH_IMPORT_ROWS: String(rows), BENCH_BURN_CORE: '1' },
+    env: { ...process.env, ...SERVER_ENV, BENCH_IMPORT_ROWS: String(rows), BENCH_BURN_CORE: '1' },
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -724,7 +745,7 @@ function report(r: Results): string {
     `| Snapshot API, ${Number.isFinite(EXPORT_MAX) ? 'first records of the catalogue' : 'whole catalogue'} in one request (${f0(r.export.snapshotRecords)} records, one client): records/s | ${range(r.export.snapshot, f0)} |`,
     `| **Snapshot ÷ export ceiling** | **${range(r.export.snapshotRatio, f2)}** |`,
     `| \`serve\` process: start to first answer | ${f0(r.serve.startMs)} ms |`,
-    `| \`serve\` RSS before load / after the list load / peak (MiB) | ${r.serve.rssBeforeMb} / ${r.serve.rssAfterMb} / ${r.serve.peakMb} |`,
+    `| \`serve\` RSS before load / after the list load / peak under the list load / peak over the whole run, exports and snapshots included (MiB) | ${r.serve.rssBeforeMb} / ${r.serve.rssAfterMb} / ${r.serve.listPeakMb} / ${r.serve.peakMb} |`,
   ];
   lines.push(
     `| Idle \`serve\`, compiled dist/ (what production runs): start to first answer / RSS | ${range(r.runtime.compiledStartMs, f0)} ms / ${range(r.runtime.compiledRssMb, f0)} MiB |`,
@@ -752,6 +773,7 @@ function report(r: Results): string {
       `| \`store-api all\` on an empty DATA_DIR: start to first answer, demo store seeded | ${f0(p.emptyStartMs)} ms |`,
     );
   }
+  if (r.soak) lines.push('', '## `serve` memory over time (bench/memory-soak.ts)', '', ...soakTable(r.soak, '`serve` under the list load (the hot page and 400 distinct pages in alternate phases, 8 connections)'));
   if (r.paths) {
     lines.push(
       '',
@@ -810,7 +832,15 @@ function report(r: Results): string {
           ),
         ]
       : []),
-    check(r.serve.peakMb <= 200, `\`serve\` RSS ≤ 200 MB under the list load: peak ${r.serve.peakMb} MiB`),
+    check(r.serve.listPeakMb <= 200, `\`serve\` RSS ≤ 200 MiB under the list load: peak ${r.serve.listPeakMb} MiB (${f2(r.serve.listPeakMb / 200)}×; ${r.serve.peakMb} MiB over the whole run)`),
+    ...(r.soak
+      ? [
+          check(
+            r.soak.flatness <= 1.1 && r.soak.lowest >= 0.9,
+            `\`serve\` RSS flat (±10 %) over a ${f0(r.soak.seconds)}-s soak under the list load: highest ${f2(r.soak.flatness)}×, lowest ${f2(r.soak.lowest)}× of ${r.soak.referenceMb} MiB; peak ${r.soak.peakMb} MiB (${f2(r.soak.peakMb / 200)}× the 200 MiB target)${r.soak.seconds < 900 ? ' (the target is 15 minutes: `npm run bench -- --soak`)' : ''}`,
+          ),
+        ]
+      : []),
   );
   if (r.webhooks) {
     lines.push(
