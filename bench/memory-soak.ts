@@ -187,6 +187,9 @@ function mappings(pid: number): Record<string, number> {
   for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
     const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
     if (head) name = head[1]!.split('/').at(-1) || '[anon]';
+    // A WebAssembly memory is one anonymous reservation of several GiB (PGlite's, in its thread).
+    const size = /^Size:\s+(\d+) kB/.exec(line);
+    if (size && name === '[anon]' && Number(size[1]) >= 4 * 1048576) name = '[anon: WebAssembly memory]';
     const rss = /^Rss:\s+(\d+) kB/.exec(line);
     if (rss) totals[name] = (totals[name] ?? 0) + Number(rss[1]) / 1024;
   }
