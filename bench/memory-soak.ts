@@ -187,9 +187,10 @@ function mappings(pid: number): Record<string, number> {
   for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
     const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
     if (head) name = head[1]!.split('/').at(-1) || '[anon]';
-    // A WebAssembly memory is one anonymous reservation of several GiB (PGlite's, in its thread).
+    // PGlite's WebAssembly memory: one anonymous mapping of its size (128 MiB at least); no other
+    // anonymous mapping of the process is that large (V8's pages and malloc's arenas are ≤ 64 MiB).
     const size = /^Size:\s+(\d+) kB/.exec(line);
-    if (size && name === '[anon]' && Number(size[1]) >= 4 * 1048576) name = '[anon: WebAssembly memory]';
+    if (size && name === '[anon]' && Number(size[1]) >= 128 * 1024) name = '[anon ≥ 128 MiB: WebAssembly memories]';
     const rss = /^Rss:\s+(\d+) kB/.exec(line);
     if (rss) totals[name] = (totals[name] ?? 0) + Number(rss[1]) / 1024;
   }
