@@ -11,12 +11,12 @@
  * soak is flat when every later sample stays within ±10 % of it (`flatness` = highest later sample ÷
  * reference).
  */
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, cpSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { parseArgs } from 'node:util';
 import { SERVER_NODE_ARGS, ensureWrk, freePort, log, startServer, wrk, type ServerProcess } from './bench-tools.ts';
 
@@ -47,12 +47,21 @@ export interface SoakFigures {
   /** Lowest RSS after the first quarter ÷ reference (target ≥ 0.9). */
   lowest: number;
   requests: number;
+  /** The process's CPU time (user + system) per request over the soak, ms: what a setting costs, less disturbed by a busy machine than throughput. */
+  cpuMsPerRequest?: number;
+}
+
+/** User + system CPU time of a process so far (ms), from /proc/PID/stat (clock ticks of 10 ms). */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+  // After "pid (comm) ": state is field 3, utime 14 and stime 15 (1-based): indexes 11 and 12 here.
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 const mb = (bytes: number): number => Math.round((bytes / 1048576) * 10) / 10;
 
 /** A sample from /proc and the process's own /metrics (prom-client's default metrics). */
-export async function sampleFromMetrics(server: ServerProcess, t: number): Promise<MemorySample> {
+async function sampleFromMetrics(server: ServerProcess, t: number): Promise<MemorySample> {
   const rssMb = server.memory().rssMb;
   const text = await (await fetch(`${server.origin}/metrics`)).text();
   const metric = (name: string): number => {
@@ -73,7 +82,7 @@ export async function sampleFromMetrics(server: ServerProcess, t: number): Promi
  * pools filling, one cycle of both load phases) are left out; the reference is the median RSS of
  * the first quarter of the rest, and every later sample is compared with it.
  */
-export function soakFigures(samples: MemorySample[], seconds: number, warmupSeconds: number, peakMb: number, requests: number): SoakFigures {
+function soakFigures(samples: MemorySample[], seconds: number, warmupSeconds: number, peakMb: number, requests: number): SoakFigures {
   const settled = samples.filter((s) => s.t >= warmupSeconds);
   const split = warmupSeconds + (seconds - warmupSeconds) / 4;
   const quarter = settled.filter((s) => s.t <= split);
@@ -114,6 +123,7 @@ export async function soak(server: ServerProcess, options: SoakOptions): Promise
   } catch {
     // not allowed here: the peak is then the process's since its start
   }
+  const cpuBefore = cpuMs(server.child.pid!);
   const started = performance.now();
   const elapsed = () => (performance.now() - started) / 1000;
   const samples: MemorySample[] = [await sample(0)];
@@ -138,7 +148,8 @@ export async function soak(server: ServerProcess, options: SoakOptions): Promise
   await load;
   // A minute, and at least one cycle of both phases, but never more than half the soak.
   const warmup = Math.min(options.seconds / 2, Math.max(60, 2 * options.phaseSeconds));
-  return soakFigures(samples, options.seconds, warmup, server.memory().peakMb, requests);
+  const figures = soakFigures(samples, options.seconds, warmup, server.memory().peakMb, requests);
+  return { ...figures, cpuMsPerRequest: requests > 0 ? (cpuMs(server.child.pid!) - cpuBefore) / requests : undefined };
 }
 
 /** Markdown rows: a sample every `every` of them, and the figures. */
@@ -149,7 +160,7 @@ export function soakTable(f: SoakFigures, label: string, rows = 12): string[] {
   const extra = (s: MemorySample) =>
     head ? [s.arrayBuffersMb, s.newSpaceMb, s.threadsHeapMb, s.wasmMb].map((v) => ` | ${v ?? ''}`).join('') : '';
   return [
-    `${label}: ${f.seconds} s of the list load (${f.requests.toLocaleString('en-US')} requests), a sample every ${Math.round(f.seconds / Math.max(1, f.samples.length - 1))} s; peak ${f.peakMb} MiB; flatness (highest later RSS ÷ ${f.referenceMb} MiB, the median of the first quarter after the warm-up) **${f.flatness.toFixed(2)}×**, lowest ${f.lowest.toFixed(2)}× (target within ±10 %)`,
+    `${label}: ${f.seconds} s of the list load (${f.requests.toLocaleString('en-US')} requests${f.cpuMsPerRequest !== undefined ? `, ${f.cpuMsPerRequest.toFixed(2)} ms of CPU each` : ''}), a sample every ${Math.round(f.seconds / Math.max(1, f.samples.length - 1))} s; peak ${f.peakMb} MiB; flatness (highest later RSS ÷ ${f.referenceMb} MiB, the median of the first quarter after the warm-up) **${f.flatness.toFixed(2)}×**, lowest ${f.lowest.toFixed(2)}× (target within ±10 %)`,
     '',
     `| s | RSS | heap used | heap total | external${head ? ' | array buffers | new space | other threads’ heap | WebAssembly' : ''} |`,
     `|---:|---:|---:|---:|---:${head ? '|---:|---:|---:|---:' : ''}|`,
@@ -257,15 +268,19 @@ async function main(): Promise<void> {
   if (args.role === 'serve') {
     const url = new URL(args['database-url']);
     const name = `store_api_memory_${PRODUCTS}`;
-    const exists = spawnSync('psql', [args['database-url'], '-Atc', `SELECT 1 FROM pg_database WHERE datname = '${name}'`], { encoding: 'utf8' });
+    const admin = new pg.Client({ connectionString: args['database-url'] });
+    await admin.connect();
+    const exists = (await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount === 1;
     url.pathname = `/${name}`;
     const metaFile = join(tmpdir(), `${name}.json`);
-    if (exists.stdout.trim() === '1' && existsSync(metaFile)) meta = JSON.parse(readFileSync(metaFile, 'utf8'));
+    if (exists && existsSync(metaFile)) meta = JSON.parse(readFileSync(metaFile, 'utf8'));
     else {
-      spawnSync('psql', [args['database-url'], '-c', `DROP DATABASE IF EXISTS ${name}`, '-c', `CREATE DATABASE ${name}`], { stdio: 'inherit' });
+      await admin.query(`DROP DATABASE IF EXISTS ${name}`);
+      await admin.query(`CREATE DATABASE ${name}`);
       meta = await prepare({ databaseUrl: url.toString() });
       writeFileSync(metaFile, JSON.stringify(meta));
     }
+    await admin.end();
     env.DATABASE_URL = url.toString();
   } else {
     const store = join(tmpdir(), `store-api-memory-pglite-${PRODUCTS}`);
@@ -322,7 +337,7 @@ async function main(): Promise<void> {
     console.log(soakTable(figures, `\`${args.role}\` (idle ${idleMb} MiB)`, 30).join('\n'));
     const probe = readFileSync(env.PROBE_FILE!, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     console.log(JSON.stringify({ mappingsMb: mappings(server.child.pid!) }));
-    console.log(JSON.stringify({ role: args.role, env: extraEnv, idleMb, peakMb: figures.peakMb, flatness: figures.flatness, lowest: figures.lowest, referenceMb: figures.referenceMb }));
+    console.log(JSON.stringify({ role: args.role, env: extraEnv, idleMb, peakMb: figures.peakMb, requests: figures.requests, cpuMsPerRequest: figures.cpuMsPerRequest, flatness: figures.flatness, lowest: figures.lowest, referenceMb: figures.referenceMb }));
     writeFileSync(join(tmpdir(), `store-api-soak-${args.role}-${began}.ndjson`), probe.map((p) => JSON.stringify(p)).join('\n'));
     log(`probe lines kept in ${join(tmpdir(), `store-api-soak-${args.role}-${began}.ndjson`)}`);
   } finally {
