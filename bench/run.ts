@@ -535,7 +535,7 @@ async function benchPostgres(): Promise<Results> {
         ),
         snapshotRecords: apiSnapshot[0]!.records,
       },
-      serve: { startMs: server.startMs, rssBeforeMb, listPeakMb: afterList.peakMb, peakMb: Math.max(afterList.peakMb, final.peakMb), rssAfterMb: afterList.rssMb },
+      serve: { startMs: server.startMs, rssBeforeMb, listPeakMb: Math.max(afterList.peakMb, soaked?.peakMb ?? 0), peakMb: Math.max(afterList.peakMb, final.peakMb), rssAfterMb: afterList.rssMb },
       soak: soaked,
       webhooks,
       runtime: {
