@@ -49,6 +49,12 @@ function statusKb(pid: number, field: string): number {
  */
 /** Node flags of every server role the bench starts: those of the container image and the systemd unit (decision 0023). */
 export const SERVER_NODE_ARGS = ['--max-semi-space-size=8'];
+/**
+ * Environment of every process the bench starts with startServer, as the container image, the
+ * systemd unit and `npm start` set it: at most two glibc malloc arenas (decision 0039; a variable set
+ * in the environment already wins).
+ */
+export const SERVER_ENV: Record<string, string> = { MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2' };
 
 export async function startServer(
   nodeArgs: string[],
@@ -57,7 +63,7 @@ export async function startServer(
   { path: readyPath = '/healthz', ready = (status: number): boolean => status === 200, timeoutMs = 120_000 } = {},
 ): Promise<ServerProcess> {
   const start = performance.now();
-  const child = spawn(process.execPath, nodeArgs, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, nodeArgs, { env: { ...process.env, ...SERVER_ENV, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));

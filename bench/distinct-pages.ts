@@ -49,7 +49,13 @@ async function wrkWithCpu(pid: number, url: string, opts: Parameters<typeof wrk>
 }
 
 /** The API over the distinct pages, one URL a line cycled by wrk. */
-export function apiPages(origin: string, pid: number, cursors: readonly string[], limit: number, load: { connections: number; seconds: number; headers: Record<string, string> }) {
+export function apiPages(
+  origin: string,
+  pid: number,
+  cursors: readonly string[],
+  limit: number,
+  load: { connections: number; seconds: number; headers: Record<string, string> },
+) {
   const file = join(mkdtempSync(join(tmpdir(), 'store-api-bench-paths-')), 'paths.txt');
   writeFileSync(file, cursors.map((c) => `/api/v1/products?limit=${limit}&cursor=${encodeURIComponent(c)}\n`).join(''));
   return () => wrkWithCpu(pid, origin, { ...load, script: WRK_PATHS_SCRIPT, env: { PATHS_FILE: file } });

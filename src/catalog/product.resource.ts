@@ -74,7 +74,16 @@ export const productResource = defineResource({
   },
   events: { prefix: 'product', kinds: ['created', 'updated'] },
   mirrorQuery: { include_inactive: 'true' },
-  document: { name: 'product', alias: 'p', column: 'doc', build: productJson, children: [{ table: 'variants', key: 'product_id' }, { table: 'images', key: 'product_id' }] },
+  document: {
+    name: 'product',
+    alias: 'p',
+    column: 'doc',
+    build: productJson,
+    children: [
+      { table: 'variants', key: 'product_id' },
+      { table: 'images', key: 'product_id' },
+    ],
+  },
   labelDescription: 'The catalog: products with their variants and images.',
   example: {
     id: '0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f60',
@@ -89,7 +98,16 @@ export const productResource = defineResource({
     category_id: 'shirts',
     thumbnail_url: 'https://cdn.example.com/linen-shirt.jpg',
     is_active: true,
-    variants: [{ id: '0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61', name: 'M / white', sku: 'SHIRT-LIN-M-W', price: 49.9, stock: 12, attributes: { size: 'M', color: 'white' } }],
+    variants: [
+      {
+        id: '0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61',
+        name: 'M / white',
+        sku: 'SHIRT-LIN-M-W',
+        price: 49.9,
+        stock: 12,
+        attributes: { size: 'M', color: 'white' },
+      },
+    ],
     images: [{ id: '0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f62', image_url: 'https://cdn.example.com/linen-shirt.jpg', is_primary: true }],
     created_at: '2026-11-20T09:12:44.120034Z',
     last_modified: '2026-11-21T14:05:30.770123Z',

@@ -93,7 +93,8 @@ function sqlText<DB>(db: Kysely<DB>, expression: RawBuilder<unknown>): string {
 
 /** `col = (expr)::json, …` for every document stored on `owner`'s rows. */
 function setList<DB>(db: Kysely<DB>, kinds: readonly DocumentKind[], owner: string): string {
-  return kinds.filter((k) => k.table === owner)
+  return kinds
+    .filter((k) => k.table === owner)
     .map((k) => `${k.column} = (${sqlText(db, k.build)})::json`)
     .join(', ');
 }
@@ -185,7 +186,8 @@ export async function rebuildDocuments<DB>(
   for (const owner of ownersOf(kinds)) {
     const a = aliasOf(kinds, owner);
     const missing = options.onlyMissing
-      ? `(${kinds.filter((k) => k.table === owner)
+      ? `(${kinds
+          .filter((k) => k.table === owner)
           .map((k) => `${a}.${k.column} IS NULL`)
           .join(' OR ')})`
       : 'true';

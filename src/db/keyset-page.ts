@@ -216,7 +216,11 @@ export async function fetchPageBody(db: Kysely<Database>, source: ListSource, re
  * PostgreSQL sends them (null for NULL), never decoded to a string. `select` must return text
  * columns only (a binary int would come as its 4 bytes).
  */
-export async function copyOneRow(copy: (select: string) => Promise<Buffer>, db: Kysely<Database>, select: RawBuilder<unknown>): Promise<(Buffer | null)[] | undefined> {
+export async function copyOneRow(
+  copy: (select: string) => Promise<Buffer>,
+  db: Kysely<Database>,
+  select: RawBuilder<unknown>,
+): Promise<(Buffer | null)[] | undefined> {
   const compiled = select.compile(db);
   const rows = parseBinaryCopy(await copy(inlineParameters(compiled.sql, compiled.parameters)));
   return rows[0];

@@ -35,7 +35,8 @@ export function schemaHoldsSecret(schema: unknown, seen = new Set<unknown>()): b
   const properties = node.properties as Record<string, { type?: unknown }> | undefined;
   if (properties && typeof properties === 'object') {
     for (const [name, property] of Object.entries(properties)) {
-      if (SECRET_FIELDS.has(name) && property && (property.type === 'string' || (Array.isArray(property.type) && property.type.includes('string')))) return true;
+      if (SECRET_FIELDS.has(name) && property && (property.type === 'string' || (Array.isArray(property.type) && property.type.includes('string'))))
+        return true;
     }
   }
   return Object.values(node).some((child) => schemaHoldsSecret(child, seen));

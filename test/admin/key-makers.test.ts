@@ -235,7 +235,10 @@ describe.each(backends)('keys bounded by their maker (%s)', (backend) => {
     const secret = rolled.json().data.token as string;
     expect((await withKey(secret, 'POST', '/customers', { name: 'Rolled', email: 'rolled@example.com' })).statusCode).toBe(201);
     expect((await as(owner, 'DELETE', `/admins/${dora.user.id}`)).statusCode).toBe(200);
-    expectRefusal(await withKey(secret, 'POST', '/customers', { name: 'Kept', email: 'kept@example.com' }), /dora@example.com, who is no longer an administrator/);
+    expectRefusal(
+      await withKey(secret, 'POST', '/customers', { name: 'Kept', email: 'kept@example.com' }),
+      /dora@example.com, who is no longer an administrator/,
+    );
     expectRefusal(await withKey(secret, 'POST', '/tokens', { name: 'one more' }), /no longer an administrator/);
     expect((await readWithKey(secret)).statusCode).toBe(200);
   });

@@ -86,11 +86,21 @@ describe.each(backends)('a scratch resource added by the recipe (%s)', (backend)
     const exported = await t.app.inject({ url: '/api/v1/suppliers/export', headers: read });
     expect(exported.statusCode).toBe(200);
     expect(exported.headers['x-has-more']).toBe('false');
-    expect(exported.body.trim().split('\n').map((l) => JSON.parse(l))).toEqual([created]);
+    expect(
+      exported.body
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual([created]);
     const snapshot = await t.app.inject({ url: '/api/v1/suppliers/snapshot', headers: read });
     expect(snapshot.statusCode).toBe(200);
     expect(snapshot.headers['x-snapshot-cursor']).toEqual(expect.any(String));
-    expect(snapshot.body.trim().split('\n').map((l) => JSON.parse(l))).toEqual([created]);
+    expect(
+      snapshot.body
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l)),
+    ).toEqual([created]);
     // Its filter: deactivated suppliers only with include_inactive=true.
     const patched = await t.app.inject({ method: 'PATCH', url: `/admin/api/v1/suppliers/${created.id}`, headers: admin, payload: { is_active: false } });
     expect(patched.statusCode, patched.body).toBe(200);
@@ -118,7 +128,9 @@ describe.each(backends)('a scratch resource added by the recipe (%s)', (backend)
       expect(document.paths[path], path).toBeDefined();
     }
     expect(document.tags).toContainEqual({ name: 'Suppliers', description: 'The suppliers the store buys from.' });
-    expect(document['x-resources']).toContainEqual(expect.objectContaining({ name: 'suppliers', record: 'Supplier', events: ['supplier.created', 'supplier.updated'] }));
+    expect(document['x-resources']).toContainEqual(
+      expect.objectContaining({ name: 'suppliers', record: 'Supplier', events: ['supplier.created', 'supplier.updated'] }),
+    );
   });
 
   it("is in the dashboard's lists: its scope and its event group", async () => {

@@ -39,7 +39,7 @@ describe("the client's generated API types", () => {
     expect((document['x-resources'] as { name: string }[]).map((r) => r.name)).toEqual(RESOURCES.map((r) => r.name));
   });
 
-  it("give the client a typed member per resource (run `npm run generate -w @store-api/client` if not)", () => {
+  it('give the client a typed member per resource (run `npm run generate -w @store-api/client` if not)', () => {
     expect(
       readFileSync(RESOURCE_CLIENTS_FILE, 'utf8') === renderResourceClients(document),
       'packages/client/src/generated/resource-clients.ts is stale: run `npm run generate -w @store-api/client` and commit it',

@@ -52,7 +52,7 @@ describe.runIf(backends.includes('postgres'))('binary COPY reads (postgres)', ()
   afterAll(async () => t?.close());
 
   it('runs a statement with hostile parameter values as with bind parameters', async () => {
-    const values = ["'; DROP TABLE customers; --", 'back\\slash \\\' quote', 'ünïcödé 💡\nline', '$1 $2', ''];
+    const values = ["'; DROP TABLE customers; --", "back\\slash \\' quote", 'ünïcödé 💡\nline', '$1 $2', ''];
     for (const value of values) {
       const row = await copyOneRow(t.copyBinary!, t.db, sql`SELECT ${value}::text AS v, ${value} = ${value} AS same`);
       expect(row![0]!.toString('utf8')).toBe(value);

@@ -112,7 +112,12 @@ describe.each(backends)('store tables (%s)', (backend) => {
         single: true,
         description: { list: 'things', export: 'things' },
         events: { prefix: 'thing', kinds: ['created', 'updated'] },
-        document: { name: 'thing', alias: 't', column: 'doc', build: sql`json_build_object('id', t.id, 'name', t.name, 'last_modified', iso_utc(t.last_modified))` },
+        document: {
+          name: 'thing',
+          alias: 't',
+          column: 'doc',
+          build: sql`json_build_object('id', t.id, 'name', t.name, 'last_modified', iso_utc(t.last_modified))`,
+        },
         example: { id: '0190a000-0000-7000-8000-000000000001', name: 'a', last_modified: '2026-01-02T00:00:00.000001Z' },
       });
       const created = (await createRecord(scratch.db, things, { name: 'first' })) as { id: string; name: string; last_modified: string };

@@ -27,9 +27,8 @@ describe.each(backends)('stock import in committed steps (%s)', (backend) => {
   const db = () => t.ctx.database.db;
   const count = async (table: string) => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table)}`.execute(db())).rows[0]!.n;
   const stockOf = async (sku: string) =>
-    (
-      await sql<{ stock: number }>`SELECT stock FROM variants WHERE sku = ${sku} UNION ALL SELECT own_stock FROM products WHERE sku = ${sku}`.execute(db())
-    ).rows[0]!.stock;
+    (await sql<{ stock: number }>`SELECT stock FROM variants WHERE sku = ${sku} UNION ALL SELECT own_stock FROM products WHERE sku = ${sku}`.execute(db()))
+      .rows[0]!.stock;
   /** Runs `fn` counting the write transactions committed meanwhile. */
   const commitsDuring = async <T>(fn: () => Promise<T>): Promise<[T, number]> => {
     let commits = 0;

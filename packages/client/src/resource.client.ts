@@ -10,7 +10,6 @@ import type { ApiConnection, Query } from './api-connection.ts';
 import { RecordIterator, cursorAfter, type Cursored, type IterateOptions } from './record-iterator.ts';
 import type { Page } from './resource-types.ts';
 
-
 /** The list, iterate and export calls of one resource. */
 export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Query> {
   constructor(
@@ -159,7 +158,8 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
         { ...query, after },
         options.signal,
       );
-      if (!Array.isArray(page?.data) || typeof page.pagination?.has_more !== 'boolean') throw this.client.notStoreApi(path, query, 'a page without data and pagination');
+      if (!Array.isArray(page?.data) || typeof page.pagination?.has_more !== 'boolean')
+        throw this.client.notStoreApi(path, query, 'a page without data and pagination');
       yield* page.data;
       if (!page.pagination.has_more || page.data.length === 0 || page.pagination.next_cursor === null) return;
       after = page.pagination.next_cursor;

@@ -191,7 +191,9 @@ export async function keyChecksums(db: Kysely<unknown>, resource: SyncResource, 
     SELECT ${key(resource)} AS key, to_char(last_modified AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS last_modified,
       jsonb_hash_extended(record, 0)::text AS checksum
     FROM ${table(resource)}
-    WHERE ${prefixes.length === 1 ? sql`starts_with(${key(resource)}, ${prefixes[0]!})` : sql`left(${key(resource)}, ${length}) = ANY(${[...prefixes]}::text[])`}`.execute(db);
+    WHERE ${prefixes.length === 1 ? sql`starts_with(${key(resource)}, ${prefixes[0]!})` : sql`left(${key(resource)}, ${length}) = ANY(${[...prefixes]}::text[])`}`.execute(
+    db,
+  );
   return rows;
 }
 

@@ -54,7 +54,8 @@ type RecordChecksumQuery = Record<string, unknown> & { prefix: string; after?: s
 
 /** Registers the checksum routes of one resource. */
 export function registerChecksums(app: FastifyInstance, def: ResourceDefinition): void {
-  const config = typeof def.scope === 'string' ? { scope: def.scope, rateLimitClass: 'export' as const } : { anyScope: def.scope, rateLimitClass: 'export' as const };
+  const config =
+    typeof def.scope === 'string' ? { scope: def.scope, rateLimitClass: 'export' as const } : { anyScope: def.scope, rateLimitClass: 'export' as const };
   const security = (typeof def.scope === 'string' ? [def.scope] : def.scope).map((scope) => ({ bearerAuth: [scope] }));
 
   app.get(`/${def.path}/checksums`, {
@@ -72,7 +73,9 @@ export function registerChecksums(app: FastifyInstance, def: ResourceDefinition)
       querystring: Type.Object(
         {
           prefix: Type.Optional(prefixParam),
-          digits: Type.Optional(Type.Integer({ minimum: 1, maximum: 3, default: 2, description: 'Hex digits past the prefix each range adds (1–3, default 2: 256 ranges)' })),
+          digits: Type.Optional(
+            Type.Integer({ minimum: 1, maximum: 3, default: 2, description: 'Hex digits past the prefix each range adds (1–3, default 2: 256 ranges)' }),
+          ),
           ...def.filters,
         },
         { additionalProperties: false },
