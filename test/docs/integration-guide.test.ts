@@ -117,6 +117,6 @@ describe.each(backends)('docs/integration-guide.md, run as written (%s)', (backe
     expect(all).toMatch(/"data":\[/);
     expect(all).toMatch(/x-total-count: 7/i);
     expect(all).toMatch(/^7 of at most 7 products; continue from \S+_00000000-0000-0000-0000-000000000000$/m);
-    expect(outputs.at(-1)).toMatch(/products +api 7 \((\w+)\) mirror 7 \(\1\) match/);
+    expect(outputs.at(-1)).toMatch(/products +api 7 \((-?\w+)\) mirror 7 \(\1\) match/);
   }, 240_000);
 });

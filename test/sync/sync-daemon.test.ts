@@ -158,6 +158,6 @@ describe.each(backends)('store-api-sync run through outages of the service (%s)'
     expect(await exited).toBe(0);
     const verify = await cli(['verify', ...mirrorArgs], env);
     expect(verify.code, verify.stdout + verify.stderr).toBe(0);
-    expect(verify.stdout).toMatch(/products +api 24 \((\w+)\) mirror 24 \(\1\) match/);
+    expect(verify.stdout).toMatch(/products +api 24 \((-?\w+)\) mirror 24 \(\1\) match/);
   }, 180_000);
 });

@@ -207,7 +207,7 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
     expect((await cli(['init', ...mirrorArgs], env)).code).toBe(0);
     const ok = await cli(['verify', ...mirrorArgs], env);
     expect(ok.code, ok.stderr).toBe(0);
-    expect(ok.stdout).toMatch(/products +api \d+ \((\w+)\) mirror \d+ \(\1\) match/);
+    expect(ok.stdout).toMatch(/products +api \d+ \((-?\w+)\) mirror \d+ \(\1\) match/);
 
     const tampered = (await aProduct(t.database.db)).id; // changed in the store, never synced
     const differ = await cli(['verify', ...mirrorArgs], env);

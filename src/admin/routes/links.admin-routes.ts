@@ -21,7 +21,7 @@ import { SESSION_TAGS, signInRoutes } from './session-routes-kit.ts';
 import { LINK_MESSAGES, LINK_STATUS, LINK_THROTTLE_KEY, checkLink, useLink, type LinkState } from '../sessions/admin-links.service.ts';
 import { recordAudit } from '../audit/audit-log.ts';
 import { findAdminUser, validateCredentials } from '../sessions/admin-user.service.ts';
-import { hasSecondFactor, verifySecondFactor } from '../sessions/second-factor.service.ts';
+import { hasSecondFactor } from '../sessions/second-factor.service.ts';
 import type { AdminLink } from '../sessions/admin-links.service.ts';
 
 const Code = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_-]+$' });
@@ -66,37 +66,13 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
     // A new password the reset would refuse is said first, before a code (a recovery code) is spent on it.
     validateCredentials(link.email, body.password);
     await signIn.refuseWhileThrottled(request, user.email, 'failed attempts');
-    if (body.second_factor_code === undefined || body.second_factor_code.trim() === '') {
-      throw new ApiError(
-        'second_factor_required',
-        'This administrator has a second factor: send the 6-digit code of the authenticator app (or a recovery code) in `second_factor_code`.',
-        [{ param: 'second_factor_code', message: 'is required' }],
-      );
-    }
-    try {
-      const used = await verifySecondFactor(db, { adminUserId: user.id, code: body.second_factor_code, nowMs: (app.ctx.now ?? Date.now)() });
-      if (used.method === 'recovery_code') {
-        await recordAudit(db, {
-          actor: { kind: 'session', id: user.id, name: user.email },
-          action: 'admin.recovery_code_used',
-          target: { type: 'admin', id: user.id },
-          clientIp: request.ip,
-          details: { during: 'password_reset', left: used.recoveryCodesLeft ?? 0 },
-        });
-      }
-    } catch (error) {
-      if (error instanceof ApiError && error.code === 'invalid_second_factor') {
-        await signIn.failed(request, user.email);
-        await recordAudit(db, {
-          actor: { kind: 'anonymous', id: null, name: user.email },
-          action: 'admin.second_factor_failed',
-          target: { type: 'admin', id: user.id },
-          clientIp: request.ip,
-          details: { during: 'password_reset', reason: error.errors?.[0]?.message ?? 'wrong' },
-        });
-      }
-      throw error;
-    }
+    await signIn.checkSecondFactor(request, {
+      user,
+      code: body.second_factor_code,
+      param: 'second_factor_code',
+      during: 'password_reset',
+      throttleKey: user.email,
+    });
   }
 
   app.post(

@@ -8,6 +8,8 @@ import { ApiError } from '../../shared/problem.ts';
 import { recordSignInFailure, signInRetryAfterMs, type ThrottlePolicy } from '../sessions/sign-in-throttle.ts';
 import { createAdminSession } from '../sessions/admin-session.service.ts';
 import { setSessionCookie } from '../sessions/session-cookie.ts';
+import { verifySecondFactor } from '../sessions/second-factor.service.ts';
+import { recordAudit } from '../audit/audit-log.ts';
 
 export const SESSION_TAGS = ['Admin: dashboard session'];
 
@@ -23,6 +25,16 @@ export interface SignInKit {
    * a few minutes.
    */
   startSession(request: FastifyRequest, reply: FastifyReply, adminUserId: string): Promise<Awaited<ReturnType<typeof createAdminSession>>['session']>;
+  /**
+   * Checks the second-factor `code` of an administrator who has one (sign-in, password reset):
+   * 401 second_factor_required naming `param` when it is missing (nothing counted); a wrong code
+   * counts as a failed attempt of `throttleKey` and is audited; a recovery code used is audited.
+   * Returns the method that passed.
+   */
+  checkSecondFactor(
+    request: FastifyRequest,
+    check: { user: { id: string; email: string }; code: string | undefined; param: string; during: string; throttleKey: string },
+  ): Promise<string>;
 }
 
 /** Sets up a plugin of sign-in routes: `Cache-Control: no-store` on every answer, and its throttle. */
@@ -43,6 +55,42 @@ export function signInRoutes(app: FastifyInstance): SignInKit {
     },
     async failed(request, key) {
       await recordSignInFailure(db, key, request.ip, policy);
+    },
+    async checkSecondFactor(request, { user, code, param, during, throttleKey }) {
+      if (code === undefined || code.trim() === '') {
+        throw new ApiError(
+          'second_factor_required',
+          `This administrator has a second factor: send the 6-digit code of the authenticator app (or a recovery code) in \`${param}\`.`,
+          [{ param, message: 'is required' }],
+        );
+      }
+      try {
+        const used = await verifySecondFactor(db, { adminUserId: user.id, code, nowMs: (app.ctx.now ?? Date.now)() });
+        if (used.method === 'recovery_code') {
+          await recordAudit(db, {
+            actor: { kind: 'session', id: user.id, name: user.email },
+            action: 'admin.recovery_code_used',
+            target: { type: 'admin', id: user.id },
+            clientIp: request.ip,
+            details: { during, left: used.recoveryCodesLeft ?? 0 },
+          });
+        }
+        return used.method;
+      } catch (error) {
+        if (error instanceof ApiError && error.code === 'invalid_second_factor') {
+          const reason = error.errors?.[0]?.message ?? 'wrong';
+          await recordSignInFailure(db, throttleKey, request.ip, policy);
+          await recordAudit(db, {
+            actor: { kind: 'anonymous', id: null, name: throttleKey },
+            action: 'admin.second_factor_failed',
+            target: { type: 'admin', id: user.id },
+            clientIp: request.ip,
+            details: { during, reason },
+          });
+          request.log.warn({ admin: user.email, reason, during }, 'second-factor code refused');
+        }
+        throw error;
+      }
     },
     async startSession(request, reply, adminUserId) {
       const { sessionId, session } = await createAdminSession(db, {

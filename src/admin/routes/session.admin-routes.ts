@@ -14,7 +14,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ApiError } from '../../shared/problem.ts';
 import { countAdminUsers, normalizeEmail, touchSignIn, verifyAdminCredentials } from '../sessions/admin-user.service.ts';
-import { hasSecondFactor, verifySecondFactor } from '../sessions/second-factor.service.ts';
+import { hasSecondFactor } from '../sessions/second-factor.service.ts';
 import { csrfTokenMatches, deleteAdminSession, findAdminSession, type AdminSession } from '../sessions/admin-session.service.ts';
 import { clearSignInFailures } from '../sessions/sign-in-throttle.ts';
 import { SESSION_TAGS, signInRoutes } from './session-routes-kit.ts';
@@ -73,42 +73,7 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
     }
     let secondFactorMethod: string | null = null;
     if (await hasSecondFactor(db, user.id)) {
-      if (body.code === undefined || body.code.trim() === '') {
-        // The password was right; no failure is counted, nothing is written.
-        throw new ApiError(
-          'second_factor_required',
-          'This administrator has a second factor: send the 6-digit code of the authenticator app (or a recovery code) in `code`.',
-          [{ param: 'code', message: 'is required' }],
-        );
-      }
-      const now = (app.ctx.now ?? Date.now)();
-      try {
-        const used = await verifySecondFactor(db, { adminUserId: user.id, code: body.code, nowMs: now });
-        secondFactorMethod = used.method;
-        if (used.method === 'recovery_code') {
-          await recordAudit(db, {
-            actor: { kind: 'session', id: user.id, name: user.email },
-            action: 'admin.recovery_code_used',
-            target: { type: 'admin', id: user.id },
-            clientIp: request.ip,
-            details: { during: 'sign_in', left: used.recoveryCodesLeft ?? 0 },
-          });
-        }
-      } catch (error) {
-        if (error instanceof ApiError && error.code === 'invalid_second_factor') {
-          const reason = error.errors?.[0]?.message ?? 'wrong';
-          await signIn.failed(request, email);
-          await recordAudit(db, {
-            actor: { kind: 'anonymous', id: null, name: email },
-            action: 'admin.second_factor_failed',
-            target: { type: 'admin', id: user.id },
-            clientIp: request.ip,
-            details: { during: 'sign_in', reason },
-          });
-          request.log.warn({ admin: email, reason }, 'second-factor code refused at sign-in');
-        }
-        throw error;
-      }
+      secondFactorMethod = await signIn.checkSecondFactor(request, { user, code: body.code, param: 'code', during: 'sign_in', throttleKey: email });
     }
     await touchSignIn(db, user.id);
     await clearSignInFailures(db, email, request.ip);
