@@ -115,9 +115,9 @@ describe.each(backends)('request transactions (%s)', (backend) => {
   });
 
   // A service transaction whose SAVEPOINT fails (the request's transaction is already aborted, or
-  // its connection was lost) must fail with the database's error: Kysely then rolls back a
-  // transaction that never began, which once threw "no transaction was begun" instead, and a lost
-  // connection reached the client as 500 internal_error rather than 503 (seen in CI).
+  // its connection was lost) must fail with the database's error, not one of ours: a guard on the
+  // savepoint bookkeeping. (It passed before the fix of the 500 seen in CI, which was a failed
+  // RELEASE SAVEPOINT: that one is walked by test/production/lost-connection-each-statement.test.ts.)
   it("a service transaction that could not begin fails with the database's own error", async () => {
     const tx = begin();
     const failure = await tx
