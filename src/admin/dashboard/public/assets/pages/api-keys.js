@@ -90,8 +90,12 @@ function makerCell(maker) {
 /** "Made by …" on one line under a key's name: the maker and her role now, or Removed. */
 function makerLine(maker) {
   if (maker.kind === 'operator') return `Made by ${makerLabel(maker)}`;
+  // The address may break after its @ only (a <wbr>), never letter by letter in a narrow column.
+  const at = maker.email.indexOf('@');
   return [
-    `Made by ${maker.email} `,
+    'Made by ',
+    at > 0 ? [maker.email.slice(0, at + 1), h('wbr'), maker.email.slice(at + 1)] : maker.email,
+    ' ',
     maker.removed ? badge('Removed', 'danger', { title: 'Removed: the key lost its write and admin powers; read scopes still work' }) : `(${maker.role})`,
   ];
 }
