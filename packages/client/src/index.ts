@@ -6,7 +6,6 @@ export { StoreApiClient } from './store-api.client.ts';
 export { ApiConnection, VERSION } from './api-connection.ts';
 export type { StoreApiClientOptions } from './api-connection.ts';
 export { ResourceClient, ResourceWithGet, isSnapshotUnsupported, isChecksumsUnsupported } from './resource.client.ts';
-export type { RangeChecksum, RecordChecksum } from './resource.client.ts';
 export { RecordIterator, cursorAfter, DEFAULT_TO_ARRAY_MAX } from './record-iterator.ts';
 export type { IterateOptions, PageProgress } from './record-iterator.ts';
 export type { ResourceClientsByName } from './generated/resource-clients.ts';

@@ -28,6 +28,10 @@ export type OrderItem = Schemas['OrderItem'];
 export type Customer = Schemas['Customer'];
 /** Current stock of a stock-tracked product and its variants. */
 export type InventoryRecord = Schemas['InventoryRecord'];
+/** A range's record count and checksum (GET /api/v1/{resource}/checksums). */
+export type RangeChecksum = Schemas['RangeChecksum'];
+/** One record's checksum (GET /api/v1/{resource}/checksums/records). */
+export type RecordChecksum = Schemas['RecordChecksum'];
 /** Stock of one variant inside an inventory record. */
 export type InventoryVariant = Schemas['InventoryVariant'];
 /** One entry of the stock audit log. */

@@ -8,7 +8,7 @@ import { TruncatedBodyError, lines } from './ndjson-lines.ts';
 import { networkError } from './http-transport.ts';
 import type { ApiConnection, Query } from './api-connection.ts';
 import { RecordIterator, cursorAfter, type Cursored, type IterateOptions } from './record-iterator.ts';
-import type { Page } from './resource-types.ts';
+import type { Page, RangeChecksum, RecordChecksum } from './resource-types.ts';
 
 /** The list, iterate and export calls of one resource. */
 export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Query> {
@@ -80,39 +80,17 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
       const idle = this.client.timeouts.idleTimeoutMs;
       timer.arm(idle, 'idle');
       try {
-        if (response.body) {
-          for await (const line of lines(response.body, timer.signal)) {
-            timer.arm(idle, 'idle');
-            let record: T;
-            try {
-              record = JSON.parse(line) as T;
-            } catch (cause) {
-              throw new StoreApiError(`${url.origin} sent a line that is not JSON in the export of ${this.path}`, {
-                status: response.status,
-                code: 'not_store_api',
-                request: `GET ${url.pathname}${url.search}`,
-                cause,
-              });
-            }
-            yield record;
-            count++;
-            self.count++;
-            self.cursor = cursorAfter(record);
-            failures = 0;
-          }
+        for await (const record of this.#records(response, url, 'export', timer.signal, () => timer.arm(idle, 'idle'))) {
+          yield record;
+          count++;
+          self.count++;
+          self.cursor = cursorAfter(record);
+          failures = 0;
         }
       } catch (error) {
         timer.clear();
         if (error instanceof StoreApiError) throw error;
-        const failure =
-          error instanceof TruncatedBodyError
-            ? new StoreApiError(`The export of ${this.path} from ${url.origin} broke off in the middle of a line (connection lost)`, {
-                status: response.status,
-                code: 'network_error',
-                request: `GET ${url.pathname}${url.search}`,
-                cause: error,
-              })
-            : networkError(error, url, options.signal, 'GET', timer);
+        const failure = this.#brokenOff(error, response, url, 'export') ?? networkError(error, url, options.signal, 'GET', timer);
         const limit = failure.code === 'timeout' ? (this.client.retryPolicy.maxTimeoutRetries ?? 0) : this.client.retryPolicy.maxRetries;
         if (failure.code === 'aborted' || ++failures > limit) throw failure;
         // Resume from the last record consumed: nothing is skipped, nothing repeated.
@@ -199,37 +177,16 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
       if (Number.isSafeInteger(announced) && announced >= 0) self.total = self.count + announced;
       let count = 0;
       try {
-        if (response.body) {
-          for await (const line of lines(response.body, options.signal)) {
-            let record: T;
-            try {
-              record = JSON.parse(line) as T;
-            } catch (cause) {
-              throw new StoreApiError(`${url.origin} sent a line that is not JSON in the snapshot of ${this.path}`, {
-                status: response.status,
-                code: 'not_store_api',
-                request: `GET ${url.pathname}${url.search}`,
-                cause,
-              });
-            }
-            yield record;
-            count++;
-            self.count++;
-            self.cursor = cursorAfter(record);
-            failures = 0;
-          }
+        for await (const record of this.#records(response, url, 'snapshot', options.signal)) {
+          yield record;
+          count++;
+          self.count++;
+          self.cursor = cursorAfter(record);
+          failures = 0;
         }
       } catch (error) {
         if (error instanceof StoreApiError) throw error;
-        const failure =
-          error instanceof TruncatedBodyError
-            ? new StoreApiError(`The snapshot of ${this.path} from ${url.origin} broke off in the middle of a line (connection lost)`, {
-                status: response.status,
-                code: 'network_error',
-                request: `GET ${url.pathname}${url.search}`,
-                cause: error,
-              })
-            : networkError(error, url, options.signal);
+        const failure = this.#brokenOff(error, response, url, 'snapshot') ?? networkError(error, url, options.signal);
         if (failure.code === 'aborted' || ++failures > this.client.retryPolicy.maxRetries) throw failure;
         this.client.retryPolicy.onRetry?.({ attempt: failures, delayMs: 0, status: undefined, error: failure });
         continue;
@@ -239,20 +196,37 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
       return;
     }
   }
-}
 
-/** A range's record count and checksum (GET /api/v1/{resource}/checksums). */
-export interface RangeChecksum {
-  range: string;
-  count: number;
-  checksum: string;
-}
+  /** The records of an NDJSON answer (an export page or a snapshot), parsed line by line as they arrive. */
+  async *#records(response: Response, url: URL, what: 'export' | 'snapshot', signal: AbortSignal | undefined, onLine?: () => void): AsyncGenerator<T> {
+    if (!response.body) return;
+    for await (const line of lines(response.body, signal)) {
+      onLine?.();
+      let record: T;
+      try {
+        record = JSON.parse(line) as T;
+      } catch (cause) {
+        throw new StoreApiError(`${url.origin} sent a line that is not JSON in the ${what} of ${this.path}`, {
+          status: response.status,
+          code: 'not_store_api',
+          request: `GET ${url.pathname}${url.search}`,
+          cause,
+        });
+      }
+      yield record;
+    }
+  }
 
-/** One record's checksum (GET /api/v1/{resource}/checksums/records). */
-export interface RecordChecksum {
-  id: string;
-  last_modified: string;
-  checksum: string;
+  /** The error of a stream cut in the middle of a line, or undefined for any other failure. */
+  #brokenOff(error: unknown, response: Response, url: URL, what: 'export' | 'snapshot'): StoreApiError | undefined {
+    if (!(error instanceof TruncatedBodyError)) return undefined;
+    return new StoreApiError(`The ${what} of ${this.path} from ${url.origin} broke off in the middle of a line (connection lost)`, {
+      status: response.status,
+      code: 'network_error',
+      request: `GET ${url.pathname}${url.search}`,
+      cause: error,
+    });
+  }
 }
 
 /** Whether `error` (from `snapshot()`'s first request) says the server has no snapshot endpoint: use `export()` instead. */
