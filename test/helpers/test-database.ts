@@ -6,8 +6,10 @@
 import { readFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { sql, type Kysely } from 'kysely';
 import { inject } from 'vitest';
 import { openDatabase, type Backend, type DatabaseHandle } from '../../src/db/database.ts';
+import type { Database } from '../../src/db/schema.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -54,4 +56,18 @@ export async function openTestDatabase(backend: Backend, { poolSize = 5 } = {}):
       await dropper.end();
     },
   };
+}
+
+/**
+ * After tests that terminated PostgreSQL connections under the pool: the pool may still hold dead
+ * ones, and each failing query drops one, so a few queries leave it healthy before it is closed.
+ */
+export async function drainDeadConnections(db: Kysely<Database>, poolSize = 5): Promise<void> {
+  for (let attempt = 0; attempt <= poolSize; attempt++) {
+    const ok = await sql`SELECT 1`.execute(db).then(
+      () => true,
+      () => false,
+    );
+    if (ok) return;
+  }
 }

@@ -22,7 +22,7 @@ import { openDatabase } from '../../src/db/database.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { createToken } from '../../src/tokens/token.service.ts';
 import { setAdminWriteStepHook, type AdminWriteStep } from '../../src/admin/admin-write-transaction.ts';
-import { backends, type TestDatabase } from '../helpers/test-database.ts';
+import { backends, type TestDatabase, drainDeadConnections } from '../helpers/test-database.ts';
 import { buildTestApp, UNLIMITED, type TestApp } from '../helpers/test-app.ts';
 import { listeningUrl, PROJECT_ROOT, storeForProcesses } from './process-helpers.ts';
 
@@ -100,14 +100,7 @@ describe.each(backends)('a write whose connection is lost at each step (%s)', (b
   afterAll(async () => {
     await killer?.end();
     if (killer) await checker.destroy();
-    // The pool may still hold a terminated connection: each failing query drops one (the pool has 5).
-    for (let attempt = 0; attempt < 6; attempt++) {
-      const ok = await sql`SELECT 1`.execute(t.ctx.database.db).then(
-        () => true,
-        () => false,
-      );
-      if (ok) break;
-    }
+    if (t) await drainDeadConnections(t.ctx.database.db);
     await t?.close();
   });
 
