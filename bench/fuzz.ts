@@ -21,7 +21,7 @@ import { Pool } from 'undici';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { openDatabase, type DatabaseHandle } from '../src/db/database.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
+import { migrateToLatest, migrationNames } from '../src/schema/migrate.ts';
 import { createProduct } from '../src/catalog/catalog.service.ts';
 import { createCustomer } from '../src/customers/customer.service.ts';
 import { placeOrder } from '../src/orders/order.service.ts';
@@ -50,7 +50,7 @@ function log(message: string) {
 async function openScratchDatabase(): Promise<{ database: DatabaseHandle; label: string; dispose: () => Promise<void> }> {
   if (!args['database-url']) {
     const dataDir = mkdtempSync(join(tmpdir(), 'store-api-fuzz-'));
-    const database = await openDatabase({ dataDir });
+    const database = await openDatabase({ dataDir, knownMigrations: migrationNames() });
     return {
       database,
       label: 'PGlite (embedded default)',

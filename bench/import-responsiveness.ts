@@ -23,7 +23,7 @@ import { sql } from 'kysely';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { openDatabase } from '../src/db/database.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
+import { migrateToLatest } from '../src/schema/migrate.ts';
 import { createToken } from '../src/tokens/token.service.ts';
 import { useBaselineWasmCompiler } from '../src/ops/heap-tuning.ts';
 

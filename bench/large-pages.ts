@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { sql } from 'kysely';
 import { openDatabase } from '../src/db/database.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
+import { migrateToLatest } from '../src/schema/migrate.ts';
 import { createToken } from '../src/tokens/token.service.ts';
 import { activeCount, cursorAt, generateBenchStore } from './generate-store.ts';
 import { alternate, ensureWrk, freePort, log, spread, startServer, wrk } from './bench-tools.ts';

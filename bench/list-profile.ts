@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { openDatabase } from '../src/db/database.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
+import { migrateToLatest } from '../src/schema/migrate.ts';
 import { createToken } from '../src/tokens/token.service.ts';
 import { activeCount, cursorAt, generateBenchStore } from './generate-store.ts';
 import { freePort, log, queryLoop, startServer, wrk } from './bench-tools.ts';

@@ -238,14 +238,14 @@ async function main(): Promise<void> {
   }
   const PRODUCTS = Number(args.products);
   const { openDatabase } = await import('../src/db/database.ts');
-  const { migrateToLatest } = await import('../src/db/migrate.ts');
+  const { migrateToLatest, migrationNames } = await import('../src/schema/migrate.ts');
   const { createToken } = await import('../src/tokens/token.service.ts');
   const { activeCount, cursorAt, generateBenchStore } = await import('./generate-store.ts');
   const { spreadPositions } = await import('./distinct-pages.ts');
   const size = { products: PRODUCTS, customers: Math.round(PRODUCTS / 10), orders: Math.round(PRODUCTS / 5), movements: Math.round(PRODUCTS / 2) };
   type Meta = { token: string; hot: string; cursors: string[] };
   const prepare = async (target: { dataDir?: string; databaseUrl?: string }): Promise<Meta> => {
-    const database = await openDatabase(target);
+    const database = await openDatabase({ ...target, knownMigrations: migrationNames() });
     try {
       await migrateToLatest(database.db);
       log(`generating ${PRODUCTS} products`);

@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { openDatabase } from '../src/db/database.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
+import { migrateToLatest, migrationNames } from '../src/schema/migrate.ts';
 import { createToken } from '../src/tokens/token.service.ts';
 import pg from 'pg';
 import { Agent, fetch as undiciFetch } from 'undici';
@@ -68,7 +68,7 @@ async function ensureStore(): Promise<{ token: string; adminToken: string; curso
   const meta = join(STORE, 'bench.json');
   if (existsSync(meta)) return JSON.parse(readFileSync(meta, 'utf8'));
   log(`generating ${PRODUCTS} products into ${STORE}`);
-  const database = await openDatabase({ dataDir: STORE });
+  const database = await openDatabase({ dataDir: STORE, knownMigrations: migrationNames() });
   await migrateToLatest(database.db);
   await generateBenchStore(database.db, {
     products: PRODUCTS,

@@ -37,7 +37,7 @@ import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { openDatabase, type DatabaseHandle } from '../src/db/database.ts';
-import { migrateToLatest } from '../src/db/migrate.ts';
+import { migrateToLatest, migrationNames } from '../src/schema/migrate.ts';
 import { recordsQuery } from '../src/db/keyset-page.ts';
 import { productSource } from '../src/catalog/product.json-sql.ts';
 import { createToken } from '../src/tokens/token.service.ts';
@@ -634,7 +634,7 @@ async function benchPglite(): Promise<Results['pglite']> {
     await empty.stop();
 
     log(`PGlite: generating ${f0(PGLITE_PRODUCTS)} products`);
-    const database = await openDatabase({ dataDir });
+    const database = await openDatabase({ dataDir, knownMigrations: migrationNames() });
     const generateSeconds = await generate(
       database,
       {

@@ -26,11 +26,11 @@ rmSync(at('dist'), { recursive: true, force: true });
 execFileSync(process.execPath, [tsc, '-p', at('tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
 cpSync(at('src/admin/dashboard/public'), at('dist/admin/dashboard/public'), { recursive: true });
 // A migrated PGlite data directory the embedded default copies at its first start instead of
-// running initdb (src/db/pglite-template.ts, docs/decisions/0006).
-const { writePgliteTemplate, PGLITE_TEMPLATE_DIR } = await import('../dist/db/pglite-template.js');
+// running initdb (src/schema/migrated-template.ts, copied by src/db/pglite-template.ts, docs/decisions/0006).
+const { PGLITE_TEMPLATE_DIR, PGLITE_DEMO_TEMPLATE_DIR } = await import('../dist/db/pglite-template.js');
+const { writePgliteTemplate } = await import('../dist/schema/migrated-template.js');
 await writePgliteTemplate(PGLITE_TEMPLATE_DIR);
 // The same with the default demo store in it, for `npm start` on an empty directory (src/demo/demo-template.ts).
-const { PGLITE_DEMO_TEMPLATE_DIR } = await import('../dist/db/pglite-template.js');
 const { writeDemoTemplate } = await import('../dist/demo/demo-template.js');
 await writeDemoTemplate(PGLITE_DEMO_TEMPLATE_DIR, PGLITE_TEMPLATE_DIR);
 writeFileSync(at('dist/.build-stamp'), `${new Date().toISOString()}\n`);

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { machineOutput, withContext } from './run-command.ts';
 import { createAnnouncer } from '../ops/announce.ts';
-import { migrateToLatest, pendingMigrations } from '../db/migrate.ts';
+import { migrateToLatest, pendingMigrations } from '../schema/migrate.ts';
 
 export function registerDatabaseCommands(program: Command): void {
   program

@@ -7,7 +7,7 @@ import type { AppContext } from '../app-context.ts';
 import { ConfigError, loadConfig, type Config } from '../config/config.ts';
 import { embeddedStoreExists } from '../db/database.ts';
 import { DataDirLockedError } from '../db/data-dir-lock.ts';
-import { MigrationError } from '../db/migrate.ts';
+import { MigrationError } from '../schema/migrate.ts';
 import { ApiError } from '../shared/problem.ts';
 import { createLogger, openContext } from '../main/runtime.ts';
 import { failureLine } from '../ops/announce.ts';

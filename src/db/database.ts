@@ -44,7 +44,28 @@ export interface DatabaseHandle {
 
 const parsers = typeParsers;
 
-export interface OpenDatabaseOptions {
+/**
+ * A migrated PGlite data directory copied into an empty `dataDir` instead of running initdb
+ * (db/pglite-template.ts). The migrations are above db/ (schema/migrate.ts, decision 0041), so the
+ * caller says which ones it knows: a template holding another one comes from a later build and is
+ * passed over. No `knownMigrations`, no template (a template named without them is a type error).
+ */
+export type TemplateOptions =
+  | { template?: false; knownMigrations?: readonly string[] }
+  | {
+      /**
+       * The template(s), default the one `npm run build` makes. Several: the first usable one is
+       * copied (the demo store's template, then the empty one).
+       */
+      template?: string | readonly string[];
+      /** Every migration this code has (schema/migrate.ts `migrationNames()`). */
+      knownMigrations: readonly string[];
+    };
+
+/** What openDatabase opens: a PostgreSQL server, an embedded data directory or an in-memory PGlite. */
+export type OpenDatabaseOptions = DatabaseTarget & TemplateOptions;
+
+interface DatabaseTarget {
   databaseUrl?: string;
   /** Embedded data directory; `undefined` with no databaseUrl means an in-memory PGlite (tests). */
   dataDir?: string;
@@ -61,12 +82,6 @@ export interface OpenDatabaseOptions {
    * (PGLITE_WORKER_YOUNG_GENERATION_MB; default DEFAULT_PGLITE_WORKER_YOUNG_GENERATION_MB).
    */
   workerYoungGenerationMb?: number;
-  /**
-   * A migrated PGlite data directory copied into an empty `dataDir` instead of running initdb
-   * (db/pglite-template.ts); default the one `npm run build` makes, false for none. Several: the
-   * first usable one is copied (the demo store's template, then the empty one).
-   */
-  template?: string | readonly string[] | false;
   applicationName?: string;
   /**
    * Embedded data directory only: writes are refused (53100, answered 507) while its disk has less
@@ -94,7 +109,7 @@ export function embeddedStoreExists(dataDir: string): boolean {
   return existsSync(join(resolve(dataDir), 'pglite', 'PG_VERSION'));
 }
 
-/** Opens the database described by the options. Never runs migrations (see migrate.ts). */
+/** Opens the database described by the options. Never runs migrations (schema/migrate.ts does). */
 export async function openDatabase(options: OpenDatabaseOptions): Promise<DatabaseHandle> {
   if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize ?? 10, options.applicationName, options.onConnectionError);
   return openPglite(options);
@@ -179,9 +194,10 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
     // PGlite takes no lock of its own: two processes on one directory lose rows. Refuse the second.
     lock = acquireDataDirLock(dir);
     try {
-      const templates = options.template === false ? [] : [options.template ?? PGLITE_TEMPLATE_DIR].flat();
+      const known = options.knownMigrations;
+      const templates = options.template === false || known === undefined ? [] : [options.template ?? PGLITE_TEMPLATE_DIR].flat();
       for (const template of templates) {
-        if (copyPgliteTemplate(template, join(dir, 'pglite'))) {
+        if (copyPgliteTemplate(template, join(dir, 'pglite'), known!)) {
           templateDemo = readStamp(template)?.demo;
           break;
         }

@@ -1,23 +1,24 @@
 /**
- * A pre-initialised, migrated PGlite data directory, built by `npm run build` (bin/build.js) into
- * dist/pglite-template/, so the first start of the embedded default copies it instead of running
- * initdb, which was most of a first start (5–13 s on the loaded 2-core machine, against 1.4–1.8 s
- * for copying the template; docs/decisions/0006-first-start-template.md).
+ * A pre-initialised, migrated PGlite data directory, built by `npm run build` (bin/build.js,
+ * schema/migrated-template.ts) into dist/pglite-template/, so the first start of the embedded
+ * default copies it instead of running initdb, which was most of a first start (5–13 s on the loaded
+ * 2-core machine, against 1.4–1.8 s for copying the template; docs/decisions/0006-first-start-template.md).
+ * The migrations live above db/ (schema/, decision 0041): the one who writes a template says which
+ * it applied, the one who opens a data directory says which it knows.
  *
  * Layout: `pgdata/` (the data directory, as PGlite left it after a clean close) and `stamp.json`,
  * written last: `{ pglite, migrations }`, the PGlite version that made it and the migrations it has.
  * The template is used only when the data directory is missing or empty, the stamp's PGlite version
  * is the installed one (a data directory is tied to its PostgreSQL build) and every migration it has
- * is one this code knows (migrations run on top as usual, so an older template is fine; a newer one
- * from a later build is not). Anything else falls back to initdb: the template only saves time.
+ * is one of the migrations the caller knows (migrations run on top as usual, so an older template is
+ * fine; a newer one from a later build is not). Anything else falls back to initdb: the template
+ * only saves time.
  */
 import { PGlite } from '@electric-sql/pglite';
-import { cpSync, existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Kysely, PGliteDialect } from 'kysely';
-import { migrateToLatest, migrationNames } from './migrate.ts';
 
 /** Where `npm run build` writes the template (the same path from src/db/ and dist/db/). */
 export const PGLITE_TEMPLATE_DIR = fileURLToPath(new URL('../../dist/pglite-template', import.meta.url));
@@ -45,27 +46,15 @@ export function installedPgliteVersion(): string {
   throw new Error('cannot find the version of @electric-sql/pglite');
 }
 
-/** Builds a migrated template in `templateDir` (replacing what was there); the stamp is written last. */
-export async function writePgliteTemplate(templateDir: string): Promise<void> {
-  await writeTemplate(templateDir, undefined, async (pglite) => {
-    const db = new Kysely<unknown>({ dialect: new PGliteDialect({ pglite }) });
-    try {
-      await migrateToLatest(db);
-      await pglite.exec('CHECKPOINT');
-    } finally {
-      await db.destroy(); // closes the PGlite too
-    }
-    return undefined;
-  });
-}
-
 /**
  * Builds a template in `templateDir` from a copy of `fromTemplate` (or initdb when undefined), with
- * `fill` run on the open PGlite; the stamp (with what `fill` returns as `demo`) is written last.
+ * `fill` run on the open PGlite; the stamp (`migrations`, the migrations `fill` leaves applied, and
+ * what `fill` returns as `demo`) is written last.
  */
 export async function writeTemplate(
   templateDir: string,
   fromTemplate: string | undefined,
+  migrations: readonly string[],
   fill: (pglite: PGlite) => Promise<TemplateStamp['demo']>,
   parsers?: Record<number, (value: string) => unknown>,
 ): Promise<void> {
@@ -80,7 +69,7 @@ export async function writeTemplate(
   } finally {
     if (!pglite.closed) await pglite.close();
   }
-  const stamp: TemplateStamp = { pglite: installedPgliteVersion(), migrations: migrationNames(), ...(demo ? { demo } : {}) };
+  const stamp: TemplateStamp = { pglite: installedPgliteVersion(), migrations: [...migrations], ...(demo ? { demo } : {}) };
   writeFileSync(join(templateDir, 'stamp.json'), `${JSON.stringify(stamp)}\n`);
 }
 
@@ -93,12 +82,15 @@ export function readStamp(templateDir: string): TemplateStamp | undefined {
   }
 }
 
-/** Why the template at `templateDir` cannot be used by this code, or undefined when it can. */
-export function templateUnusable(templateDir: string): string | undefined {
+/**
+ * Why the template at `templateDir` cannot be used by code that has the migrations `knownMigrations`,
+ * or undefined when it can.
+ */
+export function templateUnusable(templateDir: string, knownMigrations: readonly string[]): string | undefined {
   const stamp = readStamp(templateDir);
   if (!stamp) return 'no finished template';
   if (stamp.pglite !== installedPgliteVersion()) return `made by PGlite ${stamp.pglite}, installed is ${installedPgliteVersion()}`;
-  const known = new Set(migrationNames());
+  const known = new Set(knownMigrations);
   const unknown = stamp.migrations.filter((m) => !known.has(m));
   if (unknown.length > 0) return `has migrations this code does not know: ${unknown.join(', ')}`;
   return undefined;
@@ -106,13 +98,14 @@ export function templateUnusable(templateDir: string): string | undefined {
 
 /**
  * Fills the PGlite data directory `dataDir` from the template when `dataDir` is missing or empty
- * and the template is usable; true when it did. The copy goes to a sibling and is renamed into
- * place, so a start killed half-way leaves no half-copied data directory behind (and the next
- * start removes that sibling). The caller holds the data directory's lock.
+ * and the template is usable by code with the migrations `knownMigrations`; true when it did. The
+ * copy goes to a sibling and is renamed into place, so a start killed half-way leaves no half-copied
+ * data directory behind (and the next start removes that sibling). The caller holds the data
+ * directory's lock.
  */
-export function copyPgliteTemplate(templateDir: string, dataDir: string): boolean {
+export function copyPgliteTemplate(templateDir: string, dataDir: string, knownMigrations: readonly string[]): boolean {
   if (existsSync(dataDir) && readdirSync(dataDir).length > 0) return false;
-  if (templateUnusable(templateDir) !== undefined) return false;
+  if (templateUnusable(templateDir, knownMigrations) !== undefined) return false;
   // Copies left by a start killed half-way (the caller holds the data directory's lock: no other
   // process is copying).
   const prefix = `${basename(dataDir)}.partial-`;

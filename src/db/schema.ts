@@ -1,6 +1,6 @@
 /**
  * The Database type: one interface per table, as Kysely sees it. Timestamps are text (see
- * database.ts), numeric and int8 are numbers. Keep in step with migrations/.
+ * database.ts), numeric and int8 are numbers. Keep in step with schema/migrations/.
  */
 import type { ColumnType, Generated } from 'kysely';
 

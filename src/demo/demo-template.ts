@@ -1,5 +1,5 @@
 /**
- * The demo store's template: the migrated template (db/pglite-template.ts) with the default demo
+ * The demo store's template: the migrated template (schema/migrated-template.ts) with the default demo
  * store already generated in it, built by `npm run build` so that `npm start` on an empty directory
  * only copies, opens and creates the demo token (decision 0006). Seeding 300 products was most of
  * what was left of a first start (3.8 s on the quiet two-core machine against a 3 s target).
@@ -8,8 +8,8 @@
  */
 import type { PGlite } from '@electric-sql/pglite';
 import { openDatabase, typeParsers } from '../db/database.ts';
-import { migrateToLatest } from '../db/migrate.ts';
 import { writeTemplate } from '../db/pglite-template.ts';
+import { migrateToLatest, migrationNames } from '../schema/migrate.ts';
 import { generateDemoStore } from './demo-store.ts';
 
 /** The store's size in the demo template: the default of SEED_DEMO_PRODUCTS. */
@@ -20,6 +20,7 @@ export async function writeDemoTemplate(templateDir: string, fromTemplate: strin
   await writeTemplate(
     templateDir,
     fromTemplate,
+    migrationNames(),
     async (pglite: PGlite) => {
       const database = await openDatabase({ pglite });
       await migrateToLatest(database.db);

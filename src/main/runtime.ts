@@ -6,7 +6,7 @@ import { pino, type Logger } from 'pino';
 import type { AppContext } from '../app-context.ts';
 import type { Config } from '../config/config.ts';
 import { openDatabase } from '../db/database.ts';
-import { migrateToLatest } from '../db/migrate.ts';
+import { migrateToLatest, migrationNames } from '../schema/migrate.ts';
 import { requestLogSerializer } from '../ops/log-redaction.ts';
 import { withProgressLog } from '../shared/progress-log.ts';
 import { terminalLogStream } from '../ops/terminal-log.ts';
@@ -85,6 +85,8 @@ export async function openContext(
         sharedBuffersMb: config.PGLITE_SHARED_BUFFERS_MB,
         workerYoungGenerationMb: config.PGLITE_WORKER_YOUNG_GENERATION_MB,
         applicationName,
+        // An empty data directory starts from the build's template unless it is from a later build.
+        knownMigrations: migrationNames(),
         ...(template ? { template } : {}),
         onConnectionError: (error) => logger.warn({ err: error }, 'database connection lost; the pool opens a fresh one when needed'),
       }),

@@ -9,7 +9,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
-import { pendingMigrations } from '../db/migrate.ts';
+import { pendingMigrations } from '../schema/migrate.ts';
 import { ProblemSchema } from '../api/schemas.ts';
 import { sendProblem } from '../api/plugins/error-handler.ts';
 import { metricsRegistry } from './metrics.ts';

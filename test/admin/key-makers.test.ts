@@ -16,7 +16,7 @@ import { createAdminUser } from '../../src/admin/sessions/admin-user.service.ts'
 import { tokenGeneration } from '../../src/db/read-cache-signals.ts';
 import { createToken, getToken } from '../../src/tokens/token.service.ts';
 import { recordAudit } from '../../src/admin/audit/audit-log.ts';
-import { attributeKeysFromAuditLog } from '../../src/db/migrations/0017-key-makers.ts';
+import { attributeKeysFromAuditLog } from '../../src/schema/migrations/0017-key-makers.ts';
 
 const PASSWORD = 'correct horse battery';
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';

@@ -15,7 +15,7 @@ import { pruneOnce } from '../../src/retention/retention-pruner.ts';
 import { retentionPolicyOf } from '../../src/retention/retention-policy.ts';
 import { idempotencyKeyHash } from '../../src/admin/idempotency/sealed-answer.ts';
 import { requestHash } from '../../src/admin/idempotency/idempotency.ts';
-import { up as sealIdempotentAnswers } from '../../src/db/migrations/0029-sealed-idempotent-answers.ts';
+import { up as sealIdempotentAnswers } from '../../src/schema/migrations/0029-sealed-idempotent-answers.ts';
 
 type Json = Record<string, any>;
 

@@ -12,7 +12,7 @@ import { sql } from 'kysely';
 import pg from 'pg';
 import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
 import { openDatabase } from '../../src/db/database.ts';
-import { migrationNames } from '../../src/db/migrate.ts';
+import { migrationNames } from '../../src/schema/migrate.ts';
 import { EnvSchema } from '../../src/config/config.ts';
 
 // Each CLI run is a fresh process (TypeScript loader, PGlite start, migration check): seconds each,

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
 import { openDatabase } from '../../src/db/database.ts';
-import { migrateToLatest } from '../../src/db/migrate.ts';
+import { migrateToLatest, migrationNames } from '../../src/schema/migrate.ts';
 import { generateDemoStore } from '../../src/demo/demo-store.ts';
 import { createToken } from '../../src/tokens/token.service.ts';
 import { PROJECT_ROOT, childEnv, listeningUrl, startStoreApi, type StoreApiProcess } from '../production/process-helpers.ts';
@@ -121,7 +121,7 @@ describe.each(backends)('the client example against a running service (%s)', (ba
     };
     if (backend === 'pglite') {
       dataDir = mkdtempSync(join(tmpdir(), 'store-api-client-example-'));
-      const handle = await openDatabase({ dataDir });
+      const handle = await openDatabase({ dataDir, knownMigrations: migrationNames() });
       await migrateToLatest(handle.db);
       await seed(handle.db);
       products = Number(

@@ -12,6 +12,7 @@ import { sql } from 'kysely';
 import { DEFAULT_PGLITE_SHARED_BUFFERS_MB, openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { createToken } from '../../src/tokens/token.service.ts';
 import { loadConfig } from '../../src/config/config.ts';
+import { migrationNames } from '../../src/schema/migrate.ts';
 
 const show = async (database: DatabaseHandle, setting: string) =>
   (await sql.raw<Record<string, string>>(`SHOW ${setting}`).execute(database.db)).rows[0]![setting];
@@ -26,7 +27,7 @@ describe('the embedded database settings', () => {
   it('opens a data directory with the small shared_buffers and PGlite’s own parameters, and reopens it with another size', async () => {
     expect(loadConfig({}).PGLITE_SHARED_BUFFERS_MB).toBe(DEFAULT_PGLITE_SHARED_BUFFERS_MB);
     const dataDir = join(root, 'data');
-    const first = await openDatabase({ dataDir });
+    const first = await openDatabase({ dataDir, knownMigrations: migrationNames() });
     try {
       expect(await show(first, 'shared_buffers')).toBe(`${DEFAULT_PGLITE_SHARED_BUFFERS_MB}MB`);
       // PGlite's defaults, which our parameters must not replace.

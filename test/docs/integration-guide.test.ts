@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp, type App } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
-import { migrateToLatest } from '../../src/db/migrate.ts';
+import { migrateToLatest, migrationNames } from '../../src/schema/migrate.ts';
 import { UNLIMITED } from '../helpers/test-app.ts';
 import { aProduct, aProductWithVariants } from '../helpers/store-fixtures.ts';
 import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
@@ -46,7 +46,8 @@ describe.each(backends)('docs/integration-guide.md, run as written (%s)', (backe
   let app: App | undefined;
   let cliEnv: Record<string, string>;
 
-  const openStore = async () => (pg ? openDatabase({ databaseUrl: pg.url!, poolSize: 4 }) : openDatabase({ dataDir: join(dir, 'data') }));
+  const openStore = async () =>
+    pg ? openDatabase({ databaseUrl: pg.url!, poolSize: 4 }) : openDatabase({ dataDir: join(dir, 'data'), knownMigrations: migrationNames() });
 
   beforeAll(async () => {
     // Under the checkout (git-ignored tmp/), so `@store-api/client` and `npx store-api-sync` resolve as in a project that installed them.

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { openDatabase } from '../../src/db/database.ts';
-import { migrateToLatest } from '../../src/db/migrate.ts';
+import { migrateToLatest } from '../../src/schema/migrate.ts';
 
 export default async function setup({ provide }: { provide: (key: string, value: unknown) => void }) {
   const runId = `${process.pid}_${Date.now()}`;

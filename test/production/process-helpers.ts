@@ -11,7 +11,7 @@ import { join, resolve } from 'node:path';
 import type { Kysely } from 'kysely';
 import { afterAll, beforeAll } from 'vitest';
 import { openDatabase, type Backend } from '../../src/db/database.ts';
-import { migrateToLatest } from '../../src/db/migrate.ts';
+import { migrateToLatest, migrationNames } from '../../src/schema/migrate.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
 
@@ -161,7 +161,7 @@ export function storeForProcesses<T>(backend: Backend, name: string, prepare: (d
   beforeAll(async () => {
     if (backend === 'pglite') {
       dataDir = mkdtempSync(join(tmpdir(), `store-api-${name}-`));
-      const handle = await openDatabase({ dataDir });
+      const handle = await openDatabase({ dataDir, knownMigrations: migrationNames() });
       try {
         await migrateToLatest(handle.db);
         prepared = await prepare(handle.db);

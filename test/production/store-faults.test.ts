@@ -197,7 +197,7 @@ describe('the embedded database on a disk low on space (pglite data directory)',
     const { mkdtempSync, rmSync } = await import('node:fs');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
-    const { migrateToLatest } = await import('../../src/db/migrate.ts');
+    const { migrateToLatest } = await import('../../src/schema/migrate.ts');
     const { createToken } = await import('../../src/tokens/token.service.ts');
     const dir = mkdtempSync(join(tmpdir(), 'store-faults-low-'));
     try {

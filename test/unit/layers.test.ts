@@ -1,11 +1,13 @@
 /**
  * The house's layering, as checks anyone can run (decision 0035, src/README.md "Imports point down"):
  * services and repositories return typed rows (never `Promise<unknown>`), and the record reads answer
- * with the declaration's record type (type assertions, held by `npx tsc --noEmit`). The infrastructure folders' imports are held by Biome
- * (`noRestrictedImports` in biome.jsonc, `npm run lint`).
+ * with the declaration's record type (type assertions, held by `npx tsc --noEmit`). The infrastructure
+ * folders import only infrastructure (decision 0041): held by Biome as a list of forbidden folders
+ * (`noRestrictedImports` in biome.jsonc, `npm run lint`), and here as a list of allowed ones, which a
+ * new feature folder (src/suppliers/ of the recipe) does not slip past.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { createCustomer, customerById, updateCustomer } from '../../src/customers/customer.service.ts';
 import type { Customer } from '../../src/customers/customer.resource.ts';
@@ -54,5 +56,39 @@ describe('typed rows (decision 0035)', () => {
     expectTypeOf(changeOrderStatus).returns.resolves.toEqualTypeOf<Order>();
     expectTypeOf(productById).returns.resolves.toEqualTypeOf<Product>();
     expectTypeOf(createProduct).returns.resolves.toEqualTypeOf<Product>();
+  });
+});
+
+/** Where the relative imports of `text` (a file at `file`) lead, as paths below src/ (static, re-exports and dynamic). */
+function relativeImports(file: string, text: string): string[] {
+  const specifiers = [...text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)'(\.{1,2}\/[^']+)'/gm)].map((m) => m[1]!);
+  return specifiers.map((specifier) => relative(SRC, resolve(dirname(file), specifier)));
+}
+
+/** What the infrastructure folders may import: each other, the shared vocabulary, the config, and the context's type. */
+const INFRASTRUCTURE = ['db/', 'events/', 'retention/', 'shared/', 'config/'];
+const INFRASTRUCTURE_FILES = ['app-context.ts'];
+
+describe('imports point down (decisions 0035, 0041)', () => {
+  it('src/db, src/events and src/retention import nothing above infrastructure, migrations included', () => {
+    const offenders = ['db', 'events', 'retention'].flatMap((folder) =>
+      sourceFiles(join(SRC, folder)).flatMap((file) =>
+        relativeImports(file, readFileSync(file, 'utf8'))
+          .filter((target) => !INFRASTRUCTURE.some((allowed) => target.startsWith(allowed)) && !INFRASTRUCTURE_FILES.includes(target))
+          .map((target) => `${relative(SRC, file)} → ${target}`),
+      ),
+    );
+    expect(offenders).toEqual([]);
+  });
+
+  it('the check sees static, dynamic and side-effect imports', () => {
+    const file = join(SRC, 'db/example.ts');
+    const text = [
+      "import { a } from '../resources/store-schema.ts';",
+      "export { b } from './schema.ts';",
+      "const c = await import('../schema/migrate.ts');",
+      "import '../suppliers/supplier.resource.ts';",
+    ].join('\n');
+    expect(relativeImports(file, text)).toEqual(['resources/store-schema.ts', 'db/schema.ts', 'schema/migrate.ts', 'suppliers/supplier.resource.ts']);
   });
 });

@@ -4,7 +4,7 @@
  * Kept 24 h, pruned by the retention pruner.
  */
 import type { Kysely } from 'kysely';
-import { executeScript } from '../execute-script.ts';
+import { executeScript } from '../../db/execute-script.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await executeScript(

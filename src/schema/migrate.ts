@@ -1,7 +1,11 @@
 /**
  * Numbered, forward-only migrations. The list is static (no directory scanning) so it works the
  * same from source, from tests and from any working directory. Add a file to migrations/ and a line
- * here; never edit a migration that has shipped.
+ * here; never edit a migration that has shipped (a migration's name is its row in
+ * kysely_migration: renaming one runs it again).
+ * Composition, above the features (decision 0041): a migration may call a resource's derived DDL;
+ * db/ never imports this file, and whoever opens a data directory from a template passes it
+ * `migrationNames()`.
  */
 import type { Kysely } from 'kysely';
 import { Migrator, type Migration, type MigrationResultSet } from 'kysely/migration';

@@ -17,7 +17,7 @@
  *    failed ones, each in due order, so the index leads with the status.
  */
 import type { Kysely } from 'kysely';
-import { executeScript } from '../execute-script.ts';
+import { executeScript } from '../../db/execute-script.ts';
 
 const TABLES = ['products', 'orders', 'customers', 'stock_movements'];
 

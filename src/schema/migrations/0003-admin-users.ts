@@ -4,7 +4,7 @@
  * throttling; kept in the database so that several server processes count together).
  */
 import type { Kysely } from 'kysely';
-import { executeScript } from '../execute-script.ts';
+import { executeScript } from '../../db/execute-script.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await executeScript(

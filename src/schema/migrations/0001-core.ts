@@ -3,7 +3,7 @@
  * Every list and export walks a (last_modified, id) index, so each page is a keyset lookup.
  */
 import type { Kysely } from 'kysely';
-import { executeScript } from '../execute-script.ts';
+import { executeScript } from '../../db/execute-script.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await executeScript(

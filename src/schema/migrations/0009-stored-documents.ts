@@ -8,7 +8,7 @@
  * this migration then only fills what is still missing.
  */
 import type { Kysely } from 'kysely';
-import { executeScript } from '../execute-script.ts';
+import { executeScript } from '../../db/execute-script.ts';
 import { installStoreTriggers, rebuildStoreDocuments } from '../../resources/store-schema.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {

@@ -13,7 +13,7 @@
  *    code), for the fresh proof asked before the most sensitive actions.
  */
 import type { Kysely } from 'kysely';
-import { executeScript } from '../execute-script.ts';
+import { executeScript } from '../../db/execute-script.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await executeScript(

@@ -4,7 +4,7 @@
  * that the receiver answers with a refusal do not count toward pausing it again.
  */
 import type { Kysely } from 'kysely';
-import { executeScript } from '../execute-script.ts';
+import { executeScript } from '../../db/execute-script.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await executeScript(db, 'ALTER TABLE webhook_endpoints ADD COLUMN recovered_at timestamptz;');

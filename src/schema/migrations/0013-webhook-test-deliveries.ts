@@ -5,7 +5,7 @@
  * delivery is marked `test` too, so lists and the delivery page can say so without a join.
  */
 import type { Kysely } from 'kysely';
-import { executeScript } from '../execute-script.ts';
+import { executeScript } from '../../db/execute-script.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await executeScript(

@@ -13,7 +13,7 @@
  *    unfinished and dead ones and a successful settle no longer writes an entry into it.
  */
 import type { Kysely } from 'kysely';
-import { executeScript } from '../execute-script.ts';
+import { executeScript } from '../../db/execute-script.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await executeScript(

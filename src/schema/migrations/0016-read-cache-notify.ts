@@ -9,7 +9,7 @@
  */
 import type { Kysely } from 'kysely';
 import { installStoreTriggers } from '../../resources/store-schema.ts';
-import { executeScript } from '../execute-script.ts';
+import { executeScript } from '../../db/execute-script.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await executeScript(

@@ -14,7 +14,7 @@
  * so bulk updates in stamp order pay nothing).
  */
 import type { Kysely } from 'kysely';
-import { executeScript } from '../execute-script.ts';
+import { executeScript } from '../../db/execute-script.ts';
 
 /** The store tables of this migration's day; tables created later get theirs from createStoreTable. */
 const TABLES = ['products', 'orders', 'customers', 'stock_movements'];

@@ -15,7 +15,7 @@
  * (Bodies on one line: execute-script.ts splits statements at a ';' that ends a line.)
  */
 import { sql, type Kysely } from 'kysely';
-import { executeScript } from '../execute-script.ts';
+import { executeScript } from '../../db/execute-script.ts';
 
 const UUID = `'^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$'`;
 

@@ -4,7 +4,7 @@
  * position in the event log. See src/webhooks/ and docs/decisions/0002-webhook-delivery-queue.md.
  */
 import type { Kysely } from 'kysely';
-import { executeScript } from '../execute-script.ts';
+import { executeScript } from '../../db/execute-script.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await executeScript(

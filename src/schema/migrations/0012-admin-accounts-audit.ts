@@ -14,7 +14,7 @@
  *    working until the overlap the administrator picked ends.
  */
 import type { Kysely } from 'kysely';
-import { executeScript } from '../execute-script.ts';
+import { executeScript } from '../../db/execute-script.ts';
 
 export async function up(db: Kysely<unknown>): Promise<void> {
   await executeScript(
