@@ -35,7 +35,9 @@ describe.each(backends)('deleting an endpoint during a settle (%s)', (backend) =
     await sql`INSERT INTO events (id, type, resource_type, resource_id, data, created_at)
       VALUES (${eventId}, 'product.updated', 'product', 'p1', '{}', now())`.execute(db);
     await sql`INSERT INTO webhook_deliveries (id, event_id, event_type, endpoint_id, status, next_attempt_at, locked_by, locked_at, locked_until, created_at, updated_at)
-      VALUES (${deliveryId}, ${eventId}, 'product.updated', ${endpointId}, 'pending', now(), 'worker-1', now(), now() + interval '1 minute', now(), now())`.execute(db);
+      VALUES (${deliveryId}, ${eventId}, 'product.updated', ${endpointId}, 'pending', now(), 'worker-1', now(), now() + interval '1 minute', now(), now())`.execute(
+      db,
+    );
 
     const worker = new pg.Client({ connectionString: database.url });
     await worker.connect();
