@@ -51,7 +51,10 @@ export interface DeletedDeliveries {
  */
 export async function deleteFinishedDeliveries(db: Kysely<Database>, kind: 'succeeded' | 'dead', cutoff: string, limit: number): Promise<DeletedDeliveries> {
   const finishedBefore =
-    kind === 'succeeded' ? sql`status = 'succeeded' AND succeeded_at < ${cutoff}::timestamptz` : sql`status = 'dead' AND dead_at < ${cutoff}::timestamptz`;
+    kind === 'succeeded'
+      ? // A delivery succeeds after it was created: created_at bounds the walk (its index; succeeded_at has none, decision 0044).
+        sql`status = 'succeeded' AND succeeded_at < ${cutoff}::timestamptz AND created_at < ${cutoff}::timestamptz`
+      : sql`status = 'dead' AND dead_at < ${cutoff}::timestamptz`;
   return db.transaction().execute(async (trx) => {
     const { rows } = await sql<{ id: string }>`
       SELECT id FROM webhook_deliveries

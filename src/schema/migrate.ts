@@ -27,6 +27,7 @@ import * as idempotencyAnswersInTheWrite from './migrations/0018-idempotency-ans
 import * as secondFactor from './migrations/0019-second-factor.ts';
 import * as endpointRecoveredAt from './migrations/0022-endpoint-recovered-at.ts';
 import * as sealedIdempotentAnswers from './migrations/0029-sealed-idempotent-answers.ts';
+import * as cheaperDeliveryWrites from './migrations/0030-cheaper-delivery-writes.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -47,6 +48,7 @@ const migrations: Record<string, Migration> = {
   '0019-second-factor': secondFactor,
   '0022-endpoint-recovered-at': endpointRecoveredAt,
   '0029-sealed-idempotent-answers': sealedIdempotentAnswers,
+  '0030-cheaper-delivery-writes': cheaperDeliveryWrites,
 };
 
 /** Names of every migration this code has, in order. */

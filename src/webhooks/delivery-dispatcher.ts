@@ -418,13 +418,15 @@ export class DeliveryDispatcher {
   }
 
   async #attempt(slots: EndpointSlots, delivery: ClaimedDelivery): Promise<void> {
-    const { event, body } = delivery;
+    const { event } = delivery;
     const startedAt = this.#clock();
-    const headers = signatureHeaders(delivery.secrets, event.id, Math.floor(startedAt / 1000), body);
+    // The body is encoded once: the signature and the request (or publish) take the same bytes.
+    const bytes = Buffer.from(delivery.body);
+    const headers = signatureHeaders(delivery.secrets, event.id, Math.floor(startedAt / 1000), bytes);
     if (delivery.test) headers['webhook-test'] = 'true';
     let result: HttpAttemptResult;
     try {
-      result = await this.#transport.send(delivery, headers);
+      result = await this.#transport.send(delivery, headers, bytes);
     } finally {
       slots.sending--;
       this.#sending--;

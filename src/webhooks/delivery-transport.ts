@@ -70,10 +70,13 @@ export class DeliveryTransport {
     this.#connectors = { ...CONNECTORS, ...options.connectors };
   }
 
-  /** Sends `delivery` with `headers` (the signature headers) by its URL's transport. Never throws. */
-  async send(delivery: DeliveryTarget, headers: Record<string, string>): Promise<HttpAttemptResult> {
-    if (!isBrokerUrl(delivery.url)) return this.#http.post(delivery.url, delivery.body, headers);
-    return this.#publish(delivery, headers);
+  /**
+   * Sends `delivery` with `headers` (the signature headers) by its URL's transport. Never throws.
+   * `bytes`: the body's UTF-8 bytes when the caller has them already (it signed them).
+   */
+  async send(delivery: DeliveryTarget, headers: Record<string, string>, bytes: Buffer = Buffer.from(delivery.body)): Promise<HttpAttemptResult> {
+    if (!isBrokerUrl(delivery.url)) return this.#http.post(delivery.url, bytes, headers);
+    return this.#publish(delivery, headers, bytes);
   }
 
   /** Endpoints holding a pooled broker connection, with the URL it was opened for. */
@@ -106,7 +109,7 @@ export class DeliveryTransport {
     await Promise.all([...pooled.map(closePooled), this.#http.close()]);
   }
 
-  async #publish(delivery: DeliveryTarget, headers: Record<string, string>): Promise<HttpAttemptResult> {
+  async #publish(delivery: DeliveryTarget, headers: Record<string, string>, bytes: Buffer): Promise<HttpAttemptResult> {
     const started = performance.now();
     let pooled = this.#brokers.get(delivery.endpointId);
     if (pooled && pooled.url !== delivery.url) {
@@ -140,7 +143,7 @@ export class DeliveryTransport {
       await Promise.race([
         connection.publish({
           address: addressOf(destination, delivery.event.type),
-          body: Buffer.from(delivery.body),
+          body: bytes,
           headers,
           deliveryId: delivery.id,
         }),

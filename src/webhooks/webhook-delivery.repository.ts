@@ -320,8 +320,14 @@ export async function deliveryStats(db: Kysely<Database>, hours: number, nowIso:
     ), since AS (
       SELECT date_trunc('hour', ${nowIso}::timestamptz) - make_interval(hours => ${hours - 1}) AS t
     ), succeeded AS (
-      SELECT date_trunc('hour', succeeded_at) AS hour, count(*)::int AS n FROM webhook_deliveries
-      WHERE succeeded_at >= (SELECT t FROM since) GROUP BY 1
+      -- Through each delivery's success attempt (succeeded_at has no index: decision 0044), which
+      -- started at most one attempt's duration (WEBHOOK_TIMEOUT_MS, at most 10 minutes) before the
+      -- settle stamped succeeded_at; the hour of margin covers that.
+      SELECT date_trunc('hour', d.succeeded_at) AS hour, count(DISTINCT d.id)::int AS n
+      FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
+      WHERE a.outcome = 'success' AND a.started_at >= (SELECT t FROM since) - interval '1 hour'
+        AND d.succeeded_at >= (SELECT t FROM since)
+      GROUP BY 1
     ), failed AS (
       SELECT date_trunc('hour', started_at) AS hour, count(*)::int AS n FROM webhook_attempts
       WHERE started_at >= (SELECT t FROM since) AND outcome <> 'success' GROUP BY 1

@@ -169,7 +169,10 @@ export async function rotateEndpointSecret(db: Kysely<Database>, id: string, sec
 /**
  * Deletes an endpoint with its deliveries and their attempts (decision 0020): pending ones are never
  * sent, and the history goes with the endpoint (the audit log keeps what was deleted). The endpoint's
- * row is locked first, so a poller fanning out at that instant waits and then finds it gone.
+ * row is locked first, so a poller fanning out at that instant waits and then finds it gone; then its
+ * deliveries, so an attempt a worker is recording for one of them at that instant is committed
+ * before the attempts are deleted, or not recorded at all (the worker's settle finds the delivery
+ * gone): no attempt outlives its delivery (webhook_attempts has no foreign key: decision 0044).
  * Returns the deleted deliveries by status, or undefined when there was no such endpoint.
  */
 export async function deleteEndpointCascade(db: Kysely<Database>, id: string): Promise<Record<string, number> | undefined> {
@@ -177,7 +180,7 @@ export async function deleteEndpointCascade(db: Kysely<Database>, id: string): P
     const { rows: found } = await sql<{ id: string }>`SELECT id FROM webhook_endpoints WHERE id = ${id}::uuid FOR UPDATE`.execute(trx);
     if (found.length === 0) return undefined;
     const { rows: counts } = await sql<{ status: string; n: number }>`
-      SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE endpoint_id = ${id}::uuid GROUP BY status
+      SELECT status, count(*)::int AS n FROM (SELECT status FROM webhook_deliveries WHERE endpoint_id = ${id}::uuid FOR UPDATE) d GROUP BY status
     `.execute(trx);
     await sql`DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE endpoint_id = ${id}::uuid)`.execute(trx);
     await sql`DELETE FROM webhook_deliveries WHERE endpoint_id = ${id}::uuid`.execute(trx);

@@ -88,8 +88,8 @@ export class WebhookHttpClient {
     });
   }
 
-  /** POSTs `body` to `url` with `headers` (plus Content-Type and User-Agent). */
-  async post(url: string, body: string, headers: Record<string, string>): Promise<HttpAttemptResult> {
+  /** POSTs `body` (text, or its UTF-8 bytes: sent as they are) to `url` with `headers` (plus Content-Type and User-Agent). */
+  async post(url: string, body: string | Buffer, headers: Record<string, string>): Promise<HttpAttemptResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const failed = (outcome: AttemptOutcome, error: string, statusCode: number | null = null, responseExcerpt: string | null = null): HttpAttemptResult => ({

@@ -28,13 +28,13 @@ export function generateSecret(): string {
 }
 
 /** `v1,<base64>` signature of `body` for message `id` at `timestampSeconds` with `secret`. */
-export function sign(secret: string, id: string, timestampSeconds: number, body: string): string {
+export function sign(secret: string, id: string, timestampSeconds: number, body: string | Uint8Array): string {
   // The signed content is built by the client package's verifier's own function, so the two cannot drift.
   return `v1,${signatureOf(keyOf(secret), id, timestampSeconds, body).toString('base64')}`;
 }
 
-/** The three Standard Webhooks headers for `body`, signed with every secret in `secrets`. */
-export function signatureHeaders(secrets: readonly string[], id: string, timestampSeconds: number, body: string): Record<string, string> {
+/** The three Standard Webhooks headers for `body` (its text, or its UTF-8 bytes), signed with every secret in `secrets`. */
+export function signatureHeaders(secrets: readonly string[], id: string, timestampSeconds: number, body: string | Uint8Array): Record<string, string> {
   return {
     'webhook-id': id,
     'webhook-timestamp': String(timestampSeconds),

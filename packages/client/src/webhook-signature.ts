@@ -14,7 +14,10 @@ export function signedContent(id: string, timestamp: number | string, body: stri
 
 /** The v1 signature's HMAC-SHA256 digest (raw bytes; the header carries `v1,` + its base64) of `body` with `key`. */
 export function signatureOf(key: KeyObject | Uint8Array, id: string, timestamp: number | string, body: string | Uint8Array): Buffer {
+  // The HMAC takes signedContent's two parts one after the other: the same bytes, without copying
+  // the body into one buffer with its prefix (a sender signs every delivery).
   return createHmac('sha256', key)
-    .update(signedContent(id, timestamp, body))
+    .update(`${id}.${timestamp}.`, 'utf8')
+    .update(typeof body === 'string' ? Buffer.from(body, 'utf8') : body)
     .digest();
 }
