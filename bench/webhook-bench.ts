@@ -19,7 +19,7 @@ import { loadConfig } from '../src/config/config.ts';
 import { productJson } from '../src/catalog/product.json-sql.ts';
 import { updateProduct } from '../src/catalog/catalog.service.ts';
 import { WebhookService } from '../src/webhooks/webhook.service.ts';
-import { alternate, freePort, log, spread, startServer, type Spread } from './bench-tools.ts';
+import { alternate, freePort, log, SERVER_NODE_ARGS, spread, startServer, type Spread } from './bench-tools.ts';
 
 const CLI = fileURLToPath(new URL('../bin/store-api.js', import.meta.url));
 const RECEIVER = fileURLToPath(new URL('./webhook-receiver.js', import.meta.url));
@@ -127,7 +127,8 @@ export async function benchWebhooks(
   };
   // BENCH_WORKER_NODE_ARGS: extra node flags for the worker alone, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
   const workerNodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const worker = await startServer([...workerNodeArgs, CLI, 'worker'], workerEnv, metricsPort);
+  // With the flags production gives every role (the image's NODE_OPTIONS, npm start's): SERVER_NODE_ARGS.
+  const worker = await startServer([...SERVER_NODE_ARGS, ...workerNodeArgs, CLI, 'worker'], workerEnv, metricsPort);
   const endpointConcurrency = process.env.WEBHOOK_ENDPOINT_CONCURRENCY ?? 'default';
   try {
     // The ceiling's bodies: the same event bodies the worker sends.
