@@ -31,16 +31,6 @@ export const STEP_GIVES_WAY_TURNS = 32;
 
 export type TurnKind = 'statement' | 'step';
 
-/** Called when a turn is granted, with its kind; for tests, never set in production. */
-export type TurnHook = (kind: TurnKind) => void;
-
-let turnHook: TurnHook | undefined;
-
-/** Sets (or clears, with undefined) the hook told of every turn granted (tests observe the order). */
-export function setTurnHook(hook: TurnHook | undefined): void {
-  turnHook = hook;
-}
-
 const givingWay = new AsyncLocalStorage<true>();
 
 /**
@@ -71,7 +61,6 @@ export class ConnectionTurns {
     return new Promise((resolve) => {
       const grant = () => {
         this.#held = true;
-        turnHook?.(kind);
         let ended = false;
         resolve(() => {
           if (ended) return;
