@@ -9,14 +9,22 @@ import { ConnectionTurns, STEP_GIVES_WAY_TURNS, currentTurnKind, runGivingWay } 
 
 const loopTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** Notes `name` in `order` when its turn is granted, and hands on the turn's end. */
+const noting =
+  (order: string[], name: string) =>
+  (end: () => void): (() => void) => {
+    order.push(name);
+    return end;
+  };
+
 describe('connection turns', () => {
   it('statements asked while a step waits go first, first come first served; then the step', async () => {
     const turns = new ConnectionTurns();
     const order: string[] = [];
     const endFirst = await turns.take('statement');
-    const step = turns.take('step').then((end) => (order.push('step'), end));
-    const a = turns.take('statement').then((end) => (order.push('a'), end));
-    const b = turns.take('statement').then((end) => (order.push('b'), end));
+    const step = turns.take('step').then(noting(order, 'step'));
+    const a = turns.take('statement').then(noting(order, 'a'));
+    const b = turns.take('statement').then(noting(order, 'b'));
     endFirst();
     (await a)();
     (await b)();
@@ -28,12 +36,12 @@ describe('connection turns', () => {
     const turns = new ConnectionTurns();
     const order: string[] = [];
     const endHorizon = await turns.take('statement');
-    const step = turns.take('step').then((end) => (order.push('step'), end));
+    const step = turns.take('step').then(noting(order, 'step'));
     // As a list does: its page is asked in the microtasks after its horizon's turn ends.
     const page = Promise.resolve()
       .then(() => endHorizon())
       .then(() => turns.take('statement'))
-      .then((end) => (order.push('page'), end));
+      .then(noting(order, 'page'));
     (await page)();
     (await step)();
     expect(order).toEqual(['page', 'step']);
@@ -42,7 +50,10 @@ describe('connection turns', () => {
   it('a step waits for the connection to be free a whole turn of the event loop, and then takes it', async () => {
     const turns = new ConnectionTurns();
     let granted = false;
-    const step = turns.take('step').then((end) => ((granted = true), end));
+    const step = turns.take('step').then((end) => {
+      granted = true;
+      return end;
+    });
     await Promise.resolve();
     expect(granted).toBe(false);
     await loopTurn();
@@ -55,10 +66,10 @@ describe('connection turns', () => {
     const turns = new ConnectionTurns();
     const order: string[] = [];
     let end = await turns.take('statement');
-    const step = turns.take('step').then((endStep) => (order.push('step'), endStep));
+    const step = turns.take('step').then(noting(order, 'step'));
     // A statement always waiting: each holder asks for the next one before ending its turn.
     for (let i = 0; i <= STEP_GIVES_WAY_TURNS; i++) {
-      const next = turns.take('statement').then((endNext) => (order.push(`s${i}`), endNext));
+      const next = turns.take('statement').then(noting(order, `s${i}`));
       end();
       if (i === STEP_GIVES_WAY_TURNS) (await step)();
       end = await next;
