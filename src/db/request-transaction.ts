@@ -22,10 +22,12 @@
  *
  * PGlite has one connection: while a request transaction is open every other statement of the
  * process waits for it. Kysely's own mutex for single-connection dialects is replaced by ours here,
- * because it would make the request wait for the connection it already holds.
+ * because it would make the request wait for the connection it already holds; its turns
+ * (db/connection-turns.ts) let reads pass before the next step of a long write in steps.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { StoreFailedError } from './storage-health.ts';
+import { ConnectionTurns } from './connection-turns.ts';
 import {
   CompiledQuery,
   type DatabaseConnection,
@@ -56,20 +58,6 @@ export function setRequestStatementHook(hook: RequestStatementHook | undefined):
 
 async function beforeStatement(sqlText: string, transaction: RequestTransaction): Promise<void> {
   if (statementHook) await statementHook(sqlText, transaction);
-}
-
-/** One waiter at a time (the single connection of PGlite). */
-class Turns {
-  #tail: Promise<void> = Promise.resolve();
-
-  /** Resolves once it is the caller's turn, with the function that ends it. */
-  take(): Promise<() => void> {
-    let end!: () => void;
-    const mine = new Promise<void>((resolve) => (end = resolve));
-    const before = this.#tail;
-    this.#tail = before.then(() => mine);
-    return before.then(() => end);
-  }
 }
 
 /**
@@ -261,7 +249,7 @@ export function activeRequestTransaction(): RequestTransaction | undefined {
 
 /** The dialect's driver with request transactions (see the file's comment). */
 class RequestTransactionDriver implements Driver {
-  readonly #singleConnection: Turns | undefined;
+  readonly #singleConnection: ConnectionTurns | undefined;
 
   /** Whether the database has one connection (PGlite), taken in turns. */
   get singleConnection(): boolean {
@@ -272,14 +260,17 @@ class RequestTransactionDriver implements Driver {
     readonly inner: Driver,
     singleConnection: boolean,
   ) {
-    this.#singleConnection = singleConnection ? new Turns() : undefined;
+    this.#singleConnection = singleConnection ? new ConnectionTurns() : undefined;
   }
 
   init(): Promise<void> {
     return this.inner.init();
   }
 
-  /** A connection of the inner driver (after our turn on a single-connection dialect). */
+  /**
+   * A connection of the inner driver (after our turn on a single-connection dialect: a statement's,
+   * or a step's inside `runGivingWay`, db/connection-turns.ts).
+   */
   async takeConnection(): Promise<{ connection: DatabaseConnection; releaseTurn: (() => void) | undefined }> {
     const releaseTurn = this.#singleConnection ? await this.#singleConnection.take() : undefined;
     try {

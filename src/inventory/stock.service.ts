@@ -14,6 +14,7 @@ import { parse as csvParser } from 'csv-parse';
 import type { Insertable, Kysely, Transaction } from 'kysely';
 import type { Database, StockMovementTable } from '../db/schema.ts';
 import { runWrite, type WriteContext } from '../db/write-clock.ts';
+import { runGivingWay } from '../db/connection-turns.ts';
 import { isStockTracked } from '../catalog/product.json-sql.ts';
 import { ApiError, conflict, invalidParameter, notFound, type ParamError } from '../shared/problem.ts';
 import { inventoryChanged, movementsCreated, productsChanged } from '../resources/record-events.ts';
@@ -373,8 +374,9 @@ async function importInOneTransaction(db: Kysely<Database>, { absolute, rows }: 
  * of them fall in one step, so its level, movements, recomputed stock and events change together)
  * and applied a step of about `stepRows` rows per transaction. Each change sets a level, computed
  * against the level read under the step's row lock, so a step cannot be refused by what other
- * writes did since the check; the embedded database's connection is free between steps, so reads
- * (and other writes) queued meanwhile run before the next step.
+ * writes did since the check; the embedded database's connection is free between steps, and the
+ * steps give way to other statements (`runGivingWay`), so reads (and other writes) asked meanwhile,
+ * every statement of them, run before the next step (decision 0042).
  */
 async function importInSteps(
   db: Kysely<Database>,
@@ -407,12 +409,16 @@ async function importInSteps(
   let done = 0;
   let movements = 0;
   let products = 0;
-  for (const changes of steps) {
-    const result = await runWrite(db, (ctx) => applyStockChanges(ctx, changes));
-    movements += result.movementIds.length;
-    products += result.productIds.length;
-    done += changes.length;
-    progress?.update(done, rows.length, 'steps of rows');
-  }
+  // Each step gives way to the statements waiting when it would begin (db/connection-turns.ts):
+  // a read asked during a step waits for that step only, all its statements before the next one.
+  await runGivingWay(async () => {
+    for (const changes of steps) {
+      const result = await runWrite(db, (ctx) => applyStockChanges(ctx, changes));
+      movements += result.movementIds.length;
+      products += result.productIds.length;
+      done += changes.length;
+      progress?.update(done, rows.length, 'steps of rows');
+    }
+  });
   return { rows: rows.length, movements, products };
 }
