@@ -192,7 +192,7 @@ setInterval(() => {
 `;
 
 /** Resident MiB by mapping name from /proc/PID/smaps ([heap], anonymous, the node binary, …): where native memory sits. */
-function mappings(pid: number): Record<string, number> {
+export function mappings(pid: number): Record<string, number> {
   const totals: Record<string, number> = {};
   let name = '';
   for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {

@@ -2,16 +2,24 @@
  * The embedded database's PostgreSQL settings (db/database.ts, decision 0018): a small
  * shared_buffers, which stays resident in PGlite's WebAssembly memory once filled, set at every
  * open of a data directory (PGLITE_SHARED_BUFFERS_MB), with PGlite's own start parameters kept; the
- * data directory reopens under another setting with its rows. PGlite only.
+ * data directory reopens under another setting with its rows; the database thread's young generation
+ * and its early collection of dead buffers (decision 0043) reach the thread. PGlite only.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { DEFAULT_PGLITE_SHARED_BUFFERS_MB, openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
+import {
+  DEFAULT_PGLITE_SHARED_BUFFERS_MB,
+  DEFAULT_PGLITE_WORKER_BUFFER_SLACK_MB,
+  DEFAULT_PGLITE_WORKER_YOUNG_GENERATION_MB,
+  openDatabase,
+  type DatabaseHandle,
+} from '../../src/db/database.ts';
 import { createToken } from '../../src/tokens/token.service.ts';
 import { loadConfig } from '../../src/config/config.ts';
+import { backends, openTestDatabase } from '../helpers/test-database.ts';
 
 const show = async (database: DatabaseHandle, setting: string) =>
   (await sql.raw<Record<string, string>>(`SHOW ${setting}`).execute(database.db)).rows[0]![setting];
@@ -50,6 +58,46 @@ describe('the embedded database settings', () => {
     const database = await openDatabase({});
     try {
       expect(await show(database, 'shared_buffers')).toBe(`${DEFAULT_PGLITE_SHARED_BUFFERS_MB}MB`);
+    } finally {
+      await database.close();
+    }
+  });
+});
+
+describe('the embedded database thread', () => {
+  it('runs with the default young generation and buffer slack (decision 0043), and collects dead buffers early', async () => {
+    // The defaults are the measured ones: a changed default fails here, not only an explicit value.
+    expect(DEFAULT_PGLITE_WORKER_YOUNG_GENERATION_MB).toBe(8);
+    expect(DEFAULT_PGLITE_WORKER_BUFFER_SLACK_MB).toBe(8);
+    const config = loadConfig({});
+    expect(config.PGLITE_WORKER_YOUNG_GENERATION_MB).toBe(DEFAULT_PGLITE_WORKER_YOUNG_GENERATION_MB);
+    expect(config.PGLITE_WORKER_BUFFER_SLACK_MB).toBe(DEFAULT_PGLITE_WORKER_BUFFER_SLACK_MB);
+    const database = await openDatabase({});
+    try {
+      const before = await database.threadStats!();
+      expect(before).toMatchObject({ youngGenerationMb: DEFAULT_PGLITE_WORKER_YOUNG_GENERATION_MB, bufferSlackMb: DEFAULT_PGLITE_WORKER_BUFFER_SLACK_MB });
+      // Statements whose output (4 MiB each) passes through PGlite's buffers: more than the slack in all.
+      for (let i = 0; i < 6; i++) await sql`SELECT repeat('x', 4 * 1024 * 1024) AS big`.execute(database.db);
+      expect((await database.threadStats!()).bufferCollections).toBeGreaterThan(before.bufferCollections);
+    } finally {
+      await database.close();
+    }
+  });
+
+  it('takes other sizes, and 0 leaves the collections to V8', async () => {
+    const database = await openDatabase({ workerYoungGenerationMb: 32, workerBufferSlackMb: 0 });
+    try {
+      for (let i = 0; i < 6; i++) await sql`SELECT repeat('x', 4 * 1024 * 1024) AS big`.execute(database.db);
+      expect(await database.threadStats!()).toEqual({ youngGenerationMb: 32, bufferSlackMb: 0, bufferCollections: 0 });
+    } finally {
+      await database.close();
+    }
+  });
+
+  it.runIf(backends.includes('postgres'))('is not there on PostgreSQL', async () => {
+    const database = await openTestDatabase('postgres');
+    try {
+      expect(database.threadStats).toBeUndefined();
     } finally {
       await database.close();
     }
