@@ -54,6 +54,8 @@ import {
   copyOut,
   ensureWrk,
   SERVER_NODE_ARGS,
+  EMBEDDED_NODE_ARGS,
+  EMBEDDED_ENV,
   SERVER_ENV,
   exportWalk,
   freePort,
@@ -627,7 +629,11 @@ async function benchPglite(): Promise<Results['pglite']> {
   try {
     // `npm start` on an empty directory: time until it answers, demo store seeded.
     const emptyPort = await freePort();
-    const empty = await startServer([...SERVER_NODE_ARGS, CLI, 'all'], { DATA_DIR: emptyDir, PORT: String(emptyPort), LOG_LEVEL: 'warn' }, emptyPort);
+    const empty = await startServer(
+      [...EMBEDDED_NODE_ARGS, CLI, 'all'],
+      { ...EMBEDDED_ENV, DATA_DIR: emptyDir, PORT: String(emptyPort), LOG_LEVEL: 'warn' },
+      emptyPort,
+    );
     await empty.stop();
 
     log(`PGlite: generating ${f0(PGLITE_PRODUCTS)} products`);
@@ -647,7 +653,7 @@ async function benchPglite(): Promise<Results['pglite']> {
     await database.close();
 
     const port = await freePort();
-    server = await startServer([...SERVER_NODE_ARGS, CLI, PGLITE_ROLE], serverEnv({ DATA_DIR: dataDir, PORT: String(port) }), port);
+    server = await startServer([...EMBEDDED_NODE_ARGS, CLI, PGLITE_ROLE], serverEnv({ ...EMBEDDED_ENV, DATA_DIR: dataDir, PORT: String(port) }), port);
     const url = `${server.origin}/api/v1/products?limit=${LIMIT}&cursor=${encodeURIComponent(midCursor)}`;
     const load = { connections: CONNECTIONS, seconds: SECONDS, headers: { Authorization: `Bearer ${token}` } };
     await wrk(url, { ...load, seconds: 2 });

@@ -73,7 +73,7 @@ const ROLLBACK = Symbol('rollback');
  * collection (a fraction of a millisecond: the live set is small) frees them; it runs when this
  * thread's ArrayBuffers have grown by `slackMb` since the last one. Undefined with 0.
  */
-export function bufferCollector(slackMb: number): { check: () => void; collections: () => number } | undefined {
+function bufferCollector(slackMb: number): { check: () => void; collections: () => number } | undefined {
   if (slackMb <= 0) return undefined;
   // The only way to call V8's collector from JavaScript: the flag exposes gc() to contexts made after it.
   setFlagsFromString('--expose-gc');
