@@ -57,8 +57,6 @@ export const SERVER_NODE_ARGS = ['--max-semi-space-size=8'];
 export const SERVER_ENV: Record<string, string> = { MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2' };
 /** Node flags of the embedded default as `npm start` runs it (package.json; decision 0043): an 8 MiB young generation. */
 export const EMBEDDED_NODE_ARGS = ['--max-semi-space-size=4'];
-/** What `npm start` adds to SERVER_ENV for the embedded default (decision 0043; a value in the environment wins). */
-export const EMBEDDED_ENV: Record<string, string> = { MALLOC_MMAP_THRESHOLD_: process.env.MALLOC_MMAP_THRESHOLD_ ?? '131072' };
 
 export async function startServer(
   nodeArgs: string[],

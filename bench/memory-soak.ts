@@ -18,7 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { parseArgs } from 'node:util';
-import { EMBEDDED_ENV, EMBEDDED_NODE_ARGS, SERVER_NODE_ARGS, ensureWrk, freePort, log, startServer, wrk, type ServerProcess } from './bench-tools.ts';
+import { EMBEDDED_NODE_ARGS, SERVER_NODE_ARGS, ensureWrk, freePort, log, startServer, wrk, type ServerProcess } from './bench-tools.ts';
 
 export interface MemorySample {
   /** Seconds since the soak began. */
@@ -305,9 +305,9 @@ async function main(): Promise<void> {
   const port = await freePort();
   const cli = fileURLToPath(new URL('../bin/store-api.js', import.meta.url));
   const server = await startServer(
-    // `all` as `npm start` runs it (its flags and environment), other roles as the image and the unit do.
+    // `all` with npm start's flag, other roles as the image and the unit run them.
     [...(args['node-arg'] ?? (args.role === 'all' ? EMBEDDED_NODE_ARGS : SERVER_NODE_ARGS)), '--import', join(work, 'probe.mjs'), cli, args.role],
-    { ...(args.role === 'all' ? EMBEDDED_ENV : {}), ...env, ...extraEnv, PORT: String(port) },
+    { ...env, ...extraEnv, PORT: String(port) },
     port,
   );
   const began = Date.now();

@@ -28,7 +28,7 @@ import { createToken } from '../src/tokens/token.service.ts';
 import pg from 'pg';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { activeCount, cursorAt, generateBenchStore } from './generate-store.ts';
-import { EMBEDDED_ENV, EMBEDDED_NODE_ARGS, ensureWrk, freePort, log, startServer, wrk } from './bench-tools.ts';
+import { EMBEDDED_NODE_ARGS, ensureWrk, freePort, log, startServer, wrk } from './bench-tools.ts';
 import { spreadPositions } from './distinct-pages.ts';
 import { mappings } from './memory-soak.ts';
 
@@ -182,16 +182,11 @@ const probeFile = join(work, 'probe.json');
 const pathsFile = join(work, 'paths.txt');
 writeFileSync(pathsFile, cursors!.map((c) => `/api/v1/products?limit=200&cursor=${encodeURIComponent(c)}\n`).join(''));
 const extraEnv = Object.fromEntries(args.env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-// npm start's environment, less what `--env K=` (an empty value) drops: `--env MALLOC_MMAP_THRESHOLD_=`
-// measures glibc's own threshold (an empty value would not mean that to glibc).
-const embeddedEnv = Object.fromEntries(Object.entries(EMBEDDED_ENV).filter(([key]) => extraEnv[key] !== ''));
-for (const [key, value] of Object.entries(extraEnv)) if (value === '') delete extraEnv[key];
 
 const port = await freePort();
 const server = await startServer(
   [...(args['node-arg'] ?? EMBEDDED_NODE_ARGS), '--import', probeModule, CLI, args.role],
   {
-    ...embeddedEnv,
     DATA_DIR: dataDir,
     PORT: String(port),
     HOST: '127.0.0.1',
