@@ -1065,7 +1065,7 @@ const GAPS: string[] = [
   "  database thread's isolate, PGlite's WebAssembly memory 32 resident); peak 291 MiB with two arenas.",
   "  2026-11-27, decision 0043 (bench/pglite-memory.ts, 100k store, npm start's flag): PGlite's dead",
   '  output buffers collected early in its thread, 8 MiB young generations and shared_buffers: idle',
-  '  ~240 → ~220, list load peak 302–327 → 260–290 MiB (IMPORT_FIGURES). Left: the idle footprint (node',
+  '  ~240 → ~220, list load peak 302–327 → 260–290, import peak 351 → 313 MiB. Left: the idle footprint (node',
   "  55, two isolates, PGlite's memory) and the import's rows held by the HTTP thread (old space 74 MiB).",
   '- **Webhook deliveries ÷ delivery ceiling** (0.20 at 100k, target 0.4; 0.27 (0.17–0.37) in a',
   '  quick `--only webhooks` run of 2026-11-26 21:51 UTC at load 21). The bench now prints CPU per',
