@@ -55,6 +55,8 @@ export const SERVER_NODE_ARGS = ['--max-semi-space-size=8'];
  * in the environment already wins).
  */
 export const SERVER_ENV: Record<string, string> = { MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2' };
+/** Node flags of the embedded default as `npm start` runs it (package.json; decision 0043): an 8 MiB young generation. */
+export const EMBEDDED_NODE_ARGS = ['--max-semi-space-size=4'];
 
 export async function startServer(
   nodeArgs: string[],

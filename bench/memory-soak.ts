@@ -18,7 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { parseArgs } from 'node:util';
-import { SERVER_NODE_ARGS, ensureWrk, freePort, log, startServer, wrk, type ServerProcess } from './bench-tools.ts';
+import { EMBEDDED_NODE_ARGS, SERVER_NODE_ARGS, ensureWrk, freePort, log, startServer, wrk, type ServerProcess } from './bench-tools.ts';
 
 export interface MemorySample {
   /** Seconds since the soak began. */
@@ -192,7 +192,7 @@ setInterval(() => {
 `;
 
 /** Resident MiB by mapping name from /proc/PID/smaps ([heap], anonymous, the node binary, …): where native memory sits. */
-function mappings(pid: number): Record<string, number> {
+export function mappings(pid: number): Record<string, number> {
   const totals: Record<string, number> = {};
   let name = '';
   for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
@@ -305,7 +305,8 @@ async function main(): Promise<void> {
   const port = await freePort();
   const cli = fileURLToPath(new URL('../bin/store-api.js', import.meta.url));
   const server = await startServer(
-    [...(args['node-arg'] ?? SERVER_NODE_ARGS), '--import', join(work, 'probe.mjs'), cli, args.role],
+    // `all` with npm start's flag, other roles as the image and the unit run them.
+    [...(args['node-arg'] ?? (args.role === 'all' ? EMBEDDED_NODE_ARGS : SERVER_NODE_ARGS)), '--import', join(work, 'probe.mjs'), cli, args.role],
     { ...env, ...extraEnv, PORT: String(port) },
     port,
   );

@@ -1,12 +1,17 @@
 /**
  * Where the embedded default's memory goes (`node --import tsx bench/pglite-memory.ts`): what
  * `npm start` runs — `node bin/store-api.js all` on a DATA_DIR — over a store of `--products`
- * (default 100,000, the bench's size), under the list load (wrk, 8 connections, limit 200, cursor
- * half-way), then optionally (`--import`) during a CSV stock import of every product, with
- * /healthz asked back to back from this process (not the server's thread).
+ * (default 100,000, the bench's size), under the list load (wrk, 8 connections, limit 200: the
+ * page half-way, then 400 distinct pages in turn), then optionally (`--import`) during a CSV
+ * stock import of every product (`--import-rows N` for fewer), with /healthz asked back to back
+ * from this process (not the server's thread).
  *
- * The server runs with a preload that reports, on request, its own breakdown: RSS, V8 heap, the
- * WebAssembly memory PGlite runs in (its size never shrinks) and PostgreSQL's memory settings.
+ * The server runs with a preload that reports, on request, its own breakdown: RSS, V8 heap and
+ * heap spaces of the HTTP thread, the V8 heap of each worker thread (the embedded database's first:
+ * its external memory includes PGlite's WebAssembly memory, whose size never shrinks), and the
+ * resident size of each kind of mapping (/proc/PID/smaps: `[heap]` is glibc's main arena, a large
+ * anonymous mapping another thread's arena). Pass npm start's flags with `--node-arg` and its
+ * environment (MALLOC_*) with `--env`, as decision 0043 did.
  * The generated store is kept in `--store DIR` (made when missing, then copied for each run), so
  * several configurations are compared on the same data: `--env KEY=VALUE` passes settings.
  * Prints one JSON line; never writes docs/benchmarks.md.
@@ -23,7 +28,9 @@ import { createToken } from '../src/tokens/token.service.ts';
 import pg from 'pg';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { activeCount, cursorAt, generateBenchStore } from './generate-store.ts';
-import { ensureWrk, freePort, log, startServer, wrk } from './bench-tools.ts';
+import { EMBEDDED_NODE_ARGS, ensureWrk, freePort, log, startServer, wrk } from './bench-tools.ts';
+import { spreadPositions } from './distinct-pages.ts';
+import { mappings } from './memory-soak.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -32,9 +39,11 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '10' },
     rounds: { type: 'string', default: '2' },
     import: { type: 'boolean', default: false },
+    'import-rows': { type: 'string' },
     env: { type: 'string', multiple: true, default: [] },
     role: { type: 'string', default: 'all' },
-    'node-arg': { type: 'string', multiple: true, default: [] },
+    /** Node flags of the server; default npm start's (EMBEDDED_NODE_ARGS). */
+    'node-arg': { type: 'string', multiple: true },
     /** A PostgreSQL server: the same store generated into a scratch database there, `serve` on it (the ratio's other side). */
     postgres: { type: 'string' },
   },
@@ -43,30 +52,52 @@ const PRODUCTS = Number(args.products);
 const CLI = fileURLToPath(new URL('../bin/store-api.js', import.meta.url));
 const STORE = args.store ?? join(tmpdir(), `store-api-pglite-memory-${PRODUCTS}`);
 
-// The preload: answers SIGUSR2 by writing its memory breakdown to PROBE_FILE.
+// The preload: answers SIGUSR2 by writing its memory breakdown to PROBE_FILE. Worker threads are
+// started with execArgv of their own (db/pglite-thread.ts), so the preload does not run in them:
+// their heaps are read from here (Worker#getHeapStatistics), every Worker made being tracked.
 const PROBE = `
 import { writeFileSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import { getHeapStatistics, getHeapSpaceStatistics } from 'node:v8';
-const memories = [];
-const Original = WebAssembly.Memory;
-WebAssembly.Memory = function (descriptor) { const m = new Original(descriptor); memories.push(m); return m; };
-WebAssembly.Memory.prototype = Original.prototype;
-process.on('SIGUSR2', () => {
+import threads from 'node:worker_threads';
+const workers = [];
+const OriginalWorker = threads.Worker;
+threads.Worker = class extends OriginalWorker { constructor(...args) { super(...args); workers.push(this); } };
+syncBuiltinESMExports();
+process.on('SIGUSR2', async () => {
   const mu = process.memoryUsage();
   const heap = getHeapStatistics();
+  const threadHeaps = [];
+  for (const worker of workers) {
+    try {
+      const h = await worker.getHeapStatistics();
+      threadHeaps.push({ totalMb: h.total_heap_size / 1048576, usedMb: h.used_heap_size / 1048576, externalMb: h.external_memory / 1048576 });
+    } catch {} // a worker that has ended
+  }
   writeFileSync(process.env.PROBE_FILE, JSON.stringify({
     rssMb: mu.rss / 1048576, heapUsedMb: mu.heapUsed / 1048576, heapTotalMb: mu.heapTotal / 1048576,
     externalMb: mu.external / 1048576, arrayBuffersMb: mu.arrayBuffers / 1048576,
-    wasmMb: memories.map((m) => m.buffer.byteLength / 1048576),
     mallocedMb: heap.malloced_memory / 1048576,
     spacesMb: Object.fromEntries(getHeapSpaceStatistics().map((s) => [s.space_name, Math.round(s.space_size / 1048576)])),
+    threadHeaps,
   }));
 });
 `;
 
-async function ensureStore(): Promise<{ token: string; adminToken: string; cursor: string }> {
+type StoreMeta = { token: string; adminToken: string; cursor: string; cursors?: string[] };
+
+async function ensureStore(): Promise<StoreMeta> {
   const meta = join(STORE, 'bench.json');
-  if (existsSync(meta)) return JSON.parse(readFileSync(meta, 'utf8'));
+  if (existsSync(meta)) {
+    const known = JSON.parse(readFileSync(meta, 'utf8')) as StoreMeta;
+    if (known.cursors) return known;
+    // A store made before the distinct pages were measured: their cursors are read once.
+    const database = await openDatabase({ dataDir: STORE });
+    known.cursors = (await spreadPositions(database.db, 400, 200)).cursors;
+    await database.close();
+    writeFileSync(meta, JSON.stringify(known));
+    return known;
+  }
   log(`generating ${PRODUCTS} products into ${STORE}`);
   const database = await openDatabase({ dataDir: STORE, knownMigrations: migrationNames() });
   await migrateToLatest(database.db);
@@ -79,9 +110,10 @@ async function ensureStore(): Promise<{ token: string; adminToken: string; curso
   const { token } = await createToken(database.db, { name: 'bench' });
   const { token: adminToken } = await createToken(database.db, { name: 'bench-admin', scopes: ['admin'] });
   const cursor = await cursorAt(database, Math.floor((await activeCount(database)) / 2));
+  const { cursors } = await spreadPositions(database.db, 400, 200);
   await database.close();
-  writeFileSync(meta, JSON.stringify({ token, adminToken, cursor }));
-  return { token, adminToken, cursor };
+  writeFileSync(meta, JSON.stringify({ token, adminToken, cursor, cursors }));
+  return { token, adminToken, cursor, cursors };
 }
 
 if (args.postgres) {
@@ -138,7 +170,7 @@ async function postgresList(base: string): Promise<void> {
   }
 }
 
-const { token, adminToken, cursor } = await ensureStore();
+const { token, adminToken, cursor, cursors } = await ensureStore();
 ensureWrk();
 const work = mkdtempSync(join(tmpdir(), 'store-api-pglite-memory-run-'));
 const dataDir = join(work, 'data');
@@ -147,11 +179,13 @@ rmSync(join(dataDir, 'bench.json'));
 const probeModule = join(work, 'probe.mjs');
 writeFileSync(probeModule, PROBE);
 const probeFile = join(work, 'probe.json');
+const pathsFile = join(work, 'paths.txt');
+writeFileSync(pathsFile, cursors!.map((c) => `/api/v1/products?limit=200&cursor=${encodeURIComponent(c)}\n`).join(''));
 const extraEnv = Object.fromEntries(args.env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 
 const port = await freePort();
 const server = await startServer(
-  [...args['node-arg'], '--import', probeModule, CLI, args.role],
+  [...(args['node-arg'] ?? EMBEDDED_NODE_ARGS), '--import', probeModule, CLI, args.role],
   {
     DATA_DIR: dataDir,
     PORT: String(port),
@@ -169,14 +203,30 @@ async function probe(): Promise<Record<string, unknown>> {
   rmSync(probeFile, { force: true });
   server.child.kill('SIGUSR2');
   for (let i = 0; i < 200 && !existsSync(probeFile); i++) await new Promise((r) => setTimeout(r, 25));
-  const inside = JSON.parse(readFileSync(probeFile, 'utf8')) as Record<string, number | number[]>;
-  const round = (v: number | number[]) => (Array.isArray(v) ? v.map((x) => Math.round(x)) : typeof v === 'number' ? Math.round(v) : v);
-  return { ...Object.fromEntries(Object.entries(inside).map(([k, v]) => [k, round(v)])), peakMb: server.memory().peakMb };
+  const inside = JSON.parse(readFileSync(probeFile, 'utf8')) as Record<string, unknown>;
+  const round = (v: unknown): unknown =>
+    typeof v === 'number'
+      ? Math.round(v)
+      : Array.isArray(v)
+        ? v.map(round)
+        : v && typeof v === 'object'
+          ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, round(x)]))
+          : v;
+  return { ...(round(inside) as Record<string, unknown>), peakMb: server.memory().peakMb, mappingsMb: mappings(server.child.pid!) };
+}
+/** Resets the process's peak (VmHWM) so the next phase's is its own (Linux ≥ 4.0; otherwise the peak since start). */
+function resetPeak(): void {
+  try {
+    writeFileSync(`/proc/${server.child.pid}/clear_refs`, '5');
+  } catch {
+    // not allowed here
+  }
 }
 
-const result: Record<string, unknown> = { products: PRODUCTS, role: args.role, env: extraEnv, nodeArgs: args['node-arg'] };
+const result: Record<string, unknown> = { products: PRODUCTS, role: args.role, env: extraEnv, nodeArgs: args['node-arg'] ?? EMBEDDED_NODE_ARGS };
 try {
   result.idle = await probe();
+  resetPeak();
   const url = `${server.origin}/api/v1/products?limit=200&cursor=${encodeURIComponent(cursor)}`;
   const load = { connections: 8, seconds: Number(args.seconds), headers: { Authorization: `Bearer ${token}` } };
   await wrk(url, { ...load, seconds: 2 });
@@ -185,13 +235,21 @@ try {
   result.listPerSecond = runs.map((r) => Math.round(r.perSecond));
   result.listP50Ms = runs.map((r) => r.p50);
   result.afterList = await probe();
+  const distinct = { ...load, script: fileURLToPath(new URL('./wrk-paths.lua', import.meta.url)), env: { PATHS_FILE: pathsFile } };
+  resetPeak();
+  const distinctRuns = [];
+  for (let i = 0; i < Number(args.rounds); i++) distinctRuns.push(await wrk(server.origin, distinct));
+  result.distinctPerSecond = distinctRuns.map((r) => Math.round(r.perSecond));
+  result.afterDistinct = await probe();
   log(JSON.stringify(result));
 
   if (args.import) {
-    // PRODUCTS rows: both variants of every stock-tracked product (types physical, food, digital_card: g % 6 in 0, 1, 3).
+    resetPeak();
+    const IMPORT_ROWS = Number(args['import-rows'] ?? PRODUCTS);
+    // IMPORT_ROWS rows: both variants of every stock-tracked product (types physical, food, digital_card: g % 6 in 0, 1, 3).
     const lines: string[] = [];
-    for (let g = 1; lines.length < PRODUCTS; g++) if ([0, 1, 3].includes(g % 6)) lines.push(`SKU-${g}-0,${g % 50}`, `SKU-${g}-1,${(g + 1) % 50}`);
-    const csv = `sku,stock\n${lines.slice(0, PRODUCTS).join('\n')}\n`;
+    for (let g = 1; lines.length < IMPORT_ROWS; g++) if ([0, 1, 3].includes(g % 6)) lines.push(`SKU-${g}-0,${g % 50}`, `SKU-${g}-1,${(g + 1) % 50}`);
+    const csv = `sku,stock\n${lines.slice(0, IMPORT_ROWS).join('\n')}\n`;
     let done = false;
     const started = performance.now();
     // No headers timeout: on a loaded machine the import's answer may take longer than undici's 300 s.

@@ -55,6 +55,7 @@ import {
   copyOut,
   ensureWrk,
   SERVER_NODE_ARGS,
+  EMBEDDED_NODE_ARGS,
   SERVER_ENV,
   exportWalk,
   freePort,
@@ -630,7 +631,7 @@ async function benchPglite(): Promise<Results['pglite']> {
   try {
     // `npm start` on an empty directory: time until it answers, demo store seeded.
     const emptyPort = await freePort();
-    const empty = await startServer([...SERVER_NODE_ARGS, CLI, 'all'], { DATA_DIR: emptyDir, PORT: String(emptyPort), LOG_LEVEL: 'warn' }, emptyPort);
+    const empty = await startServer([...EMBEDDED_NODE_ARGS, CLI, 'all'], { DATA_DIR: emptyDir, PORT: String(emptyPort), LOG_LEVEL: 'warn' }, emptyPort);
     await empty.stop();
 
     log(`PGlite: generating ${f0(PGLITE_PRODUCTS)} products`);
@@ -650,7 +651,7 @@ async function benchPglite(): Promise<Results['pglite']> {
     await database.close();
 
     const port = await freePort();
-    server = await startServer([...SERVER_NODE_ARGS, CLI, PGLITE_ROLE], serverEnv({ DATA_DIR: dataDir, PORT: String(port) }), port);
+    server = await startServer([...EMBEDDED_NODE_ARGS, CLI, PGLITE_ROLE], serverEnv({ DATA_DIR: dataDir, PORT: String(port) }), port);
     const url = `${server.origin}/api/v1/products?limit=${LIMIT}&cursor=${encodeURIComponent(midCursor)}`;
     const load = { connections: CONNECTIONS, seconds: SECONDS, headers: { Authorization: `Bearer ${token}` } };
     await wrk(url, { ...load, seconds: 2 });
@@ -677,12 +678,16 @@ async function benchPglite(): Promise<Results['pglite']> {
 function importResponsiveness(rows: number): Results['healthz'] {
   log(`embedded: /healthz during a ${f0(rows)}-row CSV import`);
   // npm start's V8 flag (package.json); the script itself picks the WebAssembly compiler as npm start does.
-  const out = execFileSync(process.execPath, [...SERVER_NODE_ARGS, '--import', 'tsx', fileURLToPath(new URL('./import-responsiveness.ts', import.meta.url))], {
-    // Another process burns a core meanwhile, as issue 25's target is stated.
-    env: { ...process.env, ...SERVER_ENV, BENCH_IMPORT_ROWS: String(rows), BENCH_BURN_CORE: '1' },
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const out = execFileSync(
+    process.execPath,
+    [...EMBEDDED_NODE_ARGS, '--import', 'tsx', fileURLToPath(new URL('./import-responsiveness.ts', import.meta.url))],
+    {
+      // Another process burns a core meanwhile, as issue 25's target is stated.
+      env: { ...process.env, ...SERVER_ENV, BENCH_IMPORT_ROWS: String(rows), BENCH_BURN_CORE: '1' },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const r = JSON.parse(out.trim().split('\n').at(-1)!) as {
     importStatus: number;
     importMs: number;
@@ -1072,6 +1077,10 @@ const GAPS: string[] = [
   "  statement's needs), fewer bodies in flight. 2026-11-26, decision 0039: idle `all` is already",
   '  231–242 MiB (the node binary 55, a 43 MiB malloc arena filled at start, the HTTP heap ~70, the',
   "  database thread's isolate, PGlite's WebAssembly memory 32 resident); peak 291 MiB with two arenas.",
+  "  2026-11-27, decision 0043 (bench/pglite-memory.ts, 100k store, npm start's flag): PGlite's dead",
+  '  output buffers collected early in its thread, 8 MiB young generations and shared_buffers: idle',
+  '  ~240 → ~220, list load peak 302–327 → 260–290, import peak 351 → 313 MiB. Left: the idle footprint (node',
+  "  55, two isolates, PGlite's memory) and the import's rows held by the HTTP thread (old space 74 MiB).",
   '- **Webhook deliveries ÷ delivery ceiling** (0.20 at 100k, target 0.4; 0.27 (0.17–0.37) in a',
   '  quick `--only webhooks` run of 2026-11-26 21:51 UTC at load 21). The bench now prints CPU per',
   '  delivery (process CPU ÷ deliveries, from /proc), which a shared machine disturbs less than',

@@ -124,7 +124,7 @@ export const EnvSchema = Type.Object({
   RETENTION_INTERVAL_MS: Int(600_000, 1000, 86_400_000, 'Time between pruning runs of the worker role'),
   RETENTION_BATCH_SIZE: Int(1000, 1, 100_000, 'Rows deleted per pruning statement (each in its own short transaction)'),
   PGLITE_SHARED_BUFFERS_MB: Int(
-    16,
+    8,
     1,
     8192,
     "PostgreSQL's shared_buffers (MiB) inside the embedded database; it stays resident once filled (see src/db/database.ts)",
@@ -134,10 +134,16 @@ export const EnvSchema = Type.Object({
     "Let V8 optimize the embedded database's WebAssembly (faster long statements, ~300 MiB more RSS; see src/ops/heap-tuning.ts)",
   ),
   PGLITE_WORKER_YOUNG_GENERATION_MB: Int(
-    16,
+    8,
     1,
     1024,
     "V8's young generation (MiB) of the embedded database's own thread, which rows pass through on their way to the HTTP thread (see docs/decisions/0030)",
+  ),
+  PGLITE_WORKER_BUFFER_SLACK_MB: Int(
+    8,
+    0,
+    1024,
+    "Dead buffers (MiB) the embedded database's thread may pile up before it collects them early; 0 = when V8 decides (see docs/decisions/0043)",
   ),
   STOCK_IMPORT_STEP_ROWS: Int(
     200,

@@ -16,6 +16,7 @@ import { DISK_FULL_SQLSTATE, isOutOfSpace, isWalWriteFailure, StorageHealth, Sto
 import { freeBytes, startDiskWatchdog } from './disk-watchdog.ts';
 import { copyPgliteTemplate, PGLITE_TEMPLATE_DIR, readStamp, type TemplateStamp } from './pglite-template.ts';
 import { PGliteThread } from './pglite-thread.ts';
+import type { ThreadStats } from './pglite-worker.ts';
 import { typeParsers } from './type-parsers.ts';
 import { withRequestTransactions } from './request-transaction.ts';
 import { copyBinary } from './copy-out.ts';
@@ -38,6 +39,8 @@ export interface DatabaseHandle {
    * PGlite, whose callers run the statement through Kysely instead.
    */
   readonly copyBinary?: (select: string) => Promise<Buffer>;
+  /** Embedded database in its own thread: what that thread runs with (db/pglite-worker.ts); undefined otherwise. */
+  readonly threadStats?: () => Promise<ThreadStats>;
   /** Set when this open filled an empty data directory from a template holding a demo store. */
   readonly templateDemo?: TemplateStamp['demo'];
 }
@@ -82,6 +85,11 @@ interface DatabaseTarget {
    * (PGLITE_WORKER_YOUNG_GENERATION_MB; default DEFAULT_PGLITE_WORKER_YOUNG_GENERATION_MB).
    */
   workerYoungGenerationMb?: number;
+  /**
+   * Embedded only: MiB of dead buffers the database thread may pile up before it collects them
+   * (PGLITE_WORKER_BUFFER_SLACK_MB; default DEFAULT_PGLITE_WORKER_BUFFER_SLACK_MB; 0 = V8 decides).
+   */
+  workerBufferSlackMb?: number;
   applicationName?: string;
   /**
    * Embedded data directory only: writes are refused (53100, answered 507) while its disk has less
@@ -182,6 +190,7 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
       ...start,
       startParams: pgliteStartParams(options.sharedBuffersMb),
       youngGenerationMb: options.workerYoungGenerationMb ?? DEFAULT_PGLITE_WORKER_YOUNG_GENERATION_MB,
+      bufferSlackMb: options.workerBufferSlackMb ?? DEFAULT_PGLITE_WORKER_BUFFER_SLACK_MB,
       onExit: (reason) => onThreadExit(reason),
     });
   let engine: PGlite | PGliteThread;
@@ -242,6 +251,7 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
     backend: 'pglite',
     storage,
     templateDemo,
+    ...(engine instanceof PGliteThread ? { threadStats: () => engine.stats() } : {}),
     poolStats: () => {
       const busy = engine instanceof PGliteThread ? engine.inFlight : 0;
       return { total: 1, idle: busy > 0 ? 0 : 1, waiting: Math.max(0, busy - 1) };
@@ -264,9 +274,18 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
 /**
  * V8's young generation of the embedded database's thread, in MiB: the rows of one statement pass
  * through it on their way to the HTTP thread, so a small one keeps the resident size down
- * (decision 0030) at the cost of a few more scavenges.
+ * (decision 0030) at the cost of a few more scavenges; 8 (was 16) saved ~8 MiB for the same list
+ * throughput (decision 0043).
  */
-export const DEFAULT_PGLITE_WORKER_YOUNG_GENERATION_MB = 16;
+export const DEFAULT_PGLITE_WORKER_YOUNG_GENERATION_MB = 8;
+
+/**
+ * How many MiB of ArrayBuffers the embedded database's thread may hold above its last collection
+ * before it asks V8 for a young-generation collection (db/pglite-worker.ts `bufferCollector`):
+ * PGlite's copies of each statement's output die at once, and without it 30–40 MiB of them and a
+ * malloc arena as large stayed resident under the list load (decision 0043).
+ */
+export const DEFAULT_PGLITE_WORKER_BUFFER_SLACK_MB = 8;
 
 /**
  * PostgreSQL's page cache inside PGlite. It lives in PGlite's WebAssembly memory, which never gives
@@ -274,9 +293,10 @@ export const DEFAULT_PGLITE_WORKER_YOUNG_GENERATION_MB = 16;
  * load does), is 128 MB of resident memory for the life of the process. Pages that do not fit are
  * read from the data directory's files, which the operating system caches outside the process
  * (not counted in its RSS, shared, and given back under pressure), so a small pool costs a copy per
- * page read rather than disk I/O. 16 MB kept the list throughput (docs/decisions/0018).
+ * page read rather than disk I/O. 16 MB kept the list throughput (docs/decisions/0018); 8 MB, ~8 MiB
+ * less resident, kept it too (docs/decisions/0043).
  */
-export const DEFAULT_PGLITE_SHARED_BUFFERS_MB = 16;
+export const DEFAULT_PGLITE_SHARED_BUFFERS_MB = 8;
 
 /** PGlite's own start parameters plus ours (startParams replaces its defaults, so they are kept). */
 export function pgliteStartParams(sharedBuffersMb = DEFAULT_PGLITE_SHARED_BUFFERS_MB): string[] {

@@ -11,7 +11,7 @@
  * the store so /readyz reports it; the process must be restarted.
  */
 import { Worker } from 'node:worker_threads';
-import type { WorkerReply, WorkerRequest, WorkerResult, WorkerStart, SerializedError } from './pglite-worker.ts';
+import type { ThreadStats, WorkerReply, WorkerRequest, WorkerResult, WorkerStart, SerializedError } from './pglite-worker.ts';
 
 type Pending = { resolve: (reply: WorkerResult) => void; reject: (error: Error) => void; since: number };
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
@@ -127,6 +127,11 @@ export class PGliteThread {
     // A Map keeps insertion order: the first entry is the oldest.
     for (const pending of this.#pending.values()) return pending.since;
     return undefined;
+  }
+
+  /** The thread's young generation and buffer slack as it runs with them, and its early collections so far. */
+  async stats(): Promise<ThreadStats> {
+    return (await this.#send({ op: 'stats' })).stats!;
   }
 
   /** Statements waiting for or running in the worker (metrics). */

@@ -7,7 +7,9 @@
  * Loaded as TypeScript by Node's type stripping (sources) or as the compiled .js (dist/), so it
  * imports nothing but PGlite and the type parsers, and uses erasable syntax only.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort, resourceLimits, workerData } from 'node:worker_threads';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { typeParsers } from './type-parsers.ts';
 
@@ -17,16 +19,29 @@ export interface WorkerStart {
   /** A dumped data directory (PGlite's dumpDataDir) to start an in-memory database from. */
   archive?: Uint8Array;
   startParams: string[];
+  /**
+   * MiB of ArrayBuffers this thread may hold above what it held after its last collection before a
+   * young-generation collection is asked for (PGLITE_WORKER_BUFFER_SLACK_MB; 0 = V8 decides).
+   */
+  bufferSlackMb?: number;
 }
 
 export type WorkerRequest =
   | { id: number; op: 'query'; sql: string; params: unknown[]; tx?: number }
   | { id: number; op: 'begin' }
   | { id: number; op: 'end'; tx: number; commit: boolean }
-  | { id: number; op: 'close' };
+  | { id: number; op: 'close' }
+  | { id: number; op: 'stats' };
+
+/** What the thread runs with (its young generation as V8 sized it, the buffer slack) and how often it collected early. */
+export interface ThreadStats {
+  youngGenerationMb: number;
+  bufferSlackMb: number;
+  bufferCollections: number;
+}
 
 /** A statement's or a transaction step's answer. */
-export type WorkerResult = { id: number; ok: true; rows?: unknown[]; affectedRows?: number; tx?: number };
+export type WorkerResult = { id: number; ok: true; rows?: unknown[]; affectedRows?: number; tx?: number; stats?: ThreadStats };
 
 export type WorkerReply =
   | WorkerResult
@@ -48,6 +63,35 @@ export function serializeError(error: unknown): SerializedError {
 
 const ROLLBACK = Symbol('rollback');
 
+/**
+ * A check run after each statement that frees the statement's dead buffers early (decision 0043).
+ * PGlite copies a statement's output several times into fresh ArrayBuffers (the chunk out of its
+ * WebAssembly memory, its receive buffer, the message parser's) that die at once, but their bytes
+ * live outside V8's heap: the few small objects that hold them fill the young generation slowly,
+ * so V8 collects them only once tens of MiB of them have piled up (under the list load, 30–40 MiB
+ * of dead buffers and a malloc arena as large that keeps their pages). A young-generation
+ * collection (a fraction of a millisecond: the live set is small) frees them; it runs when this
+ * thread's ArrayBuffers have grown by `slackMb` since the last one. Undefined with 0.
+ */
+function bufferCollector(slackMb: number): { check: () => void; collections: () => number } | undefined {
+  if (slackMb <= 0) return undefined;
+  // The only way to call V8's collector from JavaScript: the flag exposes gc() to contexts made after it.
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as (options: { type: 'minor' }) => void;
+  const slack = slackMb * 1048576;
+  let floor = process.memoryUsage().arrayBuffers;
+  let collections = 0;
+  return {
+    check: () => {
+      if (process.memoryUsage().arrayBuffers - floor < slack) return;
+      gc({ type: 'minor' });
+      collections++;
+      floor = process.memoryUsage().arrayBuffers;
+    },
+    collections: () => collections,
+  };
+}
+
 async function run(port: NonNullable<typeof parentPort>, start: WorkerStart): Promise<void> {
   let pglite: PGlite;
   try {
@@ -62,6 +106,7 @@ async function run(port: NonNullable<typeof parentPort>, start: WorkerStart): Pr
     port.postMessage({ id: 0, ok: false, error: serializeError(error) } satisfies WorkerReply);
     return;
   }
+  const collect = bufferCollector(start.bufferSlackMb ?? 0);
   const transactions = new Map<number, { tx: Transaction; finish: (commit: boolean) => void; done: Promise<unknown> }>();
   let nextTx = 1;
   const reply = (message: WorkerReply) => port.postMessage(message);
@@ -104,6 +149,15 @@ async function run(port: NonNullable<typeof parentPort>, start: WorkerStart): Pr
         reply({ id: request.id, ok: true });
         return;
       }
+      case 'stats': {
+        const stats: ThreadStats = {
+          youngGenerationMb: resourceLimits.maxYoungGenerationSizeMb ?? 0,
+          bufferSlackMb: start.bufferSlackMb ?? 0,
+          bufferCollections: collect?.collections() ?? 0,
+        };
+        reply({ id: request.id, ok: true, stats });
+        return;
+      }
       case 'close': {
         await pglite.close();
         reply({ id: request.id, ok: true });
@@ -114,7 +168,9 @@ async function run(port: NonNullable<typeof parentPort>, start: WorkerStart): Pr
   };
 
   port.on('message', (request: WorkerRequest) => {
-    handle(request).catch((error: unknown) => reply({ id: request.id, ok: false, error: serializeError(error) }));
+    handle(request)
+      .catch((error: unknown) => reply({ id: request.id, ok: false, error: serializeError(error) }))
+      .finally(collect?.check);
   });
   reply({ id: 0, ok: true, ready: true });
 }

@@ -84,6 +84,7 @@ export async function openContext(
         minFreeBytes: config.DATA_DIR_MIN_FREE_MB * 1024 * 1024,
         sharedBuffersMb: config.PGLITE_SHARED_BUFFERS_MB,
         workerYoungGenerationMb: config.PGLITE_WORKER_YOUNG_GENERATION_MB,
+        workerBufferSlackMb: config.PGLITE_WORKER_BUFFER_SLACK_MB,
         applicationName,
         // An empty data directory starts from the build's template unless it is from a later build.
         knownMigrations: migrationNames(),

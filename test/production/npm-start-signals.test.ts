@@ -3,7 +3,8 @@
  * (npm forwards the signal to its child, and the start script execs node, so no shell sits in
  * between to swallow it), and the data directory's lock is released. The server's pid is read from
  * that lock file. Embedded default only: `npm start` is the zero-configuration way to run it.
- * The same start sets MALLOC_ARENA_MAX=2 for the server (read from its /proc environment).
+ * The same start sets MALLOC_ARENA_MAX=2 for the server (read from its /proc environment) and runs
+ * node with --max-semi-space-size=4 (its /proc command line).
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
@@ -54,7 +55,10 @@ describe('npm start and signals (pglite)', () => {
     serverPid = (JSON.parse(readFileSync(lockFile, 'utf8')) as { pid: number }).pid;
     expect(alive(serverPid)).toBe(true);
     // The start script caps glibc's malloc arenas at two (decision 0039: ~30 MiB less RSS under load).
-    expect(readFileSync(`/proc/${serverPid}/environ`, 'utf8').split('\0')).toContain('MALLOC_ARENA_MAX=2');
+    const environment = readFileSync(`/proc/${serverPid}/environ`, 'utf8').split('\0');
+    expect(environment).toContain('MALLOC_ARENA_MAX=2');
+    // An 8 MiB young generation for the HTTP thread (decision 0043; 16 before it).
+    expect(readFileSync(`/proc/${serverPid}/cmdline`, 'utf8').split('\0')).toContain('--max-semi-space-size=4');
 
     npm.kill('SIGTERM');
     await npmExited;

@@ -32,7 +32,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
-import { Redis, type RedisOptions } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
 import { ApiError } from '../../shared/problem.ts';
 import type { SharedStore } from '../snapshot-slots.ts';
 import { rateLimitRejections, rateLimitStoreErrors, rateLimitStoreOut, rateLimitUncounted } from '../../ops/metrics.ts';
@@ -188,7 +188,8 @@ async function firstReady(redis: Redis, ms: number): Promise<void> {
 export const rateLimitPlugin = fp(
   async function rateLimiting(app: FastifyInstance) {
     const config = app.ctx.config;
-    const redis = config.REDIS_URL ? new Redis(config.REDIS_URL, REDIS_CLIENT_OPTIONS) : undefined;
+    // ioredis is loaded only with REDIS_URL: the embedded default never holds it (decision 0043).
+    const redis = config.REDIS_URL ? new (await import('ioredis')).Redis(config.REDIS_URL, REDIS_CLIENT_OPTIONS) : undefined;
     const breaker = redis ? new RedisBreaker(redis, app.log) : undefined;
     // ioredis emits 'error' on every failed (re)connect: a connection that is not ready opens the
     // breaker at once (it logs once per outage). An error while the connection is ready (a command's
