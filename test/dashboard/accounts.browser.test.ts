@@ -340,15 +340,18 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     // two rows once shared the spare height, stretching the bar into an empty dark band).
     expect((await viewer.locator('.sidebar').boundingBox())!.height).toBeLessThan(100);
     // The maker's address breaks after its @ only: each part stands on one line of the name column.
-    const makerLines = await viewer.locator('#api-keys-table tbody tr .cell-maker').first().evaluate((el) =>
-      Array.from(el.childNodes)
-        .filter((n) => n.nodeType === Node.TEXT_NODE && n.textContent!.includes('example.com'))
-        .map((n) => {
-          const range = document.createRange();
-          range.selectNodeContents(n);
-          return new Set(Array.from(range.getClientRects()).map((r) => Math.round(r.top))).size;
-        }),
-    );
+    const makerLines = await viewer
+      .locator('#api-keys-table tbody tr .cell-maker')
+      .first()
+      .evaluate((el) =>
+        Array.from(el.childNodes)
+          .filter((n) => n.nodeType === Node.TEXT_NODE && n.textContent!.includes('example.com'))
+          .map((n) => {
+            const range = document.createRange();
+            range.selectNodeContents(n);
+            return new Set(Array.from(range.getClientRects()).map((r) => Math.round(r.top))).size;
+          }),
+      );
     expect(makerLines).toEqual([1]);
     await shot(viewer, 'api-keys-viewer-390');
     checks.provoking = true;
