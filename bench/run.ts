@@ -36,6 +36,7 @@ import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { sql } from 'kysely';
 import pg from 'pg';
+import { Agent as UndiciAgent, fetch as undiciFetch } from 'undici';
 import { openDatabase, type DatabaseHandle } from '../src/db/database.ts';
 import { migrateToLatest, migrationNames } from '../src/schema/migrate.ts';
 import { recordsQuery } from '../src/db/keyset-page.ts';
@@ -236,7 +237,17 @@ interface Results {
   soak?: SoakFigures;
   webhooks?: WebhookResults;
   runtime: { compiledStartMs: Spread; compiledRssMb: Spread; tsxStartMs: Spread; tsxRssMb: Spread };
-  pglite?: { products: number; generateSeconds: number; list: Spread; listP50: Spread; rssMb: number; peakMb: number; emptyStartMs: number };
+  pglite?: {
+    products: number;
+    generateSeconds: number;
+    list: Spread;
+    listP50: Spread;
+    rssMb: number;
+    peakMb: number;
+    emptyStartMs: number;
+    /** The same `all` process during a stock CSV import of every stock-tracked variant (its peak reset before). */
+    import: { rows: number; status: number; seconds: number; peakMb: number; listP99Ms: number; listRequests: number };
+  };
 }
 
 const f0 = (n: number) => Math.round(n).toLocaleString('en');
@@ -647,6 +658,7 @@ async function benchPglite(): Promise<Results['pglite']> {
       1,
     );
     const { token } = await createToken(database.db, { name: 'bench' });
+    const { token: adminToken } = await createToken(database.db, { name: 'bench import', scopes: ['admin'] });
     const midCursor = await cursorAt(database, Math.floor((await activeCount(database)) / 2));
     await database.close();
 
@@ -658,6 +670,7 @@ async function benchPglite(): Promise<Results['pglite']> {
     const runs: LoadResult[] = [];
     for (let i = 0; i < ROUNDS; i++) runs.push(await wrk(url, load));
     const memory = server.memory();
+    const imported = await embeddedImport(server, adminToken, token);
     return {
       products: PGLITE_PRODUCTS,
       generateSeconds,
@@ -666,12 +679,64 @@ async function benchPglite(): Promise<Results['pglite']> {
       rssMb: memory.rssMb,
       peakMb: memory.peakMb,
       emptyStartMs: empty.startMs,
+      import: imported,
     };
   } finally {
     await server?.stop();
     rmSync(dataDir, { recursive: true, force: true });
     rmSync(emptyDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Issue 25's "peak RSS ≤ 250 MiB during the import", measured on the process `npm start` runs (the
+ * `all` of benchPglite, on its data directory): its peak is reset (clear_refs 5, Linux ≥ 4.0), then a
+ * stock CSV import of PGLITE_PRODUCTS rows (both variants of the stock-tracked products, the
+ * generator's SKU-<g>-<v>) while the products list is asked back to back.
+ */
+async function embeddedImport(server: ServerProcess, adminToken: string, readToken: string): Promise<NonNullable<Results['pglite']>['import']> {
+  const rows: string[] = [];
+  // Stock-tracked product types of the generator (bench/generate-store.ts): g % 6 in 0, 1, 3.
+  for (let g = 1; rows.length < PGLITE_PRODUCTS; g++) if ([0, 1, 3].includes(g % 6)) rows.push(`SKU-${g}-0,${g % 50}`, `SKU-${g}-1,${(g + 1) % 50}`);
+  const csv = `sku,stock\n${rows.slice(0, PGLITE_PRODUCTS).join('\n')}\n`;
+  log(`PGlite: \`${PGLITE_ROLE}\` during a ${f0(PGLITE_PRODUCTS)}-row stock import`);
+  try {
+    writeFileSync(`/proc/${server.child.pid}/clear_refs`, '5');
+  } catch {
+    // not allowed here: the peak is then the process's since its start
+  }
+  let done = false;
+  const started = performance.now();
+  const importing = undiciFetch(`${server.origin}/admin/api/v1/inventory/import`, {
+    // The answer may take longer than undici's default 300 s on a loaded machine.
+    dispatcher: new UndiciAgent({ headersTimeout: 0, bodyTimeout: 0 }),
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'text/csv' },
+    body: csv,
+  }).then(async (r) => {
+    done = true;
+    await r.text();
+    return { status: r.status, seconds: (performance.now() - started) / 1000 };
+  });
+  const latencies: number[] = [];
+  while (!done) {
+    const t = performance.now();
+    const r = await fetch(`${server.origin}/api/v1/products?limit=${LIMIT}`, { headers: { authorization: `Bearer ${readToken}` } });
+    await r.arrayBuffer();
+    latencies.push(performance.now() - t);
+  }
+  const { status, seconds } = await importing;
+  // Not thrown: the bench's other figures stand; the target's line says the import failed.
+  if (status !== 200) log(`PGlite: the import answered ${status}`);
+  latencies.sort((a, b) => a - b);
+  return {
+    rows: PGLITE_PRODUCTS,
+    status,
+    seconds,
+    peakMb: server.memory().peakMb,
+    listP99Ms: latencies[Math.min(latencies.length - 1, Math.floor(0.99 * latencies.length))] ?? 0,
+    listRequests: latencies.length,
+  };
 }
 
 /** bench/import-responsiveness.ts in its own process (an in-memory embedded store of `rows` products). */
@@ -795,7 +860,7 @@ function report(r: Results): string {
   if (r.healthz)
     lines.push(
       `| Embedded database: \`/healthz\` back to back during a ${f0(r.healthz.rows)}-row CSV stock import (bench/import-responsiveness.ts; import ${f1(r.healthz.importMs / 1000)} s, ${f0(r.healthz.requests)} requests; the main thread ran ${f1(r.healthz.cpuMs / 1000)} s and waited ${typeof r.healthz.waitMs === 'number' ? `${f1(r.healthz.waitMs / 1000)} s` : 'n/a'} for a core): p99 / max (ms) | ${f1(r.healthz.p99Ms)} / ${f1(r.healthz.maxMs)} |`,
-      `| … the products list (limit ${LIMIT}) back to back during the same import${r.healthz.burnedCore ? ', another process burning a core' : ''} (${f0(r.healthz.listRequests)} requests): p99 / max (ms); the process's peak RSS | ${f1(r.healthz.listP99Ms)} / ${f1(r.healthz.listMaxMs)}; ${f0(r.healthz.peakRssMb)} MiB |`,
+      `| … the products list (limit ${LIMIT}) back to back during the same import${r.healthz.burnedCore ? ', another process burning a core' : ''} (${f0(r.healthz.listRequests)} requests): p99 / max (ms); the bench process's peak RSS (its in-memory store included: not \`all\`'s, which is below) | ${f1(r.healthz.listP99Ms)} / ${f1(r.healthz.listMaxMs)}; ${f0(r.healthz.peakRssMb)} MiB |`,
     );
   if (r.restart)
     lines.push(
@@ -811,6 +876,7 @@ function report(r: Results): string {
       `| PGlite (embedded): generate ${f0(p.products)} products | ${f1(p.generateSeconds)} s |`,
       `| PGlite: list API, limit ${LIMIT}, cursor half-way: requests/s (PostgreSQL: ${f0(r.read.api.median)} on its cached page, ${f0(r.read.distinct.median)} over distinct pages) | ${range(p.list, f0)} |`,
       `| PGlite: \`${PGLITE_ROLE}\` RSS after the list load / peak (MiB) | ${p.rssMb} / ${p.peakMb} |`,
+      `| PGlite: the same \`${PGLITE_ROLE}\` during a ${f0(p.import.rows)}-row stock CSV import (its peak reset before), the products list asked back to back: import time; list p99 (ms) over ${f0(p.import.listRequests)} requests; peak RSS (MiB) | ${f1(p.import.seconds)} s; ${f1(p.import.listP99Ms)}; ${p.import.peakMb} |`,
       `| \`store-api all\` on an empty DATA_DIR: start to first answer, demo store seeded | ${f0(p.emptyStartMs)} ms |`,
     );
   }
@@ -944,7 +1010,6 @@ function report(r: Results): string {
         r.healthz.listP99Ms <= 500,
         `Embedded: products list (limit ${LIMIT}) p99 ≤ 500 ms during the import: ${f1(r.healthz.listP99Ms)} ms (${f2(r.healthz.listP99Ms / 500)}×)`,
       ),
-      check(r.healthz.peakRssMb <= 250, `Embedded: peak RSS ≤ 250 MiB during the import: ${f0(r.healthz.peakRssMb)} MiB (${f2(r.healthz.peakRssMb / 250)}×)`),
     );
   if (r.restart)
     lines.push(
@@ -962,6 +1027,10 @@ function report(r: Results): string {
     );
   if (r.pglite)
     lines.push(
+      check(
+        r.pglite.import.peakMb <= 250 && r.pglite.import.status === 200,
+        `Embedded: \`${PGLITE_ROLE}\` peak RSS ≤ 250 MiB during a ${f0(r.pglite.import.rows)}-row import: ${f0(r.pglite.import.peakMb)} MiB (${f2(r.pglite.import.peakMb / 250)}×)${r.pglite.import.status === 200 ? '' : ` — the import answered ${r.pglite.import.status}`}`,
+      ),
       check(
         r.pglite.peakMb <= 250,
         `Embedded (PGlite) \`${PGLITE_ROLE}\` RSS ≤ 250 MiB under the list load: peak ${r.pglite.peakMb} MiB (${f2(r.pglite.peakMb / 250)}×)`,
