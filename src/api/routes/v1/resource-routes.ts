@@ -86,6 +86,14 @@ export function paginationOf(query: ListQuery, last: { iso: string; id: string }
 const PAGE_OPEN = Buffer.from('{"data":[');
 const LINE_END = Buffer.from('\n');
 
+/**
+ * How far an NDJSON body is read ahead of the client, in bytes (beyond the socket's own buffers).
+ * `Readable.from` defaults to object mode, where the limit is 16 chunks: 16 snapshot chunks of up to
+ * ~1 MiB each held in `serve`'s memory per slow client, and a stream read to its end long before the
+ * client got there.
+ */
+const STREAM_READ_AHEAD = { objectMode: false, highWaterMark: 1024 * 1024 } as const;
+
 /** The snapshots running per app (one per token at a time, whatever the resource). */
 const snapshotSlots = new WeakMap<FastifyInstance, SnapshotSlots>();
 
@@ -204,6 +212,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
           (async function* () {
             for await (const rows of chunks) yield `${rows.map((r) => r.json).join('\n')}\n`;
           })(),
+          STREAM_READ_AHEAD,
         ),
       );
     },
@@ -274,7 +283,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
         reply.type('application/x-ndjson; charset=utf-8');
         streaming = true;
         const chunkSize = SNAPSHOT_CHUNK[app.ctx.database.backend];
-        return reply.send(Readable.from(snapshotStream(db, def.source, { cursor, horizon, filters }, chunkSize, undefined, app.ctx.database.copyBinary)));
+        return reply.send(Readable.from(snapshotStream(db, def.source, { cursor, horizon, filters }, chunkSize, undefined, app.ctx.database.copyBinary), STREAM_READ_AHEAD));
       } finally {
         if (!streaming) release();
       }
