@@ -83,7 +83,10 @@ function bufferCollector(slackMb: number): { check: () => void; collections: () 
   let collections = 0;
   return {
     check: () => {
-      if (process.memoryUsage().arrayBuffers - floor < slack) return;
+      const now = process.memoryUsage().arrayBuffers;
+      // A collection V8 made on its own lowers the floor: the slack counts from what is left after it.
+      if (now < floor) floor = now;
+      if (now - floor < slack) return;
       gc({ type: 'minor' });
       collections++;
       floor = process.memoryUsage().arrayBuffers;
