@@ -283,7 +283,9 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
         reply.type('application/x-ndjson; charset=utf-8');
         streaming = true;
         const chunkSize = SNAPSHOT_CHUNK[app.ctx.database.backend];
-        return reply.send(Readable.from(snapshotStream(db, def.source, { cursor, horizon, filters }, chunkSize, undefined, app.ctx.database.copyBinary), STREAM_READ_AHEAD));
+        return reply.send(
+          Readable.from(snapshotStream(db, def.source, { cursor, horizon, filters }, chunkSize, undefined, app.ctx.database.copyBinary), STREAM_READ_AHEAD),
+        );
       } finally {
         if (!streaming) release();
       }
