@@ -101,6 +101,66 @@ export function parseBinaryCopy(bytes: Buffer): (Buffer | null)[][] {
   }
 }
 
+/** An ErrorResponse's fields by their protocol codes, named as pg and PGlite name them. */
+const ERROR_FIELDS: Record<string, string> = {
+  S: 'severity',
+  C: 'code',
+  D: 'detail',
+  H: 'hint',
+  P: 'position',
+  W: 'where',
+  s: 'schema',
+  t: 'table',
+  c: 'column',
+  d: 'dataType',
+  n: 'constraint',
+};
+
+/**
+ * The output of a `COPY … TO STDOUT` from the protocol messages the embedded database answered
+ * (db/pglite-worker.ts `copy`): its CopyData payloads moved together in place (the caller owns
+ * `raw` for now: it is the area the database's thread wrote, which the next copy overwrites) and
+ * returned as a view of it. An ErrorResponse is thrown as an error with PostgreSQL's fields
+ * (`code`, `detail`, …), as a statement's error is.
+ */
+export function copyDataOf(raw: Uint8Array): Buffer {
+  const bytes = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+  let length = 0;
+  for (let at = 0; at + 5 <= bytes.length; ) {
+    const type = bytes[at]!;
+    const end = at + 1 + bytes.readInt32BE(at + 1);
+    if (type === 0x64) {
+      bytes.copyWithin(length, at + 5, end);
+      length += end - at - 5;
+    } else if (type === 0x45) throw errorOf(bytes, at + 5, end);
+    at = end;
+  }
+  return bytes.subarray(0, length);
+}
+
+/** An ErrorResponse's fields (from `start` to `end`) as an error like a statement's. */
+function errorOf(bytes: Buffer, start: number, end: number): Error {
+  const fields: Record<string, string> = {};
+  let message = 'the database refused the statement';
+  for (let f = start; f < end && bytes[f] !== 0; ) {
+    const code = String.fromCharCode(bytes[f]!);
+    const stop = bytes.indexOf(0, f + 1);
+    const value = bytes.toString('utf8', f + 1, stop);
+    if (code === 'M') message = value;
+    else if (ERROR_FIELDS[code]) fields[ERROR_FIELDS[code]] = value;
+    f = stop + 1;
+  }
+  return Object.assign(new Error(message), fields);
+}
+
+/**
+ * A binary COPY run by the database handle (db/database.ts `copyBinary`): `read` is given the
+ * COPY's whole output and what it returns is the answer. `owned`: whether the output may be kept
+ * after `read` returns; when false (the embedded database's shared area) what is kept must be
+ * copied out inside `read`.
+ */
+export type CopyBinary = <T>(select: string, read: (output: Buffer, owned: boolean) => T) => Promise<T>;
+
 /** Runs `COPY (<select>) TO STDOUT (FORMAT binary)` on `client` and returns its whole output. */
 export async function copyBinary(client: pg.PoolClient, select: string): Promise<Buffer> {
   const stream = client.query(copyTo(`COPY (${select}) TO STDOUT (FORMAT binary)`));

@@ -19,7 +19,7 @@ import { PGliteThread } from './pglite-thread.ts';
 import type { ThreadStats } from './pglite-worker.ts';
 import { typeParsers } from './type-parsers.ts';
 import { withRequestTransactions } from './request-transaction.ts';
-import { copyBinary } from './copy-out.ts';
+import { copyBinary, copyDataOf, type CopyBinary } from './copy-out.ts';
 
 export type Backend = 'pglite' | 'postgres';
 
@@ -34,11 +34,13 @@ export interface DatabaseHandle {
   /** Whether the store can take writes (a full disk; db/storage-health.ts). */
   readonly storage: StorageHealth;
   /**
-   * PostgreSQL: runs `COPY (<select>) TO STDOUT (FORMAT binary)` (a statement whose parameters are
-   * inlined: db/copy-out.ts) and returns its output, bytes never decoded to strings; undefined on
-   * PGlite, whose callers run the statement through Kysely instead.
+   * Runs `COPY (<select>) TO STDOUT (FORMAT binary)` (a statement whose parameters are inlined:
+   * db/copy-out.ts) and gives its output to `read`, bytes never decoded to strings: on PostgreSQL through
+   * pg-copy-streams on a connection of its own, on the embedded database in its thread, in a turn of
+   * its connection (decision 0046). Undefined for a PGlite run on this thread (the build's
+   * templates), whose callers run the statement through Kysely instead.
    */
-  readonly copyBinary?: (select: string) => Promise<Buffer>;
+  readonly copyBinary?: CopyBinary;
   /** Embedded database in its own thread: what that thread runs with (db/pglite-worker.ts); undefined otherwise. */
   readonly threadStats?: () => Promise<ThreadStats>;
   /** Set when this open filled an empty data directory from a template holding a demo store. */
@@ -163,12 +165,12 @@ function openPostgres(url: string, max: number, applicationName = 'store-api', o
     url,
     storage: new StorageHealth(),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
-    copyBinary: async (select) => {
+    copyBinary: async (select, read) => {
       const client = await connectTagged.connect();
       try {
         const bytes = await copyBinary(client, select);
         client.release();
-        return bytes;
+        return read(bytes, true);
       } catch (error) {
         // A COPY broken off may leave the connection mid-protocol: dropped, not reused.
         client.release(true);
@@ -246,12 +248,27 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
       }),
     ),
   });
+  const thread = engine instanceof PGliteThread ? engine : undefined;
   return {
     db,
     backend: 'pglite',
     storage,
     templateDemo,
-    ...(engine instanceof PGliteThread ? { threadStats: () => engine.stats() } : {}),
+    ...(thread
+      ? {
+          threadStats: () => thread.stats(),
+          // The connection's turn is taken as any statement's (a request transaction's own
+          // connection inside one; a step's inside runGivingWay), so nothing else runs meanwhile.
+          // The output lies in the area the thread shares with this one until the turn ends: `read`
+          // runs inside it.
+          copyBinary: <T>(select: string, read: (output: Buffer, owned: boolean) => T) =>
+            db.connection().execute(async () => {
+              if (storage.fatal !== undefined) throw new StoreFailedError(storage.fatal);
+              const raw = await thread.copyRaw(select);
+              return read(copyDataOf(raw.bytes), raw.owned);
+            }),
+        }
+      : {}),
     poolStats: () => {
       const busy = engine instanceof PGliteThread ? engine.inFlight : 0;
       return { total: 1, idle: busy > 0 ? 0 : 1, waiting: Math.max(0, busy - 1) };

@@ -8,7 +8,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
 import type { Cursor } from '../shared/cursor.ts';
-import { inlineParameters, parseBinaryCopy } from './copy-out.ts';
+import { inlineParameters, parseBinaryCopy, type CopyBinary } from './copy-out.ts';
 
 /** How one resource is listed: its FROM, key columns, JSON expression and base filter. */
 export interface ListSource {
@@ -213,42 +213,61 @@ export async function fetchPageBody(db: Kysely<Database>, source: ListSource, re
 
 /**
  * The fields of a one-row statement, read by binary COPY (db/copy-out.ts): each field's bytes as
- * PostgreSQL sends them (null for NULL), never decoded to a string. `select` must return text
- * columns only (a binary int would come as its 4 bytes).
+ * PostgreSQL sends them (null for NULL), never decoded to a string, given to `read` (undefined
+ * when there is no row). `select` must return text columns only (a binary int would come as its 4
+ * bytes). The fields may be views of an area the next copy overwrites (`owned` false): what `read`
+ * keeps it copies.
  */
-export async function copyOneRow(
-  copy: (select: string) => Promise<Buffer>,
+export function copyOneRow<T>(
+  copy: CopyBinary,
   db: Kysely<Database>,
   select: RawBuilder<unknown>,
-): Promise<(Buffer | null)[] | undefined> {
+  read: (fields: (Buffer | null)[] | undefined, owned: boolean) => T,
+): Promise<T> {
   const compiled = select.compile(db);
-  const rows = parseBinaryCopy(await copy(inlineParameters(compiled.sql, compiled.parameters)));
-  return rows[0];
+  return copy(inlineParameters(compiled.sql, compiled.parameters), (output, owned) => read(parseBinaryCopy(output)[0], owned));
 }
 
 /** A page as bytes: the records' JSON joined by ',' exactly as fetchPageBody's `data`, without decoding it. */
 export interface PageBytes {
+  /** The records, between the frame's head and tail when one was given. */
   readonly data: Buffer;
   readonly hasMore: boolean;
   readonly last: KeyRow | undefined;
 }
 
+/** What surrounds a page's records in the body sent (the list's `{"data":[` and pagination). */
+export type PageFrame = (page: { hasMore: boolean; last: KeyRow | undefined }) => { head?: Buffer; tail?: Buffer };
+
 /**
- * One page (pageBodyQuery) read by binary COPY: its JSON bytes pass through undecoded (PostgreSQL).
- * With `separator` '\n' the records are an export page's NDJSON lines (without the last line break).
+ * One page (pageBodyQuery) read by binary COPY: its JSON bytes pass through undecoded. With
+ * `separator` '\n' the records are an export page's NDJSON lines (without the last line break).
+ * With `frame`, `data` is the body to send: head, records, tail in one buffer, the records copied
+ * once from what the database answered.
  */
 export async function copyPageBody(
-  copy: (select: string) => Promise<Buffer>,
+  copy: CopyBinary,
   db: Kysely<Database>,
   source: ListSource,
   req: PageRequest,
   separator: ',' | '\n' = ',',
+  frame?: PageFrame,
 ): Promise<PageBytes> {
-  const row = await copyOneRow(copy, db, sql`SELECT n::text, iso, id, data FROM (${pageBodyQuery(source, req, separator)}) q`);
-  const [n, iso, id, data] = row!;
-  return {
-    data: data ?? Buffer.alloc(0),
-    hasMore: Number(n!.toString('latin1')) > req.limit,
-    last: iso === null || id === null ? undefined : { iso: iso!.toString('latin1'), id: id!.toString('latin1') },
-  };
+  return copyOneRow(copy, db, sql`SELECT n::text, iso, id, data FROM (${pageBodyQuery(source, req, separator)}) q`, (row, owned) => {
+    const [n, iso, id, data] = row!;
+    const page = {
+      hasMore: Number(n!.toString('latin1')) > req.limit,
+      last: iso === null || id === null ? undefined : { iso: iso!.toString('latin1'), id: id!.toString('latin1') },
+    };
+    const records = data ?? Buffer.alloc(0);
+    if (!frame) return { ...page, data: owned ? records : Buffer.from(records) };
+    const { head = EMPTY, tail = EMPTY } = frame(page);
+    const body = Buffer.allocUnsafe(head.length + records.length + tail.length);
+    head.copy(body, 0);
+    records.copy(body, head.length);
+    tail.copy(body, head.length + records.length);
+    return { ...page, data: body };
+  });
 }
+
+const EMPTY = Buffer.alloc(0);

@@ -26,6 +26,12 @@ export interface PGliteThreadOptions extends WorkerStart {
   youngGenerationMb?: number;
 }
 
+/**
+ * The copy area's size: a list page of 500 large records, an export page or a snapshot chunk fits;
+ * only the pages of it that an answer has touched are resident.
+ */
+const COPY_AREA_BYTES = 4 * 1048576;
+
 /** The worker's module: TypeScript sources under tsx or vitest, the compiled .js in dist/. */
 const WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? './pglite-worker.ts' : './pglite-worker.js', import.meta.url);
 
@@ -39,6 +45,9 @@ export function rebuildError(serialized: SerializedError): Error {
 export class PGliteThread {
   readonly #worker: Worker;
   readonly #pending = new Map<number, Pending>();
+  /** Shared with the worker: where a copy's answer is written (WorkerStart.copyArea). */
+  readonly #copyArea = new SharedArrayBuffer(COPY_AREA_BYTES);
+  #copying = false;
   #next = 1;
   #exited: string | undefined;
   closed = false;
@@ -48,7 +57,7 @@ export class PGliteThread {
   private constructor(options: PGliteThreadOptions) {
     const { onExit, youngGenerationMb, ...start } = options;
     this.#worker = new Worker(WORKER_URL, {
-      workerData: start satisfies WorkerStart,
+      workerData: { ...start, copyArea: this.#copyArea } satisfies WorkerStart,
       // Node strips the types of the .ts module itself (22.18+, 24); older 22.x need the flag.
       execArgv: WORKER_URL.pathname.endsWith('.ts') && !process.features.typescript ? ['--experimental-strip-types'] : [],
       ...(youngGenerationMb ? { resourceLimits: { maxYoungGenerationSizeMb: youngGenerationMb } } : {}),
@@ -141,6 +150,23 @@ export class PGliteThread {
 
   async query<T>(sql: string, params: unknown[] = [], _options?: unknown): Promise<{ rows: T[]; affectedRows?: number; fields: [] }> {
     return this.#run<T>(sql, params, undefined);
+  }
+
+  /**
+   * `COPY (<select>) TO STDOUT (FORMAT binary)` in the worker, answered as the protocol's bytes
+   * (db/copy-out.ts `copyDataOf` turns them into the COPY's output). The caller must hold the
+   * connection's turn, as for any statement (database.ts does), and read the answer before its
+   * next copy: it usually lies in the copy area, which the next copy overwrites.
+   */
+  async copyRaw(select: string): Promise<{ bytes: Uint8Array; owned: boolean }> {
+    if (this.#copying) throw new Error('one copy at a time: its caller holds the connection');
+    this.#copying = true;
+    try {
+      const reply = await this.#send({ op: 'copy', select });
+      return reply.raw ? { bytes: reply.raw, owned: true } : { bytes: new Uint8Array(this.#copyArea, 0, reply.rawLength!), owned: false };
+    } finally {
+      this.#copying = false;
+    }
   }
 
   async #run<T>(sql: string, params: readonly unknown[], tx: number | undefined) {

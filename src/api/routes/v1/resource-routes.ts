@@ -14,6 +14,7 @@ import {
   fetchPageKeys,
   pageBodyQuery,
   streamPage,
+  type KeyRow,
   type ListSource,
   type PageRequest,
 } from '../../../db/keyset-page.ts';
@@ -85,6 +86,7 @@ export function paginationOf(query: ListQuery, last: { iso: string; id: string }
 
 const PAGE_OPEN = Buffer.from('{"data":[');
 const LINE_END = Buffer.from('\n');
+const EMPTY_BODY = Buffer.alloc(0);
 
 /**
  * How far an NDJSON body is read ahead of the client, in bytes (beyond the socket's own buffers).
@@ -139,17 +141,17 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       if (!page) {
         const generation = cache?.generation() ?? 0;
         const req = { ...base, horizon: await sharedHorizon(db) };
-        // PostgreSQL: the page's JSON bytes as the database sends them, never decoded into a string
-        // and encoded back (decision 0037); PGlite: the same statement's value through Kysely.
+        // The page's JSON bytes as the database sends them, never decoded into a string and
+        // encoded back, copied once into the body (decisions 0037, 0046); a PGlite run on this
+        // thread (the build's) has no binary COPY: the same statement's value through Kysely.
         const copy = app.ctx.database.copyBinary;
-        const body = copy ? await copyPageBody(copy, db, def.source, req) : await fetchPageBody(db, def.source, req);
-        const pagination = paginationOf(query, body.last, body.hasMore);
+        const tailOf = (last: KeyRow | undefined, hasMore: boolean) => `],"pagination":${JSON.stringify(paginationOf(query, last, hasMore))}}`;
+        const body = copy
+          ? await copyPageBody(copy, db, def.source, req, ',', (p) => ({ head: PAGE_OPEN, tail: Buffer.from(tailOf(p.last, p.hasMore)) }))
+          : await fetchPageBody(db, def.source, req);
         page = {
-          body:
-            typeof body.data === 'string'
-              ? Buffer.from(`{"data":[${body.data}],"pagination":${JSON.stringify(pagination)}}`)
-              : Buffer.concat([PAGE_OPEN, body.data, Buffer.from(`],"pagination":${JSON.stringify(pagination)}}`)]),
-          nextCursor: pagination.next_cursor,
+          body: typeof body.data === 'string' ? Buffer.from(`{"data":[${body.data}${tailOf(body.last, body.hasMore)}`) : body.data,
+          nextCursor: paginationOf(query, body.last, body.hasMore).next_cursor,
           hasMore: body.hasMore,
         };
         if (cache && key !== undefined) cache.put(key, page, generation);
@@ -186,16 +188,16 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       const db = app.ctx.database.db;
       const copy = app.ctx.database.copyBinary;
       if (copy) {
-        // PostgreSQL: the page's NDJSON, its bounds and whether more follow from ONE statement read
-        // by binary COPY, its bytes passed through undecoded (decision 0037); a page is at most
-        // `limit` (≤ 500) records, held once.
-        const page = await copyPageBody(copy, db, def.source, req, '\n');
+        // The page's NDJSON, its bounds and whether more follow from ONE statement read by binary
+        // COPY, its bytes passed through undecoded (decisions 0037, 0046); a page is at most
+        // `limit` (≤ 500) records, held once with its last line break.
+        const page = await copyPageBody(copy, db, def.source, req, '\n', (p) => ({ tail: p.last ? LINE_END : EMPTY_BODY }));
         const { next_cursor } = paginationOf(query, page.last, page.hasMore);
         reply.header('X-Next-Cursor', next_cursor ?? '');
         reply.header('X-Has-More', String(page.hasMore));
         setNextLink(request, reply, next_cursor, page.hasMore);
         reply.type('application/x-ndjson; charset=utf-8');
-        return reply.send(page.last ? Buffer.concat([page.data, LINE_END]) : '');
+        return reply.send(page.last ? page.data : '');
       }
       // Fix the page's bounds first (keys only) so the headers are known before the body streams.
       const { keys, hasMore } = await fetchPageKeys(db, def.source, req);
