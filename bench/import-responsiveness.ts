@@ -19,6 +19,7 @@ import { readFileSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { pino } from 'pino';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { sql } from 'kysely';
 import { buildApp } from '../src/app.ts';
 import { loadConfig } from '../src/config/config.ts';
@@ -79,7 +80,9 @@ let done = false;
 const started = performance.now();
 const cpuBefore = process.threadCpuUsage();
 const waitBefore = runQueueWaitMs();
-const importing = fetch(`${base}/admin/api/v1/inventory/import`, {
+// No headers timeout: on a loaded machine the answer may take longer than undici's default 300 s.
+const importing = undiciFetch(`${base}/admin/api/v1/inventory/import`, {
+  dispatcher: new Agent({ headersTimeout: 0, bodyTimeout: 0 }),
   method: 'POST',
   headers: { authorization: `Bearer ${token}`, 'content-type': 'text/csv' },
   body: csv,
