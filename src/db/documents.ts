@@ -18,7 +18,7 @@
  * Decision: docs/decisions/0012-stored-documents.md.
  */
 import { EventEmitter } from 'node:events';
-import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 
 /**
  * One stored document: the column holding it, on which table (alias), built by which expression, and
@@ -150,6 +150,20 @@ export function documentTriggersSql<DB>(db: Kysely<DB>, kinds: readonly Document
   }
   // One statement per element; whitespace collapsed so each is one line.
   return parts.flatMap((p) => p.split(/;\n(?= {4}(?:CREATE|DROP) )/)).map((p) => p.replace(/\s+/g, ' ').trim().replace(/;$/, ''));
+}
+
+/**
+ * Runs `write` inside the caller's transaction with the stored documents' triggers silenced: for
+ * writes whose owners the caller updates again later in the SAME transaction (which rebuilds
+ * their documents then), so each document is built once instead of once per statement. The
+ * setting is transaction-local and put back when `write` ends; when it throws, the transaction (or
+ * its savepoint) is rolled back, which puts the setting back too.
+ */
+export async function withDocumentsRebuiltLater<DB, T>(trx: Transaction<DB>, write: () => Promise<T>): Promise<T> {
+  await sql`SELECT set_config('store_api.rebuilding_documents', 'on', true)`.execute(trx);
+  const result = await write();
+  await sql`SELECT set_config('store_api.rebuilding_documents', 'off', true)`.execute(trx);
+  return result;
 }
 
 /** Rows rebuilt per statement by rebuildDocuments: short statements, so the embedded database yields between them. */

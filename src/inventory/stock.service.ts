@@ -15,6 +15,7 @@ import type { Insertable, Kysely, Transaction } from 'kysely';
 import type { Database, StockMovementTable } from '../db/schema.ts';
 import { runWrite, type WriteContext } from '../db/write-clock.ts';
 import { runGivingWay } from '../db/connection-turns.ts';
+import { withDocumentsRebuiltLater } from '../db/documents.ts';
 import { isStockTracked } from '../catalog/product.json-sql.ts';
 import { ApiError, conflict, invalidParameter, notFound, type ParamError } from '../shared/problem.ts';
 import { inventoryChanged, movementsCreated, productsChanged } from '../resources/record-events.ts';
@@ -144,16 +145,20 @@ export async function applyStockChanges(
 
   const levels = variantStock.size + productStock.size;
   let written = 0;
-  for (const part of chunks([...variantStock], TRIGGERED_WRITE_CHUNK)) {
-    await setVariantStock(trx, part);
-    written += part.length;
-    onProgress(written, levels, 'stock levels');
-  }
-  for (const part of chunks([...productStock], TRIGGERED_WRITE_CHUNK)) {
-    await setOwnStock(trx, part);
-    written += part.length;
-    onProgress(written, levels, 'stock levels');
-  }
+  // The products' documents are rebuilt once, by refreshProducts below (same transaction), not
+  // also by these writes' triggers: half the import's document builds (decision 0046).
+  await withDocumentsRebuiltLater(trx, async () => {
+    for (const part of chunks([...variantStock], TRIGGERED_WRITE_CHUNK)) {
+      await setVariantStock(trx, part);
+      written += part.length;
+      onProgress(written, levels, 'stock levels');
+    }
+    for (const part of chunks([...productStock], TRIGGERED_WRITE_CHUNK)) {
+      await setOwnStock(trx, part);
+      written += part.length;
+      onProgress(written, levels, 'stock levels');
+    }
+  });
   written = 0;
   for (const part of chunks(movements, TRIGGERED_WRITE_CHUNK)) {
     await insertMovements(trx, part);

@@ -1,0 +1,68 @@
+/**
+ * Stock writes build each product's stored documents once (decision 0046): the level writes
+ * (variants' stock, products' own stock) run with the documents' triggers silenced, and the
+ * products' recompute in the same transaction rebuilds them. Whatever the path — an import in one
+ * transaction, an import in steps, a single adjustment — every stored document equals its rebuild
+ * from the tables afterwards, and shows the new levels.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sql, type Kysely } from 'kysely';
+import { backends } from '../helpers/test-database.ts';
+import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
+import { aProduct, aProductWithVariants } from '../helpers/store-fixtures.ts';
+import { checkStoreDocuments } from '../../src/resources/store-schema.ts';
+import { adjustStock, importStockCsv } from '../../src/inventory/stock.service.ts';
+import { withDocumentsRebuiltLater } from '../../src/db/documents.ts';
+import type { Database } from '../../src/db/schema.ts';
+
+describe.each(backends)('stock writes and stored documents (%s)', (backend) => {
+  let t: TestApp;
+  let db: Kysely<Database>;
+  beforeAll(async () => {
+    t = await buildTestApp(backend);
+    db = t.database.db;
+  });
+  afterAll(async () => t?.close());
+
+  const docs = async (id: string) =>
+    (
+      await sql<{ doc: { stock: number; variants: { sku: string; stock: number }[] }; inventory_doc: unknown }>`
+      SELECT doc, inventory_doc FROM products WHERE id = ${id}::uuid`.execute(db)
+    ).rows[0]!;
+
+  for (const stepRows of [undefined, 1]) {
+    it(`an import ${stepRows ? 'in steps' : 'in one transaction'} leaves every document rebuilt with the new levels`, async () => {
+      const plain = await aProduct(db);
+      const withVariants = await aProductWithVariants(db, [5, 7]);
+      const [v0, v1] = withVariants.variants!;
+      await importStockCsv(db, `sku,stock\n${plain.sku},41\n${v0!.sku},3\n${v1!.sku},9\n`, stepRows ? { stepRows } : {});
+      expect(await checkStoreDocuments(db)).toEqual([]);
+      expect((await docs(plain.id)).doc.stock).toBe(41);
+      const doc = (await docs(withVariants.id)).doc;
+      expect(doc.stock).toBe(12);
+      expect(doc.variants.map((v) => v.stock)).toEqual([3, 9]);
+    });
+  }
+
+  it('a single adjustment of a variant leaves every document rebuilt', async () => {
+    const product = await aProductWithVariants(db, [5, 7]);
+    await adjustStock(db, { product_id: product.id, variant_id: product.variants![1]!.id, quantity_change: -2 });
+    expect(await checkStoreDocuments(db)).toEqual([]);
+    expect((await docs(product.id)).doc.stock).toBe(10);
+  });
+
+  it('silences the triggers for the writes it wraps only, and the next write of the transaction rebuilds', async () => {
+    const silenced = await aProduct(db);
+    const after = await aProduct(db);
+    await db.transaction().execute(async (trx) => {
+      await withDocumentsRebuiltLater(trx, () => sql`UPDATE products SET name = 'not rebuilt' WHERE id = ${silenced.id}::uuid`.execute(trx));
+      await sql`UPDATE products SET name = 'rebuilt' WHERE id = ${after.id}::uuid`.execute(trx);
+    });
+    const differences = await checkStoreDocuments(db);
+    expect(differences.map((d) => d.id)).toContain(silenced.id);
+    expect(differences.map((d) => d.id)).not.toContain(after.id);
+    // Put right for the other tests (every document equal to its rebuild).
+    await sql`UPDATE products SET name = 'rebuilt too' WHERE id = ${silenced.id}::uuid`.execute(db);
+    expect(await checkStoreDocuments(db)).toEqual([]);
+  });
+});
