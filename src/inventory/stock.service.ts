@@ -322,8 +322,8 @@ interface CheckedRows {
 async function checkedRows(csv: string, progress: ProgressLog | undefined): Promise<CheckedRows> {
   const rows: CheckedRows = { absolute: false, count: 0, skus: [], sku: new Int32Array(), value: new Int32Array(), notes: null };
   // Growing arrays while reading; typed (outside V8's heap) once read.
-  const skuOf: number[] = [];
-  const valueOf: number[] = [];
+  const rowSkus: number[] = [];
+  const rowValues: number[] = [];
   const skuIndex = new Map<string, number>();
   let header: string[] | undefined;
   let headerFits = false;
@@ -358,8 +358,8 @@ async function checkedRows(csv: string, progress: ProgressLog | undefined): Prom
       index = rows.skus.push(r.sku!) - 1;
       skuIndex.set(r.sku!, index);
     }
-    skuOf.push(index);
-    valueOf.push(n);
+    rowSkus.push(index);
+    rowValues.push(n);
     rows.notes?.push(r.note || null);
   };
   try {
@@ -371,8 +371,8 @@ async function checkedRows(csv: string, progress: ProgressLog | undefined): Prom
   if (rows.count === 0) throw invalidParameter('body', 'the CSV has no data rows (first line is the header: sku,stock or sku,quantity_change)');
   if (!headerFits) throw invalidParameter('body', 'the header must have `sku` and exactly one of `stock` or `quantity_change`');
   if (errorCount > 0) throw new ApiError('invalid_parameter', `${errorCount} invalid row(s) in the CSV; nothing was imported.`, errors);
-  rows.sku = Int32Array.from(skuOf);
-  rows.value = Int32Array.from(valueOf);
+  rows.sku = Int32Array.from(rowSkus);
+  rows.value = Int32Array.from(rowValues);
   return rows;
 }
 
@@ -384,13 +384,21 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
  * holds one per distinct sku and product until it ends (issue 25).
  */
 class UuidList {
-  #bytes = new Uint8Array(16 * 1024);
+  #bytes: Uint8Array;
   length = 0;
+
+  /**
+   * Room for `capacity` ids taken at once: grown by doubling from small, the buffers it freed would
+   * stay in glibc's arena.
+   */
+  constructor(capacity: number) {
+    this.#bytes = new Uint8Array(16 * Math.max(1, capacity));
+  }
 
   /** Appends `id`; returns its index. */
   push(id: string): number {
     if (!UUID.test(id)) throw new Error(`not a canonical uuid: ${id}`);
-    if (this.#bytes.length < (this.length + 1) * 16) {
+    if (this.length * 16 >= this.#bytes.length) {
       const bigger = new Uint8Array(this.#bytes.length * 2);
       bigger.set(this.#bytes);
       this.#bytes = bigger;
@@ -428,8 +436,10 @@ function targetOf(targets: SkuTargets, k: number): { productId: string; variantI
 async function resolveSkus(db: Kysely<Database> | Transaction<Database>, rows: CheckedRows): Promise<SkuTargets> {
   const { skus } = rows;
   const targets: SkuTargets = {
-    productIds: new UuidList(),
-    variantIds: new UuidList(),
+    // One product and at most one variant per distinct sku (a sku that is also another product's
+    // own makes more products, and the list grows).
+    productIds: new UuidList(skus.length),
+    variantIds: new UuidList(skus.length),
     product: new Int32Array(skus.length).fill(-1),
     variant: new Int32Array(skus.length).fill(-1),
     stock: new Float64Array(skus.length),
