@@ -69,6 +69,62 @@ describe.each(backends)('stock import in committed steps (%s)', (backend) => {
     expect(events[0]!.n).toBeGreaterThanOrEqual(2);
   });
 
+  it('groups interleaved rows by product in the order of their first rows, steps of whole products', async () => {
+    const [a, c, d] = await Promise.all([aProduct(db(), { stock: 1 }), aProduct(db(), { stock: 1 }), aProduct(db(), { stock: 1 })]);
+    const b = await aProductWithVariants(db(), [1, 1]);
+    const [v0, v1] = b.variants.map((v) => v.sku!);
+    const csv = `sku,stock\n${a.sku},5\n${c.sku},6\n${v0},2\n${a.sku},7\n${d.sku},8\n${v1},3\n${c.sku},9\n`;
+    // Products a (2 rows), c (2), b (2), d (1): steps of 3 rows end after c, then after d.
+    const [summary, commits] = await commitsDuring(() => importStockCsv(db(), csv, { stepRows: 3 }));
+    expect(summary).toEqual({ rows: 7, movements: 7, products: 4 });
+    expect(commits).toBe(2);
+    expect([await stockOf(a.sku!), await stockOf(c.sku!), await stockOf(v0!), await stockOf(v1!), await stockOf(d.sku!)]).toEqual([7, 9, 2, 3, 8]);
+    const afters = async (id: string) =>
+      (
+        await sql<{ stock_after: number }>`
+          SELECT stock_after FROM stock_movements WHERE product_id = ${id} AND reason = 'bulk_import' ORDER BY id`.execute(db())
+      ).rows.map((m) => m.stock_after);
+    expect([await afters(a.id), await afters(c.id), await afters(b.id), await afters(d.id)]).toEqual([[5, 7], [6, 9], [2, 3], [8]]);
+  });
+
+  it.each([
+    ['one transaction', undefined],
+    ['steps', 1],
+  ])('a 400 counts every bad row and lists the first 100, unknown skus before untracked ones (%s)', async (_, stepRows) => {
+    const tracked = await aProduct(db());
+    const service = await aProduct(db(), { product_type: 'service' });
+    const movements = await count('stock_movements');
+    const malformed = await importStockCsv(db(), `sku,stock\n${tracked.sku},1\n${',-1\n'.repeat(150)}`, { stepRows }).catch((e: unknown) => e);
+    expect((malformed as ApiError).status).toBe(400);
+    // Each of the 150 rows has two faults: 300 counted, the first 100 listed in the rows' order.
+    expect((malformed as ApiError).detail).toMatch(/^300 invalid row/);
+    expect((malformed as ApiError).errors).toHaveLength(100);
+    expect((malformed as ApiError).errors!.slice(0, 3)).toEqual([
+      { param: 'line 3', message: 'sku is empty' },
+      { param: 'line 3', message: 'stock must be a non-negative whole number' },
+      { param: 'line 4', message: 'sku is empty' },
+    ]);
+    const unknown = await importStockCsv(db(), `sku,stock\nNOPE-1,1\n${service.sku},1\n${tracked.sku},1\nNOPE-2,1\n${'NOPE-3,1\n'.repeat(120)}`, {
+      stepRows,
+    }).catch((e: unknown) => e);
+    expect((unknown as ApiError).status).toBe(400);
+    expect((unknown as ApiError).detail).toMatch(/^123 row\(s\) name an unknown or untracked sku/);
+    expect((unknown as ApiError).errors).toHaveLength(100);
+    expect((unknown as ApiError).errors!.slice(0, 3)).toEqual([
+      { param: 'line 2', message: "unknown sku 'NOPE-1'" },
+      { param: 'line 5', message: "unknown sku 'NOPE-2'" },
+      { param: 'line 6', message: "unknown sku 'NOPE-3'" },
+    ]);
+    const fewer = await importStockCsv(db(), `sku,stock\nNOPE-1,1\n${service.sku},1\nNOPE-2,1\n`, { stepRows }).catch((e: unknown) => e);
+    expect((fewer as ApiError).errors).toEqual([
+      { param: 'line 2', message: "unknown sku 'NOPE-1'" },
+      { param: 'line 4', message: "unknown sku 'NOPE-2'" },
+      { param: 'line 3', message: `sku '${service.sku}' is a product type without stock` },
+    ]);
+    expect(await count('stock_movements')).toBe(movements);
+    expect(await stockOf(tracked.sku!)).toBe(20);
+  });
+
   it('sets each level against the level its step reads, whatever was written since the check', async () => {
     const first = await aProduct(db(), { stock: 5 });
     const second = await aProduct(db(), { stock: 5 });
