@@ -180,8 +180,8 @@ async function run(port: NonNullable<typeof parentPort>, start: WorkerStart): Pr
           }
           length += bytes.length;
         };
-        const run = () => pglite._runExclusiveQuery(() => pglite.execProtocolRawStream(message, { syncToFs: false, onRawData }));
-        await (transactions.size > 0 ? run() : pglite._runExclusiveTransaction(run));
+        const copyOut = () => pglite._runExclusiveQuery(() => pglite.execProtocolRawStream(message, { syncToFs: false, onRawData }));
+        await (transactions.size > 0 ? copyOut() : pglite._runExclusiveTransaction(copyOut));
         if (!overflow) {
           reply({ id: request.id, ok: true, rawLength: length });
           return;

@@ -86,7 +86,6 @@ export function paginationOf(query: ListQuery, last: { iso: string; id: string }
 
 const PAGE_OPEN = Buffer.from('{"data":[');
 const LINE_END = Buffer.from('\n');
-const EMPTY_BODY = Buffer.alloc(0);
 
 /**
  * How far an NDJSON body is read ahead of the client, in bytes (beyond the socket's own buffers).
@@ -191,7 +190,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
         // The page's NDJSON, its bounds and whether more follow from ONE statement read by binary
         // COPY, its bytes passed through undecoded (decisions 0037, 0046); a page is at most
         // `limit` (≤ 500) records, held once with its last line break.
-        const page = await copyPageBody(copy, db, def.source, req, '\n', (p) => ({ tail: p.last ? LINE_END : EMPTY_BODY }));
+        const page = await copyPageBody(copy, db, def.source, req, '\n', (p) => (p.last ? { tail: LINE_END } : {}));
         const { next_cursor } = paginationOf(query, page.last, page.hasMore);
         reply.header('X-Next-Cursor', next_cursor ?? '');
         reply.header('X-Has-More', String(page.hasMore));
