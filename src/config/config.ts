@@ -143,7 +143,7 @@ export const EnvSchema = Type.Object({
     8,
     0,
     1024,
-    "Dead buffers (MiB) the embedded database's thread may pile up before it collects them early; 0 = when V8 decides (see docs/decisions/0043)",
+    "Dead buffers (MiB) the embedded database's thread, and the HTTP thread for the pages read from it, may pile up before collecting them early; 0 = when V8 decides (see docs/decisions/0043, 0046)",
   ),
   STOCK_IMPORT_STEP_ROWS: Int(
     200,

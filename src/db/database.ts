@@ -20,6 +20,7 @@ import type { ThreadStats } from './pglite-worker.ts';
 import { typeParsers } from './type-parsers.ts';
 import { withRequestTransactions } from './request-transaction.ts';
 import { copyBinary, copyDataOf, type CopyBinary } from './copy-out.ts';
+import { bufferCollector } from './buffer-collector.ts';
 
 export type Backend = 'pglite' | 'postgres';
 
@@ -88,8 +89,9 @@ interface DatabaseTarget {
    */
   workerYoungGenerationMb?: number;
   /**
-   * Embedded only: MiB of dead buffers the database thread may pile up before it collects them
-   * (PGLITE_WORKER_BUFFER_SLACK_MB; default DEFAULT_PGLITE_WORKER_BUFFER_SLACK_MB; 0 = V8 decides).
+   * Embedded only: MiB of dead buffers the database thread, and the HTTP thread for the pages it
+   * reads from it, may pile up before they collect them (PGLITE_WORKER_BUFFER_SLACK_MB; default
+   * DEFAULT_PGLITE_WORKER_BUFFER_SLACK_MB; 0 = V8 decides).
    */
   workerBufferSlackMb?: number;
   applicationName?: string;
@@ -249,6 +251,9 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
     ),
   });
   const thread = engine instanceof PGliteThread ? engine : undefined;
+  // The pages' bodies built on this thread from the copies' answers (decision 0046) die once sent:
+  // collected early like the database thread's buffers, with the same slack (decision 0043).
+  const bodies = thread ? bufferCollector(options.workerBufferSlackMb ?? DEFAULT_PGLITE_WORKER_BUFFER_SLACK_MB) : undefined;
   return {
     db,
     backend: 'pglite',
@@ -257,16 +262,26 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
     ...(thread
       ? {
           threadStats: () => thread.stats(),
-          // The connection's turn is taken as any statement's (a request transaction's own
-          // connection inside one; a step's inside runGivingWay), so nothing else runs meanwhile.
-          // The output lies in the area the thread shares with this one until the turn ends: `read`
-          // runs inside it.
-          copyBinary: <T>(select: string, read: (output: Buffer, owned: boolean) => T) =>
-            db.connection().execute(async () => {
+          // The copy is sent in a turn of the connection, taken as any statement's (a request
+          // transaction's own connection inside one; a step's inside runGivingWay), and the turn
+          // ends once it is sent, not answered: the thread runs what it is sent in order, so the
+          // next statement waits in the thread, not for this one's answer to cross back and be
+          // read (the thread idled a third of the time under the list load when the turn lasted
+          // until then). The output may lie in the area the thread shares with this one: `read`
+          // runs before it is released.
+          copyBinary: async <T>(select: string, read: (output: Buffer, owned: boolean) => T) => {
+            const { answer } = await db.connection().execute(async () => {
               if (storage.fatal !== undefined) throw new StoreFailedError(storage.fatal);
-              const raw = await thread.copyRaw(select);
+              return { answer: thread.copyRaw(select) };
+            });
+            const raw = await answer;
+            try {
               return read(copyDataOf(raw.bytes), raw.owned);
-            }),
+            } finally {
+              raw.release();
+              bodies?.check();
+            }
+          },
         }
       : {}),
     poolStats: () => {

@@ -28,8 +28,11 @@ export interface PageRequest {
   readonly cursor?: Cursor;
   readonly limit: number;
   readonly order: 'asc' | 'desc';
-  /** Only rows with last_modified below this are returned (timestamptz text). */
-  readonly horizon: string;
+  /**
+   * Only rows with last_modified below this are returned: timestamptz text, or an expression the
+   * statement evaluates itself (write-clock.ts `inStatementHorizon`, the embedded database only).
+   */
+  readonly horizon: string | RawBuilder<string>;
   /** Extra conditions (resource filters), ANDed. */
   readonly filters: readonly RawBuilder<unknown>[];
 }
@@ -49,7 +52,7 @@ export interface KeyRow {
 
 function whereClause(source: ListSource, req: Omit<PageRequest, 'limit'>): RawBuilder<unknown> {
   const conditions: RawBuilder<unknown>[] = [
-    sql`${source.lastModified} < ${req.horizon}::timestamptz`,
+    typeof req.horizon === 'string' ? sql`${source.lastModified} < ${req.horizon}::timestamptz` : sql`${source.lastModified} < ${req.horizon}`,
     ...(source.where ? [source.where] : []),
     ...req.filters,
   ];

@@ -27,10 +27,16 @@ export interface PGliteThreadOptions extends WorkerStart {
 }
 
 /**
- * The copy area's size: a list page of 500 large records, an export page or a snapshot chunk fits;
- * only the pages of it that an answer has touched are resident.
+ * The copy areas' size: a list page of 500 large records, an export page or a snapshot chunk fits;
+ * only the pages of an area that an answer has touched are resident.
  */
 const COPY_AREA_BYTES = 4 * 1048576;
+/**
+ * How many copy areas: a copy's answer waits in its area until the HTTP thread reads it while the
+ * worker already runs the next copies sent (one per request asking at once, up to this many before
+ * answers come in buffers of their own).
+ */
+const COPY_AREAS = 4;
 
 /** The worker's module: TypeScript sources under tsx or vitest, the compiled .js in dist/. */
 const WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? './pglite-worker.ts' : './pglite-worker.js', import.meta.url);
@@ -45,9 +51,10 @@ export function rebuildError(serialized: SerializedError): Error {
 export class PGliteThread {
   readonly #worker: Worker;
   readonly #pending = new Map<number, Pending>();
-  /** Shared with the worker: where a copy's answer is written (WorkerStart.copyArea). */
-  readonly #copyArea = new SharedArrayBuffer(COPY_AREA_BYTES);
-  #copying = false;
+  /** Shared with the worker: where copies' answers are written (WorkerStart.copyAreas). */
+  readonly #copyAreas = Array.from({ length: COPY_AREAS }, () => new SharedArrayBuffer(COPY_AREA_BYTES));
+  /** Shared with the worker: `[k]` is 1 while an answer in area k is unread (WorkerStart.copyAreasTaken). */
+  readonly #copyAreasTaken = new Int32Array(new SharedArrayBuffer(4 * COPY_AREAS));
   #next = 1;
   #exited: string | undefined;
   closed = false;
@@ -57,7 +64,7 @@ export class PGliteThread {
   private constructor(options: PGliteThreadOptions) {
     const { onExit, youngGenerationMb, ...start } = options;
     this.#worker = new Worker(WORKER_URL, {
-      workerData: { ...start, copyArea: this.#copyArea } satisfies WorkerStart,
+      workerData: { ...start, copyAreas: this.#copyAreas, copyAreasTaken: this.#copyAreasTaken } satisfies WorkerStart,
       // Node strips the types of the .ts module itself (22.18+, 24); older 22.x need the flag.
       execArgv: WORKER_URL.pathname.endsWith('.ts') && !process.features.typescript ? ['--experimental-strip-types'] : [],
       ...(youngGenerationMb ? { resourceLimits: { maxYoungGenerationSizeMb: youngGenerationMb } } : {}),
@@ -154,19 +161,27 @@ export class PGliteThread {
 
   /**
    * `COPY (<select>) TO STDOUT (FORMAT binary)` in the worker, answered as the protocol's bytes
-   * (db/copy-out.ts `copyDataOf` turns them into the COPY's output). The caller must hold the
-   * connection's turn, as for any statement (database.ts does), and read the answer before its
-   * next copy: it usually lies in the copy area, which the next copy overwrites.
+   * (db/copy-out.ts `copyDataOf` turns them into the COPY's output). It is posted at once: the
+   * caller must hold the connection's turn while it calls this, as for any statement (database.ts
+   * does), and may end the turn before the answer comes, since the worker runs what it is sent in
+   * order. The answer may lie in a copy area (`owned` false): the caller reads it, then calls
+   * `release`, which lets a later copy's answer be written there.
    */
-  async copyRaw(select: string): Promise<{ bytes: Uint8Array; owned: boolean }> {
-    if (this.#copying) throw new Error('one copy at a time: its caller holds the connection');
-    this.#copying = true;
-    try {
-      const reply = await this.#send({ op: 'copy', select });
-      return reply.raw ? { bytes: reply.raw, owned: true } : { bytes: new Uint8Array(this.#copyArea, 0, reply.rawLength!), owned: false };
-    } finally {
-      this.#copying = false;
-    }
+  copyRaw(select: string): Promise<{ bytes: Uint8Array; owned: boolean; release: () => void }> {
+    return this.#send({ op: 'copy', select }).then((reply) => {
+      if (reply.raw) return { bytes: reply.raw, owned: true, release: () => {} };
+      const area = reply.area!;
+      let released = false;
+      return {
+        bytes: new Uint8Array(this.#copyAreas[area]!, 0, reply.rawLength!),
+        owned: false,
+        release: () => {
+          if (released) return;
+          released = true;
+          Atomics.store(this.#copyAreasTaken, area, 0);
+        },
+      };
+    });
   }
 
   async #run<T>(sql: string, params: readonly unknown[], tx: number | undefined) {

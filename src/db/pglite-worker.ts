@@ -5,13 +5,12 @@
  * here with the shared type parsers and cross to the HTTP thread as structured clones.
  *
  * Loaded as TypeScript by Node's type stripping (sources) or as the compiled .js (dist/), so it
- * imports nothing but PGlite and the type parsers, and uses erasable syntax only.
+ * imports nothing but PGlite, the type parsers and the buffer collector, and uses erasable syntax only.
  */
 import { parentPort, resourceLimits, workerData } from 'node:worker_threads';
-import { getHeapStatistics, setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { typeParsers } from './type-parsers.ts';
+import { bufferCollector } from './buffer-collector.ts';
 
 export interface WorkerStart {
   /** PGlite's data directory; none (with `archive` or alone) for an in-memory database. */
@@ -25,11 +24,16 @@ export interface WorkerStart {
    */
   bufferSlackMb?: number;
   /**
-   * Where a `copy` writes its answer (made by the HTTP thread, shared with it): one copy runs at a
-   * time (its caller holds the connection's turn), so one region serves every copy. An answer larger
-   * than it is sent as a buffer of its own.
+   * Where a `copy` writes its answer (made by the HTTP thread, shared with it): the first free one.
+   * An answer larger than an area, or one that comes while the HTTP thread has not yet read the
+   * answers in all of them, is sent as a buffer of its own.
    */
-  copyArea?: SharedArrayBuffer;
+  copyAreas?: SharedArrayBuffer[];
+  /**
+   * `[k]` is 1 from the moment a copy takes area k until the HTTP thread has read the answer in it
+   * (pglite-thread.ts `copyRaw`'s release): the worker takes an area with a compare-and-swap.
+   */
+  copyAreasTaken?: Int32Array;
 }
 
 export type WorkerRequest =
@@ -60,8 +64,9 @@ export type WorkerResult = {
   stats?: ThreadStats;
   /** A `copy`'s answer too large for the copy area, moved to the HTTP thread. */
   raw?: Uint8Array;
-  /** A `copy`'s answer: its length in bytes at the start of the copy area. */
+  /** A `copy`'s answer: its length in bytes at the start of copy area `area`. */
   rawLength?: number;
+  area?: number;
 };
 
 export type WorkerReply =
@@ -96,42 +101,6 @@ function simpleQueryMessage(text: string): Uint8Array {
   return message;
 }
 
-/**
- * A check run after each statement that frees the statement's dead buffers early (decision 0043).
- * PGlite copies a statement's output several times into fresh ArrayBuffers (the chunk out of its
- * WebAssembly memory, its receive buffer, the message parser's) that die at once, but their bytes
- * live outside V8's heap: the few small objects that hold them fill the young generation slowly,
- * so V8 collects them only once tens of MiB of them have piled up (under the list load, 30–40 MiB
- * of dead buffers and a malloc arena as large that keeps their pages). A young-generation
- * collection (a fraction of a millisecond: the live set is small) frees them; it runs when this
- * thread's ArrayBuffers have grown by `slackMb` since the last one. Undefined with 0.
- */
-function bufferCollector(slackMb: number): { check: () => void; collections: () => number } | undefined {
-  if (slackMb <= 0) return undefined;
-  // The only way to call V8's collector from JavaScript: the flag exposes gc() to contexts made after it.
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as (options: { type: 'minor' }) => void;
-  const slack = slackMb * 1048576;
-  // V8's external memory (ArrayBuffers' bytes, WebAssembly memory aside) read from the isolate:
-  // process.memoryUsage() also reads the process's RSS from /proc, 4 % of this thread's time when
-  // it was called after every statement.
-  const external = () => getHeapStatistics().external_memory;
-  let floor = external();
-  let collections = 0;
-  return {
-    check: () => {
-      const now = external();
-      // A collection V8 made on its own lowers the floor: the slack counts from what is left after it.
-      if (now < floor) floor = now;
-      if (now - floor < slack) return;
-      gc({ type: 'minor' });
-      collections++;
-      floor = external();
-    },
-    collections: () => collections,
-  };
-}
-
 async function run(port: NonNullable<typeof parentPort>, start: WorkerStart): Promise<void> {
   let pglite: PGlite;
   try {
@@ -147,7 +116,8 @@ async function run(port: NonNullable<typeof parentPort>, start: WorkerStart): Pr
     return;
   }
   const collect = bufferCollector(start.bufferSlackMb ?? 0);
-  const area = start.copyArea ? new Uint8Array(start.copyArea) : undefined;
+  const taken = start.copyAreasTaken;
+  const areas = taken ? (start.copyAreas ?? []).map((shared) => new Uint8Array(shared)) : [];
   const transactions = new Map<number, { tx: Transaction; finish: (commit: boolean) => void; done: Promise<unknown> }>();
   let nextTx = 1;
   const reply = (message: WorkerReply) => port.postMessage(message);
@@ -166,26 +136,45 @@ async function run(port: NonNullable<typeof parentPort>, start: WorkerStart): Pr
         // as the protocol's bytes, copied straight out of PGlite's WebAssembly memory into the copy
         // area shared with the HTTP thread: no row parsed, no text decoded, no buffer made in this
         // thread (the embedded database's bottleneck) and none passed in the message (decision
-        // 0046). The HTTP thread holds the connection's turn, so nothing else runs; inside a
-        // transaction (a request's) the statement is that transaction's, else it waits as
-        // pglite.query would for one to end.
+        // 0046). The HTTP thread posted it in a turn of the connection, so it runs in its place
+        // among the statements sent: inside a transaction (a request's) it is that transaction's,
+        // else it waits as pglite.query would for one to end. The HTTP thread may still be reading
+        // the previous answer out of the copy area (it ends its turn once a copy is posted): the
+        // area is taken only when free, else the answer is collected in a buffer of its own.
         const message = simpleQueryMessage(`COPY (${request.select}) TO STDOUT (FORMAT binary)`);
         let length = 0;
         let overflow: Uint8Array[] | undefined;
+        let target: Uint8Array | undefined;
+        let slot = -1;
         const onRawData = (bytes: Uint8Array) => {
-          if (!overflow && area && length + bytes.length <= area.length) area.set(bytes, length);
+          if (!overflow && target && length + bytes.length <= target.length) target.set(bytes, length);
           else {
-            overflow ??= area ? [area.slice(0, length)] : [];
+            overflow ??= target ? [target.slice(0, length)] : [];
             overflow.push(bytes.slice());
           }
           length += bytes.length;
         };
-        const copyOut = () => pglite._runExclusiveQuery(() => pglite.execProtocolRawStream(message, { syncToFs: false, onRawData }));
-        await (transactions.size > 0 ? copyOut() : pglite._runExclusiveTransaction(copyOut));
-        if (!overflow) {
-          reply({ id: request.id, ok: true, rawLength: length });
+        const copyOut = () =>
+          pglite._runExclusiveQuery(() => {
+            // Taken when the statement starts, not when it was sent: by then earlier answers have
+            // usually been read.
+            slot = areas.findIndex((_, k) => Atomics.compareExchange(taken!, k, 0, 1) === 0);
+            target = slot >= 0 ? areas[slot] : undefined;
+            return pglite.execProtocolRawStream(message, { syncToFs: false, onRawData });
+          });
+        try {
+          await (transactions.size > 0 ? copyOut() : pglite._runExclusiveTransaction(copyOut));
+        } catch (error) {
+          if (slot >= 0) Atomics.store(taken!, slot, 0);
+          throw error;
+        }
+        if (!overflow && target) {
+          reply({ id: request.id, ok: true, rawLength: length, area: slot });
           return;
         }
+        // An area taken and then outgrown is free again: the answer goes in `raw`.
+        if (slot >= 0) Atomics.store(taken!, slot, 0);
+        overflow ??= [];
         const raw = new Uint8Array(length);
         let at = 0;
         for (const part of overflow) {

@@ -24,7 +24,7 @@
  * open write and the lock table is empty; the same code holds there trivially.
  */
 import { EventEmitter } from 'node:events';
-import { sql, type Kysely, type Transaction } from 'kysely';
+import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from './schema.ts';
 import { activeRequestTransaction } from './request-transaction.ts';
 
@@ -87,16 +87,36 @@ export async function readHorizon(db: Kysely<Database> | Transaction<Database>):
   // pg_stat_get_activity(pid) reads only the lock holders' entries; the pg_stat_activity view built
   // every backend's row and cost ~3× more per list request (measured with pgbench, bench/README.md).
   // A bigint advisory key shows as classid = high 32 bits, objid = low 32 bits, objsubid = 1.
-  const { rows } = await sql<{ horizon: string }>`
-    SELECT least(statement_timestamp(), (
+  const { rows } = await sql<{ horizon: string }>`SELECT ${horizonExpression()} AS horizon`.execute(db);
+  return rows[0]!.horizon;
+}
+
+/** The read horizon as an SQL expression (timestamptz), evaluated when its statement starts. */
+function horizonExpression(): RawBuilder<string> {
+  return sql<string>`least(statement_timestamp(), (
       SELECT min(a.xact_start)
       FROM pg_locks l CROSS JOIN LATERAL pg_stat_get_activity(l.pid) a
       WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
         AND l.classid = 0 AND l.objid = ${WRITE_LOCK_KEY}::bigint::oid
         AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-    )) AS horizon
-  `.execute(db);
-  return rows[0]!.horizon;
+    ))`;
+}
+
+/**
+ * The read horizon of one statement that reads its page in the same statement (decision 0037,
+ * amended), on the embedded database ONLY: `statement_timestamp()`. Its one connection runs a
+ * statement only while no write transaction is open (a transaction holds the connection from BEGIN
+ * to COMMIT, and the data directory admits one process), so the lock table holds no writer and
+ * readHorizon's answer would be exactly the statement's start; every write that committed before it
+ * is in its snapshot and none can commit during it. The page then costs one turn of the connection
+ * instead of two, and nothing to plan for the horizon (planning readHorizon's lock-table look
+ * inside the page statement cost more than the statement it saved). On PostgreSQL a writer can
+ * commit between a statement's snapshot and its look at the lock table, its rows below the horizon
+ * yet not in the snapshot: there the horizon is a statement of its own (sharedHorizon), read before
+ * the page.
+ */
+export function inStatementHorizon(backend: 'pglite' | 'postgres'): RawBuilder<string> | undefined {
+  return backend === 'pglite' ? sql<string>`statement_timestamp()` : undefined;
 }
 
 /**

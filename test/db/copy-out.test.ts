@@ -9,7 +9,7 @@ import { sql } from 'kysely';
 import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
 import { inlineParameters, parseBinaryCopy } from '../../src/db/copy-out.ts';
 import { copyOneRow, copyPageBody, fetchPageBody, fetchPageKeys, streamPage } from '../../src/db/keyset-page.ts';
-import { readHorizon } from '../../src/db/write-clock.ts';
+import { inStatementHorizon, readHorizon } from '../../src/db/write-clock.ts';
 import { customerSource } from '../../src/customers/customer.json-sql.ts';
 
 describe('inlineParameters', () => {
@@ -72,8 +72,9 @@ describe.each(backends)('binary COPY reads (%s)', (backend) => {
   });
 
   it('answers copies asked together each with its own bytes, and one larger than the shared area whole', async () => {
-    // The embedded database writes every copy's answer into one area shared with this thread
-    // (decision 0046): copies asked at once must each read their own before the next overwrites it.
+    // The embedded database writes a copy's answer into one of a few areas shared with this thread
+    // (decision 0046) and runs the next copies sent before this thread has read it: no answer may
+    // be overwritten before it is read, with more copies asked at once than there are areas.
     const values = Array.from({ length: 24 }, (_, i) => `${i}:${'ü'.repeat(1000 * (i + 1))}`);
     const texts = await Promise.all(
       values.map((value) => copyOneRow(t.copyBinary!, t.db, sql`SELECT ${value}::text`, (row, owned) => (owned ? row![0]! : Buffer.from(row![0]!)))),
@@ -85,6 +86,43 @@ describe.each(backends)('binary COPY reads (%s)', (backend) => {
     expect(big).toBe(size + 3);
     const after = await copyOneRow(t.copyBinary!, t.db, sql`SELECT 'small'::text`, (row) => row![0]!.toString('utf8'));
     expect(after).toBe('small');
+  });
+
+  it.runIf(backend === 'pglite')('ends the turn once a copy is sent: the next statement is sent before its answer, and runs after it', async () => {
+    // The copy takes a third of a second; the write asked after it is sent at once (two statements
+    // in the thread: one waiting there), yet runs after the copy, which does not see it.
+    const id = '00000000-0000-4000-8000-0000000000c1';
+    const copy = copyOneRow(t.copyBinary!, t.db, sql`SELECT (SELECT count(*) FROM customers WHERE id = ${id}::uuid)::text FROM pg_sleep(0.3)`, (row) =>
+      row![0]!.toString('latin1'),
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    const write = sql`INSERT INTO customers (id, name, is_active, created_at, last_modified) VALUES (${id}::uuid, 'late', true, now(), now())`.execute(t.db);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(t.poolStats().waiting).toBe(1);
+    expect(await copy).toBe('0');
+    await write;
+    const after = await copyOneRow(t.copyBinary!, t.db, sql`SELECT count(*)::text FROM customers WHERE id = ${id}::uuid`, (row) => row![0]!.toString('latin1'));
+    expect(after).toBe('1');
+    await sql`DELETE FROM customers WHERE id = ${id}::uuid`.execute(t.db);
+  });
+
+  it("reads a page below the horizon its own statement reads on the embedded database, below a horizon statement's on PostgreSQL", async () => {
+    const own = inStatementHorizon(backend);
+    // PostgreSQL: none (a writer could commit between the statement's snapshot and its look at the lock table).
+    expect(own === undefined).toBe(backend === 'postgres');
+    if (!own) return;
+    // What the embedded database's statement reads is readHorizon's answer at its start: every write committed before it.
+    const id = '00000000-0000-4000-8000-0000000000c2';
+    await sql`INSERT INTO customers (id, name, is_active, created_at, last_modified) VALUES (${id}::uuid, 'just now', true, clock_timestamp(), clock_timestamp())`.execute(
+      t.db,
+    );
+    const page = await copyPageBody(t.copyBinary!, t.db, customerSource, { limit: 5, order: 'desc', horizon: own, filters: [] });
+    expect(page.last).toBeDefined();
+    expect(page.data.toString('utf8')).toContain(id);
+    const before = await readHorizon(t.db);
+    const { rows } = await sql<{ same: boolean }>`SELECT ${own} = statement_timestamp() AND ${own} >= ${before}::timestamptz AS same`.execute(t.db);
+    expect(rows[0]!.same).toBe(true);
+    await sql`DELETE FROM customers WHERE id = ${id}::uuid`.execute(t.db);
   });
 
   it('reads list pages and export pages byte for byte as the statements through Kysely do', async () => {

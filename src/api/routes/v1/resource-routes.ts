@@ -21,7 +21,7 @@ import {
 import { listPageCacheOf, type CachedPage } from '../../list-page-cache.ts';
 import { SNAPSHOT_CHUNK, snapshotStream, snapshotEndCursor } from '../../../db/snapshot.ts';
 import { SnapshotSlots } from '../../snapshot-slots.ts';
-import { readHorizon, sharedHorizon } from '../../../db/write-clock.ts';
+import { inStatementHorizon, readHorizon, sharedHorizon } from '../../../db/write-clock.ts';
 import type { Scope } from '../../../tokens/token.service.ts';
 import { formatCursor, parseCursor } from '../../../shared/cursor.ts';
 import { ApiError, notFound } from '../../../shared/problem.ts';
@@ -62,6 +62,15 @@ export const errorResponses = {
   429: ProblemSchema,
 };
 
+/**
+ * The horizon of a page read by one statement: on the embedded database the statement reads it
+ * itself (one turn of its connection per page), on PostgreSQL a statement shared by the requests
+ * waiting for one (write-clock.ts, decision 0037).
+ */
+function pageHorizon(app: FastifyInstance): Promise<string> | RawBuilder<string> {
+  return inStatementHorizon(app.ctx.database.backend) ?? sharedHorizon(app.ctx.database.db);
+}
+
 async function pageRequest(app: FastifyInstance, def: ResourceDefinition, request: FastifyRequest): Promise<PageRequest> {
   const query = request.query as ListQuery;
   const cursor = query.cursor === undefined ? undefined : parseCursor(query.cursor);
@@ -70,7 +79,7 @@ async function pageRequest(app: FastifyInstance, def: ResourceDefinition, reques
     cursor,
     limit: query.limit,
     order: query.order ?? 'asc',
-    horizon: await sharedHorizon(app.ctx.database.db),
+    horizon: await pageHorizon(app),
     filters,
   };
 }
@@ -139,7 +148,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       }
       if (!page) {
         const generation = cache?.generation() ?? 0;
-        const req = { ...base, horizon: await sharedHorizon(db) };
+        const req = { ...base, horizon: await pageHorizon(app) };
         // The page's JSON bytes as the database sends them, never decoded into a string and
         // encoded back, copied once into the body (decisions 0037, 0046); a PGlite run on this
         // thread (the build's) has no binary COPY: the same statement's value through Kysely.
