@@ -155,7 +155,9 @@ export function documentTriggersSql<DB>(db: Kysely<DB>, kinds: readonly Document
 /**
  * Runs `write` inside the caller's transaction with the stored documents' triggers silenced: for
  * writes whose owners the caller updates again later in the SAME transaction (which rebuilds
- * their documents then), so each document is built once instead of once per statement. The
+ * their documents then), so each document is built once instead of once per statement, and for
+ * writes that store the documents themselves, built by the kind's own expression over the rows
+ * they write (stock movements, inventory/stock.repository.ts), so each row is written once. The
  * setting is transaction-local and put back when `write` ends; when it throws, the transaction (or
  * its savepoint) is rolled back, which puts the setting back too.
  */

@@ -28,7 +28,6 @@ import {
   lockVariants,
   productWithOverflowingStock,
   recomputeProductStock,
-  setOwnStock,
   setVariantStock,
   stockBySku,
 } from './stock.repository.ts';
@@ -143,31 +142,27 @@ export async function applyStockChanges(
   }
   if (movements.length === 0) return { movementIds: [], productIds: [] };
 
-  const levels = variantStock.size + productStock.size;
   let written = 0;
   // The products' documents are rebuilt once, by refreshProducts below (same transaction), not
-  // also by these writes' triggers: half the import's document builds (decision 0046).
+  // also by the variants' level writes' triggers: half the import's document builds (decision
+  // 0046). The movements' documents are built by their INSERT itself (one row version each). The
+  // products' own stock is set by refreshProducts' recompute: one UPDATE of each product, not two.
   await withDocumentsRebuiltLater(trx, async () => {
     for (const part of chunks([...variantStock], TRIGGERED_WRITE_CHUNK)) {
       await setVariantStock(trx, part);
       written += part.length;
-      onProgress(written, levels, 'stock levels');
+      onProgress(written, variantStock.size, 'stock levels');
     }
-    for (const part of chunks([...productStock], TRIGGERED_WRITE_CHUNK)) {
-      await setOwnStock(trx, part);
+    written = 0;
+    for (const part of chunks(movements, TRIGGERED_WRITE_CHUNK)) {
+      await insertMovements(trx, part);
       written += part.length;
-      onProgress(written, levels, 'stock levels');
+      onProgress(written, movements.length, 'stock movements');
     }
   });
-  written = 0;
-  for (const part of chunks(movements, TRIGGERED_WRITE_CHUNK)) {
-    await insertMovements(trx, part);
-    written += part.length;
-    onProgress(written, movements.length, 'stock movements');
-  }
   const touched = [...new Set(movements.map((m) => m.product_id))];
   onProgress(0, touched.length, 'products and events');
-  await refreshProducts(ctx, touched);
+  await refreshProducts(ctx, touched, productStock);
   await movementsCreated(
     ctx,
     movements.map((m) => m.id),
@@ -180,15 +175,16 @@ export async function applyStockChanges(
 /**
  * Recomputes `stock` of the products (Σ active variants' stock when they have any, else own stock)
  * and moves their last_modified to this transaction's stamp. Call after any change to a product or
- * anything nested in it.
+ * anything nested in it. `ownStock`: new own stock levels of some of the products (products without
+ * variants), written by the same statements.
  */
-export async function refreshProducts(ctx: WriteContext, productIds: readonly string[]): Promise<void> {
+export async function refreshProducts(ctx: WriteContext, productIds: readonly string[], ownStock?: ReadonlyMap<string, number>): Promise<void> {
   for (const part of chunks(productIds, TRIGGERED_WRITE_CHUNK)) {
     // Each variant's stock fits an integer; their sum may not (sum(int) is bigint): refuse that
     // change, as a single stock level that would overflow is refused.
     const over = await productWithOverflowingStock(ctx.trx, part);
     if (over) throw conflict(`The stock of product ${over} across its variants would exceed 2147483647 units.`);
-    await recomputeProductStock(ctx.trx, part, ctx.stamp);
+    await recomputeProductStock(ctx.trx, part, ctx.stamp, ownStock && part.map((id) => ownStock.get(id) ?? null));
   }
 }
 

@@ -1,7 +1,8 @@
 /**
- * Stock writes build each product's stored documents once (decision 0046): the level writes
- * (variants' stock, products' own stock) run with the documents' triggers silenced, and the
- * products' recompute in the same transaction rebuilds them. Whatever the path — an import in one
+ * Stock writes build each product's stored documents once (decision 0046): the variants' level
+ * writes run with the documents' triggers silenced, and the products' recompute in the same
+ * transaction (which also sets their own stock) rebuilds them; the movements' INSERT builds their
+ * documents itself (decision 0047). Whatever the path — an import in one
  * transaction, an import in steps, a single adjustment — every stored document equals its rebuild
  * from the tables afterwards, and shows the new levels.
  */
