@@ -18,7 +18,7 @@ import { runGivingWay } from '../db/connection-turns.ts';
 import { withDocumentsRebuiltLater } from '../db/documents.ts';
 import { isStockTracked } from '../catalog/product.json-sql.ts';
 import { ApiError, conflict, invalidParameter, notFound, type ParamError } from '../shared/problem.ts';
-import { inventoryChanged, movementsCreated, productsChanged } from '../resources/record-events.ts';
+import { stockChanged } from '../resources/record-events.ts';
 import type { MovementReason } from './inventory.json-sql.ts';
 import type { Logger } from 'pino';
 import { progressLog, type ProgressLog } from '../shared/progress-log.ts';
@@ -163,12 +163,12 @@ export async function applyStockChanges(
   const touched = [...new Set(movements.map((m) => m.product_id))];
   onProgress(0, touched.length, 'products and events');
   await refreshProducts(ctx, touched, productStock);
-  await movementsCreated(
+  await stockChanged(
     ctx,
     movements.map((m) => m.id),
+    touched,
+    announceProducts,
   );
-  await inventoryChanged(ctx, touched);
-  if (announceProducts) await productsChanged(ctx, touched);
   return { movementIds: movements.map((m) => m.id), productIds: touched };
 }
 
