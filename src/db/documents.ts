@@ -153,6 +153,20 @@ export function documentTriggersSql<DB>(db: Kysely<DB>, kinds: readonly Document
 }
 
 /**
+ * `col = (expr)::json, …` for every document stored on `owner`'s rows, as SQL to embed in an UPDATE
+ * of `owner` whose FROM list has the row's new values under the kinds' alias: a write that builds
+ * the documents in the statement that changes the row (with the triggers silenced), one row
+ * version instead of two (inventory/stock.repository.ts). The same expressions as the triggers.
+ */
+export function documentsSet(kinds: readonly DocumentKind[], owner: string): RawBuilder<unknown> {
+  aliasOf(kinds, owner);
+  return sql.join(
+    kinds.filter((k) => k.table === owner).map((k) => sql`${sql.ref(k.column)} = (${k.build})::json`),
+    sql`, `,
+  );
+}
+
+/**
  * Runs `write` inside the caller's transaction with the stored documents' triggers silenced: for
  * writes whose owners the caller updates again later in the SAME transaction (which rebuilds
  * their documents then), so each document is built once instead of once per statement, and for

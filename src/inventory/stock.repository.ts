@@ -6,6 +6,8 @@
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { Database, StockMovementTable } from '../db/schema.ts';
 import { movementJson } from './inventory.json-sql.ts';
+import { documentsSet } from '../db/documents.ts';
+import { documentKinds } from '../resources/store-schema.ts';
 
 type Trx = Transaction<Database>;
 
@@ -125,6 +127,36 @@ export async function recomputeProductStock(
       last_modified = ${stamp}::timestamptz
     FROM unnest(${productIds}::uuid[], ${ownStock}::int[]) AS x(id, own_stock)
     WHERE p.id = x.id`.execute(trx);
+}
+
+/**
+ * recomputeProductStock, with the products' stored documents built by the same UPDATE: one row
+ * version of each product instead of two (the recompute's, then the documents trigger's), the
+ * import's costliest rows (issue 25). The documents are built by their own expressions
+ * (db/documents.ts `documentsSet`) over each row's new values, taken as a products row from
+ * `jsonb_populate_record`. Only products whose last_modified is below `stamp` are written: for
+ * them `stamp` is the stamp the row keeps (migration 0007's forward trigger does not fire), so the
+ * documents equal their rebuild. Returns the ids written; the caller recomputes the others (a row
+ * already stamped by this or a later transaction) with recomputeProductStock. Run it with the
+ * documents' triggers silenced (`withDocumentsRebuiltLater`).
+ */
+export async function recomputeProductStockAndDocuments(
+  trx: Trx,
+  productIds: readonly string[],
+  stamp: string,
+  ownStock: readonly (number | null)[],
+): Promise<string[]> {
+  const { rows } = await sql<{ id: string }>`UPDATE products t SET
+      own_stock = p.own_stock, stock = p.stock, last_modified = p.last_modified, ${documentsSet(documentKinds(), 'products')}
+    FROM unnest(${productIds}::uuid[], ${ownStock}::int[]) AS x(id, own_stock)
+      JOIN products o ON o.id = x.id AND o.last_modified < ${stamp}::timestamptz
+      CROSS JOIN LATERAL jsonb_populate_record(o, jsonb_build_object(
+        'own_stock', coalesce(x.own_stock, o.own_stock),
+        'stock', coalesce((SELECT sum(v.stock)::int FROM variants v WHERE v.product_id = o.id AND v.is_active), x.own_stock, o.own_stock),
+        'last_modified', ${stamp}::timestamptz)) AS p
+    WHERE t.id = p.id
+    RETURNING t.id::text AS id`.execute(trx);
+  return rows.map((r) => r.id);
 }
 
 /** The stock rows (variants, then products without variants) holding any of `skus`. */

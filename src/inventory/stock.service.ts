@@ -28,6 +28,7 @@ import {
   lockVariants,
   productWithOverflowingStock,
   recomputeProductStock,
+  recomputeProductStockAndDocuments,
   setVariantStock,
   stockBySku,
 } from './stock.repository.ts';
@@ -143,11 +144,12 @@ export async function applyStockChanges(
   if (movements.length === 0) return { movementIds: [], productIds: [] };
 
   let written = 0;
-  // The products' documents are rebuilt once, by refreshProducts below (same transaction), not
-  // also by the variants' level writes' triggers: half the import's document builds (decision
-  // 0046). The movements' documents are built by their INSERT itself (one row version each). The
-  // products' own stock is set by refreshProducts' recompute: one UPDATE of each product, not two.
-  await withDocumentsRebuiltLater(trx, async () => {
+  const touched = [...new Set(movements.map((m) => m.product_id))];
+  // Every document is built once (decision 0047): the variants' level writes run with the documents'
+  // triggers silenced, the movements' INSERT and the products' recompute build their rows'
+  // documents themselves. The products' own stock is set by the recompute: one UPDATE of each
+  // product, not two.
+  const left = await withDocumentsRebuiltLater(trx, async () => {
     for (const part of chunks([...variantStock], TRIGGERED_WRITE_CHUNK)) {
       await setVariantStock(trx, part);
       written += part.length;
@@ -159,10 +161,10 @@ export async function applyStockChanges(
       written += part.length;
       onProgress(written, movements.length, 'stock movements');
     }
+    onProgress(0, touched.length, 'products and events');
+    return recomputeWithDocuments(ctx, touched, productStock);
   });
-  const touched = [...new Set(movements.map((m) => m.product_id))];
-  onProgress(0, touched.length, 'products and events');
-  await refreshProducts(ctx, touched, productStock);
+  await recomputeLeft(ctx, left, productStock);
   await stockChanged(
     ctx,
     movements.map((m) => m.id),
@@ -179,13 +181,36 @@ export async function applyStockChanges(
  * variants), written by the same statements.
  */
 export async function refreshProducts(ctx: WriteContext, productIds: readonly string[], ownStock?: ReadonlyMap<string, number>): Promise<void> {
+  const left = await withDocumentsRebuiltLater(ctx.trx, () => recomputeWithDocuments(ctx, productIds, ownStock));
+  await recomputeLeft(ctx, left, ownStock);
+}
+
+const ownStockOf = (ids: readonly string[], ownStock: ReadonlyMap<string, number> | undefined) => ids.map((id) => ownStock?.get(id) ?? null);
+
+/**
+ * The products' recompute with their documents built by the same UPDATE (the documents' triggers
+ * silenced by the caller): one row version each. Returns the products left to recomputeLeft (a row
+ * already stamped at or past this transaction's stamp, which the forward trigger may move).
+ */
+async function recomputeWithDocuments(ctx: WriteContext, productIds: readonly string[], ownStock: ReadonlyMap<string, number> | undefined): Promise<string[]> {
+  const left: string[] = [];
   for (const part of chunks(productIds, TRIGGERED_WRITE_CHUNK)) {
     // Each variant's stock fits an integer; their sum may not (sum(int) is bigint): refuse that
     // change, as a single stock level that would overflow is refused.
     const over = await productWithOverflowingStock(ctx.trx, part);
     if (over) throw conflict(`The stock of product ${over} across its variants would exceed 2147483647 units.`);
-    await recomputeProductStock(ctx.trx, part, ctx.stamp, ownStock && part.map((id) => ownStock.get(id) ?? null));
+    const written = await recomputeProductStockAndDocuments(ctx.trx, part, ctx.stamp, ownStockOf(part, ownStock));
+    if (written.length < part.length) {
+      const done = new Set(written);
+      left.push(...part.filter((id) => !done.has(id)));
+    }
   }
+  return left;
+}
+
+/** The recompute of the products recomputeWithDocuments left, their documents rebuilt by the triggers. */
+async function recomputeLeft(ctx: WriteContext, productIds: readonly string[], ownStock: ReadonlyMap<string, number> | undefined): Promise<void> {
+  for (const part of chunks(productIds, TRIGGERED_WRITE_CHUNK)) await recomputeProductStock(ctx.trx, part, ctx.stamp, ownStockOf(part, ownStock));
 }
 
 export interface AdjustmentInput {
