@@ -162,7 +162,9 @@ export async function applyStockChanges(
       onProgress(written, movements.length, 'stock movements');
     }
     onProgress(0, touched.length, 'products and events');
-    return recomputeWithDocuments(ctx, touched, productStock);
+    // Only products whose variants' stock changed can have a sum past an integer now.
+    const withVariantChanges = new Set([...variantStock.keys()].map((id) => variantById.get(id)!.product_id));
+    return recomputeWithDocuments(ctx, touched, productStock, withVariantChanges);
   });
   await recomputeLeft(ctx, left, productStock);
   await stockChanged(
@@ -191,13 +193,23 @@ const ownStockOf = (ids: readonly string[], ownStock: ReadonlyMap<string, number
  * The products' recompute with their documents built by the same UPDATE (the documents' triggers
  * silenced by the caller): one row version each. Returns the products left to recomputeLeft (a row
  * already stamped at or past this transaction's stamp, which the forward trigger may move).
+ * `variantsChanged`, when given, names the products whose variants' stock this transaction changed:
+ * only they are checked for a sum past an integer (a step of an import without variants saves the
+ * statement).
  */
-async function recomputeWithDocuments(ctx: WriteContext, productIds: readonly string[], ownStock: ReadonlyMap<string, number> | undefined): Promise<string[]> {
+async function recomputeWithDocuments(
+  ctx: WriteContext,
+  productIds: readonly string[],
+  ownStock: ReadonlyMap<string, number> | undefined,
+  variantsChanged?: ReadonlySet<string>,
+): Promise<string[]> {
   const left: string[] = [];
   for (const part of chunks(productIds, TRIGGERED_WRITE_CHUNK)) {
     // Each variant's stock fits an integer; their sum may not (sum(int) is bigint): refuse that
-    // change, as a single stock level that would overflow is refused.
-    const over = await productWithOverflowingStock(ctx.trx, part);
+    // change, as a single stock level that would overflow is refused. `variantsChanged`: the only
+    // products whose sum can have changed (all of them when not known).
+    const checked = variantsChanged ? part.filter((id) => variantsChanged.has(id)) : part;
+    const over = checked.length > 0 ? await productWithOverflowingStock(ctx.trx, checked) : undefined;
     if (over) throw conflict(`The stock of product ${over} across its variants would exceed 2147483647 units.`);
     const written = await recomputeProductStockAndDocuments(ctx.trx, part, ctx.stamp, ownStockOf(part, ownStock));
     if (written.length < part.length) {

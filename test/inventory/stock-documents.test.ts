@@ -66,6 +66,19 @@ describe.each(backends)('stock writes and stored documents (%s)', (backend) => {
     expect(await checkStoreDocuments(db)).toEqual([]);
   });
 
+  it("refuses a change that takes a product's variants past an integer in sum, and writes nothing", async () => {
+    const product = await aProductWithVariants(db, [2_147_483_000, 5]);
+    const [, small] = product.variants!;
+    await expect(adjustStock(db, { product_id: product.id, variant_id: small!.id, quantity_change: 1000 })).rejects.toMatchObject({
+      message: expect.stringContaining('across its variants would exceed 2147483647'),
+    });
+    await expect(importStockCsv(db, `sku,stock\n${small!.sku},1000\n`)).rejects.toMatchObject({
+      message: expect.stringContaining('across its variants would exceed 2147483647'),
+    });
+    expect((await docs(product.id)).doc.variants.map((v) => v.stock)).toEqual([2_147_483_000, 5]);
+    expect(await checkStoreDocuments(db)).toEqual([]);
+  });
+
   it('silences the triggers for the writes it wraps only, and the next write of the transaction rebuilds', async () => {
     const silenced = await aProduct(db);
     const after = await aProduct(db);
