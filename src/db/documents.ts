@@ -11,6 +11,10 @@
  * the stored document is what the expression says about the tables, whichever code path wrote
  * them. Lists, single GETs, exports and events serve the stored bytes (`json`, kept verbatim).
  *
+ * A few bulk writes store the documents themselves, built by the same expressions in the statement
+ * that writes the row, with the triggers silenced (`documentsSet`, `withDocumentsRebuiltLater`;
+ * the stock writes, decision 0047): one row version instead of two.
+ *
  * The trigger functions are generated from the same TypeScript expressions (`documentTriggersSql`),
  * so there is one definition of each document. Changing an expression needs a migration that calls
  * `installDocumentTriggers` and `rebuildDocuments` again; `checkDocuments` (run by the test suite
