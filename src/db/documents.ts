@@ -11,6 +11,10 @@
  * the stored document is what the expression says about the tables, whichever code path wrote
  * them. Lists, single GETs, exports and events serve the stored bytes (`json`, kept verbatim).
  *
+ * A few bulk writes store the documents themselves, built by the same expressions in the statement
+ * that writes the row, with the triggers silenced (`documentsSet`, `withDocumentsRebuiltLater`;
+ * the stock writes, decision 0047): one row version instead of two.
+ *
  * The trigger functions are generated from the same TypeScript expressions (`documentTriggersSql`),
  * so there is one definition of each document. Changing an expression needs a migration that calls
  * `installDocumentTriggers` and `rebuildDocuments` again; `checkDocuments` (run by the test suite
@@ -153,9 +157,25 @@ export function documentTriggersSql<DB>(db: Kysely<DB>, kinds: readonly Document
 }
 
 /**
+ * `col = (expr)::json, …` for every document stored on `owner`'s rows, as SQL to embed in an UPDATE
+ * of `owner` whose FROM list has the row's new values under the kinds' alias: a write that builds
+ * the documents in the statement that changes the row (with the triggers silenced), one row
+ * version instead of two (inventory/stock.repository.ts). The same expressions as the triggers.
+ */
+export function documentsSet(kinds: readonly DocumentKind[], owner: string): RawBuilder<unknown> {
+  aliasOf(kinds, owner);
+  return sql.join(
+    kinds.filter((k) => k.table === owner).map((k) => sql`${sql.ref(k.column)} = (${k.build})::json`),
+    sql`, `,
+  );
+}
+
+/**
  * Runs `write` inside the caller's transaction with the stored documents' triggers silenced: for
  * writes whose owners the caller updates again later in the SAME transaction (which rebuilds
- * their documents then), so each document is built once instead of once per statement. The
+ * their documents then), so each document is built once instead of once per statement, and for
+ * writes that store the documents themselves, built by the kind's own expression over the rows
+ * they write (stock movements, inventory/stock.repository.ts), so each row is written once. The
  * setting is transaction-local and put back when `write` ends; when it throws, the transaction (or
  * its savepoint) is rolled back, which puts the setting back too.
  */

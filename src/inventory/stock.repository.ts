@@ -5,6 +5,9 @@
  */
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { Database, StockMovementTable } from '../db/schema.ts';
+import { movementJson } from './inventory.json-sql.ts';
+import { documentsSet } from '../db/documents.ts';
+import { documentKinds } from '../resources/store-schema.ts';
 
 type Trx = Transaction<Database>;
 
@@ -60,17 +63,41 @@ export async function setVariantStock(trx: Trx, levels: readonly (readonly [stri
     WHERE v.id = x.id`.execute(trx);
 }
 
-/** Sets each product's own stock (products without variants): [product id, stock] pairs. */
-export async function setOwnStock(trx: Trx, levels: readonly (readonly [string, number])[]): Promise<void> {
-  await sql`UPDATE products p SET own_stock = x.stock
-    FROM unnest(${levels.map(([id]) => id)}::uuid[], ${levels.map(([, s]) => s)}::int[]) AS x(id, stock)
-    WHERE p.id = x.id`.execute(trx);
-}
-
+/**
+ * Inserts the movements with their stored documents (db/documents.ts) built in the same statement,
+ * by the movement's own expression over the rows inserted: one row version each, not an INSERT and
+ * then the documents trigger's UPDATE of every row (issue 25: a third of the import's movement
+ * cost). Run it with the documents' triggers silenced (`withDocumentsRebuiltLater`), or they
+ * rebuild the same documents again. Nothing changes a movement's row on INSERT (migration 0006's
+ * trigger is BEFORE UPDATE), so the document equals its rebuild.
+ */
 export async function insertMovements(trx: Trx, movements: readonly Insertable<StockMovementTable>[]): Promise<void> {
+  const column = <T>(pick: (m: Insertable<StockMovementTable>) => T) => movements.map(pick);
   await trx
     .insertInto('stock_movements')
-    .values([...movements])
+    .columns([
+      'id',
+      'product_id',
+      'variant_id',
+      'sku',
+      'reason',
+      'quantity_change',
+      'stock_before',
+      'stock_after',
+      'order_id',
+      'note',
+      'created_at',
+      'last_modified',
+      'doc',
+    ])
+    .expression(
+      sql`SELECT m.*, (${movementJson})::json FROM unnest(
+      ${column((m) => m.id)}::uuid[], ${column((m) => m.product_id)}::uuid[], ${column((m) => m.variant_id ?? null)}::uuid[],
+      ${column((m) => m.sku ?? null)}::text[], ${column((m) => m.reason)}::text[], ${column((m) => m.quantity_change)}::int[],
+      ${column((m) => m.stock_before)}::int[], ${column((m) => m.stock_after)}::int[], ${column((m) => m.order_id ?? null)}::uuid[],
+      ${column((m) => m.note ?? null)}::text[], ${column((m) => m.created_at)}::timestamptz[], ${column((m) => m.last_modified)}::timestamptz[]
+    ) AS m(id, product_id, variant_id, sku, reason, quantity_change, stock_before, stock_after, order_id, note, created_at, last_modified)`,
+    )
     .execute();
 }
 
@@ -82,12 +109,54 @@ export async function productWithOverflowingStock(trx: Trx, productIds: readonly
   return rows[0]?.id;
 }
 
-/** Recomputes the products' stock (Σ active variants, else own stock) and stamps them with `stamp`. */
-export async function recomputeProductStock(trx: Trx, productIds: readonly string[], stamp: string): Promise<void> {
+/**
+ * Recomputes the products' stock (Σ active variants, else own stock) and stamps them with `stamp`.
+ * `ownStock`, when given, is each product's new own stock (null: unchanged), set by the same
+ * UPDATE: a product without variants is written once for its level and its recompute, not twice
+ * (issue 25: the import's products are its costliest rows).
+ */
+export async function recomputeProductStock(
+  trx: Trx,
+  productIds: readonly string[],
+  stamp: string,
+  ownStock: readonly (number | null)[] = productIds.map(() => null),
+): Promise<void> {
   await sql`UPDATE products p SET
-      stock = coalesce((SELECT sum(v.stock)::int FROM variants v WHERE v.product_id = p.id AND v.is_active), p.own_stock),
+      own_stock = coalesce(x.own_stock, p.own_stock),
+      stock = coalesce((SELECT sum(v.stock)::int FROM variants v WHERE v.product_id = p.id AND v.is_active), x.own_stock, p.own_stock),
       last_modified = ${stamp}::timestamptz
-    WHERE p.id = ANY(${productIds}::uuid[])`.execute(trx);
+    FROM unnest(${productIds}::uuid[], ${ownStock}::int[]) AS x(id, own_stock)
+    WHERE p.id = x.id`.execute(trx);
+}
+
+/**
+ * recomputeProductStock, with the products' stored documents built by the same UPDATE: one row
+ * version of each product instead of two (the recompute's, then the documents trigger's), the
+ * import's costliest rows (issue 25). The documents are built by their own expressions
+ * (db/documents.ts `documentsSet`) over each row's new values, taken as a products row from
+ * `jsonb_populate_record`. Only products whose last_modified is below `stamp` are written: for
+ * them `stamp` is the stamp the row keeps (migration 0007's forward trigger does not fire), so the
+ * documents equal their rebuild. Returns the ids written; the caller recomputes the others (a row
+ * already stamped by this or a later transaction) with recomputeProductStock. Run it with the
+ * documents' triggers silenced (`withDocumentsRebuiltLater`).
+ */
+export async function recomputeProductStockAndDocuments(
+  trx: Trx,
+  productIds: readonly string[],
+  stamp: string,
+  ownStock: readonly (number | null)[],
+): Promise<string[]> {
+  const { rows } = await sql<{ id: string }>`UPDATE products t SET
+      own_stock = p.own_stock, stock = p.stock, last_modified = p.last_modified, ${documentsSet(documentKinds(), 'products')}
+    FROM unnest(${productIds}::uuid[], ${ownStock}::int[]) AS x(id, own_stock)
+      JOIN products o ON o.id = x.id AND o.last_modified < ${stamp}::timestamptz
+      CROSS JOIN LATERAL jsonb_populate_record(o, jsonb_build_object(
+        'own_stock', coalesce(x.own_stock, o.own_stock),
+        'stock', coalesce((SELECT sum(v.stock)::int FROM variants v WHERE v.product_id = o.id AND v.is_active), x.own_stock, o.own_stock),
+        'last_modified', ${stamp}::timestamptz)) AS p
+    WHERE t.id = p.id
+    RETURNING t.id::text AS id`.execute(trx);
+  return rows.map((r) => r.id);
 }
 
 /** The stock rows (variants, then products without variants) holding any of `skus`. */

@@ -18,7 +18,7 @@ import { runGivingWay } from '../db/connection-turns.ts';
 import { withDocumentsRebuiltLater } from '../db/documents.ts';
 import { isStockTracked } from '../catalog/product.json-sql.ts';
 import { ApiError, conflict, invalidParameter, notFound, type ParamError } from '../shared/problem.ts';
-import { inventoryChanged, movementsCreated, productsChanged } from '../resources/record-events.ts';
+import { stockChanged } from '../resources/record-events.ts';
 import type { MovementReason } from './inventory.json-sql.ts';
 import type { Logger } from 'pino';
 import { progressLog, type ProgressLog } from '../shared/progress-log.ts';
@@ -28,7 +28,7 @@ import {
   lockVariants,
   productWithOverflowingStock,
   recomputeProductStock,
-  setOwnStock,
+  recomputeProductStockAndDocuments,
   setVariantStock,
   stockBySku,
 } from './stock.repository.ts';
@@ -143,53 +143,86 @@ export async function applyStockChanges(
   }
   if (movements.length === 0) return { movementIds: [], productIds: [] };
 
-  const levels = variantStock.size + productStock.size;
   let written = 0;
-  // The products' documents are rebuilt once, by refreshProducts below (same transaction), not
-  // also by these writes' triggers: half the import's document builds (decision 0046).
-  await withDocumentsRebuiltLater(trx, async () => {
+  const touched = [...new Set(movements.map((m) => m.product_id))];
+  // Every document is built once (decision 0047): the variants' level writes run with the documents'
+  // triggers silenced, the movements' INSERT and the products' recompute build their rows'
+  // documents themselves. The products' own stock is set by the recompute: one UPDATE of each
+  // product, not two.
+  const left = await withDocumentsRebuiltLater(trx, async () => {
     for (const part of chunks([...variantStock], TRIGGERED_WRITE_CHUNK)) {
       await setVariantStock(trx, part);
       written += part.length;
-      onProgress(written, levels, 'stock levels');
+      onProgress(written, variantStock.size, 'stock levels');
     }
-    for (const part of chunks([...productStock], TRIGGERED_WRITE_CHUNK)) {
-      await setOwnStock(trx, part);
+    written = 0;
+    for (const part of chunks(movements, TRIGGERED_WRITE_CHUNK)) {
+      await insertMovements(trx, part);
       written += part.length;
-      onProgress(written, levels, 'stock levels');
+      onProgress(written, movements.length, 'stock movements');
     }
+    onProgress(0, touched.length, 'products and events');
+    // Only products whose variants' stock changed can have a sum past an integer now.
+    const withVariantChanges = new Set([...variantStock.keys()].map((id) => variantById.get(id)!.product_id));
+    return recomputeWithDocuments(ctx, touched, productStock, withVariantChanges);
   });
-  written = 0;
-  for (const part of chunks(movements, TRIGGERED_WRITE_CHUNK)) {
-    await insertMovements(trx, part);
-    written += part.length;
-    onProgress(written, movements.length, 'stock movements');
-  }
-  const touched = [...new Set(movements.map((m) => m.product_id))];
-  onProgress(0, touched.length, 'products and events');
-  await refreshProducts(ctx, touched);
-  await movementsCreated(
+  await recomputeLeft(ctx, left, productStock);
+  await stockChanged(
     ctx,
     movements.map((m) => m.id),
+    touched,
+    announceProducts,
   );
-  await inventoryChanged(ctx, touched);
-  if (announceProducts) await productsChanged(ctx, touched);
   return { movementIds: movements.map((m) => m.id), productIds: touched };
 }
 
 /**
  * Recomputes `stock` of the products (Σ active variants' stock when they have any, else own stock)
  * and moves their last_modified to this transaction's stamp. Call after any change to a product or
- * anything nested in it.
+ * anything nested in it. `ownStock`: new own stock levels of some of the products (products without
+ * variants), written by the same statements.
  */
-export async function refreshProducts(ctx: WriteContext, productIds: readonly string[]): Promise<void> {
+export async function refreshProducts(ctx: WriteContext, productIds: readonly string[], ownStock?: ReadonlyMap<string, number>): Promise<void> {
+  const left = await withDocumentsRebuiltLater(ctx.trx, () => recomputeWithDocuments(ctx, productIds, ownStock));
+  await recomputeLeft(ctx, left, ownStock);
+}
+
+const ownStockOf = (ids: readonly string[], ownStock: ReadonlyMap<string, number> | undefined) => ids.map((id) => ownStock?.get(id) ?? null);
+
+/**
+ * The products' recompute with their documents built by the same UPDATE (the documents' triggers
+ * silenced by the caller): one row version each. Returns the products left to recomputeLeft (a row
+ * already stamped at or past this transaction's stamp, which the forward trigger may move).
+ * `variantsChanged`, when given, names the products whose variants' stock this transaction changed:
+ * only they are checked for a sum past an integer (a step of an import without variants saves the
+ * statement).
+ */
+async function recomputeWithDocuments(
+  ctx: WriteContext,
+  productIds: readonly string[],
+  ownStock: ReadonlyMap<string, number> | undefined,
+  variantsChanged?: ReadonlySet<string>,
+): Promise<string[]> {
+  const left: string[] = [];
   for (const part of chunks(productIds, TRIGGERED_WRITE_CHUNK)) {
     // Each variant's stock fits an integer; their sum may not (sum(int) is bigint): refuse that
-    // change, as a single stock level that would overflow is refused.
-    const over = await productWithOverflowingStock(ctx.trx, part);
+    // change, as a single stock level that would overflow is refused. `variantsChanged`: the only
+    // products whose sum can have changed (all of them when not known).
+    const checked = variantsChanged ? part.filter((id) => variantsChanged.has(id)) : part;
+    const over = checked.length > 0 ? await productWithOverflowingStock(ctx.trx, checked) : undefined;
     if (over) throw conflict(`The stock of product ${over} across its variants would exceed 2147483647 units.`);
-    await recomputeProductStock(ctx.trx, part, ctx.stamp);
+    const written = await recomputeProductStockAndDocuments(ctx.trx, part, ctx.stamp, ownStockOf(part, ownStock));
+    if (written.length < part.length) {
+      const done = new Set(written);
+      left.push(...part.filter((id) => !done.has(id)));
+    }
   }
+  return left;
+}
+
+/** The recompute of the products recomputeWithDocuments left, their documents rebuilt by the triggers. */
+async function recomputeLeft(ctx: WriteContext, productIds: readonly string[], ownStock: ReadonlyMap<string, number> | undefined): Promise<void> {
+  for (const part of chunks(productIds, TRIGGERED_WRITE_CHUNK)) await recomputeProductStock(ctx.trx, part, ctx.stamp, ownStockOf(part, ownStock));
 }
 
 export interface AdjustmentInput {

@@ -11,16 +11,24 @@ import { inventoryResource, movementResource } from '../inventory/inventory.reso
 import { orderResource } from '../orders/order.resource.ts';
 import type { FeedEventType } from './registry.ts';
 import type { ResourceDeclaration } from './resource.ts';
-import { appendEvents } from '../events/event-log.ts';
+import { appendEventsInOrder } from '../events/event-log.ts';
 import { chunks } from '../shared/chunks.ts';
 
 /**
  * Sorted distinct ids in chunks of bounded size: a bulk import touching 100k resources appends its
- * events in statements of at most EVENT_CHUNK rows (a product's JSON is the costliest to build), so
- * the embedded database yields to the HTTP side between them (db/database.ts).
+ * events in statements of at most EVENT_STATEMENT_ROWS rows, so the embedded database yields to the
+ * HTTP side between them (db/database.ts).
  */
 const EVENT_CHUNK = 250;
+const EVENT_STATEMENT_ROWS = 3 * EVENT_CHUNK;
 const idChunks = (ids: readonly string[]) => chunks([...new Set(ids)].sort(), EVENT_CHUNK);
+
+/** The events of one kind of change: `${prefix}.${kind}` for each record of `resource` among `ids`. */
+export interface RecordChanges {
+  resource: ResourceDeclaration;
+  kind: string;
+  ids: readonly string[];
+}
 
 /**
  * Appends `${prefix}.${kind}` for each record of `resource` among `ids` (records outside the
@@ -32,16 +40,35 @@ export async function recordsChanged<Prefix extends string, Kind extends string>
   kind: NoInfer<Kind>,
   ids: readonly string[],
 ): Promise<void> {
-  const { source, events } = resource;
-  if (!events) throw new Error(`resource ${resource.name} declares no events`);
-  const type = `${events.prefix}.${kind}` as FeedEventType;
-  for (const part of idChunks(ids)) {
+  await recordsChangedInOrder(ctx, [{ resource, kind, ids }]);
+}
+
+/**
+ * Appends the events of each of `changes` in turn (all of the first's, by id, then the second's…),
+ * several kinds in one statement of at most EVENT_STATEMENT_ROWS rows: a step of a stock import
+ * appends its movements', inventory records' and products' events in one statement, not three.
+ * Each record is read by its id through the primary key, joined to the ids: with `id = ANY(ids)`
+ * and the inventory's condition the planner chose the stock-tracked partial index and read about
+ * three times the pages (issue 25).
+ */
+export async function recordsChangedInOrder(ctx: WriteContext, changes: readonly RecordChanges[]): Promise<void> {
+  const parts = changes.flatMap(({ resource, kind, ids }) => {
+    const { source, events } = resource;
+    if (!events) throw new Error(`resource ${resource.name} declares no events`);
+    const type = `${events.prefix}.${kind}` as FeedEventType;
     const base = source.where ? sql` AND ${source.where}` : sql``;
-    await appendEvents(
-      ctx,
+    return idChunks(ids).map((part) => ({
       type,
-      sql`SELECT ${source.id} AS resource_id, ${source.json} AS data FROM ${source.from} WHERE ${source.id} = ANY(${part}::uuid[])${base}`,
-    );
+      rows: part.length,
+      source: sql`SELECT ${source.id} AS resource_id, ${source.json} AS data
+        FROM unnest(${part}::uuid[]) AS changed(id) CROSS JOIN ${source.from} WHERE ${source.id} = changed.id${base}`,
+    }));
+  });
+  for (let from = 0; from < parts.length; ) {
+    let to = from + 1;
+    for (let rows = parts[from]!.rows; to < parts.length && rows + parts[to]!.rows <= EVENT_STATEMENT_ROWS; to++) rows += parts[to]!.rows;
+    await appendEventsInOrder(ctx, parts.slice(from, to));
+    from = to;
   }
 }
 
@@ -56,8 +83,16 @@ export async function inventoryChanged(ctx: WriteContext, productIds: readonly s
   await recordsChanged(ctx, inventoryResource, 'updated', productIds);
 }
 
-export async function movementsCreated(ctx: WriteContext, movementIds: readonly string[]): Promise<void> {
-  await recordsChanged(ctx, movementResource, 'created', movementIds);
+/**
+ * The events of stock changes, in this order: stock_movement.created for each movement,
+ * inventory.updated for each stock-tracked product and, with `announceProducts`, product.updated.
+ */
+export async function stockChanged(ctx: WriteContext, movementIds: readonly string[], productIds: readonly string[], announceProducts: boolean): Promise<void> {
+  await recordsChangedInOrder(ctx, [
+    { resource: movementResource, kind: 'created', ids: movementIds },
+    { resource: inventoryResource, kind: 'updated', ids: productIds },
+    ...(announceProducts ? [{ resource: productResource, kind: 'updated', ids: productIds }] : []),
+  ]);
 }
 
 export async function ordersChanged(ctx: WriteContext, ids: readonly string[], created = false): Promise<void> {

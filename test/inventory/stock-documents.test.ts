@@ -1,7 +1,9 @@
 /**
- * Stock writes build each product's stored documents once (decision 0046): the level writes
- * (variants' stock, products' own stock) run with the documents' triggers silenced, and the
- * products' recompute in the same transaction rebuilds them. Whatever the path — an import in one
+ * Stock writes build each stored document once (decisions 0046, 0047): the variants' level writes
+ * run with the documents' triggers silenced, and the products' recompute in the same transaction
+ * (which also sets their own stock) builds their documents in its own UPDATE; the movements' INSERT
+ * builds theirs too. A product already stamped at or past the transaction's stamp is recomputed the
+ * old way (the forward trigger moves its stamp, the triggers rebuild its documents). Whatever the path — an import in one
  * transaction, an import in steps, a single adjustment — every stored document equals its rebuild
  * from the tables afterwards, and shows the new levels.
  */
@@ -49,6 +51,32 @@ describe.each(backends)('stock writes and stored documents (%s)', (backend) => {
     await adjustStock(db, { product_id: product.id, variant_id: product.variants![1]!.id, quantity_change: -2 });
     expect(await checkStoreDocuments(db)).toEqual([]);
     expect((await docs(product.id)).doc.stock).toBe(10);
+  });
+
+  it('a product stamped past the transaction (a later writer) is recomputed too, moved forward, its documents rebuilt', async () => {
+    const product = await aProduct(db);
+    const later = '2999-01-01 00:00:00+00';
+    await sql`UPDATE products SET last_modified = ${later}::timestamptz WHERE id = ${product.id}::uuid`.execute(db);
+    await adjustStock(db, { product_id: product.id, quantity_change: 5 });
+    const { rows } = await sql<{ stock: number; moved: boolean }>`
+      SELECT stock, last_modified = ${later}::timestamptz + interval '1 microsecond' AS moved FROM products WHERE id = ${product.id}::uuid`.execute(db);
+    expect(rows[0]!.stock).toBe(25);
+    expect(rows[0]!.moved).toBe(true);
+    expect((await docs(product.id)).doc.stock).toBe(rows[0]!.stock);
+    expect(await checkStoreDocuments(db)).toEqual([]);
+  });
+
+  it("refuses a change that takes a product's variants past an integer in sum, and writes nothing", async () => {
+    const product = await aProductWithVariants(db, [2_147_483_000, 5]);
+    const [, small] = product.variants!;
+    await expect(adjustStock(db, { product_id: product.id, variant_id: small!.id, quantity_change: 1000 })).rejects.toMatchObject({
+      message: expect.stringContaining('across its variants would exceed 2147483647'),
+    });
+    await expect(importStockCsv(db, `sku,stock\n${small!.sku},1000\n`)).rejects.toMatchObject({
+      message: expect.stringContaining('across its variants would exceed 2147483647'),
+    });
+    expect((await docs(product.id)).doc.variants.map((v) => v.stock)).toEqual([2_147_483_000, 5]);
+    expect(await checkStoreDocuments(db)).toEqual([]);
   });
 
   it('silences the triggers for the writes it wraps only, and the next write of the transaction rebuilds', async () => {
