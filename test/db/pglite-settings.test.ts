@@ -40,6 +40,8 @@ describe('the embedded database settings', () => {
     const first = await openDatabase({ dataDir, knownMigrations: migrationNames() });
     try {
       expect(await show(first, 'shared_buffers')).toBe(`${DEFAULT_PGLITE_SHARED_BUFFERS_MB}MB`);
+      // New WAL segments made without 16 MB of zeros through native memory (decision 0043, session 11).
+      expect(await show(first, 'wal_init_zero')).toBe('off');
       // PGlite's defaults, which our parameters must not replace.
       expect(await show(first, 'search_path')).toBe('public');
       expect(await show(first, 'max_worker_processes')).toBe('0');
