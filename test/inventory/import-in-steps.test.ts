@@ -41,6 +41,22 @@ describe.each(backends)('stock import in committed steps (%s)', (backend) => {
     }
   };
 
+  it('reads records ended by \\r\\n or by a lone \\r as by \\n, in steps and in one transaction', async () => {
+    const a = await aProduct(db(), { stock: 1 });
+    const b = await aProduct(db(), { stock: 1 });
+    for (const [breakChars, stepRows] of [
+      ['\r\n', 1],
+      ['\r', 1],
+      ['\r', undefined],
+    ] as const) {
+      const level = breakChars.length + (stepRows ?? 0) * 10;
+      const csv = ['sku,stock', `${a.sku},${level}`, `${b.sku},${level + 1}`, ''].join(breakChars);
+      const summary = await importStockCsv(db(), csv, stepRows === undefined ? {} : { stepRows });
+      expect(summary).toMatchObject({ rows: 2 });
+      expect([await stockOf(a.sku!), await stockOf(b.sku!)]).toEqual([level, level + 1]);
+    }
+  });
+
   it('applies every row, a product per step at the least, repeated skus in order', async () => {
     const plain = await aProduct(db(), { stock: 3 });
     const sized = await aProductWithVariants(db(), [5, 7]);
