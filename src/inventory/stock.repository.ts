@@ -111,16 +111,11 @@ export async function productWithOverflowingStock(trx: Trx, productIds: readonly
 
 /**
  * Recomputes the products' stock (Σ active variants, else own stock) and stamps them with `stamp`.
- * `ownStock`, when given, is each product's new own stock (null: unchanged), set by the same
- * UPDATE: a product without variants is written once for its level and its recompute, not twice
- * (issue 25: the import's products are its costliest rows).
+ * `ownStock` is each product's new own stock (null: unchanged), set by the same UPDATE: a product
+ * without variants is written once for its level and its recompute, not twice (issue 25: the
+ * import's products are its costliest rows).
  */
-export async function recomputeProductStock(
-  trx: Trx,
-  productIds: readonly string[],
-  stamp: string,
-  ownStock: readonly (number | null)[] = productIds.map(() => null),
-): Promise<void> {
+export async function recomputeProductStock(trx: Trx, productIds: readonly string[], stamp: string, ownStock: readonly (number | null)[]): Promise<void> {
   await sql`UPDATE products p SET
       own_stock = coalesce(x.own_stock, p.own_stock),
       stock = coalesce((SELECT sum(v.stock)::int FROM variants v WHERE v.product_id = p.id AND v.is_active), x.own_stock, p.own_stock),

@@ -179,12 +179,11 @@ export async function applyStockChanges(
 /**
  * Recomputes `stock` of the products (Σ active variants' stock when they have any, else own stock)
  * and moves their last_modified to this transaction's stamp. Call after any change to a product or
- * anything nested in it. `ownStock`: new own stock levels of some of the products (products without
- * variants), written by the same statements.
+ * anything nested in it.
  */
-export async function refreshProducts(ctx: WriteContext, productIds: readonly string[], ownStock?: ReadonlyMap<string, number>): Promise<void> {
-  const left = await withDocumentsRebuiltLater(ctx.trx, () => recomputeWithDocuments(ctx, productIds, ownStock));
-  await recomputeLeft(ctx, left, ownStock);
+export async function refreshProducts(ctx: WriteContext, productIds: readonly string[]): Promise<void> {
+  const left = await withDocumentsRebuiltLater(ctx.trx, () => recomputeWithDocuments(ctx, productIds, undefined));
+  await recomputeLeft(ctx, left, undefined);
 }
 
 const ownStockOf = (ids: readonly string[], ownStock: ReadonlyMap<string, number> | undefined) => ids.map((id) => ownStock?.get(id) ?? null);
