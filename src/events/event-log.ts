@@ -17,19 +17,11 @@ export function resourceTypeOf(type: string): string {
 }
 
 /**
- * Appends one event per row of `source`: `source` is a SELECT returning columns `resource_id` and
- * `data` (json). One statement whatever the row count, so a bulk import of thousands stays cheap.
- * Returns the number of events appended.
- */
-export async function appendEvents(ctx: WriteContext, type: string, source: RawBuilder<unknown>): Promise<number> {
-  return appendEventsInOrder(ctx, [{ type, source }]);
-}
-
-/**
- * Appends the events of several sources in ONE statement, in the order of `parts` and, within a
- * part, by resource id: the same events, in the same order, as one appendEvents per part, at one
- * statement's cost (a step of an import appends three kinds, issue 25). The parts' `resource_id`
- * columns must have one type (every resource's is its uuid).
+ * Appends one event of `type` per row of each part's `source` (a SELECT returning columns
+ * `resource_id` and `data` (json)), all in ONE statement whatever the row count, so a bulk import
+ * stays cheap: in the order of `parts` and, within a part, by resource id (a step of an import
+ * appends three kinds, issue 25). The parts' `resource_id` columns must have one type (every
+ * resource's is its uuid). Returns the number of events appended.
  */
 export async function appendEventsInOrder(ctx: WriteContext, parts: readonly { type: string; source: RawBuilder<unknown> }[]): Promise<number> {
   if (parts.length === 0) return 0;

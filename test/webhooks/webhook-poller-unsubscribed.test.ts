@@ -10,7 +10,7 @@ import { sql } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import { backends } from '../helpers/test-database.ts';
 import { runWrite } from '../../src/db/write-clock.ts';
-import { appendEvent, appendEvents } from '../../src/events/event-log.ts';
+import { appendEvent, appendEventsInOrder } from '../../src/events/event-log.ts';
 import type { EventType } from '../../src/resources/event-types.ts';
 import { pollEvents, type PollResult } from '../../src/webhooks/event-poller.ts';
 import { webhookTestKit, type WebhookTestKit } from './webhook-test-kit.ts';
@@ -48,7 +48,9 @@ describe.each(backends)('event poller across unsubscribed events (%s)', (backend
     ).rows.map((r) => r.event_id);
   /** `n` events of `type` in one statement (one stamp with the rest of `w`'s). */
   const many = (w: Parameters<Parameters<typeof runWrite>[1]>[0], type: EventType, n: number) =>
-    appendEvents(w, type, sql`SELECT gen_random_uuid()::text AS resource_id, json_build_object('n', g) AS data FROM generate_series(1, ${n}) g`);
+    appendEventsInOrder(w, [
+      { type, source: sql`SELECT gen_random_uuid()::text AS resource_id, json_build_object('n', g) AS data FROM generate_series(1, ${n}) g` },
+    ]);
 
   it('crosses a run of events nobody subscribed to in one poll, and an endpoint then gets only what is written after it', async () => {
     await drain();
