@@ -234,9 +234,8 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
   };
   const storage = new StorageHealth(Date.now, undefined, diskDir && minFree > 0 ? lowSpace : undefined);
   onThreadExit = (reason) => storage.markFatal(`${reason}; restart the process (PostgreSQL replays its log at the next start).`);
-  // A statement stuck in the database's thread counts as a stall too (db/disk-watchdog.ts).
-  const inFlightSince = engine instanceof PGliteThread ? () => engine.inFlightSince() : undefined;
-  const stopWatchdog = diskDir ? startDiskWatchdog(diskDir, inFlightSince ? { inFlightSince } : {}) : () => {};
+  // A statement stuck in the database's thread with the disk full ends the process (db/disk-watchdog.ts).
+  const stopWatchdog = diskDir && engine instanceof PGliteThread ? startDiskWatchdog(diskDir, () => engine.inFlightSince()) : () => {};
   const inThread = engine instanceof PGliteThread;
   const db = new Kysely<Database>({
     dialect: withRequestTransactions(
