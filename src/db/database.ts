@@ -6,7 +6,7 @@
  */
 import { Kysely, PGliteDialect, PostgresDialect, type DatabaseConnection } from 'kysely';
 import pg from 'pg';
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Database } from './schema.ts';
@@ -330,7 +330,8 @@ export const DEFAULT_PGLITE_WORKER_BUFFER_SLACK_MB = 8;
 export const DEFAULT_PGLITE_SHARED_BUFFERS_MB = 8;
 
 /**
- * PGlite's own start parameters plus ours (startParams replaces its defaults, so they are kept).
+ * Our start parameters of PGlite, which the database's thread appends to PGlite's own (startParams
+ * replaces its defaults, so they are kept; PGlite itself is loaded in that thread only, decision 0048).
  * `wal_init_zero=off`: a new 16 MB WAL segment is made by writing its last byte instead of 16 MB of
  * zeros, which PGlite's file layer passed through a 16 MiB buffer of native memory: during the
  * 100,000-row import the database thread's malloc arena grew by 13.6–16 MiB at a segment switch
@@ -340,7 +341,7 @@ export const DEFAULT_PGLITE_SHARED_BUFFERS_MB = 8;
  * well before (DATA_DIR_MIN_FREE_MB).
  */
 export function pgliteStartParams(sharedBuffersMb = DEFAULT_PGLITE_SHARED_BUFFERS_MB): string[] {
-  return [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffersMb}MB`, '-c', 'wal_init_zero=off'];
+  return ['-c', `shared_buffers=${sharedBuffersMb}MB`, '-c', 'wal_init_zero=off'];
 }
 
 /** Longest the embedded database keeps the thread across consecutive statements before it yields. */

@@ -14,7 +14,7 @@
  * fine; a newer one from a later build is not). Anything else falls back to initdb: the template
  * only saves time.
  */
-import { PGlite } from '@electric-sql/pglite';
+import type { PGlite } from '@electric-sql/pglite';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, join } from 'node:path';
@@ -61,6 +61,8 @@ export async function writeTemplate(
   rmSync(templateDir, { recursive: true, force: true });
   mkdirSync(templateDir, { recursive: true });
   if (fromTemplate) cpSync(join(fromTemplate, 'pgdata'), join(templateDir, 'pgdata'), { recursive: true });
+  // Loaded here, at build time: a server's HTTP thread never needs PGlite itself (decision 0048).
+  const { PGlite } = await import('@electric-sql/pglite');
   const pglite = await PGlite.create({ dataDir: join(templateDir, 'pgdata'), ...(parsers ? { parsers } : {}) });
   let demo: TemplateStamp['demo'];
   try {

@@ -17,6 +17,7 @@ export interface WorkerStart {
   dataDir?: string;
   /** A dumped data directory (PGlite's dumpDataDir) to start an in-memory database from. */
   archive?: Uint8Array;
+  /** Start parameters added to PGlite's own (db/database.ts `pgliteStartParams`). */
   startParams: string[];
   /**
    * MiB of ArrayBuffers this thread may hold above what it held after its last collection before a
@@ -108,7 +109,7 @@ async function run(port: NonNullable<typeof parentPort>, start: WorkerStart): Pr
       ...(start.dataDir ? { dataDir: start.dataDir } : {}),
       ...(start.archive ? { loadDataDir: new Blob([start.archive as Uint8Array<ArrayBuffer>]) } : {}),
       parsers: typeParsers,
-      startParams: start.startParams,
+      startParams: [...PGlite.defaultStartParams, ...start.startParams],
     });
     await pglite.exec(`SET TimeZone = 'UTC'`);
   } catch (error) {

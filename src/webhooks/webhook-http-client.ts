@@ -10,7 +10,7 @@
  * the order requests start, and one timer (Deadlines) armed for the earliest unfinished one aborts
  * each request exactly when its own timeout passes (docs/decisions/0015-webhook-delivery-speed.md).
  */
-import { Agent, errors as undiciErrors } from 'undici';
+import type { Agent } from 'undici';
 import type { EventEmitter } from 'node:events';
 import { isIP } from 'node:net';
 import { guardedLookup, isPrivateAddress } from './webhook-url-policy.ts';
@@ -68,7 +68,7 @@ interface Target {
 }
 
 export class WebhookHttpClient {
-  readonly #agent: Agent;
+  #agent: Agent | undefined;
   readonly #options: WebhookHttpClientOptions;
   readonly #now: () => number;
   readonly #deadlines: Deadlines;
@@ -78,7 +78,14 @@ export class WebhookHttpClient {
     this.#options = options;
     this.#now = options.now ?? Date.now;
     this.#deadlines = new Deadlines(options.timeoutMs);
-    this.#agent = new Agent({
+  }
+
+  /** The connection pool, made at the first request (undici is loaded then: decision 0048). */
+  async #pool(): Promise<Agent> {
+    if (this.#agent) return this.#agent;
+    const { Agent } = await loadUndici();
+    const options = this.#options;
+    this.#agent ??= new Agent({
       connections: options.connectionsPerOrigin,
       keepAliveTimeout: 30_000,
       keepAliveMaxTimeout: 120_000,
@@ -86,6 +93,7 @@ export class WebhookHttpClient {
       bodyTimeout: options.timeoutMs,
       connect: { timeout: options.timeoutMs, lookup: guardedLookup(options.allowPrivate) },
     });
+    return this.#agent;
   }
 
   /** POSTs `body` (text, or its UTF-8 bytes: sent as they are) to `url` with `headers` (plus Content-Type and User-Agent). */
@@ -105,7 +113,7 @@ export class WebhookHttpClient {
     if (target.refused) return failed('blocked_address', target.refused);
     const deadline = this.#deadlines.start();
     try {
-      const response = await this.#agent.request({
+      const response = await (await this.#pool()).request({
         origin: target.origin,
         path: target.path,
         method: 'POST',
@@ -163,7 +171,7 @@ export class WebhookHttpClient {
 
   /** Closes pooled connections (waits for none: call after in-flight attempts finished). */
   async close(): Promise<void> {
-    await this.#agent.close();
+    await this.#agent?.close();
   }
 }
 
@@ -289,13 +297,26 @@ function excerptOf(buffer: Buffer): string | null {
   return text.length > RESPONSE_EXCERPT_CHARS ? text.slice(0, RESPONSE_EXCERPT_CHARS) : text;
 }
 
+/**
+ * undici, loaded when the first delivery is attempted: its ~5 MiB of code and heap stay out of an
+ * embedded store that has no webhook endpoint (decision 0048).
+ */
+let undici: typeof import('undici') | undefined;
+async function loadUndici(): Promise<typeof import('undici')> {
+  undici ??= await import('undici');
+  return undici;
+}
+
 function classify(error: unknown, timedOut: boolean, timeoutMs: number, durationMs: number): HttpAttemptResult {
+  // A request was made, so undici is loaded (#pool); anything thrown before it is no timeout of its.
+  const undiciErrors = undici?.errors;
   const base = { statusCode: null, responseExcerpt: null, retryAfterMs: null, durationMs };
   if (
     timedOut ||
-    error instanceof undiciErrors.HeadersTimeoutError ||
-    error instanceof undiciErrors.BodyTimeoutError ||
-    error instanceof undiciErrors.ConnectTimeoutError
+    (undiciErrors !== undefined &&
+      (error instanceof undiciErrors.HeadersTimeoutError ||
+        error instanceof undiciErrors.BodyTimeoutError ||
+        error instanceof undiciErrors.ConnectTimeoutError))
   ) {
     return { ...base, outcome: 'timeout', error: `no complete response within ${timeoutMs} ms` };
   }
