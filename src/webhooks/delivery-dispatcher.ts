@@ -98,6 +98,8 @@ export interface WebhookWorkerEvents {
   loopError: [unknown];
   /** The LISTEN connection (PostgreSQL) is open, at start or after a reconnect. */
   listening: [];
+  /** The HTTP client was loaded and its pool made ahead of a delivery (an HTTP endpoint exists). */
+  httpReady: [];
 }
 
 export interface DispatcherOptions {
@@ -168,6 +170,15 @@ export class DeliveryDispatcher {
       timeoutMs: ctx.config.WEBHOOK_TIMEOUT_MS,
       allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE_URLS,
     });
+  }
+
+  /** An endpoint of `url` exists: its transport is made ready before its first delivery. */
+  async prepareEndpoint(url: string): Promise<void> {
+    if (await this.#transport.prepare(url)) this.#events.emit('httpReady');
+  }
+
+  get httpClientLoaded(): boolean {
+    return this.#transport.httpClientLoaded;
   }
 
   /** Something may be due: the dispatch loop looks again now. */

@@ -85,6 +85,15 @@ export class DeliveryTransport {
     return this.#publish(delivery, headers, bytes);
   }
 
+  /** Prepares the transport of `url` (an HTTP endpoint's: the HTTP client loaded before its first delivery). */
+  async prepare(url: string): Promise<boolean> {
+    return isBrokerUrl(url) ? false : this.#http.warm();
+  }
+
+  get httpClientLoaded(): boolean {
+    return this.#http.loaded;
+  }
+
   /** Endpoints holding a pooled broker connection, with the URL it was opened for. */
   brokerEndpoints(): Map<string, string> {
     return new Map([...this.#brokers].map(([id, pooled]) => [id, pooled.url]));

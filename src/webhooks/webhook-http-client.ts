@@ -80,6 +80,27 @@ export class WebhookHttpClient {
     this.#deadlines = new Deadlines(options.timeoutMs);
   }
 
+  /**
+   * Loads undici and makes the pool now, so the first delivery does not wait for it: called when
+   * the store has an HTTP endpoint (the worker's start, an endpoint created or changed here).
+   * Resolves true once the pool was made by this call, false if it existed or the load failed (the
+   * first request then fails the same way and reports it).
+   */
+  /** Whether the pool is made (undici loaded). */
+  get loaded(): boolean {
+    return this.#agent !== undefined;
+  }
+
+  async warm(): Promise<boolean> {
+    if (this.#agent) return false;
+    try {
+      await this.#pool();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** The connection pool, made at the first request (undici is loaded then: decision 0048). */
   async #pool(): Promise<Agent> {
     if (this.#agent) return this.#agent;

@@ -18,7 +18,8 @@ export const DELIVERIES_CHANNEL = 'webhook_deliveries';
 /**
  * In-process signals: 'deliveries' when deliveries became due; 'endpoint-changed' (endpoint id)
  * when an endpoint's URL changed, it was disabled or deleted (its broker connection closes; workers
- * in other processes find out within their reconcile interval).
+ * in other processes find out within their reconcile interval); 'endpoint-ready' (URL) when an
+ * enabled endpoint was created or given a URL or enabled (its transport is loaded).
  */
 export const localWakeups = new EventEmitter();
 localWakeups.setMaxListeners(0);
@@ -31,6 +32,14 @@ export async function announceDueDeliveries(db: Kysely<Database>, backend: 'pgli
   if (request) request.afterCommit(() => localWakeups.emit('deliveries'));
   else localWakeups.emit('deliveries');
   if (backend === 'postgres') await sql`SELECT pg_notify(${DELIVERIES_CHANNEL}, '')`.execute(db);
+}
+
+/**
+ * Tells this process's workers that an enabled endpoint of `url` was created or given that URL, so
+ * they load its transport before its first delivery ('endpoint-ready'; decision 0048).
+ */
+export function announceEndpointReady(url: string): void {
+  localWakeups.emit('endpoint-ready', url);
 }
 
 /** Tells this process's workers that endpoint `id` changed or is gone. */

@@ -31,6 +31,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { AppContext } from '../app-context.ts';
 import { queueDepth } from './delivery-queue.ts';
+import { enabledEndpointSchemes } from './webhook-endpoint.repository.ts';
 import { pollEvents, type PollResult } from './event-poller.ts';
 import { BROKER_RECONCILE_MS, DeliveryDispatcher, type WebhookWorkerEvents } from './delivery-dispatcher.ts';
 import { localWakeups } from './webhook-wakeup.ts';
@@ -48,6 +49,8 @@ const POLL_BATCH = 500;
 export interface WebhookWorker {
   readonly id: string;
   readonly events: EventEmitter<WebhookWorkerEvents>;
+  /** Whether the HTTP client is loaded (at start when the store has an HTTP endpoint; decision 0048). */
+  readonly httpClientLoaded: boolean;
   /** Stops polling and claiming, waits for attempts in flight to settle, releases connections. */
   stop(): Promise<void>;
 }
@@ -92,6 +95,7 @@ class PollingWorker implements WebhookWorker {
   readonly #onLocalWake = () => this.#dispatcher.wake();
   /** An endpoint was changed or deleted in this process: its broker connection closes now. */
   readonly #onEndpointChanged = (endpointId: string) => this.#dispatcher.closeEndpoint(endpointId);
+  readonly #onEndpointReady = (url: string) => void this.#dispatcher.prepareEndpoint(url);
   /** A write committed in this process to our database: its events can be fanned out now. */
   readonly #onLocalWrite = (db: unknown) => {
     if (db === this.#ctx.database.db) this.#pollWake.wake();
@@ -111,10 +115,19 @@ class PollingWorker implements WebhookWorker {
     });
   }
 
+  get httpClientLoaded(): boolean {
+    return this.#dispatcher.httpClientLoaded;
+  }
+
   async start(): Promise<void> {
     localWakeups.on('deliveries', this.#onLocalWake);
     localWakeups.on('endpoint-changed', this.#onEndpointChanged);
+    localWakeups.on('endpoint-ready', this.#onEndpointReady);
     writeCommits.on('commit', this.#onLocalWrite);
+    // Transports are loaded when first needed (decision 0048): those of the endpoints that exist
+    // now are loaded before their first delivery.
+    const schemes = await enabledEndpointSchemes(this.#ctx.database.db);
+    await Promise.all(schemes.map((scheme) => this.#dispatcher.prepareEndpoint(`${scheme}:`)));
     if (this.#listenUrl) {
       this.#listener = new ListenConnection({
         url: this.#listenUrl,
@@ -143,6 +156,7 @@ class PollingWorker implements WebhookWorker {
     this.#stopping = true;
     localWakeups.off('deliveries', this.#onLocalWake);
     localWakeups.off('endpoint-changed', this.#onEndpointChanged);
+    localWakeups.off('endpoint-ready', this.#onEndpointReady);
     writeCommits.off('commit', this.#onLocalWrite);
     this.#pollWake.wake();
     this.#dispatcher.stopClaiming();

@@ -43,7 +43,7 @@ import {
 } from './webhook-delivery.repository.ts';
 import { generateSecret } from './webhook-signing.ts';
 import { validateWebhookUrl, WebhookUrlError } from './webhook-url-policy.ts';
-import { announceDueDeliveries, announceEndpointChanged } from './webhook-wakeup.ts';
+import { announceDueDeliveries, announceEndpointChanged, announceEndpointReady } from './webhook-wakeup.ts';
 import { redactDestinationUrl } from './webhook-destination.ts';
 
 /** Event types an endpoint may subscribe to (ping is sent on demand, never by subscription). */
@@ -116,7 +116,9 @@ export class WebhookService {
         secret,
       }),
     );
-    return { ...(await this.getEndpoint(id)), secret };
+    const created = await this.getEndpoint(id);
+    if (created.enabled) announceEndpointReady(created.url);
+    return { ...created, secret };
   }
 
   async updateEndpoint(id: string, patch: EndpointPatchInput): Promise<WebhookEndpoint> {
@@ -135,7 +137,9 @@ export class WebhookService {
     if (!updated) throw notFound('webhook endpoint', id);
     if (url !== undefined || patch.enabled === false) announceEndpointChanged(id);
     if (patch.enabled === true) await announceDueDeliveries(this.db, this.ctx.database.backend);
-    return this.getEndpoint(id);
+    const endpoint = await this.getEndpoint(id);
+    if (endpoint.enabled && (url !== undefined || patch.enabled === true)) announceEndpointReady(endpoint.url);
+    return endpoint;
   }
 
   /**
