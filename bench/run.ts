@@ -883,7 +883,7 @@ function report(r: Results): string {
     );
   if (r.embeddedLatency)
     lines.push(
-      `| Embedded change → receiver: \`all\` on the demo store, ${r.embeddedLatency.samples} single customer updates through the admin API, each waited for at a loopback receiver (bench/embedded-webhook-latency.ts): p50 / p99 / max (ms) | ${f1(r.embeddedLatency.p50Ms)} / ${f1(r.embeddedLatency.p99Ms)} / ${f1(r.embeddedLatency.maxMs)} |`,
+      `| Embedded change → receiver: \`all\` on the demo store, ${r.embeddedLatency.samples} single customer updates through the admin API after the first change since the start, each waited for at a loopback receiver (bench/embedded-webhook-latency.ts): p50 / p99 / max (ms); the first change alone (cold: the process's first write, fan-out and connection) | ${f1(r.embeddedLatency.p50Ms)} / ${f1(r.embeddedLatency.p99Ms)} / ${f1(r.embeddedLatency.maxMs)}; ${f1(r.embeddedLatency.firstMs)} |`,
     );
   if (r.pglite) {
     const p = r.pglite;
@@ -1042,7 +1042,7 @@ function report(r: Results): string {
     lines.push(
       check(
         r.embeddedLatency.p99Ms <= 100,
-        `Embedded: change → receiver p99 ≤ 100 ms (${r.embeddedLatency.samples} single admin writes): ${f1(r.embeddedLatency.p99Ms)} ms (${f2(r.embeddedLatency.p99Ms / 100)}×)`,
+        `Embedded: change → receiver p99 ≤ 100 ms (${r.embeddedLatency.samples} single admin writes after the first since the start, which took ${f1(r.embeddedLatency.firstMs)} ms cold): ${f1(r.embeddedLatency.p99Ms)} ms (${f2(r.embeddedLatency.p99Ms / 100)}×)`,
       ),
     );
   if (r.pglite)
