@@ -28,7 +28,9 @@ FROM ${BASE_IMAGE} AS runtime
 # NODE_OPTIONS: a 16 MiB young generation for every role (decision 0018). V8's default grows it to
 # 128 MiB under load: `serve` on PostgreSQL then peaked 50-70 MiB higher for the same CPU per request
 # and per record (decision 0023). `npm start` runs the embedded `all` with an 8 MiB one
-# (--max-semi-space-size=4, decision 0043); for an image that runs the embedded `all`, set that.
+# (--max-semi-space-size=4, decision 0043) and --optimize-for-size (decision 0048; V8 refuses that
+# one in NODE_OPTIONS): for an image that runs the embedded `all`, set the first here and pass the
+# second on the command line (node --optimize-for-size bin/store-api.js all).
 # MALLOC_ARENA_MAX: at most two glibc malloc arenas; with glibc's default (8 per core) the threads'
 # arenas kept 30-35 MiB more of freed memory under the list load (decision 0039).
 ENV NODE_ENV=production \

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { freePort, SERVER_NODE_ARGS, startServer } from './bench-tools.ts';
+import { EMBEDDED_NODE_ARGS, freePort, startServer } from './bench-tools.ts';
 import { startReceiver } from './webhook-bench.ts';
 
 const CLI = fileURLToPath(new URL('../bin/store-api.js', import.meta.url));
@@ -55,7 +55,7 @@ export async function benchEmbeddedWebhookLatency(samples = 100): Promise<Embedd
     const env = { DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn', WEBHOOK_ALLOW_PRIVATE_URLS: 'true' };
     // The first start seeds the demo store; the admin key is made by the operator's CLI while the
     // directory is free (the embedded database takes a lock), then `all` starts again on it.
-    const seeding = await startServer([...SERVER_NODE_ARGS, CLI, 'all'], env, port);
+    const seeding = await startServer([...EMBEDDED_NODE_ARGS, CLI, 'all'], env, port);
     await seeding.stop();
     const made = JSON.parse(
       execFileSync(process.execPath, [CLI, 'tokens', 'create', '--name', 'bench-latency', '--scopes', 'admin,customers:read', '--json'], {
@@ -63,7 +63,7 @@ export async function benchEmbeddedWebhookLatency(samples = 100): Promise<Embedd
         encoding: 'utf8',
       }),
     ) as { token: string };
-    const server = await startServer([...SERVER_NODE_ARGS, CLI, 'all'], env, port);
+    const server = await startServer([...EMBEDDED_NODE_ARGS, CLI, 'all'], env, port);
     try {
       const token = made.token;
       await call(server.origin, token, 'POST', '/admin/api/v1/webhooks/endpoints', { url: `${receiver.origin}/hook`, event_types: ['customer.updated'] });
