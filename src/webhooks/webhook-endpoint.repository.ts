@@ -189,7 +189,6 @@ export async function deleteEndpointCascade(db: Kysely<Database>, id: string): P
   });
 }
 
-/** The URLs of those of `ids` that exist and are enabled (endpoint id → URL). */
 /** The scheme of every enabled endpoint's URL ('https', 'amqp', …), each once. */
 export async function enabledEndpointSchemes(db: Kysely<Database>): Promise<string[]> {
   const { rows } = await sql<{ scheme: string }>`
@@ -198,6 +197,7 @@ export async function enabledEndpointSchemes(db: Kysely<Database>): Promise<stri
   return rows.map((r) => r.scheme);
 }
 
+/** The URLs of those of `ids` that exist and are enabled (endpoint id → URL). */
 export async function enabledEndpointUrls(db: Kysely<Database>, ids: readonly string[]): Promise<Map<string, string>> {
   if (ids.length === 0) return new Map();
   const { rows } = await sql<{ id: string; url: string }>`

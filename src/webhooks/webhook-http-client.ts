@@ -80,17 +80,17 @@ export class WebhookHttpClient {
     this.#deadlines = new Deadlines(options.timeoutMs);
   }
 
+  /** Whether the pool is made (undici loaded). */
+  get loaded(): boolean {
+    return this.#agent !== undefined;
+  }
+
   /**
    * Loads undici and makes the pool now, so the first delivery does not wait for it: called when
    * the store has an HTTP endpoint (the worker's start, an endpoint created or changed here).
    * Resolves true once the pool was made by this call, false if it existed or the load failed (the
    * first request then fails the same way and reports it).
    */
-  /** Whether the pool is made (undici loaded). */
-  get loaded(): boolean {
-    return this.#agent !== undefined;
-  }
-
   async warm(): Promise<boolean> {
     if (this.#agent) return false;
     try {
@@ -101,7 +101,7 @@ export class WebhookHttpClient {
     }
   }
 
-  /** The connection pool, made at the first request (undici is loaded then: decision 0048). */
+  /** The connection pool, made by `warm` or else at the first request (undici is loaded then: decision 0048). */
   async #pool(): Promise<Agent> {
     if (this.#agent) return this.#agent;
     const { Agent } = await loadUndici();
@@ -134,7 +134,7 @@ export class WebhookHttpClient {
     if (target.refused) return failed('blocked_address', target.refused);
     const deadline = this.#deadlines.start();
     try {
-      const response = await (await this.#pool()).request({
+      const response = await (this.#agent ?? (await this.#pool())).request({
         origin: target.origin,
         path: target.path,
         method: 'POST',
@@ -319,8 +319,8 @@ function excerptOf(buffer: Buffer): string | null {
 }
 
 /**
- * undici, loaded when the first delivery is attempted: its ~5 MiB of code and heap stay out of an
- * embedded store that has no webhook endpoint (decision 0048).
+ * undici, loaded when the pool is first made (`warm`, or the first delivery): its ~5 MiB of code
+ * and heap stay out of a process whose store has no HTTP webhook endpoint (decision 0048).
  */
 let undici: typeof import('undici') | undefined;
 async function loadUndici(): Promise<typeof import('undici')> {
