@@ -122,9 +122,10 @@ const PGLITE_PRODUCTS = Math.min(PRODUCTS, 100_000);
 const PGLITE_ROLE = 'all';
 /**
  * Issue 25's "today's time" of the 100,000-row import on the embedded default with a core burnt
- * (one transaction, every read waiting for it), which the import in steps may take 1.5× of.
+ * (one transaction, every read waiting for it), which the import in steps may take 1.5× of. Quoted
+ * only: the ceiling is that import as one transaction measured in the same run (decision 0049).
  */
-const IMPORT_BASELINE_MS = 77_000;
+const ISSUE_IMPORT_MS = 77_000;
 const DATABASE_URL = process.env.BENCH_DATABASE_URL ?? `postgres://${userInfo().username}@127.0.0.1:5432/postgres`;
 const OUTPUT = args.output ?? fileURLToPath(new URL(args.large ? '../docs/benchmarks-large.md' : '../docs/benchmarks.md', import.meta.url));
 /** Exports, snapshots and their COPY ceilings read at most this many records (the large store's whole walk would take hours). */
@@ -215,6 +216,8 @@ interface Results {
     listMaxMs: number;
     peakRssMb: number;
     burnedCore: boolean;
+    /** The same import as one transaction on a fresh server of the same run: the ceiling's base. */
+    baselineImportMs: number;
   };
   /** Issue 25: `npm start` after a SIGKILL, to the first /healthz 200 (bench/restart-after-kill.ts). */
   restart?: { firstStartMs: number; restartMs: number[]; medianMs: number; ratio: number };
@@ -754,9 +757,9 @@ async function embeddedImport(server: ServerProcess, adminToken: string, readTok
   };
 }
 
-/** bench/import-responsiveness.ts in its own process (an in-memory embedded store of `rows` products). */
+/** bench/import-responsiveness.ts in its own process (which serves an in-memory embedded store of `rows` products from a child). */
 function importResponsiveness(rows: number): Results['healthz'] {
-  log(`embedded: /healthz during a ${f0(rows)}-row CSV import`);
+  log(`embedded: /healthz and the list during a ${f0(rows)}-row CSV import, one transaction then in steps`);
   // npm start's V8 flag (package.json); the script itself picks the WebAssembly compiler as npm start does.
   const out = execFileSync(
     process.execPath,
@@ -781,6 +784,7 @@ function importResponsiveness(rows: number): Results['healthz'] {
     listMaxMs: string;
     peakRssMb: number;
     burnedCore: boolean;
+    baselineImportMs: number;
   };
   if (r.importStatus !== 201) throw new Error(`import-responsiveness: the import answered ${r.importStatus}`);
   return {
@@ -796,6 +800,7 @@ function importResponsiveness(rows: number): Results['healthz'] {
     listMaxMs: Number(r.listMaxMs),
     peakRssMb: r.peakRssMb,
     burnedCore: r.burnedCore,
+    baselineImportMs: r.baselineImportMs,
   };
 }
 
@@ -874,8 +879,9 @@ function report(r: Results): string {
   if (r.fanout) lines.push(...fanoutRows(r.fanout));
   if (r.healthz)
     lines.push(
-      `| Embedded database: \`/healthz\` back to back during a ${f0(r.healthz.rows)}-row CSV stock import (bench/import-responsiveness.ts; import ${f1(r.healthz.importMs / 1000)} s, ${f0(r.healthz.requests)} requests; the main thread ran ${f1(r.healthz.cpuMs / 1000)} s and waited ${typeof r.healthz.waitMs === 'number' ? `${f1(r.healthz.waitMs / 1000)} s` : 'n/a'} for a core): p99 / max (ms) | ${f1(r.healthz.p99Ms)} / ${f1(r.healthz.maxMs)} |`,
-      `| … the products list (limit ${LIMIT}) back to back during the same import${r.healthz.burnedCore ? ', another process burning a core' : ''} (${f0(r.healthz.listRequests)} requests): p99 / max (ms); the bench process's peak RSS (its in-memory store included: not \`all\`'s, which is below) | ${f1(r.healthz.listP99Ms)} / ${f1(r.healthz.listMaxMs)}; ${f0(r.healthz.peakRssMb)} MiB |`,
+      `| Embedded database: the same import as one transaction first (\`STOCK_IMPORT_STEP_ROWS=0\`, the import's ceiling is 1.5× it; issue 25 measured ${f0(ISSUE_IMPORT_MS / 1000)} s), then in steps (default) | ${f1(r.healthz.baselineImportMs / 1000)} s; ${f1(r.healthz.importMs / 1000)} s |`,
+      `| … \`/healthz\` back to back from another process during the ${f0(r.healthz.rows)}-row CSV stock import in steps (bench/import-responsiveness.ts; ${f0(r.healthz.requests)} requests; the server's main thread ran ${f1(r.healthz.cpuMs / 1000)} s and waited ${typeof r.healthz.waitMs === 'number' ? `${f1(r.healthz.waitMs / 1000)} s` : 'n/a'} for a core): p99 / max (ms) | ${f1(r.healthz.p99Ms)} / ${f1(r.healthz.maxMs)} |`,
+      `| … the products list (limit ${LIMIT}) back to back during the same import${r.healthz.burnedCore ? ', another process burning a core' : ''} (${f0(r.healthz.listRequests)} requests): p99 / max (ms); the server process's peak RSS (its in-memory store included: not \`all\`'s, which is below) | ${f1(r.healthz.listP99Ms)} / ${f1(r.healthz.listMaxMs)}; ${f0(r.healthz.peakRssMb)} MiB |`,
     );
   if (r.restart)
     lines.push(
@@ -1027,8 +1033,8 @@ function report(r: Results): string {
         `Embedded: products list (limit ${LIMIT}) p99 ≤ 500 ms during the import: ${f1(r.healthz.listP99Ms)} ms (${f2(r.healthz.listP99Ms / 500)}×)`,
       ),
       check(
-        r.healthz.importMs <= IMPORT_BASELINE_MS * 1.5,
-        `Embedded: the same import${r.healthz.burnedCore ? ' (a core burnt)' : ''} ≤ 1.5× its ${f0(IMPORT_BASELINE_MS / 1000)} s of issue 25 (one transaction; the list waited for all of it): ${f1(r.healthz.importMs / 1000)} s (${f2(r.healthz.importMs / (IMPORT_BASELINE_MS * 1.5))}×)`,
+        r.healthz.importMs <= r.healthz.baselineImportMs * 1.5,
+        `Embedded: the same import${r.healthz.burnedCore ? ' (a core burnt)' : ''} ≤ 1.5× its time as one transaction in this run (${f1(r.healthz.baselineImportMs / 1000)} s; the list waited for all of it; issue 25 measured ${f0(ISSUE_IMPORT_MS / 1000)} s): ${f1(r.healthz.importMs / 1000)} s (${f2(r.healthz.importMs / (r.healthz.baselineImportMs * 1.5))}×)`,
       ),
     );
   if (r.restart)

@@ -146,10 +146,10 @@ export const EnvSchema = Type.Object({
     "Dead buffers (MiB) the embedded database's thread, and the HTTP thread for the pages read from it, may pile up before collecting them early; 0 = when V8 decides (see docs/decisions/0043, 0046)",
   ),
   STOCK_IMPORT_STEP_ROWS: Int(
-    200,
+    100,
     0,
     1_000_000,
-    'Embedded database: rows per committed step of an absolute CSV stock import, so reads pass between steps (0 = one transaction; see docs/decisions/0036)',
+    'Embedded database: rows per committed step of an absolute CSV stock import, so reads pass between steps (0 = one transaction; see docs/decisions/0036, 0049)',
   ),
   PROGRESS_LOG_INTERVAL_MS: Int(
     5000,

@@ -213,7 +213,7 @@ describe.each(backends)('stock import in committed steps (%s)', (backend) => {
     const [first, commits] = await commitsDuring(post);
     expect(first.statusCode).toBe(201);
     expect(first.json()).toEqual({ data: { rows: 3, movements: 3, products: 3 } });
-    // STOCK_IMPORT_STEP_ROWS is 200 by default: three products fit one step on the embedded
+    // STOCK_IMPORT_STEP_ROWS is 100 by default: three products fit one step on the embedded
     // database; PostgreSQL keeps the one transaction (inside the request's).
     expect(commits).toBe(1);
     const again = await post();
