@@ -1,6 +1,7 @@
 /**
  * Restart of the embedded default after a crash (issue 25: "`npm start` after a SIGKILL answers
- * within 3 s on an idle machine"): `node --max-semi-space-size=8 bin/store-api.js all` on a fresh
+ * within 3 s on an idle machine"): `npm start`'s command (its node flags and two malloc arenas:
+ * `node --max-semi-space-size=4 --optimize-for-size bin/store-api.js all`) on a fresh
  * DATA_DIR (the demo store and its token written by the first start), SIGKILL while it runs, then the same command
  * again: milliseconds from the second spawn to the first /healthz 200, which includes PostgreSQL's
  * recovery of the data directory (its log replayed) inside PGlite. BENCH_RESTART_ROUNDS rounds
@@ -12,16 +13,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort, startServer } from './bench-tools.ts';
+import { EMBEDDED_NODE_ARGS, SERVER_ENV, freePort, startServer } from './bench-tools.ts';
 
 const CLI = fileURLToPath(new URL('../bin/store-api.js', import.meta.url));
-const NODE_ARGS = ['--max-semi-space-size=8', CLI, 'all'];
+const NODE_ARGS = [...EMBEDDED_NODE_ARGS, CLI, 'all'];
 
 export async function benchRestartAfterKill(rounds = 3): Promise<{ firstStartMs: number; restartMs: number[]; medianMs: number; ratio: number }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'store-api-restart-'));
   try {
     const port = await freePort();
-    const env = { DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' };
+    const env = { ...SERVER_ENV, DATA_DIR: dataDir, PORT: String(port), LOG_LEVEL: 'warn' };
     const first = await startServer(NODE_ARGS, env, port);
     const firstStartMs = first.startMs;
     let running = first;
