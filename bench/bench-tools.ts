@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
-import { Pool as HttpPool } from 'undici';
+import { Pool as HttpPool, Agent as UndiciAgent, fetch as undiciFetch } from 'undici';
 
 export function log(message: string): void {
   process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${message}\n`);
@@ -320,4 +320,41 @@ export async function alternate<T>(rounds: number, steps: Record<string, () => P
     }
   }
   return results;
+}
+
+/**
+ * A stock CSV of `rows` absolute levels for the store bench/generate-store.ts makes: both variants of
+ * every stock-tracked product (its types physical, food and digital_card: g % 6 in 0, 1, 3).
+ */
+export function generatedStoreStockCsv(rows: number): string {
+  const lines: string[] = [];
+  for (let g = 1; lines.length < rows; g++) if ([0, 1, 3].includes(g % 6)) lines.push(`SKU-${g}-0,${g % 50}`, `SKU-${g}-1,${(g + 1) % 50}`);
+  return `sku,stock\n${lines.slice(0, rows).join('\n')}\n`;
+}
+
+export interface StockImport {
+  /** The import's answer, read whole, and milliseconds from sending it. */
+  answered: Promise<{ status: number; body: string; ms: number }>;
+  /** True once the answer's head has arrived: loads measured "during the import" stop then. */
+  done(): boolean;
+}
+
+/**
+ * POST /admin/api/v1/inventory/import of `csv` with an admin token, as the benches that measure the
+ * server during an import send it. No headers or body timeout: on a loaded machine the answer may
+ * take longer than undici's default 300 s.
+ */
+export function postStockImport(origin: string, adminToken: string, csv: string): StockImport {
+  let done = false;
+  const started = performance.now();
+  const answered = undiciFetch(`${origin}/admin/api/v1/inventory/import`, {
+    dispatcher: new UndiciAgent({ headersTimeout: 0, bodyTimeout: 0 }),
+    method: 'POST',
+    headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'text/csv' },
+    body: csv,
+  }).then(async (r) => {
+    done = true;
+    return { status: r.status, body: await r.text(), ms: performance.now() - started };
+  });
+  return { answered, done: () => done };
 }

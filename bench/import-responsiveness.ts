@@ -25,7 +25,7 @@ import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { Agent, fetch as undiciFetch } from 'undici';
+import { postStockImport } from './bench-tools.ts';
 
 const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 100_000);
 
@@ -148,29 +148,18 @@ async function round(stepRows: string | undefined) {
   await messageOf(child, 'started');
 
   const csv = `sku,stock\n${Array.from({ length: ROWS }, (_, i) => `SKU-${i + 1},${(i % 50) + 1}`).join('\n')}\n`;
-  let done = false;
-  const started = performance.now();
-  // No headers timeout: on a loaded machine the answer may take longer than undici's default 300 s.
-  const importing = undiciFetch(`${base}/admin/api/v1/inventory/import`, {
-    dispatcher: new Agent({ headersTimeout: 0, bodyTimeout: 0 }),
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'text/csv' },
-    body: csv,
-  }).then(async (r) => {
-    done = true;
-    return { status: r.status, body: await r.text(), ms: performance.now() - started };
-  });
+  const importing = postStockImport(base, token, csv);
   const latencies: number[] = [];
   const listLatencies: number[] = [];
   const healthz = (async () => {
-    while (!done) {
+    while (!importing.done()) {
       const t = performance.now();
       await fetch(`${base}/healthz`).then((r) => r.arrayBuffer());
       latencies.push(performance.now() - t); // sent while the import ran, even if answered after it
     }
   })();
   const lists = (async () => {
-    while (!done) {
+    while (!importing.done()) {
       const t = performance.now();
       const r = await fetch(`${base}/api/v1/products?limit=200`, { headers: { authorization: `Bearer ${reader}` } });
       await r.arrayBuffer();
@@ -178,7 +167,7 @@ async function round(stepRows: string | undefined) {
       listLatencies.push(performance.now() - t);
     }
   })();
-  const result = await importing;
+  const result = await importing.answered;
   await Promise.all([healthz, lists]);
   killBurner();
   process.off('exit', killBurner);

@@ -26,9 +26,8 @@ import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest, migrationNames } from '../src/schema/migrate.ts';
 import { createToken } from '../src/tokens/token.service.ts';
 import pg from 'pg';
-import { Agent, fetch as undiciFetch } from 'undici';
 import { activeCount, cursorAt, generateBenchStore } from './generate-store.ts';
-import { EMBEDDED_NODE_ARGS, ensureWrk, freePort, log, startServer, wrk } from './bench-tools.ts';
+import { EMBEDDED_NODE_ARGS, ensureWrk, freePort, generatedStoreStockCsv, log, postStockImport, startServer, wrk } from './bench-tools.ts';
 import { spreadPositions } from './distinct-pages.ts';
 import { mappings } from './memory-soak.ts';
 
@@ -246,29 +245,14 @@ try {
   if (args.import) {
     resetPeak();
     const IMPORT_ROWS = Number(args['import-rows'] ?? PRODUCTS);
-    // IMPORT_ROWS rows: both variants of every stock-tracked product (types physical, food, digital_card: g % 6 in 0, 1, 3).
-    const lines: string[] = [];
-    for (let g = 1; lines.length < IMPORT_ROWS; g++) if ([0, 1, 3].includes(g % 6)) lines.push(`SKU-${g}-0,${g % 50}`, `SKU-${g}-1,${(g + 1) % 50}`);
-    const csv = `sku,stock\n${lines.slice(0, IMPORT_ROWS).join('\n')}\n`;
-    let done = false;
-    const started = performance.now();
-    // No headers timeout: on a loaded machine the import's answer may take longer than undici's 300 s.
-    const importing = undiciFetch(`${server.origin}/admin/api/v1/inventory/import`, {
-      dispatcher: new Agent({ headersTimeout: 0, bodyTimeout: 0 }),
-      method: 'POST',
-      headers: { authorization: `Bearer ${adminToken}`, 'content-type': 'text/csv' },
-      body: csv,
-    }).then(async (r) => {
-      done = true;
-      return { status: r.status, body: await r.text(), ms: performance.now() - started };
-    });
+    const importing = postStockImport(server.origin, adminToken, generatedStoreStockCsv(IMPORT_ROWS));
     const latencies: number[] = [];
-    while (!done) {
+    while (!importing.done()) {
       const t = performance.now();
       await fetch(`${server.origin}/healthz`).then((r) => r.arrayBuffer());
       latencies.push(performance.now() - t);
     }
-    const imported = await importing;
+    const imported = await importing.answered;
     latencies.sort((a, b) => a - b);
     const pct = (p: number) => Math.round(latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))] ?? 0);
     result.import = {
