@@ -182,6 +182,9 @@ export interface PageBody {
  * The statement of one page as one row: the records' JSON joined in SQL (one value to decode
  * instead of one per record), whether a record follows, and the last record's key. Its text and
  * parameters, horizon aside, name the page's content (the list page cache's key).
+ * Every aggregate runs in the same order (rn), so the rows are ordered once, and the last key is
+ * formatted once: the key of row min(count, limit), not iso_utc of every row then the last one
+ * (two more orderings and 200 to_char calls took 30 % of a page's time in the embedded database).
  */
 export function pageBodyQuery(
   source: ListSource,
@@ -192,8 +195,8 @@ export function pageBodyQuery(
   return sql`
     SELECT coalesce(string_agg(json, ${sql.lit(separator)} ORDER BY rn) FILTER (WHERE rn <= ${req.limit}), '') AS data,
       count(*)::int AS n,
-      (array_agg(iso_utc(lm) ORDER BY rn DESC) FILTER (WHERE rn <= ${req.limit}))[1] AS iso,
-      (array_agg(id::text ORDER BY rn DESC) FILTER (WHERE rn <= ${req.limit}))[1] AS id
+      iso_utc((array_agg(lm ORDER BY rn) FILTER (WHERE rn <= ${req.limit}))[least(count(*), ${req.limit})]) AS iso,
+      ((array_agg(id ORDER BY rn) FILTER (WHERE rn <= ${req.limit}))[least(count(*), ${req.limit})])::text AS id
     FROM (
       SELECT json, lm, id, row_number() OVER (ORDER BY lm ${dir}, id ${dir}) AS rn
       FROM (
