@@ -1161,7 +1161,7 @@ const GAPS: string[] = [
   '  cores, gained almost as much. The ratio has moved with the machine for unchanged code (1.18× at',
   "  12:45 and 0.68× at 15:37 on 2026-11-27). V8's optimizing tier (`PGLITE_WASM_OPTIMIZING=true`)",
   '  serves distinct pages 1.4–1.6× faster, but compiling one function of PostgreSQL takes 604 MB by',
-  "  itself and the process stays 40–70 MiB heavier: not an option under 250 MiB. Closing it: a larger",
+  '  itself and the process stays 40–70 MiB heavier: not an option under 250 MiB. Closing it: a larger',
   '  `PGLITE_SHARED_BUFFERS_MB` (5–12 % of the statement at 64–256 MiB, paid in resident memory),',
   '  statements that do less per page (the records alone take ~2.4 ms of the ~3).',
   '- **Met in the run of 20:01** (issue 25, embedded): the list p99 during the 100,000-row import with a',
