@@ -26,6 +26,9 @@ export interface PagesResult extends LoadResult {
   cpuMsPerPage?: number;
 }
 
+/** Distinct pages of the list a sync-like walk asks in turn (issue 26): more than any page cache holds. */
+export const DISTINCT_PAGES = 2000;
+
 const WRK_PATHS_SCRIPT = fileURLToPath(new URL('./wrk-paths.lua', import.meta.url));
 const WRK_POST_PATHS_SCRIPT = fileURLToPath(new URL('./peer/wrk-post-paths.lua', import.meta.url));
 const CLOCK_TICKS = 100; // USER_HZ on Linux

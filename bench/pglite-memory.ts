@@ -2,7 +2,7 @@
  * Where the embedded default's memory goes (`node --import tsx bench/pglite-memory.ts`): what
  * `npm start` runs — `node bin/store-api.js all` on a DATA_DIR — over a store of `--products`
  * (default 100,000, the bench's size), under the list load (wrk, 8 connections, limit 200: the
- * page half-way, then 400 distinct pages in turn), then optionally (`--import`) during a CSV
+ * page half-way, then the bench's DISTINCT_PAGES distinct pages in turn), then optionally (`--import`) during a CSV
  * stock import of every product (`--import-rows N` for fewer), with /healthz asked back to back
  * from this process (not the server's thread).
  *
@@ -28,7 +28,7 @@ import { createToken } from '../src/tokens/token.service.ts';
 import pg from 'pg';
 import { activeCount, cursorAt, generateBenchStore } from './generate-store.ts';
 import { EMBEDDED_NODE_ARGS, ensureWrk, freePort, generatedStoreStockCsv, log, postStockImport, startServer, wrk } from './bench-tools.ts';
-import { spreadPositions } from './distinct-pages.ts';
+import { DISTINCT_PAGES, apiPages, spreadPositions } from './distinct-pages.ts';
 import { mappings } from './memory-soak.ts';
 
 const { values: args } = parseArgs({
@@ -89,10 +89,10 @@ async function ensureStore(): Promise<StoreMeta> {
   const meta = join(STORE, 'bench.json');
   if (existsSync(meta)) {
     const known = JSON.parse(readFileSync(meta, 'utf8')) as StoreMeta;
-    if (known.cursors) return known;
-    // A store made before the distinct pages were measured: their cursors are read once.
+    if (known.cursors?.length === DISTINCT_PAGES) return known;
+    // A store made before the distinct pages were measured (or with another count): their cursors are read once.
     const database = await openDatabase({ dataDir: STORE });
-    known.cursors = (await spreadPositions(database.db, 400, 200)).cursors;
+    known.cursors = (await spreadPositions(database.db, DISTINCT_PAGES, 200)).cursors;
     await database.close();
     writeFileSync(meta, JSON.stringify(known));
     return known;
@@ -109,7 +109,7 @@ async function ensureStore(): Promise<StoreMeta> {
   const { token } = await createToken(database.db, { name: 'bench' });
   const { token: adminToken } = await createToken(database.db, { name: 'bench-admin', scopes: ['admin'] });
   const cursor = await cursorAt(database, Math.floor((await activeCount(database)) / 2));
-  const { cursors } = await spreadPositions(database.db, 400, 200);
+  const { cursors } = await spreadPositions(database.db, DISTINCT_PAGES, 200);
   await database.close();
   writeFileSync(meta, JSON.stringify({ token, adminToken, cursor, cursors }));
   return { token, adminToken, cursor, cursors };
@@ -120,7 +120,10 @@ if (args.postgres) {
   process.exit(0);
 }
 
-/** The list load on `serve` over PostgreSQL with the same generated store; prints one JSON line. */
+/**
+ * The list load on `serve` over PostgreSQL with the same generated store (the half-way page, then
+ * the distinct pages as `npm run bench` walks them: issue 25's ratio); prints one JSON line.
+ */
 async function postgresList(base: string): Promise<void> {
   const name = `store_api_plm_${Date.now()}`;
   const admin = new pg.Client({ connectionString: base });
@@ -140,6 +143,7 @@ async function postgresList(base: string): Promise<void> {
     });
     const { token } = await createToken(database.db, { name: 'bench' });
     const cursor = await cursorAt(database, Math.floor((await activeCount(database)) / 2));
+    const { cursors } = await spreadPositions(database.db, DISTINCT_PAGES, 200);
     await database.close();
     ensureWrk();
     const port = await freePort();
@@ -153,12 +157,17 @@ async function postgresList(base: string): Promise<void> {
     await wrk(page, { ...load, seconds: 2 });
     const runs = [];
     for (let i = 0; i < Number(args.rounds); i++) runs.push(await wrk(page, load));
+    const distinctPages = apiPages(server.origin, server.child.pid!, cursors, 200, load);
+    const distinctRuns = [];
+    for (let i = 0; i < Number(args.rounds); i++) distinctRuns.push(await distinctPages());
     console.log(
       JSON.stringify({
         products: PRODUCTS,
         postgres: true,
         listPerSecond: runs.map((r) => Math.round(r.perSecond)),
         listP50Ms: runs.map((r) => r.p50),
+        distinctPerSecond: distinctRuns.map((r) => Math.round(r.perSecond)),
+        distinctCpuMsPerPage: distinctRuns.map((r) => Number(r.cpuMsPerPage!.toFixed(2))),
         memory: server.memory(),
       }),
     );
@@ -178,8 +187,6 @@ rmSync(join(dataDir, 'bench.json'));
 const probeModule = join(work, 'probe.mjs');
 writeFileSync(probeModule, PROBE);
 const probeFile = join(work, 'probe.json');
-const pathsFile = join(work, 'paths.txt');
-writeFileSync(pathsFile, cursors!.map((c) => `/api/v1/products?limit=200&cursor=${encodeURIComponent(c)}\n`).join(''));
 const extraEnv = Object.fromEntries(args.env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 
 const port = await freePort();
@@ -234,11 +241,12 @@ try {
   result.listPerSecond = runs.map((r) => Math.round(r.perSecond));
   result.listP50Ms = runs.map((r) => r.p50);
   result.afterList = await probe();
-  const distinct = { ...load, script: fileURLToPath(new URL('./wrk-paths.lua', import.meta.url)), env: { PATHS_FILE: pathsFile } };
+  const distinctPages = apiPages(server.origin, server.child.pid!, cursors!, 200, load);
   resetPeak();
   const distinctRuns = [];
-  for (let i = 0; i < Number(args.rounds); i++) distinctRuns.push(await wrk(server.origin, distinct));
+  for (let i = 0; i < Number(args.rounds); i++) distinctRuns.push(await distinctPages());
   result.distinctPerSecond = distinctRuns.map((r) => Math.round(r.perSecond));
+  result.distinctCpuMsPerPage = distinctRuns.map((r) => Number(r.cpuMsPerPage!.toFixed(2)));
   result.afterDistinct = await probe();
   log(JSON.stringify(result));
 

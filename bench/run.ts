@@ -49,7 +49,7 @@ import { benchEmbeddedWebhookLatency, type EmbeddedLatency } from './embedded-we
 import { soak, soakTable, type SoakFigures } from './memory-soak.ts';
 import { benchEveryPath, benchSyncInit, type PathFigures, type SyncFigures } from './every-path.ts';
 import { WRK_POST_SCRIPT, peerPageBody, startPostGraphile } from './peer/graphql-page.ts';
-import { apiPages, peerPages, spreadPositions, sqlCeilingPages, type PagesResult } from './distinct-pages.ts';
+import { DISTINCT_PAGES, apiPages, peerPages, spreadPositions, sqlCeilingPages, type PagesResult } from './distinct-pages.ts';
 import {
   alternate,
   copyOut,
@@ -116,8 +116,6 @@ const ROUNDS = positive('rounds', args.rounds, args.quick ? 2 : 3);
 const SECONDS = positive('seconds', args.seconds, args.quick ? 3 : 6);
 const CONNECTIONS = 8;
 const LIMIT = 200;
-/** Distinct pages of the list a sync-like walk asks in turn (issue 26): more than any page cache holds. */
-const DISTINCT_PAGES = 2000;
 const PGLITE_PRODUCTS = Math.min(PRODUCTS, 100_000);
 /** The embedded database's process under the list load: `all` (serve and worker in one), as `npm start` runs it. */
 const PGLITE_ROLE = 'all';
