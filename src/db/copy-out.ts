@@ -117,25 +117,35 @@ const ERROR_FIELDS: Record<string, string> = {
 };
 
 /**
- * The output of a `COPY … TO STDOUT` from the protocol messages the embedded database answered
- * (db/pglite-worker.ts `copy`): its CopyData payloads moved together in place (the caller owns
- * `raw` for now: it is the area the database's thread wrote, which the next copy overwrites) and
- * returned as a view of it. An ErrorResponse is thrown as an error with PostgreSQL's fields
+ * The rows of a statement's answer from the protocol messages the embedded database answered
+ * (db/prepared-raw.ts): each DataRow's fields as views of `raw` (null for NULL), as
+ * `parseBinaryCopy` gives a binary COPY's. An ErrorResponse is thrown as an error with PostgreSQL's fields
  * (`code`, `detail`, …), as a statement's error is.
  */
-export function copyDataOf(raw: Uint8Array): Buffer {
+export function rowsOfMessages(raw: Uint8Array): (Buffer | null)[][] {
   const bytes = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
-  let length = 0;
+  const rows: (Buffer | null)[][] = [];
   for (let at = 0; at + 5 <= bytes.length; ) {
     const type = bytes[at]!;
     const end = at + 1 + bytes.readInt32BE(at + 1);
-    if (type === 0x64) {
-      bytes.copyWithin(length, at + 5, end);
-      length += end - at - 5;
+    if (type === 0x44) {
+      const count = bytes.readInt16BE(at + 5);
+      let f = at + 7;
+      const row: (Buffer | null)[] = [];
+      for (let k = 0; k < count; k++) {
+        const length = bytes.readInt32BE(f);
+        f += 4;
+        if (length === -1) row.push(null);
+        else {
+          row.push(bytes.subarray(f, f + length));
+          f += length;
+        }
+      }
+      rows.push(row);
     } else if (type === 0x45) throw errorOf(bytes, at + 5, end);
     at = end;
   }
-  return bytes.subarray(0, length);
+  return rows;
 }
 
 /** An ErrorResponse's fields (from `start` to `end`) as an error like a statement's. */
@@ -154,12 +164,27 @@ function errorOf(bytes: Buffer, start: number, end: number): Error {
 }
 
 /**
- * A binary COPY run by the database handle (db/database.ts `copyBinary`): `read` is given the
- * COPY's whole output and what it returns is the answer. `owned`: whether the output may be kept
- * after `read` returns; when false (the embedded database's shared area) what is kept must be
- * copied out inside `read`.
+ * A statement run by the database handle (db/database.ts `readRows`) whose rows' fields reach `read`
+ * as the bytes PostgreSQL sent, never decoded: on PostgreSQL a binary COPY of it (parameters
+ * inlined), on the embedded database the statement kept prepared in its thread (decision 0050).
+ * What `read` returns is the answer. `owned`: whether the fields may be kept after `read` returns;
+ * when false (the embedded database's shared area) what is kept must be copied out inside `read`.
+ * The statement must return text columns only (a binary int would come as its 4 bytes from COPY).
  */
-export type CopyBinary = <T>(select: string, read: (output: Buffer, owned: boolean) => T) => Promise<T>;
+export type RowReader = <T>(
+  query: { readonly sql: string; readonly parameters: readonly unknown[] },
+  read: (rows: (Buffer | null)[][], owned: boolean) => T,
+) => Promise<T>;
+
+/** Each parameter in pg's text form (null for NULL), as a prepared statement's Bind sends it. */
+export function textParameters(parameters: readonly unknown[]): (string | null)[] {
+  return parameters.map((value) => {
+    const text = prepareValue(value);
+    if (text === null || text === undefined) return null;
+    if (typeof text !== 'string') throw new TypeError(`copy-out: a ${typeof text} parameter has no text form`);
+    return text;
+  });
+}
 
 /** Runs `COPY (<select>) TO STDOUT (FORMAT binary)` on `client` and returns its whole output. */
 export async function copyBinary(client: pg.PoolClient, select: string): Promise<Buffer> {

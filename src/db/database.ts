@@ -19,7 +19,7 @@ import { PGliteThread } from './pglite-thread.ts';
 import type { ThreadStats } from './pglite-worker.ts';
 import { typeParsers } from './type-parsers.ts';
 import { withRequestTransactions } from './request-transaction.ts';
-import { copyBinary, copyDataOf, type CopyBinary } from './copy-out.ts';
+import { copyBinary, inlineParameters, parseBinaryCopy, rowsOfMessages, textParameters, type RowReader } from './copy-out.ts';
 import { bufferCollector } from './buffer-collector.ts';
 
 export type Backend = 'pglite' | 'postgres';
@@ -35,13 +35,14 @@ export interface DatabaseHandle {
   /** Whether the store can take writes (a full disk; db/storage-health.ts). */
   readonly storage: StorageHealth;
   /**
-   * Runs `COPY (<select>) TO STDOUT (FORMAT binary)` (a statement whose parameters are inlined:
-   * db/copy-out.ts) and gives its output to `read`, bytes never decoded to strings: on PostgreSQL through
-   * pg-copy-streams on a connection of its own, on the embedded database in its thread, in a turn of
-   * its connection (decision 0046). Undefined for a PGlite run on this thread (the build's
-   * templates), whose callers run the statement through Kysely instead.
+   * Runs a statement and gives its rows' fields to `read` as bytes, never decoded to strings
+   * (db/copy-out.ts `RowReader`): on PostgreSQL a binary COPY of it (its parameters inlined) through
+   * pg-copy-streams on a connection of its own (decision 0046); on the embedded database in its
+   * thread, in a turn of its connection, the statement kept prepared there (decision 0050).
+   * Undefined for a PGlite run on this thread (the build's templates), whose callers run the
+   * statement through Kysely instead.
    */
-  readonly copyBinary?: CopyBinary;
+  readonly readRows?: RowReader;
   /** Embedded database in its own thread: what that thread runs with (db/pglite-worker.ts); undefined otherwise. */
   readonly threadStats?: () => Promise<ThreadStats>;
   /** Set when this open filled an empty data directory from a template holding a demo store. */
@@ -167,12 +168,12 @@ function openPostgres(url: string, max: number, applicationName = 'store-api', o
     url,
     storage: new StorageHealth(),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
-    copyBinary: async (select, read) => {
+    readRows: async (query, read) => {
       const client = await connectTagged.connect();
       try {
-        const bytes = await copyBinary(client, select);
+        const bytes = await copyBinary(client, inlineParameters(query.sql, query.parameters));
         client.release();
-        return read(bytes, true);
+        return read(parseBinaryCopy(bytes), true);
       } catch (error) {
         // A COPY broken off may leave the connection mid-protocol: dropped, not reused.
         client.release(true);
@@ -268,14 +269,15 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
           // read (the thread idled a third of the time under the list load when the turn lasted
           // until then). The output may lie in the area the thread shares with this one: `read`
           // runs before it is released.
-          copyBinary: async <T>(select: string, read: (output: Buffer, owned: boolean) => T) => {
+          readRows: async (query, read) => {
+            const params = textParameters(query.parameters);
             const { answer } = await db.connection().execute(async () => {
               if (storage.fatal !== undefined) throw new StoreFailedError(storage.fatal);
-              return { answer: thread.copyRaw(select) };
+              return { answer: thread.rowsRaw(query.sql, params) };
             });
             const raw = await answer;
             try {
-              return read(copyDataOf(raw.bytes), raw.owned);
+              return read(rowsOfMessages(raw.bytes), raw.owned);
             } finally {
               raw.release();
               bodies?.check();

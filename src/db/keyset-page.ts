@@ -8,7 +8,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
 import type { Cursor } from '../shared/cursor.ts';
-import { inlineParameters, parseBinaryCopy, type CopyBinary } from './copy-out.ts';
+import type { RowReader } from './copy-out.ts';
 
 /** How one resource is listed: its FROM, key columns, JSON expression and base filter. */
 export interface ListSource {
@@ -218,20 +218,19 @@ export async function fetchPageBody(db: Kysely<Database>, source: ListSource, re
 }
 
 /**
- * The fields of a one-row statement, read by binary COPY (db/copy-out.ts): each field's bytes as
- * PostgreSQL sends them (null for NULL), never decoded to a string, given to `read` (undefined
- * when there is no row). `select` must return text columns only (a binary int would come as its 4
- * bytes). The fields may be views of an area the next copy overwrites (`owned` false): what `read`
- * keeps it copies.
+ * The fields of a one-row statement, read by the handle's RowReader (db/copy-out.ts): each field's
+ * bytes as PostgreSQL sends them (null for NULL), never decoded to a string, given to `read`
+ * (undefined when there is no row). `select` must return text columns only (a binary int would
+ * come as its 4 bytes). The fields may be views of an area the next statement overwrites (`owned`
+ * false): what `read` keeps it copies.
  */
-export function copyOneRow<T>(
-  copy: CopyBinary,
+export function readOneRow<T>(
+  readRows: RowReader,
   db: Kysely<Database>,
   select: RawBuilder<unknown>,
   read: (fields: (Buffer | null)[] | undefined, owned: boolean) => T,
 ): Promise<T> {
-  const compiled = select.compile(db);
-  return copy(inlineParameters(compiled.sql, compiled.parameters), (output, owned) => read(parseBinaryCopy(output)[0], owned));
+  return readRows(select.compile(db), (rows, owned) => read(rows[0], owned));
 }
 
 /** A page as bytes: the records' JSON joined by ',' exactly as fetchPageBody's `data`, without decoding it. */
@@ -246,20 +245,20 @@ export interface PageBytes {
 export type PageFrame = (page: { hasMore: boolean; last: KeyRow | undefined }) => { head?: Buffer; tail?: Buffer };
 
 /**
- * One page (pageBodyQuery) read by binary COPY: its JSON bytes pass through undecoded. With
+ * One page (pageBodyQuery) read by the handle's RowReader: its JSON bytes pass through undecoded. With
  * `separator` '\n' the records are an export page's NDJSON lines (without the last line break).
  * With `frame`, `data` is the body to send: head, records, tail in one buffer, the records copied
  * once from what the database answered.
  */
-export async function copyPageBody(
-  copy: CopyBinary,
+export async function readPageBody(
+  readRows: RowReader,
   db: Kysely<Database>,
   source: ListSource,
   req: PageRequest,
   separator: ',' | '\n' = ',',
   frame?: PageFrame,
 ): Promise<PageBytes> {
-  return copyOneRow(copy, db, sql`SELECT n::text, iso, id, data FROM (${pageBodyQuery(source, req, separator)}) q`, (row, owned) => {
+  return readOneRow(readRows, db, sql`SELECT n::text, iso, id, data FROM (${pageBodyQuery(source, req, separator)}) q`, (row, owned) => {
     const [n, iso, id, data] = row!;
     const page = {
       hasMore: Number(n!.toString('latin1')) > req.limit,

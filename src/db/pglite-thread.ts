@@ -16,6 +16,13 @@ import type { ThreadStats, WorkerReply, WorkerRequest, WorkerResult, WorkerStart
 type Pending = { resolve: (reply: WorkerResult) => void; reject: (error: Error) => void; since: number };
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
 
+/** A copy's or prepared run's answer: the protocol's bytes, in a copy area (`owned` false) until `release`. */
+export interface RawAnswer {
+  bytes: Uint8Array;
+  owned: boolean;
+  release: () => void;
+}
+
 export interface PGliteThreadOptions extends WorkerStart {
   /** Called once if the worker stops without being closed. */
   onExit?: (reason: string) => void;
@@ -160,28 +167,30 @@ export class PGliteThread {
   }
 
   /**
-   * `COPY (<select>) TO STDOUT (FORMAT binary)` in the worker, answered as the protocol's bytes
-   * (db/copy-out.ts `copyDataOf` turns them into the COPY's output). It is posted at once: the
-   * caller must hold the connection's turn while it calls this, as for any statement (database.ts
-   * does), and may end the turn before the answer comes, since the worker runs what it is sent in
-   * order. The answer may lie in a copy area (`owned` false): the caller reads it, then calls
-   * `release`, which lets a later copy's answer be written there.
+   * A statement kept prepared in the worker's session and run with `params` (their text, null for
+   * NULL; db/prepared-raw.ts), answered as the protocol's bytes (copy-out.ts `rowsOfMessages` reads
+   * them). It is posted at once: the caller must hold the connection's turn while it calls this, as
+   * for any statement (database.ts does), and may end the turn before the answer comes, since the
+   * worker runs what it is sent in order. The answer may lie in a copy area (`owned` false): the
+   * caller reads it, then calls `release`, which lets a later answer be written there.
    */
-  copyRaw(select: string): Promise<{ bytes: Uint8Array; owned: boolean; release: () => void }> {
-    return this.#send({ op: 'copy', select }).then((reply) => {
-      if (reply.raw) return { bytes: reply.raw, owned: true, release: () => {} };
-      const area = reply.area!;
-      let released = false;
-      return {
-        bytes: new Uint8Array(this.#copyAreas[area]!, 0, reply.rawLength!),
-        owned: false,
-        release: () => {
-          if (released) return;
-          released = true;
-          Atomics.store(this.#copyAreasTaken, area, 0);
-        },
-      };
-    });
+  rowsRaw(sql: string, params: (string | null)[]): Promise<RawAnswer> {
+    return this.#send({ op: 'rows', sql, params }).then((reply) => this.#rawAnswer(reply));
+  }
+
+  #rawAnswer(reply: WorkerResult): RawAnswer {
+    if (reply.raw) return { bytes: reply.raw, owned: true, release: () => {} };
+    const area = reply.area!;
+    let released = false;
+    return {
+      bytes: new Uint8Array(this.#copyAreas[area]!, 0, reply.rawLength!),
+      owned: false,
+      release: () => {
+        if (released) return;
+        released = true;
+        Atomics.store(this.#copyAreasTaken, area, 0);
+      },
+    };
   }
 
   async #run<T>(sql: string, params: readonly unknown[], tx: number | undefined) {

@@ -11,6 +11,7 @@ import { parentPort, resourceLimits, workerData } from 'node:worker_threads';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { typeParsers } from './type-parsers.ts';
 import { bufferCollector } from './buffer-collector.ts';
+import { PreparedStatements } from './prepared-raw.ts';
 
 export interface WorkerStart {
   /** PGlite's data directory; none (with `archive` or alone) for an in-memory database. */
@@ -25,21 +26,21 @@ export interface WorkerStart {
    */
   bufferSlackMb?: number;
   /**
-   * Where a `copy` writes its answer (made by the HTTP thread, shared with it): the first free one.
+   * Where a `rows` run writes its answer (made by the HTTP thread, shared with it): the first free one.
    * An answer larger than an area, or one that comes while the HTTP thread has not yet read the
    * answers in all of them, is sent as a buffer of its own.
    */
   copyAreas?: SharedArrayBuffer[];
   /**
-   * `[k]` is 1 from the moment a copy takes area k until the HTTP thread has read the answer in it
-   * (pglite-thread.ts `copyRaw`'s release): the worker takes an area with a compare-and-swap.
+   * `[k]` is 1 from the moment a run takes area k until the HTTP thread has read the answer in it
+   * (pglite-thread.ts `rowsRaw`'s release): the worker takes an area with a compare-and-swap.
    */
   copyAreasTaken?: Int32Array;
 }
 
 export type WorkerRequest =
   | { id: number; op: 'query'; sql: string; params: unknown[]; tx?: number }
-  | { id: number; op: 'copy'; select: string }
+  | { id: number; op: 'rows'; sql: string; params: (string | null)[] }
   | { id: number; op: 'begin' }
   | { id: number; op: 'end'; tx: number; commit: boolean }
   | { id: number; op: 'close' }
@@ -53,8 +54,8 @@ export interface ThreadStats {
 }
 
 /**
- * A statement's or a transaction step's answer. A `copy`'s is PostgreSQL's protocol messages as
- * they were sent (db/copy-out.ts `copyDataOf` reads them), in the copy area or in `raw`.
+ * A statement's or a transaction step's answer. A `rows` run's is PostgreSQL's protocol messages as
+ * they were sent (db/copy-out.ts `rowsOfMessages` reads them), in a copy area or in `raw`.
  */
 export type WorkerResult = {
   id: number;
@@ -63,9 +64,9 @@ export type WorkerResult = {
   affectedRows?: number;
   tx?: number;
   stats?: ThreadStats;
-  /** A `copy`'s answer too large for the copy area, moved to the HTTP thread. */
+  /** A `rows` run's answer too large for a copy area, moved to the HTTP thread. */
   raw?: Uint8Array;
-  /** A `copy`'s answer: its length in bytes at the start of copy area `area`. */
+  /** A `rows` run's answer: its length in bytes at the start of copy area `area`. */
   rawLength?: number;
   area?: number;
 };
@@ -90,16 +91,16 @@ export function serializeError(error: unknown): SerializedError {
 
 const ROLLBACK = Symbol('rollback');
 
-const utf8 = new TextEncoder();
-
-/** A simple-query protocol message ('Q', its length, the text, a NUL) holding `text`. */
-function simpleQueryMessage(text: string): Uint8Array {
-  const body = utf8.encode(text);
-  const message = new Uint8Array(body.length + 6);
-  message[0] = 0x51;
-  new DataView(message.buffer).setInt32(1, body.length + 5);
-  message.set(body, 5);
-  return message;
+/** `parts` (`length` bytes in all) in one buffer. */
+function join(parts: readonly Uint8Array<ArrayBuffer>[], length: number): Uint8Array<ArrayBuffer> {
+  if (parts.length === 1 && parts[0]!.length === length) return parts[0]!;
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
 }
 
 async function run(port: NonNullable<typeof parentPort>, start: WorkerStart): Promise<void> {
@@ -123,6 +124,66 @@ async function run(port: NonNullable<typeof parentPort>, start: WorkerStart): Pr
   let nextTx = 1;
   const reply = (message: WorkerReply) => port.postMessage(message);
 
+  const prepared = new PreparedStatements();
+
+  /**
+   * Runs `exec` (a prepared statement's run) and answers request `id` with the protocol's
+   * bytes it produced: no row parsed, no text decoded, no buffer made in this thread (the embedded
+   * database's bottleneck) and none passed in the message (decision 0046), the bytes copied straight
+   * out of PGlite's WebAssembly memory into a copy area shared with the HTTP thread. The HTTP thread
+   * posted it in a turn of the connection, so it runs in its place among the statements sent:
+   * inside a transaction (a request's) it is that transaction's, else it waits as pglite.query would
+   * for one to end. The HTTP thread may still be reading the previous answer out of the copy area
+   * (it ends its turn once a run is posted): an area is taken only when free, else the answer is
+   * collected in a buffer of its own.
+   */
+  const answerRaw = async (
+    id: number,
+    exec: (onRawData: (bytes: Uint8Array) => void, answer: () => { bytes: Uint8Array; length: number }) => Promise<void>,
+  ): Promise<void> => {
+    let length = 0;
+    let overflow: Uint8Array<ArrayBuffer>[] | undefined;
+    let target: Uint8Array | undefined;
+    let slot = -1;
+    const onRawData = (bytes: Uint8Array) => {
+      if (!overflow && target && length + bytes.length <= target.length) target.set(bytes, length);
+      else {
+        overflow ??= target ? [target.slice(0, length)] : [];
+        overflow.push(bytes.slice());
+      }
+      length += bytes.length;
+    };
+    /** The answer so far, in one piece (an overflow joined). */
+    const answer = () => {
+      if (!overflow && target) return { bytes: target, length };
+      const joined = join(overflow ?? [], length);
+      overflow = [joined];
+      return { bytes: joined, length };
+    };
+    const runIt = () =>
+      pglite._runExclusiveQuery(() => {
+        // Taken when the statement starts, not when it was sent: by then earlier answers have
+        // usually been read.
+        slot = areas.findIndex((_, k) => Atomics.compareExchange(taken!, k, 0, 1) === 0);
+        target = slot >= 0 ? areas[slot] : undefined;
+        return exec(onRawData, answer);
+      });
+    try {
+      await (transactions.size > 0 ? runIt() : pglite._runExclusiveTransaction(runIt));
+    } catch (error) {
+      if (slot >= 0) Atomics.store(taken!, slot, 0);
+      throw error;
+    }
+    if (!overflow && target) {
+      reply({ id, ok: true, rawLength: length, area: slot });
+      return;
+    }
+    // An area taken and then outgrown is free again: the answer goes in `raw`.
+    if (slot >= 0) Atomics.store(taken!, slot, 0);
+    const raw = join(overflow ?? [], length);
+    port.postMessage({ id, ok: true, raw } satisfies WorkerReply, [raw.buffer]);
+  };
+
   const handle = async (request: WorkerRequest): Promise<void> => {
     switch (request.op) {
       case 'query': {
@@ -132,57 +193,11 @@ async function run(port: NonNullable<typeof parentPort>, start: WorkerStart): Pr
         reply({ id: request.id, ok: true, rows: result.rows, ...(result.affectedRows == null ? {} : { affectedRows: result.affectedRows }) });
         return;
       }
-      case 'copy': {
-        // `COPY (<select>) TO STDOUT (FORMAT binary)` by the simple-query protocol, its answer kept
-        // as the protocol's bytes, copied straight out of PGlite's WebAssembly memory into the copy
-        // area shared with the HTTP thread: no row parsed, no text decoded, no buffer made in this
-        // thread (the embedded database's bottleneck) and none passed in the message (decision
-        // 0046). The HTTP thread posted it in a turn of the connection, so it runs in its place
-        // among the statements sent: inside a transaction (a request's) it is that transaction's,
-        // else it waits as pglite.query would for one to end. The HTTP thread may still be reading
-        // the previous answer out of the copy area (it ends its turn once a copy is posted): the
-        // area is taken only when free, else the answer is collected in a buffer of its own.
-        const message = simpleQueryMessage(`COPY (${request.select}) TO STDOUT (FORMAT binary)`);
-        let length = 0;
-        let overflow: Uint8Array[] | undefined;
-        let target: Uint8Array | undefined;
-        let slot = -1;
-        const onRawData = (bytes: Uint8Array) => {
-          if (!overflow && target && length + bytes.length <= target.length) target.set(bytes, length);
-          else {
-            overflow ??= target ? [target.slice(0, length)] : [];
-            overflow.push(bytes.slice());
-          }
-          length += bytes.length;
-        };
-        const copyOut = () =>
-          pglite._runExclusiveQuery(() => {
-            // Taken when the statement starts, not when it was sent: by then earlier answers have
-            // usually been read.
-            slot = areas.findIndex((_, k) => Atomics.compareExchange(taken!, k, 0, 1) === 0);
-            target = slot >= 0 ? areas[slot] : undefined;
-            return pglite.execProtocolRawStream(message, { syncToFs: false, onRawData });
-          });
-        try {
-          await (transactions.size > 0 ? copyOut() : pglite._runExclusiveTransaction(copyOut));
-        } catch (error) {
-          if (slot >= 0) Atomics.store(taken!, slot, 0);
-          throw error;
-        }
-        if (!overflow && target) {
-          reply({ id: request.id, ok: true, rawLength: length, area: slot });
-          return;
-        }
-        // An area taken and then outgrown is free again: the answer goes in `raw`.
-        if (slot >= 0) Atomics.store(taken!, slot, 0);
-        overflow ??= [];
-        const raw = new Uint8Array(length);
-        let at = 0;
-        for (const part of overflow) {
-          raw.set(part, at);
-          at += part.length;
-        }
-        port.postMessage({ id: request.id, ok: true, raw } satisfies WorkerReply, [raw.buffer]);
+      case 'rows': {
+        // A statement kept prepared, run with its parameters (db/prepared-raw.ts, decision 0050).
+        await answerRaw(request.id, (onRawData, answer) =>
+          prepared.run(request.sql, request.params, (message) => pglite.execProtocolRawStream(message, { syncToFs: false, onRawData }).then(() => {}), answer),
+        );
         return;
       }
       case 'begin': {

@@ -15,9 +15,9 @@
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
-import { chunkQuery, copyOneRow, type ChunkRow, type ListSource } from './keyset-page.ts';
+import { chunkQuery, readOneRow, type ChunkRow, type ListSource } from './keyset-page.ts';
 import type { Cursor } from '../shared/cursor.ts';
-import type { CopyBinary } from './copy-out.ts';
+import type { RowReader } from './copy-out.ts';
 
 /**
  * Rows per statement at most. PostgreSQL: large, so the round trips and statement starts are few
@@ -64,15 +64,15 @@ export async function* snapshotStream(
   req: { cursor?: Cursor; horizon: string; filters: readonly RawBuilder<unknown>[] },
   chunkSize: number = SNAPSHOT_CHUNK.postgres,
   chunkChars: number = SNAPSHOT_CHUNK_CHARS,
-  /** Read each chunk by binary COPY, its bytes passed on undecoded (decisions 0037, 0046). */
-  copy?: CopyBinary,
+  /** Read each chunk's bytes undecoded (decisions 0037, 0046, 0050). */
+  readRows?: RowReader,
 ): AsyncGenerator<string | Buffer> {
   // The first chunks are smaller (doubling up to chunkSize), so the first bytes leave early and
   // writing them overlaps reading the next; from then on a chunk's rows follow its records' size.
   const read = async (cursor: Cursor | undefined, limit: number): Promise<Chunk> => {
     const query = chunkQuery(source, { cursor, horizon: req.horizon, filters: req.filters }, limit);
-    if (copy) {
-      return copyOneRow(copy, db, sql`SELECT n::text, iso, id, text FROM (${query}) q`, (row, owned) => {
+    if (readRows) {
+      return readOneRow(readRows, db, sql`SELECT n::text, iso, id, text FROM (${query}) q`, (row, owned) => {
         const [n, iso, id, text] = row!;
         const latin = (field: Buffer | null) => (field === null ? null : field.toString('latin1'));
         return { text: text === null || owned ? text! : Buffer.from(text), n: Number(latin(n)), iso: latin(iso), id: latin(id), limit };

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
 import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
 import { inlineParameters, parseBinaryCopy } from '../../src/db/copy-out.ts';
-import { copyOneRow, copyPageBody, fetchPageBody, fetchPageKeys, streamPage } from '../../src/db/keyset-page.ts';
+import { readOneRow, readPageBody, fetchPageBody, fetchPageKeys, streamPage } from '../../src/db/keyset-page.ts';
 import { inStatementHorizon, readHorizon } from '../../src/db/write-clock.ts';
 import { customerSource } from '../../src/customers/customer.json-sql.ts';
 
@@ -54,7 +54,7 @@ describe.each(backends)('binary COPY reads (%s)', (backend) => {
   it('runs a statement with hostile parameter values as with bind parameters', async () => {
     const values = ["'; DROP TABLE customers; --", "back\\slash \\' quote", 'ünïcödé 💡\nline', '$1 $2', ''];
     for (const value of values) {
-      const text = await copyOneRow(t.copyBinary!, t.db, sql`SELECT ${value}::text AS v, ${value} = ${value} AS same`, (row) => row![0]!.toString('utf8'));
+      const text = await readOneRow(t.readRows!, t.db, sql`SELECT ${value}::text AS v, ${value} = ${value} AS same`, (row) => row![0]!.toString('utf8'));
       expect(text).toBe(value);
     }
     const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM customers`.execute(t.db);
@@ -62,8 +62,8 @@ describe.each(backends)('binary COPY reads (%s)', (backend) => {
   });
 
   it("fails as a statement fails, with PostgreSQL's code, and the connection goes on", async () => {
-    await expect(copyOneRow(t.copyBinary!, t.db, sql`SELECT (1 / (${0}::int))::text`, (row) => row)).rejects.toMatchObject({ code: '22012' });
-    await expect(copyOneRow(t.copyBinary!, t.db, sql`SELECT no_such_column::text FROM customers`, (row) => row)).rejects.toMatchObject({
+    await expect(readOneRow(t.readRows!, t.db, sql`SELECT (1 / (${0}::int))::text`, (row) => row)).rejects.toMatchObject({ code: '22012' });
+    await expect(readOneRow(t.readRows!, t.db, sql`SELECT no_such_column::text FROM customers`, (row) => row)).rejects.toMatchObject({
       code: '42703',
       message: expect.stringContaining('no_such_column'),
     });
@@ -77,14 +77,14 @@ describe.each(backends)('binary COPY reads (%s)', (backend) => {
     // be overwritten before it is read, with more copies asked at once than there are areas.
     const values = Array.from({ length: 24 }, (_, i) => `${i}:${'ü'.repeat(1000 * (i + 1))}`);
     const texts = await Promise.all(
-      values.map((value) => copyOneRow(t.copyBinary!, t.db, sql`SELECT ${value}::text`, (row, owned) => (owned ? row![0]! : Buffer.from(row![0]!)))),
+      values.map((value) => readOneRow(t.readRows!, t.db, sql`SELECT ${value}::text`, (row, owned) => (owned ? row![0]! : Buffer.from(row![0]!)))),
     );
     expect(texts.map((b) => b.toString('utf8'))).toEqual(values);
     // 6 MiB: more than the 4 MiB area, answered in a buffer of its own.
     const size = 6 * 1048576;
-    const big = await copyOneRow(t.copyBinary!, t.db, sql`SELECT repeat('x', ${size}::int) || 'end'`, (row) => row![0]!.length);
+    const big = await readOneRow(t.readRows!, t.db, sql`SELECT repeat('x', ${size}::int) || 'end'`, (row) => row![0]!.length);
     expect(big).toBe(size + 3);
-    const after = await copyOneRow(t.copyBinary!, t.db, sql`SELECT 'small'::text`, (row) => row![0]!.toString('utf8'));
+    const after = await readOneRow(t.readRows!, t.db, sql`SELECT 'small'::text`, (row) => row![0]!.toString('utf8'));
     expect(after).toBe('small');
   });
 
@@ -92,7 +92,7 @@ describe.each(backends)('binary COPY reads (%s)', (backend) => {
     // The copy takes a third of a second; the write asked after it is sent at once (two statements
     // in the thread: one waiting there), yet runs after the copy, which does not see it.
     const id = '00000000-0000-4000-8000-0000000000c1';
-    const copy = copyOneRow(t.copyBinary!, t.db, sql`SELECT (SELECT count(*) FROM customers WHERE id = ${id}::uuid)::text FROM pg_sleep(0.3)`, (row) =>
+    const copy = readOneRow(t.readRows!, t.db, sql`SELECT (SELECT count(*) FROM customers WHERE id = ${id}::uuid)::text FROM pg_sleep(0.3)`, (row) =>
       row![0]!.toString('latin1'),
     );
     await new Promise((resolve) => setImmediate(resolve));
@@ -101,9 +101,61 @@ describe.each(backends)('binary COPY reads (%s)', (backend) => {
     expect(t.poolStats().waiting).toBe(1);
     expect(await copy).toBe('0');
     await write;
-    const after = await copyOneRow(t.copyBinary!, t.db, sql`SELECT count(*)::text FROM customers WHERE id = ${id}::uuid`, (row) => row![0]!.toString('latin1'));
+    const after = await readOneRow(t.readRows!, t.db, sql`SELECT count(*)::text FROM customers WHERE id = ${id}::uuid`, (row) => row![0]!.toString('latin1'));
     expect(after).toBe('1');
     await sql`DELETE FROM customers WHERE id = ${id}::uuid`.execute(t.db);
+  });
+
+  it.runIf(backend === 'pglite')(
+    'keeps a page statement prepared and runs it on its generic plan, planned once, the setting back to the default after (decision 0050)',
+    async () => {
+      const prepared = sql<{ name: string; generic: number; custom: number }>`
+        SELECT name, generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements WHERE statement LIKE '%string_agg%'`;
+      const before = (await prepared.execute(t.db)).rows;
+      const horizon = inStatementHorizon(backend)!;
+      const { rows: ids } = await sql<{ iso: string; id: string }>`
+        SELECT iso_utc(last_modified) AS iso, id::text AS id FROM customers ORDER BY last_modified, id LIMIT 3 OFFSET 100`.execute(t.db);
+      const pages = [];
+      for (const cursor of ids) {
+        const req = { cursor: { ts: cursor.iso, id: cursor.id }, limit: 20, order: 'asc' as const, horizon, filters: [] };
+        const page = await readPageBody(t.readRows!, t.db, customerSource, req);
+        // The prepared run answers what the statement answers through Kysely (bind parameters, planned for them).
+        const kysely = await fetchPageBody(t.db, customerSource, req);
+        expect(page.data.toString('utf8')).toBe(kysely.data);
+        expect(page.last).toEqual(kysely.last);
+        pages.push(page.last!.id);
+      }
+      expect(new Set(pages).size).toBe(3);
+      const after = (await prepared.execute(t.db)).rows.filter((r) => !before.some((b) => b.name === r.name));
+      // One statement for the three cursors, each run on the generic plan: none planned for its values.
+      expect(after).toHaveLength(1);
+      expect(after[0]).toMatchObject({ generic: 3, custom: 0 });
+      const { rows: mode } = await sql<{ plan_cache_mode: string }>`SHOW plan_cache_mode`.execute(t.db);
+      expect(mode[0]!.plan_cache_mode).toBe('auto');
+    },
+  );
+
+  it.runIf(backend === 'pglite')('keeps at most 64 statements prepared, and none that failed to parse', async () => {
+    const count = async () => (await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_prepared_statements`.execute(t.db)).rows[0]!.n;
+    for (let i = 0; i < 70; i++) {
+      const text = await readOneRow(t.readRows!, t.db, sql`SELECT ${`v${i}`}::text || ${sql.lit(i)}::text`, (row) => row![0]!.toString('utf8'));
+      expect(text).toBe(`v${i}${i}`);
+    }
+    expect(await count()).toBe(64);
+    // A statement that cannot be prepared fails each time with its own error, never "does not exist".
+    for (let i = 0; i < 2; i++) {
+      await expect(readOneRow(t.readRows!, t.db, sql`SELECT no_such_column::text FROM customers WHERE id = ${'x'}`, (row) => row)).rejects.toMatchObject({
+        code: '42703',
+      });
+    }
+    // (Each failure may have closed the oldest statement to make room.) The statements kept still run.
+    expect(await count()).toBeLessThanOrEqual(64);
+    for (let i = 60; i < 70; i++) {
+      const text = await readOneRow(t.readRows!, t.db, sql`SELECT ${`w${i}`}::text || ${sql.lit(i)}::text`, (row) => row![0]!.toString('utf8'));
+      expect(text).toBe(`w${i}${i}`);
+    }
+    const { rows } = await sql<{ plan_cache_mode: string }>`SHOW plan_cache_mode`.execute(t.db);
+    expect(rows[0]!.plan_cache_mode).toBe('auto');
   });
 
   it("reads a page below the horizon its own statement reads on the embedded database, below a horizon statement's on PostgreSQL", async () => {
@@ -116,7 +168,7 @@ describe.each(backends)('binary COPY reads (%s)', (backend) => {
     await sql`INSERT INTO customers (id, name, is_active, created_at, last_modified) VALUES (${id}::uuid, 'just now', true, clock_timestamp(), clock_timestamp())`.execute(
       t.db,
     );
-    const page = await copyPageBody(t.copyBinary!, t.db, customerSource, { limit: 5, order: 'desc', horizon: own, filters: [] });
+    const page = await readPageBody(t.readRows!, t.db, customerSource, { limit: 5, order: 'desc', horizon: own, filters: [] });
     expect(page.last).toBeDefined();
     expect(page.data.toString('utf8')).toContain(id);
     const before = await readHorizon(t.db);
@@ -133,14 +185,14 @@ describe.each(backends)('binary COPY reads (%s)', (backend) => {
         for (let pages = 0; pages < 20; pages++) {
           const req = { cursor, limit: 97, order, horizon, filters };
           const viaKysely = await fetchPageBody(t.db, customerSource, req);
-          const viaCopy = await copyPageBody(t.copyBinary!, t.db, customerSource, req);
+          const viaCopy = await readPageBody(t.readRows!, t.db, customerSource, req);
           expect(viaCopy.data.toString('utf8')).toBe(viaKysely.data);
           expect(viaCopy.hasMore).toBe(viaKysely.hasMore);
           expect(viaCopy.last).toEqual(viaKysely.last);
           // The export page: one statement by COPY against the keys-then-chunks walk through Kysely.
           const { keys, hasMore } = await fetchPageKeys(t.db, customerSource, req);
           const last = keys[keys.length - 1];
-          const exported = await copyPageBody(t.copyBinary!, t.db, customerSource, req, '\n');
+          const exported = await readPageBody(t.readRows!, t.db, customerSource, req, '\n');
           expect(exported.hasMore).toBe(hasMore);
           expect(exported.last).toEqual(last);
           let lines = '';

@@ -29,7 +29,7 @@ describe.each(backends)('snapshot chunks (%s)', (backend) => {
   it('sizes each chunk after the first by characters, within the row cap, and streams every record once in order', async () => {
     const chunkChars = 20_000;
     const chunks: string[] = [];
-    for await (const chunk of snapshotStream(t.db, customerSource, { horizon: await readHorizon(t.db), filters: [] }, 1000, chunkChars, t.copyBinary)) {
+    for await (const chunk of snapshotStream(t.db, customerSource, { horizon: await readHorizon(t.db), filters: [] }, 1000, chunkChars, t.readRows)) {
       chunks.push(typeof chunk === 'string' ? chunk : chunk.toString('utf8'));
     }
     const records = chunks
@@ -50,7 +50,7 @@ describe.each(backends)('snapshot chunks (%s)', (backend) => {
 
   it('never exceeds the row cap, however small the records', async () => {
     const chunks: string[] = [];
-    for await (const chunk of snapshotStream(t.db, customerSource, { horizon: await readHorizon(t.db), filters: [] }, 700, 1 << 30, t.copyBinary)) {
+    for await (const chunk of snapshotStream(t.db, customerSource, { horizon: await readHorizon(t.db), filters: [] }, 700, 1 << 30, t.readRows)) {
       chunks.push(typeof chunk === 'string' ? chunk : chunk.toString('utf8'));
     }
     const rows = chunks.map((c) => c.split('\n').filter(Boolean).length);
