@@ -20,12 +20,18 @@ import { to as copyTo } from 'pg-copy-streams';
 
 const { prepareValue } = (pg as unknown as { utils: { prepareValue(value: unknown): unknown } }).utils;
 
+/** pg's text form of one parameter (null for NULL): what a Bind sends, and what a literal quotes. */
+function textOf(value: unknown): string | null {
+  const text = prepareValue(value);
+  if (text === null || text === undefined) return null;
+  if (typeof text !== 'string') throw new TypeError(`copy-out: a ${typeof text} parameter has no text form`);
+  return text;
+}
+
 /** One value as a SQL literal: NULL, or pg's text form of it quoted. */
 function literal(value: unknown): string {
-  const text = prepareValue(value);
-  if (text === null || text === undefined) return 'NULL';
-  if (typeof text !== 'string') throw new TypeError(`copy-out: a ${typeof text} parameter has no literal form`);
-  return pg.escapeLiteral(text);
+  const text = textOf(value);
+  return text === null ? 'NULL' : pg.escapeLiteral(text);
 }
 
 /**
@@ -87,18 +93,28 @@ export function parseBinaryCopy(bytes: Buffer): (Buffer | null)[][] {
     const count = bytes.readInt16BE(at);
     at += 2;
     if (count === -1) return rows;
-    const row: (Buffer | null)[] = [];
-    for (let f = 0; f < count; f++) {
-      const length = bytes.readInt32BE(at);
-      at += 4;
-      if (length === -1) row.push(null);
-      else {
-        row.push(bytes.subarray(at, at + length));
-        at += length;
-      }
-    }
-    rows.push(row);
+    const row = readFields(bytes, at, count);
+    at = row.end;
+    rows.push(row.fields);
   }
+}
+
+/**
+ * `count` fields from `at`, each its 32-bit length then its bytes (-1: NULL), as binary COPY rows
+ * and DataRow messages both lay them out: views of `bytes`, and where the last one ends.
+ */
+function readFields(bytes: Buffer, at: number, count: number): { fields: (Buffer | null)[]; end: number } {
+  const fields: (Buffer | null)[] = [];
+  for (let f = 0; f < count; f++) {
+    const length = bytes.readInt32BE(at);
+    at += 4;
+    if (length === -1) fields.push(null);
+    else {
+      fields.push(bytes.subarray(at, at + length));
+      at += length;
+    }
+  }
+  return { fields, end: at };
 }
 
 /** An ErrorResponse's fields by their protocol codes, named as pg and PGlite name them. */
@@ -128,21 +144,8 @@ export function rowsOfMessages(raw: Uint8Array): (Buffer | null)[][] {
   for (let at = 0; at + 5 <= bytes.length; ) {
     const type = bytes[at]!;
     const end = at + 1 + bytes.readInt32BE(at + 1);
-    if (type === 0x44) {
-      const count = bytes.readInt16BE(at + 5);
-      let f = at + 7;
-      const row: (Buffer | null)[] = [];
-      for (let k = 0; k < count; k++) {
-        const length = bytes.readInt32BE(f);
-        f += 4;
-        if (length === -1) row.push(null);
-        else {
-          row.push(bytes.subarray(f, f + length));
-          f += length;
-        }
-      }
-      rows.push(row);
-    } else if (type === 0x45) throw errorOf(bytes, at + 5, end);
+    if (type === 0x44) rows.push(readFields(bytes, at + 7, bytes.readInt16BE(at + 5)).fields);
+    else if (type === 0x45) throw errorOf(bytes, at + 5, end);
     at = end;
   }
   return rows;
@@ -178,12 +181,7 @@ export type RowReader = <T>(
 
 /** Each parameter in pg's text form (null for NULL), as a prepared statement's Bind sends it. */
 export function textParameters(parameters: readonly unknown[]): (string | null)[] {
-  return parameters.map((value) => {
-    const text = prepareValue(value);
-    if (text === null || text === undefined) return null;
-    if (typeof text !== 'string') throw new TypeError(`copy-out: a ${typeof text} parameter has no text form`);
-    return text;
-  });
+  return parameters.map(textOf);
 }
 
 /** Runs `COPY (<select>) TO STDOUT (FORMAT binary)` on `client` and returns its whole output. */

@@ -152,10 +152,10 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
         // The page's JSON bytes as the database sends them, never decoded into a string and
         // encoded back, copied once into the body (decisions 0037, 0046, 0050); a PGlite run on
         // this thread (the build's) has no RowReader: the same statement's value through Kysely.
-        const copy = app.ctx.database.readRows;
+        const readRows = app.ctx.database.readRows;
         const tailOf = (last: KeyRow | undefined, hasMore: boolean) => `],"pagination":${JSON.stringify(paginationOf(query, last, hasMore))}}`;
-        const body = copy
-          ? await readPageBody(copy, db, def.source, req, ',', (p) => ({ head: PAGE_OPEN, tail: Buffer.from(tailOf(p.last, p.hasMore)) }))
+        const body = readRows
+          ? await readPageBody(readRows, db, def.source, req, ',', (p) => ({ head: PAGE_OPEN, tail: Buffer.from(tailOf(p.last, p.hasMore)) }))
           : await fetchPageBody(db, def.source, req);
         page = {
           body: typeof body.data === 'string' ? Buffer.from(`{"data":[${body.data}${tailOf(body.last, body.hasMore)}`) : body.data,
@@ -194,12 +194,12 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       const query = request.query as ListQuery;
       const req = await pageRequest(app, def, request);
       const db = app.ctx.database.db;
-      const copy = app.ctx.database.readRows;
-      if (copy) {
+      const readRows = app.ctx.database.readRows;
+      if (readRows) {
         // The page's NDJSON, its bounds and whether more follow from ONE statement, its bytes
         // passed through undecoded (decisions 0037, 0046, 0050); a page is at most
         // `limit` (≤ 500) records, held once with its last line break.
-        const page = await readPageBody(copy, db, def.source, req, '\n', (p) => (p.last ? { tail: LINE_END } : {}));
+        const page = await readPageBody(readRows, db, def.source, req, '\n', (p) => (p.last ? { tail: LINE_END } : {}));
         const { next_cursor } = paginationOf(query, page.last, page.hasMore);
         reply.header('X-Next-Cursor', next_cursor ?? '');
         reply.header('X-Has-More', String(page.hasMore));
