@@ -7,6 +7,8 @@
  *   /admin/api/v1/...    admin API (admin-scoped token or dashboard session)
  *   /admin               dashboard
  */
+import { setScope, withScopeHolder } from './db/store-scope.ts';
+import { homeStore } from './stores/store.service.ts';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -87,6 +89,17 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   trackRequests(app.server);
 
   app.decorate('ctx', ctx);
+  // First of all hooks: every request gets its store scope holder, set once its credential is
+  // known (bearer-auth, admin-auth; db/store-scope.ts). Called back inside it, so every later hook
+  // and the handler run in it.
+  app.addHook('onRequest', (_request, _reply, done) => withScopeHolder(done));
+  // The dashboard and its sign-in, setup and account routes act in the deployment's first store
+  // until administrators get a role per store (decision 0051); a key names its own store.
+  app.addHook('onRequest', async (request) => {
+    if (!request.url.startsWith('/admin') || request.headers.authorization !== undefined) return;
+    const home = await homeStore(ctx.database.db);
+    if (home) setScope({ kind: 'store', storeId: home.id });
+  });
   // One client address cannot take every descriptor with idle or slow connections (issue 24).
   limitConnectionsPerAddress(app.server, { maxPerAddress: ctx.config.maxConnectionsPerAddress, logger: ctx.logger });
   await enableReadCaches(app, ctx);

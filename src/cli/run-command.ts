@@ -11,6 +11,8 @@ import { MigrationError } from '../schema/migrate.ts';
 import { ApiError } from '../shared/problem.ts';
 import { createLogger, openContext } from '../main/runtime.ts';
 import { failureLine } from '../ops/announce.ts';
+import { PLATFORM_SCOPE } from '../db/store-scope.ts';
+import { defaultScopeOf, getStore, isStoreId } from '../stores/store.service.ts';
 
 /** A mistake in the command line itself (bad option value): printed plainly, exit 1. */
 export class CliUsageError extends Error {}
@@ -101,7 +103,52 @@ export function requireStoreOrCreate(config: Config): void {
   );
 }
 
+/** `--store`, given to every store-scoped command (main/cli.ts). */
+export const STORE_OPTION_HELP = 'the store to act in (its id, see `store-api stores list`); needed when the deployment has several stores';
+let selectedStore: string | undefined;
+
+/** The store this command was given with `--store` (set by main/cli.ts before the action runs). */
+export function selectStore(storeId: string | undefined): void {
+  selectedStore = storeId;
+}
+
+/**
+ * Puts the command's statements in their store's scope: the `--store` one, else the only store
+ * there is; with several and no `--store`, a clear refusal naming them (`platform` commands work
+ * across stores and name their store themselves).
+ */
+async function chooseScope(ctx: AppContext, scope: 'store' | 'platform'): Promise<void> {
+  const { database } = ctx;
+  if (scope === 'platform') {
+    if (selectedStore !== undefined) throw new CliUsageError('--store is not taken by this command: it works across stores.');
+    database.scopes.setDefault(PLATFORM_SCOPE);
+    return;
+  }
+  if (selectedStore !== undefined) {
+    if (!isStoreId(selectedStore))
+      throw new CliUsageError(`--store: "${selectedStore}" is not a store id (a UUID, as \`store-api stores list\` shows). Nothing was changed.`);
+    const store = await getStore(database.db, selectedStore).catch((error: unknown) => {
+      if (error instanceof ApiError && error.code === 'not_found')
+        throw new CliUsageError(`--store: no store has the id ${selectedStore} (see \`store-api stores list\`). Nothing was changed.`);
+      throw error;
+    });
+    if (store.status === 'deleting') throw new CliUsageError(`--store: the store ${store.id} is being deleted. Nothing was changed.`);
+    database.scopes.setDefault({ kind: 'store', storeId: store.id });
+    return;
+  }
+  const scope_ = await defaultScopeOf(database.db);
+  if (scope_?.kind === 'none') {
+    throw new CliUsageError('This deployment has several stores: name the one to act in with --store <id> (see `store-api stores list`). Nothing was changed.');
+  }
+  if (scope_) database.scopes.setDefault(scope_);
+}
+
 export interface ContextOptions {
+  /**
+   * `store` (default): the command acts in one store (`--store`, or the only one); `platform`: it
+   * works across stores (`stores …`, `migrate`).
+   */
+  scope?: 'store' | 'platform';
   /** Bring the schema up to date on opening (default true; `migrate` does it itself to report what it applied). */
   migrate?: boolean;
   /** What to do instead while a server holds the embedded data directory (one clause). */
@@ -111,13 +158,17 @@ export interface ContextOptions {
 }
 
 /** Runs `fn` with an opened context (database migrated), closing it afterwards. */
-export async function withContext<T>(fn: (ctx: AppContext) => Promise<T>, { whileServerRuns, json = false, migrate = true }: ContextOptions = {}): Promise<T> {
+export async function withContext<T>(
+  fn: (ctx: AppContext) => Promise<T>,
+  { whileServerRuns, json = false, migrate = true, scope = 'store' }: ContextOptions = {},
+): Promise<T> {
   try {
     const config = loadConfig();
     requireStoreOrCreate(config);
     const logger = createLogger({ ...config, LOG_LEVEL: config.LOG_LEVEL === 'info' ? 'warn' : config.LOG_LEVEL });
     const ctx = await openContext(config, logger, { applicationName: 'store-api-cli', migrate });
     try {
+      if (migrate) await chooseScope(ctx, scope);
       return await fn(ctx);
     } finally {
       await ctx.database.close();

@@ -4,7 +4,7 @@
  * int8 → number, numeric → number, timestamps/dates/intervals → their text (never a JS Date, which
  * would drop microseconds and break cursors).
  */
-import { Kysely, PGliteDialect, PostgresDialect, type DatabaseConnection } from 'kysely';
+import { CompiledQuery, Kysely, PGliteDialect, PostgresDialect, type DatabaseConnection } from 'kysely';
 import pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -21,6 +21,7 @@ import { typeParsers } from './type-parsers.ts';
 import { withRequestTransactions } from './request-transaction.ts';
 import { copyBinary, inlineParameters, parseBinaryCopy, rowsOfMessages, textParameters, type RowReader } from './copy-out.ts';
 import { bufferCollector } from './buffer-collector.ts';
+import { ScopeState } from './store-scope.ts';
 
 export type Backend = 'pglite' | 'postgres';
 
@@ -47,6 +48,8 @@ export interface DatabaseHandle {
   readonly threadStats?: () => Promise<ThreadStats>;
   /** Set when this open filled an empty data directory from a template holding a demo store. */
   readonly templateDemo?: TemplateStamp['demo'];
+  /** The store scopes of this database's connections (db/store-scope.ts): its default, and each session's. */
+  readonly scopes: ScopeState;
 }
 
 const parsers = typeParsers;
@@ -151,13 +154,24 @@ function openPostgres(url: string, max: number, applicationName = 'store-api', o
   // Whatever PostgreSQL says while a connection is being opened (55000 "not currently accepting
   // connections", 3D000, 28P01, a refused socket, a timeout) means the request could not get a
   // connection: tagged so it is answered 503 + Retry-After (shared/db-errors.ts), never 500.
+  // Every connection a statement or a copy takes is put in the running code's store scope first
+  // (db/store-scope.ts): outside a transaction, as it is taken from the pool.
+  const scopes = new ScopeState();
   const connectTagged = {
     connect: async () => {
+      let client: pg.PoolClient;
       try {
-        return await pool.connect();
+        client = await pool.connect();
       } catch (error) {
         throw markConnectFailure(error);
       }
+      try {
+        await scopes.sync(client, (text, parameters) => client.query(text, parameters));
+      } catch (error) {
+        client.release(true);
+        throw markConnectFailure(error);
+      }
+      return client;
     },
     end: () => pool.end(),
   } as unknown as pg.Pool;
@@ -166,6 +180,7 @@ function openPostgres(url: string, max: number, applicationName = 'store-api', o
     db,
     backend: 'postgres',
     url,
+    scopes,
     storage: new StorageHealth(),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     readRows: async (query, read) => {
@@ -238,6 +253,11 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
   // A statement stuck in the database's thread with the disk full ends the process (db/disk-watchdog.ts).
   const stopWatchdog = diskDir && engine instanceof PGliteThread ? startDiskWatchdog(diskDir, () => engine.inFlightSince()) : () => {};
   const inThread = engine instanceof PGliteThread;
+  // One session, put in the running code's store scope as its connection is taken for a statement,
+  // a transaction or a copy (db/store-scope.ts): never inside a transaction, which a rollback
+  // would undo.
+  const scopes = new ScopeState();
+  const session: object = engine;
   const db = new Kysely<Database>({
     dialect: withRequestTransactions(
       new PGliteDialect({
@@ -248,6 +268,7 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
           if (!inThread) await yieldBetweenStatements(connection);
         },
       }),
+      (connection) => scopes.sync(session, (text, parameters) => connection.executeQuery(CompiledQuery.raw(text, parameters))),
     ),
   });
   const thread = engine instanceof PGliteThread ? engine : undefined;
@@ -258,6 +279,7 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
     db,
     backend: 'pglite',
     storage,
+    scopes,
     templateDemo,
     ...(thread
       ? {

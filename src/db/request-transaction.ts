@@ -259,6 +259,7 @@ class RequestTransactionDriver implements Driver {
   constructor(
     readonly inner: Driver,
     singleConnection: boolean,
+    readonly prepare: ((connection: DatabaseConnection) => Promise<void>) | undefined,
   ) {
     this.#singleConnection = singleConnection ? new ConnectionTurns() : undefined;
   }
@@ -273,9 +274,13 @@ class RequestTransactionDriver implements Driver {
    */
   async takeConnection(): Promise<{ connection: DatabaseConnection; releaseTurn: (() => void) | undefined }> {
     const releaseTurn = this.#singleConnection ? await this.#singleConnection.take() : undefined;
+    let connection: DatabaseConnection | undefined;
     try {
-      return { connection: await this.inner.acquireConnection(), releaseTurn };
+      connection = await this.inner.acquireConnection();
+      await this.prepare?.(connection);
+      return { connection, releaseTurn };
     } catch (error) {
+      if (connection) await this.inner.releaseConnection(connection).catch(() => undefined);
       releaseTurn?.();
       throw error;
     }
@@ -342,8 +347,12 @@ function unwrap(connection: DatabaseConnection): DatabaseConnection {
   return connection instanceof PinnedConnection ? connection.inner : connection;
 }
 
-/** `dialect` with request transactions (see the file's comment). */
-export function withRequestTransactions(dialect: Dialect): Dialect {
+/**
+ * `dialect` with request transactions (see the file's comment). `prepare` is run on each connection
+ * as it is taken, before any transaction begins on it (the embedded database's store scope,
+ * db/store-scope.ts).
+ */
+export function withRequestTransactions(dialect: Dialect, prepare?: (connection: DatabaseConnection) => Promise<void>): Dialect {
   const adapter = dialect.createAdapter();
   const single = !adapter.supportsMultipleConnections;
   // Kysely serialises a single-connection dialect itself, before the driver is asked; we do it in
@@ -357,7 +366,7 @@ export function withRequestTransactions(dialect: Dialect): Dialect {
   }) as DialectAdapter;
   return {
     createAdapter: () => adapterForKysely,
-    createDriver: () => new RequestTransactionDriver(dialect.createDriver(), single),
+    createDriver: () => new RequestTransactionDriver(dialect.createDriver(), single, prepare),
     createQueryCompiler: () => dialect.createQueryCompiler(),
     createIntrospector: (db: Kysely<unknown>): DatabaseIntrospector => dialect.createIntrospector(db),
   };

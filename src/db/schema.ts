@@ -8,6 +8,8 @@ type Timestamp = ColumnType<string, string | undefined, string>;
 type NullableText = string | null;
 
 export interface ProductTable {
+  /** The store the row belongs to (migration 0031); set from the statement's store scope when not named. */
+  store_id: Generated<string>;
   id: string;
   name: string;
   slug: string;
@@ -31,6 +33,8 @@ export interface ProductTable {
 }
 
 export interface VariantTable {
+  /** The store the row belongs to (migration 0031); set from the statement's store scope when not named. */
+  store_id: Generated<string>;
   id: string;
   product_id: string;
   name: string;
@@ -44,6 +48,8 @@ export interface VariantTable {
 }
 
 export interface ImageTable {
+  /** The store the row belongs to (migration 0031); set from the statement's store scope when not named. */
+  store_id: Generated<string>;
   id: string;
   product_id: string;
   image_url: string;
@@ -54,6 +60,8 @@ export interface ImageTable {
 }
 
 export interface CustomerTable {
+  /** The store the row belongs to (migration 0031); set from the statement's store scope when not named. */
+  store_id: Generated<string>;
   id: string;
   name: string;
   phone: NullableText;
@@ -67,6 +75,8 @@ export interface CustomerTable {
 }
 
 export interface OrderTable {
+  /** The store the row belongs to (migration 0031); set from the statement's store scope when not named. */
+  store_id: Generated<string>;
   id: string;
   source: string;
   status: string;
@@ -86,6 +96,8 @@ export interface OrderTable {
 }
 
 export interface OrderItemTable {
+  /** The store the row belongs to (migration 0031); set from the statement's store scope when not named. */
+  store_id: Generated<string>;
   id: string;
   order_id: string;
   product_id: NullableText;
@@ -99,6 +111,8 @@ export interface OrderItemTable {
 }
 
 export interface StockMovementTable {
+  /** The store the row belongs to (migration 0031); set from the statement's store scope when not named. */
+  store_id: Generated<string>;
   id: string;
   product_id: string;
   variant_id: NullableText;
@@ -116,6 +130,8 @@ export interface StockMovementTable {
 }
 
 export interface EventTable {
+  /** The store the row belongs to (migration 0031); set from the statement's store scope when not named. */
+  store_id: Generated<string>;
   id: string;
   /** Insertion order inside one stamp; the poller orders by (created_at, seq). */
   seq: Generated<number>;
@@ -129,6 +145,8 @@ export interface EventTable {
 }
 
 export interface ApiTokenTable {
+  /** The store the row belongs to (migration 0031); set from the statement's store scope when not named. */
+  store_id: Generated<string>;
   id: string;
   name: string;
   /** First characters of the token, shown in lists so an admin can tell tokens apart. */

@@ -4,7 +4,8 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { CREATE_OPTION_HELP, allowStoreCreation } from '../cli/run-command.ts';
+import { CREATE_OPTION_HELP, STORE_OPTION_HELP, allowStoreCreation, selectStore } from '../cli/run-command.ts';
+import { registerStoreCommands } from '../cli/stores.command.ts';
 import { registerServerCommands } from '../cli/server.command.ts';
 import { registerTokenCommands } from '../cli/tokens.command.ts';
 import { registerDatabaseCommands } from '../cli/database.command.ts';
@@ -28,11 +29,20 @@ registerTokenCommands(program);
 registerDemoCommands(program);
 registerAdminCommands(program);
 registerDocumentsCommands(program);
+registerStoreCommands(program);
 
 // Every command that opens the store but does not start a server takes --create (cli/run-command.ts).
 const SERVER_ROLES = new Set(['all', 'serve', 'worker']);
 const leaves = (command: Command): Command[] => (command.commands.length === 0 ? [command] : command.commands.flatMap(leaves));
 for (const command of program.commands.flatMap(leaves)) if (!SERVER_ROLES.has(command.name())) command.option('--create', CREATE_OPTION_HELP);
-program.hook('preAction', (_program, action) => allowStoreCreation(action.opts().create === true));
+// Every command that acts in one store takes --store (cli/run-command.ts); `stores …` and `migrate` work across stores.
+const ACROSS_STORES = new Set(['stores', 'migrate']);
+for (const command of program.commands.filter((c) => !ACROSS_STORES.has(c.name())).flatMap(leaves)) {
+  if (!SERVER_ROLES.has(command.name()) && !ACROSS_STORES.has(command.name())) command.option('--store <id>', STORE_OPTION_HELP);
+}
+program.hook('preAction', (_program, action) => {
+  allowStoreCreation(action.opts().create === true);
+  selectStore(action.opts().store as string | undefined);
+});
 
 await program.parseAsync(process.argv);

@@ -10,6 +10,7 @@ import { migrateToLatest, migrationNames } from '../schema/migrate.ts';
 import { requestLogSerializer } from '../ops/log-redaction.ts';
 import { withProgressLog } from '../shared/progress-log.ts';
 import { terminalLogStream } from '../ops/terminal-log.ts';
+import { useDefaultStoreScope } from '../stores/store.service.ts';
 
 /**
  * Paths whose values never reach a log line: credentials in headers (API tokens, session cookies,
@@ -94,7 +95,11 @@ export async function openContext(
     every,
   );
   try {
-    if (migrate) await withProgressLog(logger, 'migrating the database schema', () => migrateToLatest(database.db), every);
+    if (migrate) {
+      await withProgressLog(logger, 'migrating the database schema', () => migrateToLatest(database.db), every);
+      // Code outside any store scope acts for the only store, or (several) for none (decision 0051).
+      await useDefaultStoreScope(database);
+    }
   } catch (error) {
     await database.close();
     throw error;

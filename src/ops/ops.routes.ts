@@ -6,6 +6,7 @@
  *                  (readiness); 503 problem+json otherwise
  *   GET /metrics   Prometheus text format, prom-client's default registry
  */
+import { asPlatform, OWNER_SCOPE, runInScope } from '../db/store-scope.ts';
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
@@ -74,10 +75,11 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
       let pending: string[];
       try {
         pending = await withTimeout(
-          (async () => {
+          // As the schema's owner: the migrations' table is no store's (decision 0051).
+          runInScope(OWNER_SCOPE, async () => {
             await sql`SELECT 1`.execute(db);
             return pendingMigrations(db);
-          })(),
+          }),
           READINESS_TIMEOUT_MS,
         );
       } catch (error) {
@@ -108,7 +110,8 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (_request, reply) => {
-      const body = await metricsRegistry.metrics();
+      // Gauges read from the database count every store's rows (decision 0051).
+      const body = await asPlatform(() => metricsRegistry.metrics());
       return reply.type(metricsRegistry.contentType).send(body);
     },
   );

@@ -16,6 +16,7 @@
  *  4. audit log entries past AUDIT_LOG_RETENTION_MS.
  *  5. admin API idempotency keys older than 24 h (decision 0013).
  */
+import { asPlatform } from '../db/store-scope.ts';
 import { EventEmitter } from 'node:events';
 import type { AppContext } from '../app-context.ts';
 import { isoFromMillis } from '../shared/time.ts';
@@ -119,6 +120,11 @@ export interface RetentionPrunerOptions {
 
 /** Starts pruning every RETENTION_INTERVAL_MS, the first run at once. */
 export function startRetentionPruner(ctx: AppContext, options: RetentionPrunerOptions = {}): RetentionPruner {
+  // Across stores (decision 0051): retention prunes every store's old rows alike.
+  return asPlatform(() => startRetentionPrunerOfEveryStore(ctx, options));
+}
+
+function startRetentionPrunerOfEveryStore(ctx: AppContext, options: RetentionPrunerOptions): RetentionPruner {
   const clock = options.clock ?? Date.now;
   const policy = retentionPolicyOf(ctx.config);
   const events = new EventEmitter<RetentionPrunerEvents>();

@@ -28,6 +28,7 @@ import * as secondFactor from './migrations/0019-second-factor.ts';
 import * as endpointRecoveredAt from './migrations/0022-endpoint-recovered-at.ts';
 import * as sealedIdempotentAnswers from './migrations/0029-sealed-idempotent-answers.ts';
 import * as cheaperDeliveryWrites from './migrations/0030-cheaper-delivery-writes.ts';
+import * as storesAsTenants from './migrations/0031-stores-as-tenants.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -49,6 +50,7 @@ const migrations: Record<string, Migration> = {
   '0022-endpoint-recovered-at': endpointRecoveredAt,
   '0029-sealed-idempotent-answers': sealedIdempotentAnswers,
   '0030-cheaper-delivery-writes': cheaperDeliveryWrites,
+  '0031-stores-as-tenants': storesAsTenants,
 };
 
 /** Names of every migration this code has, in order. */
@@ -71,6 +73,15 @@ export async function migrateToLatest<DB>(db: Kysely<DB>): Promise<MigrationResu
     throw new MigrationError(`Migration ${failed?.migrationName ?? '(unknown)'} failed: ${cause}`);
   }
   return result;
+}
+
+/**
+ * Applies the migrations up to `name` (included) and none after it: a database as the release that
+ * shipped `name` left it (the in-place upgrade test starts from one).
+ */
+export async function migrateUpTo<DB>(db: Kysely<DB>, name: string): Promise<void> {
+  const result = await migrator(db).migrateTo(name);
+  if (result.error) throw new MigrationError(`Migration to ${name} failed: ${result.error instanceof Error ? result.error.message : String(result.error)}`);
 }
 
 /** Names of migrations not yet applied (empty when the schema is current). */

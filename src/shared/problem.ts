@@ -5,6 +5,7 @@
 export const errorCodes = {
   unauthorized: { status: 401, title: 'Unauthorized' },
   forbidden: { status: 403, title: 'Forbidden' },
+  store_suspended: { status: 403, title: 'Store Suspended' },
   second_factor_required: { status: 401, title: 'Second Factor Required' },
   invalid_second_factor: { status: 401, title: 'Invalid Second Factor' },
   second_factor_enrolment_required: { status: 403, title: 'Second Factor Enrolment Required' },

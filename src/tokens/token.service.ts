@@ -4,6 +4,7 @@
  * revocation takes effect on the next request: every write here moves the token cache's generation
  * (db/read-cache-signals.ts), other processes learn it by NOTIFY (migration 0016, decision 0016).
  */
+import { asPlatform } from '../db/store-scope.ts';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { isOutOfSpace } from '../db/storage-health.ts';
 import { sql, type Kysely } from 'kysely';
@@ -64,6 +65,10 @@ export interface TokenSummary {
 /** The identity of an authenticated request. */
 export interface AuthenticatedToken {
   id: string;
+  /** The store the token belongs to: the request acts in it alone (decision 0051). */
+  storeId: string;
+  /** That store's status as of this look-up: only an active store's keys are served. */
+  storeStatus: 'active' | 'suspended' | 'deleting';
   name: string;
   scopes: Scope[];
   /** Who made it, with the maker's role as of this look-up (the token cache drops it when that changes). */
@@ -204,12 +209,20 @@ export interface TokenLookup {
  * Looks a presented token up, with how long the answer holds (what the token cache may keep it for).
  * Records `last_used_at` at most once a minute per token, so reads do not turn into a write per request.
  */
-export async function lookupToken(db: Kysely<Database>, token: string): Promise<TokenLookup | AuthenticationFailure> {
+export function lookupToken(db: Kysely<Database>, token: string): Promise<TokenLookup | AuthenticationFailure> {
+  // Across stores: the secret says which store (its hash is unique in the deployment).
+  return asPlatform(() => lookupTokenOfAnyStore(db, token));
+}
+
+async function lookupTokenOfAnyStore(db: Kysely<Database>, token: string): Promise<TokenLookup | AuthenticationFailure> {
   const hash = hashToken(token);
   const row = await db
     .selectFrom('api_tokens as t')
+    .innerJoin('stores as s', 's.id', 't.store_id')
     .select([
       't.id',
+      't.store_id',
+      's.status as store_status',
       't.name',
       't.scopes',
       't.rate_limit_standard',
@@ -248,6 +261,8 @@ export async function lookupToken(db: Kysely<Database>, token: string): Promise<
   return {
     token: {
       id: row.id,
+      storeId: row.store_id,
+      storeStatus: row.store_status,
       name: row.name,
       scopes: row.scopes as Scope[],
       rateLimitStandard: row.rate_limit_standard,

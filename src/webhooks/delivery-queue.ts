@@ -194,13 +194,13 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
       FROM picked p
       WHERE d.id = p.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
         AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
-      RETURNING d.id, d.attempt_count, d.endpoint_id, d.event_id, d.next_attempt_at, d.test,
+      RETURNING d.id, d.store_id, d.attempt_count, d.endpoint_id, d.event_id, d.next_attempt_at, d.test,
         p.previous_locked_by, p.previous_locked_at, p.previous_locked_until
     ), abandoned AS (
       -- The previous holder's lease expired before it recorded its attempt. Recorded, under the
       -- number the attempt sent now takes again: it does not count toward the retries.
-      INSERT INTO webhook_attempts (id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
-      SELECT gen_random_uuid(), c.id, c.attempt_count + 1, coalesce(c.previous_locked_at, now()),
+      INSERT INTO webhook_attempts (id, store_id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
+      SELECT gen_random_uuid(), c.store_id, c.id, c.attempt_count + 1, coalesce(c.previous_locked_at, now()),
         coalesce((extract(epoch FROM (c.previous_locked_until - c.previous_locked_at)) * 1000)::int, 0),
         NULL, NULL, 'the worker stopped before recording this attempt (its lease expired); sent again', 'abandoned'
       FROM claimed c
@@ -371,15 +371,15 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
           dead_at = CASE WHEN i.status = 'dead' THEN i.now ELSE d.dead_at END
         FROM input i
         WHERE d.id = i.id AND d.locked_by = i.worker_id
-        RETURNING d.id, d.endpoint_id
+        RETURNING d.id, d.endpoint_id, d.store_id
       ), closed AS (
         UPDATE webhook_endpoints e SET consecutive_failures = 0, paused_until = NULL,
           recovered_at = CASE WHEN e.consecutive_failures >= ${threshold} THEN ${recoveredAt}::timestamptz ELSE e.recovered_at END
         WHERE ${closeBreakers} AND e.id IN (SELECT endpoint_id FROM settled)
           AND (e.consecutive_failures <> 0 OR e.paused_until IS NOT NULL)
       )
-      INSERT INTO webhook_attempts (id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
-      SELECT i.attempt_id, i.id, i.attempt_number, i.started_at, i.duration_ms, i.status_code, i.excerpt, i.error, i.outcome
+      INSERT INTO webhook_attempts (id, store_id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
+      SELECT i.attempt_id, s.store_id, i.id, i.attempt_number, i.started_at, i.duration_ms, i.status_code, i.excerpt, i.error, i.outcome
       FROM input i JOIN settled s ON s.id = i.id
       WHERE ${ASYNC_COMMIT}
       RETURNING delivery_id

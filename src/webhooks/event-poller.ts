@@ -143,8 +143,8 @@ export async function pollEvents(
     const handover = handoverOf();
     if (!handover || handover.limit <= 0) {
       const inserted = await sql`
-        INSERT INTO webhook_deliveries (id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at)
-        SELECT gen_random_uuid(), ev.id, ev.type, e.id, 'pending', ${nowIso}::timestamptz, ${nowIso}::timestamptz, ${nowIso}::timestamptz
+        INSERT INTO webhook_deliveries (id, store_id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at)
+        SELECT gen_random_uuid(), ev.store_id, ev.id, ev.type, e.id, 'pending', ${nowIso}::timestamptz, ${nowIso}::timestamptz, ${nowIso}::timestamptz
         ${fanOut(eventIds)}
         ORDER BY ev.created_at, ev.seq, e.id
       `.execute(trx);
@@ -156,7 +156,7 @@ export async function pollEvents(
     const held = JSON.stringify(Object.fromEntries(handover.held ?? []));
     const { rows: fanned } = await sql<ClaimedRow & { total: number; handed: boolean }>`
       WITH fresh AS (
-        SELECT ev.id AS event_id, ev.type AS event_type, e.id AS endpoint_id, ev.created_at, ev.seq,
+        SELECT ev.id AS event_id, ev.store_id, ev.type AS event_type, e.id AS endpoint_id, ev.created_at, ev.seq,
           -- As a claim ranks: the endpoint's k-th row after those it has in flight here.
           coalesce((${held}::jsonb ->> e.id::text)::int, 0) + row_number() OVER (PARTITION BY e.id ORDER BY ev.created_at, ev.seq) AS rank,
           row_number() OVER (PARTITION BY e.id ORDER BY ev.created_at, ev.seq) <= coalesce((${slots}::jsonb ->> e.id::text)::int, ${handover.endpointCapacity})
@@ -172,8 +172,8 @@ export async function pollEvents(
         ORDER BY rank, created_at, seq, endpoint_id
         LIMIT ${handover.limit}
       ), inserted AS (
-        INSERT INTO webhook_deliveries (id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at, locked_by, locked_at, locked_until)
-        SELECT gen_random_uuid(), f.event_id, f.event_type, f.endpoint_id, 'pending', ${nowIso}::timestamptz, ${nowIso}::timestamptz, ${nowIso}::timestamptz,
+        INSERT INTO webhook_deliveries (id, store_id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at, locked_by, locked_at, locked_until)
+        SELECT gen_random_uuid(), f.store_id, f.event_id, f.event_type, f.endpoint_id, 'pending', ${nowIso}::timestamptz, ${nowIso}::timestamptz, ${nowIso}::timestamptz,
           CASE WHEN h.event_id IS NOT NULL THEN ${handover.workerId} END,
           CASE WHEN h.event_id IS NOT NULL THEN ${nowIso}::timestamptz END,
           CASE WHEN h.event_id IS NOT NULL THEN ${isoFromMillis(now + handover.leaseMs)}::timestamptz END
@@ -202,7 +202,8 @@ export async function pollEvents(
 function fanOut(eventIds: readonly string[]) {
   return sql`
     FROM events ev
-    JOIN webhook_endpoints e ON e.enabled AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types))
+    -- A store's events go to that store's endpoints only.
+    JOIN webhook_endpoints e ON e.store_id = ev.store_id AND e.enabled AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types))
       -- An endpoint receives the changes made after it was registered; older ones by replay.
       AND ev.created_at >= e.created_at
     WHERE ev.id = ANY(${[...eventIds]}::uuid[]) AND ev.type <> 'ping' AND NOT ev.test`;

@@ -171,8 +171,9 @@ export async function insertDelivery(
 ): Promise<string> {
   const id = randomUUID();
   await sql`
-    INSERT INTO webhook_deliveries (id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at, test)
-    VALUES (${id}, ${eventId}, ${eventType}, ${endpointId}, 'pending', ${nowIso}, ${nowIso}, ${nowIso}, ${test})
+    INSERT INTO webhook_deliveries (id, store_id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at, test)
+    SELECT ${id}, e.store_id, ${eventId}, ${eventType}, e.id, 'pending', ${nowIso}, ${nowIso}, ${nowIso}, ${test}
+    FROM webhook_endpoints e WHERE e.id = ${endpointId}
   `.execute(db);
   return id;
 }
@@ -199,7 +200,7 @@ export async function countReplayEvents(
 ): Promise<number> {
   const { rows } = await sql<{ n: number }>`
     SELECT count(*)::int AS n FROM (
-      SELECT 1 FROM events ev JOIN webhook_endpoints e ON e.id = ${endpointId}::uuid
+      SELECT 1 FROM events ev JOIN webhook_endpoints e ON e.id = ${endpointId}::uuid AND e.store_id = ev.store_id
       WHERE ev.created_at >= ${fromIso}::timestamptz AND ev.created_at < ${toIso}::timestamptz AND ev.type <> 'ping' AND NOT ev.test
         AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types)) AND ${replayFilter(failedOnly)}
       LIMIT ${max + 1}
@@ -218,9 +219,9 @@ export async function insertReplayDeliveries(
   failedOnly = false,
 ): Promise<number> {
   const result = await sql`
-    INSERT INTO webhook_deliveries (id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at)
-    SELECT gen_random_uuid(), ev.id, ev.type, e.id, 'pending', ${nowIso}::timestamptz, ${nowIso}::timestamptz, ${nowIso}::timestamptz
-    FROM events ev JOIN webhook_endpoints e ON e.id = ${endpointId}::uuid
+    INSERT INTO webhook_deliveries (id, store_id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at)
+    SELECT gen_random_uuid(), e.store_id, ev.id, ev.type, e.id, 'pending', ${nowIso}::timestamptz, ${nowIso}::timestamptz, ${nowIso}::timestamptz
+    FROM events ev JOIN webhook_endpoints e ON e.id = ${endpointId}::uuid AND e.store_id = ev.store_id
     WHERE ev.created_at >= ${fromIso}::timestamptz AND ev.created_at < ${toIso}::timestamptz AND ev.type <> 'ping' AND NOT ev.test
       AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types)) AND ${replayFilter(failedOnly)}
     ORDER BY ev.created_at, ev.seq

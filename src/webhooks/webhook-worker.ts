@@ -26,6 +26,7 @@
  * listen-connection.ts, the sleeps that wake-ups cut short wakeable.ts (the wake-up signals
  * themselves webhook-wakeup.ts), the claim and settle statements delivery-queue.ts.
  */
+import { asPlatform } from '../db/store-scope.ts';
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
@@ -66,7 +67,13 @@ export interface WebhookWorkerOptions {
 }
 
 /** Starts the poller and dispatcher of this process. */
-export async function startWebhookWorker(ctx: AppContext, options: WebhookWorkerOptions = {}): Promise<WebhookWorker> {
+export function startWebhookWorker(ctx: AppContext, options: WebhookWorkerOptions = {}): Promise<WebhookWorker> {
+  // Across stores (decision 0051): its claims, polls and settles name each row's store themselves;
+  // every timer and loop it starts inherits the scope.
+  return asPlatform(() => startWebhookWorkerOfEveryStore(ctx, options));
+}
+
+async function startWebhookWorkerOfEveryStore(ctx: AppContext, options: WebhookWorkerOptions): Promise<WebhookWorker> {
   const { config } = ctx;
   if (config.WEBHOOK_LEASE_MS < config.WEBHOOK_TIMEOUT_MS + 1000) {
     throw new Error(

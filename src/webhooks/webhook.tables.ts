@@ -8,6 +8,8 @@ type Timestamp = ColumnType<string, string | undefined, string>;
 type NullableTimestamp = ColumnType<string | null, string | null | undefined, string | null>;
 
 export interface WebhookEndpointTable {
+  /** The store the row belongs to (migration 0031); set from the statement's store scope when not named. */
+  store_id: Generated<string>;
   id: string;
   url: string;
   description: string | null;
@@ -27,6 +29,8 @@ export interface WebhookEndpointTable {
 }
 
 export interface WebhookDeliveryTable {
+  /** The store the row belongs to (migration 0031); set from the statement's store scope when not named. */
+  store_id: Generated<string>;
   id: string;
   event_id: string;
   event_type: string;
@@ -48,6 +52,8 @@ export interface WebhookDeliveryTable {
 }
 
 export interface WebhookAttemptTable {
+  /** The store the row belongs to (migration 0031); set from the statement's store scope when not named. */
+  store_id: Generated<string>;
   id: string;
   delivery_id: string;
   attempt_number: number;

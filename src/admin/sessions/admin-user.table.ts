@@ -69,6 +69,8 @@ export interface AdminLinkTable {
 
 /** Migration 0012: the audit log (admin/audit/audit-log.ts). */
 export interface AdminAuditLogTable {
+  /** The store the row belongs to (migration 0031); set from the statement's store scope when not named. */
+  store_id: Generated<string>;
   id: string;
   at: Timestamp;
   actor_kind: 'session' | 'token' | 'anonymous';

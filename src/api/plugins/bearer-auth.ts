@@ -10,6 +10,7 @@ import type { Database } from '../../db/schema.ts';
 import { looksLikeToken, type AuthenticatedToken, type Scope } from '../../tokens/token.service.ts';
 import { authenticateCached } from '../../tokens/token-cache.ts';
 import { ApiError } from '../../shared/problem.ts';
+import { setScope } from '../../db/store-scope.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -58,7 +59,17 @@ export async function requireToken(
     const detail = { unknown: 'The API token is not valid.', revoked: 'The API token has been revoked.', expired: 'The API token has expired.' }[result];
     throw new ApiError('unauthorized', detail, undefined, challenge('invalid_token'));
   }
+  if (result.storeStatus !== 'active') {
+    throw new ApiError(
+      'store_suspended',
+      result.storeStatus === 'suspended'
+        ? "The store of this API token is suspended by the platform's operator; its API answers again once it is resumed."
+        : 'The store of this API token is being deleted.',
+    );
+  }
   request.token = result;
+  // Every statement of this request from here on sees and writes this store's rows only.
+  setScope({ kind: 'store', storeId: result.storeId });
   if (scope && !result.scopes.includes(scope)) {
     throw new ApiError('forbidden', `The API token lacks the scope '${scope}' this endpoint needs.`, undefined, challenge('insufficient_scope'));
   }

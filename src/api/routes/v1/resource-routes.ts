@@ -2,6 +2,7 @@
  * Route builders shared by every resource of the read API: a list, a single GET and an NDJSON
  * export, each from the resource's ListSource. Pages are assembled from JSON text built in SQL.
  */
+import { currentStoreId } from '../../../db/store-scope.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { TSchema } from '@sinclair/typebox';
 import type { Kysely, RawBuilder } from 'kysely';
@@ -140,10 +141,11 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       let page: CachedPage | undefined;
       let key: string | undefined;
       if (cache) {
-        // The page's content is named by its statement (filters, token-dependent conditions, order,
-        // limit, cursor) without the horizon, and by the cursor as sent (an empty page hands it back).
+        // The page's content is named by its store (the statement sees that store's rows only,
+        // decision 0051), its statement (filters, token-dependent conditions, order, limit,
+        // cursor) without the horizon, and by the cursor as sent (an empty page hands it back).
         const compiled = pageBodyQuery(def.source, { ...base, horizon: '' }).compile(db);
-        key = `${query.cursor ?? ''}\n${compiled.sql}\n${JSON.stringify(compiled.parameters)}`;
+        key = `${currentStoreId() ?? ''}\n${query.cursor ?? ''}\n${compiled.sql}\n${JSON.stringify(compiled.parameters)}`;
         page = cache.get(key);
       }
       if (!page) {

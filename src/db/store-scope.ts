@@ -1,0 +1,132 @@
+/**
+ * Store scopes (docs/decisions/0051-stores-as-tenants.md): which store a statement acts for, and so
+ * which rows PostgreSQL's row-level security lets it see and write.
+ *
+ *  - `store`: the role `store_api_tenant` with `store_api.store_id` set: the policies of every
+ *    store-owned table (migration 0031) show and accept that store's rows only. What a request
+ *    authenticated by a store's key or session does.
+ *  - `platform`: the role `store_api_platform` (BYPASSRLS): work across stores that names the store
+ *    of every row itself (the webhook worker's claims, the event poller, retention, `stores …`).
+ *  - `none`: the tenant role with no store: a statement that forgot its scope sees nothing.
+ *  - `owner`: the connection's own user (migrations, a database not migrated yet).
+ *
+ * The scope is carried by AsyncLocalStorage, like the request transaction; code outside any scope
+ * gets its database's default (`ScopeState.setDefault`: the owner until the service picks its own,
+ * db/open-store.ts). A connection is switched when the statement's scope differs from the one it
+ * last got, with ONE session-level statement before it (`set_config` of the role and of the store)
+ * outside any transaction: a deployment of one store switches once per connection, never again,
+ * and a fleet of stores pays a round trip only when a connection changes hands between stores.
+ * Inside a transaction the connection keeps the scope it began with (a request's statements all
+ * have its scope).
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+export type StoreScope =
+  | { readonly kind: 'store'; readonly storeId: string }
+  | { readonly kind: 'platform' }
+  | { readonly kind: 'none' }
+  | { readonly kind: 'owner' };
+
+export const OWNER_SCOPE: StoreScope = { kind: 'owner' };
+export const PLATFORM_SCOPE: StoreScope = { kind: 'platform' };
+export const NO_STORE_SCOPE: StoreScope = { kind: 'none' };
+
+interface Holder {
+  scope: StoreScope | undefined;
+}
+
+const holders = new AsyncLocalStorage<Holder>();
+
+/** Runs `fn` (and everything it awaits) in `scope`. */
+export function runInScope<T>(scope: StoreScope, fn: () => T): T {
+  return holders.run({ scope }, fn);
+}
+
+/** Runs `fn` for the store `storeId`. */
+export function inStore<T>(storeId: string, fn: () => T): T {
+  return runInScope({ kind: 'store', storeId }, fn);
+}
+
+/** Runs `fn` across stores: every statement must name the store of its rows itself. */
+export function asPlatform<T>(fn: () => T): T {
+  return runInScope(PLATFORM_SCOPE, fn);
+}
+
+/**
+ * Runs `fn` with a scope decided later inside it (`setScope`): a request's hooks run in one, and its
+ * authentication names the store once it knows the credential.
+ */
+export function withScopeHolder<T>(fn: () => T): T {
+  return holders.run({ scope: undefined }, fn);
+}
+
+/** Sets the scope of the innermost `withScopeHolder`/`runInScope` (a request's, once authenticated). */
+export function setScope(scope: StoreScope): void {
+  const holder = holders.getStore();
+  if (!holder) throw new Error('setScope outside a scope holder');
+  holder.scope = scope;
+}
+
+/** The scope of the running code, when one was set. */
+export function currentScope(): StoreScope | undefined {
+  return holders.getStore()?.scope;
+}
+
+/** The store of the running code, when its scope is a store. */
+export function currentStoreId(): string | undefined {
+  const scope = currentScope();
+  return scope?.kind === 'store' ? scope.storeId : undefined;
+}
+
+function keyOf(scope: StoreScope): string {
+  return scope.kind === 'store' ? `store:${scope.storeId}` : scope.kind;
+}
+
+/** The statement that puts a connection in `scope` (its text and parameters). */
+function switchStatement(scope: StoreScope): { sql: string; parameters: string[] } {
+  const role = scope.kind === 'owner' ? 'none' : scope.kind === 'platform' ? 'store_api_platform' : 'store_api_tenant';
+  const store = scope.kind === 'store' ? scope.storeId : '';
+  return { sql: `SELECT set_config('role', $1, false), set_config('store_api.store_id', $2, false)`, parameters: [role, store] };
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The scopes of one database: its default, and what each of its connections (sessions) last got.
+ */
+export class ScopeState {
+  #default: StoreScope = OWNER_SCOPE;
+  /** Connection (session) → the key of the scope it is in; a new session is the owner's. */
+  readonly #applied = new WeakMap<object, string>();
+
+  /** The scope of code that runs outside any (the owner until the service chooses). */
+  get default(): StoreScope {
+    return this.#default;
+  }
+
+  setDefault(scope: StoreScope): void {
+    this.#default = scope;
+  }
+
+  /** The scope a statement issued now runs in. */
+  wanted(): StoreScope {
+    return currentScope() ?? this.#default;
+  }
+
+  /**
+   * Puts the session `session` in the running code's scope when it is in another, by `run`ning one
+   * statement. Only ever outside a transaction (as a connection is taken): a rollback would undo
+   * a switch made inside one, unseen.
+   */
+  async sync(session: object, run: (sql: string, parameters: string[]) => Promise<unknown>): Promise<void> {
+    const scope = this.wanted();
+    const key = keyOf(scope);
+    if ((this.#applied.get(session) ?? 'owner') === key) return;
+    if (scope.kind === 'store' && !UUID.test(scope.storeId)) throw new Error(`not a store id: ${scope.storeId}`);
+    const { sql, parameters } = switchStatement(scope);
+    // Unknown while it runs: a failure leaves the session in a state we cannot tell.
+    this.#applied.set(session, 'unknown');
+    await run(sql, parameters);
+    this.#applied.set(session, key);
+  }
+}
