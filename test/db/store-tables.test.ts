@@ -57,7 +57,11 @@ describe.each(backends)('store tables (%s)', (backend) => {
       WHERE table_schema = current_schema() AND column_name = 'last_modified' ORDER BY 1`.execute(db);
     expect(stamped.map((r) => r.table)).toEqual(STORE_TABLES);
     for (const table of STORE_TABLES) {
-      expect(await indexColumns(db, table), `${table}: keyset index`).toContain('last_modified,id');
+      // Led by the store (decision 0051): a page is one keyset lookup inside its store.
+      expect(await indexColumns(db, table), `${table}: keyset index`).toContain('store_id,last_modified,id');
+      const { rows: security } = await sql<{ enabled: boolean; forced: boolean }>`
+        SELECT relrowsecurity AS enabled, relforcerowsecurity AS forced FROM pg_class WHERE oid = ${table}::regclass`.execute(db);
+      expect(security[0], `${table}: row-level security`).toEqual({ enabled: true, forced: true });
       expect(await triggers(db, table), `${table}: forward trigger`).toContainEqual({ fn: 'last_modified_forward', before_update: true });
     }
     // The triggers derived from the declarations (resources/store-schema.ts): every table a stored

@@ -55,6 +55,10 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     db,
     `
     GRANT store_api_tenant, store_api_platform TO CURRENT_USER;
+    -- The read horizon (db/write-clock.ts) reads when each writer's transaction began, which
+    -- PostgreSQL shows another role's sessions only to members of pg_read_all_stats: without it a
+    -- page would not wait for a write still in progress and could skip it for good.
+    GRANT pg_read_all_stats TO store_api_tenant, store_api_platform;
 
     CREATE TABLE stores (
       id uuid PRIMARY KEY,
