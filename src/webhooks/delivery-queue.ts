@@ -54,6 +54,12 @@ import './webhook.tables.ts';
  * at-least-once; the cost is the attempt records of those last commits. Never used for the
  * store's own writes. See docs/decisions/0015-webhook-delivery-speed.md.
  */
+/**
+ * The endpoint `e`'s store is active: a suspended store's deliveries wait, claimed again once it is
+ * resumed (decision 0051).
+ */
+export const STORE_ACTIVE = sql<boolean>`EXISTS (SELECT 1 FROM stores st WHERE st.id = e.store_id AND st.status = 'active')`;
+
 export const ASYNC_COMMIT = sql<boolean>`(SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL`;
 
 /** A delivery this worker holds, with everything needed to send it. */
@@ -125,6 +131,7 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
       WHERE e.enabled AND e.consecutive_failures >= ${options.breaker.threshold}
         AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
         AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))
+        AND ${STORE_ACTIVE}
         AND EXISTS (
           SELECT 1 FROM webhook_deliveries d
           WHERE d.endpoint_id = e.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
@@ -177,6 +184,7 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
         WHERE e.enabled AND e.consecutive_failures < ${options.breaker.threshold}
           AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
           AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))
+          AND ${STORE_ACTIVE}
         UNION ALL
         SELECT id, next_attempt_at, rank FROM probe_rows
       ) q

@@ -19,7 +19,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { readHorizon } from '../db/write-clock.ts';
 import { isoFromMillis } from '../shared/time.ts';
-import { ASYNC_COMMIT, claimedColumns, claimedDelivery, type ClaimedDelivery, type ClaimedRow, type ClaimOptions } from './delivery-queue.ts';
+import { ASYNC_COMMIT, STORE_ACTIVE, claimedColumns, claimedDelivery, type ClaimedDelivery, type ClaimedRow, type ClaimOptions } from './delivery-queue.ts';
 import './webhook.tables.ts';
 
 export interface PollResult {
@@ -162,6 +162,7 @@ export async function pollEvents(
           row_number() OVER (PARTITION BY e.id ORDER BY ev.created_at, ev.seq) <= coalesce((${slots}::jsonb ->> e.id::text)::int, ${handover.endpointCapacity})
             AND e.consecutive_failures < ${handover.breaker.threshold}
             AND (e.paused_until IS NULL OR e.paused_until <= ${nowIso}::timestamptz)
+            AND ${STORE_ACTIVE}
             AND NOT EXISTS (
               SELECT 1 FROM webhook_deliveries d
               WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.next_attempt_at <= ${nowIso}::timestamptz

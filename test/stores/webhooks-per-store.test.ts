@@ -8,7 +8,7 @@ import { backends } from '../helpers/test-database.ts';
 import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { aProduct } from '../helpers/store-fixtures.ts';
 import { SCOPES, createToken } from '../../src/tokens/token.service.ts';
-import { createStore, homeStore } from '../../src/stores/store.service.ts';
+import { createStore, homeStore, setStoreStatus } from '../../src/stores/store.service.ts';
 import { inStore } from '../../src/db/store-scope.ts';
 import { updateProduct } from '../../src/catalog/catalog.service.ts';
 import { startWebhookWorker } from '../../src/webhooks/webhook-worker.ts';
@@ -80,6 +80,47 @@ describe.each(backends)('webhooks per store (%s)', (backend) => {
       expect(r.body).not.toContain(`${other}-only product`);
       // Signed with its own endpoint's secret (verifyWebhook throws otherwise).
       expect(verifyWebhook(r.body, r.headers, secrets[name]!).data).toBeDefined();
+    }
+  });
+
+  it("holds a suspended store's deliveries until it is resumed, while other stores' go on", async () => {
+    const db = t.database.db;
+    const alpha = (await homeStore(db))!.id;
+    const bravo = (await createStore(db, { name: 'Bravo paused' })).id;
+    const port = (receiver.address() as { port: number }).port;
+    for (const [store, path] of [
+      [bravo, '/held'],
+      [alpha, '/rounds'],
+    ] as const) {
+      const { token } = await inStore(store, () => createToken(db, { name: path, scopes: [...SCOPES] }));
+      const endpoint = await t.app.inject({
+        method: 'POST',
+        url: '/admin/api/v1/webhooks/endpoints',
+        headers: { authorization: `Bearer ${token}` },
+        payload: { url: `http://127.0.0.1:${port}${path}` },
+      });
+      expect(endpoint.statusCode, endpoint.body).toBe(201);
+    }
+    await setStoreStatus(db, bravo, 'suspended');
+    await inStore(bravo, async () => updateProduct(db, (await aProduct(db)).id, { name: 'held while suspended' }));
+    const worker = await startWebhookWorker(t.ctx, backend === 'postgres' ? { listenUrl: t.database.url } : {});
+    try {
+      // Two rounds of another store's changes go through while the suspended store's wait.
+      for (const round of ['first', 'second']) {
+        await inStore(alpha, async () => updateProduct(db, (await aProduct(db)).id, { name: `alpha ${round} round` }));
+        await vi.waitFor(() => expect(received.some((r) => r.path === '/rounds' && r.body.includes(`alpha ${round} round`))).toBe(true), {
+          timeout: 30_000,
+          interval: 50,
+        });
+      }
+      expect(received.filter((r) => r.path === '/held')).toEqual([]);
+      await setStoreStatus(db, bravo, 'active');
+      await vi.waitFor(() => expect(received.some((r) => r.path === '/held' && r.body.includes('held while suspended'))).toBe(true), {
+        timeout: 30_000,
+        interval: 50,
+      });
+    } finally {
+      await worker.stop();
     }
   });
 });
