@@ -7,6 +7,7 @@
  *   /admin/api/v1/...    admin API (admin-scoped token or dashboard session)
  *   /admin               dashboard
  */
+import { PLATFORM_PREFIX, platformRoutes } from './stores/platform.routes.ts';
 import { setScope, withScopeHolder } from './db/store-scope.ts';
 import { homeStore } from './stores/store.service.ts';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -124,6 +125,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   await app.register(readApiRoutes, { prefix: '/api/v1' });
   await app.register(dashboardPlugin); // before the admin API: its cookie parser serves both
   await app.register(adminApiRoutes, { prefix: '/admin/api/v1' });
+  await app.register(platformRoutes, { prefix: PLATFORM_PREFIX });
 
   return app;
 }

@@ -80,6 +80,15 @@ export const EnvSchema = Type.Object({
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },
   ),
+  PLATFORM_API_TOKEN: Type.Optional(
+    Type.String({
+      minLength: 32,
+      maxLength: 512,
+      pattern: '^\\S+$',
+      description:
+        "The platform credential of /platform/api/v1 (create, list, suspend, resume and delete stores), at least 32 characters; unset: that API is off. It is no store's key and reads no store's data",
+    }),
+  ),
   PUBLIC_URL: Type.Optional(Type.String({ pattern: '^https?://', description: 'Base URL printed and used in Link headers; default http://HOST:PORT' })),
   SEED_DEMO: Bool(true, 'Seed a small demo store when the database is empty at start (embedded default)'),
   SEED_DEMO_PRODUCTS: Int(300, 1, 1_000_000, 'Number of demo products seeded at first start'),

@@ -11,6 +11,7 @@ import { looksLikeToken, type AuthenticatedToken, type Scope } from '../../token
 import { authenticateCached } from '../../tokens/token-cache.ts';
 import { ApiError } from '../../shared/problem.ts';
 import { setScope } from '../../db/store-scope.ts';
+import { presentsPlatformCredential } from '../../stores/platform-credential.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -53,6 +54,14 @@ export async function requireToken(
   scope: Scope | undefined,
   anyScope?: readonly Scope[],
 ): Promise<AuthenticatedToken> {
+  if (presentsPlatformCredential(request)) {
+    throw new ApiError(
+      'unauthorized',
+      "This is the platform credential: it creates and manages stores and reads no store's data. Send one of the store's API keys.",
+      undefined,
+      challenge('invalid_token'),
+    );
+  }
   const presented = bearerTokenOf(request);
   const result = await authenticateCached(db, presented);
   if (typeof result === 'string') {
