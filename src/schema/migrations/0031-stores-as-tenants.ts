@@ -51,14 +51,24 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   for (const role of ['store_api_tenant NOLOGIN', 'store_api_platform NOLOGIN BYPASSRLS']) {
     await sql.raw(`DO $$ BEGIN CREATE ROLE ${role}; EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$`).execute(db);
   }
+  // The migrating user switches to both roles. The read horizon (db/write-clock.ts) reads when
+  // each writer's transaction began, which PostgreSQL shows another role's sessions only to members
+  // of pg_read_all_stats: without it a page would not wait for a write still in progress and could
+  // skip it for good. Each grant only when missing, so roles an operator made beforehand (a managed
+  // server whose admin is no superuser, docs/operations.md) are taken as they are.
+  for (const role of ['store_api_tenant', 'store_api_platform']) {
+    await sql
+      .raw(
+        `DO $$ BEGIN
+          IF NOT pg_has_role(current_user, '${role}', 'MEMBER') THEN GRANT ${role} TO CURRENT_USER; END IF;
+          IF NOT pg_has_role('${role}', 'pg_read_all_stats', 'MEMBER') THEN GRANT pg_read_all_stats TO ${role}; END IF;
+        END $$`,
+      )
+      .execute(db);
+  }
   await executeScript(
     db,
     `
-    GRANT store_api_tenant, store_api_platform TO CURRENT_USER;
-    -- The read horizon (db/write-clock.ts) reads when each writer's transaction began, which
-    -- PostgreSQL shows another role's sessions only to members of pg_read_all_stats: without it a
-    -- page would not wait for a write still in progress and could skip it for good.
-    GRANT pg_read_all_stats TO store_api_tenant, store_api_platform;
 
     CREATE TABLE stores (
       id uuid PRIMARY KEY,
