@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
+import { BIN, runCli } from '../helpers/cli-process.ts';
 import { openDatabase } from '../../src/db/database.ts';
 import { migrationNames } from '../../src/schema/migrate.ts';
 import { EnvSchema } from '../../src/config/config.ts';
@@ -19,19 +20,7 @@ import { EnvSchema } from '../../src/config/config.ts';
 // more on a busy machine. Generous per-test time; no assertion on speed.
 vi.setConfig({ testTimeout: 240_000 });
 
-const BIN = join(import.meta.dirname, '../../bin/store-api.js');
-
-function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const run = runCli;
 
 /** Starts a long-running command and resolves once its stdout matches `ready`. */
 function start(args: string[], env: Record<string, string>, ready: RegExp): Promise<ChildProcess> {

@@ -59,6 +59,33 @@ export async function openTestDatabase(backend: Backend, { poolSize = 5 } = {}):
 }
 
 /**
+ * An empty PostgreSQL database (no migration run) on TEST_DATABASE_URL's server: its URL, and how
+ * to drop it (tests of what a fresh or an old database does).
+ */
+export async function emptyPostgresDatabase(label = 'empty'): Promise<{ url: string; drop: () => Promise<void> }> {
+  const base = process.env.TEST_DATABASE_URL!;
+  const name = `store_api_test_${process.ppid}_${label}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: base });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const dropper = new pg.Client({ connectionString: base });
+      await dropper.connect();
+      await dropper.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).catch(() => {});
+      await dropper.end();
+    },
+  };
+}
+
+/**
  * After tests that terminated PostgreSQL connections under the pool: the pool may still hold dead
  * ones, and each failing query drops one, so a few queries leave it healthy before it is closed.
  */

@@ -4,13 +4,13 @@
  * store; `--store` is asked for once there are several stores, and a malformed, unknown or taken
  * one is refused with one line, nothing written; suspend, resume and delete act as documented.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { pino } from 'pino';
 import { backends, openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
+import { runCli } from '../helpers/cli-process.ts';
 import { openDatabase } from '../../src/db/database.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { buildApp } from '../../src/app.ts';
@@ -19,19 +19,7 @@ import { migrationNames } from '../../src/schema/migrate.ts';
 
 vi.setConfig({ testTimeout: 240_000 });
 
-const BIN = join(import.meta.dirname, '../../bin/store-api.js');
-
-function run(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const run = runCli;
 
 describe.each(backends)('store-api stores (%s)', (backend) => {
   let env: Record<string, string> = {};

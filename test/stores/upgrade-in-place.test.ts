@@ -6,12 +6,10 @@
  * pending delivery keep working.
  */
 import { createServer, type Server } from 'node:http';
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { pino } from 'pino';
-import { backends } from '../helpers/test-database.ts';
+import { backends, emptyPostgresDatabase } from '../helpers/test-database.ts';
 import { aProduct } from '../helpers/store-fixtures.ts';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { loadConfig } from '../../src/config/config.ts';
@@ -35,23 +33,13 @@ async function emptyDatabase(backend: string): Promise<{ database: DatabaseHandl
     const database = await openDatabase({});
     return { database, drop: () => database.close() };
   }
-  const base = process.env.TEST_DATABASE_URL!;
-  const name = `store_api_upgrade_${process.pid}_${randomBytes(4).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: base });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(base);
-  url.pathname = `/${name}`;
-  const database = await openDatabase({ databaseUrl: url.toString(), poolSize: 4 });
+  const scratch = await emptyPostgresDatabase('upgrade');
+  const database = await openDatabase({ databaseUrl: scratch.url, poolSize: 4 });
   return {
     database,
     drop: async () => {
       await database.close();
-      const dropper = new pg.Client({ connectionString: base });
-      await dropper.connect();
-      await dropper.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await dropper.end();
+      await scratch.drop();
     },
   };
 }
