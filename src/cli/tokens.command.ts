@@ -43,7 +43,7 @@ export function registerTokenCommands(program: Command): void {
       }
       return withContext(
         async (ctx) => {
-          const { token, summary } = await createToken(ctx.database.db, { name: opts.name, scopes, expiresAt });
+          const { token, summary } = await createToken(ctx.database.db, { name: opts.name, scopes, expiresAt, maxKeysOfStore: ctx.config.STORE_MAX_API_KEYS });
           if (opts.json) process.stdout.write(`${JSON.stringify({ ...summary, token })}\n`);
           else
             process.stdout.write(

@@ -80,6 +80,13 @@ export const EnvSchema = Type.Object({
     ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
     { default: 'info' },
   ),
+  STORE_MAX_API_KEYS: Int(
+    1000,
+    1,
+    1_000_000,
+    'Most API keys a store may hold at once (revoked and expired ones not counted); one more is refused with 409 store_limit_reached',
+  ),
+  STORE_MAX_WEBHOOK_ENDPOINTS: Int(1000, 1, 1_000_000, 'Most webhook endpoints a store may have; one more is refused with 409 store_limit_reached'),
   PLATFORM_API_TOKEN: Type.Optional(
     Type.String({
       minLength: 32,

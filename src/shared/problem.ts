@@ -20,6 +20,7 @@ export const errorCodes = {
   uri_too_long: { status: 414, title: 'URI Too Long' },
   unsupported_media_type: { status: 415, title: 'Unsupported Media Type' },
   conflict: { status: 409, title: 'Conflict' },
+  store_limit_reached: { status: 409, title: 'Store Limit Reached' },
   idempotency_key_in_use: { status: 409, title: 'Idempotency Key In Use' },
   idempotency_key_reused: { status: 422, title: 'Idempotency Key Reused' },
   rate_limited: { status: 429, title: 'Too Many Requests' },

@@ -81,7 +81,9 @@ export async function platformRoutes(app: FastifyInstance): Promise<void> {
     const store = await createStore(db, { name: body.name });
     let key: { id: string; name: string; scopes: string[]; token: string } | undefined;
     if (body.key) {
-      const made = await inStore(store.id, () => createToken(db, { name: body.key!.name, scopes: body.key!.scopes }));
+      const made = await inStore(store.id, () =>
+        createToken(db, { name: body.key!.name, scopes: body.key!.scopes, maxKeysOfStore: app.ctx.config.STORE_MAX_API_KEYS }),
+      );
       key = { id: made.summary.id, name: made.summary.name, scopes: made.summary.scopes, token: made.token };
     }
     return reply.code(201).send({ data: { ...store, ...(key ? { key } : {}) } });

@@ -85,6 +85,8 @@ export interface CreateTokenInput {
   rateLimitExport?: number | null;
   /** The administrator making it; omitted: the machine's operator (CLI, demo seed). */
   madeBy?: TokenMakerRef;
+  /** Most keys the store may hold (STORE_MAX_API_KEYS, decision 0051); omitted: no limit. */
+  maxKeysOfStore?: number;
 }
 
 export function hashToken(token: string): string {
@@ -144,6 +146,21 @@ function tokenRowToSummary(row: TokenRow): TokenSummary {
 
 /** Creates a token; returns the secret (shown once) and its summary. */
 export async function createToken(db: Kysely<Database>, input: CreateTokenInput): Promise<{ token: string; summary: TokenSummary }> {
+  if (input.maxKeysOfStore !== undefined) {
+    // The store's keys only (row-level security): revoked and expired ones no longer count.
+    const { held } = await db
+      .selectFrom('api_tokens')
+      .select((eb) => eb.fn.countAll<number>().as('held'))
+      .where('revoked_at', 'is', null)
+      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<string>`now()`)]))
+      .executeTakeFirstOrThrow();
+    if (Number(held) >= input.maxKeysOfStore) {
+      throw new ApiError(
+        'store_limit_reached',
+        `This store holds ${held} API keys, its limit (STORE_MAX_API_KEYS = ${input.maxKeysOfStore}): revoke one it no longer needs before creating another.`,
+      );
+    }
+  }
   const token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
   const id = randomUUID();
   const scopes = [...new Set(input.scopes && input.scopes.length > 0 ? input.scopes : READ_SCOPES)];

@@ -105,6 +105,18 @@ export class WebhookService {
 
   async createEndpoint(input: EndpointInput): Promise<WebhookEndpoint & { secret: string }> {
     const url = await this.checkUrl(input.url);
+    // The store's endpoints only (row-level security, decision 0051).
+    const max = this.ctx.config.STORE_MAX_WEBHOOK_ENDPOINTS;
+    const { count } = await this.db
+      .selectFrom('webhook_endpoints')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .executeTakeFirstOrThrow();
+    if (Number(count) >= max) {
+      throw new ApiError(
+        'store_limit_reached',
+        `This store has ${count} webhook endpoints, its limit (STORE_MAX_WEBHOOK_ENDPOINTS = ${max}): delete one it no longer needs before registering another.`,
+      );
+    }
     const secret = generateSecret();
     const eventTypes = checkEventTypes(input.event_types);
     const id = await runWrite(this.db, (write) =>

@@ -144,6 +144,7 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
         rateLimitStandard: body.rate_limit_standard,
         rateLimitExport: body.rate_limit_export,
         madeBy: makerOfNewKey(request.admin!),
+        maxKeysOfStore: app.ctx.config.STORE_MAX_API_KEYS,
       });
       request.audit = {
         target: { type: 'key', id: summary.id },

@@ -2051,7 +2051,7 @@ export interface components {
              * @description Machine-readable error code (the registry of src/shared/problem.ts)
              * @enum {string}
              */
-            code: "unauthorized" | "forbidden" | "store_suspended" | "second_factor_required" | "invalid_second_factor" | "second_factor_enrolment_required" | "reauthentication_required" | "not_found" | "invalid_parameter" | "invalid_body" | "malformed_request" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "conflict" | "idempotency_key_in_use" | "idempotency_key_reused" | "rate_limited" | "header_fields_too_large" | "internal_error" | "service_unavailable" | "insufficient_storage";
+            code: "unauthorized" | "forbidden" | "store_suspended" | "second_factor_required" | "invalid_second_factor" | "second_factor_enrolment_required" | "reauthentication_required" | "not_found" | "invalid_parameter" | "invalid_body" | "malformed_request" | "method_not_allowed" | "request_timeout" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "conflict" | "store_limit_reached" | "idempotency_key_in_use" | "idempotency_key_reused" | "rate_limited" | "header_fields_too_large" | "internal_error" | "service_unavailable" | "insufficient_storage";
             errors?: {
                 param: string;
                 message: string;
