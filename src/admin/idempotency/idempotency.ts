@@ -23,8 +23,9 @@
  * rows are found by the key's SHA-256, the request's hash is kept as an HMAC and the answer sealed
  * with AES-256-GCM, under keys derived from the Idempotency-Key and the principal.
  */
+import { currentStoreId } from '../../db/store-scope.ts';
 import { createHash } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Generated, type Kysely } from 'kysely';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Database } from '../../db/schema.ts';
 import { ApiError, invalidParameter } from '../../shared/problem.ts';
@@ -41,6 +42,8 @@ const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 declare module '../../db/schema.ts' {
   interface Database {
     idempotency_keys: {
+      /** The store of the request that sent the key (migration 0031): with key_hash, the primary key. */
+      store_id: Generated<string>;
       /** SHA-256 (hex) of the Idempotency-Key. */
       key_hash: string;
       principal: string;
@@ -111,19 +114,23 @@ export async function claimIdempotencyKey(
   if (request.method !== 'POST') return undefined;
   const raw = request.headers[IDEMPOTENCY_KEY_HEADER];
   if (raw === undefined) return undefined;
-  const key = Array.isArray(raw) ? raw.join(',') : raw;
-  if (!KEY_PATTERN.test(key)) {
+  const sent = Array.isArray(raw) ? raw.join(',') : raw;
+  if (!KEY_PATTERN.test(sent)) {
     throw invalidParameter('header.Idempotency-Key', 'must be 1–255 printable ASCII characters without spaces (a UUID is a good key)');
   }
   const admin = request.admin;
   if (!admin) return undefined; // authentication failed first and answered already
   const principal = `${admin.kind}:${admin.id}`;
+  // A key is the store's (decision 0051): held, locked and sealed under the store and the key sent.
+  // Its row is found by the key's own hash within the store (row-level security, primary key
+  // (store_id, key_hash)), so a key stored before stores existed is still found.
+  const keyHash = idempotencyKeyHash(sent);
+  const key = `${currentStoreId() ?? ''}\n${sent}`;
   if (inFlight.has(key)) throw inUse();
   inFlight.add(key);
   try {
-    const keyHash = idempotencyKeyHash(key);
     const stored = await storedAnswer(db, key, keyHash, onPostgres);
-    const keys = answerKeys(key, principal);
+    const keys = answerKeys(sent, principal);
     const hash = requestTag(keys, requestHash(request.method, request.url, request.body));
     if (!stored) {
       request.idempotencyClaim = { principal, key, keyHash, hash, keys };
@@ -209,7 +216,7 @@ export async function storeIdempotentAnswer(
     .values(row)
     .onConflict((oc) =>
       oc
-        .column('key_hash')
+        .columns(['store_id', 'key_hash'])
         .doUpdateSet({ ...row, created_at: sql<string>`excluded.created_at` })
         .where('idempotency_keys.created_at', '<=', sql<string>`now() - ${`${IDEMPOTENCY_KEY_TTL_MS} milliseconds`}::interval`),
     )

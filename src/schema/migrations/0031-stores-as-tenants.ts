@@ -116,6 +116,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
   await executeScript(
     db,
     `
+    -- An Idempotency-Key is the store's: two stores may send the same one.
+    ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_pkey, ADD PRIMARY KEY (store_id, key_hash);
     ALTER TABLE api_tokens ADD CONSTRAINT api_tokens_store_fkey FOREIGN KEY (store_id) REFERENCES stores (id);
     ALTER TABLE webhook_endpoints ADD CONSTRAINT webhook_endpoints_store_fkey FOREIGN KEY (store_id) REFERENCES stores (id);
 
