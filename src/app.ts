@@ -8,7 +8,7 @@
  *   /admin               dashboard
  */
 import { PLATFORM_PREFIX, platformRoutes } from './stores/platform.routes.ts';
-import { setScope, withScopeHolder } from './db/store-scope.ts';
+import { currentScope, setScope, withScopeHolder } from './db/store-scope.ts';
 import { homeStore } from './stores/store.service.ts';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type {} from '@fastify/swagger';
@@ -90,21 +90,21 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   trackRequests(app.server);
 
   app.decorate('ctx', ctx);
-  // First of all hooks: every request gets its store scope holder, set once its credential is
-  // known (bearer-auth, admin-auth; db/store-scope.ts). Called back inside it, so every later hook
-  // and the handler run in it.
+  // First of all hooks: every request gets its store scope holder, filled once its credential is
+  // known (bearer-auth, admin-auth; db/store-scope.ts). A callback hook that calls the next one
+  // inside it, so every later hook and the handler run in it.
+  app.addHook('onRequest', (_request, _reply, done) => withScopeHolder(done));
   // The dashboard and its sign-in, setup and account routes act in the deployment's first store
-  // until administrators get a role per store (decision 0051); a key names its own store. One
-  // callback hook: the read API's requests pay no extra turn of the event loop.
-  app.addHook('onRequest', (request, _reply, done) =>
-    withScopeHolder(() => {
-      if (!request.url.startsWith('/admin') || request.headers.authorization !== undefined) return done();
-      homeStore(ctx.database.db).then((home) => {
-        if (home) setScope({ kind: 'store', storeId: home.id });
-        done();
-      }, done);
-    }),
-  );
+  // until administrators get a role per store (decision 0051); a key names its own store. Before
+  // the handler, after the body is read: a look-up before would hold the body's reading up.
+  app.addHook('preHandler', (request, _reply, done) => {
+    if (!request.url.startsWith('/admin') || request.headers.authorization !== undefined || currentScope() !== undefined) return done();
+    homeStore(ctx.database.db).then((home) => {
+      if (home) setScope({ kind: 'store', storeId: home.id });
+      done();
+    }, done);
+  });
+
   // One client address cannot take every descriptor with idle or slow connections (issue 24).
   limitConnectionsPerAddress(app.server, { maxPerAddress: ctx.config.maxConnectionsPerAddress, logger: ctx.logger });
   await enableReadCaches(app, ctx);
