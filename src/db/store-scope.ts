@@ -11,13 +11,14 @@
  *  - `owner`: the connection's own user (migrations, a database not migrated yet).
  *
  * The scope is carried by AsyncLocalStorage, like the request transaction; code outside any scope
- * gets its database's default (`ScopeState.setDefault`: the owner until the service picks its own,
- * db/open-store.ts). A connection is switched when the statement's scope differs from the one it
- * last got, with ONE session-level statement before it (`set_config` of the role and of the store)
- * outside any transaction: a deployment of one store switches once per connection, never again,
- * and a fleet of stores pays a round trip only when a connection changes hands between stores.
- * Inside a transaction the connection keeps the scope it began with (a request's statements all
- * have its scope).
+ * gets its database's default (`ScopeState.setDefault`: the owner until the process picks its own
+ * after migrating, stores/store.service.ts `useDefaultStoreScope`: the only store, or none). A
+ * connection is switched when it is taken by code of another scope than the one it last got, with
+ * ONE session-level statement (`set_config` of the role and of the store) before any transaction
+ * begins on it: a deployment of one store switches once per connection, never again, and a fleet
+ * of stores pays a round trip only when a connection changes hands between stores. Inside a
+ * transaction the connection keeps the scope it began with (a request's statements all have its
+ * scope).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 
