@@ -37,6 +37,9 @@ export async function seedDemoStoreIfEmpty(
     const { token } = await createToken(db, { name: 'demo (created at first start)' });
     return { ...fromTemplate, token };
   }
+  // A deployment of several stores is a platform's: its stores are provisioned, never seeded, and
+  // no store is in scope to seed (decision 0051).
+  if (ctx.database.scopes.default.kind === 'none') return undefined;
   if (!(await storeIsEmpty(db))) return undefined;
   announce({ text: `Empty store: seeding a demo store with ${products} products…\n`, msg: 'empty store: seeding a demo store', fields: { products } });
   // A bar on a terminal, a log line every few seconds anywhere else (shared/progress-log.ts).
