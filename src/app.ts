@@ -8,8 +8,8 @@
  *   /admin               dashboard
  */
 import { PLATFORM_PREFIX, platformRoutes } from './stores/platform.routes.ts';
-import { currentScope, setScope, withScopeHolder } from './db/store-scope.ts';
-import { homeStore } from './stores/store.service.ts';
+import { currentScope, withScopeHolder } from './db/store-scope.ts';
+import { enterHomeStore } from './stores/store.service.ts';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -99,10 +99,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   // the handler, after the body is read: a look-up before would hold the body's reading up.
   app.addHook('preHandler', (request, _reply, done) => {
     if (!request.url.startsWith('/admin') || request.headers.authorization !== undefined || currentScope() !== undefined) return done();
-    homeStore(ctx.database.db).then((home) => {
-      if (home) setScope({ kind: 'store', storeId: home.id });
-      done();
-    }, done);
+    enterHomeStore(ctx.database.db).then(() => done(), done);
   });
 
   // One client address cannot take every descriptor with idle or slow connections (issue 24).

@@ -13,8 +13,7 @@
  * are logged with the key's id and its maker, never its secret.
  */
 import type { FastifyRequest } from 'fastify';
-import { setScope } from '../db/store-scope.ts';
-import { homeStore } from '../stores/store.service.ts';
+import { enterHomeStore } from '../stores/store.service.ts';
 import { requireToken } from '../api/plugins/bearer-auth.ts';
 import { ApiError } from '../shared/problem.ts';
 import { csrfTokenMatches, findAdminSession } from './sessions/admin-session.service.ts';
@@ -72,12 +71,9 @@ export async function authenticateAdmin(request: FastifyRequest): Promise<AdminP
   }
   // Administrators are the deployment's, and act in its first store until they get a role per
   // store (decision 0051).
-  const home = await homeStore(db);
-  if (home) {
-    if (home.status === 'suspended') {
-      throw new ApiError('store_suspended', "This store is suspended by the platform's operator: its data cannot be read or changed until it is resumed.");
-    }
-    setScope({ kind: 'store', storeId: home.id });
+  const home = await enterHomeStore(db);
+  if (home?.status === 'suspended') {
+    throw new ApiError('store_suspended', "This store is suspended by the platform's operator: its data cannot be read or changed until it is resumed.");
   }
   if (!SAFE_METHODS.has(request.method) && !csrfTokenMatches(request.headers[CSRF_HEADER], session.csrfToken)) {
     throw new ApiError(

@@ -12,7 +12,7 @@ import { ApiError } from '../shared/problem.ts';
 import { createLogger, openContext } from '../main/runtime.ts';
 import { failureLine } from '../ops/announce.ts';
 import { PLATFORM_SCOPE } from '../db/store-scope.ts';
-import { defaultScopeOf, getStore, isStoreId } from '../stores/store.service.ts';
+import { getStore, isStoreId } from '../stores/store.service.ts';
 
 /** A mistake in the command line itself (bad option value): printed plainly, exit 1. */
 export class CliUsageError extends Error {}
@@ -136,11 +136,10 @@ async function chooseScope(ctx: AppContext, scope: 'store' | 'platform'): Promis
     database.scopes.setDefault({ kind: 'store', storeId: store.id });
     return;
   }
-  const scope_ = await defaultScopeOf(database.db);
-  if (scope_?.kind === 'none') {
+  // openContext chose the default after migrating: the only store, or none when there are several.
+  if (database.scopes.default.kind === 'none') {
     throw new CliUsageError('This deployment has several stores: name the one to act in with --store <id> (see `store-api stores list`). Nothing was changed.');
   }
-  if (scope_) database.scopes.setDefault(scope_);
 }
 
 export interface ContextOptions {

@@ -12,7 +12,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { setScope, inStore, PLATFORM_SCOPE } from '../db/store-scope.ts';
 import { ApiError } from '../shared/problem.ts';
-import { SCOPES, createToken, type Scope } from '../tokens/token.service.ts';
+import { SCOPES, TOKEN_PREFIX, createToken, type Scope } from '../tokens/token.service.ts';
 import { createStore, deleteStore, getStore, listStores, setStoreStatus } from './store.service.ts';
 import { presentsPlatformCredential } from './platform-credential.ts';
 
@@ -29,7 +29,7 @@ function authenticatePlatform(request: FastifyRequest): void {
     });
   }
   if (!presentsPlatformCredential(request)) {
-    const storeKey = /^Bearer[ ]+sia_/i.test(header);
+    const storeKey = /^Bearer[ ]+(\S+)/i.exec(header)?.[1]?.startsWith(TOKEN_PREFIX) === true;
     throw new ApiError(
       'unauthorized',
       storeKey

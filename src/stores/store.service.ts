@@ -10,7 +10,7 @@ import { sql, type ColumnType, type Kysely } from 'kysely';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import { runGivingWay } from '../db/connection-turns.ts';
-import { asPlatform, NO_STORE_SCOPE, type StoreScope } from '../db/store-scope.ts';
+import { asPlatform, NO_STORE_SCOPE, setScope } from '../db/store-scope.ts';
 import { tokensChanged } from '../db/read-cache-signals.ts';
 import { ApiError } from '../shared/problem.ts';
 
@@ -201,21 +201,23 @@ export async function deleteStore(db: Kysely<Database>, id: string, onProgress?:
 }
 
 /**
- * The store a command or a process acts for when none is named: the only store there is. With
- * several, `none` (a statement that forgets its store sees nothing). Before migration 0031 (no
- * `stores` yet) the owner's scope stays.
+ * Sets `database`'s default scope, what a command or a process acts for when no store is named
+ * (main/runtime.ts, once the migrations ran): the only store there is; with several, `none` (a
+ * statement that forgets its store sees nothing).
  */
-export async function defaultScopeOf(db: Kysely<Database>): Promise<StoreScope | undefined> {
-  const exists = await sql<{ found: boolean }>`SELECT to_regclass('stores') IS NOT NULL AS found`.execute(db);
-  if (!exists.rows[0]?.found) return undefined;
-  const stores = await asPlatform(() => db.selectFrom('stores').select('id').where('status', '<>', 'deleting').limit(2).execute());
-  return stores.length === 1 ? { kind: 'store', storeId: stores[0]!.id } : NO_STORE_SCOPE;
+export async function useDefaultStoreScope(database: DatabaseHandle): Promise<void> {
+  const stores = await asPlatform(() => database.db.selectFrom('stores').select('id').where('status', '<>', 'deleting').limit(2).execute());
+  database.scopes.setDefault(stores.length === 1 ? { kind: 'store', storeId: stores[0]!.id } : NO_STORE_SCOPE);
 }
 
-/** Sets `database`'s default scope to defaultScopeOf's (main/runtime.ts, after the migrations). */
-export async function useDefaultStoreScope(database: DatabaseHandle): Promise<void> {
-  const scope = await defaultScopeOf(database.db);
-  if (scope) database.scopes.setDefault(scope);
+/**
+ * Puts the running request in the home store's scope (see homeStore) and returns that store;
+ * undefined, and no scope set, when there is none.
+ */
+export async function enterHomeStore(db: Kysely<Database>): Promise<{ id: string; status: StoreStatus } | undefined> {
+  const home = await homeStore(db);
+  if (home) setScope({ kind: 'store', storeId: home.id });
+  return home;
 }
 
 /**
