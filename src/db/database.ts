@@ -4,7 +4,7 @@
  * int8 → number, numeric → number, timestamps/dates/intervals → their text (never a JS Date, which
  * would drop microseconds and break cursors).
  */
-import { CompiledQuery, Kysely, PGliteDialect, PostgresDialect, type DatabaseConnection } from 'kysely';
+import { CompiledQuery, Kysely, PGliteDialect, PostgresDialect, type DatabaseConnection, type LogEvent } from 'kysely';
 import pg from 'pg';
 import type { PGlite } from '@electric-sql/pglite';
 import { existsSync, mkdirSync } from 'node:fs';
@@ -21,7 +21,7 @@ import { typeParsers } from './type-parsers.ts';
 import { withRequestTransactions } from './request-transaction.ts';
 import { copyBinary, inlineParameters, parseBinaryCopy, rowsOfMessages, textParameters, type RowReader } from './copy-out.ts';
 import { bufferCollector } from './buffer-collector.ts';
-import { ScopeState } from './store-scope.ts';
+import { ScopeState, statementObserverOf } from './store-scope.ts';
 
 export type Backend = 'pglite' | 'postgres';
 
@@ -53,6 +53,11 @@ export interface DatabaseHandle {
 }
 
 const parsers = typeParsers;
+
+/** Kysely's log hook: each statement run, to the statement observer when one is set (db/store-scope.ts). */
+function observed(scopes: ScopeState): (event: LogEvent) => void {
+  return (event) => statementObserverOf()?.(event.query.sql, event.query.parameters, scopes.wanted());
+}
 
 /**
  * A migrated PGlite data directory copied into an empty `dataDir` instead of running initdb
@@ -175,7 +180,7 @@ function openPostgres(url: string, max: number, applicationName = 'store-api', o
     },
     end: () => pool.end(),
   } as unknown as pg.Pool;
-  const db = new Kysely<Database>({ dialect: withRequestTransactions(new PostgresDialect({ pool: connectTagged })) });
+  const db = new Kysely<Database>({ dialect: withRequestTransactions(new PostgresDialect({ pool: connectTagged })), log: observed(scopes) });
   return {
     db,
     backend: 'postgres',
@@ -184,6 +189,7 @@ function openPostgres(url: string, max: number, applicationName = 'store-api', o
     storage: new StorageHealth(),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     readRows: async (query, read) => {
+      statementObserverOf()?.(query.sql, query.parameters, scopes.wanted());
       const client = await connectTagged.connect();
       try {
         const bytes = await copyBinary(client, inlineParameters(query.sql, query.parameters));
@@ -270,6 +276,7 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
       }),
       (connection) => scopes.sync(session, (text, parameters) => connection.executeQuery(CompiledQuery.raw(text, parameters))),
     ),
+    log: observed(scopes),
   });
   const thread = engine instanceof PGliteThread ? engine : undefined;
   // The pages' bodies built on this thread from the copies' answers (decision 0046) die once sent:
@@ -292,6 +299,7 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
           // until then). The output may lie in the area the thread shares with this one: `read`
           // runs before it is released.
           readRows: async (query, read) => {
+            statementObserverOf()?.(query.sql, query.parameters, scopes.wanted());
             const params = textParameters(query.parameters);
             const { answer } = await db.connection().execute(async () => {
               if (storage.fatal !== undefined) throw new StoreFailedError(storage.fatal);

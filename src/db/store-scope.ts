@@ -21,6 +21,7 @@
  * scope).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { sql, type RawBuilder } from 'kysely';
 
 export type StoreScope =
   | { readonly kind: 'store'; readonly storeId: string }
@@ -77,6 +78,49 @@ export function currentScope(): StoreScope | undefined {
 export function currentStoreId(): string | undefined {
   const scope = currentScope();
   return scope?.kind === 'store' ? scope.storeId : undefined;
+}
+
+/**
+ * The store a statement over a store-owned table acts for, as SQL: the scope's store as a parameter
+ * (`$n::uuid`), independent of the connection's setting, so a connection left in another store's
+ * setting would still find nothing of it. Outside a store scope (code of the deployment's default
+ * scope, tests calling services directly) it is `store_api_insert_store()`: the session's store,
+ * else the deployment's only store, else nothing (NULL: no row matches). Every statement names
+ * its store this way as well as row-level security filtering it (decision 0051): the store id
+ * leads every store-owned index, and on a sharded database (docs/scaling.md) it routes the
+ * statement to its store's shard.
+ */
+export function ownStore(): RawBuilder<string> {
+  const id = currentStoreId();
+  return id === undefined ? sql<string>`store_api_insert_store()` : sql<string>`${id}::uuid`;
+}
+
+/**
+ * The condition `<column> = <the statement's store>` (`ownStore`), for a WHERE or a JOIN … ON:
+ * `.where(ownStoreIs('p.store_id'))`, or `${ownStoreIs('store_id')}` in raw SQL.
+ */
+export function ownStoreIs(column = 'store_id'): RawBuilder<boolean> {
+  return sql<boolean>`${sql.ref(column)} = ${ownStore()}`;
+}
+
+/** What the database handle reports of each statement it runs, to `observeStatements`' observer. */
+export type StatementObserver = (sql: string, parameters: readonly unknown[], scope: StoreScope) => void;
+
+let statementObserver: StatementObserver | undefined;
+
+/**
+ * Every statement a database handle runs (Kysely's, and the handle's own `readRows`) is passed to
+ * `observer` with its scope, until called again with undefined. For the test that every statement
+ * over a store-owned table names its store (test/stores/statement-audit.ts); undefined (nothing
+ * observed, one comparison per statement) otherwise.
+ */
+export function observeStatements(observer: StatementObserver | undefined): void {
+  statementObserver = observer;
+}
+
+/** The observer, if any (called by db/database.ts). */
+export function statementObserverOf(): StatementObserver | undefined {
+  return statementObserver;
 }
 
 function keyOf(scope: StoreScope): string {

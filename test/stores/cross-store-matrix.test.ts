@@ -6,10 +6,14 @@
  * B: none of its ids, names or key prefixes. Lists and exports asked with B's cursors may answer,
  * with A's records only. B's rows are the same after the matrix as before it.
  *
- * The second case shows the matrix can fail: with the row-level security of one table turned off
- * (its statements name no store of their own yet), the same matrix finds B's bytes.
+ * Isolation is enforced twice: by each statement's own store filter (`ownStoreIs`, db/store-scope.ts)
+ * and by row-level security. The later cases take each away in turn: with row-level security off on
+ * every store-owned table the filters alone hold; with every filter removed (this file replaces
+ * `ownStoreIs` by `true`) row-level security alone holds; with both gone the matrix finds B's
+ * bytes, so it can fail. And every statement the matrix ran over a store-owned table named its
+ * store (test/helpers/statement-audit.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sql } from 'kysely';
 import { backends } from '../helpers/test-database.ts';
 import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
@@ -20,6 +24,16 @@ import { SCOPES, createToken } from '../../src/tokens/token.service.ts';
 import { createStore, homeStore } from '../../src/stores/store.service.ts';
 import { asPlatform, inStore } from '../../src/db/store-scope.ts';
 import { updateProduct } from '../../src/catalog/catalog.service.ts';
+import { STORE_OWNED_TABLES } from '../../src/stores/store.service.ts';
+import { startStatementAudit, type StatementAudit } from '../helpers/statement-audit.ts';
+
+/** While `removed`, every statement's own store filter is `true`: row-level security alone isolates. */
+const filters = vi.hoisted(() => ({ removed: false }));
+vi.mock('../../src/db/store-scope.ts', async (importOriginal) => {
+  const real = await importOriginal<typeof import('../../src/db/store-scope.ts')>();
+  const { sql: raw } = await import('kysely');
+  return { ...real, ownStoreIs: (column?: string) => (filters.removed ? raw<boolean>`true` : real.ownStoreIs(column)) };
+});
 
 const PASSWORD = 'correct horse battery';
 const ADMIN_PREFIX = '/admin/api/v1/';
@@ -39,6 +53,7 @@ describe.each(backends)('cross-store matrix from the route table (%s)', (backend
   let cursorsOfB: string[] = [];
   const callers: Record<string, Record<string, string>> = {};
   let headersB: Record<string, string>;
+  let audit: StatementAudit | undefined;
 
   const inject = (method: string, url: string, headers: Record<string, string>, payload?: unknown) =>
     t.app.inject({ method: method as 'GET', url, headers, ...(payload === undefined ? {} : { payload: payload as object }) });
@@ -98,6 +113,7 @@ describe.each(backends)('cross-store matrix from the route table (%s)', (backend
       buildTestApp(backend, { ...UNLIMITED, WEBHOOK_ALLOW_PRIVATE_URLS: 'true', ADMIN_SIGN_IN_MAX_FAILURES: '1000' }),
     ));
     t = app;
+    audit = startStatementAudit();
     routes = routes
       .filter((r) => r.url.startsWith(ADMIN_PREFIX) || r.url.startsWith(READ_PREFIX))
       .sort((x, y) => (x.url === y.url ? x.method.localeCompare(y.method) : x.url.localeCompare(y.url)));
@@ -146,7 +162,20 @@ describe.each(backends)('cross-store matrix from the route table (%s)', (backend
     }
     expect(cursorsOfB.length).toBeGreaterThan(3);
   });
-  afterAll(async () => t?.close());
+  afterAll(async () => {
+    audit?.stop();
+    await t?.close();
+  });
+
+  /** Turns row-level security of every store-owned table off (`on` false) or back on. */
+  async function rowLevelSecurity(on: boolean): Promise<void> {
+    for (const table of STORE_OWNED_TABLES) {
+      await (on
+        ? sql`ALTER TABLE ${sql.table(table)} ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY`
+        : sql`ALTER TABLE ${sql.table(table)} NO FORCE ROW LEVEL SECURITY, DISABLE ROW LEVEL SECURITY`
+      ).execute(t.database.db);
+    }
+  }
 
   it("no route answers A's credentials with B's records, ids or cursors, and B's rows stay as they were", async () => {
     expect(routes.filter((r) => /:[A-Za-z]+/.test(r.url)).length).toBeGreaterThan(20);
@@ -159,18 +188,44 @@ describe.each(backends)('cross-store matrix from the route table (%s)', (backend
     expect(own.json().data).toHaveLength(1);
   });
 
-  it('fails when one table lets every store through (its row-level security off): the matrix can see a leak', async () => {
-    const db = t.database.db;
-    await sql`ALTER TABLE products NO FORCE ROW LEVEL SECURITY`.execute(db);
-    await sql`ALTER TABLE products DISABLE ROW LEVEL SECURITY`.execute(db);
+  it('holds with every statement\'s store filter removed: row-level security isolates', async () => {
+    filters.removed = true;
     try {
-      const wrong = await matrix(routes.filter((r) => r.url.startsWith('/api/v1/products')));
+      expect(await matrix(routes)).toEqual([]);
+    } finally {
+      filters.removed = false;
+    }
+  });
+
+  it("holds with row-level security off on every store-owned table: each statement's own store filter isolates", async () => {
+    await rowLevelSecurity(false);
+    try {
+      expect(await matrix(routes)).toEqual([]);
+    } finally {
+      await rowLevelSecurity(true);
+    }
+  });
+
+  it('fails with both taken away (filters removed, row-level security off): the matrix can see a leak', async () => {
+    const products = routes.filter((r) => r.url.startsWith('/api/v1/products'));
+    filters.removed = true;
+    await rowLevelSecurity(false);
+    try {
+      const wrong = await matrix(products);
       expect(wrong.length).toBeGreaterThan(0);
       expect(wrong.join('\n')).toContain(B_NAME);
     } finally {
-      await sql`ALTER TABLE products ENABLE ROW LEVEL SECURITY`.execute(db);
-      await sql`ALTER TABLE products FORCE ROW LEVEL SECURITY`.execute(db);
+      filters.removed = false;
+      await rowLevelSecurity(true);
     }
-    expect(await matrix(routes.filter((r) => r.url.startsWith('/api/v1/products')))).toEqual([]);
+    expect(await matrix(products)).toEqual([]);
+  });
+
+  it('every statement the matrix ran over a store-owned table named its store', () => {
+    const checked = audit!.checked();
+    const wrong = audit!.stop();
+    audit = undefined;
+    expect(checked).toBeGreaterThan(100);
+    expect(wrong).toEqual([]);
   });
 });
