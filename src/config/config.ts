@@ -102,6 +102,12 @@ export const EnvSchema = Type.Object({
   RATE_LIMIT_STANDARD: Int(60, 1, 1_000_000, 'Requests per window per token on standard endpoints'),
   RATE_LIMIT_EXPORT: Int(10, 1, 1_000_000, 'Requests per window per token on export endpoints'),
   RATE_LIMIT_WINDOW_MS: Int(60_000, 100, 86_400_000, 'Rate-limit window length in milliseconds'),
+  STORE_RATE_LIMIT: Int(
+    0,
+    0,
+    1_000_000_000,
+    "Requests per window (RATE_LIMIT_WINDOW_MS) across all of one store's keys, standard and export together, on top of each key's own limits; one more is refused 429 rate_limited naming the store's limit. 0: no store-wide limit",
+  ),
   WEBHOOK_POLL_INTERVAL_MS: Int(3000, 10, 3_600_000, 'How often the event log is checked for new events'),
   WEBHOOK_RETRY_SCHEDULE_MS: Type.String({
     default: '60000,300000,1800000,7200000,43200000',

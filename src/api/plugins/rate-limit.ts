@@ -14,6 +14,13 @@
  *     (IETF draft-ietf-httpapi-ratelimit-headers: quota, window s, remaining, seconds to reset)
  * and a refused one is 429 problem+json `rate_limited` with Retry-After (seconds).
  *
+ * A store (decision 0051) may also have a budget across all of its keys, STORE_RATE_LIMIT requests
+ * per window, both classes together (off at 0, the default): a platform bounds what one store's
+ * integrations can ask of the fleet however many keys it makes. Counted in the same store (memory or
+ * Redis) under the key `store:<store id>`, after the key's own budget allowed the request (a
+ * request the key's budget refuses is not counted against the store); refused 429 `rate_limited`
+ * naming the store's limit, with Retry-After. The key's headers stay the key's.
+ *
  * The check runs in a preParsing hook at the root: after every onRequest hook, so after bearer-auth
  * has set `request.token` (the key is the token id), and before validation, so a request with a bad
  * parameter still counts and still gets the headers. Unauthenticated requests (401) are not counted;
@@ -217,6 +224,14 @@ export const rateLimitPlugin = fp(
       ...(redis ? { redis, nameSpace: `${config.REDIS_KEY_PREFIX}rate-limit:` } : {}),
     });
     const check = app.createRateLimit() as (request: FastifyRequest) => Promise<LimitState>;
+    const checkStore =
+      config.STORE_RATE_LIMIT > 0
+        ? (app.createRateLimit({
+            keyGenerator: (request: FastifyRequest) => `store:${request.token!.storeId}`,
+            max: config.STORE_RATE_LIMIT,
+            timeWindow: config.RATE_LIMIT_WINDOW_MS,
+          }) as (request: FastifyRequest) => Promise<LimitState>)
+        : undefined;
 
     const counted = new WeakSet<FastifyRequest>();
 
@@ -230,8 +245,10 @@ export const rateLimitPlugin = fp(
         return undefined;
       }
       let state: LimitState;
+      let storeState: LimitState | undefined;
       try {
         state = await check(request);
+        if (checkStore && (state.isAllowed || !state.isExceeded)) storeState = await checkStore(request);
         breaker?.succeeded();
       } catch (error) {
         rateLimitStoreErrors.inc();
@@ -244,11 +261,23 @@ export const rateLimitPlugin = fp(
       const windowMs = state.timeWindow ?? config.RATE_LIMIT_WINDOW_MS;
       const headers = rateLimitHeaders(rateClass, state.max, windowMs, state.remaining ?? 0, state.ttl ?? 0);
       reply.headers(headers);
-      if (!state.isExceeded) return undefined;
+      if (!state.isExceeded) return storeRefusal(storeState, headers, windowMs);
       const retryAfter = Math.max(1, state.ttlInSeconds ?? 1);
       return new ApiError(
         'rate_limited',
         `Rate limit of ${state.max} ${rateClass} requests per ${Math.ceil(windowMs / 1000)} s exceeded for this token; retry in ${retryAfter} s.`,
+        undefined,
+        { ...headers, 'Retry-After': String(retryAfter) },
+      );
+    };
+
+    /** The refusal when the store's budget across its keys is spent (its own Retry-After). */
+    const storeRefusal = (state: LimitState | undefined, headers: Record<string, string>, windowMs: number): ApiError | undefined => {
+      if (!state?.isExceeded || state.max === undefined) return undefined;
+      const retryAfter = Math.max(1, state.ttlInSeconds ?? 1);
+      return new ApiError(
+        'rate_limited',
+        `Rate limit of ${state.max} requests per ${Math.ceil(windowMs / 1000)} s across all of this store's API keys exceeded; retry in ${retryAfter} s.`,
         undefined,
         { ...headers, 'Retry-After': String(retryAfter) },
       );
