@@ -2,12 +2,25 @@
  * `store-api stores …`: the platform operator's stores (docs/decisions/0051-stores-as-tenants.md).
  * These work across stores; every other store-scoped command takes `--store <id>`.
  */
+import { userInfo } from 'node:os';
 import type { Command } from 'commander';
 import { commandProgress } from './command-progress.ts';
 import { CliUsageError, withContext } from './run-command.ts';
-import { createStore, deleteStore, listStores, setStoreStatus, type Store } from '../stores/store.service.ts';
+import { createStore, deleteStore, getStore, isStoreId, listStores, setStoreStatus, type Store } from '../stores/store.service.ts';
+import { listPlatformAudit, recordPlatformAction, type PlatformActor } from '../stores/platform-audit.ts';
 
 const platform = { scope: 'platform' as const, whileServerRuns: 'stop the server first: the embedded database allows one process at a time' };
+
+/** The CLI as the platform audit log's actor: the operating-system user who ran it. */
+function cliActor(): PlatformActor {
+  let user: string | undefined;
+  try {
+    user = userInfo().username;
+  } catch {
+    user = undefined;
+  }
+  return { actor: 'cli', ...(user ? { detail: `os user ${user}` } : {}) };
+}
 
 function line(store: Store): string {
   return `${store.id}  ${store.status.padEnd(9)}  ${store.name}  created ${store.created_at}\n`;
@@ -24,6 +37,7 @@ export function registerStoreCommands(program: Command): void {
     .action((opts: { name: string; json?: boolean }) =>
       withContext(async (ctx) => {
         const store = await createStore(ctx.database.db, { name: opts.name });
+        await recordPlatformAction(ctx.database.db, cliActor(), 'store.created', store);
         if (opts.json) process.stdout.write(`${JSON.stringify(store)}\n`);
         else process.stdout.write(`Created store "${store.name}" (${store.id}).\nGive it a key: store-api tokens create --store ${store.id} --name <name>\n`);
       }, platform),
@@ -52,6 +66,7 @@ export function registerStoreCommands(program: Command): void {
       .action((id: string) =>
         withContext(async (ctx) => {
           const store = await setStoreStatus(ctx.database.db, id, status);
+          await recordPlatformAction(ctx.database.db, cliActor(), status === 'active' ? 'store.resumed' : 'store.suspended', store);
           process.stdout.write(`Store "${store.name}" (${store.id}) is ${store.status}.\n`);
         }, platform),
       );
@@ -65,13 +80,38 @@ export function registerStoreCommands(program: Command): void {
     .action((id: string, opts: { yes?: boolean }) =>
       withContext(async (ctx) => {
         if (!opts.yes) throw new CliUsageError(`Deleting a store erases all its data for good: run it again with --yes to confirm. Nothing was deleted.`);
+        const store = await getStore(ctx.database.db, id);
+        await recordPlatformAction(ctx.database.db, cliActor(), 'store.deletion_started', store);
         const progress = commandProgress(ctx.config, 'stores delete');
         try {
           const { deleted } = await deleteStore(ctx.database.db, id, ({ table, deleted }) => progress.update(deleted, deleted, table));
           progress.stop();
+          await recordPlatformAction(ctx.database.db, cliActor(), 'store.deleted', store, { deleted_rows: deleted });
           process.stdout.write(`Deleted store ${id} and its ${deleted} rows.\n`);
         } finally {
           progress.stop();
+        }
+      }, platform),
+    );
+
+  stores
+    .command('audit-log')
+    .description("The platform audit log: every store created, suspended, resumed or deleted, by the platform API or this CLI, newest first")
+    .option('--store-id <id>', "only this store's entries")
+    .option('--limit <n>', 'entries to print (1-1000)', '50')
+    .option('--json', 'print JSON lines instead of text')
+    .action((opts: { storeId?: string; limit: string; json?: boolean }) =>
+      withContext(async (ctx) => {
+        const limit = Number(opts.limit);
+        if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new CliUsageError(`--limit must be a whole number from 1 to 1000, not "${opts.limit}". Nothing was read.`);
+        if (opts.storeId !== undefined && !isStoreId(opts.storeId)) throw new CliUsageError(`--store-id must be a store id (a UUID), not "${opts.storeId}".`);
+        const { data } = await listPlatformAudit(ctx.database.db, { limit, ...(opts.storeId ? { store: opts.storeId } : {}) });
+        for (const entry of data) {
+          process.stdout.write(
+            opts.json
+              ? `${JSON.stringify(entry)}\n`
+              : `${entry.at}  ${entry.action.padEnd(22)}  ${entry.store_id}  ${entry.store_name}  by ${entry.actor}${entry.actor_detail ? ` (${entry.actor_detail})` : ''}\n`,
+          );
         }
       }, platform),
     );

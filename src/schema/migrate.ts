@@ -29,6 +29,7 @@ import * as endpointRecoveredAt from './migrations/0022-endpoint-recovered-at.ts
 import * as sealedIdempotentAnswers from './migrations/0029-sealed-idempotent-answers.ts';
 import * as cheaperDeliveryWrites from './migrations/0030-cheaper-delivery-writes.ts';
 import * as storesAsTenants from './migrations/0031-stores-as-tenants.ts';
+import * as platformAuditLog from './migrations/0032-platform-audit-log.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -51,6 +52,7 @@ const migrations: Record<string, Migration> = {
   '0029-sealed-idempotent-answers': sealedIdempotentAnswers,
   '0030-cheaper-delivery-writes': cheaperDeliveryWrites,
   '0031-stores-as-tenants': storesAsTenants,
+  '0032-platform-audit-log': platformAuditLog,
 };
 
 /** Names of every migration this code has, in order. */

@@ -15,6 +15,7 @@ import { ApiError } from '../shared/problem.ts';
 import { SCOPES, TOKEN_PREFIX, createToken, type Scope } from '../tokens/token.service.ts';
 import { createStore, deleteStore, getStore, listStores, setStoreStatus } from './store.service.ts';
 import { presentsPlatformCredential } from './platform-credential.ts';
+import { listPlatformAudit, recordPlatformAction, type PlatformActor } from './platform-audit.ts';
 
 export const PLATFORM_PREFIX = '/platform/api/v1';
 
@@ -72,6 +73,30 @@ const Created = Type.Object({
 });
 const IdParam = Type.Object({ id: Type.String({ format: 'uuid' }) }, { additionalProperties: false });
 
+const AuditQuery = Type.Object(
+  {
+    limit: Type.Integer({ minimum: 1, maximum: 200, default: 50 }),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'next_cursor of the previous page' })),
+    store: Type.Optional(Type.String({ format: 'uuid', description: "only this store's entries" })),
+  },
+  { additionalProperties: false },
+);
+const AuditEntrySchema = Type.Object({
+  id: Type.String(),
+  at: Type.String(),
+  actor: Type.Union([Type.Literal('platform_api'), Type.Literal('cli')]),
+  actor_detail: Type.Union([Type.String(), Type.Null()]),
+  action: Type.String(),
+  store_id: Type.String(),
+  store_name: Type.String(),
+  details: Type.Record(Type.String(), Type.Unknown()),
+});
+
+/** The platform API as the audit log's actor, with the client's address. */
+function apiActor(request: FastifyRequest): PlatformActor {
+  return { actor: 'platform_api', detail: `client ${request.ip}` };
+}
+
 export async function platformRoutes(app: FastifyInstance): Promise<void> {
   app.addHook('onRequest', async (request) => authenticatePlatform(request));
   const db = app.ctx.database.db;
@@ -79,12 +104,14 @@ export async function platformRoutes(app: FastifyInstance): Promise<void> {
   app.post('/stores', { config: { returnsSecret: true }, schema: { body: CreateBody, response: { 201: Created } } }, async (request, reply) => {
     const body = request.body as { name: string; key?: { name: string; scopes?: Scope[] } };
     const store = await createStore(db, { name: body.name });
+    await recordPlatformAction(db, apiActor(request), 'store.created', store);
     let key: { id: string; name: string; scopes: string[]; token: string } | undefined;
     if (body.key) {
       const made = await inStore(store.id, () =>
         createToken(db, { name: body.key!.name, scopes: body.key!.scopes, maxKeysOfStore: app.ctx.config.STORE_MAX_API_KEYS }),
       );
       key = { id: made.summary.id, name: made.summary.name, scopes: made.summary.scopes, token: made.token };
+      await recordPlatformAction(db, apiActor(request), 'store.key_created', store, { key_id: key.id, key_name: key.name, scopes: key.scopes });
     }
     return reply.code(201).send({ data: { ...store, ...(key ? { key } : {}) } });
   });
@@ -99,9 +126,11 @@ export async function platformRoutes(app: FastifyInstance): Promise<void> {
     ['suspend', 'suspended'],
     ['resume', 'active'],
   ] as const) {
-    app.post(`/stores/:id/${action}`, { schema: { params: IdParam, response: { 200: Type.Object({ data: StoreSchema }) } } }, async (request) => ({
-      data: await setStoreStatus(db, (request.params as { id: string }).id, status),
-    }));
+    app.post(`/stores/:id/${action}`, { schema: { params: IdParam, response: { 200: Type.Object({ data: StoreSchema }) } } }, async (request) => {
+      const store = await setStoreStatus(db, (request.params as { id: string }).id, status);
+      await recordPlatformAction(db, apiActor(request), status === 'active' ? 'store.resumed' : 'store.suspended', store);
+      return { data: store };
+    });
   }
 
   app.delete(
@@ -109,8 +138,27 @@ export async function platformRoutes(app: FastifyInstance): Promise<void> {
     { schema: { params: IdParam, response: { 200: Type.Object({ data: Type.Object({ id: Type.String(), deleted_rows: Type.Integer() }) }) } } },
     async (request) => {
       const { id } = request.params as { id: string };
+      const store = await getStore(db, id);
+      await recordPlatformAction(db, apiActor(request), 'store.deletion_started', store);
       const { deleted } = await deleteStore(db, id);
+      await recordPlatformAction(db, apiActor(request), 'store.deleted', store, { deleted_rows: deleted });
       return { data: { id, deleted_rows: deleted } };
     },
+  );
+
+  app.get(
+    '/audit-log',
+    {
+      schema: {
+        querystring: AuditQuery,
+        response: {
+          200: Type.Object({
+            data: Type.Array(AuditEntrySchema),
+            pagination: Type.Object({ limit: Type.Integer(), has_more: Type.Boolean(), next_cursor: Type.Union([Type.String(), Type.Null()]) }),
+          }),
+        },
+      },
+    },
+    async (request) => listPlatformAudit(db, request.query as { limit: number; cursor?: string; store?: string }),
   );
 }

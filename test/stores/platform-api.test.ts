@@ -51,6 +51,34 @@ describe.each(backends)('platform API (%s)', (backend) => {
     expect(deleted.json().data.deleted_rows).toBeGreaterThan(0);
     expect((await call('GET', '/api/v1/products', key)).statusCode).toBe(401);
     expect((await call('GET', `/platform/api/v1/stores/${store.id}`, PLATFORM)).statusCode).toBe(404);
+
+    // Every action is in the platform audit log, newest first, with the API as its actor; a page
+    // of one entry leads to the next; a store's key may not read it.
+    const log = await call('GET', `/platform/api/v1/audit-log?store=${store.id}`, PLATFORM);
+    expect(log.statusCode, log.body).toBe(200);
+    expect(log.json().data.map((e: { action: string }) => e.action)).toEqual([
+      'store.deleted',
+      'store.deletion_started',
+      'store.resumed',
+      'store.suspended',
+      'store.key_created',
+      'store.created',
+    ]);
+    expect(log.json().data[0]).toMatchObject({
+      actor: 'platform_api',
+      store_name: 'Shop from sign-up',
+      details: { deleted_rows: deleted.json().data.deleted_rows },
+    });
+    const first = await call('GET', `/platform/api/v1/audit-log?store=${store.id}&limit=1`, PLATFORM);
+    expect(first.json().pagination.has_more).toBe(true);
+    const second = await call(
+      'GET',
+      `/platform/api/v1/audit-log?store=${store.id}&limit=1&cursor=${encodeURIComponent(first.json().pagination.next_cursor)}`,
+      PLATFORM,
+    );
+    expect(second.json().data[0].action).toBe('store.deletion_started');
+    expect((await call('GET', '/platform/api/v1/audit-log?limit=0', PLATFORM)).statusCode).toBe(400);
+    expect((await call('GET', '/platform/api/v1/audit-log', await t.auth(['products:read', 'admin']))).statusCode).toBe(401);
   });
 
   it('refuses the wrong credential each way, and bad input, naming what was wrong and writing nothing', async () => {

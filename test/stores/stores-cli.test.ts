@@ -130,5 +130,18 @@ describe.each(backends)('store-api stores (%s)', (backend) => {
     expect((await get('/api/v1/products', tokenOfFirst)).status).toBe(200);
     const after = JSON.parse((await run(['stores', 'list', '--json'], env)).stdout) as { id: string }[];
     expect(after.map((s) => s.id)).toEqual([first!.id]);
+
+    // The platform audit log holds each of these actions, newest first, by the CLI.
+    const log = await run(['stores', 'audit-log', '--store-id', second.id, '--json'], env);
+    expect(log.code, log.stderr).toBe(0);
+    const entries = log.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { action: string; actor: string; store_name: string });
+    expect(entries.map((e) => e.action)).toEqual(['store.deleted', 'store.deletion_started', 'store.resumed', 'store.suspended', 'store.created']);
+    expect(entries.every((e) => e.actor === 'cli' && e.store_name === 'Second shop')).toBe(true);
+    const badLimit = await run(['stores', 'audit-log', '--limit', 'many'], env);
+    expect(badLimit.code).toBe(1);
+    expect(badLimit.stderr).toContain('--limit');
   });
 });
