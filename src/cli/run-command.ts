@@ -11,7 +11,7 @@ import { MigrationError } from '../schema/migrate.ts';
 import { ApiError } from '../shared/problem.ts';
 import { createLogger, openContext } from '../main/runtime.ts';
 import { failureLine } from '../ops/announce.ts';
-import { PLATFORM_SCOPE } from '../db/store-scope.ts';
+import { inStore, PLATFORM_SCOPE } from '../db/store-scope.ts';
 import { getStore, isStoreId } from '../stores/store.service.ts';
 
 /** A mistake in the command line itself (bad option value): printed plainly, exit 1. */
@@ -168,7 +168,10 @@ export async function withContext<T>(
     const ctx = await openContext(config, logger, { applicationName: 'store-api-cli', migrate });
     try {
       if (migrate) await chooseScope(ctx, scope);
-      return await fn(ctx);
+      // A store's command runs in its scope, as a request does: its statements name the store by
+      // its id (db/store-scope.ts ownStore), not only by the connection's setting.
+      const chosen = ctx.database.scopes.default;
+      return await (chosen.kind === 'store' ? inStore(chosen.storeId, () => fn(ctx)) : fn(ctx));
     } finally {
       await ctx.database.close();
     }

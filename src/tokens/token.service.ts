@@ -4,7 +4,7 @@
  * revocation takes effect on the next request: every write here moves the token cache's generation
  * (db/read-cache-signals.ts), other processes learn it by NOTIFY (migration 0016, decision 0016).
  */
-import { asPlatform } from '../db/store-scope.ts';
+import { asPlatform, ownStore, ownStoreIs } from '../db/store-scope.ts';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { isOutOfSpace } from '../db/storage-health.ts';
 import { sql, type Kysely } from 'kysely';
@@ -118,7 +118,8 @@ function tokenQuery(db: Kysely<Database>) {
       sql<string | null>`CASE WHEN t.previous_token_expires_at > now() THEN iso_utc(t.previous_token_expires_at) END`.as('previous_secret_expires_at'),
       sql<boolean>`t.expires_at IS NOT NULL AND t.expires_at <= now()`.as('expired'),
       ...makerColumns,
-    ]);
+    ])
+    .where(ownStoreIs('t.store_id'));
 }
 
 /** The maker's columns of a query over `api_tokens as t`: her role now (NULL once removed). */
@@ -147,10 +148,11 @@ function tokenRowToSummary(row: TokenRow): TokenSummary {
 /** Creates a token; returns the secret (shown once) and its summary. */
 export async function createToken(db: Kysely<Database>, input: CreateTokenInput): Promise<{ token: string; summary: TokenSummary }> {
   if (input.maxKeysOfStore !== undefined) {
-    // The store's keys only (row-level security): revoked and expired ones no longer count.
+    // The store's keys only: revoked and expired ones no longer count.
     const { held } = await db
       .selectFrom('api_tokens')
       .select((eb) => eb.fn.countAll<number>().as('held'))
+      .where(ownStoreIs('store_id'))
       .where('revoked_at', 'is', null)
       .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', sql<string>`now()`)]))
       .executeTakeFirstOrThrow();
@@ -167,6 +169,7 @@ export async function createToken(db: Kysely<Database>, input: CreateTokenInput)
   await db
     .insertInto('api_tokens')
     .values({
+      store_id: ownStore(),
       id,
       name: input.name,
       prefix: token.slice(0, 12),
@@ -202,12 +205,13 @@ export async function revokeToken(db: Kysely<Database>, idOrPrefix: string): Pro
   const found = await db
     .selectFrom('api_tokens')
     .select(['id', 'revoked_at'])
+    .where(ownStoreIs('store_id'))
     .where(isUuid ? 'id' : 'prefix', '=', idOrPrefix)
     .execute();
   if (found.length === 0) throw notFound('token', idOrPrefix);
   if (found.length > 1) throw conflict(`More than one token has the prefix '${idOrPrefix}'; revoke by id.`);
   if (found[0]!.revoked_at) throw conflict(`Token '${idOrPrefix}' is already revoked.`);
-  await db.updateTable('api_tokens').set({ revoked_at: sql<string>`now()` }).where('id', '=', found[0]!.id).execute();
+  await db.updateTable('api_tokens').set({ revoked_at: sql<string>`now()` }).where(ownStoreIs('store_id')).where('id', '=', found[0]!.id).execute();
   // No cached identity of this process outlives the revocation (others learn it by NOTIFY).
   tokensChanged(db);
   return getToken(db, found[0]!.id);
@@ -266,9 +270,11 @@ async function lookupTokenOfAnyStore(db: Kysely<Database>, token: string): Promi
   if (row.expired) return 'expired';
   if (row.stale_use) {
     // Bookkeeping, not the request's purpose: on a disk out of space the read goes on without it.
+    // Across stores still: the row's own store names it.
     await db
       .updateTable('api_tokens')
       .set({ last_used_at: sql<string>`now()` })
+      .where('store_id', '=', row.store_id)
       .where('id', '=', row.id)
       .execute()
       .catch((error: unknown) => {
@@ -316,6 +322,7 @@ export async function rollToken(
       made_by_admin_id: madeBy?.adminId ?? null,
       made_by_email: madeBy?.email ?? null,
     })
+    .where(ownStoreIs('store_id'))
     .where('id', '=', id)
     .execute();
   tokensChanged(db);
@@ -334,7 +341,7 @@ export async function updateToken(
   if (patch.rateLimitStandard !== undefined) set.rate_limit_standard = patch.rateLimitStandard;
   if (patch.rateLimitExport !== undefined) set.rate_limit_export = patch.rateLimitExport;
   if (Object.keys(set).length > 0) {
-    await db.updateTable('api_tokens').set(set).where('id', '=', id).execute();
+    await db.updateTable('api_tokens').set(set).where(ownStoreIs('store_id')).where('id', '=', id).execute();
     tokensChanged(db);
   }
   return { before, after: await getToken(db, id) };
@@ -358,6 +365,7 @@ export async function transferTokens(db: Kysely<Database>, from: MakerSelector, 
   const moved = await db
     .updateTable('api_tokens')
     .set({ made_by_admin_id: to.adminId, made_by_email: to.email })
+    .where(ownStoreIs('store_id'))
     .where(madeBy(from))
     .where('revoked_at', 'is', null)
     .returning('id')
@@ -372,6 +380,7 @@ export async function revokeTokensMadeBy(db: Kysely<Database>, from: MakerSelect
   const revoked = await db
     .updateTable('api_tokens')
     .set({ revoked_at: sql<string>`now()` })
+    .where(ownStoreIs('store_id'))
     .where(madeBy(from))
     .where('revoked_at', 'is', null)
     .returning('id')

@@ -2,7 +2,8 @@
  * The audit log and API keys through the admin API (inject), on every back end: every
  * administrative action recorded with who, when, from where and what changed (never a secret),
  * read back filtered and paged; pruned after AUDIT_LOG_RETENTION_MS; keys rolled with an overlap,
- * renamed, their rate limits changed, and an expiry in the past refused.
+ * renamed, their rate limits changed, and an expiry in the past refused. Every statement these
+ * routes and services run over a store-owned table names its store (decision 0051).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
@@ -12,6 +13,12 @@ import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { createAdminUser } from '../../src/admin/sessions/admin-user.service.ts';
 import { pruneOnce } from '../../src/retention/retention-pruner.ts';
 import { retentionPolicyOf } from '../../src/retention/retention-policy.ts';
+import { homeStore } from '../../src/stores/store.service.ts';
+import { asPlatform, inStore } from '../../src/db/store-scope.ts';
+import { register as metricsRegistry } from 'prom-client';
+import { createToken, listTokens, revokeToken } from '../../src/tokens/token.service.ts';
+import { recordAudit } from '../../src/admin/audit/audit-log.ts';
+import { startStatementAudit } from '../helpers/statement-audit.ts';
 
 const OWNER = 'owner@example.com';
 const PASSWORD = 'correct horse battery';
@@ -166,5 +173,55 @@ describe.each(backends)('audit log and API keys (%s)', (backend) => {
     const actions = (await audit('?limit=200')).data.map((e: { action: string }) => e.action);
     expect(actions).not.toContain('session.sign_in_failed');
     expect(actions).toContain('session.signed_in');
+  });
+
+  it('every statement of the key, audit-log, overview and alerts routes (and of the key services the CLI calls) names its store', async () => {
+    const store = (await homeStore(t.database.db))!.id;
+    const audited = startStatementAudit();
+    try {
+      await t.app.inject({ method: 'POST', url: '/admin/session', payload: { email: OWNER, password: 'wrong password!' }, remoteAddress: CLIENT });
+      const signedIn = await t.app.inject({ method: 'POST', url: '/admin/session', payload: { email: OWNER, password: PASSWORD }, remoteAddress: CLIENT });
+      expect(signedIn.statusCode).toBe(200);
+      // An idempotent create (claimed and stored), then its replay.
+      const create = () =>
+        t.app.inject({
+          method: 'POST',
+          url: '/admin/api/v1/tokens',
+          headers: { cookie: owner.cookie, 'x-csrf-token': owner.csrf, 'idempotency-key': 'audit-key-1' },
+          payload: { name: 'audited', scopes: ['products:read', 'admin'] },
+        });
+      const created = await create();
+      expect(created.statusCode, created.body).toBe(201);
+      expect((await create()).headers['idempotent-replayed']).toBe('true');
+      const key = created.json().data;
+      expect((await as('GET', '/tokens')).statusCode).toBe(200);
+      expect((await as('GET', `/tokens/${key.id}`)).statusCode).toBe(200);
+      expect((await as('PATCH', `/tokens/${key.id}`, { name: 'audited, renamed' })).statusCode).toBe(200);
+      const rolled = (await as('POST', `/tokens/${key.id}/roll`, { overlap_seconds: 60 })).json().data;
+      // The key itself, looked up across stores by its secret (and its use recorded).
+      const byKey = await t.app.inject({ url: '/admin/api/v1/tokens', headers: { authorization: `Bearer ${rolled.token}` } });
+      expect(byKey.statusCode).toBe(200);
+      expect((await as('POST', `/tokens/${key.id}/revoke`)).statusCode).toBe(200);
+      const page = (await audit('?limit=2&action=key.created')).pagination;
+      expect((await audit(`?limit=2&actor=${encodeURIComponent(OWNER)}&from=2000-01-01&cursor=${encodeURIComponent(page.next_cursor)}`)).data.length).toBe(2);
+      expect((await as('GET', '/overview')).statusCode).toBe(200);
+      expect((await as('GET', '/alerts')).statusCode).toBe(200);
+      expect((await as('POST', '/alerts/seen')).statusCode).toBeLessThan(300);
+      // The alert gauges, read across stores as a scrape of /metrics reads them (its other gauges are the webhooks').
+      for (const gauge of ['store_api_webhook_endpoints', 'store_api_webhook_dead_letters']) {
+        expect(await asPlatform(() => metricsRegistry.getSingleMetricAsString(gauge))).toContain(gauge);
+      }
+      // What `store-api tokens …` calls, in the command's store (cli/run-command.ts withContext).
+      await inStore(store, async () => {
+        const cli = await createToken(t.database.db, { name: 'from the cli', maxKeysOfStore: 1000 });
+        expect((await listTokens(t.database.db)).map((k) => k.id)).toContain(cli.summary.id);
+        await revokeToken(t.database.db, cli.summary.prefix);
+        await recordAudit(t.database.db, { actor: { kind: 'anonymous', id: null, name: 'cli' }, action: 'key.revoked' });
+      });
+    } finally {
+      const wrong = audited.stop();
+      expect(audited.checked()).toBeGreaterThan(20);
+      expect(wrong).toEqual([]);
+    }
   });
 });

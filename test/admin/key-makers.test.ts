@@ -5,9 +5,9 @@
  * request, though the key was cached, and from another process (NOTIFY, PostgreSQL); owner-only
  * actions never reachable with a key; a key made by a key keeping its maker; an owner transferring
  * or revoking a maker's keys in one step; every refusal a 403 problem+json that writes nothing and
- * logs no secret.
+ * logs no secret. A transfer's and a revocation's statements name their store (decision 0051).
  */
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sql } from 'kysely';
 import type { LightMyRequestResponse } from 'fastify';
 import { backends } from '../helpers/test-database.ts';
@@ -17,6 +17,7 @@ import { tokenGeneration } from '../../src/db/read-cache-signals.ts';
 import { createToken, getToken } from '../../src/tokens/token.service.ts';
 import { recordAudit } from '../../src/admin/audit/audit-log.ts';
 import { attributeKeysFromAuditLog } from '../../src/schema/migrations/0017-key-makers.ts';
+import { startStatementAudit, type StatementAudit } from '../helpers/statement-audit.ts';
 
 const PASSWORD = 'correct horse battery';
 type Method = 'GET' | 'POST' | 'PATCH' | 'DELETE';
@@ -70,6 +71,12 @@ describe.each(backends)('keys bounded by their maker (%s)', (backend) => {
     owner = await signIn('owner@example.com');
   });
   afterAll(async () => t?.close());
+  /** The statement audit of a test that runs one (stopped after it, even when it failed). */
+  let audit: StatementAudit | undefined;
+  afterEach(() => {
+    audit?.stop();
+    audit = undefined;
+  });
 
   it("issue 24's escalation: an admin's admin-scoped key may not make her an owner, demote the owner or invite an owner (403, nothing written)", async () => {
     const alice = await administrator('alice@example.com', 'admin');
@@ -148,6 +155,7 @@ describe.each(backends)('keys bounded by their maker (%s)', (backend) => {
   });
 
   it("an owner transfers a removed maker's keys to another administrator in one step: they act with her role from the next request", async () => {
+    audit = startStatementAudit();
     const dora = await administrator('dora@example.com', 'admin');
     const erin = await administrator('erin@example.com', 'admin');
     expect((await as(owner, 'DELETE', `/admins/${dora.user.id}`)).statusCode).toBe(200);
@@ -168,9 +176,11 @@ describe.each(backends)('keys bounded by their maker (%s)', (backend) => {
     expect(JSON.stringify(entry)).not.toContain(dora.key);
     const nothingLeft = await as(owner, 'POST', `/tokens/made-by/${dora.user.id}/transfer`, { to_admin_id: erin.user.id });
     expect(nothingLeft.statusCode).toBe(404);
+    expect(audit.stop()).toEqual([]);
   });
 
   it('an owner revokes every key of a maker in one step; the keys stay listed with their maker', async () => {
+    audit = startStatementAudit();
     const finn = await administrator('finn@example.com', 'admin');
     const second = (await as(finn.session, 'POST', '/tokens', { name: 'finn erp', scopes: ['orders:read'] })).json().data;
     const revoked = await as(owner, 'POST', `/tokens/made-by/${finn.user.id}/revoke`);
@@ -188,6 +198,7 @@ describe.each(backends)('keys bounded by their maker (%s)', (backend) => {
     const bad = await as(owner, 'POST', '/tokens/made-by/somebody/revoke');
     expect(bad.statusCode).toBe(400);
     expect(bad.headers['content-type']).toContain('application/problem+json');
+    expect(audit.stop()).toEqual([]);
   });
 
   it("a CLI key (the operator's) acts as an admin: it writes and mints keys, never an owner-only action; an owner can give it a maker", async () => {

@@ -228,6 +228,9 @@ describe.each(backends)('answers stored before the sealing (migration 0029) stay
       'POST', '/admin/api/v1/customers', 201, 'application/json; charset=utf-8', ${answer}, now() - interval '1 hour')`.execute(db);
 
     await sealIdempotentAnswers(db as never);
+    // And as migration 0031 then made it: the store's (its statements name store_id).
+    await sql`ALTER TABLE idempotency_keys ADD COLUMN store_id uuid NOT NULL DEFAULT store_api_insert_store()`.execute(db);
+    await sql`ALTER TABLE idempotency_keys DROP CONSTRAINT idempotency_keys_pkey, ADD PRIMARY KEY (store_id, key_hash)`.execute(db);
 
     const rows = (await sql<{ r: string }>`SELECT row_to_json(k)::text AS r FROM idempotency_keys k`.execute(db)).rows.map((x) => x.r);
     expect(rows).toHaveLength(1);

@@ -113,7 +113,7 @@ describe.each(backends)('cross-store matrix from the route table (%s)', (backend
       buildTestApp(backend, { ...UNLIMITED, WEBHOOK_ALLOW_PRIVATE_URLS: 'true', ADMIN_SIGN_IN_MAX_FAILURES: '1000' }),
     ));
     t = app;
-    audit = startStatementAudit();
+    audit = startStatementAudit({ paused: () => filters.removed });
     routes = routes
       .filter((r) => r.url.startsWith(ADMIN_PREFIX) || r.url.startsWith(READ_PREFIX))
       .sort((x, y) => (x.url === y.url ? x.method.localeCompare(y.method) : x.url.localeCompare(y.url)));

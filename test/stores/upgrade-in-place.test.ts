@@ -5,20 +5,19 @@
  * one default store, nothing lost, and the key, the administrator's password, the endpoint and the
  * pending delivery keep working.
  */
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sql } from 'kysely';
 import { pino } from 'pino';
 import { backends, emptyPostgresDatabase } from '../helpers/test-database.ts';
-import { aProduct } from '../helpers/store-fixtures.ts';
 import { openDatabase, type DatabaseHandle } from '../../src/db/database.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import type { AppContext } from '../../src/app-context.ts';
 import { buildApp, type App } from '../../src/app.ts';
 import { migrateToLatest, migrateUpTo, migrationNames } from '../../src/schema/migrate.ts';
-import { SCOPES, createToken } from '../../src/tokens/token.service.ts';
+import { SCOPES, TOKEN_PREFIX, hashToken } from '../../src/tokens/token.service.ts';
 import { createAdminUser } from '../../src/admin/sessions/admin-user.service.ts';
-import { WebhookService } from '../../src/webhooks/webhook.service.ts';
 import { startWebhookWorker } from '../../src/webhooks/webhook-worker.ts';
 import { STORE_OWNED_TABLES, listStores, useDefaultStoreScope } from '../../src/stores/store.service.ts';
 import { asPlatform } from '../../src/db/store-scope.ts';
@@ -78,11 +77,29 @@ describe.each(backends)('upgrading a database of the previous release in place (
     await migrateUpTo(database.db, PREVIOUS_RELEASE);
     const db = database.db;
     expect((await sql<{ found: boolean }>`SELECT to_regclass('stores') IS NOT NULL AS found`.execute(db)).rows[0]!.found).toBe(false);
+    // Written as the previous release wrote it: its statements name no store (today's services
+    // name one in every statement, decision 0051, and could not run on this schema).
     await createAdminUser(db, { email: 'owner@example.com', password: PASSWORD, role: 'owner' });
-    token = (await createToken(db, { name: 'erp', scopes: [...SCOPES] })).token;
-    productId = (await aProduct(db)).id;
-    endpointId = (await new WebhookService(ctx).createEndpoint({ url: `http://127.0.0.1:${port}/hook` })).id;
-    await updateProduct(db, productId, { name: 'Changed before the upgrade' });
+    token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
+    await sql`
+      INSERT INTO api_tokens (id, name, prefix, token_hash, scopes, created_at)
+      VALUES (gen_random_uuid(), 'erp', ${token.slice(0, 12)}, ${hashToken(token)}, ${[...SCOPES]}::text[], now())
+    `.execute(db);
+    productId = randomUUID();
+    await sql`
+      INSERT INTO products (id, name, slug, product_type, price, created_at, last_modified)
+      VALUES (${productId}::uuid, 'Made before the upgrade', ${`made-${productId}`}, 'physical', 12.5, now(), now())
+    `.execute(db);
+    endpointId = randomUUID();
+    await sql`
+      INSERT INTO webhook_endpoints (id, url, secret, created_at, updated_at)
+      VALUES (${endpointId}::uuid, ${`http://127.0.0.1:${port}/hook`}, ${`whsec_${randomBytes(24).toString('base64url')}`}, now(), now())
+    `.execute(db);
+    await sql`UPDATE products SET name = 'Changed before the upgrade', last_modified = now() WHERE id = ${productId}::uuid`.execute(db);
+    await sql`
+      INSERT INTO events (id, type, resource_type, resource_id, data, created_at)
+      SELECT gen_random_uuid(), 'product.updated', 'product', id, doc, now() FROM products WHERE id = ${productId}::uuid
+    `.execute(db);
     // A delivery the previous release queued and had not sent yet; the poller's position past it.
     const { rows } = await sql<{ id: string }>`
       INSERT INTO webhook_deliveries (id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at)

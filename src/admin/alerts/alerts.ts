@@ -11,6 +11,7 @@
 import client from 'prom-client';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
+import { ownStoreIs } from '../../db/store-scope.ts';
 import type {} from '../sessions/admin-user.table.ts';
 import { redactDestinationUrl } from '../../webhooks/webhook-destination.ts';
 
@@ -41,14 +42,14 @@ export async function currentAlerts(db: Kysely<Database>, adminUserId?: string):
     SELECT id, url, CASE WHEN NOT enabled THEN 'disabled' ELSE 'paused' END AS state,
            iso_utc(paused_until) AS paused_until, disabled_reason
     FROM webhook_endpoints
-    WHERE NOT enabled OR paused_until > now()
+    WHERE ${ownStoreIs('store_id')} AND (NOT enabled OR paused_until > now())
     ORDER BY url`.execute(db);
   // A broker URL's password is shown nowhere after creation (decision 0031).
   const endpoints = stored.map((endpoint) => ({ ...endpoint, url: redactDestinationUrl(endpoint.url) }));
   const { rows } = await sql<{ total: string; since_seen: string }>`
     SELECT count(*) AS total,
            count(*) FILTER (WHERE ${seen}::timestamptz IS NULL OR dead_at > ${seen}::timestamptz) AS since_seen
-    FROM webhook_deliveries WHERE status = 'dead'`.execute(db);
+    FROM webhook_deliveries WHERE ${ownStoreIs('store_id')} AND status = 'dead'`.execute(db);
   const dead = { total: Number(rows[0]?.total ?? 0), since_seen: Number(rows[0]?.since_seen ?? 0) };
   return { endpoints, dead_letters: dead, seen_at: seen, attention: endpoints.length > 0 || dead.since_seen > 0 };
 }
@@ -65,6 +66,8 @@ export function setAlertMetricsSource(db: Kysely<Database> | undefined): void {
   source = db;
 }
 
+// The gauges count every store's rows (a scrape runs in the platform scope, ops/ops.routes.ts): each
+// row is joined to its store by store_id, as a statement across stores names its rows' store.
 function gauge<T extends string>(name: string, help: string, labelNames: T[], collect: (g: client.Gauge<T>) => Promise<void>): void {
   if (client.register.getSingleMetric(name)) return;
   new client.Gauge<T>({
@@ -88,10 +91,10 @@ gauge(
   ['state'],
   async (g) => {
     const { rows } = await sql<{ active: string; paused: string; disabled: string }>`
-    SELECT count(*) FILTER (WHERE enabled AND (paused_until IS NULL OR paused_until <= now())) AS active,
-           count(*) FILTER (WHERE enabled AND paused_until > now()) AS paused,
-           count(*) FILTER (WHERE NOT enabled) AS disabled
-    FROM webhook_endpoints`.execute(source!);
+    SELECT count(*) FILTER (WHERE e.enabled AND (e.paused_until IS NULL OR e.paused_until <= now())) AS active,
+           count(*) FILTER (WHERE e.enabled AND e.paused_until > now()) AS paused,
+           count(*) FILTER (WHERE NOT e.enabled) AS disabled
+    FROM webhook_endpoints e JOIN stores s ON s.id = e.store_id`.execute(source!);
     for (const state of ['active', 'paused', 'disabled'] as const) g.set({ state }, Number(rows[0]?.[state] ?? 0));
   },
 );
@@ -101,7 +104,8 @@ gauge(
   'Webhook deliveries dead now (waiting for an administrator to retry them); read from the database at scrape time',
   [],
   async (g) => {
-    const { rows } = await sql<{ n: string }>`SELECT count(*) AS n FROM webhook_deliveries WHERE status = 'dead'`.execute(source!);
+    const { rows } = await sql<{ n: string }>`
+    SELECT count(*) AS n FROM webhook_deliveries d JOIN stores s ON s.id = d.store_id WHERE d.status = 'dead'`.execute(source!);
     g.set(Number(rows[0]?.n ?? 0));
   },
 );

@@ -10,6 +10,7 @@
  * AUDIT_LOG_RETENTION_MS by the retention pruner.
  */
 import { sql, type Kysely } from 'kysely';
+import { ownStore, ownStoreIs } from '../../db/store-scope.ts';
 import type { Database } from '../../db/schema.ts';
 import type {} from '../sessions/admin-user.table.ts';
 import { uuidv7 } from '../../shared/uuid-v7.ts';
@@ -102,6 +103,7 @@ export async function recordAudit(db: Kysely<Database>, entry: AuditEntryInput):
   await db
     .insertInto('admin_audit_log')
     .values({
+      store_id: ownStore(),
       id: uuidv7(),
       at: sql<string>`now()`,
       actor_kind: entry.actor.kind,
@@ -143,7 +145,8 @@ export async function listAudit(
   const cursor = q.cursor === undefined ? undefined : parseCursor(q.cursor);
   let query = db
     .selectFrom('admin_audit_log')
-    .select(['id', sql<string>`iso_utc(at)`.as('at'), 'actor_kind', 'actor_id', 'actor', 'action', 'target_type', 'target_id', 'client_ip', 'details']);
+    .select(['id', sql<string>`iso_utc(at)`.as('at'), 'actor_kind', 'actor_id', 'actor', 'action', 'target_type', 'target_id', 'client_ip', 'details'])
+    .where(ownStoreIs('store_id'));
   if (q.actor) query = query.where(sql<boolean>`lower(actor) = ${q.actor.trim().toLowerCase()}`);
   if (q.action) query = query.where('action', '=', q.action);
   if (from) query = query.where('at', '>=', sql<string>`${from}::timestamptz`);

@@ -23,7 +23,7 @@
  * rows are found by the key's SHA-256, the request's hash is kept as an HMAC and the answer sealed
  * with AES-256-GCM, under keys derived from the Idempotency-Key and the principal.
  */
-import { currentStoreId } from '../../db/store-scope.ts';
+import { currentStoreId, ownStore, ownStoreIs } from '../../db/store-scope.ts';
 import { createHash } from 'node:crypto';
 import { sql, type Generated, type Kysely } from 'kysely';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -122,8 +122,8 @@ export async function claimIdempotencyKey(
   if (!admin) return undefined; // authentication failed first and answered already
   const principal = `${admin.kind}:${admin.id}`;
   // A key is the store's (decision 0051): held, locked and sealed under the store and the key sent.
-  // Its row is found by the key's own hash within the store (row-level security, primary key
-  // (store_id, key_hash)), so a key stored before stores existed is still found.
+  // Its row is found by the key's own hash within the store (primary key (store_id, key_hash)), so
+  // a key stored before stores existed is still found.
   const keyHash = idempotencyKeyHash(sent);
   const key = `${currentStoreId() ?? ''}\n${sent}`;
   if (inFlight.has(key)) throw inUse();
@@ -177,6 +177,7 @@ async function storedAnswer(db: Kysely<Database>, key: string, keyHash: string, 
   const stored = await db
     .selectFrom('idempotency_keys')
     .select(['principal', 'request_hash', 'response_status', 'response_type', 'response_body'])
+    .where(ownStoreIs('store_id'))
     .where('key_hash', '=', keyHash)
     .where('created_at', '>', sql<string>`now() - ${`${IDEMPOTENCY_KEY_TTL_MS} milliseconds`}::interval`)
     .executeTakeFirst();
@@ -213,7 +214,7 @@ export async function storeIdempotentAnswer(
   // An expired row of the key (older than 24 h, not yet pruned) is replaced.
   const written = await db
     .insertInto('idempotency_keys')
-    .values(row)
+    .values({ store_id: ownStore(), ...row })
     .onConflict((oc) =>
       oc
         .columns(['store_id', 'key_hash'])

@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
+import { ownStoreIs } from '../../db/store-scope.ts';
 import { Overview as OverviewSchema, dataOf } from '../admin-responses.ts';
 
 export interface Overview {
@@ -31,18 +32,22 @@ export async function overviewAdminRoutes(app: FastifyInstance): Promise<void> {
       const [products, orders, customers, tokens] = await Promise.all([
         db
           .selectFrom('products')
+          .where(ownStoreIs('store_id'))
           .select([sql<number>`count(*)`.as('total'), sql<number>`count(*) FILTER (WHERE is_active)`.as('active')])
           .executeTakeFirstOrThrow(),
         db
           .selectFrom('orders')
+          .where(ownStoreIs('store_id'))
           .select([sql<number>`count(*)`.as('total'), sql<number>`count(*) FILTER (WHERE created_at > now() - interval '24 hours')`.as('last_24h')])
           .executeTakeFirstOrThrow(),
         db
           .selectFrom('customers')
+          .where(ownStoreIs('store_id'))
           .select([sql<number>`count(*)`.as('total'), sql<number>`count(*) FILTER (WHERE is_active)`.as('active')])
           .executeTakeFirstOrThrow(),
         db
           .selectFrom('api_tokens')
+          .where(ownStoreIs('store_id'))
           .select(sql<number>`count(*) FILTER (WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()))`.as('active'))
           .executeTakeFirstOrThrow(),
       ]);
