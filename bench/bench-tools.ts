@@ -132,15 +132,27 @@ export async function wrk(
   url: string,
   opts: { connections: number; seconds: number; headers: Record<string, string>; script?: string; env?: Record<string, string> },
 ): Promise<LoadResult> {
+  const child = spawnWrk(url, opts);
+  const [code, out] = await child.exited;
+  if (code !== 0) throw new Error(`wrk exited ${code}: ${out}`);
+  return parseWrk(url, out);
+}
+
+function spawnWrk(
+  url: string,
+  opts: { connections: number; seconds: number; headers: Record<string, string>; script?: string; env?: Record<string, string> },
+): { child: ChildProcess; exited: Promise<[number | null, string]> } {
   const args = ['-t', String(Math.min(2, opts.connections)), '-c', String(opts.connections), '-d', `${opts.seconds}s`, '--latency'];
   for (const [name, value] of Object.entries(opts.headers)) args.push('-H', `${name}: ${value}`);
   if (opts.script) args.push('-s', opts.script);
   args.push(url);
   const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...opts.env } });
   let out = '';
-  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  const [code] = await once(child, 'exit');
-  if (code !== 0) throw new Error(`wrk exited ${code}: ${out}`);
+  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  return { child, exited: once(child, 'exit').then(([code]) => [code as number | null, out]) };
+}
+
+function parseWrk(url: string, out: string): LoadResult {
   if (/Non-2xx or 3xx responses/.test(out)) throw new Error(`wrk saw errors on ${url}:\n${out}`);
   const rps = /Requests\/sec:\s+([\d.]+)/.exec(out);
   const pct = (p: string) => {
@@ -151,6 +163,25 @@ export async function wrk(
   };
   if (!rps) throw new Error(`wrk output not understood:\n${out}`);
   return { perSecond: Number(rps[1]), p50: pct('50'), p99: pct('99') };
+}
+
+/**
+ * wrk for as long as it takes: runs until `stop()` (SIGINT, upon which wrk prints its figures over
+ * the time it ran), at most `maxSeconds`.
+ */
+export function wrkUntilStopped(
+  url: string,
+  opts: { connections: number; maxSeconds: number; headers: Record<string, string>; script?: string; env?: Record<string, string> },
+): { stop(): Promise<LoadResult> } {
+  const { child, exited } = spawnWrk(url, { ...opts, seconds: opts.maxSeconds });
+  return {
+    stop: async () => {
+      child.kill('SIGINT');
+      const [code, out] = await exited;
+      if (code !== 0 && code !== null) throw new Error(`wrk exited ${code}: ${out}`);
+      return parseWrk(url, out);
+    },
+  };
 }
 
 function percentile(sorted: number[], q: number): number {

@@ -72,7 +72,7 @@ const barOptions = (format: string): cliProgress.Options => ({
 });
 
 /** A progress bar on stderr around `work` (plain lines every 5 s when not a terminal). */
-async function progress(label: string, total: number, work: (update: (done: number) => void) => Promise<void>): Promise<void> {
+export async function progress(label: string, total: number, work: (update: (done: number) => void) => Promise<void>): Promise<void> {
   if (total <= 0) return;
   const format = `  ${label.padEnd(18)} [{bar}] {percentage}% {value}/{total} {duration}s`;
   const multi = bars;
@@ -109,7 +109,7 @@ async function columnsOf(db: Kysely<Database>, table: Owner): Promise<string[]> 
  * into the owner table with every stored document built by its document expression (resources/store-schema.ts documentKinds) — the
  * expression the triggers and `checkDocuments` use, reading the staged row under the owner's alias.
  */
-async function loadChunk(db: Kysely<Database>, owner: Owner, stage: ReturnType<typeof sql>, children?: ReturnType<typeof sql>): Promise<void> {
+export async function loadChunk(db: Kysely<Database>, owner: Owner, stage: ReturnType<typeof sql>, children?: ReturnType<typeof sql>): Promise<void> {
   const columns = await columnsOf(db, owner);
   const kinds = documentKinds().filter((k) => k.table === owner);
   const alias = kinds[0]!.alias;
@@ -122,6 +122,10 @@ async function loadChunk(db: Kysely<Database>, owner: Owner, stage: ReturnType<t
     await sql`SET LOCAL synchronous_commit = off`.execute(trx);
     // The documents look children up by their parent index; the fresh tables have no statistics yet.
     await sql`SET LOCAL enable_seqscan = off`.execute(trx);
+    // A chunk's statement is costly enough for PostgreSQL to JIT-compile it, anew for every chunk:
+    // measured on the products' document expressions, 10,000 rows in 0.5 s without and 3.4 s with
+    // the compilation (PostgreSQL 15, jit on by default).
+    await sql`SET LOCAL jit = off`.execute(trx);
     await sql.raw(`CREATE TEMP TABLE IF NOT EXISTS stage_${owner} (LIKE ${owner} INCLUDING DEFAULTS) ON COMMIT DELETE ROWS`).execute(trx);
     if (children) await children.execute(trx);
     await stage.execute(trx);
@@ -277,7 +281,7 @@ export async function generateBenchStore(
  * built again after it from their own definitions (a sort each, instead of ~10 million scattered
  * insertions). Unique ones are built unique again, so the load is still checked.
  */
-async function dropLoadIndexes(db: Kysely<Database>): Promise<{ name: string; definition: string }[]> {
+export async function dropLoadIndexes(db: Kysely<Database>): Promise<{ name: string; definition: string }[]> {
   const keep = ['variants_product_idx', 'images_product_idx', 'order_items_order_idx'];
   const { rows } = await sql<{ name: string; definition: string }>`
     SELECT i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS definition
@@ -290,7 +294,7 @@ async function dropLoadIndexes(db: Kysely<Database>): Promise<{ name: string; de
   return rows;
 }
 
-async function recreateIndexes(db: Kysely<Database>, indexes: { name: string; definition: string }[]): Promise<void> {
+export async function recreateIndexes(db: Kysely<Database>, indexes: { name: string; definition: string }[]): Promise<void> {
   await progress('indexes', indexes.length, async (update) => {
     let done = 0;
     // Two at a time: one per core.

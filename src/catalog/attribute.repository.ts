@@ -7,6 +7,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import { ownStoreIs } from '../db/store-scope.ts';
 
 /** One distinct value of an attribute and how many variants carry it. */
 export interface AttributeValueRow {
@@ -39,9 +40,9 @@ export async function attributePage(db: Kysely<Database>, req: AttributePageRequ
     WITH pairs AS (
       SELECT a.key COLLATE "C" AS key, a.value COLLATE "C" AS value, count(*)::int AS variant_count
       FROM variants v
-      JOIN products p ON p.id = v.product_id
+      JOIN products p ON p.store_id = v.store_id AND p.id = v.product_id
       CROSS JOIN LATERAL jsonb_each_text(v.attributes) AS a(key, value)
-      WHERE v.is_active AND ${active} AND ${after}
+      WHERE ${ownStoreIs('v.store_id')} AND v.is_active AND ${active} AND ${after}
       GROUP BY 1, 2
     ), keys AS (
       SELECT key FROM pairs GROUP BY key ORDER BY key LIMIT ${req.limit + 1}

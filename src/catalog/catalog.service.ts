@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { runWrite, type WriteContext } from '../db/write-clock.ts';
+import { ownStore, ownStoreIs } from '../db/store-scope.ts';
 import { conflict, notFound } from '../shared/problem.ts';
 import { translateDbError } from '../shared/db-errors.ts';
 import { inventoryChanged, productsChanged } from '../resources/record-events.ts';
@@ -81,6 +82,7 @@ async function insertVariants(ctx: WriteContext, productId: string, variants: Va
   if (variants.length === 0) return [];
   const rows = variants.map((v, i) => ({
     id: randomUUID(),
+    store_id: ownStore(),
     product_id: productId,
     name: v.name,
     sku: v.sku ?? null,
@@ -100,7 +102,7 @@ async function insertVariants(ctx: WriteContext, productId: string, variants: Va
 async function insertImages(ctx: WriteContext, productId: string, images: ImageInput[], firstPosition: number): Promise<void> {
   if (images.length === 0) return;
   if (images.some((i) => i.is_primary)) {
-    await ctx.trx.updateTable('images').set({ is_primary: false }).where('product_id', '=', productId).execute();
+    await ctx.trx.updateTable('images').set({ is_primary: false }).where(ownStoreIs('store_id')).where('product_id', '=', productId).execute();
   }
   const primaryIndex = images.findIndex((i) => i.is_primary);
   await ctx.trx
@@ -108,6 +110,7 @@ async function insertImages(ctx: WriteContext, productId: string, images: ImageI
     .values(
       images.map((img, i) => ({
         id: randomUUID(),
+        store_id: ownStore(),
         product_id: productId,
         image_url: img.image_url,
         is_primary: i === primaryIndex,
@@ -120,7 +123,7 @@ async function insertImages(ctx: WriteContext, productId: string, images: ImageI
 }
 
 async function lockProduct(ctx: WriteContext, id: string) {
-  const product = await ctx.trx.selectFrom('products').selectAll().where('id', '=', id).forNoKeyUpdate().executeTakeFirst();
+  const product = await ctx.trx.selectFrom('products').selectAll().where(ownStoreIs('store_id')).where('id', '=', id).forNoKeyUpdate().executeTakeFirst();
   if (!product) throw notFound('product', id);
   return product;
 }
@@ -134,6 +137,7 @@ export async function createProduct(db: Kysely<Database>, input: ProductInput): 
       .insertInto('products')
       .values({
         id,
+        store_id: ownStore(),
         name: input.name,
         slug: input.slug ?? `${slugify(input.name)}-${id.slice(0, 8)}`,
         product_type: input.product_type,
@@ -171,7 +175,7 @@ export async function updateProduct(db: Kysely<Database>, id: string, patch: Pro
   return write(db, async (ctx) => {
     await lockProduct(ctx, id);
     const set = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-    if (Object.keys(set).length > 0) await ctx.trx.updateTable('products').set(set).where('id', '=', id).execute();
+    if (Object.keys(set).length > 0) await ctx.trx.updateTable('products').set(set).where(ownStoreIs('store_id')).where('id', '=', id).execute();
     await refreshProducts(ctx, [id]);
     await productsChanged(ctx, [id]);
     await inventoryChanged(ctx, [id]);
@@ -183,7 +187,14 @@ export async function updateProduct(db: Kysely<Database>, id: string, patch: Pro
 export async function addVariant(db: Kysely<Database>, productId: string, input: VariantInput): Promise<Product> {
   return write(db, async (ctx) => {
     const product = await lockProduct(ctx, productId);
-    const hadVariants = await ctx.trx.selectFrom('variants').select('id').where('product_id', '=', productId).where('is_active', '=', true).limit(1).execute();
+    const hadVariants = await ctx.trx
+      .selectFrom('variants')
+      .select('id')
+      .where(ownStoreIs('store_id'))
+      .where('product_id', '=', productId)
+      .where('is_active', '=', true)
+      .limit(1)
+      .execute();
     if (hadVariants.length === 0 && product.own_stock !== 0 && isStockTracked(product.product_type)) {
       throw conflict(`The product holds ${product.own_stock} units of its own; adjust them to 0 before adding variants, so no stock disappears.`);
     }
@@ -206,6 +217,7 @@ export async function updateVariant(db: Kysely<Database>, productId: string, var
     const variant = await ctx.trx
       .selectFrom('variants')
       .select(['id', 'stock', 'is_active'])
+      .where(ownStoreIs('store_id'))
       .where('id', '=', variantId)
       .where('product_id', '=', productId)
       .executeTakeFirst();
@@ -213,7 +225,7 @@ export async function updateVariant(db: Kysely<Database>, productId: string, var
     const { attributes, ...rest } = patch;
     const set: Record<string, unknown> = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
     if (attributes !== undefined) set.attributes = JSON.stringify(attributes);
-    if (Object.keys(set).length > 0) await ctx.trx.updateTable('variants').set(set).where('id', '=', variantId).execute();
+    if (Object.keys(set).length > 0) await ctx.trx.updateTable('variants').set(set).where(ownStoreIs('store_id')).where('id', '=', variantId).execute();
     await refreshProducts(ctx, [productId]);
     await productsChanged(ctx, [productId]);
     await inventoryChanged(ctx, [productId]);
@@ -237,11 +249,18 @@ export async function addImage(db: Kysely<Database>, productId: string, input: I
 export async function updateImage(db: Kysely<Database>, productId: string, imageId: string, patch: ImagePatch): Promise<Product> {
   return write(db, async (ctx) => {
     await lockProduct(ctx, productId);
-    const image = await ctx.trx.selectFrom('images').select('id').where('id', '=', imageId).where('product_id', '=', productId).executeTakeFirst();
+    const image = await ctx.trx
+      .selectFrom('images')
+      .select('id')
+      .where(ownStoreIs('store_id'))
+      .where('id', '=', imageId)
+      .where('product_id', '=', productId)
+      .executeTakeFirst();
     if (!image) throw notFound('image of this product', imageId);
-    if (patch.is_primary) await ctx.trx.updateTable('images').set({ is_primary: false }).where('product_id', '=', productId).execute();
+    if (patch.is_primary)
+      await ctx.trx.updateTable('images').set({ is_primary: false }).where(ownStoreIs('store_id')).where('product_id', '=', productId).execute();
     const set = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined));
-    if (Object.keys(set).length > 0) await ctx.trx.updateTable('images').set(set).where('id', '=', imageId).execute();
+    if (Object.keys(set).length > 0) await ctx.trx.updateTable('images').set(set).where(ownStoreIs('store_id')).where('id', '=', imageId).execute();
     await refreshProducts(ctx, [productId]);
     await productsChanged(ctx, [productId]);
     await inventoryChanged(ctx, [productId]);

@@ -3,7 +3,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import { defineResource } from '../resources/resource.ts';
 import { Money, Nullable, StringEnum, Timestamp, Uuid } from '../shared/typebox.ts';
-import { PRODUCT_TYPES, productJson, productSource } from './product.json-sql.ts';
+import { PRODUCT_TYPES, productJson, productJsonBeforeStores, productSource } from './product.json-sql.ts';
 
 export const Variant = Type.Object(
   {
@@ -79,6 +79,7 @@ export const productResource = defineResource({
     alias: 'p',
     column: 'doc',
     build: productJson,
+    buildBeforeStores: productJsonBeforeStores,
     children: [
       { table: 'variants', key: 'product_id' },
       { table: 'images', key: 'product_id' },

@@ -96,14 +96,15 @@ export function registerStoreCommands(program: Command): void {
 
   stores
     .command('audit-log')
-    .description("The platform audit log: every store created, suspended, resumed or deleted, by the platform API or this CLI, newest first")
+    .description('The platform audit log: every store created, suspended, resumed or deleted, by the platform API or this CLI, newest first')
     .option('--store-id <id>', "only this store's entries")
     .option('--limit <n>', 'entries to print (1-1000)', '50')
     .option('--json', 'print JSON lines instead of text')
     .action((opts: { storeId?: string; limit: string; json?: boolean }) =>
       withContext(async (ctx) => {
         const limit = Number(opts.limit);
-        if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw new CliUsageError(`--limit must be a whole number from 1 to 1000, not "${opts.limit}". Nothing was read.`);
+        if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
+          throw new CliUsageError(`--limit must be a whole number from 1 to 1000, not "${opts.limit}". Nothing was read.`);
         if (opts.storeId !== undefined && !isStoreId(opts.storeId)) throw new CliUsageError(`--store-id must be a store id (a UUID), not "${opts.storeId}".`);
         const { data } = await listPlatformAudit(ctx.database.db, { limit, ...(opts.storeId ? { store: opts.storeId } : {}) });
         for (const entry of data) {

@@ -9,6 +9,7 @@ export const customerJson: RawBuilder<unknown> = sql`(SELECT row_to_json(r) FROM
 
 export const customerSource: ListSource = {
   from: sql`customers c`,
+  store: 'c.store_id',
   lastModified: sql`c.last_modified`,
   id: sql`c.id`,
   json: sql`c.doc`,

@@ -23,6 +23,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
+import { ownStoreIs } from './store-scope.ts';
 
 /**
  * One stored document: the column holding it, on which table (alias), built by which expression, and
@@ -39,6 +40,27 @@ export interface DocumentKind {
   readonly column: string;
   readonly build: RawBuilder<unknown>;
   readonly children?: readonly { readonly table: string; readonly key: string }[];
+  /**
+   * Whether the owner's rows belong to a store (`store_id`, decision 0051): the rebuild and the check
+   * then take the rows of the statement's store only (`ownStoreIs`), and `build` joins the children
+   * by their store too (`childOfStore`). False on a database before migration 0031.
+   */
+  readonly stores?: boolean;
+}
+
+/**
+ * `<child>.store_id = <owner>.store_id AND ` with `stores` (a build expression's child rows are its
+ * owner's store's: on a sharded database they live with it, decision 0051), nothing without (the
+ * expression as a database before migration 0031 runs it: migrations 0009 and 0016 install the
+ * triggers from the declarations of today, over tables without a store).
+ */
+export function childOfStore(stores: boolean, child: string, owner: string): RawBuilder<unknown> {
+  return stores ? sql`${sql.ref(`${child}.store_id`)} = ${sql.ref(`${owner}.store_id`)} AND ` : sql``;
+}
+
+/** The condition restricting the owner rows of `kind` (aliased `alias`) to the statement's store, when they have one. */
+function ownRows(kind: Pick<DocumentKind, 'stores'>, alias: string): RawBuilder<unknown> {
+  return kind.stores ? ownStoreIs(`${alias}.store_id`) : sql`true`;
 }
 
 /** The tables holding documents, in the kinds' order. */
@@ -225,7 +247,10 @@ export async function rebuildDocuments<DB>(
           .map((k) => `${a}.${k.column} IS NULL`)
           .join(' OR ')})`
       : 'true';
-    const { rows: counted } = await sql<{ n: string }>`SELECT count(*)::text AS n FROM ${sql.raw(`${owner} ${a}`)} WHERE ${sql.raw(missing)}`.execute(db);
+    // The owner's documents share one alias and one table: its rows have a store or none.
+    const own = () => ownRows(kinds.find((k) => k.table === owner)!, a);
+    const { rows: counted } = await sql<{ n: string }>`
+      SELECT count(*)::text AS n FROM ${sql.raw(`${owner} ${a}`)} WHERE ${own()} AND ${sql.raw(missing)}`.execute(db);
     const total = Number(counted[0]!.n);
     let done = 0;
     let after = '00000000-0000-0000-0000-000000000000';
@@ -241,8 +266,8 @@ export async function rebuildDocuments<DB>(
         await sql`SELECT set_config('store_api.rebuilding_documents', 'on', true)`.execute(trx);
         const result = await sql<{ id: string }>`
           UPDATE ${sql.raw(`${owner} ${a}`)} SET ${sql.raw(setList(db, kinds, owner))}
-          WHERE ${sql.raw(`${a}.id`)} IN (
-            SELECT id FROM ${sql.raw(owner)} ${sql.raw(a)} WHERE ${sql.raw(`${a}.id`)} > ${after}::uuid AND ${sql.raw(missing)}
+          WHERE ${own()} AND ${sql.raw(`${a}.id`)} IN (
+            SELECT id FROM ${sql.raw(owner)} ${sql.raw(a)} WHERE ${own()} AND ${sql.raw(`${a}.id`)} > ${after}::uuid AND ${sql.raw(missing)}
             ORDER BY id LIMIT ${batch})
           RETURNING ${sql.raw(`${a}.id`)}::text AS id
         `.execute(trx);
@@ -284,7 +309,7 @@ export async function checkDocuments<DB>(db: Kysely<DB>, kinds: readonly Documen
     const { rows } = await sql<{ id: string; stored: string | null; rebuilt: string }>`
       SELECT * FROM (
         SELECT ${a}.id::text AS id, ${sql.raw(`${kind.alias}.${kind.column}`)}::text AS stored, (${kind.build})::text AS rebuilt
-        FROM ${sql.raw(kind.table)} ${a}) d
+        FROM ${sql.raw(kind.table)} ${a} WHERE ${ownRows(kind, kind.alias)}) d
       WHERE d.stored IS DISTINCT FROM d.rebuilt
       ORDER BY d.id LIMIT ${limit - differences.length}
     `.execute(db);

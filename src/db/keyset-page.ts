@@ -9,11 +9,17 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
 import type { Cursor } from '../shared/cursor.ts';
 import type { RowReader } from './copy-out.ts';
+import { ownStoreIs } from './store-scope.ts';
 
-/** How one resource is listed: its FROM, key columns, JSON expression and base filter. */
+/** How one resource is listed: its FROM, its store column, key columns, JSON expression and base filter. */
 export interface ListSource {
   /** e.g. sql`products p` */
   readonly from: RawBuilder<unknown>;
+  /**
+   * The store column of the row `from` names, e.g. 'p.store_id': every statement over the source
+   * names its store by it (`ownStoreIs`, decision 0051), the first key of every keyset index.
+   */
+  readonly store: string;
   /** The row's last_modified column, e.g. sql`p.last_modified` */
   readonly lastModified: RawBuilder<unknown>;
   /** The row's id column (tie-breaker), e.g. sql`p.id` */
@@ -50,8 +56,14 @@ export interface KeyRow {
   id: string;
 }
 
+/** The source's rows of the statement's store (db/store-scope.ts `ownStoreIs`), `source.where` and `extra`, ANDed. */
+export function sourceConditions(source: ListSource, extra: readonly RawBuilder<unknown>[] = []): RawBuilder<unknown> {
+  return sql.join([ownStoreIs(source.store), ...(source.where ? [source.where] : []), ...extra], sql` AND `);
+}
+
 function whereClause(source: ListSource, req: Omit<PageRequest, 'limit'>): RawBuilder<unknown> {
   const conditions: RawBuilder<unknown>[] = [
+    ownStoreIs(source.store),
     typeof req.horizon === 'string' ? sql`${source.lastModified} < ${req.horizon}::timestamptz` : sql`${source.lastModified} < ${req.horizon}`,
     ...(source.where ? [source.where] : []),
     ...req.filters,

@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import type { Insertable, Kysely } from 'kysely';
 import type { Database, OrderItemTable, OrderTable, ProductTable } from '../db/schema.ts';
 import { runWrite } from '../db/write-clock.ts';
+import { ownStore, ownStoreIs } from '../db/store-scope.ts';
 import { PRODUCT_TYPES, isStockTracked, type ProductType } from '../catalog/product.json-sql.ts';
 import { slugify } from '../catalog/catalog.service.ts';
 import { customersChanged, inventoryChanged, ordersChanged, productsChanged } from '../resources/record-events.ts';
@@ -133,6 +134,7 @@ export async function generateDemoStore(db: Kysely<Database>, options: DemoOptio
             const variantId = randomUUID();
             variants.push({
               id: variantId,
+              store_id: ownStore(),
               product_id: id,
               name: Object.values(attributes).join(' / '),
               sku: `SKU-${String(n + 1).padStart(6, '0')}-${position + 1}`,
@@ -153,6 +155,7 @@ export async function generateDemoStore(db: Kysely<Database>, options: DemoOptio
         for (let k = 0; k < rnd.int(1, 3); k++) {
           images.push({
             id: randomUUID(),
+            store_id: ownStore(),
             product_id: id,
             image_url: `https://images.example.com/products/${id}/${k + 1}.jpg`,
             is_primary: k === 0,
@@ -162,7 +165,10 @@ export async function generateDemoStore(db: Kysely<Database>, options: DemoOptio
           });
         }
       }
-      await ctx.trx.insertInto('products').values(products).execute();
+      await ctx.trx
+        .insertInto('products')
+        .values(products.map((product) => ({ ...product, store_id: ownStore() })))
+        .execute();
       for (let i = 0; i < variants.length; i += 1000)
         await ctx.trx
           .insertInto('variants')
@@ -198,6 +204,7 @@ export async function generateDemoStore(db: Kysely<Database>, options: DemoOptio
         customerIds.push(id);
         return {
           id,
+          store_id: ownStore(),
           name: `${first} ${last}`,
           phone: `+49${rnd.int(150000000, 179999999)}`,
           email: `${first}.${last}.${start + i + 1}@example.com`.toLowerCase(),
@@ -229,7 +236,7 @@ export async function generateDemoStore(db: Kysely<Database>, options: DemoOptio
     (
       await db
         .selectFrom('products as p')
-        .leftJoin('variants as v', (join) => join.onRef('v.product_id', '=', 'p.id').on('v.is_active', '=', true))
+        .leftJoin('variants as v', (join) => join.onRef('v.store_id', '=', 'p.store_id').onRef('v.product_id', '=', 'p.id').on('v.is_active', '=', true))
         .select([
           'p.id as productId',
           'v.id as variantId',
@@ -241,6 +248,7 @@ export async function generateDemoStore(db: Kysely<Database>, options: DemoOptio
           'p.own_stock as ownStock',
           'v.stock as variantStock',
         ])
+        .where(ownStoreIs('p.store_id'))
         .where('p.is_active', '=', true)
         .execute()
     ).map((r) => [`${r.productId}:${r.variantId}`, r]),
@@ -316,8 +324,16 @@ export async function generateDemoStore(db: Kysely<Database>, options: DemoOptio
         items.push(...rows.items);
         placed++;
       }
-      for (const part of chunks(orders, 500)) await ctx.trx.insertInto('orders').values(part).execute();
-      for (const part of chunks(items, 500)) await ctx.trx.insertInto('order_items').values(part).execute();
+      for (const part of chunks(orders, 500))
+        await ctx.trx
+          .insertInto('orders')
+          .values(part.map((order) => ({ ...order, store_id: ownStore() })))
+          .execute();
+      for (const part of chunks(items, 500))
+        await ctx.trx
+          .insertInto('order_items')
+          .values(part.map((item) => ({ ...item, store_id: ownStore() })))
+          .execute();
       await ordersChanged(
         ctx,
         orders.map((o) => o.id),
@@ -341,6 +357,6 @@ export async function generateDemoStore(db: Kysely<Database>, options: DemoOptio
 
 /** True when the store has no products yet. */
 export async function storeIsEmpty(db: Kysely<Database>): Promise<boolean> {
-  const { rows } = await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM products) AS any`.execute(db);
+  const { rows } = await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM products WHERE ${ownStoreIs('store_id')}) AS any`.execute(db);
   return !rows[0]!.any;
 }

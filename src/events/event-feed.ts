@@ -13,6 +13,7 @@ export const eventJson = eventEnvelope('e');
 /** The event log as a keyset list: (created_at, id), served by events_created_at_id_idx. */
 export const eventSource: ListSource = {
   from: sql`events e`,
+  store: 'e.store_id',
   lastModified: sql`e.created_at`,
   id: sql`e.id`,
   json: eventJson,

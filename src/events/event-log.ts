@@ -10,6 +10,7 @@
 import { sql, type RawBuilder } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import type { WriteContext } from '../db/write-clock.ts';
+import { ownStore } from '../db/store-scope.ts';
 
 /** The resource kind of each event type (the first part of the type). */
 export function resourceTypeOf(type: string): string {
@@ -18,10 +19,11 @@ export function resourceTypeOf(type: string): string {
 
 /**
  * Appends one event of `type` per row of each part's `source` (a SELECT returning columns
- * `resource_id` and `data` (json)), all in ONE statement whatever the row count, so a bulk import
- * stays cheap: in the order of `parts` and, within a part, by resource id (a step of an import
- * appends three kinds, issue 25). The parts' `resource_id` columns must have one type (every
- * resource's is its uuid). Returns the number of events appended.
+ * `resource_id` and `data` (json), over the rows of the statement's store: the events are that
+ * store's), all in ONE statement whatever the row count, so a bulk import stays cheap: in the order
+ * of `parts` and, within a part, by resource id (a step of an import appends three kinds, issue 25).
+ * The parts' `resource_id` columns must have one type (every resource's is its uuid). Returns the
+ * number of events appended.
  */
 export async function appendEventsInOrder(ctx: WriteContext, parts: readonly { type: string; source: RawBuilder<unknown> }[]): Promise<number> {
   if (parts.length === 0) return 0;
@@ -33,8 +35,8 @@ export async function appendEventsInOrder(ctx: WriteContext, parts: readonly { t
     sql` UNION ALL `,
   );
   const result = await sql`
-    INSERT INTO events (id, type, resource_type, resource_id, data, created_at)
-    SELECT gen_random_uuid(), s.type, s.resource_type, s.resource_id::text, s.data::json, ${ctx.stamp}::timestamptz
+    INSERT INTO events (id, store_id, type, resource_type, resource_id, data, created_at)
+    SELECT gen_random_uuid(), ${ownStore()}, s.type, s.resource_type, s.resource_id::text, s.data::json, ${ctx.stamp}::timestamptz
     FROM (${sources}) AS s
     ORDER BY s.part, s.resource_id
   `.execute(ctx.trx);
@@ -49,8 +51,8 @@ export async function appendEventsInOrder(ctx: WriteContext, parts: readonly { t
 export async function appendTestEvent(ctx: WriteContext, type: string, resourceId: string, data: unknown): Promise<string> {
   const id = randomUUID();
   await sql`
-    INSERT INTO events (id, type, resource_type, resource_id, data, created_at, test)
-    VALUES (${id}, ${type}, ${resourceTypeOf(type)}, ${resourceId}, ${JSON.stringify(data)}::json, ${ctx.stamp}::timestamptz, true)
+    INSERT INTO events (id, store_id, type, resource_type, resource_id, data, created_at, test)
+    VALUES (${id}, ${ownStore()}, ${type}, ${resourceTypeOf(type)}, ${resourceId}, ${JSON.stringify(data)}::json, ${ctx.stamp}::timestamptz, true)
   `.execute(ctx.trx);
   return id;
 }
@@ -59,8 +61,8 @@ export async function appendTestEvent(ctx: WriteContext, type: string, resourceI
 export async function appendEvent(ctx: WriteContext, type: string, resourceId: string, data: unknown): Promise<string> {
   const id = randomUUID();
   await sql`
-    INSERT INTO events (id, type, resource_type, resource_id, data, created_at)
-    VALUES (${id}, ${type}, ${resourceTypeOf(type)}, ${resourceId}, ${JSON.stringify(data)}::json, ${ctx.stamp}::timestamptz)
+    INSERT INTO events (id, store_id, type, resource_type, resource_id, data, created_at)
+    VALUES (${id}, ${ownStore()}, ${type}, ${resourceTypeOf(type)}, ${resourceId}, ${JSON.stringify(data)}::json, ${ctx.stamp}::timestamptz)
   `.execute(ctx.trx);
   return id;
 }

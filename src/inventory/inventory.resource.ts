@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import { defineResource } from '../resources/resource.ts';
 import { requireUuid, sinceOf } from '../resources/filters.ts';
 import { Nullable, StringEnum, Timestamp, Uuid, sinceParam } from '../shared/typebox.ts';
-import { MOVEMENT_REASONS, inventoryJson, inventorySource, movementJson, movementSource } from './inventory.json-sql.ts';
+import { MOVEMENT_REASONS, inventoryJson, inventoryJsonBeforeStores, inventorySource, movementJson, movementSource } from './inventory.json-sql.ts';
 
 export const InventoryVariant = Type.Object(
   {
@@ -66,7 +66,14 @@ export const inventoryResource = defineResource({
   single: false,
   description: { list: 'Current stock of every stock-tracked product and its variants', export: 'Export inventory records as NDJSON' },
   events: { prefix: 'inventory', kinds: ['updated'] },
-  document: { name: 'inventory', alias: 'p', column: 'inventory_doc', build: inventoryJson, children: [{ table: 'variants', key: 'product_id' }] },
+  document: {
+    name: 'inventory',
+    alias: 'p',
+    column: 'inventory_doc',
+    build: inventoryJson,
+    buildBeforeStores: inventoryJsonBeforeStores,
+    children: [{ table: 'variants', key: 'product_id' }],
+  },
   labelDescription: 'Stock levels per product and variant, and the stock movements that changed them.',
   example: {
     product_id: '0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f60',

@@ -8,6 +8,7 @@ import type { Database, StockMovementTable } from '../db/schema.ts';
 import { movementJson } from './inventory.json-sql.ts';
 import { documentsSet } from '../db/documents.ts';
 import { documentKinds } from '../resources/store-schema.ts';
+import { ownStore, ownStoreIs } from '../db/store-scope.ts';
 
 type Trx = Transaction<Database>;
 
@@ -39,6 +40,7 @@ export async function lockProducts(trx: Trx, ids: readonly string[]): Promise<Lo
   return trx
     .selectFrom('products')
     .select(['id', 'product_type', 'sku', 'own_stock'])
+    .where(ownStoreIs('store_id'))
     .where('id', '=', sql<string>`ANY(${ids}::uuid[])`)
     .orderBy('id')
     .forNoKeyUpdate()
@@ -50,6 +52,7 @@ export async function lockVariants(trx: Trx, ids: readonly string[]): Promise<Lo
   return trx
     .selectFrom('variants')
     .select(['id', 'product_id', 'sku', 'stock'])
+    .where(ownStoreIs('store_id'))
     .where('id', '=', sql<string>`ANY(${ids}::uuid[])`)
     .orderBy('id')
     .forNoKeyUpdate()
@@ -60,7 +63,7 @@ export async function lockVariants(trx: Trx, ids: readonly string[]): Promise<Lo
 export async function setVariantStock(trx: Trx, levels: readonly (readonly [string, number])[]): Promise<void> {
   await sql`UPDATE variants v SET stock = x.stock
     FROM unnest(${levels.map(([id]) => id)}::uuid[], ${levels.map(([, s]) => s)}::int[]) AS x(id, stock)
-    WHERE v.id = x.id`.execute(trx);
+    WHERE ${ownStoreIs('v.store_id')} AND v.id = x.id`.execute(trx);
 }
 
 /**
@@ -76,6 +79,7 @@ export async function insertMovements(trx: Trx, movements: readonly Insertable<S
   await trx
     .insertInto('stock_movements')
     .columns([
+      'store_id',
       'id',
       'product_id',
       'variant_id',
@@ -91,7 +95,7 @@ export async function insertMovements(trx: Trx, movements: readonly Insertable<S
       'doc',
     ])
     .expression(
-      sql`SELECT m.*, (${movementJson})::json FROM unnest(
+      sql`SELECT ${ownStore()}, m.*, (${movementJson})::json FROM unnest(
       ${column((m) => m.id)}::uuid[], ${column((m) => m.product_id)}::uuid[], ${column((m) => m.variant_id ?? null)}::uuid[],
       ${column((m) => m.sku ?? null)}::text[], ${column((m) => m.reason)}::text[], ${column((m) => m.quantity_change)}::int[],
       ${column((m) => m.stock_before)}::int[], ${column((m) => m.stock_after)}::int[], ${column((m) => m.order_id ?? null)}::uuid[],
@@ -104,7 +108,7 @@ export async function insertMovements(trx: Trx, movements: readonly Insertable<S
 /** The first of `productIds` whose active variants' stock would sum past an integer, if any. */
 export async function productWithOverflowingStock(trx: Trx, productIds: readonly string[]): Promise<string | undefined> {
   const { rows } = await sql<{ id: string }>`SELECT v.product_id AS id FROM variants v
-    WHERE v.product_id = ANY(${productIds}::uuid[]) AND v.is_active
+    WHERE ${ownStoreIs('v.store_id')} AND v.product_id = ANY(${productIds}::uuid[]) AND v.is_active
     GROUP BY v.product_id HAVING abs(sum(v.stock)) > 2147483647 LIMIT 1`.execute(trx);
   return rows[0]?.id;
 }
@@ -118,10 +122,10 @@ export async function productWithOverflowingStock(trx: Trx, productIds: readonly
 export async function recomputeProductStock(trx: Trx, productIds: readonly string[], stamp: string, ownStock: readonly (number | null)[]): Promise<void> {
   await sql`UPDATE products p SET
       own_stock = coalesce(x.own_stock, p.own_stock),
-      stock = coalesce((SELECT sum(v.stock)::int FROM variants v WHERE v.product_id = p.id AND v.is_active), x.own_stock, p.own_stock),
+      stock = coalesce((SELECT sum(v.stock)::int FROM variants v WHERE v.store_id = p.store_id AND v.product_id = p.id AND v.is_active), x.own_stock, p.own_stock),
       last_modified = ${stamp}::timestamptz
     FROM unnest(${productIds}::uuid[], ${ownStock}::int[]) AS x(id, own_stock)
-    WHERE p.id = x.id`.execute(trx);
+    WHERE ${ownStoreIs('p.store_id')} AND p.id = x.id`.execute(trx);
 }
 
 /**
@@ -144,12 +148,12 @@ export async function recomputeProductStockAndDocuments(
   const { rows } = await sql<{ id: string }>`UPDATE products t SET
       own_stock = p.own_stock, stock = p.stock, last_modified = p.last_modified, ${documentsSet(documentKinds(), 'products')}
     FROM unnest(${productIds}::uuid[], ${ownStock}::int[]) AS x(id, own_stock)
-      JOIN products o ON o.id = x.id AND o.last_modified < ${stamp}::timestamptz
+      JOIN products o ON ${ownStoreIs('o.store_id')} AND o.id = x.id AND o.last_modified < ${stamp}::timestamptz
       CROSS JOIN LATERAL jsonb_populate_record(o, jsonb_build_object(
         'own_stock', coalesce(x.own_stock, o.own_stock),
-        'stock', coalesce((SELECT sum(v.stock)::int FROM variants v WHERE v.product_id = o.id AND v.is_active), x.own_stock, o.own_stock),
+        'stock', coalesce((SELECT sum(v.stock)::int FROM variants v WHERE v.store_id = o.store_id AND v.product_id = o.id AND v.is_active), x.own_stock, o.own_stock),
         'last_modified', ${stamp}::timestamptz)) AS p
-    WHERE t.id = p.id
+    WHERE t.store_id = o.store_id AND t.id = o.id
     RETURNING t.id::text AS id`.execute(trx);
   return rows.map((r) => r.id);
 }
@@ -158,9 +162,9 @@ export async function recomputeProductStockAndDocuments(
 export async function stockBySku(trx: Trx | Kysely<Database>, skus: readonly string[]): Promise<StockBySku[]> {
   const { rows } = await sql<StockBySku>`
     SELECT v.sku, v.product_id, v.id AS variant_id, v.stock, p.product_type
-      FROM variants v JOIN products p ON p.id = v.product_id WHERE v.sku = ANY(${skus}::text[])
+      FROM variants v JOIN products p ON p.store_id = v.store_id AND p.id = v.product_id WHERE ${ownStoreIs('v.store_id')} AND v.sku = ANY(${skus}::text[])
     UNION ALL
-    SELECT p.sku, p.id, NULL, p.own_stock, p.product_type FROM products p WHERE p.sku = ANY(${skus}::text[])
+    SELECT p.sku, p.id, NULL, p.own_stock, p.product_type FROM products p WHERE ${ownStoreIs('p.store_id')} AND p.sku = ANY(${skus}::text[])
   `.execute(trx);
   return rows;
 }

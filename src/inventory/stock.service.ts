@@ -16,6 +16,7 @@ import type { Database, StockMovementTable } from '../db/schema.ts';
 import { runWrite, type WriteContext } from '../db/write-clock.ts';
 import { runGivingWay } from '../db/connection-turns.ts';
 import { withDocumentsRebuiltLater } from '../db/documents.ts';
+import { ownStoreIs } from '../db/store-scope.ts';
 import { isStockTracked } from '../catalog/product.json-sql.ts';
 import { ApiError, conflict, invalidParameter, notFound, type ParamError } from '../shared/problem.ts';
 import { stockChanged } from '../resources/record-events.ts';
@@ -234,7 +235,12 @@ export interface AdjustmentInput {
 /** A manual stock adjustment (reason `adjustment`). Returns the movement's id. */
 export async function adjustStock(db: Kysely<Database>, input: AdjustmentInput): Promise<string> {
   return runWrite(db, async (ctx) => {
-    const product = await ctx.trx.selectFrom('products').select(['id', 'product_type']).where('id', '=', input.product_id).executeTakeFirst();
+    const product = await ctx.trx
+      .selectFrom('products')
+      .select(['id', 'product_type'])
+      .where(ownStoreIs('store_id'))
+      .where('id', '=', input.product_id)
+      .executeTakeFirst();
     if (!product) throw notFound('product', input.product_id);
     if (!isStockTracked(product.product_type)) throw conflict(`Products of type '${product.product_type}' have no stock.`);
     const variantId = await resolveStockTarget(ctx, input.product_id, input.variant_id ?? null);
@@ -249,7 +255,14 @@ export async function adjustStock(db: Kysely<Database>, input: AdjustmentInput):
 /** A product with active variants keeps stock on its variants: a change must name one. */
 async function resolveStockTarget(ctx: WriteContext, productId: string, variantId: string | null): Promise<string | null> {
   if (variantId) return variantId;
-  const active = await ctx.trx.selectFrom('variants').select('id').where('product_id', '=', productId).where('is_active', '=', true).limit(1).execute();
+  const active = await ctx.trx
+    .selectFrom('variants')
+    .select('id')
+    .where(ownStoreIs('store_id'))
+    .where('product_id', '=', productId)
+    .where('is_active', '=', true)
+    .limit(1)
+    .execute();
   if (active.length > 0) throw invalidParameter('variant_id', 'is required: this product keeps its stock on its variants');
   return null;
 }

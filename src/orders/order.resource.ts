@@ -5,7 +5,7 @@ import { defineResource } from '../resources/resource.ts';
 import { sinceOf } from '../resources/filters.ts';
 import { Money, Nullable, StringEnum, Timestamp, Uuid, sinceParam } from '../shared/typebox.ts';
 import { ORDER_STATUSES, PAYMENT_STATUSES } from './order-status.ts';
-import { ORDER_SOURCES, orderJson, orderSource } from './order.json-sql.ts';
+import { ORDER_SOURCES, orderJson, orderJsonBeforeStores, orderSource } from './order.json-sql.ts';
 
 export const OrderItem = Type.Object(
   {
@@ -75,7 +75,14 @@ export const orderResource = defineResource({
   single: true,
   description: { list: 'List orders with their items', get: 'One order with its items', export: 'Export orders as NDJSON' },
   events: { prefix: 'order', kinds: ['created', 'updated'] },
-  document: { name: 'order', alias: 'o', column: 'doc', build: orderJson, children: [{ table: 'order_items', key: 'order_id' }] },
+  document: {
+    name: 'order',
+    alias: 'o',
+    column: 'doc',
+    build: orderJson,
+    buildBeforeStores: orderJsonBeforeStores,
+    children: [{ table: 'order_items', key: 'order_id' }],
+  },
   labelDescription: 'Orders with their items, POS and online.',
   example: {
     id: '0193a5c3-0b12-7d34-a5b6-c7d8e9f0a1b2',

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { runWrite, type WriteContext } from '../db/write-clock.ts';
+import { ownStore, ownStoreIs } from '../db/store-scope.ts';
 import { conflict, invalidParameter, notFound } from '../shared/problem.ts';
 import { orderChanged } from '../resources/record-events.ts';
 import { applyStockChanges, type StockChange } from '../inventory/stock.service.ts';
@@ -56,22 +57,43 @@ export async function placeOrder(db: Kysely<Database>, input: OrderInput): Promi
     let customerName = input.customer_name ?? null;
     let customerPhone = input.customer_phone ?? null;
     if (input.customer_id) {
-      const customer = await trx.selectFrom('customers').select(['name', 'phone']).where('id', '=', input.customer_id).executeTakeFirst();
+      const customer = await trx
+        .selectFrom('customers')
+        .select(['name', 'phone'])
+        .where(ownStoreIs('store_id'))
+        .where('id', '=', input.customer_id)
+        .executeTakeFirst();
       if (!customer) throw invalidParameter('body.customer_id', `no customer with id '${input.customer_id}'`);
       customerName ??= customer.name;
       customerPhone ??= customer.phone;
     }
     const productIds = [...new Set(input.items.map((i) => i.product_id))];
-    const products = await trx.selectFrom('products').select(['id', 'name', 'price', 'is_active']).where('id', 'in', productIds).execute();
+    const products = await trx
+      .selectFrom('products')
+      .select(['id', 'name', 'price', 'is_active'])
+      .where(ownStoreIs('store_id'))
+      .where('id', 'in', productIds)
+      .execute();
     const variantIds = input.items.flatMap((i) => (i.variant_id ? [i.variant_id] : []));
     const variants =
       variantIds.length === 0
         ? []
-        : await trx.selectFrom('variants').select(['id', 'product_id', 'name', 'price', 'is_active']).where('id', 'in', variantIds).execute();
+        : await trx
+            .selectFrom('variants')
+            .select(['id', 'product_id', 'name', 'price', 'is_active'])
+            .where(ownStoreIs('store_id'))
+            .where('id', 'in', variantIds)
+            .execute();
     const withVariants = new Set(
-      (await trx.selectFrom('variants').select('product_id').where('product_id', 'in', productIds).where('is_active', '=', true).execute()).map(
-        (v) => v.product_id,
-      ),
+      (
+        await trx
+          .selectFrom('variants')
+          .select('product_id')
+          .where(ownStoreIs('store_id'))
+          .where('product_id', 'in', productIds)
+          .where('is_active', '=', true)
+          .execute()
+      ).map((v) => v.product_id),
     );
     const productById = new Map(products.map((p) => [p.id, p]));
     const variantById = new Map(variants.map((v) => [v.id, v]));
@@ -114,8 +136,14 @@ export async function placeOrder(db: Kysely<Database>, input: OrderInput): Promi
       delivery_fee: input.delivery_fee ?? 0,
       items: priced,
     });
-    await trx.insertInto('orders').values(rows.order).execute();
-    await trx.insertInto('order_items').values(rows.items).execute();
+    await trx
+      .insertInto('orders')
+      .values({ ...rows.order, store_id: ownStore() })
+      .execute();
+    await trx
+      .insertInto('order_items')
+      .values(rows.items.map((item) => ({ ...item, store_id: ownStore() })))
+      .execute();
     await orderChanged(ctx, orderId, true);
     await applyStockChanges(ctx, stock);
     return orderById(trx, orderId);
@@ -137,7 +165,13 @@ type StateOf<M extends Machine> = M extends 'status' ? OrderStatus : PaymentStat
  */
 async function moveOrder<M extends Machine>(ctx: WriteContext, id: string, machine: M, to: StateOf<M>): Promise<void> {
   const { column, transitions, canMove, noun } = MACHINES[machine];
-  const order = await ctx.trx.selectFrom('orders').select(['id', column]).where('id', '=', id).forNoKeyUpdate().executeTakeFirst();
+  const order = await ctx.trx
+    .selectFrom('orders')
+    .select(['id', column])
+    .where(ownStoreIs('store_id'))
+    .where('id', '=', id)
+    .forNoKeyUpdate()
+    .executeTakeFirst();
   if (!order) throw notFound('order', id);
   const from = (order as Record<string, unknown>)[column] as StateOf<M>;
   if (!(canMove as (from: StateOf<M>, to: StateOf<M>) => boolean)(from, to)) {
@@ -147,6 +181,7 @@ async function moveOrder<M extends Machine>(ctx: WriteContext, id: string, machi
   await ctx.trx
     .updateTable('orders')
     .set({ [column]: to, last_modified: ctx.stamp })
+    .where(ownStoreIs('store_id'))
     .where('id', '=', id)
     .execute();
   await orderChanged(ctx, id);
@@ -161,6 +196,7 @@ export async function changeOrderStatus(db: Kysely<Database>, id: string, to: Or
       const items = await ctx.trx
         .selectFrom('order_items')
         .select(['product_id', 'variant_id', 'quantity'])
+        .where(ownStoreIs('store_id'))
         .where('order_id', '=', id)
         .orderBy('position')
         .execute();

@@ -15,7 +15,7 @@
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import type { ListSource } from '../db/keyset-page.ts';
+import { sourceConditions, type ListSource } from '../db/keyset-page.ts';
 
 /** The checksum of the records whose id starts with `range`. */
 export interface RangeChecksum {
@@ -58,11 +58,10 @@ export function rangeLength(prefixLength: number, digits: number): number {
   return length;
 }
 
-/** The conditions every checksum query of `source` applies: its own, the request's filters, the id range. */
+/** The conditions every checksum query of `source` applies: its store, its own, the request's filters, the id range. */
 function conditions(source: ListSource, filters: readonly RawBuilder<unknown>[], prefix: string): RawBuilder<unknown> {
   const [low, high] = rangeBounds(prefix);
-  const all = [...(source.where ? [source.where] : []), ...filters, sql`${source.id} BETWEEN ${low}::uuid AND ${high}::uuid`];
-  return sql.join(all, sql` AND `);
+  return sourceConditions(source, [...filters, sql`${source.id} BETWEEN ${low}::uuid AND ${high}::uuid`]);
 }
 
 const recordHash = (source: ListSource) => sql`jsonb_hash_extended((${source.json})::jsonb, 0)`;

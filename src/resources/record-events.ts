@@ -5,6 +5,7 @@
  */
 import { sql } from 'kysely';
 import type { WriteContext } from '../db/write-clock.ts';
+import { sourceConditions } from '../db/keyset-page.ts';
 import { productResource } from '../catalog/product.resource.ts';
 import { customerResource } from '../customers/customer.resource.ts';
 import { inventoryResource, movementResource } from '../inventory/inventory.resource.ts';
@@ -56,12 +57,11 @@ export async function recordsChangedInOrder(ctx: WriteContext, changes: readonly
     const { source, events } = resource;
     if (!events) throw new Error(`resource ${resource.name} declares no events`);
     const type = `${events.prefix}.${kind}` as FeedEventType;
-    const base = source.where ? sql` AND ${source.where}` : sql``;
     return idChunks(ids).map((part) => ({
       type,
       rows: part.length,
       source: sql`SELECT ${source.id} AS resource_id, ${source.json} AS data
-        FROM unnest(${part}::uuid[]) AS changed(id) CROSS JOIN ${source.from} WHERE ${source.id} = changed.id${base}`,
+        FROM unnest(${part}::uuid[]) AS changed(id) CROSS JOIN ${source.from} WHERE ${sourceConditions(source, [sql`${source.id} = changed.id`])}`,
     }));
   });
   for (let from = 0; from < parts.length; ) {

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { runWrite } from '../db/write-clock.ts';
+import { ownStore, ownStoreIs } from '../db/store-scope.ts';
 import { recordsChanged } from './record-events.ts';
 import { notFound } from '../shared/problem.ts';
 import { recordById } from './record-reads.ts';
@@ -21,7 +22,7 @@ type WritableResource = ResourceDeclaration<string, string, string, 'created' | 
 export async function createRecord<R extends WritableResource>(db: Kysely<Database>, resource: R, fields: Fields): Promise<RecordOf<R>> {
   return runWrite(db, async (ctx) => {
     const id = randomUUID();
-    const values: Fields = { ...fields, id, created_at: ctx.stamp, last_modified: ctx.stamp };
+    const values: Fields = { ...fields, id, store_id: ownStore(), created_at: ctx.stamp, last_modified: ctx.stamp };
     const columns = Object.keys(values);
     await sql`INSERT INTO ${sql.table(resource.table)} (${sql.join(columns.map((c) => sql.ref(c)))})
       VALUES (${sql.join(columns.map((c) => values[c]))})`.execute(ctx.trx);
@@ -36,7 +37,7 @@ export async function updateRecord<R extends WritableResource>(db: Kysely<Databa
     const values: Fields = { ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)), last_modified: ctx.stamp };
     const result = await sql`UPDATE ${sql.table(resource.table)}
       SET ${sql.join(Object.entries(values).map(([c, v]) => sql`${sql.ref(c)} = ${v}`))}
-      WHERE id = ${id}::uuid`.execute(ctx.trx);
+      WHERE ${ownStoreIs('store_id')} AND id = ${id}::uuid`.execute(ctx.trx);
     if (Number(result.numAffectedRows ?? 0) === 0) throw notFound(resource.noun, id);
     await recordsChanged(ctx, resource, 'updated', [id]);
     return recordById(ctx.trx, resource, id);

@@ -82,8 +82,17 @@ export interface StoredDocument {
   readonly name: string;
   readonly alias: string;
   readonly column: string;
-  /** One SQL expression without parameters: the record's JSON from the row aliased `alias`. */
+  /**
+   * One SQL expression without parameters: the record's JSON from the row aliased `alias`; a child
+   * table's rows joined by their store as well as their key (db/documents.ts `childOfStore`).
+   */
   readonly build: RawBuilder<unknown>;
+  /**
+   * `build` without naming any store, for a database before migration 0031 (its tables have no
+   * store_id; migrations 0009 and 0016 install the triggers from today's declarations); omit when
+   * `build` names none (it reads no other table).
+   */
+  readonly buildBeforeStores?: RawBuilder<unknown>;
   /** Other tables `build` reads, each with its column naming the row of `table` it belongs to. */
   readonly children?: readonly { readonly table: string; readonly key: string }[];
 }

@@ -18,9 +18,15 @@ import {
 } from '../db/documents.ts';
 import { RESOURCES } from './registry.ts';
 
-/** Every stored document of every declared resource, in resource order. */
-export function documentKinds(): DocumentKind[] {
-  return RESOURCES.map((r) => ({ ...r.document, table: r.table }));
+/**
+ * Every stored document of every declared resource, in resource order. `stores` false: as a database
+ * before migration 0031 has them (no store_id: the expressions name no store, `buildBeforeStores`).
+ */
+export function documentKinds({ stores = true }: { stores?: boolean } = {}): DocumentKind[] {
+  return RESOURCES.map((r) => {
+    const { buildBeforeStores, ...document } = r.document;
+    return { ...document, build: stores ? document.build : (buildBeforeStores ?? document.build), table: r.table, stores };
+  });
 }
 
 /** The tables whose writes can change a list page: each resource's table and the tables its document reads. */
@@ -28,12 +34,22 @@ export function storeTables(): string[] {
   return documentSources(documentKinds()).map((s) => s.table);
 }
 
-/** The document kinds whose owner and child tables all exist in `db` (a migration installs what its day has). */
+/**
+ * The document kinds whose owner and child tables all exist in `db` (a migration installs what its
+ * day has), as its day has them: naming their store once the owner has a store_id (migration 0031).
+ */
 async function installableKinds<DB>(db: Kysely<DB>): Promise<DocumentKind[]> {
-  const { rows } = await sql<{ name: string }>`
-    SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()`.execute(db);
+  const { rows } = await sql<{ name: string; stores: boolean }>`
+    SELECT t.table_name AS name, EXISTS (SELECT 1 FROM information_schema.columns c
+      WHERE c.table_schema = t.table_schema AND c.table_name = t.table_name AND c.column_name = 'store_id') AS stores
+    FROM information_schema.tables t WHERE t.table_schema = current_schema()`.execute(db);
   const existing = new Set(rows.map((r) => r.name));
-  return documentKinds().filter((k) => existing.has(k.table) && (k.children ?? []).every((c) => existing.has(c.table)));
+  const withStores = new Set(rows.filter((r) => r.stores).map((r) => r.name));
+  const installable = (k: DocumentKind) => existing.has(k.table) && (k.children ?? []).every((c) => existing.has(c.table));
+  const before = documentKinds({ stores: false });
+  return documentKinds()
+    .map((k, i) => (withStores.has(k.table) ? k : before[i]!))
+    .filter(installable);
 }
 
 /**

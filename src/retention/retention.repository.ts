@@ -6,9 +6,14 @@
  * Every delete is bounded (`… WHERE id IN (SELECT … LIMIT n)`) and runs in its own short
  * transaction; rows are taken `FOR UPDATE SKIP LOCKED`, so a delivery a worker or an admin holds is
  * skipped, never waited for, and the pruner never holds a lock a delivery waits on for long.
+ *
+ * The pruner works across stores (decision 0051): each batch is found by age in every store, and
+ * the statements after it name each row's store, `(store_id, id)`; a delivery's attempts and an
+ * event's deliveries are matched on their store as well as their id.
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import { ownStoreIs } from '../db/store-scope.ts';
 
 /** Tables with a watermark. */
 export type RetainedTable = 'events' | 'webhook_deliveries';
@@ -56,17 +61,19 @@ export async function deleteFinishedDeliveries(db: Kysely<Database>, kind: 'succ
         sql`status = 'succeeded' AND succeeded_at < ${cutoff}::timestamptz AND created_at < ${cutoff}::timestamptz`
       : sql`status = 'dead' AND dead_at < ${cutoff}::timestamptz`;
   return db.transaction().execute(async (trx) => {
-    const { rows } = await sql<{ id: string }>`
-      SELECT id FROM webhook_deliveries
+    const { rows } = await sql<{ id: string; store_id: string }>`
+      SELECT id, store_id FROM webhook_deliveries
       WHERE ${finishedBefore} AND locked_until IS NULL
       LIMIT ${limit}
       FOR UPDATE SKIP LOCKED
     `.execute(trx);
     if (rows.length === 0) return { deliveries: 0, attempts: 0 };
+    // Ids are unique across stores: the batch's stores and its ids name exactly its rows.
+    const stores = sql`${[...new Set(rows.map((r) => r.store_id))]}::uuid[]`;
     const ids = sql`${rows.map((r) => r.id)}::uuid[]`;
-    const attempts = await sql`DELETE FROM webhook_attempts WHERE delivery_id = ANY(${ids})`.execute(trx);
+    const attempts = await sql`DELETE FROM webhook_attempts WHERE store_id = ANY(${stores}) AND delivery_id = ANY(${ids})`.execute(trx);
     // The status is checked again: a row changes only under its lock, which is ours now.
-    const deliveries = await sql`DELETE FROM webhook_deliveries WHERE id = ANY(${ids}) AND ${finishedBefore}`.execute(trx);
+    const deliveries = await sql`DELETE FROM webhook_deliveries WHERE store_id = ANY(${stores}) AND id = ANY(${ids}) AND ${finishedBefore}`.execute(trx);
     return { deliveries: Number(deliveries.numAffectedRows ?? 0), attempts: Number(attempts.numAffectedRows ?? 0) };
   });
 }
@@ -77,11 +84,11 @@ export async function deleteFinishedDeliveries(db: Kysely<Database>, kind: 'succ
  */
 export async function deleteUnneededEvents(db: Kysely<Database>, before: string, limit: number): Promise<number> {
   const result = await sql`
-    DELETE FROM events WHERE id IN (
-      SELECT e.id FROM events e, webhook_poller_state p
+    DELETE FROM events WHERE (store_id, id) IN (
+      SELECT e.store_id, e.id FROM events e, webhook_poller_state p
       WHERE p.id = 1 AND e.created_at < ${before}::timestamptz
         AND (e.created_at, e.seq) <= (p.position_created_at, p.position_seq)
-        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id)
+        AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.store_id = e.store_id AND d.event_id = e.id)
       LIMIT ${limit}
       FOR UPDATE OF e SKIP LOCKED
     )
@@ -89,10 +96,10 @@ export async function deleteUnneededEvents(db: Kysely<Database>, before: string,
   return Number(result.numAffectedRows ?? 0);
 }
 
-/** When the oldest delivery still kept was created (ISO), or undefined when there is none. */
+/** When the oldest delivery the running store still keeps was created (ISO), or undefined when there is none. */
 export async function oldestDeliveryAt(db: Kysely<Database>): Promise<string | undefined> {
   const { rows } = await sql<{ at: string | null }>`
-    SELECT iso_utc(min(created_at)) AS at FROM webhook_deliveries
+    SELECT iso_utc(min(created_at)) AS at FROM webhook_deliveries WHERE ${ownStoreIs('store_id')}
   `.execute(db);
   return rows[0]?.at ?? undefined;
 }
@@ -100,8 +107,8 @@ export async function oldestDeliveryAt(db: Kysely<Database>): Promise<string | u
 /** Deletes up to `limit` admin audit log entries older than `before`; returns how many. */
 export async function deleteAuditBefore(db: Kysely<Database>, before: string, limit: number): Promise<number> {
   const result = await sql`
-    DELETE FROM admin_audit_log WHERE id IN (
-      SELECT id FROM admin_audit_log WHERE at < ${before}::timestamptz LIMIT ${limit} FOR UPDATE SKIP LOCKED
+    DELETE FROM admin_audit_log WHERE (store_id, id) IN (
+      SELECT store_id, id FROM admin_audit_log WHERE at < ${before}::timestamptz LIMIT ${limit} FOR UPDATE SKIP LOCKED
     )`.execute(db);
   return Number(result.numAffectedRows ?? 0);
 }
@@ -110,8 +117,8 @@ export async function deleteAuditBefore(db: Kysely<Database>, before: string, li
 export async function deleteExpiredIdempotencyKeys(db: Kysely<Database>, cutoff: string, limit: number): Promise<number> {
   const { rows } = await sql<{ n: number }>`
     WITH gone AS (
-      DELETE FROM idempotency_keys WHERE ctid IN (
-        SELECT ctid FROM idempotency_keys WHERE created_at < ${cutoff}::timestamptz LIMIT ${limit}
+      DELETE FROM idempotency_keys WHERE (store_id, key_hash) IN (
+        SELECT store_id, key_hash FROM idempotency_keys WHERE created_at < ${cutoff}::timestamptz LIMIT ${limit}
       ) RETURNING 1
     )
     SELECT count(*)::int AS n FROM gone

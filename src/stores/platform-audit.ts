@@ -80,16 +80,7 @@ export async function listPlatformAudit(
   const rows = await asPlatform(() => {
     let select = db
       .selectFrom('platform_audit_log')
-      .select([
-        'id',
-        sql<string>`iso_utc(at)`.as('at'),
-        'actor',
-        'actor_detail',
-        'action',
-        'store_id',
-        'store_name',
-        'details',
-      ])
+      .select(['id', sql<string>`iso_utc(at)`.as('at'), 'actor', 'actor_detail', 'action', 'store_id', 'store_name', 'details'])
       .orderBy('at', 'desc')
       .orderBy('id', 'desc')
       .limit(query.limit + 1);

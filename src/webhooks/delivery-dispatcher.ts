@@ -56,6 +56,8 @@ export const BROKER_RECONCILE_MS = 10_000;
 
 /** What this worker holds for one endpoint. */
 interface EndpointSlots {
+  /** The endpoint's store (from its first delivery here): a claim's rounds across stores count what each holds. */
+  storeId: string;
   /** Deliveries in flight now may not exceed this (endpoint-concurrency.ts). */
   limit: number;
   /** HTTP requests in flight. */
@@ -199,11 +201,20 @@ export class DeliveryDispatcher {
     const room = this.#backlog ? 0 : this.#claimRoom();
     this.#reserved += room;
     if (room <= 0) return { room, handover: undefined };
-    const { freeSlots, held } = this.#claimShape();
+    const { freeSlots, held, heldByStore } = this.#claimShape();
     const endpointCapacity = claimAhead(this.#concurrency.initial, false);
     return {
       room,
-      handover: { workerId: this.#id, leaseMs: this.#ctx.config.WEBHOOK_LEASE_MS, limit: room, freeSlots, held, endpointCapacity, breaker: this.#breaker },
+      handover: {
+        workerId: this.#id,
+        leaseMs: this.#ctx.config.WEBHOOK_LEASE_MS,
+        limit: room,
+        freeSlots,
+        held,
+        heldByStore,
+        endpointCapacity,
+        breaker: this.#breaker,
+      },
     };
   }
 
@@ -293,17 +304,21 @@ export class DeliveryDispatcher {
    * Per endpoint held here (sending or waiting), the deliveries a claim may add (its claim-ahead
    * room; none while a failure's breaker verdict is pending) and those it holds, for the claim's rounds.
    */
-  #claimShape(): { freeSlots: Map<string, number>; held: Map<string, number> } {
+  #claimShape(): { freeSlots: Map<string, number>; held: Map<string, number>; heldByStore: Map<string, number> } {
     const freeSlots = new Map<string, number>();
     const held = new Map<string, number>();
+    const heldByStore = new Map<string, number>();
     for (const [endpointId, e] of this.#endpoints) {
       const holding = e.sending + e.waiting.length;
       // An endpoint this worker knows keeps its limit while it holds nothing (a fast one claims a
       // full round ahead again at once, not the initial two).
       freeSlots.set(endpointId, e.failuresSettling > 0 ? 0 : claimAhead(e.limit, e.fast) - holding);
-      if (holding > 0) held.set(endpointId, holding);
+      if (holding > 0) {
+        held.set(endpointId, holding);
+        heldByStore.set(e.storeId, (heldByStore.get(e.storeId) ?? 0) + holding);
+      }
     }
-    return { freeSlots, held };
+    return { freeSlots, held, heldByStore };
   }
 
   /**
@@ -322,7 +337,7 @@ export class DeliveryDispatcher {
     if (claimed.length === 0) return;
     this.#events.emit('claimed', claimed);
     const leaseUntil = now + this.#ctx.config.WEBHOOK_LEASE_MS;
-    for (const delivery of claimed) this.#slots(delivery.endpointId).waiting.push({ delivery, leaseUntil });
+    for (const delivery of claimed) this.#slots(delivery.endpointId, delivery.storeId).waiting.push({ delivery, leaseUntil });
     this.#waiting += claimed.length;
     // Stopped meanwhile: stop() has taken the queues already, so these go back at once.
     if (this.#stopping) {
@@ -361,11 +376,11 @@ export class DeliveryDispatcher {
     return this.#ctx.database.backend === 'pglite' ? Math.min(room, PGLITE_CLAIM_MAX) : room;
   }
 
-  /** This worker's slots for `endpointId` (a new endpoint starts at the initial limit). */
-  #slots(endpointId: string): EndpointSlots {
+  /** This worker's slots for `endpointId` of the store `storeId` (a new endpoint starts at the initial limit). */
+  #slots(endpointId: string, storeId: string): EndpointSlots {
     let slots = this.#endpoints.get(endpointId);
     if (!slots) {
-      slots = { limit: this.#concurrency.initial, sending: 0, waiting: [], failuresSettling: 0, fast: false, openedAt: 0 };
+      slots = { storeId, limit: this.#concurrency.initial, sending: 0, waiting: [], failuresSettling: 0, fast: false, openedAt: 0 };
       this.#endpoints.set(endpointId, slots);
     }
     return slots;
@@ -418,11 +433,7 @@ export class DeliveryDispatcher {
   /** Gives claimed, unsent deliveries back to the queue (releaseDeliveries). */
   #release(deliveries: readonly ClaimedDelivery[]): void {
     if (deliveries.length === 0) return;
-    const run = releaseDeliveries(
-      this.#ctx.database.db,
-      this.#id,
-      deliveries.map((d) => d.id),
-    )
+    const run = releaseDeliveries(this.#ctx.database.db, this.#id, deliveries)
       .catch((error) => this.#loopError('releasing unsent webhook deliveries failed (they are sent again when their lease expires)', error))
       .finally(() => this.#running.delete(run));
     this.#running.add(run);
@@ -517,7 +528,11 @@ export class DeliveryDispatcher {
     const now = this.#clock();
     if (pooled.size === 0 || now - this.#brokersReconciledAt < this.#brokerReconcileMs) return;
     this.#brokersReconciledAt = now;
-    await this.#transport.reconcile(await enabledEndpointUrls(this.#ctx.database.db, [...pooled.keys()]));
+    const endpoints = [...pooled.keys()].flatMap((id) => {
+      const storeId = this.#endpoints.get(id)?.storeId;
+      return storeId === undefined ? [] : [{ id, storeId }];
+    });
+    await this.#transport.reconcile(await enabledEndpointUrls(this.#ctx.database.db, endpoints));
   }
 
   #loopError(message: string, error: unknown): void {

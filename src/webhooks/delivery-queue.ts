@@ -62,9 +62,27 @@ export const STORE_ACTIVE = sql<boolean>`EXISTS (SELECT 1 FROM stores st WHERE s
 
 export const ASYNC_COMMIT = sql<boolean>`(SELECT set_config('synchronous_commit', 'off', true)) IS NOT NULL`;
 
+/**
+ * `CROSS JOIN LATERAL` the event of the delivery `delivery` (an alias with `store_id` and
+ * `event_id`) as `ev`: its id, store, type, created_at, seq, data and test mark, found by its
+ * store and id. Looked up by the primary key, one probe per delivery: a plain join on
+ * `ev.store_id = …` lets a planner without statistics (PGlite is never analysed) walk the store's
+ * whole (store_id, created_at, id) index instead, or hash the whole table (measured: 300 ms for a
+ * claim of 64 over a store of 10,000 events). `OFFSET 0` keeps the subquery a parameterised scan
+ * of one table, where the primary key always wins.
+ */
+export function eventOfDelivery(delivery: string) {
+  return sql`CROSS JOIN LATERAL (
+    SELECT ev.id, ev.store_id, ev.type, ev.created_at, ev.seq, ev.data, ev.test FROM events ev
+    WHERE ev.store_id = ${sql.ref(`${delivery}.store_id`)} AND ev.id = ${sql.ref(`${delivery}.event_id`)} OFFSET 0
+  ) ev`;
+}
+
 /** A delivery this worker holds, with everything needed to send it. */
 export interface ClaimedDelivery {
   readonly id: string;
+  /** Its store: every later statement about it (settle, release) names it (decision 0051). */
+  readonly storeId: string;
   readonly attemptNumber: number;
   readonly endpointId: string;
   readonly url: string;
@@ -100,6 +118,12 @@ export interface ClaimOptions {
    * k-th, so a fast endpoint with a backlog cannot crowd out an endpoint that has just one due.
    */
   readonly held?: ReadonlyMap<string, number>;
+  /**
+   * Deliveries each store already has in this worker (the sum of its endpoints' `held`): the rows
+   * are taken in rounds across stores as across endpoints, a store's k-th row after its held ones
+   * ranking with every other store's k-th (see claimDueDeliveries).
+   */
+  readonly heldByStore?: ReadonlyMap<string, number>;
   readonly breaker: BreakerPolicy;
 }
 
@@ -107,9 +131,19 @@ export interface ClaimOptions {
  * Claims up to `limit` due deliveries in ONE statement (atomic on its own, no network I/O inside,
  * one round trip and one commit however many rows): first the probe rights of half-open endpoints
  * (re-arming their pause, so only one worker probes), then the rows themselves, `FOR UPDATE SKIP
- * LOCKED`, at most the free slots per endpoint and one per probed endpoint, in fair rounds across
- * endpoints (see `held`), oldest first within a round; the lease is stamped and each row comes back
- * with its endpoint and event. Rows whose previous lease expired get an `abandoned` attempt recorded (it does not count toward the retries).
+ * LOCKED`, at most the free slots per endpoint and one per probed endpoint; the lease is stamped and
+ * each row comes back with its endpoint and event. Rows whose previous lease expired get an
+ * `abandoned` attempt recorded (it does not count toward the retries).
+ *
+ * Fair across stores, then across endpoints (issue 39): the rows are taken in rounds across
+ * stores, a store's k-th row (after those it has in this worker, `heldByStore`) ranking with every
+ * other store's k-th, so a store with one due delivery is in the next claim whatever another
+ * store's backlog, or number of endpoints, as long as fewer stores than `limit` have due work.
+ * Within a store's round first attempts go before retries (a failing endpoint's retries in one
+ * store never delay another store's first attempts), then the endpoints' rounds (see `held`),
+ * then the oldest. Within a store the rows keep the order they had before stores: its endpoints'
+ * rounds, oldest first within a round. Every statement names each row's store: the walks, joins,
+ * lock and lease go by `(store_id, id)` (decision 0051).
  */
 export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOptions): Promise<ClaimedDelivery[]> {
   if (options.limit <= 0) return [];
@@ -118,6 +152,7 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
   const fullEndpoints = [...options.freeSlots].filter(([, free]) => free <= 0).map(([id]) => id);
   const slots = JSON.stringify(Object.fromEntries(options.freeSlots));
   const held = JSON.stringify(Object.fromEntries(options.held ?? []));
+  const heldByStore = JSON.stringify(Object.fromEntries(options.heldByStore ?? []));
   const probeUntil = isoFromMillis(
     probeClaimed(options.breaker, { consecutiveFailures: options.breaker.threshold, pausedUntil: null }, options.now).pausedUntil!,
   );
@@ -134,73 +169,82 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
         AND ${STORE_ACTIVE}
         AND EXISTS (
           SELECT 1 FROM webhook_deliveries d
-          WHERE d.endpoint_id = e.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
+          WHERE d.store_id = e.store_id AND d.endpoint_id = e.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
             AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz))
-      RETURNING e.id
+      RETURNING e.id, e.store_id
     ), probe_rows AS (
       -- A half-open endpoint's one probe: the due delivery most likely to show the endpoint is up,
       -- the one with the fewest failed attempts, newest first (not the oldest, which is usually one
       -- the receiver keeps rejecting: that would keep the endpoint paused however healthy it is).
       -- Newest by its event: one fan-out gives a whole backlog of deliveries the same created_at.
-      SELECT c.id, c.next_attempt_at, coalesce((${held}::jsonb ->> p.id::text)::int, 0) + 1 AS rank
+      -- Its right is taken already: it ranks as a first attempt.
+      SELECT c.id, p.store_id, c.next_attempt_at, 0 AS tier, coalesce((${held}::jsonb ->> p.id::text)::int, 0) + 1 AS rank
       FROM probes p
       CROSS JOIN LATERAL (
         SELECT d.id, d.next_attempt_at
         FROM webhook_deliveries d
-        JOIN events pe ON pe.id = d.event_id
-        WHERE d.endpoint_id = p.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
+        JOIN events pe ON pe.store_id = d.store_id AND pe.id = d.event_id
+        WHERE d.store_id = p.store_id AND d.endpoint_id = p.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
           AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
         ORDER BY d.attempt_count, pe.created_at DESC, pe.seq DESC, d.id DESC
         LIMIT 1
       ) c
-    ), candidates AS (
+    ), due AS (
       -- Each eligible endpoint's due rows, first attempts (pending) before retries (failed), each
       -- oldest first (two index walks per endpoint: cost follows the number of endpoints, not the
-      -- backlog), at most its free slots, in rounds across endpoints (rank = held here + position
-      -- in its own queue), oldest first within a round. Retries after first attempts: deliveries
-      -- the receiver keeps rejecting cannot trip the breaker again ahead of the healthy ones
+      -- backlog), at most its free slots, ranked in rounds across the endpoints (rank = held here +
+      -- position in its own queue). Retries after first attempts: deliveries the receiver keeps
+      -- rejecting cannot trip the breaker again ahead of the healthy ones
       -- (docs/decisions/0010-delivery-fairness-after-a-pause.md).
-      SELECT q.id, q.next_attempt_at, q.rank FROM (
-        SELECT c.id, c.next_attempt_at,
-          coalesce((${held}::jsonb ->> e.id::text)::int, 0) + row_number() OVER (PARTITION BY e.id ORDER BY c.tier, c.next_attempt_at, c.id) AS rank
-        FROM webhook_endpoints e
-        CROSS JOIN LATERAL (
-          SELECT t.id, t.next_attempt_at, t.tier FROM (
-            (SELECT d.id, d.next_attempt_at, 0 AS tier FROM webhook_deliveries d
-             WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
-               AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
-             ORDER BY d.next_attempt_at, d.id
-             LIMIT greatest(0, coalesce((${slots}::jsonb ->> e.id::text)::int, ${options.endpointCapacity})))
-            UNION ALL
-            (SELECT d.id, d.next_attempt_at, 1 AS tier FROM webhook_deliveries d
-             WHERE d.endpoint_id = e.id AND d.status = 'failed' AND d.next_attempt_at <= ${now}::timestamptz
-               AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
-             ORDER BY d.next_attempt_at, d.id
-             LIMIT greatest(0, coalesce((${slots}::jsonb ->> e.id::text)::int, ${options.endpointCapacity})))
-          ) t
-          ORDER BY t.tier, t.next_attempt_at, t.id
-          LIMIT greatest(0, coalesce((${slots}::jsonb ->> e.id::text)::int, ${options.endpointCapacity}))
-        ) c
-        WHERE e.enabled AND e.consecutive_failures < ${options.breaker.threshold}
-          AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
-          AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))
-          AND ${STORE_ACTIVE}
-        UNION ALL
-        SELECT id, next_attempt_at, rank FROM probe_rows
+      SELECT c.id, e.store_id, c.next_attempt_at, c.tier,
+        coalesce((${held}::jsonb ->> e.id::text)::int, 0) + row_number() OVER (PARTITION BY e.id ORDER BY c.tier, c.next_attempt_at, c.id) AS rank
+      FROM webhook_endpoints e
+      CROSS JOIN LATERAL (
+        SELECT t.id, t.next_attempt_at, t.tier FROM (
+          (SELECT d.id, d.next_attempt_at, 0 AS tier FROM webhook_deliveries d
+           WHERE d.store_id = e.store_id AND d.endpoint_id = e.id AND d.status = 'pending' AND d.next_attempt_at <= ${now}::timestamptz
+             AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
+           ORDER BY d.next_attempt_at, d.id
+           LIMIT greatest(0, coalesce((${slots}::jsonb ->> e.id::text)::int, ${options.endpointCapacity})))
+          UNION ALL
+          (SELECT d.id, d.next_attempt_at, 1 AS tier FROM webhook_deliveries d
+           WHERE d.store_id = e.store_id AND d.endpoint_id = e.id AND d.status = 'failed' AND d.next_attempt_at <= ${now}::timestamptz
+             AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
+           ORDER BY d.next_attempt_at, d.id
+           LIMIT greatest(0, coalesce((${slots}::jsonb ->> e.id::text)::int, ${options.endpointCapacity})))
+        ) t
+        ORDER BY t.tier, t.next_attempt_at, t.id
+        LIMIT greatest(0, coalesce((${slots}::jsonb ->> e.id::text)::int, ${options.endpointCapacity}))
+      ) c
+      WHERE e.enabled AND e.consecutive_failures < ${options.breaker.threshold}
+        AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
+        AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))
+        AND ${STORE_ACTIVE}
+      UNION ALL
+      SELECT id, store_id, next_attempt_at, tier, rank FROM probe_rows
+    ), candidates AS (
+      -- In rounds across stores (store_rank = held here + position among the store's rows, in the
+      -- endpoints' rounds), first attempts before retries within a round, then the endpoints'
+      -- rounds, oldest first. With one store this is the order of the endpoints' rounds.
+      SELECT q.id, q.store_id, q.store_rank, q.tier, q.rank, q.next_attempt_at FROM (
+        SELECT u.id, u.store_id, u.next_attempt_at, u.tier, u.rank,
+          coalesce((${heldByStore}::jsonb ->> u.store_id::text)::int, 0)
+            + row_number() OVER (PARTITION BY u.store_id ORDER BY u.rank, u.next_attempt_at, u.id) AS store_rank
+        FROM due u
       ) q
-      ORDER BY q.rank, q.next_attempt_at, q.id
+      ORDER BY q.store_rank, q.tier, q.rank, q.next_attempt_at, q.id
       LIMIT ${options.limit}
     ), picked AS (
       -- Lock what no other worker holds; the UPDATE re-checks the row under the lock.
-      SELECT d.id, d.locked_by AS previous_locked_by, d.locked_at AS previous_locked_at, d.locked_until AS previous_locked_until
-      FROM webhook_deliveries d
-      WHERE d.id IN (SELECT id FROM candidates)
-      FOR UPDATE SKIP LOCKED
+      SELECT d.id, d.store_id, d.locked_by AS previous_locked_by, d.locked_at AS previous_locked_at, d.locked_until AS previous_locked_until
+      FROM candidates k
+      JOIN webhook_deliveries d ON d.store_id = k.store_id AND d.id = k.id
+      FOR UPDATE OF d SKIP LOCKED
     ), claimed AS (
       UPDATE webhook_deliveries d
       SET locked_by = ${options.workerId}, locked_at = ${now}::timestamptz, locked_until = ${leaseUntil}::timestamptz
       FROM picked p
-      WHERE d.id = p.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
+      WHERE d.store_id = p.store_id AND d.id = p.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
         AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
       RETURNING d.id, d.store_id, d.attempt_count, d.endpoint_id, d.event_id, d.next_attempt_at, d.test,
         p.previous_locked_by, p.previous_locked_at, p.previous_locked_until
@@ -216,11 +260,11 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
     )
     SELECT ${claimedColumns(now)}
     FROM claimed c
-    JOIN webhook_endpoints e ON e.id = c.endpoint_id
-    JOIN events ev ON ev.id = c.event_id
-    JOIN candidates k ON k.id = c.id
+    JOIN webhook_endpoints e ON e.store_id = c.store_id AND e.id = c.endpoint_id
+    ${eventOfDelivery('c')}
+    JOIN candidates k ON k.store_id = c.store_id AND k.id = c.id
     WHERE ${ASYNC_COMMIT}
-    ORDER BY k.rank, c.next_attempt_at, c.id
+    ORDER BY k.store_rank, k.tier, k.rank, c.next_attempt_at, c.id
   `.execute(db);
   return rows.map(claimedDelivery);
 }
@@ -228,6 +272,7 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
 /** A claimed row as the claim statements return it (`claimedColumns`). */
 export interface ClaimedRow {
   id: string;
+  store_id: string;
   attempt_count: number;
   endpoint_id: string;
   url: string;
@@ -242,11 +287,11 @@ export interface ClaimedRow {
 }
 
 /**
- * The columns of a claimed row, from the delivery `c` (id, attempt_count, endpoint_id), its endpoint
- * `e` and its event `ev`: the signing secrets in force at `nowIso` and the body built by the database.
+ * The columns of a claimed row, from the delivery `c` (id, store_id, attempt_count, endpoint_id), its
+ * endpoint `e` and its event `ev`: the signing secrets in force at `nowIso` and the body built by the database.
  */
 export function claimedColumns(nowIso: string) {
-  return sql`c.id, c.attempt_count, c.endpoint_id, e.url, e.secret,
+  return sql`c.id, c.store_id, c.attempt_count, c.endpoint_id, e.url, e.secret,
       CASE WHEN e.previous_secret_expires_at > ${nowIso}::timestamptz THEN e.previous_secret END AS previous_secret,
       ev.id AS event_id, ev.type AS event_type, iso_utc(ev.created_at) AS event_created_at,
       (extract(epoch FROM ev.created_at) * 1000)::float8 AS event_created_at_ms, c.test,
@@ -256,6 +301,7 @@ export function claimedColumns(nowIso: string) {
 export function claimedDelivery(r: ClaimedRow): ClaimedDelivery {
   return {
     id: r.id,
+    storeId: r.store_id,
     attemptNumber: r.attempt_count + 1,
     endpointId: r.endpoint_id,
     url: r.url,
@@ -361,7 +407,7 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
     const { rows: moved } = await sql<{ delivery_id: string }>`
       WITH input AS (
         SELECT * FROM unnest(
-          ${column((r) => r.f.delivery.id)}::uuid[], ${column((r) => r.f.options.workerId)}::text[],
+          ${column((r) => r.f.delivery.storeId)}::uuid[], ${column((r) => r.f.delivery.id)}::uuid[], ${column((r) => r.f.options.workerId)}::text[],
           ${column((r) => r.settlement.status)}::text[],
           ${column((r) => (r.settlement.status === 'failed' ? isoFromMillis(r.settlement.nextAttemptAt) : null))}::timestamptz[],
           ${column((r) => r.f.result.statusCode)}::int[], ${column((r) => r.f.result.error)}::text[],
@@ -369,7 +415,7 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
           ${column((r) => r.f.delivery.attemptNumber)}::int[], ${column((r) => isoFromMillis(r.f.options.startedAt))}::timestamptz[],
           ${column((r) => r.f.result.durationMs)}::int[], ${column((r) => r.f.result.responseExcerpt)}::text[],
           ${column((r) => r.f.result.outcome as AttemptOutcome)}::text[]
-        ) AS i(id, worker_id, status, next_attempt_at, status_code, error, now, attempt_id, attempt_number, started_at, duration_ms, excerpt, outcome)
+        ) AS i(store_id, id, worker_id, status, next_attempt_at, status_code, error, now, attempt_id, attempt_number, started_at, duration_ms, excerpt, outcome)
       ), settled AS (
         UPDATE webhook_deliveries d SET
           status = i.status, next_attempt_at = i.next_attempt_at, attempt_count = d.attempt_count + 1,
@@ -378,12 +424,12 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
           succeeded_at = CASE WHEN i.status = 'succeeded' THEN i.now ELSE d.succeeded_at END,
           dead_at = CASE WHEN i.status = 'dead' THEN i.now ELSE d.dead_at END
         FROM input i
-        WHERE d.id = i.id AND d.locked_by = i.worker_id
+        WHERE d.store_id = i.store_id AND d.id = i.id AND d.locked_by = i.worker_id
         RETURNING d.id, d.endpoint_id, d.store_id
       ), closed AS (
         UPDATE webhook_endpoints e SET consecutive_failures = 0, paused_until = NULL,
           recovered_at = CASE WHEN e.consecutive_failures >= ${threshold} THEN ${recoveredAt}::timestamptz ELSE e.recovered_at END
-        WHERE ${closeBreakers} AND e.id IN (SELECT endpoint_id FROM settled)
+        WHERE ${closeBreakers} AND (e.store_id, e.id) IN (SELECT store_id, endpoint_id FROM settled)
           AND (e.consecutive_failures <> 0 OR e.paused_until IS NOT NULL)
       )
       INSERT INTO webhook_attempts (id, store_id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
@@ -398,13 +444,22 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
   async function afterSettle(trx: Kysely<Database>, moved: string[]): Promise<SettleResult[]> {
     const settledIds = new Set(moved);
     const results: SettleResult[] = rows.map((r) => ({ settled: false, settlement: r.settlement, endpointDisabled: false, breaker: null }));
-    const endpointIds = [...new Set(rows.filter((r) => settledIds.has(r.f.delivery.id)).map((r) => r.f.delivery.endpointId))].sort();
+    const settledDeliveries = rows.filter((r) => settledIds.has(r.f.delivery.id)).map((r) => r.f.delivery);
+    const endpointIds = [...new Set(settledDeliveries.map((d) => d.endpointId))].sort();
     if (endpointIds.length === 0) return results;
+    const storeIds = [...new Set(settledDeliveries.map((d) => d.storeId))];
 
-    const { rows: endpoints } = await sql<{ id: string; consecutive_failures: number; paused_until_ms: number | null; recovered_at_ms: number | null }>`
-      SELECT id, consecutive_failures, (extract(epoch FROM paused_until) * 1000)::float8 AS paused_until_ms,
+    // Ids are unique across stores: the stores of the endpoints and their ids name exactly them.
+    const { rows: endpoints } = await sql<{
+      id: string;
+      store_id: string;
+      consecutive_failures: number;
+      paused_until_ms: number | null;
+      recovered_at_ms: number | null;
+    }>`
+      SELECT id, store_id, consecutive_failures, (extract(epoch FROM paused_until) * 1000)::float8 AS paused_until_ms,
         (extract(epoch FROM recovered_at) * 1000)::float8 AS recovered_at_ms
-      FROM webhook_endpoints WHERE id = ANY(${endpointIds}::uuid[]) ORDER BY id FOR UPDATE
+      FROM webhook_endpoints WHERE store_id = ANY(${storeIds}::uuid[]) AND id = ANY(${endpointIds}::uuid[]) ORDER BY id FOR UPDATE
     `.execute(trx);
     for (const endpoint of endpoints) {
       const before: BreakerState = { consecutiveFailures: endpoint.consecutive_failures, pausedUntil: endpoint.paused_until_ms };
@@ -448,7 +503,7 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
             enabled = CASE WHEN ${disable} THEN false ELSE enabled END,
             disabled_reason = CASE WHEN ${disable} THEN ${'the receiver answered 410 Gone'} ELSE disabled_reason END,
             updated_at = CASE WHEN ${disable} THEN ${isoFromMillis(disabledAt)}::timestamptz ELSE updated_at END
-          WHERE id = ${endpoint.id}::uuid
+          WHERE store_id = ${endpoint.store_id}::uuid AND id = ${endpoint.id}::uuid
         `.execute(trx);
       }
     }
@@ -462,24 +517,32 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
  * attempt is recorded (a claim alone does not count as one) and any worker may claim them at
  * once. Guarded by the claimant. Returns how many were released.
  */
-export async function releaseDeliveries(db: Kysely<Database>, workerId: string, ids: readonly string[]): Promise<number> {
-  if (ids.length === 0) return 0;
+export async function releaseDeliveries(
+  db: Kysely<Database>,
+  workerId: string,
+  deliveries: readonly Pick<ClaimedDelivery, 'id' | 'storeId'>[],
+): Promise<number> {
+  if (deliveries.length === 0) return 0;
+  const storeIds = [...new Set(deliveries.map((d) => d.storeId))];
   const result = await sql`
     UPDATE webhook_deliveries SET locked_by = NULL, locked_at = NULL, locked_until = NULL
-    WHERE id = ANY(${[...ids]}::uuid[]) AND locked_by = ${workerId} AND ${ASYNC_COMMIT}
+    WHERE store_id = ANY(${storeIds}::uuid[]) AND id = ANY(${deliveries.map((d) => d.id)}::uuid[]) AND locked_by = ${workerId} AND ${ASYNC_COMMIT}
   `.execute(db);
   return Number(result.numAffectedRows ?? 0);
 }
 
-/** Deliveries waiting (pending or failed), for the queue-depth gauge. */
+/** Deliveries waiting (pending or failed) in every store, for the queue-depth gauge. */
 export async function queueDepth(db: Kysely<Database>): Promise<number> {
-  const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_deliveries WHERE status IN ('pending','failed')`.execute(db);
+  const { rows } = await sql<{ n: number }>`
+    SELECT count(*)::int AS n FROM stores st JOIN webhook_deliveries d ON d.store_id = st.id WHERE d.status IN ('pending','failed')
+  `.execute(db);
   return rows[0]!.n;
 }
 
 /**
  * When the next delivery could be claimed (epoch ms), or null when none waits: the earliest of each
- * enabled endpoint's oldest free row (not before the endpoint's pause ends) and, when none is due
+ * enabled endpoint's oldest free row (not before the endpoint's pause ends; a store that is not
+ * active has none: claims skip it, and its resumption is seen within a poll interval) and, when none is due
  * yet, of the leases in force (a dead worker's rows come free when its lease expires). Cheap: one
  * index probe per endpoint. `locked_until` has no index (a claim must stay a HOT update, migration
  * 0015): a row is claimed only once due, so the leases in force are on rows due by now, and when no
@@ -494,25 +557,25 @@ export async function nextDueAt(db: Kysely<Database>, now: number): Promise<numb
       FROM webhook_endpoints e
       CROSS JOIN LATERAL (
         (SELECT d.next_attempt_at FROM webhook_deliveries d
-         WHERE d.endpoint_id = e.id AND d.status = 'pending'
+         WHERE d.store_id = e.store_id AND d.endpoint_id = e.id AND d.status = 'pending'
            AND (d.locked_until IS NULL OR d.locked_until <= ${nowIso}::timestamptz)
          ORDER BY d.next_attempt_at, d.id LIMIT 1)
         UNION ALL
         (SELECT d.next_attempt_at FROM webhook_deliveries d
-         WHERE d.endpoint_id = e.id AND d.status = 'failed'
+         WHERE d.store_id = e.store_id AND d.endpoint_id = e.id AND d.status = 'failed'
            AND (d.locked_until IS NULL OR d.locked_until <= ${nowIso}::timestamptz)
          ORDER BY d.next_attempt_at, d.id LIMIT 1)
       ) c
-      WHERE e.enabled
+      WHERE e.enabled AND ${STORE_ACTIVE}
     )
     SELECT (extract(epoch FROM CASE
       WHEN (SELECT t FROM free) <= ${nowIso}::timestamptz THEN (SELECT t FROM free)
       ELSE least((SELECT t FROM free), (
         SELECT min(d.locked_until)
         FROM webhook_endpoints e
-        JOIN webhook_deliveries d ON d.endpoint_id = e.id AND d.status IN ('pending','failed')
+        JOIN webhook_deliveries d ON d.store_id = e.store_id AND d.endpoint_id = e.id AND d.status IN ('pending','failed')
           AND d.next_attempt_at <= ${nowIso}::timestamptz AND d.locked_until > ${nowIso}::timestamptz
-        WHERE e.enabled AND (e.paused_until IS NULL OR e.paused_until <= ${nowIso}::timestamptz)))
+        WHERE e.enabled AND (e.paused_until IS NULL OR e.paused_until <= ${nowIso}::timestamptz) AND ${STORE_ACTIVE}))
     END) * 1000)::float8 AS t
   `.execute(db);
   return rows[0]?.t ?? null;

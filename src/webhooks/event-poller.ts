@@ -14,12 +14,27 @@
  * of them fans out a batch and the others skip that round. Ping events are never fanned out (they
  * are sent to one endpoint on demand), and an endpoint gets only events written after it was
  * registered (a replay sends older ones).
+ *
+ * Across stores (decision 0051): the position is the deployment's, one walk of every store's events
+ * in (created_at, seq) order (per-store positions are docs/scaling.md's plan for Citus). Each
+ * event read carries its store, and every statement after the walk names it: a store's events go
+ * to that store's endpoints only (joined on store_id), deliveries are inserted with the event's
+ * store and read back by (store_id, id). A store being deleted gets no new deliveries.
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { readHorizon } from '../db/write-clock.ts';
 import { isoFromMillis } from '../shared/time.ts';
-import { ASYNC_COMMIT, STORE_ACTIVE, claimedColumns, claimedDelivery, type ClaimedDelivery, type ClaimedRow, type ClaimOptions } from './delivery-queue.ts';
+import {
+  ASYNC_COMMIT,
+  STORE_ACTIVE,
+  claimedColumns,
+  claimedDelivery,
+  eventOfDelivery,
+  type ClaimedDelivery,
+  type ClaimedRow,
+  type ClaimOptions,
+} from './delivery-queue.ts';
 import './webhook.tables.ts';
 
 export interface PollResult {
@@ -36,11 +51,11 @@ export interface PollResult {
 /**
  * The polling worker's room for the deliveries it queues (as a claim's, delivery-queue.ts): they are
  * inserted already leased to it, up to `limit` and each endpoint's free slots, in rounds across
- * endpoints, and come back ready to send, so a fresh delivery costs no claim statement. Only
+ * stores and then endpoints, and come back ready to send, so a fresh delivery costs no claim statement. Only
  * endpoints a claim would take from now (enabled, breaker closed) and with no free due first attempt
  * older than these (oldest first holds within an endpoint: a backlog is claimed, not overtaken).
  */
-export type Handover = Pick<ClaimOptions, 'workerId' | 'leaseMs' | 'limit' | 'freeSlots' | 'endpointCapacity' | 'held' | 'breaker'>;
+export type Handover = Pick<ClaimOptions, 'workerId' | 'leaseMs' | 'limit' | 'freeSlots' | 'endpointCapacity' | 'held' | 'heldByStore' | 'breaker'>;
 
 const NOTHING: readonly ClaimedDelivery[] = [];
 
@@ -66,14 +81,17 @@ export async function pollEvents(
   const nowIso = isoFromMillis(now);
   // Most polls find nothing: answer those with one cheap query instead of a transaction (on the
   // embedded database every statement runs on the thread that also serves HTTP). Two index probes
-  // (the position's stamp's last seq, the next stamp): a join on (created_at, seq) > position was
-  // planned as a scan of every event already crossed, on every poll.
-  const { rows: pending } = await sql<{ any: boolean }>`
-    SELECT coalesce((SELECT max(seq) FROM events WHERE created_at = p.position_created_at) > p.position_seq, false)
-      OR (SELECT min(created_at) FROM events WHERE created_at > p.position_created_at) IS NOT NULL AS any
+  // (the rest of the position's stamp, the next stamp), each the first event's store, whichever
+  // it is: a join on (created_at, seq) > position was planned as a scan of every event already
+  // crossed, on every poll.
+  const { rows: pending } = await sql<{ next_store: string | null }>`
+    SELECT coalesce(
+      (SELECT ev.store_id FROM events ev WHERE ev.created_at = p.position_created_at AND ev.seq > p.position_seq ORDER BY ev.seq LIMIT 1),
+      (SELECT ev.store_id FROM events ev WHERE ev.created_at > p.position_created_at ORDER BY ev.created_at, ev.seq LIMIT 1)
+    ) AS next_store
     FROM webhook_poller_state p WHERE p.id = 1
   `.execute(db);
-  if (!pending[0]!.any) return { polled: true, events: 0, deliveries: 0, more: false, handedOver: NOTHING };
+  if (pending[0]!.next_store === null) return { polled: true, events: 0, deliveries: 0, more: false, handedOver: NOTHING };
   return db.transaction().execute(async (trx) => {
     const { rows: state } = await sql<{ position_created_at: string; position_seq: number }>`
       SELECT position_created_at, position_seq FROM webhook_poller_state WHERE id = 1 AND ${ASYNC_COMMIT} AND ${INDEX_ORDER} FOR UPDATE SKIP LOCKED
@@ -95,25 +113,28 @@ export async function pollEvents(
     const wantedBy = (w: string) =>
       sql`ev.type <> 'ping' AND NOT ev.test
         AND (ev.created_at >= ${sql.ref(`${w}.everything_since`)} OR ev.created_at >= (${sql.ref(`${w}.since_by_type`)} ->> ev.type)::timestamptz)`;
-    const { rows } = await sql<{ id: string | null; created_at: string; seq: number; tail: boolean }>`
+    const { rows } = await sql<{ id: string | null; store_id: string | null; created_at: string; seq: number; tail: boolean }>`
       WITH wanted AS (
+        -- What the enabled endpoints of every store not being deleted want (a store's events still
+        -- go to its own endpoints only: the fan-out joins them by store).
         SELECT
-          (SELECT min(created_at) FROM webhook_endpoints WHERE enabled AND cardinality(event_types) = 0) AS everything_since,
+          (SELECT min(e.created_at) FROM stores st JOIN webhook_endpoints e ON e.store_id = st.id
+            WHERE st.status <> 'deleting' AND e.enabled AND cardinality(e.event_types) = 0) AS everything_since,
           (SELECT coalesce(jsonb_object_agg(type, since), '{}'::jsonb) FROM (
             SELECT t AS type, min(e.created_at) AS since
-            FROM webhook_endpoints e CROSS JOIN LATERAL unnest(e.event_types) AS t
-            WHERE e.enabled GROUP BY t) s) AS since_by_type
+            FROM stores st JOIN webhook_endpoints e ON e.store_id = st.id CROSS JOIN LATERAL unnest(e.event_types) AS t
+            WHERE st.status <> 'deleting' AND e.enabled GROUP BY t) s) AS since_by_type
       ), batch AS (
         -- In two parts, the rest of the position's stamp by seq, then the later stamps: one
         -- import's events share one stamp, and a seek written as (created_at, seq) > position let
         -- the planner, without statistics on a freshly filled log, scan that whole stamp by the
         -- (created_at, id) index for every batch.
-        (SELECT ev.id, ev.created_at, ev.seq FROM events ev, wanted w1
+        (SELECT ev.id, ev.store_id, ev.created_at, ev.seq FROM events ev, wanted w1
           WHERE ev.created_at = ${position.position_created_at}::timestamptz AND ev.seq > ${position.position_seq}::bigint
             AND ev.created_at < ${horizon}::timestamptz AND ${wantedBy('w1')}
           ORDER BY ev.seq LIMIT ${batchSize})
         UNION ALL
-        (SELECT ev.id, ev.created_at, ev.seq FROM events ev, wanted w2
+        (SELECT ev.id, ev.store_id, ev.created_at, ev.seq FROM events ev, wanted w2
           WHERE ev.created_at > ${position.position_created_at}::timestamptz AND ev.created_at < ${horizon}::timestamptz AND ${wantedBy('w2')}
           ORDER BY ev.created_at, ev.seq LIMIT ${batchSize})
         ORDER BY created_at, seq LIMIT ${batchSize}
@@ -123,11 +144,11 @@ export async function pollEvents(
         SELECT t.created_at, (SELECT max(seq) FROM events WHERE created_at = t.created_at) AS seq
         FROM (SELECT max(created_at) AS created_at FROM events WHERE created_at < ${horizon}::timestamptz) t
       )
-      SELECT id, created_at, seq, false AS tail FROM batch
-      UNION ALL SELECT NULL, created_at, seq, true FROM tail WHERE (created_at, seq) > ${after}
+      SELECT id, store_id, created_at, seq, false AS tail FROM batch
+      UNION ALL SELECT NULL, NULL, created_at, seq, true FROM tail WHERE (created_at, seq) > ${after}
       ORDER BY tail, created_at, seq
     `.execute(trx);
-    const events = rows.filter((r) => !r.tail) as { id: string; created_at: string; seq: number }[];
+    const events = rows.filter((r) => !r.tail) as { id: string; store_id: string; created_at: string; seq: number }[];
     const tail = rows.find((r) => r.tail);
     const more = events.length === batchSize;
     // Where the position moves: past the whole batch, and past everything final when the batch
@@ -139,13 +160,13 @@ export async function pollEvents(
     }
     if (!last) throw new Error('event poller: a batch was read but no final event found');
 
-    const eventIds = events.map((e) => e.id);
+    const batch = { storeIds: events.map((e) => e.store_id), eventIds: events.map((e) => e.id) };
     const handover = handoverOf();
     if (!handover || handover.limit <= 0) {
       const inserted = await sql`
         INSERT INTO webhook_deliveries (id, store_id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at)
         SELECT gen_random_uuid(), ev.store_id, ev.id, ev.type, e.id, 'pending', ${nowIso}::timestamptz, ${nowIso}::timestamptz, ${nowIso}::timestamptz
-        ${fanOut(eventIds)}
+        ${fanOut(batch)}
         ORDER BY ev.created_at, ev.seq, e.id
       `.execute(trx);
       await advance(trx, last.created_at, last.seq, nowIso);
@@ -154,6 +175,7 @@ export async function pollEvents(
 
     const slots = JSON.stringify(Object.fromEntries(handover.freeSlots));
     const held = JSON.stringify(Object.fromEntries(handover.held ?? []));
+    const heldByStore = JSON.stringify(Object.fromEntries(handover.heldByStore ?? []));
     const { rows: fanned } = await sql<ClaimedRow & { total: number; handed: boolean }>`
       WITH fresh AS (
         SELECT ev.id AS event_id, ev.store_id, ev.type AS event_type, e.id AS endpoint_id, ev.created_at, ev.seq,
@@ -165,12 +187,19 @@ export async function pollEvents(
             AND ${STORE_ACTIVE}
             AND NOT EXISTS (
               SELECT 1 FROM webhook_deliveries d
-              WHERE d.endpoint_id = e.id AND d.status = 'pending' AND d.next_attempt_at <= ${nowIso}::timestamptz
+              WHERE d.store_id = e.store_id AND d.endpoint_id = e.id AND d.status = 'pending' AND d.next_attempt_at <= ${nowIso}::timestamptz
                 AND (d.locked_until IS NULL OR d.locked_until <= ${nowIso}::timestamptz)) AS eligible
-        ${fanOut(eventIds)}
+        ${fanOut(batch)}
       ), handed AS (
-        SELECT event_id, endpoint_id FROM fresh WHERE eligible
-        ORDER BY rank, created_at, seq, endpoint_id
+        -- As a claim takes them: in rounds across stores (the store's k-th after those it has in
+        -- flight here), then across endpoints, oldest first.
+        SELECT h.event_id, h.endpoint_id FROM (
+          SELECT f.event_id, f.endpoint_id, f.rank, f.created_at, f.seq,
+            coalesce((${heldByStore}::jsonb ->> f.store_id::text)::int, 0)
+              + row_number() OVER (PARTITION BY f.store_id ORDER BY f.rank, f.created_at, f.seq, f.endpoint_id) AS store_rank
+          FROM fresh f WHERE f.eligible
+        ) h
+        ORDER BY h.store_rank, h.rank, h.created_at, h.seq, h.endpoint_id
         LIMIT ${handover.limit}
       ), inserted AS (
         INSERT INTO webhook_deliveries (id, store_id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at, locked_by, locked_at, locked_until)
@@ -180,15 +209,15 @@ export async function pollEvents(
           CASE WHEN h.event_id IS NOT NULL THEN ${isoFromMillis(now + handover.leaseMs)}::timestamptz END
         FROM fresh f LEFT JOIN handed h ON h.event_id = f.event_id AND h.endpoint_id = f.endpoint_id
         ORDER BY f.created_at, f.seq, f.endpoint_id
-        RETURNING id, event_id, endpoint_id, attempt_count, locked_by, test
+        RETURNING id, store_id, event_id, endpoint_id, attempt_count, locked_by, test
       ), total AS (
         SELECT count(*)::int AS total FROM inserted
       )
       SELECT t.total, h.* FROM total t LEFT JOIN (
         SELECT ${claimedColumns(nowIso)}, ev.created_at AS sort_created_at, ev.seq AS sort_seq
         FROM inserted c
-        JOIN webhook_endpoints e ON e.id = c.endpoint_id
-        JOIN events ev ON ev.id = c.event_id
+        JOIN webhook_endpoints e ON e.store_id = c.store_id AND e.id = c.endpoint_id
+        ${eventOfDelivery('c')}
         WHERE c.locked_by IS NOT NULL
       ) h ON true
       ORDER BY h.sort_created_at, h.sort_seq, h.endpoint_id
@@ -199,15 +228,22 @@ export async function pollEvents(
   });
 }
 
-/** The FROM and WHERE of a fan-out: one row per event of `eventIds` (`ev`) × endpoint subscribed to it (`e`). */
-function fanOut(eventIds: readonly string[]) {
+/**
+ * The FROM and WHERE of a fan-out: one row per event of the batch (`ev`: each event's store and id,
+ * `storeIds[i]` and `eventIds[i]`) × endpoint of its store subscribed to it (`e`), none for a store
+ * being deleted.
+ */
+function fanOut(batch: { readonly storeIds: readonly string[]; readonly eventIds: readonly string[] }) {
+  // Each event by its primary key (eventOfDelivery says why not by a join or `store_id = ANY`).
   return sql`
-    FROM events ev
+    FROM unnest(${[...batch.storeIds]}::uuid[], ${[...batch.eventIds]}::uuid[]) AS b(store_id, event_id)
+    ${eventOfDelivery('b')}
     -- A store's events go to that store's endpoints only.
     JOIN webhook_endpoints e ON e.store_id = ev.store_id AND e.enabled AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types))
       -- An endpoint receives the changes made after it was registered; older ones by replay.
       AND ev.created_at >= e.created_at
-    WHERE ev.id = ANY(${[...eventIds]}::uuid[]) AND ev.type <> 'ping' AND NOT ev.test`;
+    WHERE ev.type <> 'ping' AND NOT ev.test
+      AND EXISTS (SELECT 1 FROM stores st WHERE st.id = ev.store_id AND st.status <> 'deleting')`;
 }
 
 async function advance(trx: Kysely<Database>, createdAt: string, seq: number, nowIso: string): Promise<void> {

@@ -1,12 +1,14 @@
 /**
  * SQL of deliveries as the admin API reads and changes them: lists (newest first, keyset by
  * created_at and id), one delivery with its attempts and event, manual retries, replays and the
- * hourly statistics. The worker's claim and settle statements are in delivery-queue.ts.
+ * hourly statistics. Each acts in the request's store and names it in every table it reads or
+ * writes (`ownStoreIs`, decision 0051). The worker's claim and settle statements are in delivery-queue.ts.
  */
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { WriteContext } from '../db/write-clock.ts';
+import { ownStoreIs } from '../db/store-scope.ts';
 import './webhook.tables.ts';
 import { redactDestinationUrl } from './webhook-destination.ts';
 
@@ -90,7 +92,7 @@ export interface DeliveryListQuery {
 
 /** A page of deliveries, newest first; `limit + 1` rows are read to tell whether more follow. */
 export async function listDeliveryRows(db: Kysely<Database>, query: DeliveryListQuery): Promise<WebhookDelivery[]> {
-  const conditions = [sql`true`];
+  const conditions = [ownStoreIs('d.store_id')];
   if (query.endpointId) conditions.push(sql`d.endpoint_id = ${query.endpointId}::uuid`);
   if (query.status) conditions.push(sql`d.status = ${query.status}`);
   // Two indexed equalities (primary key, webhook_deliveries_event_idx), never a scan.
@@ -107,7 +109,7 @@ export async function listDeliveryRows(db: Kysely<Database>, query: DeliveryList
   }
   const { rows } = await sql<WebhookDelivery>`
     SELECT ${deliveryColumns}
-    FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+    FROM webhook_deliveries d JOIN webhook_endpoints e ON ${ownStoreIs('e.store_id')} AND e.id = d.endpoint_id
     WHERE ${sql.join(conditions, sql` AND `)}
     ORDER BY d.created_at DESC, d.id DESC
     LIMIT ${query.limit + 1}
@@ -117,8 +119,8 @@ export async function listDeliveryRows(db: Kysely<Database>, query: DeliveryList
 
 export async function findDelivery(db: Kysely<Database>, id: string): Promise<WebhookDelivery | undefined> {
   const { rows } = await sql<WebhookDelivery>`
-    SELECT ${deliveryColumns} FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-    WHERE d.id = ${id}::uuid
+    SELECT ${deliveryColumns} FROM webhook_deliveries d JOIN webhook_endpoints e ON ${ownStoreIs('e.store_id')} AND e.id = d.endpoint_id
+    WHERE ${ownStoreIs('d.store_id')} AND d.id = ${id}::uuid
   `.execute(db);
   return rows[0] && deliveryRowToDelivery(rows[0]);
 }
@@ -126,14 +128,14 @@ export async function findDelivery(db: Kysely<Database>, id: string): Promise<We
 export async function listAttempts(db: Kysely<Database>, deliveryId: string): Promise<WebhookAttempt[]> {
   const { rows } = await sql<WebhookAttempt>`
     SELECT id, attempt_number, iso_utc(started_at) AS started_at, duration_ms, status_code, response_body_excerpt, error, outcome
-    FROM webhook_attempts WHERE delivery_id = ${deliveryId}::uuid ORDER BY attempt_number, started_at
+    FROM webhook_attempts WHERE ${ownStoreIs('store_id')} AND delivery_id = ${deliveryId}::uuid ORDER BY attempt_number, started_at
   `.execute(db);
   return rows;
 }
 
 export async function findEvent(db: Kysely<Database>, eventId: string): Promise<DeliveryEvent | undefined> {
   const { rows } = await sql<DeliveryEvent>`
-    SELECT id, type, iso_utc(created_at) AS created_at, data FROM events WHERE id = ${eventId}::uuid
+    SELECT id, type, iso_utc(created_at) AS created_at, data FROM events WHERE ${ownStoreIs('store_id')} AND id = ${eventId}::uuid
   `.execute(db);
   return rows[0];
 }
@@ -154,7 +156,7 @@ export async function retryDeliveries(
       : sql`endpoint_id = ${target.deadOfEndpoint}::uuid AND status = 'dead'`;
   const { rows } = await sql<{ id: string }>`
     UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = ${nowIso}, updated_at = ${nowIso}
-    WHERE ${which}
+    WHERE ${ownStoreIs('store_id')} AND ${which}
     RETURNING id
   `.execute(db);
   return rows.map((r) => r.id);
@@ -173,7 +175,7 @@ export async function insertDelivery(
   await sql`
     INSERT INTO webhook_deliveries (id, store_id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at, test)
     SELECT ${id}, e.store_id, ${eventId}, ${eventType}, e.id, 'pending', ${nowIso}, ${nowIso}, ${nowIso}, ${test}
-    FROM webhook_endpoints e WHERE e.id = ${endpointId}
+    FROM webhook_endpoints e WHERE ${ownStoreIs('e.store_id')} AND e.id = ${endpointId}
   `.execute(db);
   return id;
 }
@@ -185,8 +187,8 @@ export async function insertDelivery(
  */
 function replayFilter(failedOnly: boolean) {
   if (!failedOnly) return sql`true`;
-  return sql`EXISTS (SELECT 1 FROM webhook_deliveries x WHERE x.event_id = ev.id AND x.endpoint_id = e.id AND x.status = 'dead')
-    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries x WHERE x.event_id = ev.id AND x.endpoint_id = e.id AND x.status <> 'dead')`;
+  return sql`EXISTS (SELECT 1 FROM webhook_deliveries x WHERE ${ownStoreIs('x.store_id')} AND x.event_id = ev.id AND x.endpoint_id = e.id AND x.status = 'dead')
+    AND NOT EXISTS (SELECT 1 FROM webhook_deliveries x WHERE ${ownStoreIs('x.store_id')} AND x.event_id = ev.id AND x.endpoint_id = e.id AND x.status <> 'dead')`;
 }
 
 /** Events of [fromIso, toIso) that `endpointId` subscribes to (never pings), at most `max` + 1 counted. */
@@ -200,8 +202,8 @@ export async function countReplayEvents(
 ): Promise<number> {
   const { rows } = await sql<{ n: number }>`
     SELECT count(*)::int AS n FROM (
-      SELECT 1 FROM events ev JOIN webhook_endpoints e ON e.id = ${endpointId}::uuid AND e.store_id = ev.store_id
-      WHERE ev.created_at >= ${fromIso}::timestamptz AND ev.created_at < ${toIso}::timestamptz AND ev.type <> 'ping' AND NOT ev.test
+      SELECT 1 FROM events ev JOIN webhook_endpoints e ON ${ownStoreIs('e.store_id')} AND e.id = ${endpointId}::uuid
+      WHERE ${ownStoreIs('ev.store_id')} AND ev.created_at >= ${fromIso}::timestamptz AND ev.created_at < ${toIso}::timestamptz AND ev.type <> 'ping' AND NOT ev.test
         AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types)) AND ${replayFilter(failedOnly)}
       LIMIT ${max + 1}
     ) s
@@ -221,8 +223,8 @@ export async function insertReplayDeliveries(
   const result = await sql`
     INSERT INTO webhook_deliveries (id, store_id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at)
     SELECT gen_random_uuid(), e.store_id, ev.id, ev.type, e.id, 'pending', ${nowIso}::timestamptz, ${nowIso}::timestamptz, ${nowIso}::timestamptz
-    FROM events ev JOIN webhook_endpoints e ON e.id = ${endpointId}::uuid AND e.store_id = ev.store_id
-    WHERE ev.created_at >= ${fromIso}::timestamptz AND ev.created_at < ${toIso}::timestamptz AND ev.type <> 'ping' AND NOT ev.test
+    FROM events ev JOIN webhook_endpoints e ON ${ownStoreIs('e.store_id')} AND e.id = ${endpointId}::uuid
+    WHERE ${ownStoreIs('ev.store_id')} AND ev.created_at >= ${fromIso}::timestamptz AND ev.created_at < ${toIso}::timestamptz AND ev.type <> 'ping' AND NOT ev.test
       AND (cardinality(e.event_types) = 0 OR ev.type = ANY(e.event_types)) AND ${replayFilter(failedOnly)}
     ORDER BY ev.created_at, ev.seq
   `.execute(db);
@@ -271,8 +273,9 @@ export async function endpointAttemptStats<K extends string>(
     -- index probe per delivery, or a hashed filter over the window's attempts) is linear, even on
     -- tables never analysed (PGlite has no autovacuum), where a join was planned as a nested loop
     -- over both tables (6 s for 5,200 deliveries).
-    WHERE a.delivery_id = ANY(ARRAY(
-        SELECT d.id FROM webhook_deliveries d WHERE d.endpoint_id = ${endpointId}::uuid AND d.updated_at >= ${widest}::timestamptz
+    WHERE ${ownStoreIs('a.store_id')} AND a.delivery_id = ANY(ARRAY(
+        SELECT d.id FROM webhook_deliveries d
+        WHERE ${ownStoreIs('d.store_id')} AND d.endpoint_id = ${endpointId}::uuid AND d.updated_at >= ${widest}::timestamptz
       ))
       AND a.started_at >= ${widest}::timestamptz AND a.started_at <= ${nowIso}::timestamptz
   `.execute(db);
@@ -325,16 +328,16 @@ export async function deliveryStats(db: Kysely<Database>, hours: number, nowIso:
       -- started at most one attempt's duration (WEBHOOK_TIMEOUT_MS, at most 10 minutes) before the
       -- settle stamped succeeded_at; the hour of margin covers that.
       SELECT date_trunc('hour', d.succeeded_at) AS hour, count(DISTINCT d.id)::int AS n
-      FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id
-      WHERE a.outcome = 'success' AND a.started_at >= (SELECT t FROM since) - interval '1 hour'
+      FROM webhook_attempts a JOIN webhook_deliveries d ON ${ownStoreIs('d.store_id')} AND d.id = a.delivery_id
+      WHERE ${ownStoreIs('a.store_id')} AND a.outcome = 'success' AND a.started_at >= (SELECT t FROM since) - interval '1 hour'
         AND d.succeeded_at >= (SELECT t FROM since)
       GROUP BY 1
     ), failed AS (
       SELECT date_trunc('hour', started_at) AS hour, count(*)::int AS n FROM webhook_attempts
-      WHERE started_at >= (SELECT t FROM since) AND outcome <> 'success' GROUP BY 1
+      WHERE ${ownStoreIs('store_id')} AND started_at >= (SELECT t FROM since) AND outcome <> 'success' GROUP BY 1
     ), dead AS (
       SELECT date_trunc('hour', dead_at) AS hour, count(*)::int AS n FROM webhook_deliveries
-      WHERE dead_at >= (SELECT t FROM since) GROUP BY 1
+      WHERE ${ownStoreIs('store_id')} AND dead_at >= (SELECT t FROM since) GROUP BY 1
     )
     SELECT iso_utc(h.hour) AS hour, coalesce(s.n, 0) AS succeeded, coalesce(f.n, 0) AS failed, coalesce(d.n, 0) AS dead
     FROM hours h
@@ -344,7 +347,7 @@ export async function deliveryStats(db: Kysely<Database>, hours: number, nowIso:
     ORDER BY h.hour
   `.execute(db);
   const { rows } = await sql<{ status: DeliveryStatus; n: number }>`
-    SELECT status, count(*)::int AS n FROM webhook_deliveries GROUP BY status
+    SELECT status, count(*)::int AS n FROM webhook_deliveries WHERE ${ownStoreIs('store_id')} GROUP BY status
   `.execute(db);
   const by = Object.fromEntries(rows.map((r) => [r.status, r.n])) as Partial<Record<DeliveryStatus, number>>;
   return {

@@ -1,11 +1,14 @@
 /**
  * SQL of webhook endpoints. Rows become `WebhookEndpoint` (the admin API's shape) through one
- * mapping function, `endpointRowToEndpoint`.
+ * mapping function, `endpointRowToEndpoint`. The admin API's statements act in the request's store
+ * and name it (`ownStoreIs`, `ownStore`: decision 0051); the worker's (`enabledEndpoint…`) work
+ * across stores and name each endpoint's store.
  */
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { WriteContext } from '../db/write-clock.ts';
+import { ownStore, ownStoreIs } from '../db/store-scope.ts';
 import './webhook.tables.ts';
 import { destinationKind, redactDestinationUrl, type DestinationKind } from './webhook-destination.ts';
 
@@ -82,12 +85,16 @@ export interface EndpointView {
 }
 
 export async function listEndpointRows(db: Kysely<Database>, view: EndpointView): Promise<WebhookEndpoint[]> {
-  const { rows } = await sql<EndpointRow>`SELECT ${endpointColumns} FROM webhook_endpoints e ORDER BY e.created_at, e.id`.execute(db);
+  const { rows } = await sql<EndpointRow>`
+    SELECT ${endpointColumns} FROM webhook_endpoints e WHERE ${ownStoreIs('e.store_id')} ORDER BY e.created_at, e.id
+  `.execute(db);
   return rows.map((r) => endpointRowToEndpoint(r, view.now, view.breakerThreshold));
 }
 
 export async function findEndpoint(db: Kysely<Database>, id: string, view: EndpointView): Promise<WebhookEndpoint | undefined> {
-  const { rows } = await sql<EndpointRow>`SELECT ${endpointColumns} FROM webhook_endpoints e WHERE e.id = ${id}::uuid`.execute(db);
+  const { rows } = await sql<EndpointRow>`
+    SELECT ${endpointColumns} FROM webhook_endpoints e WHERE ${ownStoreIs('e.store_id')} AND e.id = ${id}::uuid
+  `.execute(db);
   return rows[0] && endpointRowToEndpoint(rows[0], view.now, view.breakerThreshold);
 }
 
@@ -107,8 +114,8 @@ export interface NewEndpoint {
 export async function insertEndpoint(write: WriteContext, input: NewEndpoint): Promise<string> {
   const id = randomUUID();
   await sql`
-    INSERT INTO webhook_endpoints (id, url, description, event_types, enabled, secret, created_at, updated_at)
-    VALUES (${id}, ${input.url}, ${input.description}, ${input.eventTypes}::text[], ${input.enabled}, ${input.secret}, ${write.stamp}::timestamptz, ${write.stamp}::timestamptz)
+    INSERT INTO webhook_endpoints (id, store_id, url, description, event_types, enabled, secret, created_at, updated_at)
+    VALUES (${id}, ${ownStore()}, ${input.url}, ${input.description}, ${input.eventTypes}::text[], ${input.enabled}, ${input.secret}, ${write.stamp}::timestamptz, ${write.stamp}::timestamptz)
   `.execute(write.trx);
   return id;
 }
@@ -137,21 +144,21 @@ export async function updateEndpoint(db: Kysely<Database>, id: string, patch: En
       paused_until = CASE WHEN ${reenable}::boolean THEN NULL ELSE paused_until END,
       disabled_reason = CASE WHEN ${reenable}::boolean THEN NULL WHEN ${patch.enabled === false}::boolean THEN 'disabled by an administrator' ELSE disabled_reason END,
       updated_at = ${nowIso}::timestamptz
-    WHERE id = ${id}::uuid
+    WHERE ${ownStoreIs('store_id')} AND id = ${id}::uuid
   `.execute(db);
   return Number(result.numAffectedRows ?? 0) > 0;
 }
 
 /** The URL of endpoint `id` as stored (with a broker URL's password), or undefined. */
 export async function findEndpointUrl(db: Kysely<Database>, id: string): Promise<string | undefined> {
-  const { rows } = await sql<{ url: string }>`SELECT url FROM webhook_endpoints WHERE id = ${id}::uuid`.execute(db);
+  const { rows } = await sql<{ url: string }>`SELECT url FROM webhook_endpoints WHERE ${ownStoreIs('store_id')} AND id = ${id}::uuid`.execute(db);
   return rows[0]?.url;
 }
 
 export async function findEndpointSecrets(db: Kysely<Database>, id: string): Promise<EndpointSecrets | undefined> {
   const { rows } = await sql<EndpointSecrets>`
     SELECT secret, previous_secret, iso_utc(previous_secret_expires_at) AS previous_secret_expires_at
-    FROM webhook_endpoints WHERE id = ${id}::uuid
+    FROM webhook_endpoints WHERE ${ownStoreIs('store_id')} AND id = ${id}::uuid
   `.execute(db);
   return rows[0];
 }
@@ -161,7 +168,7 @@ export async function rotateEndpointSecret(db: Kysely<Database>, id: string, sec
   const result = await sql`
     UPDATE webhook_endpoints SET previous_secret = secret, previous_secret_expires_at = ${previousExpiresAtIso},
       secret = ${secret}, updated_at = ${nowIso}::timestamptz
-    WHERE id = ${id}::uuid
+    WHERE ${ownStoreIs('store_id')} AND id = ${id}::uuid
   `.execute(db);
   return Number(result.numAffectedRows ?? 0) > 0;
 }
@@ -177,31 +184,42 @@ export async function rotateEndpointSecret(db: Kysely<Database>, id: string, sec
  */
 export async function deleteEndpointCascade(db: Kysely<Database>, id: string): Promise<Record<string, number> | undefined> {
   return db.transaction().execute(async (trx) => {
-    const { rows: found } = await sql<{ id: string }>`SELECT id FROM webhook_endpoints WHERE id = ${id}::uuid FOR UPDATE`.execute(trx);
+    const { rows: found } = await sql<{ id: string }>`
+      SELECT id FROM webhook_endpoints WHERE ${ownStoreIs('store_id')} AND id = ${id}::uuid FOR UPDATE
+    `.execute(trx);
     if (found.length === 0) return undefined;
     const { rows: counts } = await sql<{ status: string; n: number }>`
-      SELECT status, count(*)::int AS n FROM (SELECT status FROM webhook_deliveries WHERE endpoint_id = ${id}::uuid FOR UPDATE) d GROUP BY status
+      SELECT status, count(*)::int AS n FROM (
+        SELECT status FROM webhook_deliveries WHERE ${ownStoreIs('store_id')} AND endpoint_id = ${id}::uuid FOR UPDATE
+      ) d GROUP BY status
     `.execute(trx);
-    await sql`DELETE FROM webhook_attempts WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE endpoint_id = ${id}::uuid)`.execute(trx);
-    await sql`DELETE FROM webhook_deliveries WHERE endpoint_id = ${id}::uuid`.execute(trx);
-    await sql`DELETE FROM webhook_endpoints WHERE id = ${id}::uuid`.execute(trx);
+    await sql`
+      DELETE FROM webhook_attempts a WHERE ${ownStoreIs('a.store_id')}
+        AND a.delivery_id IN (SELECT d.id FROM webhook_deliveries d WHERE ${ownStoreIs('d.store_id')} AND d.endpoint_id = ${id}::uuid)
+    `.execute(trx);
+    await sql`DELETE FROM webhook_deliveries WHERE ${ownStoreIs('store_id')} AND endpoint_id = ${id}::uuid`.execute(trx);
+    await sql`DELETE FROM webhook_endpoints WHERE ${ownStoreIs('store_id')} AND id = ${id}::uuid`.execute(trx);
     return Object.fromEntries(counts.map((c) => [c.status, c.n]));
   });
 }
 
-/** The scheme of every enabled endpoint's URL ('https', 'amqp', …), each once. */
+/** The scheme of every enabled endpoint's URL ('https', 'amqp', …), each once, in every store not being deleted (the worker's). */
 export async function enabledEndpointSchemes(db: Kysely<Database>): Promise<string[]> {
   const { rows } = await sql<{ scheme: string }>`
-    SELECT DISTINCT lower(split_part(url, ':', 1)) AS scheme FROM webhook_endpoints WHERE enabled
+    SELECT DISTINCT lower(split_part(e.url, ':', 1)) AS scheme
+    FROM stores st JOIN webhook_endpoints e ON e.store_id = st.id
+    WHERE st.status <> 'deleting' AND e.enabled
   `.execute(db);
   return rows.map((r) => r.scheme);
 }
 
-/** The URLs of those of `ids` that exist and are enabled (endpoint id → URL). */
-export async function enabledEndpointUrls(db: Kysely<Database>, ids: readonly string[]): Promise<Map<string, string>> {
-  if (ids.length === 0) return new Map();
+/** The URLs of those of `endpoints` (each with its store) that exist and are enabled (endpoint id → URL); the worker's, across stores. */
+export async function enabledEndpointUrls(db: Kysely<Database>, endpoints: readonly { id: string; storeId: string }[]): Promise<Map<string, string>> {
+  if (endpoints.length === 0) return new Map();
+  // Ids are unique across stores: the endpoints' stores and their ids name exactly them.
   const { rows } = await sql<{ id: string; url: string }>`
-    SELECT id, url FROM webhook_endpoints WHERE id = ANY(${[...ids]}::uuid[]) AND enabled
+    SELECT id, url FROM webhook_endpoints
+    WHERE store_id = ANY(${[...new Set(endpoints.map((e) => e.storeId))]}::uuid[]) AND id = ANY(${endpoints.map((e) => e.id)}::uuid[]) AND enabled
   `.execute(db);
   return new Map(rows.map((r) => [r.id, r.url]));
 }

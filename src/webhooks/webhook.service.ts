@@ -9,6 +9,7 @@ import { formatCursor, parseCursor } from '../shared/cursor.ts';
 import { appendEvent, appendTestEvent } from '../events/event-log.ts';
 import { EVENT_TYPES, type EventType } from '../resources/event-types.ts';
 import { runWrite } from '../db/write-clock.ts';
+import { ownStoreIs } from '../db/store-scope.ts';
 import { epochMicros, isoFromMillis, parseIsoTimestamp } from '../shared/time.ts';
 import { oldestAvailable, oldestDeliveryAt } from '../retention/retention.repository.ts';
 import {
@@ -105,11 +106,12 @@ export class WebhookService {
 
   async createEndpoint(input: EndpointInput): Promise<WebhookEndpoint & { secret: string }> {
     const url = await this.checkUrl(input.url);
-    // The store's endpoints only (row-level security, decision 0051).
+    // The store's endpoints only (its own filter and row-level security, decision 0051).
     const max = this.ctx.config.STORE_MAX_WEBHOOK_ENDPOINTS;
     const { count } = await this.db
       .selectFrom('webhook_endpoints')
       .select((eb) => eb.fn.countAll<number>().as('count'))
+      .where(ownStoreIs('store_id'))
       .executeTakeFirstOrThrow();
     if (Number(count) >= max) {
       throw new ApiError(

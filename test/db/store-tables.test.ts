@@ -78,7 +78,7 @@ describe.each(backends)('store tables (%s)', (backend) => {
     try {
       const db = scratch.db;
       await createStoreTable(db, 'scratch_things', ['id uuid PRIMARY KEY', 'name text NOT NULL']);
-      expect(await indexColumns(db, 'scratch_things')).toContain('last_modified,id');
+      expect(await indexColumns(db, 'scratch_things')).toContain('store_id,last_modified,id');
       expect(await triggers(db, 'scratch_things')).toContainEqual({ fn: 'last_modified_forward', before_update: true });
       // …the very trigger the first store tables have (same timing, columns and WHEN clause).
       const definition = async (table: string) =>
@@ -107,6 +107,7 @@ describe.each(backends)('store tables (%s)', (backend) => {
         record: Type.Object({ id: Type.String(), name: Type.String(), last_modified: Type.String() }, { title: 'Thing' }),
         source: {
           from: sql`scratch_things t`,
+          store: 't.store_id',
           lastModified: sql`t.last_modified`,
           id: sql`t.id`,
           json: sql`json_build_object('id', t.id, 'name', t.name, 'last_modified', iso_utc(t.last_modified))`,

@@ -13,19 +13,32 @@ import { ORDER_STATUSES, PAYMENT_STATUSES } from '../../src/orders/order-status.
 import { productJson } from '../../src/catalog/product.json-sql.ts';
 import { orderJson } from '../../src/orders/order.json-sql.ts';
 import { customerJson } from '../../src/customers/customer.json-sql.ts';
+import { homeStore } from '../../src/stores/store.service.ts';
+import { inStore } from '../../src/db/store-scope.ts';
+import { startStatementAudit } from '../helpers/statement-audit.ts';
 
 const ORDERS = 400;
 
 describe.each(backends)('the generated demo store (%s)', (backend) => {
   let database: TestDatabase;
   let summary: DemoSummary;
+  /** The generator's statements over store-owned tables that did not name its store. */
+  let unnamed: string[];
   const db = () => database.db;
 
   beforeAll(async () => {
     database = await openTestDatabase(backend);
-    summary = await generateDemoStore(database.db, { products: 12, customers: 15, orders: ORDERS, seed: 3, batchSize: 150 });
+    // In the store's scope, as `store-api demo generate` runs it.
+    const store = (await homeStore(database.db))!.id;
+    const audit = startStatementAudit();
+    summary = await inStore(store, () => generateDemoStore(database.db, { products: 12, customers: 15, orders: ORDERS, seed: 3, batchSize: 150 }));
+    unnamed = audit.stop();
   });
   afterAll(async () => database?.close());
+
+  it('names its store in every statement (decision 0051)', () => {
+    expect(unnamed).toEqual([]);
+  });
 
   it('places every order asked for, though stock runs out on the way', async () => {
     expect(summary.orders).toBe(ORDERS);

@@ -12,7 +12,8 @@ import { sql, type Kysely } from 'kysely';
 import { backends } from '../helpers/test-database.ts';
 import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { aProduct, aProductWithVariants } from '../helpers/store-fixtures.ts';
-import { checkStoreDocuments } from '../../src/resources/store-schema.ts';
+import { checkStoreDocuments, rebuildStoreDocuments } from '../../src/resources/store-schema.ts';
+import { startStatementAudit } from '../helpers/statement-audit.ts';
 import { adjustStock, importStockCsv } from '../../src/inventory/stock.service.ts';
 import { withDocumentsRebuiltLater } from '../../src/db/documents.ts';
 import type { Database } from '../../src/db/schema.ts';
@@ -34,11 +35,15 @@ describe.each(backends)('stock writes and stored documents (%s)', (backend) => {
 
   for (const stepRows of [undefined, 1]) {
     it(`an import ${stepRows ? 'in steps' : 'in one transaction'} leaves every document rebuilt with the new levels`, async () => {
+      // Every statement of the writes and of the check names its store (decision 0051).
+      const audit = startStatementAudit();
       const plain = await aProduct(db);
       const withVariants = await aProductWithVariants(db, [5, 7]);
       const [v0, v1] = withVariants.variants!;
       await importStockCsv(db, `sku,stock\n${plain.sku},41\n${v0!.sku},3\n${v1!.sku},9\n`, stepRows ? { stepRows } : {});
       expect(await checkStoreDocuments(db)).toEqual([]);
+      expect(audit.checked()).toBeGreaterThan(10);
+      expect(audit.stop()).toEqual([]);
       expect((await docs(plain.id)).doc.stock).toBe(41);
       const doc = (await docs(withVariants.id)).doc;
       expect(doc.stock).toBe(12);
@@ -48,8 +53,10 @@ describe.each(backends)('stock writes and stored documents (%s)', (backend) => {
 
   it('a single adjustment of a variant leaves every document rebuilt', async () => {
     const product = await aProductWithVariants(db, [5, 7]);
+    const audit = startStatementAudit();
     await adjustStock(db, { product_id: product.id, variant_id: product.variants![1]!.id, quantity_change: -2 });
     expect(await checkStoreDocuments(db)).toEqual([]);
+    expect(audit.stop()).toEqual([]);
     expect((await docs(product.id)).doc.stock).toBe(10);
   });
 
@@ -77,6 +84,15 @@ describe.each(backends)('stock writes and stored documents (%s)', (backend) => {
     });
     expect((await docs(product.id)).doc.variants.map((v) => v.stock)).toEqual([2_147_483_000, 5]);
     expect(await checkStoreDocuments(db)).toEqual([]);
+  });
+
+  it('the documents backfill rebuilds every document of the store, each statement naming its store', async () => {
+    await aProductWithVariants(db, [1, 2]);
+    const audit = startStatementAudit();
+    expect(await rebuildStoreDocuments(db)).toBeGreaterThan(0);
+    expect(await rebuildStoreDocuments(db, { onlyMissing: true })).toBe(0);
+    expect(await checkStoreDocuments(db)).toEqual([]);
+    expect(audit.stop()).toEqual([]);
   });
 
   it('silences the triggers for the writes it wraps only, and the next write of the transaction rebuilds', async () => {

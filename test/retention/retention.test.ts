@@ -4,6 +4,8 @@
  * needed by nobody goes: nothing inside the window, nothing pending or leased, no dead letter inside
  * its own retention, no event the poller has not read yet. Then readers are told how far back data
  * goes: the events feed and replays answer 400 naming the oldest available instant, the stats say it.
+ * Every statement a pruning run makes over a store-owned table names the store of its rows
+ * (test/helpers/statement-audit.ts, decision 0051).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
@@ -20,6 +22,7 @@ import { ConfigError, loadConfig } from '../../src/config/config.ts';
 import { pruneOnce, startRetentionPruner, type PruneReport } from '../../src/retention/retention-pruner.ts';
 import { cutoffsAt, retentionPolicyOf } from '../../src/retention/retention-policy.ts';
 import { isoFromMillis } from '../../src/shared/time.ts';
+import { startStatementAudit } from '../helpers/statement-audit.ts';
 
 const DAY = 86_400_000;
 
@@ -102,6 +105,20 @@ describe.each(backends)('retention pruning (%s)', (backend) => {
     return id;
   }
 
+  /** One pruning run, every statement of it (and of the worker meanwhile) audited: each names its rows' store. */
+  async function audited(run: () => Promise<PruneReport>): Promise<PruneReport> {
+    const audit = startStatementAudit();
+    let wrong: string[];
+    let report: PruneReport;
+    try {
+      report = await run();
+    } finally {
+      wrong = audit.stop();
+    }
+    expect(wrong).toEqual([]);
+    return report;
+  }
+
   const ids = async (table: 'events' | 'webhook_deliveries') =>
     new Set((await sql<{ id: string }>`SELECT id::text FROM ${sql.table(table)}`.execute(db)).rows.map((r) => r.id));
   const attemptsOf = async (deliveryId: string) =>
@@ -127,7 +144,7 @@ describe.each(backends)('retention pruning (%s)', (backend) => {
     const recentDone = await aDelivery(recentEvent, 'succeeded', ago(29 * DAY));
 
     // The poller has not read the log yet: no event may go, however old.
-    let report = await pruneOnce(db, policy, now());
+    let report = await audited(() => pruneOnce(db, policy, now()));
     expect(report).toMatchObject({ deliveries: 1, deadLetters: 1, attempts: 2 + 6, events: 0 });
     report = await pruneOnce(db, policy, now());
     expect(report.events).toBe(0);
@@ -154,7 +171,7 @@ describe.each(backends)('retention pruning (%s)', (backend) => {
     expect(inFlight.every((d) => d.status === 'pending' && d.locked_until !== null)).toBe(true);
 
     const deliveriesInFlight = await ids('webhook_deliveries');
-    report = await pruneOnce(db, policy, now());
+    report = await audited(() => pruneOnce(db, policy, now()));
     const events = await ids('events');
     expect(events).not.toContain(oldAlone);
     expect(events).not.toContain(oldDoneEvent);
@@ -165,7 +182,7 @@ describe.each(backends)('retention pruning (%s)', (backend) => {
 
     // Two months on (scaled time): the dead letter and the recent success are past their time now;
     // the deliveries in flight and the one waiting for its retry still stay.
-    const later = await pruneOnce(db, policy, now() + 60 * DAY);
+    const later = await audited(() => pruneOnce(db, policy, now() + 60 * DAY));
     expect(later).toMatchObject({ deliveries: 1, deadLetters: 1 });
     deliveries = await ids('webhook_deliveries');
     expect(deliveries).not.toContain(deadRecent);

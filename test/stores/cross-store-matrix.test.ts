@@ -188,7 +188,7 @@ describe.each(backends)('cross-store matrix from the route table (%s)', (backend
     expect(own.json().data).toHaveLength(1);
   });
 
-  it('holds with every statement\'s store filter removed: row-level security isolates', async () => {
+  it("holds with every statement's store filter removed: row-level security isolates", async () => {
     filters.removed = true;
     try {
       expect(await matrix(routes)).toEqual([]);

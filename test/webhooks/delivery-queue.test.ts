@@ -110,7 +110,7 @@ describe.each(backends)('delivery queue (%s)', (backend) => {
     // Room for one: the first attempt, not the retry of the rejected one.
     const one = await claim('worker-a', now + 2, { endpointCapacity: 1 });
     expect(one.map((d) => d.id)).toEqual([older]);
-    expect(await releaseDeliveries(db, 'worker-a', [older])).toBe(1);
+    expect(await releaseDeliveries(db, 'worker-a', one)).toBe(1);
     // Room for all: sent in that order.
     const rest = await claim('worker-a', now + 3);
     expect(rest.map((d) => d.id)).toEqual([older, rejected]);
