@@ -1382,7 +1382,8 @@ function writeKeepingHandNotes(markdown: string): void {
  * contiguous|scattered`, `--stores-children` (2 variants and 2 images per product); fairness:
  * `--fair-import-rows` (100,000; 10,000 with --quick), `--fair-backlog` (as many), `--fair-rounds` (2),
  * `--fair-cap-seconds` (60: how long after the import's answer the busy phase waits for its fan-out);
- * `--stores-only scale|fairness` runs one part (and leaves the document as it was).
+ * `--stores-only scale|fairness` runs one part (and leaves the document as it was); `--stores-jit-off`
+ * sets `jit = off` on the scratch databases.
  */
 async function runStoresBench(): Promise<void> {
   const { benchStores, storesReport } = await import('./stores-bench.ts');
@@ -1418,7 +1419,11 @@ async function runStoresBench(): Promise<void> {
   log(
     `bench --stores: ${opts.scale ? `${f0(opts.stores)} stores × ${f0(opts.productsPerStore)} products (${opts.layout}); ` : ''}${opts.fairness ? `fairness with a ${f0(opts.fairImportRows)}-row import and a ${f0(opts.fairBacklog)}-delivery backlog; ` : ''}${ROUNDS} rounds of ${SECONDS} s`,
   );
-  const results = await benchStores(opts);
+  const writes = only === undefined || args.output !== undefined;
+  const results = await benchStores(opts, (scale) => {
+    // The scale part's figures written at once (the fairness part follows for many minutes).
+    if (writes) writeKeepingHandNotes(storesReport(scale, opts, ['(The fairness part was still running when this was written.)']));
+  });
   const markdown = storesReport(results, opts, []);
   if (only !== undefined && args.output === undefined) {
     process.stdout.write(`${markdown}\n(--stores-only ${only}: ${OUTPUT} left as it was)\n`);

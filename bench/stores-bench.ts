@@ -904,9 +904,11 @@ async function benchFairness(opts: StoresOptions): Promise<FairnessResults> {
   }
 }
 
-export async function benchStores(opts: StoresOptions): Promise<StoresResults> {
+/** Runs the parts asked for; `partial` is handed the scale part's results before the fairness part starts (a long run's figures are not lost with it). */
+export async function benchStores(opts: StoresOptions, partial?: (results: StoresResults) => void): Promise<StoresResults> {
   const t = performance.now();
   const scale = opts.scale ? await benchScale(opts) : undefined;
+  if (scale && opts.fairness) partial?.({ scale, totalSeconds: (performance.now() - t) / 1000 });
   const fairness = opts.fairness ? await benchFairness(opts) : undefined;
   return { scale, fairness, totalSeconds: (performance.now() - t) / 1000 };
 }
