@@ -8,8 +8,7 @@
  *   /admin               dashboard
  */
 import { PLATFORM_PREFIX, platformRoutes } from './stores/platform.routes.ts';
-import { currentScope, withScopeHolder } from './db/store-scope.ts';
-import { enterHomeStore } from './stores/store.service.ts';
+import { currentScope, PLATFORM_SCOPE, setScope, withScopeHolder } from './db/store-scope.ts';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -94,12 +93,14 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   // known (bearer-auth, admin-auth; db/store-scope.ts). A callback hook that calls the next one
   // inside it, so every later hook and the handler run in it.
   app.addHook('onRequest', (_request, _reply, done) => withScopeHolder(done));
-  // The dashboard and its sign-in, setup and account routes act in the deployment's first store
-  // until administrators get a role per store (decision 0051); a key names its own store. Before
-  // the handler, after the body is read: a look-up before would hold the body's reading up.
+  // The dashboard's sign-in, setup and link routes act for an account, whose stores they look up
+  // (decision 0051, "Administrators per store"): across stores, in the platform scope; each entry
+  // of a store's audit log they write names its store (the session's, the link's, else the home
+  // store). The admin API's requests got their store from their session or key (admin-auth).
   app.addHook('preHandler', (request, _reply, done) => {
-    if (!request.url.startsWith('/admin') || request.headers.authorization !== undefined || currentScope() !== undefined) return done();
-    enterHomeStore(ctx.database.db).then(() => done(), done);
+    if (!request.url.startsWith('/admin') || request.url.startsWith('/admin/api/') || currentScope() !== undefined) return done();
+    setScope(PLATFORM_SCOPE);
+    done();
   });
 
   // One client address cannot take every descriptor with idle or slow connections (issue 24).

@@ -48,6 +48,8 @@ declare module 'fastify' {
     auditTarget?: string;
     /** Reachable by a session whose administrator must still set up a required second factor. */
     duringEnrolment?: boolean;
+    /** Open to a session whose store is suspended (the store switcher's routes). */
+    whileSuspended?: boolean;
   }
   interface FastifyRequest {
     audit?: AuditNote;

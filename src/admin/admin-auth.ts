@@ -13,7 +13,7 @@
  * are logged with the key's id and its maker, never its secret.
  */
 import type { FastifyRequest } from 'fastify';
-import { enterHomeStore } from '../stores/store.service.ts';
+import { setScope } from '../db/store-scope.ts';
 import { requireToken } from '../api/plugins/bearer-auth.ts';
 import { ApiError } from '../shared/problem.ts';
 import { csrfTokenMatches, findAdminSession } from './sessions/admin-session.service.ts';
@@ -30,6 +30,8 @@ export interface AdminPrincipal {
   role: AdminRole;
   /** The session's cookie value (sessions only), so "end my other sessions" can keep this one. */
   sessionId?: string;
+  /** Sessions only: the store the session acts in (its selected store). */
+  storeId?: string;
   /** Who made the key (keys only). */
   maker?: TokenMaker;
   /** Sessions only: when the session last proved its administrator (ms), for requireFreshProof. */
@@ -59,7 +61,7 @@ export async function authenticateAdmin(request: FastifyRequest): Promise<AdminP
       refuseKey(request, token, 'maker_removed');
       throw new ApiError(
         'forbidden',
-        `This API key was made by ${token.maker.email}, who is no longer an administrator: its admin powers ended with that removal (its read scopes still read store data). An owner can transfer the key to another administrator or revoke it.`,
+        `This API key was made by ${token.maker.email}, who is no longer an administrator of this store: its admin powers ended with that removal (its read scopes still read store data). An owner can transfer the key to another administrator or revoke it.`,
       );
     }
     request.admin = { kind: 'token', id: token.id, name: token.name, role, maker: token.maker };
@@ -69,10 +71,11 @@ export async function authenticateAdmin(request: FastifyRequest): Promise<AdminP
   if (!session) {
     throw new ApiError('unauthorized', 'The dashboard session has expired or was signed out. Sign in again.');
   }
-  // Administrators are the deployment's, and act in its first store until they get a role per
-  // store (decision 0051).
-  const home = await enterHomeStore(db);
-  if (home?.status === 'suspended') {
+  // A session acts in its selected store, with the account's role there (decision 0051,
+  // "Administrators per store"): every statement of the request is held to that store.
+  setScope({ kind: 'store', storeId: session.storeId });
+  // The switcher's routes stay open, so an administrator can leave a suspended store for another.
+  if (session.storeStatus === 'suspended' && request.routeOptions.config?.whileSuspended !== true) {
     throw new ApiError('store_suspended', "This store is suspended by the platform's operator: its data cannot be read or changed until it is resumed.");
   }
   if (!SAFE_METHODS.has(request.method) && !csrfTokenMatches(request.headers[CSRF_HEADER], session.csrfToken)) {
@@ -87,6 +90,7 @@ export async function authenticateAdmin(request: FastifyRequest): Promise<AdminP
     name: session.email,
     role: session.role,
     sessionId,
+    storeId: session.storeId,
     provenAtMs: session.provenAtMs,
     secondFactor: session.secondFactor,
     secondFactorRequired: session.secondFactorRequired,

@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { commandProgress } from './command-progress.ts';
 import { CliUsageError, withContext } from './run-command.ts';
 import { createStore, deleteStore, getStore, isStoreId, listStores, setStoreStatus, type Store } from '../stores/store.service.ts';
+import { storeSetupUrl } from '../admin/sessions/setup-code.service.ts';
 import { listPlatformAudit, recordPlatformAction, type PlatformActor } from '../stores/platform-audit.ts';
 
 const platform = { scope: 'platform' as const, whileServerRuns: 'stop the server first: the embedded database allows one process at a time' };
@@ -38,8 +39,13 @@ export function registerStoreCommands(program: Command): void {
       withContext(async (ctx) => {
         const store = await createStore(ctx.database.db, { name: opts.name });
         await recordPlatformAction(ctx.database.db, cliActor(), 'store.created', store);
-        if (opts.json) process.stdout.write(`${JSON.stringify(store)}\n`);
-        else process.stdout.write(`Created store "${store.name}" (${store.id}).\nGive it a key: store-api tokens create --store ${store.id} --name <name>\n`);
+        // The first owner's one-time link (decision 0051, "Administrators per store").
+        const setup = await storeSetupUrl(ctx.database.db, ctx.config, store.id);
+        if (opts.json) process.stdout.write(`${JSON.stringify({ ...store, setup_url: setup.url })}\n`);
+        else
+          process.stdout.write(
+            `Created store "${store.name}" (${store.id}).\nIts first owner opens this link (works once, until ${setup.expiresAt}):\n  ${setup.url}\nGive it a key: store-api tokens create --store ${store.id} --name <name>\n`,
+          );
       }, platform),
     );
 

@@ -103,6 +103,16 @@ export function ownStoreIs(column = 'store_id'): RawBuilder<boolean> {
   return sql<boolean>`${sql.ref(column)} = ${ownStore()}`;
 }
 
+/**
+ * The same condition for a table outside row-level security that keeps rows of several stores
+ * (the administrators' memberships, links, sessions and settings, migration 0033): there this
+ * filter is the only isolation, so the cross-store matrix, which takes `ownStoreIs` away to prove
+ * row-level security alone holds, leaves this one in place.
+ */
+export function accountStoreIs(column = 'store_id'): RawBuilder<boolean> {
+  return sql<boolean>`${sql.ref(column)} = ${ownStore()}`;
+}
+
 /** What the database handle reports of each statement it runs, to `observeStatements`' observer. */
 export type StatementObserver = (sql: string, parameters: readonly unknown[], scope: StoreScope) => void;
 

@@ -30,6 +30,7 @@ import * as sealedIdempotentAnswers from './migrations/0029-sealed-idempotent-an
 import * as cheaperDeliveryWrites from './migrations/0030-cheaper-delivery-writes.ts';
 import * as storesAsTenants from './migrations/0031-stores-as-tenants.ts';
 import * as platformAuditLog from './migrations/0032-platform-audit-log.ts';
+import * as adminMemberships from './migrations/0033-admin-memberships.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -53,6 +54,7 @@ const migrations: Record<string, Migration> = {
   '0030-cheaper-delivery-writes': cheaperDeliveryWrites,
   '0031-stores-as-tenants': storesAsTenants,
   '0032-platform-audit-log': platformAuditLog,
+  '0033-admin-memberships': adminMemberships,
 };
 
 /** Names of every migration this code has, in order. */

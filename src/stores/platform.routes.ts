@@ -15,6 +15,7 @@ import { ApiError } from '../shared/problem.ts';
 import { SCOPES, TOKEN_PREFIX, createToken, type Scope } from '../tokens/token.service.ts';
 import { createStore, deleteStore, getStore, listStores, setStoreStatus } from './store.service.ts';
 import { presentsPlatformCredential } from './platform-credential.ts';
+import { storeSetupUrl } from '../admin/sessions/setup-code.service.ts';
 import { listPlatformAudit, recordPlatformAction, type PlatformActor } from './platform-audit.ts';
 
 export const PLATFORM_PREFIX = '/platform/api/v1';
@@ -68,7 +69,10 @@ const CreateBody = Type.Object(
 const Created = Type.Object({
   data: Type.Intersect([
     StoreSchema,
-    Type.Object({ key: Type.Optional(Type.Object({ id: Type.String(), name: Type.String(), scopes: Type.Array(Type.String()), token: Type.String() })) }),
+    Type.Object({
+      setup_url: Type.String({ description: "The one-time link that makes the store's first owner (dashboard setup page); in this answer only" }),
+      key: Type.Optional(Type.Object({ id: Type.String(), name: Type.String(), scopes: Type.Array(Type.String()), token: Type.String() })),
+    }),
   ]),
 });
 const IdParam = Type.Object({ id: Type.String({ format: 'uuid' }) }, { additionalProperties: false });
@@ -113,7 +117,9 @@ export async function platformRoutes(app: FastifyInstance): Promise<void> {
       key = { id: made.summary.id, name: made.summary.name, scopes: made.summary.scopes, token: made.token };
       await recordPlatformAction(db, apiActor(request), 'store.key_created', store, { key_id: key.id, key_name: key.name, scopes: key.scopes });
     }
-    return reply.code(201).send({ data: { ...store, ...(key ? { key } : {}) } });
+    // The first owner's one-time link (decision 0051, "Administrators per store"): in this answer only.
+    const setup = await storeSetupUrl(db, app.ctx.config, store.id);
+    return reply.code(201).send({ data: { ...store, setup_url: setup.url, ...(key ? { key } : {}) } });
   });
 
   app.get('/stores', { schema: { response: { 200: Type.Object({ data: Type.Array(StoreSchema) }) } } }, async () => ({ data: await listStores(db) }));

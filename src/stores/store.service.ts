@@ -10,7 +10,7 @@ import { sql, type ColumnType, type Kysely } from 'kysely';
 import type { DatabaseHandle } from '../db/database.ts';
 import type { Database } from '../db/schema.ts';
 import { runGivingWay } from '../db/connection-turns.ts';
-import { asPlatform, NO_STORE_SCOPE, setScope } from '../db/store-scope.ts';
+import { asPlatform, inStore, NO_STORE_SCOPE } from '../db/store-scope.ts';
 import { tokensChanged } from '../db/read-cache-signals.ts';
 import { ApiError } from '../shared/problem.ts';
 
@@ -210,19 +210,16 @@ export async function useDefaultStoreScope(database: DatabaseHandle): Promise<vo
   database.scopes.setDefault(stores.length === 1 ? { kind: 'store', storeId: stores[0]!.id } : NO_STORE_SCOPE);
 }
 
-/**
- * Puts the running request in the home store's scope (see homeStore) and returns that store;
- * undefined, and no scope set, when there is none.
- */
-export async function enterHomeStore(db: Kysely<Database>): Promise<{ id: string; status: StoreStatus } | undefined> {
+/** Runs `fn` in the home store's scope (see homeStore); as it is when there is none. */
+export async function inHomeStore<T>(db: Kysely<Database>, fn: () => Promise<T>): Promise<T> {
   const home = await homeStore(db);
-  if (home) setScope({ kind: 'store', storeId: home.id });
-  return home;
+  return home ? inStore(home.id, fn) : fn();
 }
 
 /**
- * The deployment's first store: the one a dashboard session acts in until administrators get a
- * role per store (decision 0051). Undefined before migration 0031.
+ * The deployment's first (oldest) store: where a first-administrator setup code makes its owner,
+ * and whose audit log records sign-in failures of no account's store (decision 0051). Undefined
+ * before migration 0031.
  */
 export async function homeStore(db: Kysely<Database>): Promise<{ id: string; status: StoreStatus } | undefined> {
   const known = homeStores.get(db);

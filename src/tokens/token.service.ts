@@ -122,11 +122,14 @@ function tokenQuery(db: Kysely<Database>) {
     .where(ownStoreIs('t.store_id'));
 }
 
-/** The maker's columns of a query over `api_tokens as t`: her role now (NULL once removed). */
+/**
+ * The maker's columns of a query over `api_tokens as t`: her role now in the key's store (migration
+ * 0033: a role per store; NULL once removed from that store, or from every store).
+ */
 const makerColumns = [
   't.made_by_admin_id',
   't.made_by_email',
-  sql<AdminRole | null>`(SELECT u.role FROM admin_users u WHERE u.id = t.made_by_admin_id)`.as('maker_role'),
+  sql<AdminRole | null>`(SELECT m.role FROM admin_memberships m WHERE m.admin_user_id = t.made_by_admin_id AND m.store_id = t.store_id)`.as('maker_role'),
 ] as const;
 
 /** One mapping of the maker's columns. */

@@ -259,7 +259,8 @@ describe.each(backends)('keys bounded by their maker (%s)', (backend) => {
     const hana = await administrator('hana@example.com', 'admin');
     expect((await withKey(hana.key, 'POST', '/tokens', { name: 'cached' })).statusCode).toBe(201);
     let before = tokenGeneration(db);
-    await sql`UPDATE admin_users SET role = 'viewer' WHERE id = ${hana.user.id}`.execute(db);
+    // The role is the membership's in the key's store (migration 0033).
+    await sql`UPDATE admin_memberships SET role = 'viewer' WHERE admin_user_id = ${hana.user.id}`.execute(db);
     await vi.waitFor(() => expect(tokenGeneration(db)).toBeGreaterThan(before));
     expectRefusal(await withKey(hana.key, 'POST', '/tokens', { name: 'x' }), /viewer/);
     expect((await withKey(hana.key, 'GET', '/tokens')).statusCode).toBe(200);

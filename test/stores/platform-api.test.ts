@@ -32,6 +32,8 @@ describe.each(backends)('platform API (%s)', (backend) => {
     expect(created.headers['cache-control']).toBe('no-store');
     const store = created.json().data;
     expect(store).toMatchObject({ name: 'Shop from sign-up', status: 'active', key: { name: 'erp', scopes: ['products:read'] } });
+    // The first owner's one-time link, the dashboard's setup page (decision 0051, "Administrators per store").
+    expect(store.setup_url).toMatch(/^http:\/\/[^/]+\/admin#\/setup\?code=[A-Za-z0-9_-]{43}$/);
     const key = { authorization: `Bearer ${store.key.token}` };
     const products = await call('GET', '/api/v1/products', key);
     expect(products.statusCode).toBe(200);

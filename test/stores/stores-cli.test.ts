@@ -144,4 +144,46 @@ describe.each(backends)('store-api stores (%s)', (backend) => {
     expect(badLimit.code).toBe(1);
     expect(badLimit.stderr).toContain('--limit');
   });
+
+  it("prints the new store's setup_url: its first owner sets a password and signs in to that store only", async () => {
+    const created = await run(['stores', 'create', '--name', 'Owned by its link', '--json'], { ...env, PUBLIC_URL: 'https://shop.example.com' });
+    expect(created.code, created.stderr).toBe(0);
+    const store = JSON.parse(created.stdout) as { id: string; name: string; status: string; created_at: string; setup_url: string };
+    expect(Object.keys(store).sort()).toEqual(['created_at', 'id', 'name', 'setup_url', 'status']);
+    expect(store.setup_url).toMatch(/^https:\/\/shop\.example\.com\/admin#\/setup\?code=[A-Za-z0-9_-]{43}$/);
+    const code = store.setup_url.split('code=')[1]!;
+    const opened = await openDatabase({ databaseUrl: env.DATABASE_URL, dataDir, knownMigrations: migrationNames(), template: false });
+    await useDefaultStoreScope(opened);
+    const app = await buildApp({
+      config: loadConfig({ LOG_LEVEL: 'silent', SEED_DEMO: 'false', ...env }),
+      database: opened,
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      const made = await app.inject({
+        method: 'POST',
+        url: '/admin/setup',
+        payload: { code, email: 'first-owner@example.com', password: 'correct horse battery' },
+      });
+      expect(made.statusCode, made.body).toBe(201);
+      expect(made.json().data).toMatchObject({ role: 'owner', store: { id: store.id, name: 'Owned by its link' } });
+      const signIn = await app.inject({
+        method: 'POST',
+        url: '/admin/session',
+        payload: { email: 'first-owner@example.com', password: 'correct horse battery' },
+      });
+      expect(signIn.statusCode, signIn.body).toBe(200);
+      const cookie = String(signIn.headers['set-cookie']).split(';')[0]!;
+      const stores = await app.inject({ url: '/admin/api/v1/account/stores', headers: { cookie } });
+      expect(stores.json().data.map((s: { id: string; role: string }) => `${s.id}:${s.role}`)).toEqual([`${store.id}:owner`]);
+      const admins = await app.inject({ url: '/admin/api/v1/admins', headers: { cookie } });
+      expect(admins.json().data.map((u: { email: string }) => u.email)).toEqual(['first-owner@example.com']);
+      // Spent: the link works once.
+      const again = await app.inject({ method: 'POST', url: '/admin/setup/check', payload: { code } });
+      expect(again.statusCode).toBe(409);
+    } finally {
+      await app.close();
+      await opened.close();
+    }
+  });
 });

@@ -17,7 +17,7 @@ import type { AppContext } from '../../src/app-context.ts';
 import { buildApp, type App } from '../../src/app.ts';
 import { migrateToLatest, migrateUpTo, migrationNames } from '../../src/schema/migrate.ts';
 import { SCOPES, TOKEN_PREFIX, hashToken } from '../../src/tokens/token.service.ts';
-import { createAdminUser } from '../../src/admin/sessions/admin-user.service.ts';
+import { hashPassword } from '../../src/admin/sessions/admin-user.service.ts';
 import { startWebhookWorker } from '../../src/webhooks/webhook-worker.ts';
 import { STORE_OWNED_TABLES, listStores, useDefaultStoreScope } from '../../src/stores/store.service.ts';
 import { asPlatform } from '../../src/db/store-scope.ts';
@@ -79,7 +79,10 @@ describe.each(backends)('upgrading a database of the previous release in place (
     expect((await sql<{ found: boolean }>`SELECT to_regclass('stores') IS NOT NULL AS found`.execute(db)).rows[0]!.found).toBe(false);
     // Written as the previous release wrote it: its statements name no store (today's services
     // name one in every statement, decision 0051, and could not run on this schema).
-    await createAdminUser(db, { email: 'owner@example.com', password: PASSWORD, role: 'owner' });
+    await sql`
+      INSERT INTO admin_users (id, email, password_hash, role, created_at, password_changed_at)
+      VALUES (gen_random_uuid(), 'owner@example.com', ${await hashPassword(PASSWORD)}, 'owner', now(), now())
+    `.execute(db);
     token = TOKEN_PREFIX + randomBytes(32).toString('base64url');
     await sql`
       INSERT INTO api_tokens (id, name, prefix, token_hash, scopes, created_at)

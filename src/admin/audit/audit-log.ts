@@ -23,6 +23,7 @@ export const AUDIT_ACTIONS = [
   'session.signed_in',
   'session.sign_in_failed',
   'session.signed_out',
+  'session.store_switched',
   'setup.completed',
   'admin.invited',
   'admin.invitation_revoked',

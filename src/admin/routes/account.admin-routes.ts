@@ -7,6 +7,10 @@
  *   GET    /admins/invitations              open invitations (owner)
  *   POST   /admins/invitations              { email, role } → one-time invitation link (owner), shown once
  *   DELETE /admins/invitations/:id          withdraw an invitation (owner)
+ *   GET    /account/stores                  the stores of the signed-in account, its role in each (sessions)
+ *   POST   /session/store                   { store_id }: the session acts in that store from now on
+ *                                           (a member only, else 404 naming it); recorded in the
+ *                                           audit log of the store entered
  *   POST   /account/password                { current_password, new_password }: one's own password
  *                                           (any role, sessions only); one's other sessions end;
  *                                           a wrong current password counts like a failed sign-in
@@ -17,7 +21,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ADMIN_ROLES, type AdminRole } from '../sessions/admin-roles.ts';
-import { changeAdminRole, changeOwnPassword, listAdminUsers, removeAdminUser } from '../sessions/admin-user.service.ts';
+import { accountStores, changeAdminRole, changeOwnPassword, listAdminUsers, removeAdminUser } from '../sessions/admin-user.service.ts';
+import { setSessionStore } from '../sessions/admin-session.service.ts';
+import { setScope } from '../../db/store-scope.ts';
+import { isStoreId } from '../../stores/store.service.ts';
 import { createInvitation, createPasswordReset, listInvitations, revokeInvitation } from '../sessions/admin-links.service.ts';
 import { ApiError } from '../../shared/problem.ts';
 import { requireFreshProof } from '../admin-auth.ts';
@@ -77,11 +84,84 @@ export function linkUrl(request: FastifyRequest, code: string): string {
   return `${request.protocol}://${request.host}/admin#/link?code=${code}`;
 }
 
+const AccountStoreSchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    name: Type.String(),
+    status: Type.Unsafe<string>({ type: 'string', enum: ['active', 'suspended', 'deleting'] }),
+    role: Role,
+    selected: Type.Boolean({ description: 'Whether the session acts in this store now' }),
+  },
+  { title: 'AccountStore' },
+);
+const SwitchBody = Type.Object({ store_id: Type.String({ format: 'uuid' }) }, strict);
+
+/** The membership of the signed-in session's account in `storeId`, or a 404 naming the store. */
+async function membershipIn(request: FastifyRequest, storeId: string) {
+  const admin = request.admin!;
+  const stores = await accountStores(request.server.ctx.database.db, admin.id);
+  const found = stores.find((store) => store.id === storeId);
+  if (!found) throw new ApiError('not_found', `You are no administrator of the store ${storeId} (or it does not exist).`);
+  return found;
+}
+
 export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
   const { db } = app.ctx.database;
   const { config } = app.ctx;
   const tags = ['Admin: administrators'];
   const id = (params: unknown) => (params as { id: string }).id;
+
+  app.get(
+    '/account/stores',
+    {
+      config: { permission: 'account', duringEnrolment: true, whileSuspended: true },
+      schema: {
+        tags,
+        operationId: 'listAccountStores',
+        summary: 'The stores the signed-in administrator belongs to, with the role in each',
+        response: { 200: data(Type.Array(AccountStoreSchema)) },
+      },
+    },
+    async (request) => {
+      const admin = request.admin!;
+      if (admin.kind !== 'session') throw new ApiError('forbidden', 'Only an administrator signed in to the dashboard has stores to switch between.');
+      const stores = await accountStores(db, admin.id);
+      return { data: stores.map((store) => ({ ...store, selected: store.id === admin.storeId })) };
+    },
+  );
+
+  app.post(
+    '/session/store',
+    {
+      config: { permission: 'account', duringEnrolment: true, whileSuspended: true, audit: 'session.store_switched' },
+      schema: {
+        tags,
+        operationId: 'switchStore',
+        summary: 'Act in another store of the signed-in administrator (the store switcher)',
+        body: SwitchBody,
+        response: { 200: data(AccountStoreSchema) },
+      },
+      // Before the write's transaction begins (preHandler): it and the audit entry belong to the
+      // store entered, once the account is known to be a member of it (else the handler's 404).
+      preValidation: async (request) => {
+        const storeId = (request.body as { store_id?: unknown } | undefined)?.store_id;
+        if (request.admin?.kind !== 'session' || typeof storeId !== 'string' || !isStoreId(storeId)) return;
+        const stores = await accountStores(db, request.admin.id);
+        if (stores.some((store) => store.id === storeId && store.status !== 'deleting')) setScope({ kind: 'store', storeId });
+      },
+    },
+    async (request) => {
+      const admin = request.admin!;
+      if (admin.kind !== 'session' || admin.sessionId === undefined)
+        throw new ApiError('forbidden', 'Only a dashboard session acts in a selected store; an API key acts in its own store.');
+      const { store_id: storeId } = request.body as typeof SwitchBody.static;
+      const store = await membershipIn(request, storeId);
+      const from = admin.storeId;
+      await setSessionStore(db, admin.sessionId, store.id);
+      request.audit = { target: { type: 'store', id: store.id }, details: { from_store: from ?? null, to_store: store.id, role: store.role } };
+      return { data: { ...store, selected: true } };
+    },
+  );
 
   app.get(
     '/admins',

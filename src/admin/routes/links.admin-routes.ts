@@ -23,6 +23,8 @@ import { recordAudit } from '../audit/audit-log.ts';
 import { findAdminUser, validateCredentials } from '../sessions/admin-user.service.ts';
 import { hasSecondFactor } from '../sessions/second-factor.service.ts';
 import type { AdminLink } from '../sessions/admin-links.service.ts';
+import { inStore } from '../../db/store-scope.ts';
+import { inHomeStore } from '../../stores/store.service.ts';
 
 const Code = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_-]+$' });
 const CheckBody = Type.Object({ code: Code }, { additionalProperties: false });
@@ -47,9 +49,9 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
     throw new ApiError(LINK_STATUS[state], LINK_MESSAGES[state], [{ param: 'code', message: state }]);
   }
 
-  /** The administrator a password-reset link is for, when she has a second factor (else undefined). */
+  /** The account a link is for (a reset's, or an invitation's existing account) when it has a second factor (else undefined). */
   async function secondFactorOf(link: AdminLink): Promise<{ id: string; email: string } | undefined> {
-    if (link.purpose !== 'password_reset') return undefined;
+    // A reset's administrator, or the existing account an invitation adds a store to (migration 0033).
     const user = await findAdminUser(db, link.email);
     return user && (await hasSecondFactor(db, user.id)) ? { id: user.id, email: user.email } : undefined;
   }
@@ -89,6 +91,8 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
           role: link.role,
           expires_at: link.expires_at,
           second_factor: (await secondFactorOf(link)) !== undefined,
+          // An invitation of an email that has an account already: its current password adds the store to it.
+          existing_account: link.purpose === 'invitation' && (await findAdminUser(db, link.email)) !== undefined,
         },
       };
     },
@@ -101,18 +105,37 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
       await throttle(request);
       const body = request.body as typeof UseBody.static;
       await requireSecondFactor(request, body);
-      const result = await useLink(db, { code: body.code, password: body.password });
+      let result: Awaited<ReturnType<typeof useLink>>;
+      try {
+        result = await useLink(db, { code: body.code, password: body.password });
+      } catch (error) {
+        // A wrong password of an existing account an invitation adds a store to: a failed sign-in.
+        if (error instanceof ApiError && error.code === 'unauthorized') await signIn.failed(request, LINK_THROTTLE_KEY);
+        throw error;
+      }
       if (result.state !== 'valid') return refuse(request, result.state);
       const { user } = result;
-      await recordAudit(db, {
-        actor: { kind: 'session', id: user.id, name: user.email },
-        action: result.purpose === 'invitation' ? 'admin.joined' : 'admin.password_reset',
-        target: { type: 'admin', id: user.id },
-        clientIp: request.ip,
-        details: { email: user.email, role: user.role },
-      });
-      const session = await signIn.startSession(request, reply, user.id);
-      return { data: { email: session.email, role: session.role, csrf_token: session.csrfToken, expires_at: session.expiresAt } };
+      const storeId = result.storeId ?? undefined;
+      const audit = () =>
+        recordAudit(db, {
+          actor: { kind: 'session', id: user.id, name: user.email },
+          action: result.purpose === 'invitation' ? 'admin.joined' : 'admin.password_reset',
+          target: { type: 'admin', id: user.id },
+          clientIp: request.ip,
+          details: { email: user.email, role: user.role },
+        });
+      // Recorded in the audit log of the store the link was issued in.
+      await (storeId === undefined ? inHomeStore(db, audit) : inStore(storeId, audit));
+      const session = await signIn.startSession(request, reply, user.id, storeId);
+      return {
+        data: {
+          email: session.email,
+          role: session.role,
+          csrf_token: session.csrfToken,
+          expires_at: session.expiresAt,
+          store: { id: session.storeId, name: session.storeName, status: session.storeStatus },
+        },
+      };
     },
   );
 }

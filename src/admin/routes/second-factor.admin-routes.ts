@@ -23,7 +23,7 @@ import { ApiError } from '../../shared/problem.ts';
 import { nowMs, requireFreshProof, type AdminPrincipal } from '../admin-auth.ts';
 import { recordAudit } from '../audit/audit-log.ts';
 import { markSessionProven } from '../sessions/admin-session.service.ts';
-import { findAdminUserById, passwordMatches } from '../sessions/admin-user.service.ts';
+import { findMember, passwordMatches, refuseWhenInOtherStores } from '../sessions/admin-user.service.ts';
 import { clearSignInFailures, recordSignInFailure, signInRetryAfterMs } from '../sessions/sign-in-throttle.ts';
 import {
   confirmEnrolment,
@@ -279,11 +279,12 @@ export async function secondFactorAdminRoutes(app: FastifyInstance): Promise<voi
     async (request) => {
       requireFreshProof(request, "turning off an administrator's second factor");
       const id = (request.params as { id: string }).id;
-      const user = await findAdminUserById(db, id);
-      if (!user) throw new ApiError('not_found', `No administrator with id '${id}'.`);
+      const user = await findMember(db, id);
+      if (!user) throw new ApiError('not_found', `No administrator with id '${id}' in this store.`);
+      await refuseWhenInOtherStores(db, user, 'turn off the second factor');
       const removed = await removeSecondFactor(db, id);
       request.audit = removed ? { target: { type: 'admin', id }, details: { email: user.email } } : { record: false };
-      return { data: (await findAdminUserById(db, id))! };
+      return { data: (await findMember(db, id))! };
     },
   );
 

@@ -10,6 +10,9 @@ import { createAdminSession } from '../sessions/admin-session.service.ts';
 import { setSessionCookie } from '../sessions/session-cookie.ts';
 import { verifySecondFactor } from '../sessions/second-factor.service.ts';
 import { recordAudit } from '../audit/audit-log.ts';
+import { accountStores } from '../sessions/admin-user.service.ts';
+import { inStore } from '../../db/store-scope.ts';
+import { inHomeStore } from '../../stores/store.service.ts';
 
 export const SESSION_TAGS = ['Admin: dashboard session'];
 
@@ -24,7 +27,13 @@ export interface SignInKit {
    * proof (a sign-in, or a password set just now): the most sensitive actions need no second one for
    * a few minutes.
    */
-  startSession(request: FastifyRequest, reply: FastifyReply, adminUserId: string): Promise<Awaited<ReturnType<typeof createAdminSession>>['session']>;
+  startSession(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    adminUserId: string,
+    /** The store it acts in; default: the account's first (the home store first). */
+    storeId?: string,
+  ): Promise<Awaited<ReturnType<typeof createAdminSession>>['session']>;
   /**
    * Checks the second-factor `code` of an administrator who has one (sign-in, password reset):
    * 401 second_factor_required naming `param` when it is missing (nothing counted); a wrong code
@@ -45,6 +54,11 @@ export function signInRoutes(app: FastifyInstance): SignInKit {
   app.addHook('onSend', async (_request, reply) => {
     reply.header('Cache-Control', 'no-store');
   });
+  /** Runs `fn` in the account's first store (the home store first; else the home store): where its audit entries go. */
+  const inAccountStore = async <T>(adminUserId: string, fn: () => Promise<T>): Promise<T> => {
+    const [first] = await accountStores(db, adminUserId);
+    return first ? inStore(first.id, fn) : inHomeStore(db, fn);
+  };
   return {
     policy,
     async refuseWhileThrottled(request, key, what) {
@@ -67,34 +81,39 @@ export function signInRoutes(app: FastifyInstance): SignInKit {
       try {
         const used = await verifySecondFactor(db, { adminUserId: user.id, code, nowMs: (app.ctx.now ?? Date.now)() });
         if (used.method === 'recovery_code') {
-          await recordAudit(db, {
-            actor: { kind: 'session', id: user.id, name: user.email },
-            action: 'admin.recovery_code_used',
-            target: { type: 'admin', id: user.id },
-            clientIp: request.ip,
-            details: { during, left: used.recoveryCodesLeft ?? 0 },
-          });
+          await inAccountStore(user.id, () =>
+            recordAudit(db, {
+              actor: { kind: 'session', id: user.id, name: user.email },
+              action: 'admin.recovery_code_used',
+              target: { type: 'admin', id: user.id },
+              clientIp: request.ip,
+              details: { during, left: used.recoveryCodesLeft ?? 0 },
+            }),
+          );
         }
         return used.method;
       } catch (error) {
         if (error instanceof ApiError && error.code === 'invalid_second_factor') {
           const reason = error.errors?.[0]?.message ?? 'wrong';
           await recordSignInFailure(db, throttleKey, request.ip, policy);
-          await recordAudit(db, {
-            actor: { kind: 'anonymous', id: null, name: throttleKey },
-            action: 'admin.second_factor_failed',
-            target: { type: 'admin', id: user.id },
-            clientIp: request.ip,
-            details: { during, reason },
-          });
+          await inAccountStore(user.id, () =>
+            recordAudit(db, {
+              actor: { kind: 'anonymous', id: null, name: throttleKey },
+              action: 'admin.second_factor_failed',
+              target: { type: 'admin', id: user.id },
+              clientIp: request.ip,
+              details: { during, reason },
+            }),
+          );
           request.log.warn({ admin: user.email, reason, during }, 'second-factor code refused');
         }
         throw error;
       }
     },
-    async startSession(request, reply, adminUserId) {
+    async startSession(request, reply, adminUserId, storeId) {
       const { sessionId, session } = await createAdminSession(db, {
         adminUserId,
+        storeId,
         ttlMs: config.ADMIN_SESSION_TTL_MS,
         userAgent: request.headers['user-agent'],
         provenAtMs: (app.ctx.now ?? Date.now)(),

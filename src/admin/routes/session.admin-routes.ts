@@ -19,6 +19,8 @@ import { csrfTokenMatches, deleteAdminSession, findAdminSession, type AdminSessi
 import { clearSignInFailures } from '../sessions/sign-in-throttle.ts';
 import { SESSION_TAGS, signInRoutes } from './session-routes-kit.ts';
 import { recordAudit } from '../audit/audit-log.ts';
+import { inStore } from '../../db/store-scope.ts';
+import { inHomeStore } from '../../stores/store.service.ts';
 import { CSRF_HEADER, clearSessionCookie, sessionIdOf } from '../sessions/session-cookie.ts';
 
 const SignInBody = Type.Object(
@@ -40,6 +42,8 @@ function sessionBody(session: AdminSession) {
     expires_at: session.expiresAt,
     // The dashboard sends an administrator the store requires it of to set one up first.
     second_factor: { enabled: session.secondFactor, required: session.secondFactorRequired },
+    // The store the session acts in (the switcher, POST /admin/api/v1/session/store, changes it).
+    store: { id: session.storeId, name: session.storeName, status: session.storeStatus },
   };
 }
 
@@ -63,12 +67,15 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
     if (!user) {
       await signIn.failed(request, email);
       // The email typed is recorded (it may be nobody's); the password never is.
-      await recordAudit(db, {
-        actor: { kind: 'anonymous', id: null, name: email },
-        action: 'session.sign_in_failed',
-        clientIp: request.ip,
-        details: { email },
-      });
+      // In the home store's log: the email may be nobody's (decision 0051).
+      await inHomeStore(db, () =>
+        recordAudit(db, {
+          actor: { kind: 'anonymous', id: null, name: email },
+          action: 'session.sign_in_failed',
+          clientIp: request.ip,
+          details: { email },
+        }),
+      );
       throw new ApiError('unauthorized', 'Wrong email or password.');
     }
     let secondFactorMethod: string | null = null;
@@ -80,14 +87,17 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
     const previous = sessionIdOf(request);
     if (previous) await deleteAdminSession(db, previous);
     const session = await signIn.startSession(request, reply, user.id);
-    request.log.info({ admin: user.email }, 'administrator signed in');
-    await recordAudit(db, {
-      actor: { kind: 'session', id: user.id, name: user.email },
-      action: 'session.signed_in',
-      target: { type: 'admin', id: user.id },
-      clientIp: request.ip,
-      details: { user_agent: request.headers['user-agent']?.slice(0, 300) ?? null, second_factor: secondFactorMethod },
-    });
+    request.log.info({ admin: user.email, store: session.storeId }, 'administrator signed in');
+    // Recorded in the audit log of the store the session acts in.
+    await inStore(session.storeId, () =>
+      recordAudit(db, {
+        actor: { kind: 'session', id: user.id, name: user.email },
+        action: 'session.signed_in',
+        target: { type: 'admin', id: user.id },
+        clientIp: request.ip,
+        details: { user_agent: request.headers['user-agent']?.slice(0, 300) ?? null, second_factor: secondFactorMethod },
+      }),
+    );
     return { data: sessionBody(session) };
   });
 
@@ -100,12 +110,14 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
         throw new ApiError('forbidden', `Missing or wrong CSRF token in the ${CSRF_HEADER} header.`);
       }
       await deleteAdminSession(db, sessionId!);
-      await recordAudit(db, {
-        actor: { kind: 'session', id: session.adminUserId, name: session.email },
-        action: 'session.signed_out',
-        target: { type: 'admin', id: session.adminUserId },
-        clientIp: request.ip,
-      });
+      await inStore(session.storeId, () =>
+        recordAudit(db, {
+          actor: { kind: 'session', id: session.adminUserId, name: session.email },
+          action: 'session.signed_out',
+          target: { type: 'admin', id: session.adminUserId },
+          clientIp: request.ip,
+        }),
+      );
     }
     clearSessionCookie(reply, app.ctx.config);
     return reply.code(204).send();

@@ -15,6 +15,7 @@ import { Type } from '@sinclair/typebox';
 import { ApiError, type ErrorCode } from '../../shared/problem.ts';
 import { SESSION_TAGS, signInRoutes } from './session-routes-kit.ts';
 import { recordAudit } from '../audit/audit-log.ts';
+import { inStore } from '../../db/store-scope.ts';
 import { SETUP_CODE_MESSAGES, SETUP_THROTTLE_KEY, checkSetupCode, completeSetup, type SetupCodeState } from '../sessions/setup-code.service.ts';
 
 const Code = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_-]+$' });
@@ -58,17 +59,36 @@ export async function setupAdminRoutes(app: FastifyInstance): Promise<void> {
   app.post('/setup', { schema: { tags, summary: 'Create the first administrator with a setup code', body: SetupBody } }, async (request, reply) => {
     await throttle(request);
     const body = request.body as typeof SetupBody.static;
-    const result = await completeSetup(db, body);
+    let result: Awaited<ReturnType<typeof completeSetup>>;
+    try {
+      result = await completeSetup(db, body);
+    } catch (error) {
+      // A wrong password of the existing account a store's setup link would make its owner: a failed sign-in.
+      if (error instanceof ApiError && error.code === 'unauthorized') await signIn.failed(request, SETUP_THROTTLE_KEY);
+      throw error;
+    }
     if (result.state !== 'valid') return refuse(request, result.state);
-    const session = await signIn.startSession(request, reply, result.user.id);
-    request.log.info({ admin: result.user.email }, 'first administrator created with the setup link');
-    await recordAudit(db, {
-      actor: { kind: 'session', id: result.user.id, name: result.user.email },
-      action: 'setup.completed',
-      target: { type: 'admin', id: result.user.id },
-      clientIp: request.ip,
-      details: { email: result.user.email, role: result.user.role },
+    const { user, storeId } = result;
+    const session = await signIn.startSession(request, reply, user.id, storeId);
+    request.log.info({ admin: user.email, store: session.storeId }, 'first administrator created with the setup link');
+    // Recorded in the audit log of the store it set up.
+    await inStore(session.storeId, () =>
+      recordAudit(db, {
+        actor: { kind: 'session', id: user.id, name: user.email },
+        action: 'setup.completed',
+        target: { type: 'admin', id: user.id },
+        clientIp: request.ip,
+        details: { email: user.email, role: user.role },
+      }),
+    );
+    return reply.code(201).send({
+      data: {
+        email: session.email,
+        role: session.role,
+        csrf_token: session.csrfToken,
+        expires_at: session.expiresAt,
+        store: { id: session.storeId, name: session.storeName, status: session.storeStatus },
+      },
     });
-    return reply.code(201).send({ data: { email: session.email, role: session.role, csrf_token: session.csrfToken, expires_at: session.expiresAt } });
   });
 }

@@ -23,7 +23,7 @@ import {
   updateToken,
   type TokenMakerRef,
 } from '../../tokens/token.service.ts';
-import { findAdminUserById } from '../sessions/admin-user.service.ts';
+import { findMember } from '../sessions/admin-user.service.ts';
 import type { AdminPrincipal } from '../admin-auth.ts';
 import { parseIsoTimestamp } from '../../shared/time.ts';
 import { ApiError, invalidParameter } from '../../shared/problem.ts';
@@ -254,8 +254,9 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const { maker } = request.params as typeof MakerParam.static;
       const { to_admin_id } = request.body as typeof TransferBody.static;
-      const to = await findAdminUserById(db, to_admin_id);
-      if (!to) throw new ApiError('not_found', `No administrator with id '${to_admin_id}'.`, [{ param: 'to_admin_id', message: 'unknown' }]);
+      // The new maker must administer this store: a key acts with its maker's role in its store.
+      const to = await findMember(db, to_admin_id);
+      if (!to) throw new ApiError('not_found', `No administrator with id '${to_admin_id}' in this store.`, [{ param: 'to_admin_id', message: 'unknown' }]);
       const moved = await transferTokens(db, maker, { adminId: to.id, email: to.email });
       request.audit = {
         target: { type: 'maker', id: maker },

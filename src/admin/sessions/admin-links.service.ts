@@ -13,7 +13,19 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type {} from './admin-user.table.ts';
 import { ApiError, type ErrorCode } from '../../shared/problem.ts';
-import { createAdminUser, findAdminUser, findAdminUserById, hashPassword, normalizeEmail, validateCredentials, type AdminUser } from './admin-user.service.ts';
+import {
+  addMembership,
+  createAdminUser,
+  findAdminUser,
+  findMember,
+  hashPassword,
+  normalizeEmail,
+  passwordMatches,
+  refuseWhenInOtherStores,
+  validateCredentials,
+  type AdminUser,
+} from './admin-user.service.ts';
+import { ownStore, accountStoreIs } from '../../db/store-scope.ts';
 import type { AdminRole } from './admin-roles.ts';
 
 export type LinkPurpose = 'invitation' | 'password_reset';
@@ -63,15 +75,21 @@ const LINK_COLUMNS = [
   sql<string | null>`iso_utc(used_at)`.as('used_at'),
 ] as const;
 
-/** Issues an invitation; 409 when an administrator with that email exists. Returns the code once. */
+/**
+ * Issues an invitation into the statement's store (migration 0033); 409 when that email is already
+ * a member of it. An email with an account (a member of other stores) may be invited: accepting
+ * adds the membership, proven with the account's own password (useLink). Returns the code once.
+ */
 export async function createInvitation(
   db: Kysely<Database>,
   input: { email: string; role: AdminRole; createdBy: string; ttlMs: number },
 ): Promise<{ code: string; link: AdminLink }> {
   const email = normalizeEmail(input.email);
   validateCredentials(email, 'x'.repeat(10));
-  if (await findAdminUser(db, email))
-    throw new ApiError('conflict', `An administrator with the email '${email}' already exists.`, [{ param: 'email', message: 'is already an administrator' }]);
+  if ((await findAdminUser(db, email))?.role)
+    throw new ApiError('conflict', `An administrator with the email '${email}' already exists in this store.`, [
+      { param: 'email', message: 'is already an administrator' },
+    ]);
   return issue(db, { purpose: 'invitation', email, role: input.role, adminUserId: null, createdBy: input.createdBy, ttlMs: input.ttlMs });
 }
 
@@ -80,8 +98,9 @@ export async function createPasswordReset(
   db: Kysely<Database>,
   input: { adminUserId: string; createdBy: string; ttlMs: number },
 ): Promise<{ code: string; link: AdminLink; user: AdminUser }> {
-  const user = await findAdminUserById(db, input.adminUserId);
-  if (!user) throw new ApiError('not_found', `No administrator with id '${input.adminUserId}'.`);
+  const user = await findMember(db, input.adminUserId);
+  if (!user) throw new ApiError('not_found', `No administrator with id '${input.adminUserId}' in this store.`);
+  await refuseWhenInOtherStores(db, user, 'reset the password');
   const issued = await issue(db, {
     purpose: 'password_reset',
     email: user.email,
@@ -100,8 +119,14 @@ async function issue(
   const code = randomBytes(32).toString('base64url');
   const id = randomUUID();
   await db.transaction().execute(async (trx) => {
-    // One live link per person and purpose: the newer replaces the older.
-    await trx.deleteFrom('admin_links').where('purpose', '=', input.purpose).where('email', '=', input.email).where('used_at', 'is', null).execute();
+    // One live link per person, purpose and store: the newer replaces the older.
+    await trx
+      .deleteFrom('admin_links')
+      .where(accountStoreIs('store_id'))
+      .where('purpose', '=', input.purpose)
+      .where('email', '=', input.email)
+      .where('used_at', 'is', null)
+      .execute();
     await trx
       .insertInto('admin_links')
       .values({
@@ -111,6 +136,7 @@ async function issue(
         email: input.email,
         role: input.role,
         admin_user_id: input.adminUserId,
+        store_id: ownStore(),
         created_by: input.createdBy,
         created_at: sql<string>`now()`,
         expires_at: sql<string>`now() + make_interval(secs => ${input.ttlMs / 1000})`,
@@ -123,11 +149,12 @@ async function issue(
   return { code, link };
 }
 
-/** Invitations not yet used (live or expired), newest first. */
+/** Invitations into the statement's store not yet used (live or expired), newest first. */
 export async function listInvitations(db: Kysely<Database>): Promise<AdminLink[]> {
   return db
     .selectFrom('admin_links')
     .select(LINK_COLUMNS)
+    .where(accountStoreIs('store_id'))
     .where('purpose', '=', 'invitation')
     .where('used_at', 'is', null)
     .orderBy('created_at', 'desc')
@@ -139,19 +166,20 @@ export async function revokeInvitation(db: Kysely<Database>, id: string): Promis
   const link = await db
     .selectFrom('admin_links')
     .select(LINK_COLUMNS)
+    .where(accountStoreIs('store_id'))
     .where('id', '=', id)
     .where('purpose', '=', 'invitation')
     .where('used_at', 'is', null)
     .executeTakeFirst();
   if (!link) throw new ApiError('not_found', `No open invitation with id '${id}'.`);
-  await db.deleteFrom('admin_links').where('id', '=', id).execute();
+  await db.deleteFrom('admin_links').where(accountStoreIs('store_id')).where('id', '=', id).execute();
   return link;
 }
 
 async function stateOf(db: Kysely<Database>, code: string) {
   const row = await db
     .selectFrom('admin_links')
-    .select([...LINK_COLUMNS, 'admin_user_id'])
+    .select([...LINK_COLUMNS, 'admin_user_id', 'store_id'])
     .where('code_hash', '=', hashCode(code))
     .executeTakeFirst();
   const { rows } = await sql<{ now: string }>`SELECT now() AS now`.execute(db);
@@ -162,7 +190,7 @@ async function stateOf(db: Kysely<Database>, code: string) {
 export async function checkLink(db: Kysely<Database>, code: string): Promise<{ state: LinkState; link?: AdminLink }> {
   const { row, state } = await stateOf(db, code);
   if (state !== 'valid' || !row) return { state };
-  const { admin_user_id: _ignored, ...link } = row;
+  const { admin_user_id: _ignored, store_id: _store, ...link } = row;
   return { state, link };
 }
 
@@ -174,14 +202,28 @@ export async function checkLink(db: Kysely<Database>, code: string): Promise<{ s
 export async function useLink(
   db: Kysely<Database>,
   input: { code: string; password: string },
-): Promise<{ state: 'valid'; purpose: LinkPurpose; user: AdminUser } | { state: Exclude<LinkState, 'valid'> }> {
+): Promise<{ state: 'valid'; purpose: LinkPurpose; user: AdminUser; storeId: string | null } | { state: Exclude<LinkState, 'valid'> }> {
   return db.transaction().execute(async (trx) => {
     const locked = await trx.selectFrom('admin_links').select('id').where('code_hash', '=', hashCode(input.code)).forUpdate().executeTakeFirst();
     const { row, state } = await stateOf(trx, input.code);
     if (state !== 'valid' || !row || !locked) return { state: state === 'valid' ? ('unknown' as const) : state };
     let user: AdminUser;
+    const storeId = row.store_id ?? undefined;
     if (row.purpose === 'invitation') {
-      user = await createAdminUser(trx, { email: row.email, password: input.password, role: row.role! });
+      const existing = await findAdminUser(trx, row.email, storeId);
+      if (existing) {
+        // An account of other stores joins this one: proven by its own password (never replaced by
+        // whoever holds the link), and its second factor (links.admin-routes.ts) when it has one.
+        if (!(await passwordMatches(trx, existing.id, input.password))) {
+          throw new ApiError('unauthorized', `'${row.email}' already has an account: enter its current password to add this store to it.`, [
+            { param: 'password', message: 'is not the password of the existing account' },
+          ]);
+        }
+        await addMembership(trx, { adminUserId: existing.id, role: row.role!, storeId });
+        user = (await findAdminUser(trx, row.email, storeId))!;
+      } else {
+        user = await createAdminUser(trx, { email: row.email, password: input.password, role: row.role!, storeId });
+      }
     } else {
       validateCredentials(row.email, input.password);
       const passwordHash = await hashPassword(input.password);
@@ -191,11 +233,11 @@ export async function useLink(
         .where('id', '=', row.admin_user_id!)
         .execute();
       await trx.deleteFrom('admin_sessions').where('admin_user_id', '=', row.admin_user_id!).execute();
-      const found = await findAdminUserById(trx, row.admin_user_id!);
-      if (!found) return { state: 'unknown' as const };
+      const found = await findAdminUser(trx, row.email, storeId);
+      if (!found || found.id !== row.admin_user_id) return { state: 'unknown' as const };
       user = found;
     }
     await trx.updateTable('admin_links').set({ used_at: sql<string>`now()` }).where('id', '=', row.id).execute();
-    return { state: 'valid' as const, purpose: row.purpose, user };
+    return { state: 'valid' as const, purpose: row.purpose, user, storeId: row.store_id };
   });
 }

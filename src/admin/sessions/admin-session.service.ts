@@ -10,11 +10,18 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type {} from './admin-user.table.ts';
 import type { AdminRole } from './admin-roles.ts';
+import { ApiError } from '../../shared/problem.ts';
+import { asPlatform } from '../../db/store-scope.ts';
 
 export interface AdminSession {
   adminUserId: string;
   email: string;
+  /** The role in the session's store (its membership, migration 0033). */
   role: AdminRole;
+  /** The store the session acts in (the switcher changes it), its name and status. */
+  storeId: string;
+  storeName: string;
+  storeStatus: 'active' | 'suspended' | 'deleting';
   csrfToken: string;
   expiresAt: string;
   /** When this session last proved its administrator (sign-in, password or code), ms; null: never. */
@@ -33,14 +40,19 @@ function hashSessionId(sessionId: string): string {
 /** Starts a session for an administrator; returns the cookie value (shown to nobody else). */
 export async function createAdminSession(
   db: Kysely<Database>,
-  input: { adminUserId: string; ttlMs: number; userAgent?: string; provenAtMs?: number },
+  input: { adminUserId: string; ttlMs: number; userAgent?: string; provenAtMs?: number; storeId?: string },
 ): Promise<{ sessionId: string; session: AdminSession }> {
+  const storeId = input.storeId ?? (await firstStoreOf(db, input.adminUserId));
+  if (storeId === undefined) {
+    throw new ApiError('forbidden', 'This account administers no store any more: an owner of a store can invite it again.');
+  }
   const sessionId = randomBytes(32).toString('base64url');
   await db
     .insertInto('admin_sessions')
     .values({
       id_hash: hashSessionId(sessionId),
       admin_user_id: input.adminUserId,
+      store_id: storeId,
       csrf_token: randomBytes(32).toString('base64url'),
       created_at: sql<string>`now()`,
       expires_at: sql<string>`now() + make_interval(secs => ${input.ttlMs / 1000})`,
@@ -53,34 +65,73 @@ export async function createAdminSession(
   await db.updateTable('admin_users').set({ last_sign_in_at: sql<string>`now()` }).where('id', '=', input.adminUserId).execute();
   // Sign-in is rare; sweeping expired sessions here keeps the table small without a timer.
   await db.deleteFrom('admin_sessions').where('expires_at', '<=', sql<string>`now()`).execute();
-  return { sessionId, session: (await findAdminSession(db, sessionId))! };
+  const session = await findAdminSession(db, sessionId);
+  if (!session) throw new ApiError('forbidden', 'This account is no administrator of that store.');
+  return { sessionId, session };
+}
+
+/** The store a new session of the account acts in: its first membership, the home store (oldest) first. */
+async function firstStoreOf(db: Kysely<Database>, adminUserId: string): Promise<string | undefined> {
+  const row = await asPlatform(() =>
+    db
+      .selectFrom('admin_memberships as m')
+      .innerJoin('stores as st', 'st.id', 'm.store_id')
+      .select('st.id')
+      .where('m.admin_user_id', '=', adminUserId)
+      .where('st.status', '<>', 'deleting')
+      .orderBy('st.created_at')
+      .orderBy('st.id')
+      .limit(1)
+      .executeTakeFirst(),
+  );
+  return row?.id;
+}
+
+/** Moves a session to another store (the switcher); the caller checked the membership. */
+export async function setSessionStore(db: Kysely<Database>, sessionId: string, storeId: string): Promise<void> {
+  if (!SESSION_ID.test(sessionId)) return;
+  await db.updateTable('admin_sessions').set({ store_id: storeId }).where('id_hash', '=', hashSessionId(sessionId)).execute();
 }
 
 /** The live session of a cookie value, or undefined (unknown, malformed or expired). */
 export async function findAdminSession(db: Kysely<Database>, sessionId: string): Promise<AdminSession | undefined> {
   if (!SESSION_ID.test(sessionId)) return undefined;
-  const row = await db
-    .selectFrom('admin_sessions as s')
-    .innerJoin('admin_users as u', 'u.id', 's.admin_user_id')
-    .innerJoin('admin_settings as st', (join) => join.onTrue())
-    .select([
-      's.admin_user_id',
-      'u.email',
-      'u.role',
-      's.csrf_token',
-      sql<string>`iso_utc(s.expires_at)`.as('expires_at'),
-      sql<string | null>`(extract(epoch from s.proven_at) * 1000)::float8`.as('proven_at_ms'),
-      sql<boolean>`u.totp_secret IS NOT NULL`.as('second_factor'),
-      'st.require_second_factor',
-    ])
-    .where('s.id_hash', '=', hashSessionId(sessionId))
-    .where('s.expires_at', '>', sql<string>`now()`)
-    .executeTakeFirst();
+  // Across stores: the session names its store (and `stores` shows a store's scope its own row only).
+  const row = await asPlatform(() =>
+    db
+      .selectFrom('admin_sessions as s')
+      .innerJoin('admin_users as u', 'u.id', 's.admin_user_id')
+      // The role and the second-factor policy are the session's store's (migration 0033): a session
+      // whose account is no longer a member of its store (or whose store is being deleted) is none.
+      .innerJoin('admin_memberships as m', (join) => join.onRef('m.admin_user_id', '=', 's.admin_user_id').onRef('m.store_id', '=', 's.store_id'))
+      .innerJoin('stores as store', 'store.id', 's.store_id')
+      .leftJoin('store_admin_settings as st', 'st.store_id', 's.store_id')
+      .select([
+        's.admin_user_id',
+        'u.email',
+        'm.role',
+        'store.id as store_id',
+        'store.name as store_name',
+        'store.status as store_status',
+        's.csrf_token',
+        sql<string>`iso_utc(s.expires_at)`.as('expires_at'),
+        sql<string | null>`(extract(epoch from s.proven_at) * 1000)::float8`.as('proven_at_ms'),
+        sql<boolean>`u.totp_secret IS NOT NULL`.as('second_factor'),
+        sql<boolean>`coalesce(st.require_second_factor, false)`.as('require_second_factor'),
+      ])
+      .where('s.id_hash', '=', hashSessionId(sessionId))
+      .where('store.status', '<>', 'deleting')
+      .where('s.expires_at', '>', sql<string>`now()`)
+      .executeTakeFirst(),
+  );
   if (!row) return undefined;
   return {
     adminUserId: row.admin_user_id,
     email: row.email,
     role: row.role as AdminRole,
+    storeId: row.store_id,
+    storeName: row.store_name,
+    storeStatus: row.store_status,
     csrfToken: row.csrf_token,
     expiresAt: row.expires_at,
     provenAtMs: row.proven_at_ms === null ? null : Number(row.proven_at_ms),

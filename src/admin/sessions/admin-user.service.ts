@@ -5,7 +5,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { hash, verify, type Algorithm } from '@node-rs/argon2';
-import { sql, type Kysely } from 'kysely';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import { asPlatform, currentStoreId, ownStore, accountStoreIs } from '../../db/store-scope.ts';
+import { homeStore } from '../../stores/store.service.ts';
 import type { Database } from '../../db/schema.ts';
 import type {} from './admin-user.table.ts';
 import { ApiError, conflict, invalidParameter } from '../../shared/problem.ts';
@@ -27,20 +29,38 @@ export const MIN_PASSWORD_LENGTH = 10;
 /** Longest password accepted; bounds the work one sign-in request can cause. */
 export const MAX_PASSWORD_LENGTH = 256;
 
-const USER_COLUMNS = [
-  'id',
-  'email',
-  sql<AdminRole>`role`.as('role'),
-  sql<string>`iso_utc(created_at)`.as('created_at'),
-  sql<string | null>`iso_utc(last_sign_in_at)`.as('last_sign_in_at'),
-  sql<boolean>`totp_secret IS NOT NULL`.as('second_factor'),
-] as const;
+/**
+ * The store a statement about administrators concerns: `storeId` when given, else the statement's
+ * store (`ownStore`: the request's or command's). The admin tables are outside row-level security
+ * (an account spans stores), so every statement about one store names it.
+ */
+function storeSql(storeId?: string): RawBuilder<string> {
+  return storeId === undefined ? ownStore() : sql<string>`${storeId}::uuid`;
+}
+
+/** An account's columns, with its role in `store` (migration 0033; null: no member of it). */
+function userColumns(store: RawBuilder<string>) {
+  return [
+    'id',
+    'email',
+    sql<AdminRole>`(SELECT m.role FROM admin_memberships m WHERE m.admin_user_id = admin_users.id AND m.store_id = ${store})`.as('role'),
+    sql<string>`iso_utc(created_at)`.as('created_at'),
+    sql<string | null>`iso_utc(last_sign_in_at)`.as('last_sign_in_at'),
+    sql<boolean>`totp_secret IS NOT NULL`.as('second_factor'),
+  ] as const;
+}
+
+/** Whether the account `admin_users.id` is a member of `store`. */
+function memberOf(store: RawBuilder<string>) {
+  return sql<boolean>`EXISTS (SELECT 1 FROM admin_memberships m WHERE m.admin_user_id = admin_users.id AND m.store_id = ${store})`;
+}
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 export interface AdminUser {
   id: string;
   email: string;
+  /** The role in the store asked about (migration 0033: a role per store); an account found by email alone may be no member (null). */
   role: AdminRole;
   created_at: string;
   last_sign_in_at: string | null;
@@ -64,10 +84,19 @@ export function hashPassword(password: string): Promise<string> {
   return hash(password, ARGON2_OPTIONS);
 }
 
-/** Creates an administrator (an owner unless `role` says otherwise); 409 when the email is taken. */
-export async function createAdminUser(db: Kysely<Database>, input: { email: string; password: string; role?: AdminRole }): Promise<AdminUser> {
+/**
+ * Creates an administrator (an owner unless `role` says otherwise), a member of `storeId` (default:
+ * the statement's store) with that role; 409 when the email is taken. `admin_users.role` is written
+ * for the record and no longer read (the membership decides, migration 0033).
+ */
+export async function createAdminUser(
+  db: Kysely<Database>,
+  input: { email: string; password: string; role?: AdminRole; storeId?: string },
+): Promise<AdminUser> {
   validateCredentials(input.email, input.password);
   const email = normalizeEmail(input.email);
+  // Outside any store's scope (a script, a test), the home store.
+  const storeId = input.storeId ?? currentStoreId() ?? (await homeStore(db))?.id;
   const passwordHash = await hashPassword(input.password);
   const id = randomUUID();
   const inserted = await db
@@ -84,7 +113,44 @@ export async function createAdminUser(db: Kysely<Database>, input: { email: stri
     .returning('id')
     .executeTakeFirst();
   if (!inserted) throw conflict(`An administrator with the email '${email}' already exists.`);
-  return (await findAdminUser(db, email))!;
+  await addMembership(db, { adminUserId: id, role: input.role ?? 'owner', storeId });
+  return (await findAdminUser(db, email, storeId))!;
+}
+
+/** Makes the account a member of `storeId` (default: the statement's store) with `role`; an existing membership is left as it is. */
+export async function addMembership(db: Kysely<Database>, input: { adminUserId: string; role: AdminRole; storeId?: string }): Promise<boolean> {
+  const added = await db
+    .insertInto('admin_memberships')
+    .values({ admin_user_id: input.adminUserId, store_id: storeSql(input.storeId), role: input.role, created_at: sql<string>`now()` })
+    .onConflict((oc) => oc.columns(['admin_user_id', 'store_id']).doNothing())
+    .returning('admin_user_id')
+    .executeTakeFirst();
+  tokensChanged(db);
+  return added !== undefined;
+}
+
+/** A store an account administers, with its role there. */
+export interface AccountStore {
+  id: string;
+  name: string;
+  status: 'active' | 'suspended' | 'deleting';
+  role: AdminRole;
+}
+
+/** The stores the account administers (not those being deleted), the home store (oldest) first. */
+export async function accountStores(db: Kysely<Database>, adminUserId: string): Promise<AccountStore[]> {
+  // Across stores: a store's scope sees its own row of `stores` only.
+  return asPlatform(() =>
+    db
+      .selectFrom('admin_memberships as m')
+      .innerJoin('stores as st', 'st.id', 'm.store_id')
+      .select(['st.id', 'st.name', 'st.status', sql<AdminRole>`m.role`.as('role')])
+      .where('m.admin_user_id', '=', adminUserId)
+      .where('st.status', '<>', 'deleting')
+      .orderBy('st.created_at')
+      .orderBy('st.id')
+      .execute(),
+  );
 }
 
 /** Sets a new password and signs the administrator out everywhere (their sessions are deleted). */
@@ -105,12 +171,18 @@ export async function setAdminPassword(db: Kysely<Database>, input: { email: str
   });
 }
 
-export async function findAdminUser(db: Kysely<Database>, email: string): Promise<AdminUser | undefined> {
-  return db.selectFrom('admin_users').select(USER_COLUMNS).where('email', '=', normalizeEmail(email)).executeTakeFirst();
+/** The account with this email, with its role in `storeId` (default: the statement's store; null when no member). */
+export async function findAdminUser(db: Kysely<Database>, email: string, storeId?: string): Promise<AdminUser | undefined> {
+  return db
+    .selectFrom('admin_users')
+    .select(userColumns(storeSql(storeId)))
+    .where('email', '=', normalizeEmail(email))
+    .executeTakeFirst();
 }
 
+/** The members of the statement's store, with their role there. */
 export async function listAdminUsers(db: Kysely<Database>): Promise<AdminUser[]> {
-  return db.selectFrom('admin_users').select(USER_COLUMNS).orderBy('email').execute();
+  return db.selectFrom('admin_users').select(userColumns(ownStore())).where(memberOf(ownStore())).orderBy('email').execute();
 }
 
 export async function countAdminUsers(db: Kysely<Database>): Promise<number> {
@@ -161,19 +233,47 @@ export async function passwordMatches(db: Kysely<Database>, adminUserId: string,
   return row ? verify(row.password_hash, password) : false;
 }
 
+/** The account `id`, with its role in the statement's store (null when no member). */
 export async function findAdminUserById(db: Kysely<Database>, id: string): Promise<AdminUser | undefined> {
-  return db.selectFrom('admin_users').select(USER_COLUMNS).where('id', '=', id).executeTakeFirst();
+  return db.selectFrom('admin_users').select(userColumns(ownStore())).where('id', '=', id).executeTakeFirst();
 }
 
-/** Serialises changes that could leave the store without an owner (two owners demoting each other at once). */
+/** The member `id` of the statement's store; undefined when no such account is a member of it. */
+export async function findMember(db: Kysely<Database>, id: string): Promise<AdminUser | undefined> {
+  return db.selectFrom('admin_users').select(userColumns(ownStore())).where('id', '=', id).where(memberOf(ownStore())).executeTakeFirst();
+}
+
+/**
+ * 409 when the member `user` also administers another store: an owner of one store may not take
+ * over an account that other stores trust (its password, its second factor). The account's
+ * holder changes them signed in, or the operator (`store-api admin set-password`,
+ * `admin remove-second-factor`).
+ */
+export async function refuseWhenInOtherStores(db: Kysely<Database>, user: AdminUser, what: string): Promise<void> {
+  const row = await db
+    .selectFrom('admin_memberships')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('admin_user_id', '=', user.id)
+    .where(sql<boolean>`store_id <> ${ownStore()}`)
+    .executeTakeFirstOrThrow();
+  if (Number(row.n) > 0) {
+    throw conflict(
+      `'${user.email}' also administers ${Number(row.n) === 1 ? 'another store' : `${row.n} other stores`}: an owner of one store cannot ${what} of an account others trust. They can do it themselves signed in, or the operator can (store-api admin …).`,
+    );
+  }
+}
+
+/** Serialises changes that could leave a store without an owner (two owners demoting each other at once). */
 const OWNERS_LOCK_KEY = 0x53494f57; // 'SIOW'
 
+/** The owners of the statement's store other than `exceptId` (the "last owner" rule is per store). */
 async function otherOwners(db: Kysely<Database>, exceptId: string): Promise<number> {
   const row = await db
-    .selectFrom('admin_users')
+    .selectFrom('admin_memberships')
     .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where(accountStoreIs('store_id'))
     .where('role', '=', 'owner')
-    .where('id', '!=', exceptId)
+    .where('admin_user_id', '!=', exceptId)
     .executeTakeFirstOrThrow();
   return Number(row.n);
 }
@@ -185,16 +285,17 @@ async function otherOwners(db: Kysely<Database>, exceptId: string): Promise<numb
 export async function changeAdminRole(db: Kysely<Database>, id: string, role: AdminRole): Promise<{ before: AdminUser; after: AdminUser }> {
   const changed = await db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock(${OWNERS_LOCK_KEY}::bigint)`.execute(trx);
-    const before = await findAdminUserById(trx, id);
-    if (!before) throw new ApiError('not_found', `No administrator with id '${id}'.`);
+    const before = await findMember(trx, id);
+    if (!before) throw new ApiError('not_found', `No administrator with id '${id}' in this store.`);
     if (before.role === 'owner' && role !== 'owner' && (await otherOwners(trx, id)) === 0) {
-      throw conflict(`'${before.email}' is the only owner; make another administrator an owner first.`);
+      throw conflict(`'${before.email}' is the only owner of this store; make another administrator an owner first.`);
     }
     if (before.role !== role) {
-      await trx.updateTable('admin_users').set({ role }).where('id', '=', id).execute();
-      await trx.deleteFrom('admin_sessions').where('admin_user_id', '=', id).execute();
+      await trx.updateTable('admin_memberships').set({ role }).where(accountStoreIs('store_id')).where('admin_user_id', '=', id).execute();
+      // Their sessions in this store end (they sign in again with the new rights); elsewhere their role is unchanged.
+      await trx.deleteFrom('admin_sessions').where(accountStoreIs('store_id')).where('admin_user_id', '=', id).execute();
     }
-    return { before, after: (await findAdminUserById(trx, id))! };
+    return { before, after: (await findMember(trx, id))! };
   });
   // Her keys act with her role (decision 0026): no cached key of hers outlives the change here;
   // other processes hear of it by NOTIFY (migration 0017).
@@ -202,17 +303,26 @@ export async function changeAdminRole(db: Kysely<Database>, id: string, role: Ad
   return changed;
 }
 
-/** Removes an administrator; their sessions end with them (cascade). 409 for the last owner. */
+/**
+ * Removes an administrator from the statement's store: their membership and their sessions in it
+ * end; an account left with no store at all is deleted (nobody could sign in to it). 404 when no
+ * member of this store, 409 for its last owner.
+ */
 export async function removeAdminUser(db: Kysely<Database>, id: string): Promise<AdminUser> {
   const removed = await db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock(${OWNERS_LOCK_KEY}::bigint)`.execute(trx);
-    const user = await findAdminUserById(trx, id);
-    if (!user) throw new ApiError('not_found', `No administrator with id '${id}'.`);
+    const user = await findMember(trx, id);
+    if (!user) throw new ApiError('not_found', `No administrator with id '${id}' in this store.`);
     if (user.role === 'owner' && (await otherOwners(trx, id)) === 0) {
-      throw conflict(`'${user.email}' is the only owner and cannot be removed.`);
+      throw conflict(`'${user.email}' is the only owner of this store and cannot be removed.`);
     }
-    await trx.deleteFrom('admin_sessions').where('admin_user_id', '=', id).execute();
-    await trx.deleteFrom('admin_users').where('id', '=', id).execute();
+    await trx.deleteFrom('admin_sessions').where(accountStoreIs('store_id')).where('admin_user_id', '=', id).execute();
+    await trx.deleteFrom('admin_memberships').where(accountStoreIs('store_id')).where('admin_user_id', '=', id).execute();
+    await trx
+      .deleteFrom('admin_users')
+      .where('id', '=', id)
+      .where(sql<boolean>`NOT EXISTS (SELECT 1 FROM admin_memberships m WHERE m.admin_user_id = ${id}::uuid)`)
+      .execute();
     return user;
   });
   // Her keys lose their write and admin powers at once (decision 0026), here and, by NOTIFY, elsewhere.

@@ -35,6 +35,24 @@ export interface AdminSessionTable {
   user_agent: string | null;
   /** Migration 0019: when this session last proved its administrator (sign-in, password or code). */
   proven_at: NullableTimestamp;
+  /** Migration 0033: the store the session acts in (the switcher changes it). */
+  store_id: string | null;
+}
+
+/** Migration 0033: an account's role in one store. */
+export interface AdminMembershipTable {
+  admin_user_id: string;
+  store_id: string;
+  role: string;
+  created_at: Timestamp;
+}
+
+/** Migration 0033: a store's administrator settings (the second-factor requirement). */
+export interface StoreAdminSettingsTable {
+  store_id: string;
+  require_second_factor: boolean;
+  updated_at: NullableTimestamp;
+  updated_by: string | null;
 }
 
 export interface AdminSignInFailureTable {
@@ -51,6 +69,8 @@ export interface AdminSetupCodeTable {
   created_at: Timestamp;
   expires_at: Timestamp;
   used_at: NullableTimestamp;
+  /** Migration 0033: the store whose first owner the code makes; null: the deployment's first administrator. */
+  store_id: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** Migration 0012: one-time invitation and password-reset links (admin-links.service.ts). */
@@ -65,6 +85,8 @@ export interface AdminLinkTable {
   created_at: Timestamp;
   expires_at: Timestamp;
   used_at: NullableTimestamp;
+  /** Migration 0033: the store an invitation invites into (a reset: the store its owner acted in). */
+  store_id: string | null;
 }
 
 /** Migration 0012: the audit log (admin/audit/audit-log.ts). */
@@ -109,5 +131,7 @@ declare module '../../db/schema.ts' {
     admin_audit_log: AdminAuditLogTable;
     admin_recovery_codes: AdminRecoveryCodeTable;
     admin_settings: AdminSettingsTable;
+    admin_memberships: AdminMembershipTable;
+    store_admin_settings: StoreAdminSettingsTable;
   }
 }

@@ -19,6 +19,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type {} from './admin-user.table.ts';
 import { ApiError } from '../../shared/problem.ts';
+import { ownStore, accountStoreIs } from '../../db/store-scope.ts';
 
 export const TOTP_PERIOD_SECONDS = 30;
 export const TOTP_DIGITS = 6;
@@ -96,10 +97,11 @@ export interface SecondFactorStatus {
 export async function secondFactorStatus(db: Kysely<Database>, adminUserId: string): Promise<SecondFactorStatus> {
   const row = await db
     .selectFrom('admin_users as u')
-    .innerJoin('admin_settings as s', (join) => join.onTrue())
+    // The setting of the statement's store (the session's): a store without a row requires none.
+    .leftJoin('store_admin_settings as s', (join) => join.on(accountStoreIs('s.store_id')))
     .select([
       sql<string | null>`iso_utc(u.totp_enabled_at)`.as('enabled_at'),
-      's.require_second_factor',
+      sql<boolean>`coalesce(s.require_second_factor, false)`.as('require_second_factor'),
       (eb) =>
         eb
           .selectFrom('admin_recovery_codes as r')
@@ -266,15 +268,19 @@ export async function hasSecondFactor(db: Kysely<Database>, adminUserId: string)
   return Boolean(row?.totp_secret);
 }
 
-/** The owner's setting: whether every administrator must have a second factor. */
+/** The owner's setting of the statement's store (migration 0033): whether every administrator must have a second factor. */
 export async function secondFactorRequired(db: Kysely<Database>): Promise<boolean> {
-  const row = await db.selectFrom('admin_settings').select('require_second_factor').executeTakeFirst();
+  const row = await db.selectFrom('store_admin_settings').select('require_second_factor').where(accountStoreIs('store_id')).executeTakeFirst();
   return row?.require_second_factor ?? false;
 }
 
-/** Changes the owner's setting; returns the value before. */
+/** Changes the owner's setting of the statement's store; returns the value before. */
 export async function setSecondFactorRequired(db: Kysely<Database>, input: { required: boolean; by: string }): Promise<boolean> {
   const before = await secondFactorRequired(db);
-  await db.updateTable('admin_settings').set({ require_second_factor: input.required, updated_at: sql<string>`now()`, updated_by: input.by }).execute();
+  await db
+    .insertInto('store_admin_settings')
+    .values({ store_id: ownStore(), require_second_factor: input.required, updated_at: sql<string>`now()`, updated_by: input.by })
+    .onConflict((oc) => oc.column('store_id').doUpdateSet({ require_second_factor: input.required, updated_at: sql<string>`now()`, updated_by: input.by }))
+    .execute();
   return before;
 }

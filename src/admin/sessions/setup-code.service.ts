@@ -11,7 +11,10 @@ import { createHash, randomBytes } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type {} from './admin-user.table.ts';
-import { countAdminUsers, createAdminUser, type AdminUser } from './admin-user.service.ts';
+import { addMembership, countAdminUsers, createAdminUser, findAdminUser, passwordMatches, type AdminUser } from './admin-user.service.ts';
+import { ApiError } from '../../shared/problem.ts';
+import { homeStore } from '../../stores/store.service.ts';
+import { publicUrl, type Config } from '../../config/config.ts';
 
 /** Throttle key of setup-code failures (no email can be spelled like this: emails contain '@'). */
 export const SETUP_THROTTLE_KEY = 'setup-code';
@@ -60,15 +63,57 @@ export async function issueSetupCode(db: Kysely<Database>, ttlMs: number): Promi
   return { code, expiresAt: row.expires_at };
 }
 
-async function stateOf(db: Kysely<Database>, code: string): Promise<SetupCodeState> {
-  const row = await db.selectFrom('admin_setup_codes').select(['expires_at', 'used_at']).where('code_hash', '=', hashCode(code)).executeTakeFirst();
+/**
+ * Issues a store's first-owner code (migration 0033; `stores create --json`'s `setup_url`): valid
+ * for `ttlMs` while the store has no administrator. Whoever opens it becomes the store's owner: a
+ * new account, or an existing one proven by its password.
+ */
+export async function issueStoreSetupCode(db: Kysely<Database>, storeId: string, ttlMs: number): Promise<{ code: string; expiresAt: string }> {
+  const code = randomBytes(32).toString('base64url');
+  const row = await db
+    .insertInto('admin_setup_codes')
+    .values({
+      code_hash: hashCode(code),
+      store_id: storeId,
+      created_at: sql<string>`now()`,
+      expires_at: sql<string>`now() + make_interval(secs => ${ttlMs / 1000})`,
+    })
+    .returning(sql<string>`iso_utc(expires_at)`.as('expires_at'))
+    .executeTakeFirstOrThrow();
+  return { code, expiresAt: row.expires_at };
+}
+
+/**
+ * The one-time link that makes a new store's first owner (`stores create`, the platform API's
+ * `POST /stores`): the dashboard's setup page (`/admin#/setup?code=…`, the shape the first
+ * administrator's link has), valid for ADMIN_INVITATION_TTL_MS, on PUBLIC_URL else http://HOST:PORT.
+ */
+export async function storeSetupUrl(db: Kysely<Database>, config: Config, storeId: string): Promise<{ url: string; expiresAt: string }> {
+  const { code, expiresAt } = await issueStoreSetupCode(db, storeId, config.ADMIN_INVITATION_TTL_MS);
+  return { url: `${publicUrl(config)}/admin#/setup?code=${code}`, expiresAt };
+}
+
+/** The administrators a code's state depends on: the deployment's (a first-administrator code) or its store's. */
+async function administratorsFor(db: Kysely<Database>, storeId: string | null): Promise<number> {
+  if (storeId === null) return countAdminUsers(db);
+  const row = await db
+    .selectFrom('admin_memberships')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('store_id', '=', storeId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+async function stateOf(db: Kysely<Database>, code: string): Promise<{ state: SetupCodeState; storeId: string | null }> {
+  const row = await db.selectFrom('admin_setup_codes').select(['expires_at', 'used_at', 'store_id']).where('code_hash', '=', hashCode(code)).executeTakeFirst();
   const { rows } = await sql<{ now: string }>`SELECT now() AS now`.execute(db);
-  return setupCodeState(row, await countAdminUsers(db), new Date(rows[0]!.now));
+  const storeId = row?.store_id ?? null;
+  return { state: setupCodeState(row, await administratorsFor(db, storeId), new Date(rows[0]!.now)), storeId };
 }
 
 /** The state of a presented code (nothing changes). */
-export function checkSetupCode(db: Kysely<Database>, code: string): Promise<SetupCodeState> {
-  return stateOf(db, code);
+export async function checkSetupCode(db: Kysely<Database>, code: string): Promise<SetupCodeState> {
+  return (await stateOf(db, code)).state;
 }
 
 /**
@@ -79,13 +124,29 @@ export function checkSetupCode(db: Kysely<Database>, code: string): Promise<Setu
 export async function completeSetup(
   db: Kysely<Database>,
   input: { code: string; email: string; password: string },
-): Promise<{ state: 'valid'; user: AdminUser } | { state: Exclude<SetupCodeState, 'valid'> }> {
+): Promise<{ state: 'valid'; user: AdminUser; storeId: string | undefined } | { state: Exclude<SetupCodeState, 'valid'> }> {
   return db.transaction().execute(async (trx) => {
     await sql`SELECT pg_advisory_xact_lock(${SETUP_LOCK_KEY}::bigint)`.execute(trx);
-    const state = await stateOf(trx, input.code);
+    const { state, storeId: codeStore } = await stateOf(trx, input.code);
     if (state !== 'valid') return { state };
-    const user = await createAdminUser(trx, { email: input.email, password: input.password });
+    // A first-administrator code (no store of its own) makes the home store's owner.
+    const storeId = codeStore ?? (await homeStore(trx))?.id;
+    let user: AdminUser;
+    const existing = codeStore === null ? undefined : await findAdminUser(trx, input.email, storeId);
+    if (existing) {
+      // A store's first owner who has an account already (of other stores): its own password
+      // proves it; the link never replaces it.
+      if (!(await passwordMatches(trx, existing.id, input.password))) {
+        throw new ApiError('unauthorized', `'${existing.email}' already has an account: enter its current password to become this store's owner.`, [
+          { param: 'password', message: 'is not the password of the existing account' },
+        ]);
+      }
+      await addMembership(trx, { adminUserId: existing.id, role: 'owner', storeId });
+      user = (await findAdminUser(trx, input.email, storeId))!;
+    } else {
+      user = await createAdminUser(trx, { email: input.email, password: input.password, storeId });
+    }
     await trx.updateTable('admin_setup_codes').set({ used_at: sql<string>`now()` }).where('code_hash', '=', hashCode(input.code)).execute();
-    return { state: 'valid' as const, user };
+    return { state: 'valid' as const, user, storeId };
   });
 }

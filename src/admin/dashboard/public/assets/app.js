@@ -24,7 +24,7 @@
  * the page is left.
  */
 import { h, icon, replace } from './lib/dom.js';
-import { get, del, onEnrolmentRequired, onReauthenticationRequired, onSessionLost, setCsrfToken } from './lib/api.js';
+import { ADMIN_API, get, post, del, onEnrolmentRequired, onReauthenticationRequired, onSessionLost, setCsrfToken } from './lib/api.js';
 import { button, callout, toast, toastError } from './lib/ui.js';
 import { enrolmentPanel, proofDialog } from './lib/second-factor.js';
 import { renderSignIn } from './pages/sign-in.js';
@@ -137,6 +137,10 @@ function buildShell() {
     { type: 'button', class: 'btn btn-ghost btn-sm menu-toggle', 'aria-expanded': 'false', 'aria-controls': 'main-nav' },
     h('span', { class: 'btn-label', text: 'Menu' }),
   );
+  // The store switcher (decision 0051, "Administrators per store"): shown once the account is
+  // known to have more than one store; everything on a page is the selected store's.
+  const switcher = h('div', { class: 'store-switcher', hidden: true });
+  loadStoreSwitcher(switcher);
   const sidebar = h(
     'aside',
     { class: 'sidebar' },
@@ -151,6 +155,7 @@ function buildShell() {
       ),
       menuToggle,
     ),
+    switcher,
     h('nav', { class: 'nav', id: 'main-nav', 'aria-label': 'Main' }, navList),
     h(
       'div',
@@ -181,6 +186,52 @@ function buildShell() {
   root.classList.remove('app-loading');
   root.removeAttribute('aria-busy');
   return { main, navList };
+}
+
+/** Fills `container` with a labelled <select> of the account's stores when it has more than one. */
+async function loadStoreSwitcher(container) {
+  let stores;
+  try {
+    stores = (await get(`${ADMIN_API}/account/stores`)).data;
+  } catch {
+    return; // No switcher: the session's store is the only one shown.
+  }
+  if (!Array.isArray(stores) || stores.length < 2) return;
+  const roleOf = (store) => ROLE_LABELS[store.role] ?? store.role;
+  const select = h(
+    'select',
+    { id: 'store-select', class: 'store-select', onChange: () => switchStore(select, stores) },
+    ...stores.map((store) =>
+      h('option', {
+        value: store.id,
+        selected: store.id === session?.store?.id,
+        text: `${store.name} · ${roleOf(store)}${store.status === 'suspended' ? ' · suspended' : ''}`,
+      }),
+    ),
+  );
+  container.replaceChildren(h('label', { for: 'store-select', class: 'store-switcher-label', text: 'Store' }), select);
+  container.hidden = false;
+}
+
+/** Moves the session to the store chosen in `select`, then shows the page again for that store. */
+async function switchStore(select, stores) {
+  const chosen = stores.find((store) => store.id === select.value);
+  if (!chosen || chosen.id === session?.store?.id) return;
+  select.disabled = true;
+  try {
+    await post(`${ADMIN_API}/session/store`, { store_id: chosen.id });
+    const answer = await get('/admin/session');
+    if (answer.data) signedIn(answer.data);
+  } catch (error) {
+    select.value = session?.store?.id ?? '';
+    select.disabled = false;
+    toastError(error);
+    return;
+  }
+  // Every page reloads for the store: a new shell (role, switcher), the page asked for again.
+  shell = null;
+  toast(`You are now in ${chosen.name} (${ROLE_LABELS[chosen.role] ?? chosen.role}).`, { tone: 'info' });
+  route();
 }
 
 async function route() {

@@ -12,6 +12,7 @@ export const ACTION_LABELS = {
   'session.signed_in': 'Signed in',
   'session.sign_in_failed': 'Sign-in failed',
   'session.signed_out': 'Signed out',
+  'session.store_switched': 'Switched store',
   'setup.completed': 'First administrator created',
   'admin.invited': 'Administrator invited',
   'admin.invitation_revoked': 'Invitation withdrawn',
