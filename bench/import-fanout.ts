@@ -16,6 +16,7 @@ import type { DatabaseHandle } from '../src/db/database.ts';
 import { loadConfig } from '../src/config/config.ts';
 import { createToken } from '../src/tokens/token.service.ts';
 import { WebhookService } from '../src/webhooks/webhook.service.ts';
+import { pollerCaughtUp } from '../src/webhooks/event-poller.ts';
 import { SERVER_NODE_ARGS, freePort, log, startServer, wrk } from './bench-tools.ts';
 import { startReceiver } from './webhook-bench.ts';
 
@@ -117,12 +118,8 @@ export async function benchImportFanout(
         // event" was the greatest seq as text ('99999' of 1..300000, the 100,000th: the last stock
         // movement event), and the 1M run stopped waiting, counting no delivery, as the poller reached
         // the first inventory.updated event.
-        const { rows } = await sql<{ done: boolean }>`
-          SELECT NOT EXISTS (
-            SELECT 1 FROM events ev, webhook_poller_state p
-            WHERE p.id = 1 AND (ev.created_at, ev.seq) > (p.position_created_at, p.position_seq)
-          ) AS done`.execute(database.db);
-        if (rows[0]?.done) fanoutSeconds = (performance.now() - imported) / 1000;
+        const done = await pollerCaughtUp(database.db);
+        if (done) fanoutSeconds = (performance.now() - imported) / 1000;
       }
       if (windowCount !== undefined && (fanoutSeconds !== undefined || elapsed >= opts.fanoutLimitSeconds)) break;
       await new Promise((resolve) => setTimeout(resolve, 250));

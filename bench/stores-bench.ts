@@ -38,6 +38,7 @@ import { runWrite } from '../src/db/write-clock.ts';
 import { inStore } from '../src/db/store-scope.ts';
 import { updateProduct } from '../src/catalog/catalog.service.ts';
 import { generateSecret } from '../src/webhooks/webhook-signing.ts';
+import { pollerCaughtUp } from '../src/webhooks/event-poller.ts';
 import {
   alternate,
   freePort,
@@ -259,12 +260,9 @@ async function appendStoreEvents(db: Kysely<Database>, entries: { store: number;
   });
 }
 
-/** Whether the worker's poller has passed every event written so far. */
+/** Whether the worker's poller has fanned out every event written so far. */
 async function pollerAtTailOf(db: Kysely<Database>): Promise<boolean> {
-  const { rows } = await sql<{ passed: boolean }>`
-    SELECT (p.position_created_at, p.position_seq) >= (t.created_at, t.seq) AS passed
-    FROM webhook_poller_state p, (SELECT created_at, seq FROM events ORDER BY created_at DESC, seq DESC LIMIT 1) t WHERE p.id = 1`.execute(db);
-  return rows[0]?.passed ?? true;
+  return pollerCaughtUp(db);
 }
 
 async function databaseMb(db: Kysely<Database>): Promise<number> {

@@ -80,7 +80,7 @@ export async function deleteFinishedDeliveries(db: Kysely<Database>, kind: 'succ
 
 /**
  * Deletes up to `limit` events created before `before` that nothing needs any more: the poller has
- * read past them and no delivery (pending, failed, dead or succeeded but kept) refers to them.
+ * scanned and fanned them out and no delivery (pending, failed, dead or succeeded but kept) refers to them.
  */
 export async function deleteUnneededEvents(db: Kysely<Database>, before: string, limit: number): Promise<number> {
   const result = await sql`
@@ -88,6 +88,9 @@ export async function deleteUnneededEvents(db: Kysely<Database>, before: string,
       SELECT e.store_id, e.id FROM events e, webhook_poller_state p
       WHERE p.id = 1 AND e.created_at < ${before}::timestamptz
         AND (e.created_at, e.seq) <= (p.position_created_at, p.position_seq)
+        -- Scanned, and fanned out by its store (event-poller.ts: a store behind has not yet).
+        AND NOT EXISTS (SELECT 1 FROM webhook_store_positions sp
+          WHERE sp.store_id = e.store_id AND (e.created_at, e.seq) > (sp.position_created_at, sp.position_seq))
         AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.store_id = e.store_id AND d.event_id = e.id)
       LIMIT ${limit}
       FOR UPDATE OF e SKIP LOCKED

@@ -31,6 +31,7 @@ import * as cheaperDeliveryWrites from './migrations/0030-cheaper-delivery-write
 import * as storesAsTenants from './migrations/0031-stores-as-tenants.ts';
 import * as platformAuditLog from './migrations/0032-platform-audit-log.ts';
 import * as adminMemberships from './migrations/0033-admin-memberships.ts';
+import * as storePollerPositions from './migrations/0034-store-poller-positions.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -55,6 +56,7 @@ const migrations: Record<string, Migration> = {
   '0031-stores-as-tenants': storesAsTenants,
   '0032-platform-audit-log': platformAuditLog,
   '0033-admin-memberships': adminMemberships,
+  '0034-store-poller-positions': storePollerPositions,
 };
 
 /** Names of every migration this code has, in order. */

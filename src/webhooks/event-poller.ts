@@ -3,23 +3,26 @@
  * subscribed, enabled endpoint, advancing its position in the same transaction, so a crash neither
  * drops nor double-queues an event.
  *
- * Reading order and position follow the write-clock protocol (db/write-clock.ts): events are read
+ * Reading order and positions follow the write-clock protocol (db/write-clock.ts): events are read
  * in (created_at, seq) order and only below readHorizon(), below which no in-flight write can still
- * commit; the position is the (created_at, seq) of the last event crossed. Reading by seq alone
- * would miss a transaction that took its seq early and committed late. Only the events some enabled
- * endpoint wants are read; the others below the horizon are crossed in the same transaction, so
- * a run of events nobody subscribed to (an import's stock movements) costs one poll (decision 0022).
+ * commit. Reading by seq alone would miss a transaction that took its seq early and committed late.
  *
- * Several workers may poll one database: the position row is taken `FOR UPDATE SKIP LOCKED`, so one
- * of them fans out a batch and the others skip that round. Ping events are never fanned out (they
- * are sent to one endpoint on demand), and an endpoint gets only events written after it was
- * registered (a replay sends older ones).
+ * Fair across stores (decision 0051, migration 0034): a poll first scans the events after the
+ * deployment's scan position (webhook_poller_state) up to the horizon, which only raises each
+ * event's store's target (webhook_store_positions), then fans out the stores that are behind, least
+ * recently served first, each up to a share of the batch, in its own (created_at, seq) order from its
+ * own position. A store's 100,000-event import is fanned out a share per poll while another store's
+ * next event goes out in the next poll, not after the import. Only the events some enabled endpoint
+ * of the store wants are read; the others are crossed (a store's share not filled moves it to its
+ * target), so a run of events nobody subscribed to (an import's stock movements) costs one poll
+ * (decision 0022), and a store with no enabled endpoint moves with its target at the scan.
  *
- * Across stores (decision 0051): the position is the deployment's, one walk of every store's events
- * in (created_at, seq) order (per-store positions are docs/scaling.md's plan for Citus). Each
- * event read carries its store, and every statement after the walk names it: a store's events go
- * to that store's endpoints only (joined on store_id), deliveries are inserted with the event's
- * store and read back by (store_id, id). A store being deleted gets no new deliveries.
+ * Several workers may poll one database: the scan's row is taken `FOR UPDATE SKIP LOCKED`, so one
+ * of them scans and fans out a batch and the others skip that round. Ping events are never fanned
+ * out (they are sent to one endpoint on demand), and an endpoint gets only events written after it
+ * was registered (a replay sends older ones). A store's events go to that store's endpoints only
+ * (joined on store_id), deliveries are inserted with the event's store and read back by
+ * (store_id, id). A store being deleted gets no new deliveries.
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
@@ -80,85 +83,110 @@ export async function pollEvents(
 ): Promise<PollResult> {
   const nowIso = isoFromMillis(now);
   // Most polls find nothing: answer those with one cheap query instead of a transaction (on the
-  // embedded database every statement runs on the thread that also serves HTTP). Two index probes
-  // (the rest of the position's stamp, the next stamp), each the first event's store, whichever
-  // it is: a join on (created_at, seq) > position was planned as a scan of every event already
-  // crossed, on every poll.
-  const { rows: pending } = await sql<{ next_store: string | null }>`
-    SELECT coalesce(
-      (SELECT ev.store_id FROM events ev WHERE ev.created_at = p.position_created_at AND ev.seq > p.position_seq ORDER BY ev.seq LIMIT 1),
-      (SELECT ev.store_id FROM events ev WHERE ev.created_at > p.position_created_at ORDER BY ev.created_at, ev.seq LIMIT 1)
-    ) AS next_store
+  // embedded database every statement runs on the thread that also serves HTTP). Index probes
+  // only: an event after the scan's position (the rest of its stamp, a later stamp), a store behind
+  // (a partial index holds only those). A join on (created_at, seq) > position was planned as a
+  // scan of every event already crossed, on every poll.
+  const { rows: pending } = await sql<{ pending: boolean }>`
+    SELECT EXISTS (SELECT 1 FROM events ev WHERE ev.created_at = p.position_created_at AND ev.seq > p.position_seq)
+      OR EXISTS (SELECT 1 FROM events ev WHERE ev.created_at > p.position_created_at)
+      OR EXISTS (SELECT 1 FROM webhook_store_positions sp WHERE ${BEHIND} AND ${STORE_NOT_DELETING}) AS pending
     FROM webhook_poller_state p WHERE p.id = 1
   `.execute(db);
-  if (pending[0]!.next_store === null) return { polled: true, events: 0, deliveries: 0, more: false, handedOver: NOTHING };
+  if (!pending[0]!.pending) return { polled: true, events: 0, deliveries: 0, more: false, handedOver: NOTHING };
   return db.transaction().execute(async (trx) => {
     const { rows: state } = await sql<{ position_created_at: string; position_seq: number }>`
       SELECT position_created_at, position_seq FROM webhook_poller_state WHERE id = 1 AND ${ASYNC_COMMIT} AND ${INDEX_ORDER} FOR UPDATE SKIP LOCKED
     `.execute(trx);
     if (state.length === 0) return { polled: false, events: 0, deliveries: 0, more: false, handedOver: NOTHING };
-    const position = state[0]!;
     const horizon = await readHorizon(trx);
 
-    // One statement reads the next batch of the events some enabled endpoint wants and the last
-    // final event of any type (the tail). Events nobody wants are never read: a batch holds only
-    // wanted ones, the position moves to the batch's last when it is full and to the tail when it is
-    // not (everything below the horizon was looked at), so a run of events nobody subscribed to is
-    // crossed in one poll instead of one transaction per 500. An endpoint created meanwhile is
-    // stamped by the write clock at or above the horizon, so it wants none of the events crossed;
-    // with no endpoint enabled nothing is wanted and the poll only moves to the tail.
-    const after = sql`(${position.position_created_at}::timestamptz, ${position.position_seq}::bigint)`;
-    // As fanOut below: not ping or test events, and only those written since an endpoint that wants
-    // them was registered (the fan-out itself still checks each endpoint).
-    const wantedBy = (w: string) =>
-      sql`ev.type <> 'ping' AND NOT ev.test
-        AND (ev.created_at >= ${sql.ref(`${w}.everything_since`)} OR ev.created_at >= (${sql.ref(`${w}.since_by_type`)} ->> ev.type)::timestamptz)`;
-    const { rows } = await sql<{ id: string | null; store_id: string | null; created_at: string; seq: number; tail: boolean }>`
-      WITH wanted AS (
-        -- What the enabled endpoints of every store not being deleted want (a store's events still
-        -- go to its own endpoints only: the fan-out joins them by store).
+    // 1. The scan: every event between its position and the horizon raises its store's target.
+    let scanned = { created_at: state[0]!.position_created_at, seq: state[0]!.position_seq };
+    let scanFull = false;
+    for (let round = 0; round < SCAN_ROUNDS; round++) {
+      const step = await scan(trx, scanned, horizon);
+      if (step.last) scanned = step.last;
+      scanFull = step.full;
+      if (!scanFull) break;
+    }
+    if (scanned.created_at !== state[0]!.position_created_at || scanned.seq !== state[0]!.position_seq) {
+      await sql`
+        UPDATE webhook_poller_state SET position_created_at = ${scanned.created_at}::timestamptz, position_seq = ${scanned.seq}::bigint, updated_at = ${nowIso}::timestamptz
+        WHERE id = 1
+      `.execute(trx);
+    }
+
+    // 2. The fan-out's stores: those behind, least recently served first, a share of the batch each.
+    const { rows: behind } = await sql<StorePosition>`
+      SELECT sp.store_id, sp.position_created_at, sp.position_seq, sp.target_created_at, sp.target_seq
+      FROM webhook_store_positions sp WHERE ${BEHIND} AND ${STORE_NOT_DELETING}
+      ORDER BY sp.served_at, sp.store_id LIMIT ${STORES_PER_POLL + 1}
+    `.execute(trx);
+    if (behind.length === 0) return { polled: true, events: 0, deliveries: 0, more: scanFull, handedOver: NOTHING };
+    const served = behind.slice(0, STORES_PER_POLL);
+    const share = Math.max(1, Math.floor(batchSize / served.length));
+
+    // 3. Each store's next events some enabled endpoint of its own wants, up to its share, in
+    // (created_at, seq) order: in two parts, the rest of the position's stamp by seq, then the later
+    // stamps (one import's events share one stamp, and a seek written as (created_at, seq) >
+    // position let a planner without statistics scan that whole stamp for every batch). Events
+    // nobody wants are never read into the batch: a store whose share is not filled moves to its
+    // target (everything up to it was looked at).
+    const wanted = sql`ev.type <> 'ping' AND NOT ev.test
+      AND (ev.created_at >= w.everything_since OR ev.created_at >= (w.since_by_type ->> ev.type)::timestamptz)`;
+    const { rows: read } = await sql<{ id: string; store_id: string; created_at: string; seq: number }>`
+      SELECT b.store_id, ev.id, ev.created_at, ev.seq
+      FROM unnest(${served.map((s) => s.store_id)}::uuid[], ${served.map((s) => s.position_created_at)}::timestamptz[],
+        ${served.map((s) => s.position_seq)}::bigint[], ${served.map((s) => s.target_created_at)}::timestamptz[],
+        ${served.map((s) => s.target_seq)}::bigint[]) AS b(store_id, pc, ps, tc, ts)
+      CROSS JOIN LATERAL (
+        -- What the store's enabled endpoints want: everything since the first with no event types
+        -- was registered, each type since the first that names it.
         SELECT
-          (SELECT min(e.created_at) FROM stores st JOIN webhook_endpoints e ON e.store_id = st.id
-            WHERE st.status <> 'deleting' AND e.enabled AND cardinality(e.event_types) = 0) AS everything_since,
+          (SELECT min(e.created_at) FROM webhook_endpoints e WHERE e.store_id = b.store_id AND e.enabled AND cardinality(e.event_types) = 0) AS everything_since,
           (SELECT coalesce(jsonb_object_agg(type, since), '{}'::jsonb) FROM (
             SELECT t AS type, min(e.created_at) AS since
-            FROM stores st JOIN webhook_endpoints e ON e.store_id = st.id CROSS JOIN LATERAL unnest(e.event_types) AS t
-            WHERE st.status <> 'deleting' AND e.enabled GROUP BY t) s) AS since_by_type
-      ), batch AS (
-        -- In two parts, the rest of the position's stamp by seq, then the later stamps: one
-        -- import's events share one stamp, and a seek written as (created_at, seq) > position let
-        -- the planner, without statistics on a freshly filled log, scan that whole stamp by the
-        -- (created_at, id) index for every batch.
-        (SELECT ev.id, ev.store_id, ev.created_at, ev.seq FROM events ev, wanted w1
-          WHERE ev.created_at = ${position.position_created_at}::timestamptz AND ev.seq > ${position.position_seq}::bigint
-            AND ev.created_at < ${horizon}::timestamptz AND ${wantedBy('w1')}
-          ORDER BY ev.seq LIMIT ${batchSize})
+            FROM webhook_endpoints e CROSS JOIN LATERAL unnest(e.event_types) AS t
+            WHERE e.store_id = b.store_id AND e.enabled GROUP BY t) s) AS since_by_type
+      ) w
+      CROSS JOIN LATERAL (
+        (SELECT ev.id, ev.created_at, ev.seq FROM events ev
+          WHERE ev.store_id = b.store_id AND ev.created_at = b.pc AND ev.seq > b.ps AND (ev.created_at, ev.seq) <= (b.tc, b.ts) AND ${wanted}
+          ORDER BY ev.seq LIMIT ${share})
         UNION ALL
-        (SELECT ev.id, ev.store_id, ev.created_at, ev.seq FROM events ev, wanted w2
-          WHERE ev.created_at > ${position.position_created_at}::timestamptz AND ev.created_at < ${horizon}::timestamptz AND ${wantedBy('w2')}
-          ORDER BY ev.created_at, ev.seq LIMIT ${batchSize})
-        ORDER BY created_at, seq LIMIT ${batchSize}
-      ), tail AS (
-        -- The last final event as the greatest stamp below the horizon and its greatest seq: two
-        -- index probes whatever the planner knows (an ORDER BY … DESC LIMIT 1 could sort a stamp).
-        SELECT t.created_at, (SELECT max(seq) FROM events WHERE created_at = t.created_at) AS seq
-        FROM (SELECT max(created_at) AS created_at FROM events WHERE created_at < ${horizon}::timestamptz) t
-      )
-      SELECT id, store_id, created_at, seq, false AS tail FROM batch
-      UNION ALL SELECT NULL, NULL, created_at, seq, true FROM tail WHERE (created_at, seq) > ${after}
-      ORDER BY tail, created_at, seq
+        (SELECT ev.id, ev.created_at, ev.seq FROM events ev
+          WHERE ev.store_id = b.store_id AND ev.created_at > b.pc AND (ev.created_at, ev.seq) <= (b.tc, b.ts) AND ${wanted}
+          ORDER BY ev.created_at, ev.seq LIMIT ${share})
+        ORDER BY created_at, seq LIMIT ${share}
+      ) ev
+      ORDER BY ev.created_at, ev.seq, b.store_id
     `.execute(trx);
-    const events = rows.filter((r) => !r.tail) as { id: string; store_id: string; created_at: string; seq: number }[];
-    const tail = rows.find((r) => r.tail);
-    const more = events.length === batchSize;
-    // Where the position moves: past the whole batch, and past everything final when the batch
-    // was not full (no wanted event is left below the horizon).
-    const last = more ? events[events.length - 1]! : tail;
-    if (events.length === 0) {
-      if (last) await advance(trx, last.created_at, last.seq, nowIso);
-      return { polled: true, events: 0, deliveries: 0, more: false, handedOver: NOTHING };
+
+    // 4. Where each store's position moves: past its share when it was filled, else to its target.
+    const readOf = new Map<string, { count: number; last: { created_at: string; seq: number } }>();
+    for (const r of read) {
+      const seen = readOf.get(r.store_id);
+      if (seen) {
+        seen.count++;
+        seen.last = r;
+      } else readOf.set(r.store_id, { count: 1, last: r });
     }
-    if (!last) throw new Error('event poller: a batch was read but no final event found');
+    const moves = served.map((s) => {
+      const got = readOf.get(s.store_id);
+      const full = got !== undefined && got.count === share;
+      return { store_id: s.store_id, full, to: full ? got.last : { created_at: s.target_created_at, seq: s.target_seq } };
+    });
+    await sql`
+      UPDATE webhook_store_positions sp
+      SET position_created_at = m.created_at, position_seq = m.seq, served_at = ${nowIso}::timestamptz
+      FROM unnest(${moves.map((m) => m.store_id)}::uuid[], ${moves.map((m) => m.to.created_at)}::timestamptz[], ${moves.map((m) => m.to.seq)}::bigint[])
+        AS m(store_id, created_at, seq)
+      WHERE sp.store_id = m.store_id
+    `.execute(trx);
+    const more = scanFull || behind.length > served.length || moves.some((m) => m.full);
+    const events = read;
+    if (events.length === 0) return { polled: true, events: 0, deliveries: 0, more, handedOver: NOTHING };
 
     const batch = { storeIds: events.map((e) => e.store_id), eventIds: events.map((e) => e.id) };
     const handover = handoverOf();
@@ -169,7 +197,6 @@ export async function pollEvents(
         ${fanOut(batch)}
         ORDER BY ev.created_at, ev.seq, e.id
       `.execute(trx);
-      await advance(trx, last.created_at, last.seq, nowIso);
       return { polled: true, events: events.length, deliveries: Number(inserted.numAffectedRows ?? 0), more, handedOver: NOTHING };
     }
 
@@ -222,7 +249,6 @@ export async function pollEvents(
       ) h ON true
       ORDER BY h.sort_created_at, h.sort_seq, h.endpoint_id
     `.execute(trx);
-    await advance(trx, last.created_at, last.seq, nowIso);
     const handedOver = fanned.filter((r) => r.id !== null).map(claimedDelivery);
     return { polled: true, events: events.length, deliveries: fanned[0]?.total ?? 0, more, handedOver };
   });
@@ -246,9 +272,81 @@ function fanOut(batch: { readonly storeIds: readonly string[]; readonly eventIds
       AND EXISTS (SELECT 1 FROM stores st WHERE st.id = ev.store_id AND st.status <> 'deleting')`;
 }
 
-async function advance(trx: Kysely<Database>, createdAt: string, seq: number, nowIso: string): Promise<void> {
-  await sql`
-    UPDATE webhook_poller_state SET position_created_at = ${createdAt}::timestamptz, position_seq = ${seq}::bigint, updated_at = ${nowIso}::timestamptz
-    WHERE id = 1
+interface StorePosition {
+  store_id: string;
+  position_created_at: string;
+  position_seq: number;
+  target_created_at: string;
+  target_seq: number;
+}
+
+/** Events one scan statement reads, and statements per poll (more continue in the next poll). */
+const SCAN_ROWS = 20_000;
+const SCAN_ROUNDS = 5;
+/** Stores served per poll: the batch is shared among them. */
+const STORES_PER_POLL = 64;
+
+/** `sp`'s store has events to fan out (the partial index webhook_store_positions_behind_idx). */
+const BEHIND = sql<boolean>`(sp.position_created_at, sp.position_seq) < (sp.target_created_at, sp.target_seq)`;
+/** A store being deleted gets no new deliveries (its row goes with it). */
+const STORE_NOT_DELETING = sql<boolean>`EXISTS (SELECT 1 FROM stores st WHERE st.id = sp.store_id AND st.status <> 'deleting')`;
+
+/**
+ * One scan step: up to SCAN_ROWS events after `from` and below `horizon`, in (created_at, seq)
+ * order, raise each one's store's target to its last event. A store seen for the first time starts
+ * at the scan's position (migration 0034); a store with no enabled endpoint moves with its target
+ * (nothing of it is wanted: an endpoint registered later wants only what is written after it).
+ */
+async function scan(
+  trx: Kysely<Database>,
+  from: { created_at: string; seq: number },
+  horizon: string,
+): Promise<{ last: { created_at: string; seq: number } | undefined; full: boolean }> {
+  const { rows } = await sql<{ scanned: number; created_at: string | null; seq: number | null }>`
+    WITH scanned AS (
+      (SELECT ev.store_id, ev.created_at, ev.seq FROM events ev
+        WHERE ev.created_at = ${from.created_at}::timestamptz AND ev.seq > ${from.seq}::bigint AND ev.created_at < ${horizon}::timestamptz
+        ORDER BY ev.seq LIMIT ${SCAN_ROWS})
+      UNION ALL
+      (SELECT ev.store_id, ev.created_at, ev.seq FROM events ev
+        WHERE ev.created_at > ${from.created_at}::timestamptz AND ev.created_at < ${horizon}::timestamptz
+        ORDER BY ev.created_at, ev.seq LIMIT ${SCAN_ROWS})
+      ORDER BY created_at, seq LIMIT ${SCAN_ROWS}
+    ), per_store AS (
+      SELECT DISTINCT ON (s.store_id) s.store_id, s.created_at, s.seq,
+        NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.store_id = s.store_id AND e.enabled) AS unwanted
+      FROM scanned s ORDER BY s.store_id, s.created_at DESC, s.seq DESC
+    ), raised AS (
+      INSERT INTO webhook_store_positions AS sp (store_id, position_created_at, position_seq, target_created_at, target_seq, served_at)
+      SELECT ps.store_id,
+        CASE WHEN ps.unwanted THEN ps.created_at ELSE ${from.created_at}::timestamptz END,
+        CASE WHEN ps.unwanted THEN ps.seq ELSE ${from.seq}::bigint END,
+        ps.created_at, ps.seq, '-infinity'::timestamptz
+      FROM per_store ps
+      ON CONFLICT (store_id) DO UPDATE SET
+        target_created_at = EXCLUDED.target_created_at, target_seq = EXCLUDED.target_seq,
+        position_created_at = CASE WHEN (EXCLUDED.position_created_at, EXCLUDED.position_seq) = (EXCLUDED.target_created_at, EXCLUDED.target_seq)
+          THEN EXCLUDED.position_created_at ELSE sp.position_created_at END,
+        position_seq = CASE WHEN (EXCLUDED.position_created_at, EXCLUDED.position_seq) = (EXCLUDED.target_created_at, EXCLUDED.target_seq)
+          THEN EXCLUDED.position_seq ELSE sp.position_seq END
+    )
+    SELECT (SELECT count(*) FROM scanned)::int AS scanned, l.created_at, l.seq
+    FROM (SELECT 1) one LEFT JOIN (SELECT created_at, seq FROM scanned ORDER BY created_at DESC, seq DESC LIMIT 1) l ON true
   `.execute(trx);
+  const row = rows[0]!;
+  return { last: row.created_at === null ? undefined : { created_at: row.created_at, seq: row.seq! }, full: row.scanned === SCAN_ROWS };
+}
+
+/**
+ * Whether every event written so far has been fanned out: the scan is past the last event and no
+ * store is behind its target (benchmarks wait for this).
+ */
+export async function pollerCaughtUp(db: Kysely<Database>): Promise<boolean> {
+  const { rows } = await sql<{ done: boolean }>`
+    SELECT NOT EXISTS (
+        SELECT 1 FROM events ev, webhook_poller_state p
+        WHERE p.id = 1 AND (ev.created_at > p.position_created_at OR (ev.created_at = p.position_created_at AND ev.seq > p.position_seq)))
+      AND NOT EXISTS (SELECT 1 FROM webhook_store_positions sp WHERE ${BEHIND} AND ${STORE_NOT_DELETING}) AS done
+  `.execute(db);
+  return rows[0]?.done ?? true;
 }

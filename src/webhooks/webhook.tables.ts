@@ -72,11 +72,21 @@ export interface WebhookPollerStateTable {
   updated_at: Timestamp;
 }
 
+export interface WebhookStorePositionTable {
+  store_id: string;
+  position_created_at: Timestamp;
+  position_seq: number;
+  target_created_at: Timestamp;
+  target_seq: number;
+  served_at: Timestamp;
+}
+
 declare module '../db/schema.ts' {
   interface Database {
     webhook_endpoints: WebhookEndpointTable;
     webhook_deliveries: WebhookDeliveryTable;
     webhook_attempts: WebhookAttemptTable;
     webhook_poller_state: WebhookPollerStateTable;
+    webhook_store_positions: WebhookStorePositionTable;
   }
 }
