@@ -87,6 +87,18 @@ export const EnvSchema = Type.Object({
     'Most API keys a store may hold at once (revoked and expired ones not counted); one more is refused with 409 store_limit_reached',
   ),
   STORE_MAX_WEBHOOK_ENDPOINTS: Int(1000, 1, 1_000_000, 'Most webhook endpoints a store may have; one more is refused with 409 store_limit_reached'),
+  STORE_MAX_SNAPSHOTS: Int(
+    4,
+    0,
+    10_000,
+    'Most snapshots (GET /api/v1/{resource}/snapshot) of one store streaming at once, across its keys (shared through Redis when configured); one more is refused 429 rate_limited with Retry-After. 0 = no bound',
+  ),
+  STORE_MAX_IMPORTS: Int(
+    1,
+    0,
+    10_000,
+    'Most stock imports (POST /admin/api/v1/inventory/import) of one store running at once (shared through Redis when configured); one more is refused 429 rate_limited with Retry-After, nothing written. 0 = no bound',
+  ),
   PLATFORM_API_TOKEN: Type.Optional(
     Type.String({
       minLength: 32,

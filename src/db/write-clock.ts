@@ -20,6 +20,13 @@
  *  committed it; a trigger (migration 0006) then moves the row one microsecond past the version it
  *  replaces, so a record's last_modified never goes back and "newest wins" consumers stay right.
  *
+ * Per store (decision 0051, "One store's long write holds only its own horizon"): a writer acting
+ * for a store takes the shared lock (WRITE_LOCK_KEY, hashtext(store id)) instead, and a reader
+ * acting for a store looks only at the holders of its store's key and of the deployment-wide key
+ * (writers with no store); a reader across stores (the event poller's scan) looks at every holder.
+ * So one store's 30-second import holds back its own lists and events, not every other store's.
+ * Two stores whose ids hash alike only wait for each other, as every store did before.
+ *
  * PGlite has one connection that Kysely serialises, so a reader never runs inside someone else's
  * open write and the lock table is empty; the same code holds there trivially.
  */
@@ -27,6 +34,7 @@ import { EventEmitter } from 'node:events';
 import { sql, type Kysely, type RawBuilder, type Transaction } from 'kysely';
 import type { Database } from './schema.ts';
 import { activeRequestTransaction } from './request-transaction.ts';
+import { currentStoreId } from './store-scope.ts';
 
 /** Advisory lock key shared by all writers of store data ('SIAW' as an int). */
 export const WRITE_LOCK_KEY = 0x53494157;
@@ -60,7 +68,9 @@ export async function runWrite<T>(db: Kysely<Database>, fn: (ctx: WriteContext) 
   for (let attempt = 1; ; attempt++) {
     try {
       const result = await db.transaction().execute(async (trx) => {
-        await sql`SELECT pg_advisory_xact_lock_shared(${WRITE_LOCK_KEY}::bigint)`.execute(trx);
+        const store = currentStoreId();
+        if (store === undefined) await sql`SELECT pg_advisory_xact_lock_shared(${WRITE_LOCK_KEY}::bigint)`.execute(trx);
+        else await sql`SELECT pg_advisory_xact_lock_shared(${WRITE_LOCK_KEY}::int, hashtext(${store}::uuid::text))`.execute(trx);
         const { rows } = await sql<{ stamp: string }>`SELECT clock_timestamp() AS stamp`.execute(trx);
         return fn({ trx, stamp: rows[0]!.stamp });
       });
@@ -79,7 +89,10 @@ export async function runWrite<T>(db: Kysely<Database>, fn: (ctx: WriteContext) 
   }
 }
 
-/** The read horizon (timestamptz text): rows with `last_modified < horizon` are final. */
+/**
+ * The read horizon (timestamptz text): rows with `last_modified < horizon` are final. In a store's
+ * scope, that store's (its writers and those of no store); otherwise every writer's.
+ */
 export async function readHorizon(db: Kysely<Database> | Transaction<Database>): Promise<string> {
   // One statement: t = statement_timestamp() is fixed when the statement arrives, before its lock
   // table look, which is all the protocol needs (an earlier t is only more conservative). It replaced
@@ -87,17 +100,27 @@ export async function readHorizon(db: Kysely<Database> | Transaction<Database>):
   // pg_stat_get_activity(pid) reads only the lock holders' entries; the pg_stat_activity view built
   // every backend's row and cost ~3× more per list request (measured with pgbench, bench/README.md).
   // A bigint advisory key shows as classid = high 32 bits, objid = low 32 bits, objsubid = 1.
-  const { rows } = await sql<{ horizon: string }>`SELECT ${horizonExpression()} AS horizon`.execute(db);
+  const store = currentStoreId();
+  const { rows } = await sql<{ horizon: string }>`SELECT ${horizonExpression(store === undefined ? undefined : sql`${store}::uuid`)} AS horizon`.execute(db);
   return rows[0]!.horizon;
 }
 
-/** The read horizon as an SQL expression (timestamptz), evaluated when its statement starts. */
-function horizonExpression(): RawBuilder<string> {
+/**
+ * The read horizon as an SQL expression (timestamptz), evaluated when its statement starts: of the
+ * store `store` (an SQL uuid expression: a parameter, or a column of the statement), or of every
+ * store when undefined. A two-key advisory lock shows as classid = key 1, objid = key 2 (as an
+ * unsigned 32-bit oid), objsubid = 2.
+ */
+export function horizonExpression(store: RawBuilder<unknown> | undefined): RawBuilder<string> {
+  const storeKey =
+    store === undefined
+      ? sql`l.objsubid = 2 AND l.classid = ${WRITE_LOCK_KEY}::bigint::oid`
+      : sql`l.objsubid = 2 AND l.classid = ${WRITE_LOCK_KEY}::bigint::oid AND l.objid = (hashtext((${store})::text)::bigint & 4294967295)::oid`;
   return sql<string>`least(statement_timestamp(), (
       SELECT min(a.xact_start)
       FROM pg_locks l CROSS JOIN LATERAL pg_stat_get_activity(l.pid) a
-      WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
-        AND l.classid = 0 AND l.objid = ${WRITE_LOCK_KEY}::bigint::oid
+      WHERE l.locktype = 'advisory' AND l.granted
+        AND ((l.objsubid = 1 AND l.classid = 0 AND l.objid = ${WRITE_LOCK_KEY}::bigint::oid) OR (${storeKey}))
         AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
     ))`;
 }
@@ -129,18 +152,35 @@ export function inStatementHorizon(backend: 'pglite' | 'postgres'): RawBuilder<s
  * read later than a request's arrival is correct for it; a slightly older one than its own would
  * be is only more conservative). Per database handle.
  */
-const horizonReaders = new WeakMap<object, { running?: Promise<string>; next?: Promise<string> }>();
+interface HorizonSlot {
+  running?: Promise<string>;
+  next?: Promise<string>;
+}
+const horizonReaders = new WeakMap<object, Map<string, HorizonSlot>>();
 
+/** Per database handle and store (each store has its own horizon; '' for no store). */
 export function sharedHorizon(db: Kysely<Database>): Promise<string> {
-  let state = horizonReaders.get(db);
+  let slots = horizonReaders.get(db);
+  if (!slots) {
+    slots = new Map();
+    horizonReaders.set(db, slots);
+  }
+  const scope = currentStoreId() ?? '';
+  let state = slots.get(scope);
   if (!state) {
     state = {};
-    horizonReaders.set(db, state);
+    slots.set(scope, state);
   }
   const slot = state;
+  const all = slots;
+  // An idle store's slot is dropped once its reads are done: the map holds the stores being read.
+  const forget = () => {
+    if (!slot.running && !slot.next && all.get(scope) === slot) all.delete(scope);
+  };
   if (!slot.running) {
     const read = readHorizon(db).finally(() => {
       if (slot.running === read) slot.running = undefined;
+      forget();
     });
     slot.running = read;
     return read;
@@ -154,6 +194,7 @@ export function sharedHorizon(db: Kysely<Database>): Promise<string> {
         slot.next = undefined;
         const read = readHorizon(db).finally(() => {
           if (slot.running === read) slot.running = undefined;
+          forget();
         });
         slot.running = read;
         return read;

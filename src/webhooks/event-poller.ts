@@ -26,7 +26,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { readHorizon } from '../db/write-clock.ts';
+import { horizonExpression, readHorizon } from '../db/write-clock.ts';
 import { isoFromMillis } from '../shared/time.ts';
 import {
   ASYNC_COMMIT,
@@ -110,6 +110,9 @@ export async function pollEvents(
       scanFull = step.full;
       if (!scanFull) break;
     }
+    // Past the scan, for the stores that wrote last: another store's long write may hold the scan
+    // back at the deployment's horizon, or its many events may still be ahead of the scan.
+    await lookAhead(trx, scanned);
     if (scanned.created_at !== state[0]!.position_created_at || scanned.seq !== state[0]!.position_seq) {
       await sql`
         UPDATE webhook_poller_state SET position_created_at = ${scanned.created_at}::timestamptz, position_seq = ${scanned.seq}::bigint, updated_at = ${nowIso}::timestamptz
@@ -282,9 +285,66 @@ interface StorePosition {
 
 /** Events one scan statement reads, and statements per poll (more continue in the next poll). */
 const SCAN_ROWS = 20_000;
-const SCAN_ROUNDS = 5;
+const SCAN_ROUNDS = 2;
 /** Stores served per poll: the batch is shared among them. */
 const STORES_PER_POLL = 64;
+
+/**
+ * The upsert's conflict arm of a raised target: never lowered (the look-ahead may have raised it
+ * past what the scan reaches), and with a store's position moved along when the new row says so
+ * (its position equal to its target: a store with no enabled endpoint) and it is not already past.
+ */
+const RAISE_TARGET = sql`ON CONFLICT (store_id) DO UPDATE SET
+        target_created_at = CASE WHEN (EXCLUDED.target_created_at, EXCLUDED.target_seq) > (sp.target_created_at, sp.target_seq)
+          THEN EXCLUDED.target_created_at ELSE sp.target_created_at END,
+        target_seq = CASE WHEN (EXCLUDED.target_created_at, EXCLUDED.target_seq) > (sp.target_created_at, sp.target_seq)
+          THEN EXCLUDED.target_seq ELSE sp.target_seq END,
+        position_created_at = CASE WHEN (EXCLUDED.position_created_at, EXCLUDED.position_seq) = (EXCLUDED.target_created_at, EXCLUDED.target_seq)
+            AND (EXCLUDED.position_created_at, EXCLUDED.position_seq) > (sp.position_created_at, sp.position_seq)
+          THEN EXCLUDED.position_created_at ELSE sp.position_created_at END,
+        position_seq = CASE WHEN (EXCLUDED.position_created_at, EXCLUDED.position_seq) = (EXCLUDED.target_created_at, EXCLUDED.target_seq)
+            AND (EXCLUDED.position_created_at, EXCLUDED.position_seq) > (sp.position_created_at, sp.position_seq)
+          THEN EXCLUDED.position_seq ELSE sp.position_seq END`;
+
+/**
+ * The newest events the look-ahead reads each poll: the stores that wrote last, found past a long
+ * write of another store that holds the scan back.
+ */
+const LOOK_AHEAD_ROWS = 5_000;
+
+/**
+ * The look-ahead: while another store's long write (an import) holds the deployment's horizon, and
+ * so the scan, back, the stores that wrote since are found among the newest events after the
+ * scan's position (read backwards, LOOK_AHEAD_ROWS at most) and their targets raised to their last
+ * event below their OWN horizon (db/write-clock.ts: no write of that store, nor of no store, can
+ * still commit below it). The fan-out reads a store's events from its position in a later statement,
+ * so a write that committed while this one ran is read there. The scan passes these events later
+ * and raises nothing past them.
+ */
+async function lookAhead(trx: Kysely<Database>, from: { created_at: string; seq: number }): Promise<void> {
+  await sql`
+    WITH recent AS (
+      SELECT ev.store_id, ev.created_at, ev.seq FROM events ev
+      WHERE ev.created_at > ${from.created_at}::timestamptz
+      ORDER BY ev.created_at DESC, ev.seq DESC LIMIT ${LOOK_AHEAD_ROWS}
+    ), horizons AS (
+      SELECT s.store_id, ${horizonExpression(sql`s.store_id`)} AS horizon FROM (SELECT DISTINCT store_id FROM recent) s
+    ), per_store AS (
+      SELECT DISTINCT ON (r.store_id) r.store_id, r.created_at, r.seq,
+        NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.store_id = r.store_id AND e.enabled) AS unwanted
+      FROM recent r JOIN horizons h ON h.store_id = r.store_id
+      WHERE r.created_at < h.horizon
+      ORDER BY r.store_id, r.created_at DESC, r.seq DESC
+    )
+    INSERT INTO webhook_store_positions AS sp (store_id, position_created_at, position_seq, target_created_at, target_seq, served_at)
+    SELECT ps.store_id,
+      CASE WHEN ps.unwanted THEN ps.created_at ELSE ${from.created_at}::timestamptz END,
+      CASE WHEN ps.unwanted THEN ps.seq ELSE ${from.seq}::bigint END,
+      ps.created_at, ps.seq, '-infinity'::timestamptz
+    FROM per_store ps
+    ${RAISE_TARGET}
+  `.execute(trx);
+}
 
 /** `sp`'s store has events to fan out (the partial index webhook_store_positions_behind_idx). */
 const BEHIND = sql<boolean>`(sp.position_created_at, sp.position_seq) < (sp.target_created_at, sp.target_seq)`;
@@ -323,12 +383,7 @@ async function scan(
         CASE WHEN ps.unwanted THEN ps.seq ELSE ${from.seq}::bigint END,
         ps.created_at, ps.seq, '-infinity'::timestamptz
       FROM per_store ps
-      ON CONFLICT (store_id) DO UPDATE SET
-        target_created_at = EXCLUDED.target_created_at, target_seq = EXCLUDED.target_seq,
-        position_created_at = CASE WHEN (EXCLUDED.position_created_at, EXCLUDED.position_seq) = (EXCLUDED.target_created_at, EXCLUDED.target_seq)
-          THEN EXCLUDED.position_created_at ELSE sp.position_created_at END,
-        position_seq = CASE WHEN (EXCLUDED.position_created_at, EXCLUDED.position_seq) = (EXCLUDED.target_created_at, EXCLUDED.target_seq)
-          THEN EXCLUDED.position_seq ELSE sp.position_seq END
+      ${RAISE_TARGET}
     )
     SELECT (SELECT count(*) FROM scanned)::int AS scanned, l.created_at, l.seq
     FROM (SELECT 1) one LEFT JOIN (SELECT created_at, seq FROM scanned ORDER BY created_at DESC, seq DESC LIMIT 1) l ON true

@@ -15,7 +15,7 @@ import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { createStore } from '../../src/stores/store.service.ts';
 import { asPlatform, inStore } from '../../src/db/store-scope.ts';
-import { runWrite } from '../../src/db/write-clock.ts';
+import { readHorizon, runWrite } from '../../src/db/write-clock.ts';
 import { appendEvent, appendEventsInOrder } from '../../src/events/event-log.ts';
 import { pollEvents, type PollResult } from '../../src/webhooks/event-poller.ts';
 import { isoFromMillis } from '../../src/shared/time.ts';
@@ -134,6 +134,47 @@ describe.each(backends)('the event poller across stores (%s)', (backend) => {
     await drain();
     expect(await deliveredTo(big.endpoint)).toHaveLength(2000);
   });
+
+  it.skipIf(backend === 'pglite')(
+    "one store's open write holds back its own horizon and fan-out only: another store's event goes out meanwhile (PostgreSQL; PGlite runs one transaction at a time)",
+    async () => {
+      await drain();
+      const a = await aStore('long-writer');
+      const b = await aStore('meanwhile');
+      let stamped!: (stamp: string) => void;
+      const isStamped = new Promise<string>((resolve) => {
+        stamped = resolve;
+      });
+      let commit!: () => void;
+      const mayCommit = new Promise<void>((resolve) => {
+        commit = resolve;
+      });
+      const slow = inStore(a.id, () =>
+        runWrite(db, async (w) => {
+          const id = await appendEvent(w, 'customer.created', randomUUID(), { slow: true });
+          stamped(w.stamp);
+          await mayCommit;
+          return id;
+        }),
+      );
+      const aStamp = await isStamped;
+      const bEvent = await one(b.id);
+      const later = (x: string, y: string) =>
+        asPlatform(async () => (await sql<{ later: boolean }>`SELECT ${x}::timestamptz > ${y}::timestamptz AS later`.execute(db)).rows[0]!.later);
+      // B's horizon passes A's open write; A's own, and the deployment's, stay before it.
+      expect(await later(await inStore(b.id, () => readHorizon(db)), aStamp)).toBe(true);
+      expect(await later(await inStore(a.id, () => readHorizon(db)), aStamp)).toBe(false);
+      expect(await later(await asPlatform(() => readHorizon(db)), aStamp)).toBe(false);
+      await poll();
+      expect((await deliveredTo(b.endpoint)).map((r) => r.event_id)).toEqual([bEvent]);
+      expect(await deliveredTo(a.endpoint)).toEqual([]);
+      commit();
+      const aEvent = await slow;
+      await drain();
+      expect((await deliveredTo(a.endpoint)).map((r) => r.event_id)).toEqual([aEvent]);
+      expect((await deliveredTo(b.endpoint)).map((r) => r.event_id)).toEqual([bEvent]);
+    },
+  );
 
   it('a store with no enabled endpoint moves with the scan; one registered later gets only what is written after it', async () => {
     await drain();

@@ -26,7 +26,9 @@ import { changeOrderStatus, changePaymentStatus, placeOrder, type OrderInput } f
 import { ORDER_STATUSES, PAYMENT_STATUSES, type OrderStatus, type PaymentStatus } from '../../orders/order-status.ts';
 import { adjustStock, importStockCsv } from '../../inventory/stock.service.ts';
 import { ORDER_SOURCES } from '../../orders/order.json-sql.ts';
-import { invalidParameter } from '../../shared/problem.ts';
+import { ApiError, invalidParameter } from '../../shared/problem.ts';
+import { currentStoreId } from '../../db/store-scope.ts';
+import { StoreSlots } from '../../stores/store-slots.ts';
 import { Product } from '../../catalog/product.resource.ts';
 import { Order } from '../../orders/order.resource.ts';
 import { StockAdjustment, StockImport, dataOf } from '../admin-responses.ts';
@@ -180,6 +182,7 @@ const id = (req: FastifyRequest) => (req.params as { id: string }).id;
 
 export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
   const db = app.ctx.database.db;
+  const imports = new StoreSlots('imports', app.ctx.config.STORE_MAX_IMPORTS, app.sharedStore);
 
   // CSV bodies for the stock import (text/csv), up to the app's body limit.
   app.addContentTypeParser(['text/csv', 'text/plain'], { parseAs: 'string' }, (_req, body, done) => done(null, body));
@@ -266,21 +269,37 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
         if (typeof req.body !== 'string') throw invalidParameter('body', 'send the CSV as text/csv');
         const csv = req.body;
         const { config, database } = app.ctx;
-        const options = { log: req.log, intervalMs: config.PROGRESS_LOG_INTERVAL_MS };
-        // The embedded database is one session: a long import in one transaction would hold every read
-        // behind it, so an absolute import runs in committed steps there, outside this request's
-        // transaction (decision 0036). PostgreSQL's readers pass a long transaction by themselves.
-        const stepRows = database.backend === 'pglite' && config.STOCK_IMPORT_STEP_ROWS > 0 ? config.STOCK_IMPORT_STEP_ROWS : undefined;
-        if (stepRows === undefined || !req.writeTransaction) return importStockCsv(db, csv, options);
-        const gone = new AbortController();
-        const onClose = () => {
-          if (!reply.raw.writableFinished) gone.abort();
-        };
-        reply.raw.once('close', onClose);
+        // One store's imports at a time (STORE_MAX_IMPORTS): one more is refused at once, nothing
+        // written, rather than queued behind the first with no answer (decision 0051).
+        const storeId = currentStoreId();
+        const release = storeId === undefined ? () => {} : await imports.acquire(storeId);
+        if (!release) {
+          throw new ApiError(
+            'rate_limited',
+            `This store already runs ${imports.limit} stock import${imports.limit === 1 ? '' : 's'}, its limit (STORE_MAX_IMPORTS = ${imports.limit}). Retry after it ends.`,
+            undefined,
+            { 'Retry-After': String(StoreSlots.RETRY_AFTER_SECONDS) },
+          );
+        }
         try {
-          return await req.writeTransaction.detach(() => importStockCsv(db, csv, { ...options, stepRows, signal: gone.signal }));
+          const options = { log: req.log, intervalMs: config.PROGRESS_LOG_INTERVAL_MS };
+          // The embedded database is one session: a long import in one transaction would hold every read
+          // behind it, so an absolute import runs in committed steps there, outside this request's
+          // transaction (decision 0036). PostgreSQL's readers pass a long transaction by themselves.
+          const stepRows = database.backend === 'pglite' && config.STOCK_IMPORT_STEP_ROWS > 0 ? config.STOCK_IMPORT_STEP_ROWS : undefined;
+          if (stepRows === undefined || !req.writeTransaction) return await importStockCsv(db, csv, options);
+          const gone = new AbortController();
+          const onClose = () => {
+            if (!reply.raw.writableFinished) gone.abort();
+          };
+          reply.raw.once('close', onClose);
+          try {
+            return await req.writeTransaction.detach(() => importStockCsv(db, csv, { ...options, stepRows, signal: gone.signal }));
+          } finally {
+            reply.raw.off('close', onClose);
+          }
         } finally {
-          reply.raw.off('close', onClose);
+          release();
         }
       },
     },

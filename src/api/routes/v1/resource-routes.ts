@@ -21,6 +21,7 @@ import {
 } from '../../../db/keyset-page.ts';
 import { listPageCacheOf, type CachedPage } from '../../list-page-cache.ts';
 import { SNAPSHOT_CHUNK, snapshotStream, snapshotEndCursor } from '../../../db/snapshot.ts';
+import { StoreSlots } from '../../../stores/store-slots.ts';
 import { SnapshotSlots } from '../../snapshot-slots.ts';
 import { inStatementHorizon, readHorizon, sharedHorizon } from '../../../db/write-clock.ts';
 import type { Scope } from '../../../tokens/token.service.ts';
@@ -107,6 +108,8 @@ const STREAM_READ_AHEAD = { objectMode: false, highWaterMark: 1024 * 1024 } as c
 
 /** The snapshots running per app (one per token at a time, whatever the resource). */
 const snapshotSlots = new WeakMap<FastifyInstance, SnapshotSlots>();
+/** The snapshots running per app and store (STORE_MAX_SNAPSHOTS, whatever the resource). */
+const storeSnapshotSlots = new WeakMap<FastifyInstance, StoreSlots>();
 
 /** Registers GET /{path}, GET /{path}/export, GET /{path}/snapshot and (with byId) GET /{path}/:id. */
 export function registerResource(app: FastifyInstance, def: ResourceDefinition): void {
@@ -116,6 +119,12 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
     snapshotSlots.set(app, slots);
   }
   const running = slots;
+  let perStore = storeSnapshotSlots.get(app);
+  if (!perStore) {
+    perStore = new StoreSlots('snapshots', app.ctx.config.STORE_MAX_SNAPSHOTS, app.sharedStore);
+    storeSnapshotSlots.set(app, perStore);
+  }
+  const storeRunning = perStore;
   const config = (rateLimitClass: 'standard' | 'export') =>
     typeof def.scope === 'string' ? { scope: def.scope, rateLimitClass } : { anyScope: def.scope, rateLimitClass };
   // Several scopes: several security requirements, any one of which suffices (OpenAPI semantics).
@@ -241,7 +250,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
         'The response header X-Total-Count is an upper bound of the records the stream holds, for a progress bar: it counts, at the start, the records after `cursor` below the read horizon; a record changed while the stream runs is not sent in it (it comes after X-Snapshot-Cursor), so the stream may hold fewer lines, never more (decision 0032).',
         'The response header X-Snapshot-Cursor is the cursor to continue from with lists, exports or webhooks: every record is either in the stream or changed after that cursor.',
         'A broken stream resumes with `cursor` set to the cursor of the last record received (`<last_modified>_<id>`); the resumed stream ends with its own X-Snapshot-Cursor.',
-        'Counts once against the export rate limit. One snapshot per token at a time: a second one while the first streams is answered 429 with Retry-After.',
+        'Counts once against the export rate limit. One snapshot per token at a time, and at most STORE_MAX_SNAPSHOTS (default 4) per store across its tokens: one more while they stream is answered 429 with Retry-After.',
         'No transaction is held while the client reads: the server reads in short keyset chunks below the read horizon fixed at the start.',
       ].join(' '),
       security,
@@ -281,6 +290,18 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       // Released when the response ends or the client goes away, whichever comes first (also while
       // the statements below run: a client gone before the stream starts frees the token too).
       reply.raw.once('close', release);
+      const storeId = currentStoreId();
+      const releaseStore = storeId === undefined ? () => {} : await storeRunning.acquire(storeId);
+      if (!releaseStore) {
+        release();
+        throw new ApiError(
+          'rate_limited',
+          `This store already streams ${storeRunning.limit} snapshots, its limit (STORE_MAX_SNAPSHOTS = ${storeRunning.limit}). Retry after one ends.`,
+          undefined,
+          { 'Retry-After': String(StoreSlots.RETRY_AFTER_SECONDS) },
+        );
+      }
+      reply.raw.once('close', releaseStore);
       let streaming = false;
       try {
         const db = app.ctx.database.db;
