@@ -1,9 +1,10 @@
 /**
  * The list page cache of a process (decision 0016, PostgreSQL only): the body of a list page, by
  * the page statement's text and parameters (the horizon aside) and the cursor as sent, kept until
- * the next write to the store. Every write moves the store generation (db/read-cache-signals.ts):
+ * the next write to the store. Every write moves its store's generation (db/read-cache-signals.ts):
  * at once in this process, by NOTIFY in the others; a page read under another generation is never
- * served, and one whose read overlapped a write is never kept. While the process does not listen,
+ * served, and one whose read overlapped a write is never kept. Per store (decision 0051): one
+ * store's writes leave every other store's pages cached. While the process does not listen,
  * nothing is served from it.
  *
  * Why a cached page never breaks the sync guarantee (every record is on a page or after its next
@@ -24,67 +25,89 @@ export interface CachedPage {
   readonly hasMore: boolean;
 }
 
+/** One store's pages, in least recently used order, with the generation they were read under. */
+interface StorePages {
+  generation: string;
+  readonly pages: Map<string, CachedPage>;
+  bytes: number;
+}
+
 export class ListPageCache {
   readonly #db: Kysely<Database>;
   readonly #maxBytes: number;
   readonly #live: () => boolean;
-  /** In least recently used order. */
-  readonly #pages = new Map<string, CachedPage>();
+  readonly #stores = new Map<string, StorePages>();
   #bytes = 0;
-  #generation: number;
 
   constructor(db: Kysely<Database>, maxBytes: number, live: () => boolean) {
     this.#db = db;
     this.#maxBytes = maxBytes;
     this.#live = live;
-    this.#generation = storeGeneration(db);
   }
 
-  /** The store generation now: take it before reading a page, hand it to `put`. */
-  generation(): number {
-    return storeGeneration(this.#db);
+  /** `storeId`'s generation now: take it before reading a page, hand it to `put`. */
+  generation(storeId: string): string {
+    return storeGeneration(this.#db, storeId);
   }
 
-  get(key: string): CachedPage | undefined {
-    this.#sync();
+  get(storeId: string, key: string): CachedPage | undefined {
     if (!this.#live()) return undefined;
-    const page = this.#pages.get(key);
+    const store = this.#sync(storeId);
+    const page = store?.pages.get(key);
     if (page) {
-      this.#pages.delete(key);
-      this.#pages.set(key, page);
+      store!.pages.delete(key);
+      store!.pages.set(key, page);
     }
     return page;
   }
 
-  /** Keeps `page`, read under `generation`, unless a write was announced since. */
-  put(key: string, page: CachedPage, generation: number): void {
-    this.#sync();
-    if (generation !== this.#generation || !this.#live()) return;
+  /**
+   * Keeps `page` of `storeId`, read under `generation`, unless a write of that store (or of no
+   * store) was announced since. Bounded in total (LIST_PAGE_CACHE_MB), evicting fairly across
+   * stores (decision 0051): when full, the store holding the most bytes gives up its least recently
+   * used page, so a store walking thousands of distinct pages evicts its own pages rather than every
+   * other store's, and a deployment of one store keeps plain least-recently-used order.
+   */
+  put(storeId: string, key: string, page: CachedPage, generation: string): void {
+    if (!this.#live()) return;
+    let store = this.#sync(storeId);
+    if (generation !== this.generation(storeId)) return;
     // A page larger than a quarter of the budget would evict most others: not kept.
     const size = page.body.byteLength + key.length;
     if (size * 4 > this.#maxBytes) return;
-    const old = this.#pages.get(key);
-    if (old) {
-      this.#pages.delete(key);
-      this.#bytes -= old.body.byteLength + key.length;
-    }
+    if (store?.pages.has(key)) this.#remove(storeId, store, key);
     while (this.#bytes + size > this.#maxBytes) {
-      const [oldestKey, oldest] = this.#pages.entries().next().value!;
-      this.#pages.delete(oldestKey);
-      this.#bytes -= oldest.body.byteLength + oldestKey.length;
+      let largest: [string, StorePages] | undefined;
+      for (const entry of this.#stores) if (!largest || entry[1].bytes > largest[1].bytes) largest = entry;
+      const [largestId, largestPages] = largest!;
+      this.#remove(largestId, largestPages, largestPages.pages.keys().next().value!);
     }
-    this.#pages.set(key, page);
+    store = this.#stores.get(storeId);
+    if (!store) {
+      store = { generation, pages: new Map(), bytes: 0 };
+      this.#stores.set(storeId, store);
+    }
+    store.pages.set(key, page);
+    store.bytes += size;
     this.#bytes += size;
   }
 
-  /** Empties the cache when the store generation moved. */
-  #sync(): void {
-    const generation = storeGeneration(this.#db);
-    if (generation !== this.#generation) {
-      this.#pages.clear();
-      this.#bytes = 0;
-      this.#generation = generation;
-    }
+  #remove(storeId: string, store: StorePages, key: string): void {
+    const page = store.pages.get(key)!;
+    store.pages.delete(key);
+    const size = page.body.byteLength + key.length;
+    store.bytes -= size;
+    this.#bytes -= size;
+    if (store.pages.size === 0) this.#stores.delete(storeId);
+  }
+
+  /** `storeId`'s pages, emptied first when its generation moved. */
+  #sync(storeId: string): StorePages | undefined {
+    const store = this.#stores.get(storeId);
+    if (!store) return undefined;
+    if (store.generation === this.generation(storeId)) return store;
+    for (const key of [...store.pages.keys()]) this.#remove(storeId, store, key);
+    return undefined;
   }
 }
 

@@ -1,6 +1,7 @@
 /** `store-api demo generate`: fills the store with realistic demo data of a chosen size. */
 import { InvalidArgumentError, type Command } from 'commander';
-import { generateDemoStore } from '../demo/demo-store.ts';
+import { demoOrderCount, generateDemoStore } from '../demo/demo-store.ts';
+import { checkRecordLimit } from '../stores/record-limits.ts';
 import { commandProgress } from './command-progress.ts';
 import { withContext } from './run-command.ts';
 
@@ -23,6 +24,9 @@ export function registerDemoCommands(program: Command): void {
     .option('--seed <n>', 'random seed (same seed, same store)', positive('--seed'), 42)
     .action((opts: { products: number; customers?: number; orders?: number; seed: number }) =>
       withContext(async (ctx) => {
+        // The store's record limits hold here too (decision 0051): refused before anything is written.
+        await checkRecordLimit(ctx.database.db, 'products', ctx.config.STORE_MAX_PRODUCTS, opts.products);
+        await checkRecordLimit(ctx.database.db, 'orders', ctx.config.STORE_MAX_ORDERS, demoOrderCount(opts.products, opts.orders));
         const progress = commandProgress(ctx.config, 'demo generate');
         const started = Date.now();
         let summary;

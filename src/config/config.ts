@@ -87,6 +87,13 @@ export const EnvSchema = Type.Object({
     'Most API keys a store may hold at once (revoked and expired ones not counted); one more is refused with 409 store_limit_reached',
   ),
   STORE_MAX_WEBHOOK_ENDPOINTS: Int(1000, 1, 1_000_000, 'Most webhook endpoints a store may have; one more is refused with 409 store_limit_reached'),
+  STORE_MAX_PRODUCTS: Int(
+    0,
+    0,
+    1_000_000_000,
+    'Most products one store may hold (inactive ones included); one more is refused with 409 store_limit_reached, nothing written. 0 = no limit',
+  ),
+  STORE_MAX_ORDERS: Int(0, 0, 1_000_000_000, 'Most orders one store may hold; one more is refused with 409 store_limit_reached, nothing written. 0 = no limit'),
   STORE_MAX_SNAPSHOTS: Int(
     4,
     0,

@@ -26,7 +26,8 @@ export interface ListenConnectionOptions {
   readonly lostMessage: string;
   /** What the note of a restored connection says. */
   readonly restoredMessage: string;
-  readonly onNotification: (channel: string) => void;
+  /** `payload`: what the NOTIFY said ('' when nothing). */
+  readonly onNotification: (channel: string, payload: string) => void;
   /** The connection is open (at start or after a reconnect): what was written meanwhile is looked at now. */
   readonly onListening: () => void;
 }
@@ -64,7 +65,7 @@ export class ListenConnection {
       this.#retry = setTimeout(() => void this.open(), delay);
       this.#retry.unref();
     };
-    client.on('notification', (message) => this.#options.onNotification(message.channel));
+    client.on('notification', (message) => this.#options.onNotification(message.channel, message.payload ?? ''));
     client.on('error', onLost);
     client.on('end', () => onLost());
     try {

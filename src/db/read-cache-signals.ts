@@ -12,6 +12,11 @@
  *    events feed is served by the same list route), on a LISTEN connection of this process (`ReadCacheListener`). While
  *    that connection is not open the caches are bypassed (`live` false); when it opens, both
  *    generations move, so nothing read before it is served.
+ *
+ * The store generation is per store (decision 0051, migration 0035): a write acting for a store
+ * moves that store's counter (the NOTIFY's payload is the writing connection's store), so one
+ * store's writes do not empty every other store's pages; a write of no store (the platform's: a
+ * deletion, a migration) moves the deployment's counter, which every store's generation includes.
  */
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
@@ -26,7 +31,10 @@ const EVENTS_CHANNEL = 'store_events';
 
 interface Generations {
   tokens: number;
+  /** Writes of no store: every store's pages. */
   store: number;
+  /** Writes of one store, by its id. */
+  stores: Map<string, number>;
 }
 
 const generations = new WeakMap<object, Generations>();
@@ -34,14 +42,18 @@ const generations = new WeakMap<object, Generations>();
 function of(db: Kysely<unknown> | object): Generations {
   let g = generations.get(db);
   if (!g) {
-    g = { tokens: 0, store: 0 };
+    g = { tokens: 0, store: 0, stores: new Map() };
     generations.set(db, g);
   }
   return g;
 }
 
 export const tokenGeneration = (db: object): number => of(db).tokens;
-export const storeGeneration = (db: object): number => of(db).store;
+/** The generation of `storeId`'s list pages: moved by its own writes and by writes of no store. */
+export const storeGeneration = (db: object, storeId: string): string => {
+  const g = of(db);
+  return `${g.store}.${g.stores.get(storeId) ?? 0}`;
+};
 
 /**
  * A token of `db` was created, changed, rolled or revoked: no cached identity is served again. Inside
@@ -53,13 +65,21 @@ export function tokensChanged(db: object): void {
   activeRequestTransaction()?.afterCommit(() => of(db).tokens++);
 }
 
-/** A store table of `db` was written: no cached list page is served again (see tokensChanged). */
-export function storeChanged(db: object): void {
-  of(db).store++;
-  activeRequestTransaction()?.afterCommit(() => of(db).store++);
+/**
+ * A store table of `db` was written, for `storeId` (undefined or '': for no store, so for every
+ * store): no list page of it cached before is served again (see tokensChanged).
+ */
+export function storeChanged(db: object, storeId?: string): void {
+  const move = () => {
+    const g = of(db);
+    if (storeId) g.stores.set(storeId, (g.stores.get(storeId) ?? 0) + 1);
+    else g.store++;
+  };
+  move();
+  activeRequestTransaction()?.afterCommit(move);
 }
 
-writeCommits.on('commit', (db: object) => storeChanged(db));
+writeCommits.on('commit', (db: object, storeId?: string) => storeChanged(db, storeId));
 
 /**
  * One LISTEN connection per process on PostgreSQL (db/listen-connection.ts): NOTIFY on the three
@@ -77,7 +97,7 @@ export class ReadCacheListener {
       logger,
       lostMessage: 'read cache LISTEN connection lost; tokens and list pages are read from the database until it is back',
       restoredMessage: 'read cache LISTEN connection restored',
-      onNotification: (channel) => (channel === TOKENS_CHANGED_CHANNEL ? tokensChanged(db) : storeChanged(db)),
+      onNotification: (channel, payload) => (channel === TOKENS_CHANGED_CHANNEL ? tokensChanged(db) : storeChanged(db, payload)),
       // Whatever was cached before is from a time no notification covered.
       onListening: () => {
         tokensChanged(db);

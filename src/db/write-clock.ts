@@ -46,7 +46,8 @@ export interface WriteContext {
 }
 
 /**
- * In-process signal 'commit' (argument: the Kysely instance written to) after every write-clock
+ * In-process signal 'commit' (arguments: the Kysely instance written to, the store written for or
+ * undefined) after every write-clock
  * transaction commits, so a worker in the same process (the `all` role, PGlite) can look at the
  * event log at once instead of at its next poll. Other processes learn of writes by NOTIFY.
  */
@@ -77,8 +78,9 @@ export async function runWrite<T>(db: Kysely<Database>, fn: (ctx: WriteContext) 
       // Inside a request transaction (db/request-transaction.ts) this was a savepoint: the change is
       // not visible before the request commits, so the signal waits for that commit.
       const request = activeRequestTransaction();
-      if (request) request.afterCommit(() => writeCommits.emit('commit', db));
-      else writeCommits.emit('commit', db);
+      const store = currentStoreId();
+      if (request) request.afterCommit(() => writeCommits.emit('commit', db, store));
+      else writeCommits.emit('commit', db, store);
       return result;
     } catch (error) {
       const code = (error as { code?: unknown } | null)?.code;

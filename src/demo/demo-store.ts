@@ -79,7 +79,7 @@ export async function generateDemoStore(db: Kysely<Database>, options: DemoOptio
   const rnd = prng(options.seed ?? 42);
   const productCount = options.products;
   const customerCount = options.customers ?? Math.max(20, Math.round(productCount / 3));
-  const orderCount = options.orders ?? Math.max(ORDER_STATUSES.length * 4, Math.min(2000, Math.round(productCount / 2)));
+  const orderCount = demoOrderCount(productCount, options.orders);
   const batch = options.batchSize ?? 250;
   const total = productCount + customerCount + orderCount;
   let done = 0;
@@ -359,4 +359,9 @@ export async function generateDemoStore(db: Kysely<Database>, options: DemoOptio
 export async function storeIsEmpty(db: Kysely<Database>): Promise<boolean> {
   const { rows } = await sql<{ any: boolean }>`SELECT EXISTS (SELECT 1 FROM products WHERE ${ownStoreIs('store_id')}) AS any`.execute(db);
   return !rows[0]!.any;
+}
+
+/** The orders `demo generate` writes for `products` products: `orders` when given, else products / 2 within [4 per status, 2000]. */
+export function demoOrderCount(products: number, orders?: number): number {
+  return orders ?? Math.max(ORDER_STATUSES.length * 4, Math.min(2000, Math.round(products / 2)));
 }

@@ -32,6 +32,7 @@ import * as storesAsTenants from './migrations/0031-stores-as-tenants.ts';
 import * as platformAuditLog from './migrations/0032-platform-audit-log.ts';
 import * as adminMemberships from './migrations/0033-admin-memberships.ts';
 import * as storePollerPositions from './migrations/0034-store-poller-positions.ts';
+import * as perStoreCacheSignals from './migrations/0035-per-store-cache-signals.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -57,6 +58,7 @@ const migrations: Record<string, Migration> = {
   '0032-platform-audit-log': platformAuditLog,
   '0033-admin-memberships': adminMemberships,
   '0034-store-poller-positions': storePollerPositions,
+  '0035-per-store-cache-signals': perStoreCacheSignals,
 };
 
 /** Names of every migration this code has, in order. */

@@ -11,6 +11,8 @@ import { aProduct } from '../helpers/store-fixtures.ts';
 import { updateProduct } from '../../src/catalog/catalog.service.ts';
 import { createToken, revokeToken, rollToken, updateToken } from '../../src/tokens/token.service.ts';
 import { TokenCache } from '../../src/tokens/token-cache.ts';
+import { createStore, homeStore } from '../../src/stores/store.service.ts';
+import { inStore } from '../../src/db/store-scope.ts';
 import { storeGeneration, tokenGeneration } from '../../src/db/read-cache-signals.ts';
 import { listPageCacheOf } from '../../src/api/list-page-cache.ts';
 
@@ -103,9 +105,31 @@ describe.each(backends)('read caches (%s)', (backend) => {
     await updateProduct(db, product.id, { name: 'renamed by the service' });
     expect(await names()).toBe('renamed by the service');
     // Another connection's write: the store_changed NOTIFY.
-    const before = storeGeneration(db);
+    const storeOfDb = (await homeStore(db))!.id;
+    const before = storeGeneration(db, storeOfDb);
     await sql`UPDATE products SET name = 'renamed by SQL', last_modified = clock_timestamp() WHERE id = ${product.id}`.execute(db);
-    await vi.waitFor(() => expect(storeGeneration(db)).toBeGreaterThan(before));
+    // The NOTIFY names the writing connection's store: that store's generation moves.
+    await vi.waitFor(() => expect(storeGeneration(db, storeOfDb)).not.toBe(before));
     expect(await names()).toBe('renamed by SQL');
+  });
+
+  it.runIf(backend === 'postgres')("another store's write, in process or by another connection, leaves a store's cached pages (decision 0051)", async () => {
+    const db = t.ctx.database.db;
+    const { authorization } = await t.auth();
+    const home = (await homeStore(db))!.id;
+    const other = (await createStore(db, { name: `Other ${Date.now()}` })).id;
+    const otherProduct = await inStore(other, () => aProduct(db, { name: 'elsewhere' }));
+    expect((await list(authorization)).statusCode).toBe(200);
+    const before = storeGeneration(db, home);
+    const otherBefore = storeGeneration(db, other);
+    await inStore(other, () => updateProduct(db, otherProduct.id, { name: 'renamed elsewhere' }));
+    const otherMid = storeGeneration(db, other);
+    expect(otherMid).not.toBe(otherBefore);
+    await inStore(other, () =>
+      sql`UPDATE products SET name = 'renamed by SQL elsewhere', last_modified = clock_timestamp() WHERE id = ${otherProduct.id}`.execute(db),
+    );
+    await vi.waitFor(() => expect(storeGeneration(db, other)).not.toBe(otherMid));
+    // Both of the other store's writes have been heard (the in-process one and the NOTIFY): the home store's pages stayed.
+    expect(storeGeneration(db, home)).toBe(before);
   });
 });

@@ -21,6 +21,7 @@ import { migrateMirror } from '../../packages/sync/src/mirror/mirror-migrations.
 import { applyRecords, readRecords } from '../../packages/sync/src/mirror/mirror.repository.ts';
 import { syncResourceOf, type ApiResourceEntry, type MirrorRecord } from '../../packages/sync/src/sync-resources.ts';
 import { listPageCacheOf } from '../../src/api/list-page-cache.ts';
+import { homeStore } from '../../src/stores/store.service.ts';
 import { storeGeneration } from '../../src/db/read-cache-signals.ts';
 import { RESOURCES } from '../../src/resources/registry.ts';
 import { checkStoreDocuments, rebuildStoreDocuments, storeTables } from '../../src/resources/store-schema.ts';
@@ -167,9 +168,11 @@ describe.each(backends)('a scratch resource added by the recipe (%s)', (backend)
       ((await t.app.inject({ url: '/api/v1/suppliers?include_inactive=true', headers: read })).json().data as Json[]).map((s) => s.name);
     expect(await names()).toEqual(['Atelier Lin']);
     expect(await names()).toEqual(['Atelier Lin']); // now from the cache
-    const before = storeGeneration(db);
+    const storeOfDb = (await homeStore(db))!.id;
+    const before = storeGeneration(db, storeOfDb);
     await sql`UPDATE suppliers SET name = 'renamed by SQL', last_modified = clock_timestamp() WHERE id = ${created.id}`.execute(db);
-    await vi.waitFor(() => expect(storeGeneration(db)).toBeGreaterThan(before));
+    // The NOTIFY names the writing connection's store: that store's generation moves.
+    await vi.waitFor(() => expect(storeGeneration(db, storeOfDb)).not.toBe(before));
     expect(await names()).toEqual(['renamed by SQL']);
     created = (await t.app.inject({ url: `/api/v1/suppliers/${created.id}`, headers: read })).json().data;
   });

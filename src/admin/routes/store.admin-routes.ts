@@ -29,6 +29,7 @@ import { ORDER_SOURCES } from '../../orders/order.json-sql.ts';
 import { ApiError, invalidParameter } from '../../shared/problem.ts';
 import { currentStoreId } from '../../db/store-scope.ts';
 import { StoreSlots } from '../../stores/store-slots.ts';
+import { checkRecordLimit } from '../../stores/record-limits.ts';
 import { Product } from '../../catalog/product.resource.ts';
 import { Order } from '../../orders/order.resource.ts';
 import { StockAdjustment, StockImport, dataOf } from '../admin-responses.ts';
@@ -191,7 +192,10 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
     {
       operation: ['POST', '/products', 'catalog', 'createProduct', 'Create a product with variants and images'],
       schemas: { body: ProductBody, answers: [201, Product] },
-      handle: (req) => createProduct(db, req.body as ProductInput),
+      handle: async (req) => {
+        await checkRecordLimit(db, 'products', app.ctx.config.STORE_MAX_PRODUCTS);
+        return createProduct(db, req.body as ProductInput);
+      },
     },
     {
       operation: ['GET', '/products/:id', 'catalog', 'getAdminProduct', 'A product, inactive variants and images included'],
@@ -232,7 +236,10 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
     {
       operation: ['POST', '/orders', 'orders', 'placeOrder', 'Place an order (takes stock: sale movements)'],
       schemas: { body: OrderBody, answers: [201, Order] },
-      handle: (req) => placeOrder(db, req.body as OrderInput),
+      handle: async (req) => {
+        await checkRecordLimit(db, 'orders', app.ctx.config.STORE_MAX_ORDERS);
+        return placeOrder(db, req.body as OrderInput);
+      },
     },
     {
       operation: ['POST', '/orders/:id/status', 'orders', 'changeOrderStatus', 'Move the order status (cancel/refund restore stock)'],

@@ -149,16 +149,17 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       const base = { cursor, limit: query.limit, order: query.order ?? 'asc', filters } as const;
       let page: CachedPage | undefined;
       let key: string | undefined;
+      const storeId = currentStoreId() ?? '';
       if (cache) {
         // The page's content is named by its store (the statement sees that store's rows only,
         // decision 0051), its statement (filters, token-dependent conditions, order, limit,
         // cursor) without the horizon, and by the cursor as sent (an empty page hands it back).
         const compiled = pageBodyQuery(def.source, { ...base, horizon: '' }).compile(db);
-        key = `${currentStoreId() ?? ''}\n${query.cursor ?? ''}\n${compiled.sql}\n${JSON.stringify(compiled.parameters)}`;
-        page = cache.get(key);
+        key = `${storeId}\n${query.cursor ?? ''}\n${compiled.sql}\n${JSON.stringify(compiled.parameters)}`;
+        page = cache.get(storeId, key);
       }
       if (!page) {
-        const generation = cache?.generation() ?? 0;
+        const generation = cache?.generation(storeId) ?? '';
         const req = { ...base, horizon: await pageHorizon(app) };
         // The page's JSON bytes as the database sends them, never decoded into a string and
         // encoded back, copied once into the body (decisions 0037, 0046, 0050); a PGlite run on
@@ -173,7 +174,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
           nextCursor: paginationOf(query, body.last, body.hasMore).next_cursor,
           hasMore: body.hasMore,
         };
-        if (cache && key !== undefined) cache.put(key, page, generation);
+        if (cache && key !== undefined) cache.put(storeId, key, page, generation);
       }
       setNextLink(request, reply, page.nextCursor, page.hasMore);
       return reply.type('application/json; charset=utf-8').send(page.body);
