@@ -142,8 +142,11 @@ function openPostgres(url: string, max: number, applicationName = 'store-api', o
     max,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
     application_name: applicationName,
-    // Session time zone UTC so that any timestamp text we read back is in UTC.
-    options: '-c TimeZone=UTC',
+    // Session time zone UTC so that any timestamp text we read back is in UTC. No JIT compilation:
+    // every statement of the service is short, and past a few thousand enabled endpoints (a fleet
+    // of stores) the claims' estimated cost crossed jit_above_cost, compiling for 1.9 s a statement
+    // that runs in 44 ms (docs/benchmarks-stores.md).
+    options: '-c TimeZone=UTC -c jit=off',
     types: {
       getTypeParser: ((oid: number, format?: string) => parsers[oid] ?? pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
     },
