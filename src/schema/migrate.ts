@@ -33,6 +33,7 @@ import * as platformAuditLog from './migrations/0032-platform-audit-log.ts';
 import * as adminMemberships from './migrations/0033-admin-memberships.ts';
 import * as storePollerPositions from './migrations/0034-store-poller-positions.ts';
 import * as perStoreCacheSignals from './migrations/0035-per-store-cache-signals.ts';
+import * as rolledSecretMaker from './migrations/0036-rolled-secret-maker.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -59,6 +60,7 @@ const migrations: Record<string, Migration> = {
   '0033-admin-memberships': adminMemberships,
   '0034-store-poller-positions': storePollerPositions,
   '0035-per-store-cache-signals': perStoreCacheSignals,
+  '0036-rolled-secret-maker': rolledSecretMaker,
 };
 
 /** Names of every migration this code has, in order. */

@@ -138,6 +138,21 @@ function makerOf(row: { made_by_admin_id: string | null; made_by_email: string |
   return { kind: 'administrator', id: row.made_by_admin_id, email: row.made_by_email, role: row.maker_role, removed: row.maker_role === null };
 }
 
+/** How much a maker lets a key do: the operator most, a removed administrator nothing. */
+function makerPower(maker: TokenMaker): number {
+  if (maker.kind === 'operator') return 4;
+  return maker.role === 'owner' ? 3 : maker.role === 'admin' ? 2 : maker.role === 'viewer' ? 1 : 0;
+}
+
+/**
+ * The maker a rolled-out secret acts for (decision 0026, amended): the weaker of the key's maker now (the
+ * roller) and the maker the secret had, so the old secret never gains the roller's power and a
+ * removed maker's secret gains nothing by the roll.
+ */
+function weakerMaker(current: TokenMaker, previous: TokenMaker): TokenMaker {
+  return makerPower(previous) < makerPower(current) ? previous : current;
+}
+
 function tokenRowToSummary(row: TokenRow): TokenSummary {
   const { expired, made_by_admin_id: _id, made_by_email: _email, maker_role: _role, ...rest } = row;
   return {
@@ -259,6 +274,13 @@ async function lookupTokenOfAnyStore(db: Kysely<Database>, token: string): Promi
       sql<number | null>`CASE WHEN t.token_hash = ${hash} THEN extract(epoch FROM t.expires_at - now()) * 1000 ELSE 0 END`.as('valid_ms'),
       // The maker's role now: a cached answer is dropped when it changes (migration 0017's NOTIFY).
       ...makerColumns,
+      // Which secret was presented, and the maker of a rolled-out one with her role now.
+      sql<boolean>`t.token_hash = ${hash}`.as('current_secret'),
+      't.previous_made_by_admin_id',
+      't.previous_made_by_email',
+      sql<AdminRole | null>`(SELECT m.role FROM admin_memberships m WHERE m.admin_user_id = t.previous_made_by_admin_id AND m.store_id = t.store_id)`.as(
+        'previous_maker_role',
+      ),
     ])
     .where((eb) =>
       eb.or([
@@ -293,7 +315,12 @@ async function lookupTokenOfAnyStore(db: Kysely<Database>, token: string): Promi
       scopes: row.scopes as Scope[],
       rateLimitStandard: row.rate_limit_standard,
       rateLimitExport: row.rate_limit_export,
-      maker: makerOf(row),
+      maker: row.current_secret
+        ? makerOf(row)
+        : weakerMaker(
+            makerOf(row),
+            makerOf({ made_by_admin_id: row.previous_made_by_admin_id, made_by_email: row.previous_made_by_email, maker_role: row.previous_maker_role }),
+          ),
     },
     validForMs: row.valid_ms === null ? null : Number(row.valid_ms),
   };
@@ -320,6 +347,9 @@ export async function rollToken(
     .set({
       previous_token_hash: sql<string>`token_hash`,
       previous_token_expires_at: sql<string>`now() + make_interval(secs => ${overlapMs / 1000})`,
+      // The rolled-out secret keeps the maker it had: it never acts with the roller's power.
+      previous_made_by_admin_id: sql<string | null>`made_by_admin_id`,
+      previous_made_by_email: sql<string | null>`made_by_email`,
       token_hash: hashToken(token),
       prefix: token.slice(0, 12),
       made_by_admin_id: madeBy?.adminId ?? null,

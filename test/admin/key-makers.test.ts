@@ -254,6 +254,37 @@ describe.each(backends)('keys bounded by their maker (%s)', (backend) => {
     expect((await readWithKey(secret)).statusCode).toBe(200);
   });
 
+  it("a rolled-out secret acts for the weaker of its maker and the roller: a removed maker's old secret gains nothing by the roll (issue 40)", async () => {
+    const fay = await administrator('fay@example.com', 'admin');
+    expect((await as(owner, 'DELETE', `/admins/${fay.user.id}`)).statusCode).toBe(200);
+    const rolled = await as(owner, 'POST', `/tokens/${fay.keyId}/roll`, { overlap_seconds: 3600 });
+    expect(rolled.statusCode, rolled.body).toBe(200);
+    const fresh = rolled.json().data.token as string;
+    const keysBefore = (await as(owner, 'GET', '/tokens')).json().data.length;
+    // The old secret, valid for the overlap, still acts for its removed maker: no admin, no write power.
+    expectRefusal(await withKey(fay.key, 'GET', '/admins'), /fay@example.com, who is no longer an administrator/);
+    expectRefusal(await withKey(fay.key, 'GET', '/audit-log'), /no longer an administrator/);
+    expectRefusal(await withKey(fay.key, 'POST', `/tokens/${fay.keyId}/roll`, {}), /no longer an administrator/);
+    expectRefusal(await withKey(fay.key, 'POST', '/tokens', { name: 'laundered' }), /no longer an administrator/);
+    expectRefusal(await withKey(fay.key, 'POST', '/customers', { name: 'Old', email: 'old@example.com' }), /no longer an administrator/);
+    expect((await readWithKey(fay.key)).statusCode).toBe(200);
+    expect((await as(owner, 'GET', '/tokens')).json().data.length).toBe(keysBefore);
+    // The new secret, shown to the owner only, acts for her (capped at admin, as every key).
+    expect((await withKey(fresh, 'POST', '/customers', { name: 'New', email: 'new@example.com' })).statusCode).toBe(201);
+    expect((await withKey(fresh, 'GET', '/tokens')).statusCode).toBe(200);
+  });
+
+  it("a demoted maker's rolled-out secret acts as the demoted role, though an owner rolled it", async () => {
+    const gil = await administrator('gil@example.com', 'admin');
+    expect((await as(owner, 'PATCH', `/admins/${gil.user.id}`, { role: 'viewer' })).statusCode).toBe(200);
+    const rolled = await as(owner, 'POST', `/tokens/${gil.keyId}/roll`, { overlap_seconds: 3600 });
+    expect(rolled.statusCode, rolled.body).toBe(200);
+    expect((await withKey(gil.key, 'GET', '/tokens')).statusCode).toBe(200); // a viewer reads
+    expectRefusal(await withKey(gil.key, 'POST', '/customers', { name: 'Gil', email: 'gil-c@example.com' }), /gil@example.com is now viewer/);
+    expectRefusal(await withKey(gil.key, 'POST', `/tokens/${gil.keyId}/roll`, {}), /viewer/);
+    expect((await withKey(rolled.json().data.token as string, 'POST', '/customers', { name: 'Gil 2', email: 'gil-2@example.com' })).statusCode).toBe(201);
+  });
+
   it.runIf(backend === 'postgres')("a demotion or removal made by another process reaches this process's cached keys by NOTIFY", async () => {
     const db = t.database.db;
     const hana = await administrator('hana@example.com', 'admin');
