@@ -307,12 +307,32 @@ describe.each(backends)('second factor (%s)', (backend) => {
     const adminKey = await as(owner, 'POST', '/tokens', { name: 'ops', scopes: ['admin'] });
     expect(adminKey.json().code).toBe('reauthentication_required');
     expect((await as(owner, 'PATCH', `/admins/${admin.id}`, { role: 'viewer' })).json().code).toBe('reauthentication_required');
-    // A key that only reads store data is not sensitive in that way.
+    // Issue 40: a stale cookie may not mint even a read key, make or unmake administrators, hand out
+    // a password-reset link, move a maker's keys, or send store data to a new URL.
     const readKey = await as(owner, 'POST', '/tokens', { name: 'reader', scopes: ['products:read'] });
-    expect(readKey.statusCode, readKey.body).toBe(201);
-    shown.push(readKey.json().data.token);
+    expect(readKey.statusCode, readKey.body).toBe(403);
+    expect(readKey.json()).toMatchObject({ code: 'reauthentication_required' });
+    const linksBefore = (await t.database.db.selectFrom('admin_links').select('id').execute()).length;
+    const stale = [
+      await as(owner, 'POST', '/admins/invitations', { email: 'attacker@example.com', role: 'owner' }),
+      await as(owner, 'POST', `/admins/${admin.id}/password-reset`),
+      await as(owner, 'DELETE', `/admins/${admin.id}`),
+      await as(owner, 'POST', `/tokens/made-by/operator/transfer`, { to_admin_id: admin.id }),
+      await as(owner, 'POST', '/webhooks/endpoints', { url: 'http://127.0.0.1:9/elsewhere', event_types: ['product.created'] }),
+      await as(owner, 'PATCH', `/webhooks/endpoints/${endpointId}`, { url: 'http://127.0.0.1:9/elsewhere' }),
+    ];
+    for (const res of stale) {
+      expect(res.statusCode, res.body).toBe(403);
+      expect(res.headers['content-type']).toContain('application/problem+json');
+      expect(res.json().code).toBe('reauthentication_required');
+      expect(res.body).not.toContain('/admin#/');
+    }
+    // A change that sends nothing elsewhere needs no proof.
+    expect((await as(owner, 'PATCH', `/webhooks/endpoints/${endpointId}`, { description: 'renamed' })).statusCode).toBe(200);
     // Nothing was written by the refusals.
-    expect((await t.database.db.selectFrom('api_tokens').select('name').execute()).map((r) => r.name)).toEqual(['reader']);
+    expect((await t.database.db.selectFrom('api_tokens').select('name').execute()).map((r) => r.name)).toEqual([]);
+    expect((await t.database.db.selectFrom('admin_links').select('id').execute()).length).toBe(linksBefore);
+    expect((await t.database.db.selectFrom('webhook_endpoints').select('url').execute()).map((r) => r.url)).toEqual(['http://127.0.0.1:9/hook']);
     expect((await t.database.db.selectFrom('admin_users').select('role').where('id', '=', admin.id).executeTakeFirstOrThrow()).role).toBe('admin');
 
     const wrongPassword = await as(owner, 'POST', '/account/reauthenticate', { password: 'not it at all' });

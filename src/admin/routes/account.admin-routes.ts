@@ -197,6 +197,8 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const body = request.body as typeof InviteBody.static;
+      // The link makes an administrator, an owner included (issue 40: a stale cookie must not).
+      requireFreshProof(request, 'inviting an administrator');
       const { code, link } = await createInvitation(db, {
         email: body.email,
         role: body.role,
@@ -259,6 +261,7 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request) => {
+      requireFreshProof(request, 'removing an administrator');
       const removed = await removeAdminUser(db, id(request.params));
       request.audit = { target: { type: 'admin', id: removed.id }, details: { email: removed.email, role: removed.role } };
       return { data: removed };
@@ -278,6 +281,8 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
+      // The link sets the account's password: a stale cookie must not hand one out (issue 40).
+      requireFreshProof(request, 'issuing a password-reset link');
       const { code, link, user } = await createPasswordReset(db, {
         adminUserId: id(request.params),
         createdBy: request.admin!.name,

@@ -129,7 +129,8 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
     async (request, reply) => {
       const body = request.body as typeof CreateTokenBody.static;
       if (!body.name.trim()) throw invalidParameter('body.name', 'must not be blank');
-      if (writesOrAdministers(body.scopes)) requireFreshProof(request, 'creating a key that can write or administer');
+      // Any key: a read key carries store data out as well (issue 40, sudo mode).
+      requireFreshProof(request, writesOrAdministers(body.scopes) ? 'creating a key that can write or administer' : 'creating a key');
       let expiresAt: string | null = null;
       if (body.expires_at) {
         expiresAt = parseIsoTimestamp(body.expires_at) ?? null;
@@ -254,6 +255,7 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const { maker } = request.params as typeof MakerParam.static;
       const { to_admin_id } = request.body as typeof TransferBody.static;
+      requireFreshProof(request, "transferring a maker's keys (their secrets act for the new maker)");
       // The new maker must administer this store: a key acts with its maker's role in its store.
       const to = await findMember(db, to_admin_id);
       if (!to) throw new ApiError('not_found', `No administrator with id '${to_admin_id}' in this store.`, [{ param: 'to_admin_id', message: 'unknown' }]);
