@@ -181,7 +181,12 @@ export function requirePermission(request: FastifyRequest, permission: Permissio
       throw new ApiError('forbidden', 'Only an administrator signed in to the dashboard can change their own account; an API key has none.');
     }
     refuseKey(request, token, 'maker_role');
-    const maker = admin.maker?.kind === 'administrator' ? `its maker ${admin.maker.email} is now ${admin.role}` : `it acts as ${admin.role}`;
+    const maker =
+      admin.maker?.kind === 'administrator'
+        ? admin.maker.secondFactorMissing
+          ? `its maker ${admin.maker.email} has no second factor, which an owner of this store requires, so it acts as a viewer until she sets one up`
+          : `its maker ${admin.maker.email} is now ${admin.role}`
+        : `it acts as ${admin.role}`;
     throw new ApiError(
       'forbidden',
       `This API key may not ${PERMISSION_WORDING[permission]}: ${maker}, and a key never does more than its maker's role allows.`,

@@ -34,6 +34,7 @@ import * as adminMemberships from './migrations/0033-admin-memberships.ts';
 import * as storePollerPositions from './migrations/0034-store-poller-positions.ts';
 import * as perStoreCacheSignals from './migrations/0035-per-store-cache-signals.ts';
 import * as rolledSecretMaker from './migrations/0036-rolled-secret-maker.ts';
+import * as secondFactorReachesKeys from './migrations/0037-second-factor-reaches-keys.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -61,6 +62,7 @@ const migrations: Record<string, Migration> = {
   '0034-store-poller-positions': storePollerPositions,
   '0035-per-store-cache-signals': perStoreCacheSignals,
   '0036-rolled-secret-maker': rolledSecretMaker,
+  '0037-second-factor-reaches-keys': secondFactorReachesKeys,
 };
 
 /** Names of every migration this code has, in order. */

@@ -36,6 +36,11 @@ export interface TokenMaker {
   email: string | null;
   role: AdminRole | null;
   removed: boolean;
+  /**
+   * Set by the token look-up only: the key's store requires a second factor and this administrator
+   * has none, so the key acts as no more than a viewer (decision 0028, amended).
+   */
+  secondFactorMissing?: boolean;
 }
 
 /** Who makes a key being created: an administrator, or (undefined) the machine's operator. */
@@ -141,7 +146,13 @@ function makerOf(row: { made_by_admin_id: string | null; made_by_email: string |
 /** How much a maker lets a key do: the operator most, a removed administrator nothing. */
 function makerPower(maker: TokenMaker): number {
   if (maker.kind === 'operator') return 4;
+  if (maker.role !== null && maker.secondFactorMissing) return 1;
   return maker.role === 'owner' ? 3 : maker.role === 'admin' ? 2 : maker.role === 'viewer' ? 1 : 0;
+}
+
+/** An administrator maker marked when her store requires a second factor she has not set up (the operator is no person: never). */
+function withSecondFactor(maker: TokenMaker, required: boolean, has: boolean): TokenMaker {
+  return maker.kind === 'administrator' && maker.role !== null && required && !has ? { ...maker, secondFactorMissing: true } : maker;
 }
 
 /**
@@ -281,6 +292,14 @@ async function lookupTokenOfAnyStore(db: Kysely<Database>, token: string): Promi
       sql<AdminRole | null>`(SELECT m.role FROM admin_memberships m WHERE m.admin_user_id = t.previous_made_by_admin_id AND m.store_id = t.store_id)`.as(
         'previous_maker_role',
       ),
+      // The store's owner requires a second factor (store_admin_settings), and which maker has none.
+      sql<boolean>`coalesce((SELECT sas.require_second_factor FROM store_admin_settings sas WHERE sas.store_id = t.store_id), false)`.as(
+        'second_factor_required',
+      ),
+      sql<boolean>`EXISTS (SELECT 1 FROM admin_users u WHERE u.id = t.made_by_admin_id AND u.totp_enabled_at IS NOT NULL)`.as('maker_has_second_factor'),
+      sql<boolean>`EXISTS (SELECT 1 FROM admin_users u WHERE u.id = t.previous_made_by_admin_id AND u.totp_enabled_at IS NOT NULL)`.as(
+        'previous_maker_has_second_factor',
+      ),
     ])
     .where((eb) =>
       eb.or([
@@ -316,10 +335,14 @@ async function lookupTokenOfAnyStore(db: Kysely<Database>, token: string): Promi
       rateLimitStandard: row.rate_limit_standard,
       rateLimitExport: row.rate_limit_export,
       maker: row.current_secret
-        ? makerOf(row)
+        ? withSecondFactor(makerOf(row), row.second_factor_required, row.maker_has_second_factor)
         : weakerMaker(
-            makerOf(row),
-            makerOf({ made_by_admin_id: row.previous_made_by_admin_id, made_by_email: row.previous_made_by_email, maker_role: row.previous_maker_role }),
+            withSecondFactor(makerOf(row), row.second_factor_required, row.maker_has_second_factor),
+            withSecondFactor(
+              makerOf({ made_by_admin_id: row.previous_made_by_admin_id, made_by_email: row.previous_made_by_email, maker_role: row.previous_maker_role }),
+              row.second_factor_required,
+              row.previous_maker_has_second_factor,
+            ),
           ),
     },
     validForMs: row.valid_ms === null ? null : Number(row.valid_ms),

@@ -378,6 +378,19 @@ describe.each(backends)('second factor (%s)', (backend) => {
   it('the owner may require a second factor of everyone (signed in, owner only); an administrator without one must enrol first', async () => {
     const admin = await signIn(ADMIN);
     expect((await as(admin, 'PATCH', '/settings/security', { require_second_factor: true })).statusCode).toBe(403);
+    // An admin key she made before the requirement (issue 40, point 3).
+    const made = await as(admin, 'POST', '/tokens', { name: 'her admin key', scopes: ['admin', 'products:read'] });
+    expect(made.statusCode, made.body).toBe(201);
+    const herKey = { authorization: `Bearer ${made.json().data.token as string}` };
+    const herKeyId = made.json().data.id as string;
+    shown.push(made.json().data.token);
+    const customer = (n: number) => ({
+      method: 'POST' as const,
+      url: '/admin/api/v1/customers',
+      headers: herKey,
+      payload: { name: `C${n}`, email: `c${n}@example.com` },
+    });
+    expect((await t.app.inject(customer(1))).statusCode).toBe(201);
     const { token } = await createToken(t.database.db, { name: 'owner-ish', scopes: ['admin'] });
     const byKey = await t.app.inject({
       method: 'PATCH',
@@ -397,6 +410,20 @@ describe.each(backends)('second factor (%s)', (backend) => {
     const entry = (await auditActions()).filter((a) => a.action === 'settings.second_factor_requirement_changed').at(-1);
     expect(entry?.details).toEqual({ require_second_factor: { from: false, to: true } });
 
+    // Her key acts as a viewer while she has no second factor: it reads, it writes nothing.
+    const refused = await t.app.inject(customer(2));
+    expect(refused.statusCode).toBe(403);
+    expect(refused.headers['content-type']).toContain('application/problem+json');
+    expect(refused.json().detail).toMatch(/admin@example\.com has no second factor, which an owner of this store requires/);
+    expect(
+      (await t.app.inject({ method: 'POST', url: '/admin/api/v1/tokens', headers: herKey, payload: { name: 'more', scopes: ['admin'] } })).statusCode,
+    ).toBe(403);
+    expect((await t.app.inject({ url: '/admin/api/v1/tokens', headers: herKey })).statusCode).toBe(200);
+    // The owner's alerts list it.
+    const alerts = (await as(owner, 'GET', '/alerts')).json().data;
+    expect(alerts.keys_without_second_factor).toEqual([{ id: herKeyId, name: 'her admin key', prefix: expect.any(String), maker_email: ADMIN }]);
+    expect(alerts.attention).toBe(true);
+
     // The admin's session is now held to enrolling first.
     const blocked = await as(admin, 'GET', '/tokens');
     expect(blocked.statusCode).toBe(403);
@@ -409,6 +436,9 @@ describe.each(backends)('second factor (%s)', (backend) => {
     expect((await as(admin, 'POST', '/account/reauthenticate', { password: PASSWORD })).statusCode).toBe(200);
     await enrol(admin);
     expect((await as(admin, 'GET', '/tokens')).statusCode).toBe(200);
+    // Enrolled: her key writes again, and the alert is gone.
+    expect((await t.app.inject(customer(3))).statusCode).toBe(201);
+    expect((await as(owner, 'GET', '/alerts')).json().data.keys_without_second_factor).toEqual([]);
     // An API key has no second factor to set up: the setting does not lock keys out.
     expect((await t.app.inject({ url: '/admin/api/v1/tokens', headers: { authorization: `Bearer ${token}` } })).statusCode).toBe(200);
   });

@@ -23,8 +23,21 @@ export interface AlertEndpoint {
   disabled_reason: string | null;
 }
 
+/** An admin-scoped key acting as a viewer because its maker has no second factor the store requires. */
+export interface AlertKey {
+  id: string;
+  name: string;
+  prefix: string;
+  maker_email: string | null;
+}
+
 export interface Alerts {
   endpoints: AlertEndpoint[];
+  /**
+   * While an owner requires a second factor: the store's live admin keys whose maker (an owner or
+   * admin) has none; each acts as a viewer until she sets one up (decision 0028, amended).
+   */
+  keys_without_second_factor: AlertKey[];
   dead_letters: { total: number; since_seen: number };
   /** When this administrator last looked (null: never, or a token). */
   seen_at: string | null;
@@ -51,7 +64,22 @@ export async function currentAlerts(db: Kysely<Database>, adminUserId?: string):
            count(*) FILTER (WHERE ${seen}::timestamptz IS NULL OR dead_at > ${seen}::timestamptz) AS since_seen
     FROM webhook_deliveries WHERE ${ownStoreIs('store_id')} AND status = 'dead'`.execute(db);
   const dead = { total: Number(rows[0]?.total ?? 0), since_seen: Number(rows[0]?.since_seen ?? 0) };
-  return { endpoints, dead_letters: dead, seen_at: seen, attention: endpoints.length > 0 || dead.since_seen > 0 };
+  const { rows: keys } = await sql<AlertKey>`
+    SELECT t.id, t.name, t.prefix, t.made_by_email AS maker_email
+    FROM api_tokens t
+    WHERE ${ownStoreIs('t.store_id')} AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
+      AND 'admin' = ANY(t.scopes)
+      AND coalesce((SELECT sas.require_second_factor FROM store_admin_settings sas WHERE sas.store_id = t.store_id), false)
+      AND EXISTS (SELECT 1 FROM admin_memberships m WHERE m.admin_user_id = t.made_by_admin_id AND m.store_id = t.store_id AND m.role <> 'viewer')
+      AND NOT EXISTS (SELECT 1 FROM admin_users u WHERE u.id = t.made_by_admin_id AND u.totp_enabled_at IS NOT NULL)
+    ORDER BY t.name, t.id`.execute(db);
+  return {
+    endpoints,
+    keys_without_second_factor: keys,
+    dead_letters: dead,
+    seen_at: seen,
+    attention: endpoints.length > 0 || dead.since_seen > 0 || keys.length > 0,
+  };
 }
 
 /** Marks the alerts seen by an administrator now (new dead letters count from here). */

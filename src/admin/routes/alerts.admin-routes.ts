@@ -1,5 +1,6 @@
 /**
- * GET  /admin/api/v1/alerts        endpoints paused or disabled, dead letters in total and since the
+ * GET  /admin/api/v1/alerts        endpoints paused or disabled, admin keys whose maker lacks a required
+ *                                  second factor, dead letters in total and since the
  *                                  signed-in administrator last looked (alerts/alerts.ts)
  * POST /admin/api/v1/alerts/seen   marks them seen now (any role; dashboard sessions; not audited:
  *                                  it changes what one person has seen, nothing of the store)
@@ -19,6 +20,15 @@ const AlertsSchema = Type.Object({
         paused_until: Nullable(Type.String({ format: 'date-time' })),
         disabled_reason: Nullable(Type.String()),
       }),
+    ),
+    keys_without_second_factor: Type.Array(
+      Type.Object({
+        id: Type.String({ format: 'uuid' }),
+        name: Type.String(),
+        prefix: Type.String(),
+        maker_email: Nullable(Type.String()),
+      }),
+      { description: 'While an owner requires a second factor: live admin keys whose maker has none; each acts as a viewer until she sets one up' },
     ),
     dead_letters: Type.Object({ total: Type.Integer(), since_seen: Type.Integer() }),
     seen_at: Nullable(Type.String({ format: 'date-time' })),

@@ -40,12 +40,17 @@ export function allows(role: AdminRole, permission: Permission): boolean {
 }
 
 /** Who made a key, as far as its powers go: an administrator's role now (null: removed), or the operator. */
-export type KeyMakerRole = { kind: 'operator' } | { kind: 'administrator'; role: AdminRole | null };
+export type KeyMakerRole = { kind: 'operator' } | { kind: 'administrator'; role: AdminRole | null; secondFactorMissing?: boolean };
 
-/** The role an admin-scoped key acts with: its maker's role now, at most `admin`; null when its maker was removed. */
+/**
+ * The role an admin-scoped key acts with: its maker's role now, at most `admin`; null when its maker
+ * was removed; `viewer` while the store requires a second factor its maker has not set up (the key
+ * must not do what its maker's session may not, decision 0028 amended).
+ */
 export function keyRole(maker: KeyMakerRole): AdminRole | null {
   if (maker.kind === 'operator') return KEY_CEILING;
   if (maker.role === null) return null;
+  if (maker.secondFactorMissing) return 'viewer';
   return RANK[maker.role] > RANK[KEY_CEILING] ? KEY_CEILING : maker.role;
 }
 

@@ -19,6 +19,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type {} from './admin-user.table.ts';
 import { ApiError } from '../../shared/problem.ts';
+import { tokensChanged } from '../../db/read-cache-signals.ts';
 import { ownStore, accountStoreIs } from '../../db/store-scope.ts';
 
 export const TOTP_PERIOD_SECONDS = 30;
@@ -170,6 +171,8 @@ export async function confirmEnrolment(
       .returning('id')
       .executeTakeFirst();
     if (!done) throw new ApiError('conflict', 'This set-up was replaced or finished meanwhile. Start again.');
+    // Her keys may act with her role again where a second factor is required (token look-up).
+    tokensChanged(db);
     return { recoveryCodes: await replaceRecoveryCodes(trx, input.adminUserId) };
   });
 }
@@ -204,6 +207,8 @@ export async function removeSecondFactor(db: Kysely<Database>, adminUserId: stri
       .returning('id')
       .executeTakeFirst();
     await trx.deleteFrom('admin_recovery_codes').where('admin_user_id', '=', adminUserId).execute();
+    // Where a second factor is required, her keys act as a viewer from the next request.
+    tokensChanged(db);
     return removed !== undefined;
   });
 }
@@ -282,5 +287,7 @@ export async function setSecondFactorRequired(db: Kysely<Database>, input: { req
     .values({ store_id: ownStore(), require_second_factor: input.required, updated_at: sql<string>`now()`, updated_by: input.by })
     .onConflict((oc) => oc.column('store_id').doUpdateSet({ require_second_factor: input.required, updated_at: sql<string>`now()`, updated_by: input.by }))
     .execute();
+  // The keys of the store's makers without a second factor change power (token look-up).
+  tokensChanged(db);
   return before;
 }

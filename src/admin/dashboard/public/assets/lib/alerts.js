@@ -79,6 +79,20 @@ export function alertsBlock(alerts, { onSeen }) {
       ),
     ),
   );
+  // Admin keys acting as viewers: their maker has no second factor an owner requires.
+  for (const key of alerts.keys_without_second_factor ?? []) {
+    items.push(
+      h(
+        'li',
+        { dataset: { alertKey: key.id } },
+        h('a', { href: '#/api-keys', text: `API key ${key.name} (${key.prefix}…)` }),
+        h('span', {
+          class: 'muted small',
+          text: `acts as a viewer: ${key.maker_email ?? 'its maker'} has not set up the second factor this store requires`,
+        }),
+      ),
+    );
+  }
   const dead = alerts.dead_letters.since_seen;
   if (dead > 0) {
     items.push(
