@@ -166,9 +166,12 @@ export interface ApiTokenTable {
   made_by_admin_id: ColumnType<string | null, string | null | undefined, string | null>;
   /** That administrator's email when the key was made or transferred to her; NULL with the id. */
   made_by_email: ColumnType<string | null, string | null | undefined, string | null>;
-  /** After a roll (migration 0036): the maker of the rolled-out secret; NULL: the operator, or rolled before 0036. */
-  previous_made_by_admin_id: ColumnType<string | null, string | null | undefined, string | null>;
-  previous_made_by_email: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Who was shown the current secret when not its maker (migration 0036: set by a transfer); NULL: the maker. */
+  shown_to_admin_id: ColumnType<string | null, string | null | undefined, string | null>;
+  shown_to_email: ColumnType<string | null, string | null | undefined, string | null>;
+  /** After a roll (migration 0036): who was shown the rolled-out secret; NULL: the operator, or rolled before 0036. */
+  previous_shown_to_admin_id: ColumnType<string | null, string | null | undefined, string | null>;
+  previous_shown_to_email: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface Database {

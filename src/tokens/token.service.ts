@@ -156,12 +156,13 @@ function withSecondFactor(maker: TokenMaker, required: boolean, has: boolean): T
 }
 
 /**
- * The maker a rolled-out secret acts for (decision 0026, amended): the weaker of the key's maker now (the
- * roller) and the maker the secret had, so the old secret never gains the roller's power and a
- * removed maker's secret gains nothing by the roll.
+ * The maker a secret acts for (decision 0026, amended): the weaker of the key's maker now and the
+ * administrator who saw that secret (undefined: the maker herself, or the operator), so a rolled-out
+ * secret never gains the roller's power and a removed maker's secret gains nothing by a roll or a
+ * transfer.
  */
-function weakerMaker(current: TokenMaker, previous: TokenMaker): TokenMaker {
-  return makerPower(previous) < makerPower(current) ? previous : current;
+function weakerMaker(maker: TokenMaker, viewer: TokenMaker | undefined): TokenMaker {
+  return viewer !== undefined && makerPower(viewer) < makerPower(maker) ? viewer : maker;
 }
 
 function tokenRowToSummary(row: TokenRow): TokenSummary {
@@ -285,20 +286,19 @@ async function lookupTokenOfAnyStore(db: Kysely<Database>, token: string): Promi
       sql<number | null>`CASE WHEN t.token_hash = ${hash} THEN extract(epoch FROM t.expires_at - now()) * 1000 ELSE 0 END`.as('valid_ms'),
       // The maker's role now: a cached answer is dropped when it changes (migration 0017's NOTIFY).
       ...makerColumns,
-      // Which secret was presented, and the maker of a rolled-out one with her role now.
-      sql<boolean>`t.token_hash = ${hash}`.as('current_secret'),
-      't.previous_made_by_admin_id',
-      't.previous_made_by_email',
-      sql<AdminRole | null>`(SELECT m.role FROM admin_memberships m WHERE m.admin_user_id = t.previous_made_by_admin_id AND m.store_id = t.store_id)`.as(
-        'previous_maker_role',
-      ),
+      // Who saw the secret presented (NULL: its maker, or the operator), with her role now.
+      sql<string | null>`CASE WHEN t.token_hash = ${hash} THEN t.shown_to_admin_id ELSE t.previous_shown_to_admin_id END`.as('viewer_id'),
+      sql<string | null>`CASE WHEN t.token_hash = ${hash} THEN t.shown_to_email ELSE t.previous_shown_to_email END`.as('viewer_email'),
       // The store's owner requires a second factor (store_admin_settings), and which maker has none.
       sql<boolean>`coalesce((SELECT sas.require_second_factor FROM store_admin_settings sas WHERE sas.store_id = t.store_id), false)`.as(
         'second_factor_required',
       ),
       sql<boolean>`EXISTS (SELECT 1 FROM admin_users u WHERE u.id = t.made_by_admin_id AND u.totp_enabled_at IS NOT NULL)`.as('maker_has_second_factor'),
-      sql<boolean>`EXISTS (SELECT 1 FROM admin_users u WHERE u.id = t.previous_made_by_admin_id AND u.totp_enabled_at IS NOT NULL)`.as(
-        'previous_maker_has_second_factor',
+      sql<AdminRole | null>`(SELECT m.role FROM admin_memberships m WHERE m.admin_user_id = CASE WHEN t.token_hash = ${hash} THEN t.shown_to_admin_id ELSE t.previous_shown_to_admin_id END AND m.store_id = t.store_id)`.as(
+        'viewer_role',
+      ),
+      sql<boolean>`EXISTS (SELECT 1 FROM admin_users u WHERE u.id = CASE WHEN t.token_hash = ${hash} THEN t.shown_to_admin_id ELSE t.previous_shown_to_admin_id END AND u.totp_enabled_at IS NOT NULL)`.as(
+        'viewer_has_second_factor',
       ),
     ])
     .where((eb) =>
@@ -334,16 +334,17 @@ async function lookupTokenOfAnyStore(db: Kysely<Database>, token: string): Promi
       scopes: row.scopes as Scope[],
       rateLimitStandard: row.rate_limit_standard,
       rateLimitExport: row.rate_limit_export,
-      maker: row.current_secret
-        ? withSecondFactor(makerOf(row), row.second_factor_required, row.maker_has_second_factor)
-        : weakerMaker(
-            withSecondFactor(makerOf(row), row.second_factor_required, row.maker_has_second_factor),
-            withSecondFactor(
-              makerOf({ made_by_admin_id: row.previous_made_by_admin_id, made_by_email: row.previous_made_by_email, maker_role: row.previous_maker_role }),
+      // The weaker of the key's maker and whoever saw this secret, both now (decision 0026, amended).
+      maker: weakerMaker(
+        withSecondFactor(makerOf(row), row.second_factor_required, row.maker_has_second_factor),
+        row.viewer_id === null
+          ? undefined
+          : withSecondFactor(
+              makerOf({ made_by_admin_id: row.viewer_id, made_by_email: row.viewer_email, maker_role: row.viewer_role }),
               row.second_factor_required,
-              row.previous_maker_has_second_factor,
+              row.viewer_has_second_factor,
             ),
-          ),
+      ),
     },
     validForMs: row.valid_ms === null ? null : Number(row.valid_ms),
   };
@@ -370,9 +371,12 @@ export async function rollToken(
     .set({
       previous_token_hash: sql<string>`token_hash`,
       previous_token_expires_at: sql<string>`now() + make_interval(secs => ${overlapMs / 1000})`,
-      // The rolled-out secret keeps the maker it had: it never acts with the roller's power.
-      previous_made_by_admin_id: sql<string | null>`made_by_admin_id`,
-      previous_made_by_email: sql<string | null>`made_by_email`,
+      // The rolled-out secret keeps acting for whoever saw it (its maker, unless a transfer came
+      // between): it never acts with the roller's power. The new secret is the roller's.
+      previous_shown_to_admin_id: sql<string | null>`coalesce(shown_to_admin_id, made_by_admin_id)`,
+      previous_shown_to_email: sql<string | null>`CASE WHEN shown_to_admin_id IS NULL THEN made_by_email ELSE shown_to_email END`,
+      shown_to_admin_id: null,
+      shown_to_email: null,
       token_hash: hashToken(token),
       prefix: token.slice(0, 12),
       made_by_admin_id: madeBy?.adminId ?? null,
@@ -420,7 +424,14 @@ export async function transferTokens(db: Kysely<Database>, from: MakerSelector, 
   if (from === to.adminId) throw conflict('The keys already belong to that administrator.');
   const moved = await db
     .updateTable('api_tokens')
-    .set({ made_by_admin_id: to.adminId, made_by_email: to.email })
+    // The secrets stay bounded by whoever saw them (a removed maker's unrotated secret must not act
+    // for the new maker): roll a transferred key to give it a secret of its new maker's.
+    .set({
+      made_by_admin_id: to.adminId,
+      made_by_email: to.email,
+      shown_to_admin_id: sql<string | null>`coalesce(shown_to_admin_id, made_by_admin_id)`,
+      shown_to_email: sql<string | null>`CASE WHEN shown_to_admin_id IS NULL THEN made_by_email ELSE shown_to_email END`,
+    })
     .where(ownStoreIs('store_id'))
     .where(madeBy(from))
     .where('revoked_at', 'is', null)

@@ -154,7 +154,7 @@ describe.each(backends)('keys bounded by their maker (%s)', (backend) => {
     for (const line of logLines) expect(line).not.toContain(cleo.key.slice(4));
   });
 
-  it("an owner transfers a removed maker's keys to another administrator in one step: they act with her role from the next request", async () => {
+  it("an owner transfers a removed maker's keys to another administrator in one step; the secrets she saw stay bounded by her until the new maker rolls them", async () => {
     audit = startStatementAudit();
     const dora = await administrator('dora@example.com', 'admin');
     const erin = await administrator('erin@example.com', 'admin');
@@ -170,7 +170,14 @@ describe.each(backends)('keys bounded by their maker (%s)', (backend) => {
     expect(moved.statusCode, moved.body).toBe(200);
     expect(moved.json().data.map((k: { id: string }) => k.id)).toEqual([dora.keyId]);
     expect(moved.json().data[0].made_by).toMatchObject({ id: erin.user.id, email: 'erin@example.com', role: 'admin', removed: false });
-    expect((await withKey(dora.key, 'POST', '/tokens', { name: 'works again' })).statusCode).toBe(201);
+    // Issue 40: the removed maker still holds this secret; the transfer does not revive it.
+    expectRefusal(await withKey(dora.key, 'POST', '/tokens', { name: 'revived' }), /dora@example.com, who is no longer an administrator/);
+    expect((await readWithKey(dora.key)).statusCode).toBe(200);
+    // The new maker rolls it: the new secret is hers and acts with her role; the old one stays bound.
+    const rolled = await as(erin.session, 'POST', `/tokens/${dora.keyId}/roll`, { overlap_seconds: 3600 });
+    expect(rolled.statusCode, rolled.body).toBe(200);
+    expect((await withKey(rolled.json().data.token as string, 'POST', '/tokens', { name: 'works again' })).statusCode).toBe(201);
+    expectRefusal(await withKey(dora.key, 'POST', '/tokens', { name: 'still not' }), /no longer an administrator/);
     const entry = (await as(owner, 'GET', '/audit-log?action=key.transferred')).json().data[0];
     expect(entry.details).toMatchObject({ from: dora.user.id, to: 'erin@example.com' });
     expect(JSON.stringify(entry)).not.toContain(dora.key);
