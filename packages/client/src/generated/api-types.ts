@@ -8316,6 +8316,14 @@ export interface operations {
                                 paused_until: string | null;
                                 disabled_reason: string | null;
                             }[];
+                            /** @description While an owner requires a second factor: live admin keys whose maker has none; each acts as a viewer until she sets one up */
+                            keys_without_second_factor: {
+                                /** Format: uuid */
+                                id: string;
+                                name: string;
+                                prefix: string;
+                                maker_email: string | null;
+                            }[];
                             dead_letters: {
                                 total: number;
                                 since_seen: number;
