@@ -1,18 +1,26 @@
 /**
- * Long work bounded per store (decision 0051, "Limits per store"): at most `limit` snapshots (or
- * stock imports) of one store run at once, so one store's integrations cannot take every
- * connection and the thread (on the embedded database) from the others; one more is answered 429
- * with Retry-After at once instead of queueing.
+ * Long work bounded per key (a store, a token): at most `limit` of one kind at once, one more
+ * answered 429 with Retry-After at once instead of queueing. Per store (decision 0051, "Limits per
+ * store"): snapshots and stock imports, so one store's integrations cannot take every connection and
+ * the thread (on the embedded database) from the others; per token: one snapshot at a time
+ * (api/snapshot-slots.ts, decisions 0012 and 0017).
  *
  * Per process always; across every API process of a deployment when Redis is configured (the rate
- * limit's connection, as the snapshot's per-token lease, api/snapshot-slots.ts): a sorted set
- * `${REDIS_KEY_PREFIX}<kind>:<store id>` of leases scored by when they expire, taken with one
- * script (drop the expired, count, add), renewed while the work runs and removed when it ends. A
- * process that dies mid-work leaves its lease to expire after LEASE_MS. While Redis is out the
- * bound is per process: a limiter outage must not take the work down.
+ * limit's connection): a sorted set `${REDIS_KEY_PREFIX}<kind>:<key>` of leases scored by when they
+ * expire, taken with one script (drop the expired, count, add), renewed while the work runs and
+ * removed when it ends. A process that dies mid-work leaves its lease to expire after LEASE_MS.
+ * While Redis is out (the rate limit's breaker is open, or the script fails) the bound is per
+ * process: a limiter outage must not take the work down.
  */
 import { randomUUID } from 'node:crypto';
-import type { SharedStore } from '../api/snapshot-slots.ts';
+import type { Redis } from 'ioredis';
+
+/** The rate limit's Redis connection and whether it is usable now (its breaker closed). */
+export interface SharedStore {
+  readonly redis: Redis;
+  readonly prefix: string;
+  usable(): boolean;
+}
 
 // KEYS[1] the store's set; ARGV: now (ms), lease expiry (ms), member, limit, the set's own TTL (ms).
 const TAKE = `
@@ -30,8 +38,8 @@ export class StoreSlots {
   readonly #running = new Map<string, number>();
 
   /**
-   * @param kind what is bounded (`snapshot`, `import`): the Redis key's middle part
-   * @param limit most at once per store; 0 = no bound
+   * @param kind what is bounded (`snapshots`, `imports`, `snapshot-token`): the Redis key's middle part
+   * @param limit most at once per key; 0 = no bound
    */
   constructor(
     readonly kind: string,
@@ -39,7 +47,7 @@ export class StoreSlots {
     readonly shared?: SharedStore,
   ) {}
 
-  /** A release function, or undefined when `storeId` already runs `limit` of them (here or, with Redis, in any process). */
+  /** A release function, or undefined when `storeId` (a store, a token) already runs `limit` of them (here or, with Redis, in any process). */
   async acquire(storeId: string): Promise<(() => void) | undefined> {
     if (this.limit <= 0) return () => {};
     const here = this.#running.get(storeId) ?? 0;

@@ -41,7 +41,7 @@ import fp from 'fastify-plugin';
 import rateLimit from '@fastify/rate-limit';
 import type { Redis, RedisOptions } from 'ioredis';
 import { ApiError } from '../../shared/problem.ts';
-import type { SharedStore } from '../snapshot-slots.ts';
+import type { SharedStore } from '../../stores/store-slots.ts';
 import { rateLimitRejections, rateLimitStoreErrors, rateLimitStoreOut, rateLimitUncounted } from '../../ops/metrics.ts';
 
 declare module 'fastify' {

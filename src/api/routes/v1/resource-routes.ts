@@ -285,7 +285,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
       const release = await running.acquire(tokenId);
       if (!release) {
         throw new ApiError('rate_limited', `A snapshot is already streaming for this token: one at a time. Retry after it ends.`, undefined, {
-          'Retry-After': String(SnapshotSlots.RETRY_AFTER_SECONDS),
+          'Retry-After': String(StoreSlots.RETRY_AFTER_SECONDS),
         });
       }
       // Released when the response ends or the client goes away, whichever comes first (also while
