@@ -307,6 +307,10 @@ describe.each(backends)('second factor (%s)', (backend) => {
     const adminKey = await as(owner, 'POST', '/tokens', { name: 'ops', scopes: ['admin'] });
     expect(adminKey.json().code).toBe('reauthentication_required');
     expect((await as(owner, 'PATCH', `/admins/${admin.id}`, { role: 'viewer' })).json().code).toBe('reauthentication_required');
+    // Keys made by the operator (no session, no proof needed) to be rolled below.
+    const adminKeyId = (await createToken(t.database.db, { name: 'ops-made', scopes: ['admin'] })).summary.id;
+    const readKeyId = (await createToken(t.database.db, { name: 'reader-made', scopes: ['products:read'] })).summary.id;
+    const hashesBefore = (await t.database.db.selectFrom('api_tokens').select('token_hash').orderBy('id').execute()).map((r) => r.token_hash);
     // Issue 40: a stale cookie may not mint even a read key, make or unmake administrators, hand out
     // a password-reset link, move a maker's keys, or send store data to a new URL.
     const readKey = await as(owner, 'POST', '/tokens', { name: 'reader', scopes: ['products:read'] });
@@ -320,6 +324,9 @@ describe.each(backends)('second factor (%s)', (backend) => {
       await as(owner, 'POST', `/tokens/made-by/operator/transfer`, { to_admin_id: admin.id }),
       await as(owner, 'POST', '/webhooks/endpoints', { url: 'http://127.0.0.1:9/elsewhere', event_types: ['product.created'] }),
       await as(owner, 'PATCH', `/webhooks/endpoints/${endpointId}`, { url: 'http://127.0.0.1:9/elsewhere' }),
+      // Rolling shows a new secret: a write or admin key's (this suite once passed without this) and a read key's.
+      await as(owner, 'POST', `/tokens/${adminKeyId}/roll`, { overlap_seconds: 0 }),
+      await as(owner, 'POST', `/tokens/${readKeyId}/roll`, { overlap_seconds: 0 }),
     ];
     for (const res of stale) {
       expect(res.statusCode, res.body).toBe(403);
@@ -330,7 +337,8 @@ describe.each(backends)('second factor (%s)', (backend) => {
     // A change that sends nothing elsewhere needs no proof.
     expect((await as(owner, 'PATCH', `/webhooks/endpoints/${endpointId}`, { description: 'renamed' })).statusCode).toBe(200);
     // Nothing was written by the refusals.
-    expect((await t.database.db.selectFrom('api_tokens').select('name').execute()).map((r) => r.name)).toEqual([]);
+    expect((await t.database.db.selectFrom('api_tokens').select('name').orderBy('name').execute()).map((r) => r.name)).toEqual(['ops-made', 'reader-made']);
+    expect((await t.database.db.selectFrom('api_tokens').select('token_hash').orderBy('id').execute()).map((r) => r.token_hash)).toEqual(hashesBefore);
     expect((await t.database.db.selectFrom('admin_links').select('id').execute()).length).toBe(linksBefore);
     expect((await t.database.db.selectFrom('webhook_endpoints').select('url').execute()).map((r) => r.url)).toEqual(['http://127.0.0.1:9/hook']);
     expect((await t.database.db.selectFrom('admin_users').select('role').where('id', '=', admin.id).executeTakeFirstOrThrow()).role).toBe('admin');

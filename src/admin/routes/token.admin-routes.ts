@@ -207,9 +207,9 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const overlap = (request.body as typeof RollBody.static | undefined)?.overlap_seconds ?? 86_400;
-      if (writesOrAdministers((await getToken(db, id(request.params))).scopes)) {
-        requireFreshProof(request, 'rolling a key that can write or administer (its new secret is shown)');
-      }
+      // Any key: its new secret is shown, and a read key carries store data out too (issue 40).
+      const rolled = await getToken(db, id(request.params));
+      requireFreshProof(request, writesOrAdministers(rolled.scopes) ? 'rolling a key that can write or administer (its new secret is shown)' : 'rolling a key (its new secret is shown)');
       // Whoever is shown the new secret becomes the key's maker (decision 0026).
       const { token, summary } = await rollToken(db, id(request.params), overlap * 1000, makerOfNewKey(request.admin!));
       request.audit = {
