@@ -19,6 +19,7 @@
  *   HALF_OPEN --probe claimed-->                   OPEN until the probe settles
  *   any     --success-->                           CLOSED (count 0, paused_until null)
  *   probe   --failure-->                           OPEN (paused_until = now + pause)
+ *   probe   --refused by a 4xx (not 408/429)-->    CLOSED, as a success (refusalShowsUp)
  *   admin re-enables the endpoint -->              CLOSED
  * Recovery (decision 0029): a success that closes an open or half-open breaker (`recovers`) is
  * remembered as the endpoint's recovered_at. Until the next recovery, a failed FIRST attempt of a
@@ -71,6 +72,19 @@ export function probeClaimed(policy: BreakerPolicy, state: BreakerState, now: nu
 /** After a success: whether it closes an open or half-open breaker (a recovery, decision 0029). */
 export function recovers(policy: BreakerPolicy, state: BreakerState): boolean {
   return state.consecutiveFailures >= policy.threshold;
+}
+
+/**
+ * Whether a failed attempt of an open or half-open endpoint (its probe) still shows the receiver is
+ * up: it answered with a client error refusing this payload (4xx but 408 and 429). The breaker then
+ * closes as after a success (a recovery: the backlog's refused first attempts no longer count), and
+ * the payload goes to its retry schedule, so a rejected payload never costs the healthy events
+ * behind it a pause (issue 41: with healthy events written first and rejected ones after, the probe
+ * was the newest, a rejected one, and each pause ended in another). A server error (5xx) or no
+ * answer keeps the endpoint paused.
+ */
+export function refusalShowsUp(policy: BreakerPolicy, state: BreakerState, statusCode: number | null): boolean {
+  return state.consecutiveFailures >= policy.threshold && statusCode !== null && statusCode >= 400 && statusCode < 500 && !UNAVAILABLE_STATUSES.has(statusCode);
 }
 
 /** Statuses that say "not now" or "not reachable" rather than "not this payload". */

@@ -38,7 +38,16 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { isoFromMillis } from '../shared/time.ts';
 import { eventEnvelope, testEventEnvelope } from '../events/event-envelope.ts';
-import { afterFailure, afterSuccess, countsTowardBreaker, probeClaimed, recovers, type BreakerPolicy, type BreakerState } from './circuit-breaker.ts';
+import {
+  afterFailure,
+  afterSuccess,
+  countsTowardBreaker,
+  probeClaimed,
+  recovers,
+  refusalShowsUp,
+  type BreakerPolicy,
+  type BreakerState,
+} from './circuit-breaker.ts';
 import { decideAfterFailure, type RetryPolicy } from './retry-policy.ts';
 import type { AttemptOutcome, HttpAttemptResult } from './webhook-http-client.ts';
 import './webhook.tables.ts';
@@ -473,7 +482,8 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
         // never pauses the endpoint; its success, like any, proves the receiver answers.
         // A refused first attempt of the backlog of a pause the endpoint has recovered from does
         // not count either (decision 0029).
-        if (r.f.result.outcome === 'success') {
+        if (r.f.result.outcome === 'success' || (!r.f.delivery.test && refusalShowsUp(r.f.options.breaker, state, r.f.result.statusCode))) {
+          // A success, or a probe the receiver answered by refusing its payload: it is up.
           if (recovers(r.f.options.breaker, state)) recoveredAt = r.f.options.now;
           state = afterSuccess();
         } else if (

@@ -123,5 +123,44 @@ describe.each(backends)('a burst of rejected payloads after a pause (%s)', (back
     const next = waitForAttempts(worker, 3, (r) => r.endpointId === endpoint.id && r.result.outcome === 'success', 60_000);
     for (let i = 10; i < 13; i++) await customer(`healthy-${i}@example.com`);
     expect(await next).toHaveLength(3);
+    await worker.stop();
+  });
+
+  it('the mirror (issue 41): healthy events written first, rejected ones after; the probe is a rejected payload, and its refusal closes the breaker instead of costing the healthy events another pause', async () => {
+    // The first case's endpoint (same receiver) no longer listens.
+    await sql`UPDATE webhook_endpoints SET enabled = false`.execute(db);
+    const endpoint = await kit.createEndpoint(receiver.url, { event_types: ['customer.created'] });
+    await sql`UPDATE webhook_endpoints SET consecutive_failures = ${THRESHOLD}, paused_until = ${isoFromMillis(Date.now() + PAUSE_MS)}::timestamptz
+      WHERE id = ${endpoint.id}::uuid`.execute(db);
+    const start = Date.now() - 1000;
+    const emails = [...Array.from({ length: 10 }, (_, i) => `healthy-m${i}@example.com`), ...Array.from({ length: 8 }, (_, i) => `rejected-m${i}@example.com`)];
+    for (const [i, email] of emails.entries()) {
+      await customer(email);
+      await fanOut(start + i);
+    }
+    await sql`UPDATE webhook_endpoints SET paused_until = ${isoFromMillis(Date.now() - 1)}::timestamptz WHERE id = ${endpoint.id}::uuid`.execute(db);
+    const worker = await kit.startWorker();
+    const pausedAgain = new Promise<never>((_, reject) =>
+      worker.events.on('attempt', (r) => {
+        if (r.endpointId !== endpoint.id) return;
+        void endpointRow(endpoint.id).then((row) => {
+          if (row.paused_until !== null && Date.parse(row.paused_until) > Date.now())
+            reject(new Error(`paused again after ${r.deliveryId}: ${JSON.stringify(row)}`));
+        });
+      }),
+    );
+    pausedAgain.catch(() => {});
+    const attempts = await Promise.race([waitForAttempts(worker, 18, (r) => r.endpointId === endpoint.id, 60_000), pausedAgain]);
+    // The probe: the newest event, a rejected payload (422). Before the fix each such probe re-paused
+    // the endpoint for the whole pause (10 minutes here: this wait would time out).
+    expect(attempts[0]!.result).toMatchObject({ outcome: 'http_error', statusCode: 422 });
+    expect(attempts.filter((a) => a.result.outcome === 'success')).toHaveLength(10);
+    expect(receiver.requests.filter((r) => String(r.json.data.email).startsWith('healthy-m'))).toHaveLength(10);
+    // Each rejected payload once, then its retry schedule; the endpoint active, recovered.
+    expect(attempts.filter((a) => a.result.outcome === 'http_error')).toHaveLength(8);
+    const after = await endpointRow(endpoint.id);
+    expect(after).toMatchObject({ consecutive_failures: 0, paused_until: null });
+    expect(after.recovered_at).not.toBeNull();
+    await worker.stop();
   });
 });
