@@ -76,13 +76,38 @@ function migrator<DB>(db: Kysely<DB>): Migrator {
 
 export class MigrationError extends Error {}
 
-/** Applies every pending migration; throws MigrationError (with the failing name) on failure. */
+/** SQLSTATEs and socket errors that mean the database could not be reached or entered at all. */
+const UNREACHABLE: Record<string, string> = {
+  ECONNREFUSED: 'nothing accepts connections at that host and port: is PostgreSQL running there?',
+  ENOTFOUND:
+    'the host name does not resolve. If the password holds URL characters (@ : / ? # % and the like), percent-encode them in the URL (in JavaScript: encodeURIComponent), or the host is read from inside the password',
+  EAI_AGAIN: 'the host name could not be resolved now (DNS)',
+  ETIMEDOUT: 'the connection timed out: a firewall, a wrong host, or a server too busy to answer',
+  '3D000': 'the database named in the URL does not exist: create it (createdb <name>) or fix the name',
+  '28P01': 'the password was refused for that user',
+  '28000': 'the server refuses this user or client address (pg_hba.conf)',
+  '57P03': 'the server is starting up or shutting down: try again shortly',
+};
+
+/**
+ * Applies every pending migration; throws MigrationError (with the failing name) on failure. When
+ * no migration ran because the database could not be reached, the message says so, names
+ * DATABASE_URL and what to check (issue 43: it said "Migration (unknown) failed").
+ */
 export async function migrateToLatest<DB>(db: Kysely<DB>): Promise<MigrationResultSet> {
   const result = await migrator(db).migrateToLatest();
   if (result.error) {
     const failed = result.results?.find((r) => r.status === 'Error');
     const cause = result.error instanceof Error ? result.error.message : String(result.error);
-    throw new MigrationError(`Migration ${failed?.migrationName ?? '(unknown)'} failed: ${cause}`);
+    if (!failed) {
+      const code = (result.error as { code?: unknown } | null)?.code;
+      const timedOut = /timeout|timed out/i.test(cause);
+      const hint = typeof code === 'string' && UNREACHABLE[code] ? UNREACHABLE[code] : timedOut ? UNREACHABLE.ETIMEDOUT : undefined;
+      throw new MigrationError(
+        `Cannot open the database (DATABASE_URL, or DATA_DIR for the embedded one): ${cause}${hint ? ` — ${hint}` : ''}. Nothing was changed.`,
+      );
+    }
+    throw new MigrationError(`Migration ${failed.migrationName} failed: ${cause}`);
   }
   return result;
 }
