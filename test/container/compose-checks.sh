@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # CI checks of compose.yaml (README "Deployment"):
+#   (The password holds URL characters: compose passes it as PGPASSWORD, never inside DATABASE_URL.)
 #   1. `docker-compose config` refuses compose.yaml without POSTGRES_PASSWORD (naming it) and
 #      validates it with one; in that configuration one service builds the image and the others
 #      run it, and only the serve ports are published beyond this host; the README's compose steps
@@ -60,7 +61,7 @@ done
 
 pg="$(free_port)"; redis="$(free_port)"; s1="$(free_port)"; s2="$(free_port)"; metrics="$(free_port)"
 node test/container/compose-ci.mjs compose.yaml "$pg" "$redis" "$s1" "$s2" "$metrics" > "$work/compose.yaml"
-export STORE_API_IMAGE="$IMAGE" POSTGRES_IMAGE=store-api-ci-postgres:bookworm REDIS_IMAGE=store-api-ci-redis:bookworm POSTGRES_PASSWORD="ci-$$"
+export STORE_API_IMAGE="$IMAGE" POSTGRES_IMAGE=store-api-ci-postgres:bookworm REDIS_IMAGE=store-api-ci-redis:bookworm POSTGRES_PASSWORD="ci-$$@p:s/s#w%rd?"
 dc() { docker-compose -p "$project" -f "$work/compose.yaml" "$@"; }
 dc config -q
 log "up (postgres :$pg, redis :$redis, serve :$s1 :$s2, worker metrics :$metrics)"
