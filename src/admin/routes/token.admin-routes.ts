@@ -209,7 +209,10 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
       const overlap = (request.body as typeof RollBody.static | undefined)?.overlap_seconds ?? 86_400;
       // Any key: its new secret is shown, and a read key carries store data out too (issue 40).
       const rolled = await getToken(db, id(request.params));
-      requireFreshProof(request, writesOrAdministers(rolled.scopes) ? 'rolling a key that can write or administer (its new secret is shown)' : 'rolling a key (its new secret is shown)');
+      requireFreshProof(
+        request,
+        writesOrAdministers(rolled.scopes) ? 'rolling a key that can write or administer (its new secret is shown)' : 'rolling a key (its new secret is shown)',
+      );
       // Whoever is shown the new secret becomes the key's maker (decision 0026).
       const { token, summary } = await rollToken(db, id(request.params), overlap * 1000, makerOfNewKey(request.admin!));
       request.audit = {
