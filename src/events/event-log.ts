@@ -4,7 +4,7 @@
  * disagree. Product, order and customer events carry the full resource as `data`, built by the same
  * SQL as the read API.
  *
- * Event types (DECISIONS.md): each resource's and `ping` (resources/event-types.ts); the log is
+ * Event types (docs/contract/decisions.md): each resource's and `ping` (resources/event-types.ts); the log is
  * infrastructure and stores the type its caller names.
  */
 import { sql, type RawBuilder } from 'kysely';

@@ -1,5 +1,5 @@
 /**
- * Order status and payment status state machines (DECISIONS.md "Writes"). Pure data + functions.
+ * Order status and payment status state machines (docs/contract/decisions.md "Writes"). Pure data + functions.
  *
  * Order status, forward only:
  *   pending    → processing | preparing | cancelled

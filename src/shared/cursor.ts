@@ -1,5 +1,5 @@
 /**
- * Cursors (DECISIONS.md "Lists, cursors, exports"). A cursor is either a plain ISO 8601 timestamp
+ * Cursors (docs/contract/decisions.md "Lists, cursors, exports"). A cursor is either a plain ISO 8601 timestamp
  * ("strictly after this instant", or before it with order=desc) or a `next_cursor` handed out by a
  * list: the ISO timestamp of the last record returned, `_`, and that record's id as a tie-breaker,
  * so records sharing one last_modified are never skipped or repeated across pages.

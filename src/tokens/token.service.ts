@@ -1,6 +1,6 @@
 /**
  * API tokens: random, recognisable prefix `sia_`, shown once at creation, stored only as a SHA-256
- * hash (a 256-bit random secret needs no slow KDF). Scopes per DECISIONS.md; optional expiry;
+ * hash (a 256-bit random secret needs no slow KDF). Scopes per docs/contract/decisions.md; optional expiry;
  * revocation takes effect on the next request: every write here moves the token cache's generation
  * (db/read-cache-signals.ts), other processes learn it by NOTIFY (migration 0016, decision 0016).
  */

@@ -1,5 +1,5 @@
 /**
- * Cursor correctness (DECISIONS.md "Lists, cursors, exports"):
+ * Cursor correctness (docs/contract/decisions.md "Lists, cursors, exports"):
  *  1. records sharing one last_modified (a bulk import) are never skipped or repeated across pages;
  *  2. an incremental pull never misses a change whose transaction commits after the reader passed
  *     its timestamp (the read horizon) — on real PostgreSQL with two connections.

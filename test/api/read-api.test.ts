@@ -1,6 +1,6 @@
 /**
  * Every read endpoint returns the documented shape (checked against the API's own schemas), with
- * the spec's filters, envelopes and headers; and authentication answers per DECISIONS.md.
+ * the spec's filters, envelopes and headers; and authentication answers per docs/contract/decisions.md.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backends } from '../helpers/test-database.ts';

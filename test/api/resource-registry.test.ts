@@ -1,6 +1,6 @@
 /**
  * What the resource declarations give the dashboard (GET /admin/api/v1/resources): the token scopes
- * with their hints and the event types grouped by resource, exactly the spec's (DECISIONS.md), and
+ * with their hints and the event types grouped by resource, exactly the spec's (docs/contract/decisions.md), and
  * the same lists the token and webhook services accept.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,7 +20,7 @@ describe.each(backends)('GET /admin/api/v1/resources (%s)', (backend) => {
     const res = await t.app.inject({ url: '/admin/api/v1/resources', headers: await t.auth(['admin']) });
     expect(res.statusCode).toBe(200);
     const { scopes, event_groups } = res.json().data;
-    // The spec's (DECISIONS.md), and those of any resource declared since.
+    // The spec's (docs/contract/decisions.md), and those of any resource declared since.
     expect(scopes).toEqual(
       expect.arrayContaining([
         { value: 'products:read', label: 'Products', hint: 'read products, variants and images' },

@@ -14,7 +14,7 @@
  *      release: the Secret before the workloads that need it, the image set before anything runs it,
  *      every manifest applied and every wait naming something applied, nothing immutable changed;
  *      and the minimum Kubernetes version stated where a feature needs one (preStop sleep: 1.30).
- * Not checked offline (named in docs/deployment.md): unknown fields (the schemas allow additional
+ * Not checked offline (named in the README's "Deployment"): unknown fields (the schemas allow additional
  * properties), admission and defaulting by a real API server, and the cluster's own policies.
  * Usage: node --import tsx test/container/validate-kubernetes.mjs deploy/kubernetes [README.md]
  */

@@ -17,7 +17,14 @@ import { PROJECT_ROOT } from '../production/process-helpers.ts';
 
 const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: PROJECT_ROOT, encoding: 'utf8' }).split('\0').filter(Boolean);
 const trackedFiles = new Set(tracked);
-const trackedFolders = new Set(tracked.flatMap((file) => file.split('/').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('/'))));
+const trackedFolders = new Set(
+  tracked.flatMap((file) =>
+    file
+      .split('/')
+      .slice(0, -1)
+      .map((_, i, parts) => parts.slice(0, i + 1).join('/')),
+  ),
+);
 
 /** The tracked files that are text (no NUL byte in their first 8 KiB), with their lines. */
 const textFiles = tracked.flatMap((file) => {

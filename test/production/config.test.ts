@@ -10,7 +10,7 @@ import { ConfigError, EnvSchema, loadConfig } from '../../src/config/config.ts';
 import { PROJECT_ROOT, startStoreApi } from './process-helpers.ts';
 
 describe('configuration', () => {
-  it('has defaults for everything optional, per the spec and DECISIONS.md', () => {
+  it('has defaults for everything optional, per the spec and docs/contract/decisions.md', () => {
     const config = loadConfig({});
     expect(config).toMatchObject({
       PORT: 3000,

@@ -293,7 +293,7 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
 
   it('describes every webhook event with its payload and signature headers', () => {
     expect(Object.keys(doc.webhooks).sort()).toEqual([...EVENT_TYPES].sort());
-    // …among them every type the spec names (DECISIONS.md).
+    // …among them every type the spec names (docs/contract/decisions.md).
     expect(EVENT_TYPES).toEqual(
       expect.arrayContaining([
         'product.created',

@@ -1,5 +1,5 @@
 /**
- * Rate limits (spec §8, DECISIONS.md): per token, standard and export budgets counted separately,
+ * Rate limits (spec §8, docs/contract/decisions.md): per token, standard and export budgets counted separately,
  * per-token overrides, headers on every authenticated response, 429 problem+json with Retry-After,
  * and — with Redis — one shared count per token across app instances.
  */

@@ -7,7 +7,7 @@ import { ApiError } from '../../src/shared/problem.ts';
 import { centsToDecimal, toCents } from '../../src/shared/money.ts';
 import { uuidv7 } from '../../src/shared/uuid-v7.ts';
 
-describe('order status transitions (DECISIONS.md)', () => {
+describe('order status transitions (docs/contract/decisions.md)', () => {
   const allowed: [string, string][] = [
     ['pending', 'processing'],
     ['pending', 'preparing'],

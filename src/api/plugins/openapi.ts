@@ -40,7 +40,7 @@ export const DOCS_PREFIX = '/docs';
 // biome-ignore lint/suspicious/noExplicitAny: the generated OpenAPI document is walked and patched as untyped JSON.
 type Json = Record<string, any>;
 
-/** Webhook event types (DECISIONS.md, Webhooks): the store events of the feed, and `ping`. */
+/** Webhook event types (docs/contract/decisions.md, Webhooks): the store events of the feed, and `ping`. */
 export const WEBHOOK_EVENT_TYPES: readonly string[] = [...Object.keys(EVENT_PAYLOADS), 'ping'];
 
 const plain = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;

@@ -1,5 +1,5 @@
 /**
- * Rate limits of the read API (spec §8, DECISIONS.md): per token, two budgets counted separately —
+ * Rate limits of the read API (spec §8, docs/contract/decisions.md): per token, two budgets counted separately —
  * `standard` (lists, single GETs) and `export` — chosen by the route's `rateLimitClass` config.
  * Limits: the token's own override (`rate_limit_standard` / `rate_limit_export`) or the deployment's
  * RATE_LIMIT_STANDARD / RATE_LIMIT_EXPORT per RATE_LIMIT_WINDOW_MS.
