@@ -4,7 +4,7 @@
 // (dist/pglite-template/), and writes dist/.build-stamp last, so
 // bin/store-api.js only runs a dist/ that finished building and is newer than every source file.
 import { execFileSync } from 'node:child_process';
-import { cpSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
@@ -14,10 +14,15 @@ let tsc;
 try {
   tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 } catch (error) {
-  // `prepare` after an install without dev dependencies: nothing to build with, and the launcher
-  // runs the sources through tsx. An explicit `npm run build` still fails.
+  // `prepare` after an install without dev dependencies (`npm ci --omit=dev` after a build): nothing
+  // to build with, and nothing to run the sources with either (tsx is a dev dependency too), so a
+  // build already there is kept and bin/store-api.js runs it. An explicit `npm run build` still fails.
   if (process.argv.includes('--if-possible')) {
-    process.stderr.write('typescript is not installed: dist/ not built; bin/store-api.js runs src/ through tsx\n');
+    process.stderr.write(
+      existsSync(at('dist/.build-stamp'))
+        ? 'typescript is not installed: dist/ kept as built\n'
+        : 'typescript is not installed: dist/ not built, and store-api cannot start until it is: run `npm run build` with the dev dependencies installed\n',
+    );
     process.exit(0);
   }
   throw error;
