@@ -44,9 +44,14 @@ function touch(path: string, seconds: number): void {
 
 function launch(dir: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [join(dir, 'bin/store-api.js')], { env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp' } }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [join(dir, 'bin/store-api.js')],
+      { env: { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp' } },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -75,7 +80,10 @@ describe('bin/store-api.js in a production install (no tsx)', () => {
     expect(run.stdout).toBe('dist');
     const lines = run.stderr.trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 40, msg: expect.stringMatching(/tsx \(a dev dependency\) is not installed: running dist\/ as built; `npm run build`/) });
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      level: 40,
+      msg: expect.stringMatching(/tsx \(a dev dependency\) is not installed: running dist\/ as built; `npm run build`/),
+    });
   });
 
   it('without a build, exits 1 with one line saying to run `npm run build`', async () => {
