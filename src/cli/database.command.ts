@@ -2,7 +2,8 @@
 import type { Command } from 'commander';
 import { machineOutput, withContext } from './run-command.ts';
 import { createAnnouncer } from '../ops/announce.ts';
-import { migrateToLatest, pendingMigrations } from '../schema/migrate.ts';
+import { pendingMigrations } from '../schema/migrate.ts';
+import { migrateAtStart } from '../main/runtime.ts';
 
 export function registerDatabaseCommands(program: Command): void {
   program
@@ -11,7 +12,8 @@ export function registerDatabaseCommands(program: Command): void {
     .action(() =>
       withContext(
         async (ctx) => {
-          const result = await migrateToLatest(ctx.database.db);
+          // A database that does not answer in time is tried again, as at a server's start.
+          const result = await migrateAtStart(ctx);
           const applied = (result.results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
           const pending = await pendingMigrations(ctx.database.db);
           const msg =

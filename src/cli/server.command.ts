@@ -12,7 +12,10 @@
  *   2. the worker's metrics listener closes, then the database;
  *   3. exit 0. If that takes longer than SHUTDOWN_TIMEOUT_MS the process exits 1, and the deliveries
  *      it abandoned are retried by another worker when their lease ends (at-least-once).
- * A signal during start-up is honoured as soon as the start has finished. When the embedded database
+ * A start checks the port it listens on (PORT; the worker's METRICS_PORT) before it opens the
+ * database, and stops at once with one line naming the variable when it is taken (ops/listen-port.ts).
+ * A signal during start-up is honoured as soon as the start has finished (a start still waiting
+ * for a slow PostgreSQL stops waiting at once, main/runtime.ts). When the embedded database
  * fails for good (it could not write its log: a full disk), the same stop runs and the process exits
  * 75 with the reason on stderr, for its supervisor to restart it once space is freed.
  */
@@ -26,6 +29,7 @@ import { seedDemoStoreIfEmpty } from '../demo/demo-seed.ts';
 import type { WebhookWorker } from '../webhooks/webhook-worker.ts';
 import type { RetentionPruner } from '../retention/retention-pruner.ts';
 import { exitWithError, machineOutput } from './run-command.ts';
+import { checkPortFree, listenFailure } from '../ops/listen-port.ts';
 import { adminSignInAnnouncements } from '../admin/dashboard/sign-in-hint.ts';
 import { createAnnouncer, failureLine } from '../ops/announce.ts';
 import { applyHeapGrowing, useBaselineWasmCompiler } from '../ops/heap-tuning.ts';
@@ -101,15 +105,22 @@ async function run(role: Role): Promise<void> {
       process.exit(exitCode || 1);
     }
   };
+  // Aborted by a signal during the start: a start waiting for a slow database stops waiting.
+  const startAborted = new AbortController();
   const onSignal = (signal: string) => {
-    if (starting) stopRequested ??= signal;
-    else void shutdown(signal);
+    if (starting) {
+      stopRequested ??= signal;
+      startAborted.abort(signal);
+    } else void shutdown(signal);
   };
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGINT', () => onSignal('SIGINT'));
 
   try {
     const config = loadConfig();
+    // A port already taken is said before the database opens (which can take long), not after.
+    if (role !== 'worker') await checkPortFree('PORT', config.HOST, config.PORT);
+    if (role === 'worker' && config.METRICS_PORT !== undefined) await checkPortFree('METRICS_PORT', config.HOST, config.METRICS_PORT);
     applyHeapGrowing(config.HEAP_GROWING_PERCENT);
     // Before the embedded database's WebAssembly is compiled (the first open, just below).
     if (!config.DATABASE_URL && !config.PGLITE_WASM_OPTIMIZING) useBaselineWasmCompiler();
@@ -122,7 +133,11 @@ async function run(role: Role): Promise<void> {
     // (decision 0030): a start, a restart after a crash above all, overlaps the two.
     const appModule = role !== 'worker' ? import('../app.ts') : undefined;
     appModule?.catch(() => {});
-    running.ctx = await openContext(config, createLogger(config), { applicationName: `store-api-${role}`, ...demoTemplate });
+    // PostgreSQL: the modules load first. Loading them holds this thread for seconds on a CPU-starved
+    // host, and a connection opened meanwhile timed out before its answer was read (issue 43);
+    // opening a connection overlaps nothing worth having.
+    if (config.DATABASE_URL) await appModule;
+    running.ctx = await openContext(config, createLogger(config), { applicationName: `store-api-${role}`, signal: startAborted.signal, ...demoTemplate });
     const ctx = running.ctx;
     // Every role: a warning (log and gauge) when open descriptors near the process's limit.
     const { watchDescriptors } = await import('../ops/connection-limits.ts');
@@ -160,7 +175,9 @@ async function run(role: Role): Promise<void> {
       }
       const { buildApp } = await (appModule ?? import('../app.ts'));
       running.app = await buildApp(ctx);
-      await running.app.listen({ port: config.PORT, host: config.HOST });
+      await running.app.listen({ port: config.PORT, host: config.HOST }).catch((error: unknown) => {
+        throw listenFailure(error, 'PORT', config.HOST, config.PORT);
+      });
       const port = (running.app.server.address() as { port: number }).port;
       const url = publicUrl(config, port);
       announce({ text: `Store Integration API listening on ${url}\n`, msg: `Store Integration API listening on ${url}`, fields: { url } });
@@ -174,7 +191,10 @@ async function run(role: Role): Promise<void> {
       if (role === 'worker' && config.METRICS_PORT !== undefined) {
         const { buildOpsServer } = await import('../ops/ops-server.ts');
         running.opsServer = await buildOpsServer(ctx);
-        await running.opsServer.listen({ port: config.METRICS_PORT, host: config.HOST });
+        const metricsPort = config.METRICS_PORT;
+        await running.opsServer.listen({ port: metricsPort, host: config.HOST }).catch((error: unknown) => {
+          throw listenFailure(error, 'METRICS_PORT', config.HOST, metricsPort);
+        });
         const port = (running.opsServer.server.address() as { port: number }).port;
         const url = `${publicUrl(config, port)}/metrics`;
         announce({ text: `Worker metrics listening on ${url}\n`, msg: `Worker metrics listening on ${url}`, fields: { url } });

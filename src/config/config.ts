@@ -50,6 +50,18 @@ export const EnvSchema = Type.Object({
   ),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://', description: 'PostgreSQL connection string; replaces the embedded database' })),
   DATABASE_POOL_SIZE: Int(10, 1, 200, 'Maximum PostgreSQL connections per process'),
+  DATABASE_CONNECT_TIMEOUT_MS: Int(
+    5000,
+    100,
+    600_000,
+    'PostgreSQL: longest opening one connection may take; past it a request is answered 503, and a start tries again until DATABASE_START_TIMEOUT_MS',
+  ),
+  DATABASE_START_TIMEOUT_MS: Int(
+    120_000,
+    0,
+    3_600_000,
+    'PostgreSQL: how long a start (and `store-api migrate`) keeps trying while connections time out or the server is starting up, logging each try; a clear refusal (nothing listening, unknown host, wrong password, missing database) stops it at once. 0 = one try',
+  ),
   TOKEN_CACHE_MS: Int(
     60_000,
     0,

@@ -117,11 +117,14 @@ interface DatabaseTarget {
   sharedBuffersMb?: number;
   /** Told about connection errors the pool recovers from by itself (default: ignored). */
   onConnectionError?: (error: Error) => void;
+  /** PostgreSQL: longest opening one connection may take (DATABASE_CONNECT_TIMEOUT_MS; default CONNECT_TIMEOUT_MS). */
+  connectTimeoutMs?: number;
 }
 
 /**
  * How long a request waits for a PostgreSQL connection before it is answered 503 (an unreachable
- * server must not hold requests forever; pg's default is to wait without end).
+ * server must not hold requests forever; pg's default is to wait without end). The default of
+ * DATABASE_CONNECT_TIMEOUT_MS; a start tries again past it (main/runtime.ts).
  */
 export const CONNECT_TIMEOUT_MS = 5000;
 
@@ -132,15 +135,23 @@ export function embeddedStoreExists(dataDir: string): boolean {
 
 /** Opens the database described by the options. Never runs migrations (schema/migrate.ts does). */
 export async function openDatabase(options: OpenDatabaseOptions): Promise<DatabaseHandle> {
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.poolSize ?? 10, options.applicationName, options.onConnectionError);
+  if (options.databaseUrl) {
+    return openPostgres(options.databaseUrl, options.poolSize ?? 10, options.applicationName, options.onConnectionError, options.connectTimeoutMs);
+  }
   return openPglite(options);
 }
 
-function openPostgres(url: string, max: number, applicationName = 'store-api', onConnectionError: (error: Error) => void = () => {}): DatabaseHandle {
+function openPostgres(
+  url: string,
+  max: number,
+  applicationName = 'store-api',
+  onConnectionError: (error: Error) => void = () => {},
+  connectTimeoutMs = CONNECT_TIMEOUT_MS,
+): DatabaseHandle {
   const pool = new pg.Pool({
     connectionString: url,
     max,
-    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    connectionTimeoutMillis: connectTimeoutMs,
     application_name: applicationName,
     // Session time zone UTC so that any timestamp text we read back is in UTC. No JIT compilation:
     // every statement of the service is short, and past a few thousand enabled endpoints (a fleet

@@ -2,11 +2,13 @@
  * Opening and closing what a process runs on: configuration → logger → database → migrations.
  * Entry points (main/cli.ts) call this; nothing here listens or starts workers.
  */
+import { setTimeout as pause } from 'node:timers/promises';
 import { pino, type Logger } from 'pino';
+import type { MigrationResultSet } from 'kysely/migration';
 import type { AppContext } from '../app-context.ts';
 import type { Config } from '../config/config.ts';
 import { openDatabase } from '../db/database.ts';
-import { migrateToLatest, migrationNames } from '../schema/migrate.ts';
+import { MigrationError, migrateToLatest, migrationNames } from '../schema/migrate.ts';
 import { requestLogSerializer } from '../ops/log-redaction.ts';
 import { withProgressLog } from '../shared/progress-log.ts';
 import { terminalLogStream } from '../ops/terminal-log.ts';
@@ -67,11 +69,50 @@ export function createLogger(
   );
 }
 
-/** Opens the database of `config` and brings its schema up to date. */
+/** Pause between two tries of a start whose database did not answer in time. */
+const START_RETRY_PAUSE_MS = 1000;
+
+/**
+ * Applies the pending migrations: at a start, the first statement on a new connection. On
+ * PostgreSQL a connection that timed out (on a CPU-starved host the start's own work can hold the
+ * thread past DATABASE_CONNECT_TIMEOUT_MS; issue 43) or a server still starting up is tried again,
+ * with a warning per try, until DATABASE_START_TIMEOUT_MS has passed or `signal` aborts (a SIGTERM
+ * during the start); a clear refusal (nothing listening, wrong password, missing database) ends the
+ * start at once (schema/migrate.ts says which is which).
+ */
+export async function migrateAtStart(ctx: AppContext, { signal }: { signal?: AbortSignal } = {}): Promise<MigrationResultSet> {
+  const { config, database, logger } = ctx;
+  const started = Date.now();
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await withProgressLog(logger, 'migrating the database schema', () => migrateToLatest(database.db), {
+        intervalMs: config.PROGRESS_LOG_INTERVAL_MS,
+      });
+    } catch (error) {
+      if (!(error instanceof MigrationError && error.retryable)) throw error;
+      const elapsedMs = Date.now() - started;
+      const tried = `Tried ${attempt} time${attempt === 1 ? '' : 's'} in ${Math.round(elapsedMs / 1000)} s (DATABASE_START_TIMEOUT_MS=${config.DATABASE_START_TIMEOUT_MS}).`;
+      if (signal?.aborted) throw new MigrationError(`${error.message} ${tried} The start was stopped (${String(signal.reason)}).`);
+      if (elapsedMs + START_RETRY_PAUSE_MS >= config.DATABASE_START_TIMEOUT_MS) throw new MigrationError(`${error.message} ${tried}`);
+      logger.warn(
+        { attempt, elapsed_s: Math.round(elapsedMs / 1000), cause: error.message },
+        `the database did not answer within DATABASE_CONNECT_TIMEOUT_MS (${config.DATABASE_CONNECT_TIMEOUT_MS} ms) or is starting up; trying again until DATABASE_START_TIMEOUT_MS (${config.DATABASE_START_TIMEOUT_MS} ms) has passed`,
+      );
+      await pause(START_RETRY_PAUSE_MS, undefined, signal ? { signal } : {}).catch(() => {});
+    }
+  }
+}
+
+/** Opens the database of `config` and brings its schema up to date (`signal`: stops waiting for a slow database, migrateAtStart). */
 export async function openContext(
   config: Config,
   logger: Logger,
-  { migrate = true, applicationName = 'store-api', template }: { migrate?: boolean; applicationName?: string; template?: readonly string[] } = {},
+  {
+    migrate = true,
+    applicationName = 'store-api',
+    template,
+    signal,
+  }: { migrate?: boolean; applicationName?: string; template?: readonly string[]; signal?: AbortSignal } = {},
 ): Promise<AppContext> {
   const every = { intervalMs: config.PROGRESS_LOG_INTERVAL_MS };
   const database = await withProgressLog(
@@ -82,6 +123,7 @@ export async function openContext(
         databaseUrl: config.DATABASE_URL,
         dataDir: config.DATABASE_URL ? undefined : config.DATA_DIR,
         poolSize: config.DATABASE_POOL_SIZE,
+        connectTimeoutMs: config.DATABASE_CONNECT_TIMEOUT_MS,
         minFreeBytes: config.DATA_DIR_MIN_FREE_MB * 1024 * 1024,
         sharedBuffersMb: config.PGLITE_SHARED_BUFFERS_MB,
         workerYoungGenerationMb: config.PGLITE_WORKER_YOUNG_GENERATION_MB,
@@ -96,7 +138,7 @@ export async function openContext(
   );
   try {
     if (migrate) {
-      await withProgressLog(logger, 'migrating the database schema', () => migrateToLatest(database.db), every);
+      await migrateAtStart({ config, database, logger }, signal ? { signal } : {});
       // Code outside any store scope acts for the only store, or (several) for none (decision 0051).
       await useDefaultStoreScope(database);
     }

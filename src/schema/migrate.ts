@@ -74,7 +74,18 @@ function migrator<DB>(db: Kysely<DB>): Migrator {
   return new Migrator({ db, provider: { getMigrations: async () => migrations } });
 }
 
-export class MigrationError extends Error {}
+export class MigrationError extends Error {
+  /**
+   * `retryable`: nothing ran because the database did not answer in time or is starting up, so a
+   * start may try again (main/runtime.ts); a clear refusal (wrong password, missing database, …) is final.
+   */
+  constructor(
+    message: string,
+    readonly retryable = false,
+  ) {
+    super(message);
+  }
+}
 
 /** SQLSTATEs and socket errors that mean the database could not be reached or entered at all. */
 const UNREACHABLE: Record<string, string> = {
@@ -101,10 +112,11 @@ export async function migrateToLatest<DB>(db: Kysely<DB>): Promise<MigrationResu
     const cause = result.error instanceof Error ? result.error.message : String(result.error);
     if (!failed) {
       const code = (result.error as { code?: unknown } | null)?.code;
-      const timedOut = /timeout|timed out/i.test(cause);
+      const timedOut = /timeout|timed out/i.test(cause) || code === 'ETIMEDOUT';
       const hint = typeof code === 'string' && UNREACHABLE[code] ? UNREACHABLE[code] : timedOut ? UNREACHABLE.ETIMEDOUT : undefined;
       throw new MigrationError(
         `Cannot open the database (DATABASE_URL, or DATA_DIR for the embedded one): ${cause}${hint ? ` — ${hint}` : ''}. Nothing was changed.`,
+        timedOut || code === '57P03',
       );
     }
     throw new MigrationError(`Migration ${failed.migrationName} failed: ${cause}`);
