@@ -4,7 +4,7 @@
 // TypeScript sources through tsx, so a checkout being edited (and every test spawning this file)
 // never runs a stale build. tsx is a dev dependency: a production install (`npm ci --omit=dev`
 // after a build) has none, and runs dist/ as built; with neither, one line says to build.
-import { readdirSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
@@ -66,6 +66,12 @@ async function tsxApi() {
   }
 }
 
+// With an OTLP endpoint configured, OpenTelemetry's SDK starts before the application's modules
+// load, so its instrumentations patch them (src/ops/tracing-sdk.ts, docs/decisions/0052).
+// (startTracing checks the rest of the variables: OTEL_SDK_DISABLED, OTEL_TRACES_EXPORTER.)
+const tracing = Boolean(process.env.OTEL_EXPORTER_OTLP_ENDPOINT || process.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+const version = () => JSON.parse(readFileSync(at('package.json'), 'utf8')).version;
+
 const dist = distState();
 const tsx = dist === 'current' ? undefined : await tsxApi();
 if (!tsx && dist === 'missing') {
@@ -82,8 +88,10 @@ if (!tsx) {
       'store-api: src/ has changed since dist/ was built and tsx (a dev dependency) is not installed: running dist/ as built; `npm run build` rebuilds it.',
     );
   }
+  if (tracing) await (await import('../dist/ops/tracing-sdk.js')).startTracing(version());
   await import('../dist/main/cli.js');
 } else {
   tsx.register();
+  if (tracing) await (await import('../src/ops/tracing-sdk.ts')).startTracing(version());
   await import('../src/main/cli.ts');
 }

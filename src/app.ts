@@ -9,7 +9,8 @@
  */
 import { PLATFORM_PREFIX, platformRoutes } from './stores/platform.routes.ts';
 import { currentScope, PLATFORM_SCOPE, setScope, withScopeHolder } from './db/store-scope.ts';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyPluginAsync } from 'fastify';
+import { activeTracing, currentTraceContext } from './shared/tracing.ts';
 import type {} from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { AppContext } from './app-context.ts';
@@ -89,7 +90,19 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   trackRequests(app.server);
 
   app.decorate('ctx', ctx);
-  // First of all hooks: every request gets its store scope holder, filled once its credential is
+  // With tracing on (decision 0052), before every other hook and route: each request gets a span
+  // (`http.route`, the caller's traceparent continued) that its statements, writes and events join,
+  // and the answer carries the request's `traceparent`.
+  const tracing = activeTracing();
+  if (tracing) {
+    await app.register(tracing.fastifyPlugin() as FastifyPluginAsync);
+    app.addHook('onRequest', (request, reply, done) => {
+      const { traceparent } = currentTraceContext();
+      if (traceparent) reply.header('traceparent', traceparent);
+      done();
+    });
+  }
+  // First of the remaining hooks: every request gets its store scope holder, filled once its credential is
   // known (bearer-auth, admin-auth; db/store-scope.ts). A callback hook that calls the next one
   // inside it, so every later hook and the handler run in it.
   app.addHook('onRequest', (_request, _reply, done) => withScopeHolder(done));

@@ -19,6 +19,7 @@
  * fails for good (it could not write its log: a full disk), the same stop runs and the process exits
  * 75 with the reason on stderr, for its supervisor to restart it once space is freed.
  */
+import { activeTracing } from '../shared/tracing.ts';
 import type { Command } from 'commander';
 import type { FastifyInstance } from 'fastify';
 import type { App } from '../app.ts';
@@ -76,6 +77,8 @@ async function stopAll(running: Running): Promise<void> {
   await Promise.all([running.app?.close(), running.worker?.stop(), running.pruner?.stop()]);
   await running.opsServer?.close();
   await running.ctx?.database.close();
+  // The spans still buffered go to the collector before the process exits (decision 0052).
+  await activeTracing()?.shutdown();
 }
 
 async function run(role: Role): Promise<void> {

@@ -142,6 +142,9 @@ export interface EventTable {
   created_at: Timestamp;
   /** An example sent by an administrator to one endpoint (migration 0013): never in the feed, fan-out or replays. */
   test: Generated<boolean>;
+  /** The W3C trace context of the write that appended it (migration 0038, decision 0052); null when untraced. */
+  trace_parent: string | null;
+  trace_state: string | null;
 }
 
 export interface ApiTokenTable {

@@ -11,6 +11,7 @@ import { sql, type RawBuilder } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import type { WriteContext } from '../db/write-clock.ts';
 import { ownStore } from '../db/store-scope.ts';
+import { currentTraceContext } from '../shared/tracing.ts';
 
 /** The resource kind of each event type (the first part of the type). */
 export function resourceTypeOf(type: string): string {
@@ -34,9 +35,11 @@ export async function appendEventsInOrder(ctx: WriteContext, parts: readonly { t
     ),
     sql` UNION ALL `,
   );
+  const trace = currentTraceContext();
   const result = await sql`
-    INSERT INTO events (id, store_id, type, resource_type, resource_id, data, created_at)
-    SELECT gen_random_uuid(), ${ownStore()}, s.type, s.resource_type, s.resource_id::text, s.data::json, ${ctx.stamp}::timestamptz
+    INSERT INTO events (id, store_id, type, resource_type, resource_id, data, created_at, trace_parent, trace_state)
+    SELECT gen_random_uuid(), ${ownStore()}, s.type, s.resource_type, s.resource_id::text, s.data::json, ${ctx.stamp}::timestamptz,
+      ${trace.traceparent}::text, ${trace.tracestate}::text
     FROM (${sources}) AS s
     ORDER BY s.part, s.resource_id
   `.execute(ctx.trx);
@@ -50,9 +53,11 @@ export async function appendEventsInOrder(ctx: WriteContext, parts: readonly { t
  */
 export async function appendTestEvent(ctx: WriteContext, type: string, resourceId: string, data: unknown): Promise<string> {
   const id = randomUUID();
+  const trace = currentTraceContext();
   await sql`
-    INSERT INTO events (id, store_id, type, resource_type, resource_id, data, created_at, test)
-    VALUES (${id}, ${ownStore()}, ${type}, ${resourceTypeOf(type)}, ${resourceId}, ${JSON.stringify(data)}::json, ${ctx.stamp}::timestamptz, true)
+    INSERT INTO events (id, store_id, type, resource_type, resource_id, data, created_at, test, trace_parent, trace_state)
+    VALUES (${id}, ${ownStore()}, ${type}, ${resourceTypeOf(type)}, ${resourceId}, ${JSON.stringify(data)}::json, ${ctx.stamp}::timestamptz, true,
+      ${trace.traceparent}, ${trace.tracestate})
   `.execute(ctx.trx);
   return id;
 }
@@ -60,9 +65,11 @@ export async function appendTestEvent(ctx: WriteContext, type: string, resourceI
 /** Appends one event with the given JSON data. Returns its id. */
 export async function appendEvent(ctx: WriteContext, type: string, resourceId: string, data: unknown): Promise<string> {
   const id = randomUUID();
+  const trace = currentTraceContext();
   await sql`
-    INSERT INTO events (id, store_id, type, resource_type, resource_id, data, created_at)
-    VALUES (${id}, ${ownStore()}, ${type}, ${resourceTypeOf(type)}, ${resourceId}, ${JSON.stringify(data)}::json, ${ctx.stamp}::timestamptz)
+    INSERT INTO events (id, store_id, type, resource_type, resource_id, data, created_at, trace_parent, trace_state)
+    VALUES (${id}, ${ownStore()}, ${type}, ${resourceTypeOf(type)}, ${resourceId}, ${JSON.stringify(data)}::json, ${ctx.stamp}::timestamptz,
+      ${trace.traceparent}, ${trace.tracestate})
   `.execute(ctx.trx);
   return id;
 }

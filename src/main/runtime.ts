@@ -2,6 +2,7 @@
  * Opening and closing what a process runs on: configuration → logger → database → migrations.
  * Entry points (main/cli.ts) call this; nothing here listens or starts workers.
  */
+import { activeTracing, traceLogFields } from '../shared/tracing.ts';
 import { setTimeout as pause } from 'node:timers/promises';
 import { pino, type Logger } from 'pino';
 import type { MigrationResultSet } from 'kysely/migration';
@@ -64,6 +65,8 @@ export function createLogger(
       redact: { paths: LOG_REDACT_PATHS, censor: '[redacted]' },
       // Fastify takes the instance's serializers over its own: request URLs are logged redacted.
       serializers: { req: requestLogSerializer },
+      // With tracing on, a line written while a span is active names its trace_id and span_id.
+      ...(activeTracing() ? { mixin: traceLogFields } : {}),
     },
     stream as never,
   );

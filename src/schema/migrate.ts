@@ -35,6 +35,7 @@ import * as storePollerPositions from './migrations/0034-store-poller-positions.
 import * as perStoreCacheSignals from './migrations/0035-per-store-cache-signals.ts';
 import * as rolledSecretMaker from './migrations/0036-rolled-secret-maker.ts';
 import * as secondFactorReachesKeys from './migrations/0037-second-factor-reaches-keys.ts';
+import * as eventTraceContext from './migrations/0038-event-trace-context.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -63,6 +64,7 @@ const migrations: Record<string, Migration> = {
   '0035-per-store-cache-signals': perStoreCacheSignals,
   '0036-rolled-secret-maker': rolledSecretMaker,
   '0037-second-factor-reaches-keys': secondFactorReachesKeys,
+  '0038-event-trace-context': eventTraceContext,
 };
 
 /** Names of every migration this code has, in order. */

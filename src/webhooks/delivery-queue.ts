@@ -73,7 +73,7 @@ export const ASYNC_COMMIT = sql<boolean>`(SELECT set_config('synchronous_commit'
 
 /**
  * `CROSS JOIN LATERAL` the event of the delivery `delivery` (an alias with `store_id` and
- * `event_id`) as `ev`: its id, store, type, created_at, seq, data and test mark, found by its
+ * `event_id`) as `ev`: its id, store, type, created_at, seq, data, test mark and trace context, found by its
  * store and id. Looked up by the primary key, one probe per delivery: a plain join on
  * `ev.store_id = …` lets a planner without statistics (PGlite is never analysed) walk the store's
  * whole (store_id, created_at, id) index instead, or hash the whole table (measured: 300 ms for a
@@ -82,7 +82,7 @@ export const ASYNC_COMMIT = sql<boolean>`(SELECT set_config('synchronous_commit'
  */
 export function eventOfDelivery(delivery: string) {
   return sql`CROSS JOIN LATERAL (
-    SELECT ev.id, ev.store_id, ev.type, ev.created_at, ev.seq, ev.data, ev.test FROM events ev
+    SELECT ev.id, ev.store_id, ev.type, ev.created_at, ev.seq, ev.data, ev.test, ev.trace_parent, ev.trace_state FROM events ev
     WHERE ev.store_id = ${sql.ref(`${delivery}.store_id`)} AND ev.id = ${sql.ref(`${delivery}.event_id`)} OFFSET 0
   ) ev`;
 }
@@ -110,6 +110,9 @@ export interface ClaimedDelivery {
    * goes out with the header `webhook-test: true`, and its failures do not move the breaker.
    */
   readonly test: boolean;
+  /** The writer's trace context kept with the event (decision 0052): the attempt continues that trace. */
+  readonly traceParent: string | null;
+  readonly traceState: string | null;
 }
 
 export interface ClaimOptions {
@@ -293,6 +296,8 @@ export interface ClaimedRow {
   event_created_at_ms: number;
   test: boolean;
   body: string;
+  trace_parent: string | null;
+  trace_state: string | null;
 }
 
 /**
@@ -303,7 +308,7 @@ export function claimedColumns(nowIso: string) {
   return sql`c.id, c.store_id, c.attempt_count, c.endpoint_id, e.url, e.secret,
       CASE WHEN e.previous_secret_expires_at > ${nowIso}::timestamptz THEN e.previous_secret END AS previous_secret,
       ev.id AS event_id, ev.type AS event_type, iso_utc(ev.created_at) AS event_created_at,
-      (extract(epoch FROM ev.created_at) * 1000)::float8 AS event_created_at_ms, c.test,
+      (extract(epoch FROM ev.created_at) * 1000)::float8 AS event_created_at_ms, c.test, ev.trace_parent, ev.trace_state,
       CASE WHEN c.test THEN ${testEventEnvelope('ev')}::text ELSE ${eventEnvelope('ev')}::text END AS body`;
 }
 
@@ -319,6 +324,8 @@ export function claimedDelivery(r: ClaimedRow): ClaimedDelivery {
     body: r.body,
     eventCreatedAtMs: r.event_created_at_ms,
     test: r.test,
+    traceParent: r.trace_parent,
+    traceState: r.trace_state,
   };
 }
 
