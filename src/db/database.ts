@@ -35,6 +35,8 @@ export interface DatabaseHandle {
   close(): Promise<void>;
   /** Whether the store can take writes (a full disk; db/storage-health.ts). */
   readonly storage: StorageHealth;
+  /** The embedded database's data directory (its disk's free space is on /metrics); undefined for PostgreSQL or in memory. */
+  readonly dataDir?: string;
   /**
    * Runs a statement and gives its rows' fields to `read` as bytes, never decoded to strings
    * (db/copy-out.ts `RowReader`): on PostgreSQL a binary COPY of it (its parameters inlined) through
@@ -300,6 +302,7 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
     db,
     backend: 'pglite',
     storage,
+    dataDir: diskDir,
     scopes,
     templateDemo,
     ...(thread

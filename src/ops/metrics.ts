@@ -4,6 +4,7 @@
  * `/metrics` page. Each metric is declared once per process (shared/prometheus.ts: a module evaluated
  * twice, by test runners or two loaders, gets the registered one).
  */
+import { readFileSync, statfsSync } from 'node:fs';
 import client from 'prom-client';
 import { counter, gauge, histogram } from '../shared/prometheus.ts';
 import type { DatabaseHandle } from '../db/database.ts';
@@ -72,11 +73,74 @@ gauge({
   },
 });
 
+// Whether the database can take writes, as /readyz says it (db/storage-health.ts): an out-of-space
+// error in the last 30 s, the embedded disk below DATA_DIR_MIN_FREE_MB, or the embedded database
+// failed for good. Any back end; read at scrape time.
+gauge({
+  name: 'store_api_database_cannot_write',
+  help: "1 while this process's database cannot take writes (its disk is full: writes are answered 507 and /readyz 503), else 0",
+  collect() {
+    let cannot = false;
+    for (const database of trackedDatabases) cannot ||= database.storage.cannotWrite() !== undefined;
+    this.set(cannot ? 1 : 0);
+  },
+});
+
+/** The file system holding an embedded database's data directory, or null (PostgreSQL, in memory, unreadable). */
+function dataDirFilesystem(): { dir: string; avail: number; size: number } | null {
+  let worst: { dir: string; avail: number; size: number } | null = null;
+  for (const database of trackedDatabases) {
+    if (!database.dataDir) continue;
+    try {
+      const stats = statfsSync(database.dataDir);
+      const fs = { dir: database.dataDir, avail: stats.bavail * stats.bsize, size: stats.blocks * stats.bsize };
+      if (!worst || fs.avail < worst.avail) worst = fs;
+    } catch {
+      // Gone or unreadable: nothing to report for it.
+    }
+  }
+  return worst;
+}
+
+// The embedded database's disk (PostgreSQL's is its server's: watch it there), labelled with the
+// data directory's path (one per process). Only processes with a data directory have the series, so
+// an alert on them never takes a PostgreSQL process for an empty disk.
+gauge({
+  name: 'store_api_data_dir_filesystem_avail_bytes',
+  help: "Bytes available to this process on the file system of the embedded database's data directory (DATA_DIR); read at scrape time",
+  labelNames: ['data_dir'] as const,
+  collect() {
+    this.reset();
+    const fs = dataDirFilesystem();
+    if (fs) this.set({ data_dir: fs.dir }, fs.avail);
+  },
+});
+
+gauge({
+  name: 'store_api_data_dir_filesystem_size_bytes',
+  help: "Size in bytes of the file system of the embedded database's data directory (DATA_DIR); read at scrape time",
+  labelNames: ['data_dir'] as const,
+  collect() {
+    this.reset();
+    const fs = dataDirFilesystem();
+    if (fs) this.set({ data_dir: fs.dir }, fs.size);
+  },
+});
+
 /** Reports `database`'s pool on /metrics until the returned function is called. */
 export function trackDatabasePool(database: DatabaseHandle): () => void {
   trackedDatabases.add(database);
   return () => trackedDatabases.delete(database);
 }
+
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+
+/** Always 1; its labels say what runs: the service's version (package.json) and Node's. */
+gauge({
+  name: 'store_api_build_info',
+  help: 'Always 1: the labels say which version of the service (package.json) runs on which Node.js',
+  labelNames: ['version', 'node_version'] as const,
+}).set({ version, node_version: process.version }, 1);
 
 if (!metricsRegistry.getSingleMetric('process_cpu_seconds_total')) {
   client.collectDefaultMetrics({ register: metricsRegistry });

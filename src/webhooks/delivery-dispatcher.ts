@@ -33,7 +33,16 @@ import { enabledEndpointUrls } from './webhook-endpoint.repository.ts';
 import { signatureHeaders } from './webhook-signing.ts';
 import { loopBackoffMs, Wakeable } from './wakeable.ts';
 import { SettleBatcher } from './settle-batcher.ts';
-import { attemptDuration, deliveriesAttempted, deliveriesDeadLettered, deliveriesFailed, deliveriesSucceeded, deliveryLatency } from './webhook-metrics.ts';
+import {
+  attemptDuration,
+  deliveriesAttempted,
+  deliveriesDeadLettered,
+  deliveriesFailed,
+  deliveriesSucceeded,
+  deliveryLatency,
+  destinationKindLabel,
+  workerHeartbeat,
+} from './webhook-metrics.ts';
 
 /** Most attempts settled in one statement (bounds how long it holds endpoint rows). */
 const SETTLE_BATCH_MAX = 500;
@@ -289,6 +298,7 @@ export class DeliveryDispatcher {
           waitMs = Math.min(interval, due - now);
         }
         this.#dispatchFailures = 0;
+        workerHeartbeat.setToCurrentTime({ loop: 'dispatch' });
       } catch (error) {
         this.#dispatchFailures++;
         waitMs = loopBackoffMs(this.#dispatchFailures, interval);
@@ -461,8 +471,9 @@ export class DeliveryDispatcher {
     // The endpoint's slot is free: the next waiting delivery goes out while this one settles.
     this.#pump();
     if (this.#backlog) this.#dispatchWake.wake();
-    deliveriesAttempted.inc({ outcome: result.outcome });
-    attemptDuration.observe({ outcome: result.outcome }, result.durationMs / 1000);
+    const labels = { outcome: result.outcome, destination_kind: destinationKindLabel(delivery.url) };
+    deliveriesAttempted.inc(labels);
+    attemptDuration.observe(labels, result.durationMs / 1000);
 
     const settleOptions = { workerId: this.#id, startedAt, retry: this.#retry, breaker: this.#breaker };
     let settled;

@@ -20,8 +20,8 @@
  *   STOPPING         stop(): no further polls or claims; deliveries claimed but not sent are
  *                    released (no attempt recorded); attempts in flight finish and settle; the
  *                    LISTEN connection, the HTTP pool and the broker connections close. Then STOPPED.
- * Files: this one composes the worker (wake-ups, the LISTEN connection, the queue-depth gauge) and
- * runs the poll loop; the dispatch loop, the endpoints' slots and the attempt are the dispatcher's
+ * Files: this one composes the worker (wake-ups, the LISTEN connection, the queue gauges) and
+ * runs the poll loop (its heartbeat on /metrics after each round that did not fail); the dispatch loop, the endpoints' slots and the attempt are the dispatcher's
  * (delivery-dispatcher.ts); the settle batches are settle-batcher.ts, the LISTEN connection
  * listen-connection.ts, the sleeps that wake-ups cut short wakeable.ts (the wake-up signals
  * themselves webhook-wakeup.ts), the claim and settle statements delivery-queue.ts.
@@ -31,7 +31,7 @@ import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { AppContext } from '../app-context.ts';
-import { queueDepth } from './delivery-queue.ts';
+import { queueGaugeSource } from './queue-gauges.ts';
 import { enabledEndpointSchemes } from './webhook-endpoint.repository.ts';
 import { pollEvents, type PollResult } from './event-poller.ts';
 import { BROKER_RECONCILE_MS, DeliveryDispatcher, type WebhookWorkerEvents } from './delivery-dispatcher.ts';
@@ -40,7 +40,7 @@ import { loopBackoffMs, Wakeable } from './wakeable.ts';
 import { ListenConnection } from '../db/listen-connection.ts';
 import { DELIVERIES_CHANNEL, EVENTS_CHANNEL } from './webhook-wakeup.ts';
 import { writeCommits } from '../db/write-clock.ts';
-import { eventsQueued, releaseQueueDepthSource, setQueueDepthSource } from './webhook-metrics.ts';
+import { eventsQueued, releaseQueueGaugeSource, setQueueGaugeSource, workerHeartbeat, type QueueGaugeSource } from './webhook-metrics.ts';
 
 export type { AttemptReport, WebhookWorkerEvents } from './delivery-dispatcher.ts';
 
@@ -107,10 +107,11 @@ class PollingWorker implements WebhookWorker {
   readonly #onLocalWrite = (db: unknown) => {
     if (db === this.#ctx.database.db) this.#pollWake.wake();
   };
-  readonly #queueDepth = () => queueDepth(this.#ctx.database.db);
+  readonly #queueGauges: QueueGaugeSource;
 
   constructor(ctx: AppContext, options: WebhookWorkerOptions) {
     this.#ctx = ctx;
+    this.#queueGauges = queueGaugeSource(ctx.database.db);
     this.#clock = options.clock ?? Date.now;
     this.id = options.workerId ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
     this.#listenUrl = ctx.database.backend === 'postgres' ? (options.listenUrl ?? ctx.config.DATABASE_URL) : undefined;
@@ -154,7 +155,7 @@ class PollingWorker implements WebhookWorker {
       });
       await this.#listener.open();
     }
-    setQueueDepthSource(this.#queueDepth);
+    setQueueGaugeSource(this.#queueGauges);
     this.#loops = [this.#pollLoop(), this.#dispatcher.run()];
   }
 
@@ -170,7 +171,7 @@ class PollingWorker implements WebhookWorker {
     await Promise.all(this.#loops);
     await this.#dispatcher.drain();
     await this.#listener?.close();
-    releaseQueueDepthSource(this.#queueDepth);
+    releaseQueueGaugeSource(this.#queueGauges);
     await this.#dispatcher.close();
   }
 
@@ -204,6 +205,8 @@ class PollingWorker implements WebhookWorker {
         if (result.deliveries > result.handedOver.length) this.#dispatcher.wake();
         more = result.more;
         this.#pollFailures = 0;
+        // Wall time, whatever the injected clock: Prometheus compares it with its own (`time()`).
+        workerHeartbeat.setToCurrentTime({ loop: 'poll' });
         this.events.emit('polled', result);
         await this.#dispatcher.reconcileBrokers();
       } catch (error) {
