@@ -6,10 +6,12 @@
 import { readFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
+  ADMIN_OPERATIONS_FILE,
   API_TYPES_FILE,
   RESOURCE_CLIENTS_FILE,
   RESOURCES_FILE,
   buildOpenApiDocument,
+  renderAdminOperations,
   renderApiTypes,
   renderResourceClients,
   renderResources,
@@ -43,6 +45,13 @@ describe("the client's generated API types", () => {
     expect(
       readFileSync(RESOURCE_CLIENTS_FILE, 'utf8') === renderResourceClients(document),
       'packages/client/src/generated/resource-clients.ts is stale: run `npm run generate -w @store-api/client` and commit it',
+    ).toBe(true);
+  });
+
+  it("list the admin API's operations a key may call (run `npm run generate -w @store-api/client` if not)", () => {
+    expect(
+      readFileSync(ADMIN_OPERATIONS_FILE, 'utf8') === renderAdminOperations(document),
+      'packages/client/src/generated/admin-operations.ts is stale: run `npm run generate -w @store-api/client` and commit it',
     ).toBe(true);
   });
 

@@ -24,6 +24,8 @@ export const API_TYPES_FILE = fileURLToPath(new URL('../src/generated/api-types.
 export const RESOURCES_FILE = fileURLToPath(new URL('../src/generated/resources.ts', import.meta.url));
 /** Where the generated per-resource members of the client live. */
 export const RESOURCE_CLIENTS_FILE = fileURLToPath(new URL('../src/generated/resource-clients.ts', import.meta.url));
+/** Where the generated table of the admin API's operations lives. */
+export const ADMIN_OPERATIONS_FILE = fileURLToPath(new URL('../src/generated/admin-operations.ts', import.meta.url));
 
 const HEADER = [
   '/**',
@@ -145,6 +147,54 @@ ${members.join('\n')}
 `;
 }
 
+/** The admin API's prefix in the document's paths. */
+const ADMIN_PREFIX = '/admin/api/v1/';
+const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
+
+type OperationObject = { operationId?: string; security?: Record<string, string[]>[]; requestBody?: { content: Record<string, unknown> } };
+
+/** Whether an API key may be sent to the operation: its security (or the document's) names bearerAuth. */
+export function acceptsApiKey(operation: OperationObject, document: Record<string, unknown>): boolean {
+  const security = operation.security ?? (document.security as Record<string, string[]>[] | undefined) ?? [];
+  return security.some((requirement) => 'bearerAuth' in requirement);
+}
+
+/**
+ * The admin API's operations an API key may call, by operationId: method, path below
+ * /admin/api/v1/ and the media type of the body. Operations only a dashboard session can call (their
+ * security names no bearerAuth) are left out.
+ */
+export function adminOperations(document: Record<string, unknown>): Record<string, { method: string; path: string; body: string | null }> {
+  const paths = document.paths as Record<string, Partial<Record<(typeof METHODS)[number], OperationObject>>>;
+  const table: Record<string, { method: string; path: string; body: string | null }> = {};
+  for (const [path, item] of Object.entries(paths)) {
+    if (!path.startsWith(ADMIN_PREFIX)) continue;
+    for (const method of METHODS) {
+      const operation = item[method];
+      if (!operation || !acceptsApiKey(operation, document)) continue;
+      if (!operation.operationId) throw new Error(`${method.toUpperCase()} ${path} has no operationId`);
+      const body = operation.requestBody ? Object.keys(operation.requestBody.content)[0]! : null;
+      table[operation.operationId] = { method: method.toUpperCase(), path: path.slice(ADMIN_PREFIX.length), body };
+    }
+  }
+  return table;
+}
+
+/**
+ * The text of admin-operations.ts: `ADMIN_OPERATIONS` (adminOperations above), which the client's
+ * `admin.request(operationId, …)` and every `client.admin` method send through, so the method and
+ * path of each call come from the document.
+ */
+export function renderAdminOperations(document: Record<string, unknown>): string {
+  const rows = Object.entries(adminOperations(document)).map(([id, op]) => `  ${id}: ${JSON.stringify(op)},`);
+  return `${HEADER.replace('/* eslint-disable */\n', '')}
+/** The admin API's operations an API key may call, by operationId: method, path below /admin/api/v1/, the body's media type. */
+export const ADMIN_OPERATIONS = {
+${rows.join('\n')}
+} as const;
+`;
+}
+
 async function main(): Promise<void> {
   const at = process.argv.indexOf('--from');
   let document: Record<string, unknown>;
@@ -168,7 +218,8 @@ async function main(): Promise<void> {
   writeFileSync(API_TYPES_FILE, await renderApiTypes(document));
   writeFileSync(RESOURCES_FILE, renderResources(document));
   writeFileSync(RESOURCE_CLIENTS_FILE, renderResourceClients(document));
-  console.log(`wrote ${API_TYPES_FILE}, ${RESOURCES_FILE} and ${RESOURCE_CLIENTS_FILE}`);
+  writeFileSync(ADMIN_OPERATIONS_FILE, renderAdminOperations(document));
+  console.log(`wrote ${API_TYPES_FILE}, ${RESOURCES_FILE}, ${RESOURCE_CLIENTS_FILE} and ${ADMIN_OPERATIONS_FILE}`);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -6,6 +6,7 @@
  */
 import { StoreApiError } from './store-api.error.ts';
 import { networkError, requestWithRetries, type Answer, type RetryInfo, type RetryPolicy } from './http-transport.ts';
+import { withResponse, type ResponseMetadata, type WithResponse } from './response-metadata.ts';
 
 /** Options of `new StoreApiClient(...)`. */
 export interface StoreApiClientOptions {
@@ -105,13 +106,14 @@ export class ApiConnection {
   }
 
   /** The error for a 2xx answer of the wrong shape: something else answers at the base URL. */
-  notStoreApi(path: string, query: Query, what: string): StoreApiError {
+  notStoreApi(path: string, query: Query, what: string, lastResponse?: ResponseMetadata): StoreApiError {
     const url = this.urlOf(path, query);
     const request = `GET ${url.pathname}${url.search}`;
     return new StoreApiError(`${url.origin} did not answer like the Store Integration API (${what} on ${request}); check the base URL`, {
-      status: 200,
+      status: lastResponse?.status ?? 200,
       code: 'not_store_api',
       request,
+      lastResponse,
     });
   }
 
@@ -138,38 +140,42 @@ export class ApiConnection {
     return response;
   }
 
-  /** GET /api/v1/{path} as parsed JSON (retries per the policy). */
-  async getJson<B>(path: string, query: Query = {}, signal?: AbortSignal): Promise<B> {
+  /** GET /api/v1/{path} as parsed JSON, with its `lastResponse` (retries per the policy). */
+  async getJson<B>(path: string, query: Query = {}, signal?: AbortSignal): Promise<WithResponse<B>> {
     return this.requestJson<B>('GET', path, { query, signal });
   }
 
   /**
-   * Any call answered with JSON: `prefix` + `path` (default the read API, /api/v1/). A POST is
-   * retried only with an Idempotency-Key (`idempotencyKey`), as every admin POST of this client has.
+   * Any call answered with JSON: `prefix` + `path` (default the read API, /api/v1/). The parsed body
+   * carries the answer's metadata as a non-enumerable `lastResponse`. A body is sent as JSON, or, with
+   * a `contentType` other than JSON, as the string it is (a CSV upload). A POST is retried only with
+   * an Idempotency-Key (`idempotencyKey`), as every admin POST of this client has.
    */
   async requestJson<B>(
-    method: 'GET' | 'POST' | 'PATCH',
+    method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
     path: string,
     options: {
       query?: Query;
       body?: unknown;
+      contentType?: string;
       idempotencyKey?: string;
       signal?: AbortSignal;
       prefix?: string;
     } = {},
-  ): Promise<B> {
-    const { query = {}, body, idempotencyKey, signal, prefix } = options;
+  ): Promise<WithResponse<B>> {
+    const { query = {}, body, contentType = 'application/json', idempotencyKey, signal, prefix } = options;
     const url = this.urlOf(path, query, prefix);
     const headers: Record<string, string> = { ...this.#headers, accept: 'application/json' };
-    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (body !== undefined) headers['content-type'] = contentType;
     if (idempotencyKey !== undefined) headers['idempotency-key'] = idempotencyKey;
-    const { response, timer } = await requestWithRetries(
+    const asJson = /^application\/json/i.test(contentType);
+    const { response, timer, lastResponse } = await requestWithRetries(
       this.#fetch,
       {
         method,
         url,
         headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
+        body: body === undefined ? undefined : asJson ? JSON.stringify(body) : String(body),
         idempotent: method === 'GET' || idempotencyKey !== undefined,
         timeoutMs: this.timeouts.timeoutMs,
       },
@@ -189,13 +195,21 @@ export class ApiConnection {
     if (!/^application\/json/i.test(type)) {
       throw new StoreApiError(
         `${url.origin} did not answer like the Store Integration API (HTTP ${response.status}, ${type.split(';')[0] || 'no content type'} on ${request}); check the base URL`,
-        { status: response.status, code: 'not_store_api', request },
+        { status: response.status, code: 'not_store_api', request, lastResponse },
       );
     }
+    let parsed: B;
     try {
-      return JSON.parse(text) as B;
+      parsed = JSON.parse(text) as B;
     } catch (cause) {
-      throw new StoreApiError(`${url.origin} answered invalid JSON on ${request}`, { status: response.status, code: 'not_store_api', request, cause });
+      throw new StoreApiError(`${url.origin} answered invalid JSON on ${request}`, {
+        status: response.status,
+        code: 'not_store_api',
+        request,
+        cause,
+        lastResponse,
+      });
     }
+    return withResponse(parsed, lastResponse);
   }
 }

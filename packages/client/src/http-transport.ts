@@ -4,6 +4,7 @@
  */
 import { decideRetry, type RetrySettings } from './retry-policy.ts';
 import { StoreApiError } from './store-api.error.ts';
+import { responseMetadata, type ResponseMetadata } from './response-metadata.ts';
 import type { Problem, ProblemCode } from './resource-types.ts';
 
 /** Why a request is about to be retried, for logging (`onRetry`). */
@@ -106,10 +107,16 @@ export function networkCode(error: StoreApiError): string | undefined {
   return causeCode(error.cause);
 }
 
-/** The StoreApiError for a non-2xx answer, reading its problem+json body. */
-export async function errorFromResponse(response: Response, url: URL, method = 'GET'): Promise<StoreApiError> {
-  const request = `${method} ${url.pathname}${url.search}`;
-  const requestId = response.headers.get('x-request-id') ?? undefined;
+/** The StoreApiError for a non-2xx answer, reading its problem+json body; `lastResponse` is its metadata. */
+export async function errorFromResponse(
+  response: Response,
+  url: URL,
+  method = 'GET',
+  metadata: ResponseMetadata = responseMetadata(response, `${method} ${url.pathname}${url.search}`),
+): Promise<StoreApiError> {
+  const request = metadata.request;
+  const requestId = metadata.requestId;
+  const lastResponse = metadata;
   const type = response.headers.get('content-type') ?? '';
   const text = await response.text().catch(() => '');
   let problem: Problem | undefined;
@@ -128,11 +135,12 @@ export async function errorFromResponse(response: Response, url: URL, method = '
         code: 'server_error',
         request,
         requestId,
+        lastResponse,
       });
     }
     return new StoreApiError(
       `${url.origin} did not answer like the Store Integration API (HTTP ${response.status}${type ? `, ${type.split(';')[0]}` : ''} on ${request}); check the base URL`,
-      { status: response.status, code: 'not_store_api', request, requestId },
+      { status: response.status, code: 'not_store_api', request, requestId, lastResponse },
     );
   }
   const detail = problem.detail ?? problem.title;
@@ -143,7 +151,7 @@ export async function errorFromResponse(response: Response, url: URL, method = '
       : response.status === 403
         ? `The token lacks the scope for ${request} (403 ${problem.code}): ${detail}`
         : `${response.status} ${problem.title} on ${request}: ${detail}${params}`;
-  return new StoreApiError(message, { status: response.status, code: problem.code as ProblemCode, problem, request, requestId });
+  return new StoreApiError(message, { status: response.status, code: problem.code as ProblemCode, problem, request, requestId, lastResponse });
 }
 
 /** Waits `ms`, or rejects when `signal` aborts. */
@@ -164,7 +172,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 /** One request of the client. */
 export interface RequestSpec {
-  method: 'GET' | 'POST' | 'PATCH';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   url: URL;
   headers: Record<string, string>;
   /** JSON text of the body. */
@@ -179,6 +187,8 @@ export interface RequestSpec {
 export interface Answer {
   response: Response;
   timer: AttemptTimer;
+  /** The answer's metadata (status, request id, rate limit, attempts …). */
+  lastResponse: ResponseMetadata;
 }
 
 /**
@@ -187,6 +197,8 @@ export interface Answer {
  */
 export async function requestWithRetries(fetchImpl: typeof fetch, spec: RequestSpec, policy: RetryPolicy, signal?: AbortSignal): Promise<Answer> {
   const { method, url, headers, body, idempotent } = spec;
+  const request = `${method} ${url.pathname}${url.search}`;
+  const idempotencyKey = headers['idempotency-key'];
   for (let attempt = 1; ; attempt++) {
     let error: StoreApiError;
     let decision;
@@ -194,8 +206,9 @@ export async function requestWithRetries(fetchImpl: typeof fetch, spec: RequestS
     timer.arm(spec.timeoutMs, 'answer');
     try {
       const response = await fetchImpl(url, { method, headers, body, signal: timer.signal });
-      if (response.ok) return { response, timer };
-      error = await errorFromResponse(response, url, method);
+      const lastResponse = responseMetadata(response, request, { attempts: attempt, idempotencyKey });
+      if (response.ok) return { response, timer, lastResponse };
+      error = await errorFromResponse(response, url, method, lastResponse);
       timer.clear();
       decision = decideRetry({ kind: 'status', status: response.status, retryAfter: response.headers.get('retry-after'), code: error.code }, attempt, policy, {
         idempotent,

@@ -9,8 +9,30 @@ export { ResourceClient, ResourceWithGet, isSnapshotUnsupported, isChecksumsUnsu
 export { RecordIterator, cursorAfter, DEFAULT_TO_ARRAY_MAX } from './record-iterator.ts';
 export type { IterateOptions, PageProgress } from './record-iterator.ts';
 export type { ResourceClientsByName } from './generated/resource-clients.ts';
-export { AdminClient, AdminTokens, AdminWebhookEndpoints, AdminDeliveries } from './admin.client.ts';
-export type { AdminCallOptions, ApiToken, ApiTokenWithSecret, WebhookEndpoint, WebhookDelivery } from './admin.client.ts';
+export {
+  AdminClient,
+  AdminTokens,
+  AdminWebhookEndpoints,
+  AdminDeliveries,
+  AdminProducts,
+  AdminOrders,
+  AdminCustomers,
+  AdminInventory,
+  AdminAuditLog,
+} from './admin.client.ts';
+export type {
+  AdminAnswer,
+  AdminCallOptions,
+  AdminOperationId,
+  AdminParams,
+  ApiToken,
+  ApiTokenWithSecret,
+  AuditLogEntry,
+  WebhookEndpoint,
+  WebhookDelivery,
+} from './admin.client.ts';
+export { ADMIN_OPERATIONS } from './generated/admin-operations.ts';
+export type { RateLimitInfo, ResponseMetadata, WithResponse } from './response-metadata.ts';
 export { StoreApiError } from './store-api.error.ts';
 export { lines as ndjsonLines, TruncatedBodyError } from './ndjson-lines.ts';
 export type { ClientErrorCode, StoreApiErrorCode } from './store-api.error.ts';

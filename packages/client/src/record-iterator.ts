@@ -3,6 +3,7 @@
  * cursor format the API builds (`<last_modified>_<id>`).
  */
 import { StoreApiError } from './store-api.error.ts';
+import type { ResponseMetadata } from './response-metadata.ts';
 
 /** Options of an iterator. */
 export interface IterateOptions {
@@ -23,6 +24,8 @@ export interface PageProgress {
   count: number;
   /** Whether more pages follow. */
   hasMore: boolean;
+  /** The metadata of the answer this page came from (request id, rate-limit budget …). */
+  lastResponse: ResponseMetadata;
 }
 
 /**
@@ -44,6 +47,11 @@ export class RecordIterator<T> implements AsyncIterable<T> {
    * and exports, which do not announce their size.
    */
   total: number | null = null;
+  /**
+   * The metadata of the latest answer of the walk (a list page, an export request, the snapshot):
+   * status, request id, the rate-limit budget left; null until the first request answers.
+   */
+  lastResponse: ResponseMetadata | null = null;
   readonly #source: (self: RecordIterator<T>) => AsyncGenerator<T>;
   #started = false;
 

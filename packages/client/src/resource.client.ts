@@ -9,6 +9,7 @@ import { networkError } from './http-transport.ts';
 import type { ApiConnection, Query } from './api-connection.ts';
 import { RecordIterator, cursorAfter, type Cursored, type IterateOptions } from './record-iterator.ts';
 import type { Page, RangeChecksum, RecordChecksum } from './resource-types.ts';
+import { trackResponses, withResponse, type ResponseMetadata, type WithResponse } from './response-metadata.ts';
 
 /** The list, iterate and export calls of one resource. */
 export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Query> {
@@ -17,11 +18,11 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
     protected readonly path: string,
   ) {}
 
-  /** One page: GET /api/v1/{resource}. */
-  async list(query: LQ = {} as LQ, options: { signal?: AbortSignal } = {}): Promise<Page<T>> {
+  /** One page: GET /api/v1/{resource}, with the answer's metadata as `lastResponse`. */
+  async list(query: LQ = {} as LQ, options: { signal?: AbortSignal } = {}): Promise<WithResponse<Page<T>>> {
     const page = await this.client.getJson<Page<T>>(this.path, query, options.signal);
     if (!Array.isArray(page?.data) || typeof page.pagination?.has_more !== 'boolean') {
-      throw this.client.notStoreApi(this.path, query, 'a list without data and pagination');
+      throw this.client.notStoreApi(this.path, query, 'a list without data and pagination', page?.lastResponse);
     }
     return page;
   }
@@ -36,13 +37,14 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
     while (true) {
       const page = await this.list({ ...query, cursor } as LQ, { signal: options.signal });
       self.pages++;
+      self.lastResponse = page.lastResponse;
       for (const record of page.data) {
         yield record;
         self.count++;
         self.cursor = cursorAfter(record);
       }
       self.cursor = page.pagination.next_cursor ?? self.cursor;
-      await options.onPage?.({ cursor: self.cursor, count: page.data.length, hasMore: page.pagination.has_more });
+      await options.onPage?.({ cursor: self.cursor, count: page.data.length, hasMore: page.pagination.has_more, lastResponse: page.lastResponse });
       // An empty page with has_more would never advance; the API never sends one, but never loop on it.
       if (!page.pagination.has_more || page.data.length === 0) return;
       cursor = self.cursor ?? undefined;
@@ -63,7 +65,8 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
     let failures = 0;
     while (true) {
       const cursor = self.cursor ?? undefined;
-      const { response, timer } = await this.client.getAnswer(exportPath, { ...query, cursor }, 'application/x-ndjson', options.signal);
+      const { response, timer, lastResponse } = await this.client.getAnswer(exportPath, { ...query, cursor }, 'application/x-ndjson', options.signal);
+      self.lastResponse = lastResponse;
       const url = response.url ? new URL(response.url) : this.client.urlOf(exportPath, { ...query, cursor });
       const hasMore = response.headers.get('x-has-more');
       const nextCursor = response.headers.get('x-next-cursor');
@@ -72,7 +75,7 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
         await response.body?.cancel().catch(() => {});
         throw new StoreApiError(
           `${url.origin} did not answer like the Store Integration API (no X-Has-More header on GET ${url.pathname}); check the base URL`,
-          { status: response.status, code: 'not_store_api', request: `GET ${url.pathname}${url.search}` },
+          { status: response.status, code: 'not_store_api', request: `GET ${url.pathname}${url.search}`, lastResponse },
         );
       }
       self.pages++;
@@ -80,7 +83,7 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
       const idle = this.client.timeouts.idleTimeoutMs;
       timer.arm(idle, 'idle');
       try {
-        for await (const record of this.#records(response, url, 'export', timer.signal, () => timer.arm(idle, 'idle'))) {
+        for await (const record of this.#records(response, url, 'export', lastResponse, timer.signal, () => timer.arm(idle, 'idle'))) {
           yield record;
           count++;
           self.count++;
@@ -90,7 +93,7 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
       } catch (error) {
         timer.clear();
         if (error instanceof StoreApiError) throw error;
-        const failure = this.#brokenOff(error, response, url, 'export') ?? networkError(error, url, options.signal, 'GET', timer);
+        const failure = this.#brokenOff(error, lastResponse, url, 'export') ?? networkError(error, url, options.signal, 'GET', timer);
         const limit = failure.code === 'timeout' ? (this.client.retryPolicy.maxTimeoutRetries ?? 0) : this.client.retryPolicy.maxRetries;
         if (failure.code === 'aborted' || ++failures > limit) throw failure;
         // Resume from the last record consumed: nothing is skipped, nothing repeated.
@@ -104,13 +107,13 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
         // closing early): going on from X-Next-Cursor would skip records, so resume from the last one.
         const failure = new StoreApiError(
           `The export of ${this.path} from ${url.origin} ended after ${count} records, before the page's last one (connection lost)`,
-          { status: response.status, code: 'network_error', request: `GET ${url.pathname}${url.search}` },
+          { status: response.status, code: 'network_error', request: `GET ${url.pathname}${url.search}`, lastResponse },
         );
         if (++failures > this.client.retryPolicy.maxRetries) throw failure;
         this.client.retryPolicy.onRetry?.({ attempt: failures, delayMs: 0, status: undefined, error: failure });
         continue;
       }
-      await options.onPage?.({ cursor: self.cursor, count, hasMore: hasMore === 'true' });
+      await options.onPage?.({ cursor: self.cursor, count, hasMore: hasMore === 'true', lastResponse });
       if (hasMore !== 'true' || count === 0) return;
     }
   }
@@ -119,15 +122,29 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
    * Count and checksum of the records per id range, `digits` (1–3, default 2) hex digits past
    * `prefix` (default every record): GET /api/v1/{resource}/checksums. Filters as in the list.
    */
-  async checksums(query: { prefix?: string; digits?: number } & Query = {}, options: { signal?: AbortSignal } = {}): Promise<RangeChecksum[]> {
+  async checksums(query: { prefix?: string; digits?: number } & Query = {}, options: { signal?: AbortSignal } = {}): Promise<WithResponse<RangeChecksum[]>> {
     const path = `${this.path}/checksums`;
     const body = await this.client.getJson<{ data: RangeChecksum[] }>(path, query, options.signal);
-    if (!Array.isArray(body?.data)) throw this.client.notStoreApi(path, query, 'an answer without data');
-    return body.data;
+    if (!Array.isArray(body?.data)) throw this.client.notStoreApi(path, query, 'an answer without data', body?.lastResponse);
+    return withResponse(body.data, body.lastResponse);
   }
 
-  /** Every record's checksum in the range `prefix`, by id, request after request (GET /api/v1/{resource}/checksums/records). */
-  async *recordChecksums(query: { prefix?: string; limit?: number } & Query = {}, options: { signal?: AbortSignal } = {}): AsyncGenerator<RecordChecksum> {
+  /**
+   * Every record's checksum in the range `prefix`, by id, request after request (GET
+   * /api/v1/{resource}/checksums/records); `lastResponse` is the latest request's metadata.
+   */
+  recordChecksums(
+    query: { prefix?: string; limit?: number } & Query = {},
+    options: { signal?: AbortSignal } = {},
+  ): AsyncGenerator<RecordChecksum> & { readonly lastResponse: ResponseMetadata | null } {
+    return trackResponses((track) => this.#walkRecordChecksums(query, options, track));
+  }
+
+  async *#walkRecordChecksums(
+    query: { prefix?: string; limit?: number } & Query,
+    options: { signal?: AbortSignal },
+    track: (metadata: ResponseMetadata) => void,
+  ): AsyncGenerator<RecordChecksum> {
     const path = `${this.path}/checksums/records`;
     let after: string | undefined;
     for (;;) {
@@ -137,7 +154,8 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
         options.signal,
       );
       if (!Array.isArray(page?.data) || typeof page.pagination?.has_more !== 'boolean')
-        throw this.client.notStoreApi(path, query, 'a page without data and pagination');
+        throw this.client.notStoreApi(path, query, 'a page without data and pagination', page?.lastResponse);
+      track(page.lastResponse);
       yield* page.data;
       if (!page.pagination.has_more || page.data.length === 0 || page.pagination.next_cursor === null) return;
       after = page.pagination.next_cursor;
@@ -161,14 +179,17 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
     let failures = 0;
     while (true) {
       const cursor = self.cursor ?? undefined;
-      const response = await this.client.getResponse(snapshotPath, { ...query, cursor }, 'application/x-ndjson', options.signal);
+      const { response, timer, lastResponse } = await this.client.getAnswer(snapshotPath, { ...query, cursor }, 'application/x-ndjson', options.signal);
+      // A snapshot's body may take as long as the resource is large: no limit past its headers.
+      timer.clear();
+      self.lastResponse = lastResponse;
       const url = response.url ? new URL(response.url) : this.client.urlOf(snapshotPath, { ...query, cursor });
       const endCursor = response.headers.get('x-snapshot-cursor');
       if (!endCursor) {
         await response.body?.cancel().catch(() => {});
         throw new StoreApiError(
           `${url.origin} did not answer like the Store Integration API (no X-Snapshot-Cursor header on GET ${url.pathname}); check the base URL`,
-          { status: response.status, code: 'not_store_api', request: `GET ${url.pathname}${url.search}` },
+          { status: response.status, code: 'not_store_api', request: `GET ${url.pathname}${url.search}`, lastResponse },
         );
       }
       self.pages++;
@@ -177,7 +198,7 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
       if (Number.isSafeInteger(announced) && announced >= 0) self.total = self.count + announced;
       let count = 0;
       try {
-        for await (const record of this.#records(response, url, 'snapshot', options.signal)) {
+        for await (const record of this.#records(response, url, 'snapshot', lastResponse, options.signal)) {
           yield record;
           count++;
           self.count++;
@@ -186,19 +207,26 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
         }
       } catch (error) {
         if (error instanceof StoreApiError) throw error;
-        const failure = this.#brokenOff(error, response, url, 'snapshot') ?? networkError(error, url, options.signal);
+        const failure = this.#brokenOff(error, lastResponse, url, 'snapshot') ?? networkError(error, url, options.signal);
         if (failure.code === 'aborted' || ++failures > this.client.retryPolicy.maxRetries) throw failure;
         this.client.retryPolicy.onRetry?.({ attempt: failures, delayMs: 0, status: undefined, error: failure });
         continue;
       }
       self.cursor = endCursor;
-      await options.onPage?.({ cursor: self.cursor, count, hasMore: false });
+      await options.onPage?.({ cursor: self.cursor, count, hasMore: false, lastResponse });
       return;
     }
   }
 
   /** The records of an NDJSON answer (an export page or a snapshot), parsed line by line as they arrive. */
-  async *#records(response: Response, url: URL, what: 'export' | 'snapshot', signal: AbortSignal | undefined, onLine?: () => void): AsyncGenerator<T> {
+  async *#records(
+    response: Response,
+    url: URL,
+    what: 'export' | 'snapshot',
+    lastResponse: ResponseMetadata,
+    signal: AbortSignal | undefined,
+    onLine?: () => void,
+  ): AsyncGenerator<T> {
     if (!response.body) return;
     for await (const line of lines(response.body, signal)) {
       onLine?.();
@@ -211,6 +239,7 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
           code: 'not_store_api',
           request: `GET ${url.pathname}${url.search}`,
           cause,
+          lastResponse,
         });
       }
       yield record;
@@ -218,13 +247,14 @@ export class ResourceClient<T extends Cursored, LQ extends Query, EQ extends Que
   }
 
   /** The error of a stream cut in the middle of a line, or undefined for any other failure. */
-  #brokenOff(error: unknown, response: Response, url: URL, what: 'export' | 'snapshot'): StoreApiError | undefined {
+  #brokenOff(error: unknown, lastResponse: ResponseMetadata, url: URL, what: 'export' | 'snapshot'): StoreApiError | undefined {
     if (!(error instanceof TruncatedBodyError)) return undefined;
     return new StoreApiError(`The ${what} of ${this.path} from ${url.origin} broke off in the middle of a line (connection lost)`, {
-      status: response.status,
+      status: lastResponse.status,
       code: 'network_error',
       request: `GET ${url.pathname}${url.search}`,
       cause: error,
+      lastResponse,
     });
   }
 }
@@ -248,11 +278,11 @@ function isEndpointUnsupported(error: unknown): boolean {
 
 /** A resource that also has GET /api/v1/{resource}/{id}. */
 export class ResourceWithGet<T extends Cursored, LQ extends Query, EQ extends Query> extends ResourceClient<T, LQ, EQ> {
-  /** One record by id; a StoreApiError with status 404 when there is none. */
-  async get(id: string, options: { signal?: AbortSignal } = {}): Promise<T> {
+  /** One record by id, with the answer's metadata as `lastResponse`; a StoreApiError with status 404 when there is none. */
+  async get(id: string, options: { signal?: AbortSignal } = {}): Promise<WithResponse<T>> {
     const path = `${this.path}/${encodeURIComponent(id)}`;
     const body = await this.client.getJson<{ data: T }>(path, {}, options.signal);
-    if (typeof body?.data !== 'object' || body.data === null) throw this.client.notStoreApi(path, {}, 'a body without data');
-    return body.data;
+    if (typeof body?.data !== 'object' || body.data === null) throw this.client.notStoreApi(path, {}, 'a body without data', body?.lastResponse);
+    return withResponse(body.data, body.lastResponse);
   }
 }

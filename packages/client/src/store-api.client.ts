@@ -8,6 +8,7 @@ import { AdminClient } from './admin.client.ts';
 import { ResourceClients } from './generated/resource-clients.ts';
 import { RecordIterator, type IterateOptions } from './record-iterator.ts';
 import { ResourceClient } from './resource.client.ts';
+import type { WithResponse } from './response-metadata.ts';
 import type {
   Attribute,
   AttributeListQuery,
@@ -42,11 +43,11 @@ export class StoreApiClient extends ResourceClients {
   readonly admin: AdminClient = new AdminClient(this);
 
   /** GET /api/v1/products: one page of products. */
-  listProducts(query?: ProductListQuery): Promise<Page<Product>> {
+  listProducts(query?: ProductListQuery): Promise<WithResponse<Page<Product>>> {
     return this.products.list(query);
   }
   /** GET /api/v1/products/{id}. */
-  getProduct(id: string): Promise<Product> {
+  getProduct(id: string): Promise<WithResponse<Product>> {
     return this.products.get(id);
   }
   /** Every product, page after page. */
@@ -59,11 +60,11 @@ export class StoreApiClient extends ResourceClients {
   }
 
   /** GET /api/v1/orders: one page of orders. */
-  listOrders(query?: OrderListQuery): Promise<Page<Order>> {
+  listOrders(query?: OrderListQuery): Promise<WithResponse<Page<Order>>> {
     return this.orders.list(query);
   }
   /** GET /api/v1/orders/{id}. */
-  getOrder(id: string): Promise<Order> {
+  getOrder(id: string): Promise<WithResponse<Order>> {
     return this.orders.get(id);
   }
   /** Every order, page after page. */
@@ -76,11 +77,11 @@ export class StoreApiClient extends ResourceClients {
   }
 
   /** GET /api/v1/customers: one page of customers. */
-  listCustomers(query?: CustomerListQuery): Promise<Page<Customer>> {
+  listCustomers(query?: CustomerListQuery): Promise<WithResponse<Page<Customer>>> {
     return this.customers.list(query);
   }
   /** GET /api/v1/customers/{id}. */
-  getCustomer(id: string): Promise<Customer> {
+  getCustomer(id: string): Promise<WithResponse<Customer>> {
     return this.customers.get(id);
   }
   /** Every customer, page after page. */
@@ -93,7 +94,7 @@ export class StoreApiClient extends ResourceClients {
   }
 
   /** GET /api/v1/inventory: one page of inventory records. */
-  listInventory(query?: InventoryListQuery): Promise<Page<InventoryRecord>> {
+  listInventory(query?: InventoryListQuery): Promise<WithResponse<Page<InventoryRecord>>> {
     return this.inventory.list(query);
   }
   /** Every inventory record, page after page. */
@@ -106,7 +107,7 @@ export class StoreApiClient extends ResourceClients {
   }
 
   /** GET /api/v1/inventory/movements: one page of stock movements. */
-  listStockMovements(query?: StockMovementListQuery): Promise<Page<StockMovement>> {
+  listStockMovements(query?: StockMovementListQuery): Promise<WithResponse<Page<StockMovement>>> {
     return this.movements.list(query);
   }
   /** Every stock movement, page after page. */
@@ -119,7 +120,7 @@ export class StoreApiClient extends ResourceClients {
   }
 
   /** GET /api/v1/events: one page of the events feed. */
-  listEvents(query?: EventListQuery): Promise<Page<StoreEvent>> {
+  listEvents(query?: EventListQuery): Promise<WithResponse<Page<StoreEvent>>> {
     return this.events.list(query);
   }
   /** Every event of the feed from `query.cursor` on, page after page. */
@@ -132,10 +133,10 @@ export class StoreApiClient extends ResourceClients {
   }
 
   /** GET /api/v1/attributes: one page of the variants' distinct attribute keys with their values, by key. */
-  async listAttributes(query: AttributeListQuery = {}, options: { signal?: AbortSignal } = {}): Promise<Page<Attribute>> {
+  async listAttributes(query: AttributeListQuery = {}, options: { signal?: AbortSignal } = {}): Promise<WithResponse<Page<Attribute>>> {
     const page = await this.getJson<Page<Attribute>>('attributes', query, options.signal);
     if (!Array.isArray(page?.data) || typeof page.pagination?.has_more !== 'boolean') {
-      throw this.notStoreApi('attributes', query, 'a list without data and pagination');
+      throw this.notStoreApi('attributes', query, 'a list without data and pagination', page?.lastResponse);
     }
     return page;
   }
@@ -149,13 +150,14 @@ export class StoreApiClient extends ResourceClients {
     while (true) {
       const page = await this.listAttributes({ ...query, cursor }, { signal: options.signal });
       self.pages++;
+      self.lastResponse = page.lastResponse;
       for (const attribute of page.data) {
         yield attribute;
         self.count++;
         self.cursor = attribute.key;
       }
       self.cursor = page.pagination.next_cursor ?? self.cursor;
-      await options.onPage?.({ cursor: self.cursor, count: page.data.length, hasMore: page.pagination.has_more });
+      await options.onPage?.({ cursor: self.cursor, count: page.data.length, hasMore: page.pagination.has_more, lastResponse: page.lastResponse });
       if (!page.pagination.has_more || page.data.length === 0) return;
       cursor = self.cursor ?? undefined;
     }

@@ -4,6 +4,7 @@
  * is one line saying what went wrong and what to check.
  */
 import type { Problem, ProblemCode } from './resource-types.ts';
+import type { ResponseMetadata } from './response-metadata.ts';
 
 /** Codes for failures the service did not answer with a problem+json body. */
 export type ClientErrorCode =
@@ -36,14 +37,31 @@ export class StoreApiError extends Error {
   readonly request: string;
   /** X-Request-Id of the answer, to find the request in the service's logs. */
   readonly requestId: string | undefined;
+  /**
+   * The metadata of the answer that failed (status, request id, rate limit, Retry-After, headers);
+   * undefined when the service did not answer (network_error, timeout, aborted).
+   */
+  readonly lastResponse: ResponseMetadata | undefined;
 
-  constructor(message: string, init: { status?: number; code: StoreApiErrorCode; problem?: Problem; request: string; requestId?: string; cause?: unknown }) {
+  constructor(
+    message: string,
+    init: {
+      status?: number;
+      code: StoreApiErrorCode;
+      problem?: Problem;
+      request: string;
+      requestId?: string;
+      cause?: unknown;
+      lastResponse?: ResponseMetadata;
+    },
+  ) {
     super(message, init.cause === undefined ? undefined : { cause: init.cause });
     this.status = init.status;
     this.code = init.code;
     this.problem = init.problem;
     this.request = init.request;
-    this.requestId = init.requestId;
+    this.requestId = init.requestId ?? init.lastResponse?.requestId;
+    this.lastResponse = init.lastResponse;
   }
 
   /** The parameter errors of a 400 (`errors` of the problem), empty otherwise. */
