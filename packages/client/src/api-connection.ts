@@ -40,7 +40,7 @@ export interface StoreApiClientOptions {
 }
 
 /** The package's version (kept equal to package.json's by a test). */
-export const VERSION = '0.2.0';
+export const VERSION = '0.3.0';
 
 type QueryValue = string | number | boolean | undefined | null;
 /** Query parameters of a call: undefined and null values are left out, arrays repeat the parameter. */
