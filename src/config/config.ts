@@ -176,6 +176,12 @@ export const EnvSchema = Type.Object({
   AUDIT_LOG_RETENTION_MS: Int(31_536_000_000, 1000, 315_360_000_000, "How long entries of the administrators' audit log are kept"),
   RETENTION_INTERVAL_MS: Int(600_000, 1000, 86_400_000, 'Time between pruning runs of the worker role'),
   RETENTION_BATCH_SIZE: Int(1000, 1, 100_000, 'Rows deleted per pruning statement (each in its own short transaction)'),
+  READINESS_BUSY_MS: Int(
+    60_000,
+    0,
+    3_600_000,
+    "Embedded database: while /readyz's own check waits behind other work (a large import, a long statement), it still answers 200 as long as the database's thread is alive and has answered a statement within this many ms; past it, 503. 0 = a check unanswered within 2 s is 503",
+  ),
   PGLITE_SHARED_BUFFERS_MB: Int(
     8,
     1,

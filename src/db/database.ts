@@ -48,6 +48,12 @@ export interface DatabaseHandle {
   readonly readRows?: RowReader;
   /** Embedded database in its own thread: what that thread runs with (db/pglite-worker.ts); undefined otherwise. */
   readonly threadStats?: () => Promise<ThreadStats>;
+  /**
+   * Embedded database in its own thread: whether the thread runs, and how long (ms) since it last
+   * answered a statement (PGliteThread.activity; /readyz tells a busy database from a gone one);
+   * undefined otherwise.
+   */
+  readonly activity?: () => { alive: boolean; quietMs: number };
   /** Set when this open filled an empty data directory from a template holding a demo store. */
   readonly templateDemo?: TemplateStamp['demo'];
   /** The store scopes of this database's connections (db/store-scope.ts): its default, and each session's. */
@@ -308,6 +314,7 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
     ...(thread
       ? {
           threadStats: () => thread.stats(),
+          activity: () => thread.activity(),
           // The copy is sent in a turn of the connection, taken as any statement's (a request
           // transaction's own connection inside one; a step's inside runGivingWay), and the turn
           // ends once it is sent, not answered: the thread runs what it is sent in order, so the

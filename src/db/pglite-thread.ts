@@ -64,6 +64,8 @@ export class PGliteThread {
   readonly #copyAreasTaken = new Int32Array(new SharedArrayBuffer(4 * COPY_AREAS));
   #next = 1;
   #exited: string | undefined;
+  /** When the worker last answered, or was handed work while it had none (ms since the epoch). */
+  #lastProgressAt = Date.now();
   closed = false;
   ready = false;
   readonly waitReady: Promise<void>;
@@ -127,6 +129,7 @@ export class PGliteThread {
   }
 
   #settle(reply: WorkerReply): void {
+    this.#lastProgressAt = Date.now();
     const pending = this.#pending.get(reply.id);
     if (!pending) return;
     this.#pending.delete(reply.id);
@@ -139,7 +142,10 @@ export class PGliteThread {
     if (this.#exited) return Promise.reject(Object.assign(new Error(this.#exited), { code: '57P01' }));
     const id = this.#next++;
     return new Promise((resolve, reject) => {
-      if (this.#pending.size === 0) this.#worker.ref();
+      if (this.#pending.size === 0) {
+        this.#worker.ref();
+        this.#lastProgressAt = Date.now();
+      }
       this.#pending.set(id, { resolve, reject, since: Date.now() });
       this.#worker.postMessage({ ...request, id });
     });
@@ -155,6 +161,15 @@ export class PGliteThread {
   /** The thread's young generation and buffer slack as it runs with them, and its early collections so far. */
   async stats(): Promise<ThreadStats> {
     return (await this.#send({ op: 'stats' })).stats!;
+  }
+
+  /**
+   * Whether the worker runs, and how long (ms) since it last answered anything or was handed work
+   * while it had none: a busy thread answers every statement of an import's steps, a wedged or
+   * stopped one nothing (/readyz, ops/ops.routes.ts).
+   */
+  activity(): { alive: boolean; quietMs: number } {
+    return { alive: this.#exited === undefined && !this.closed, quietMs: Date.now() - this.#lastProgressAt };
   }
 
   /** Statements waiting for or running in the worker (metrics). */

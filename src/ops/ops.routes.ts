@@ -3,7 +3,9 @@
  * them off the public internet at the load balancer if that matters — see docs/operations.md):
  *   GET /healthz   the process is up and serving (liveness)
  *   GET /readyz    the database answers, can write (no recent out-of-space error) and its schema is current
- *                  (readiness); 503 problem+json otherwise
+ *                  (readiness); 503 problem+json otherwise. The embedded database busy with other
+ *                  work (a large import) is ready while its thread lives and makes progress
+ *                  (READINESS_BUSY_MS): busy is not gone, and an orchestrator must not restart it
  *   GET /metrics   Prometheus text format, prom-client's default registry
  */
 import { asPlatform, OWNER_SCOPE, runInScope } from '../db/store-scope.ts';
@@ -15,9 +17,13 @@ import { ProblemSchema } from '../api/schemas.ts';
 import { sendProblem } from '../api/plugins/error-handler.ts';
 import { metricsRegistry } from './metrics.ts';
 import { DATABASE_RETRY_AFTER_SECONDS } from '../shared/db-errors.ts';
+import type { DatabaseHandle } from '../db/database.ts';
 
-/** How long /readyz waits for the database before calling it unreachable. */
+/** How long /readyz waits for the database before calling it unreachable (or, embedded, busy). */
 const READINESS_TIMEOUT_MS = 2000;
+
+/** The readiness check got no answer in time (as opposed to an error from the database). */
+class NoAnswerInTime extends Error {}
 
 const HealthBody = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false });
 const ReadyBody = Type.Object(
@@ -32,13 +38,28 @@ const ReadyBody = Type.Object(
 async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    timer = setTimeout(() => reject(new NoAnswerInTime(`no answer within ${ms} ms`)), ms);
   });
   try {
     return await Promise.race([work, timeout]);
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Why the embedded database, whose readiness check got no answer in time, is not ready; undefined
+ * when it is only busy: its thread runs and has answered a statement within `busyMs` (the check
+ * waits in the queue of its one connection behind an import's steps or a long statement). A stopped
+ * thread, one wedged in a statement, or PostgreSQL not answering is not ready.
+ */
+function notReadyWhenBusy(database: DatabaseHandle, busyMs: number): string | undefined {
+  const activity = database.activity?.();
+  if (!activity?.alive) return 'The database is unreachable.';
+  if (activity.quietMs >= busyMs) {
+    return `The embedded database has answered no statement for ${(activity.quietMs / 1000).toFixed(1)} s (READINESS_BUSY_MS=${busyMs}).`;
+  }
+  return undefined;
 }
 
 export async function opsRoutes(app: FastifyInstance): Promise<void> {
@@ -83,8 +104,16 @@ export async function opsRoutes(app: FastifyInstance): Promise<void> {
           READINESS_TIMEOUT_MS,
         );
       } catch (error) {
-        request.log.warn({ err: error }, 'readiness check: database unreachable');
-        return sendProblem(reply, 'service_unavailable', 'The database is unreachable.', undefined, { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) });
+        const notReady =
+          error instanceof NoAnswerInTime ? notReadyWhenBusy(app.ctx.database, app.ctx.config.READINESS_BUSY_MS) : 'The database is unreachable.';
+        if (notReady === undefined) {
+          // Its migrations ran at this process's start, and no other process can open its data
+          // directory meanwhile (db/data-dir-lock.ts): current.
+          request.log.debug('readiness check: the embedded database is busy with other work; ready');
+          return { status: 'ready' as const, database: 'ok' as const, migrations: 'current' as const };
+        }
+        request.log.warn({ err: error }, `readiness check: ${notReady}`);
+        return sendProblem(reply, 'service_unavailable', notReady, undefined, { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) });
       }
       if (pending.length > 0) {
         return sendProblem(reply, 'service_unavailable', `Database migrations are pending: ${pending.join(', ')}. Run \`store-api migrate\`.`);
