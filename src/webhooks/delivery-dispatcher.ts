@@ -29,6 +29,9 @@ import { CLAIM_AHEAD_ROUNDS, answeredFast, claimAhead, nextConcurrencyLimit, typ
 import type { Handover, PollResult } from './event-poller.ts';
 import { WebhookHttpClient, type HttpAttemptResult } from './webhook-http-client.ts';
 import { DeliveryTransport } from './delivery-transport.ts';
+import { destinationKind } from './webhook-destination.ts';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, type Attributes, type SpanContext } from '@opentelemetry/api';
+import { activeTracing, inSpan, injectTraceHeaders, storedTraceContext } from '../shared/tracing.ts';
 import { enabledEndpointUrls } from './webhook-endpoint.repository.ts';
 import { signatureHeaders } from './webhook-signing.ts';
 import { loopBackoffMs, Wakeable } from './wakeable.ts';
@@ -132,6 +135,8 @@ export class DeliveryDispatcher {
   /** Breaker openings this worker has settled so far (see EndpointSlots.openedAt). */
   #breakerVerdicts = 0;
   readonly #transport: DeliveryTransport;
+  /** With tracing on: the span of the claim (or poll) that took each delivery, which its attempt's span links to. */
+  readonly #claimSpans = new WeakMap<ClaimedDelivery, SpanContext>();
   readonly #brokerReconcileMs: number;
   #brokersReconciledAt = 0;
   readonly #dispatchWake = new Wakeable();
@@ -276,20 +281,29 @@ export class DeliveryDispatcher {
           this.#reserved += free;
           const verdicts = this.#breakerVerdicts;
           let claimed: ClaimedDelivery[];
+          let claimSpan: SpanContext | undefined;
           try {
-            claimed = await claimDueDeliveries(this.#ctx.database.db, {
-              ...this.#claimShape(),
-              workerId: this.#id,
-              now,
-              leaseMs: config.WEBHOOK_LEASE_MS,
-              limit: free,
-              endpointCapacity: claimAhead(this.#concurrency.initial, false),
-              breaker: this.#breaker,
-            });
+            [claimed, claimSpan] = await inSpan(
+              'webhook claim',
+              { kind: SpanKind.INTERNAL, parent: ROOT_CONTEXT, attributes: { 'store_api.claim.limit': free } },
+              async (span) => {
+                const rows = await claimDueDeliveries(this.#ctx.database.db, {
+                  ...this.#claimShape(),
+                  workerId: this.#id,
+                  now,
+                  leaseMs: config.WEBHOOK_LEASE_MS,
+                  limit: free,
+                  endpointCapacity: claimAhead(this.#concurrency.initial, false),
+                  breaker: this.#breaker,
+                });
+                span.setAttribute('store_api.claim.deliveries', rows.length);
+                return [rows, span.isRecording() ? span.spanContext() : undefined] as const;
+              },
+            );
           } finally {
             this.#reserved -= free;
           }
-          this.take(claimed, now, verdicts);
+          this.take(claimed, now, verdicts, claimSpan);
           this.#backlog = claimed.length > 0;
           claimedAll = claimed.length === free;
           // Sleep until the next delivery falls due (a retry, a breaker's probe), not a whole interval.
@@ -338,8 +352,10 @@ export class DeliveryDispatcher {
    * the claim ran), and that endpoint's deliveries go back unsent — sending one would be an attempt
    * past the breaker's threshold. (Another worker's claim racing this settle is not seen here: with
    * several workers an endpoint can still get one attempt per worker past the threshold.)
+   * `source`: with tracing on, the span of the claim or the poll that took them (their attempts link to it).
    */
-  take(all: readonly ClaimedDelivery[], now: number, verdicts: number): void {
+  take(all: readonly ClaimedDelivery[], now: number, verdicts: number, source?: SpanContext): void {
+    if (source) for (const d of all) this.#claimSpans.set(d, source);
     const isStale = (d: ClaimedDelivery) => (this.#endpoints.get(d.endpointId)?.openedAt ?? 0) > verdicts;
     const stale = all.filter(isStale);
     const claimed = stale.length === 0 ? all : all.filter((d) => !isStale(d));
@@ -449,6 +465,45 @@ export class DeliveryDispatcher {
     this.#running.add(run);
   }
 
+  /**
+   * Sends one attempt in its span (decision 0052): a child of the writer's trace context kept with
+   * the event (so the receiver sees the writer's trace id), linked to the claim that took it; the
+   * request or message carries the span's traceparent. With tracing off, only the send.
+   */
+  #tracedSend(delivery: ClaimedDelivery, headers: Record<string, string>, bytes: Buffer): Promise<HttpAttemptResult> {
+    if (!activeTracing()) return this.#transport.send(delivery, headers, bytes);
+    const kind = destinationKind(delivery.url);
+    const attributes: Attributes = {
+      'store_api.delivery.id': delivery.id,
+      'store_api.endpoint.id': delivery.endpointId,
+      'store_api.event.id': delivery.event.id,
+      'store_api.event.type': delivery.event.type,
+      'store_api.store.id': delivery.storeId,
+      'store_api.attempt': delivery.attemptNumber,
+      'store_api.destination.kind': kind,
+    };
+    if (kind === 'https') attributes['http.request.method'] = 'POST';
+    else attributes['messaging.system'] = kind === 'amqp' ? 'rabbitmq' : kind;
+    const claim = this.#claimSpans.get(delivery);
+    return inSpan(
+      'webhook attempt',
+      {
+        kind: kind === 'https' ? SpanKind.CLIENT : SpanKind.PRODUCER,
+        parent: storedTraceContext(delivery.traceParent, delivery.traceState),
+        links: claim ? [{ context: claim }] : [],
+        attributes,
+      },
+      async (span) => {
+        injectTraceHeaders(headers);
+        const result = await this.#transport.send(delivery, headers, bytes);
+        span.setAttribute('store_api.attempt.outcome', result.outcome);
+        if (result.statusCode !== null) span.setAttribute('http.response.status_code', result.statusCode);
+        if (result.outcome !== 'success') span.setStatus({ code: SpanStatusCode.ERROR, message: result.outcome });
+        return result;
+      },
+    );
+  }
+
   async #attempt(slots: EndpointSlots, delivery: ClaimedDelivery): Promise<void> {
     const { event } = delivery;
     const startedAt = this.#clock();
@@ -458,7 +513,7 @@ export class DeliveryDispatcher {
     if (delivery.test) headers['webhook-test'] = 'true';
     let result: HttpAttemptResult;
     try {
-      result = await this.#transport.send(delivery, headers, bytes);
+      result = await this.#tracedSend(delivery, headers, bytes);
     } finally {
       slots.sending--;
       this.#sending--;

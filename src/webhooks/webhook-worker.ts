@@ -26,6 +26,7 @@
  * listen-connection.ts, the sleeps that wake-ups cut short wakeable.ts (the wake-up signals
  * themselves webhook-wakeup.ts), the claim and settle statements delivery-queue.ts.
  */
+import { finishedSpan } from '../shared/tracing.ts';
 import { asPlatform } from '../db/store-scope.ts';
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
@@ -195,13 +196,20 @@ class PollingWorker implements WebhookWorker {
       };
       try {
         let result: PollResult;
+        const startedAt = new Date();
         try {
           result = await pollEvents(this.#ctx.database.db, now, POLL_BATCH, handover);
         } finally {
           this.#dispatcher.endHandover(room);
         }
         if (result.events > 0) eventsQueued.inc(result.events);
-        if (result.handedOver.length > 0) this.#dispatcher.take(result.handedOver, now, verdicts);
+        // With tracing on, a round that fanned events out is a span (an idle one is not), which the
+        // attempts of the deliveries it handed over link to.
+        const pollSpan =
+          result.deliveries > 0
+            ? finishedSpan('webhook poll', startedAt, { 'store_api.poll.events': result.events, 'store_api.poll.deliveries': result.deliveries })
+            : undefined;
+        if (result.handedOver.length > 0) this.#dispatcher.take(result.handedOver, now, verdicts, pollSpan);
         if (result.deliveries > result.handedOver.length) this.#dispatcher.wake();
         more = result.more;
         this.#pollFailures = 0;
