@@ -14,6 +14,7 @@ import { backends } from '../helpers/test-database.ts';
 import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { createCustomer } from '../../src/customers/customer.service.ts';
 import { sql } from 'kysely';
+import client from 'prom-client';
 import { startWebhookWorker, type WebhookWorker } from '../../src/webhooks/webhook-worker.ts';
 import { waitForAttempts, webhookTestKit, type WebhookTestKit } from './webhook-test-kit.ts';
 import { amqpConsumer, mqttConsumer, natsConsumer, sparePort, TcpProxy, RABBITMQ, MOSQUITTO, NATS, type MessageLog } from './broker-kit.ts';
@@ -79,6 +80,12 @@ describe.each(backends)('broker destinations (%s)', (backend) => {
         const list = await kit.api('GET', `/webhooks/deliveries?endpoint_id=${endpoint.id}&limit=200`);
         expect(list.body.data).toHaveLength(n);
         expect(list.body.data.every((d: { status: string; attempt_count: number }) => d.status === 'succeeded' && d.attempt_count === 1)).toBe(true);
+      }
+      // On /metrics each attempt counts under its destination kind (this file's deliveries add up across back ends).
+      const attempted = (await client.register.getSingleMetric('store_api_webhook_deliveries_attempted_total')!.get()).values;
+      for (const kind of ['amqp', 'mqtt', 'nats']) {
+        const counted = attempted.filter((v) => v.labels.destination_kind === kind && v.labels.outcome === 'success').reduce((sum, v) => sum + v.value, 0);
+        expect(counted, kind).toBeGreaterThanOrEqual(n);
       }
       const shown = await kit.api('GET', '/webhooks/endpoints');
       expect(Object.fromEntries(shown.body.data.map((e: { id: string; destination: string }) => [e.id, e.destination]))).toMatchObject({
