@@ -50,6 +50,29 @@ declare module 'fastify' {
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
+/** An OpenAPI security requirement: each scheme named must be satisfied (its scopes listed). */
+type SecurityRequirement = Record<string, string[]>;
+
+/**
+ * A dashboard session's security requirement for `method`: its cookie, and the CSRF header unless
+ * the method is safe (the check in `authenticateAdmin` below).
+ */
+export function dashboardSessionSecurity(method: string): SecurityRequirement {
+  return SAFE_METHODS.has(method.toUpperCase()) ? { dashboardSession: [] } : { dashboardSession: [], csrfToken: [] };
+}
+
+/**
+ * What an admin API route accepts, as the OpenAPI document's security requirements (any one of
+ * them), from the rules enforced below: an `admin`-scoped key, unless no key may do what the route
+ * needs (owner-only and own-account routes, `keyAllows`: not even the operator's key, the most a
+ * key acts as), and a dashboard session. The document cannot say more: whether a given key's maker
+ * or a given session's role may is decided per request.
+ */
+export function adminSecurity(permission: Permission, method: string): SecurityRequirement[] {
+  const session = dashboardSessionSecurity(method);
+  return keyAllows(keyRole({ kind: 'operator' })!, permission) ? [{ bearerAuth: ['admin'] }, session] : [session];
+}
+
 /** Authenticates an admin API request or throws 401/403. */
 export async function authenticateAdmin(request: FastifyRequest): Promise<AdminPrincipal> {
   const db = request.server.ctx.database.db;

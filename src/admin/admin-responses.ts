@@ -195,3 +195,28 @@ export const Overview = Type.Object(
   },
   { title: 'Overview', additionalProperties: false },
 );
+
+/**
+ * A dashboard session as its sign-in routes answer it (sign-in, first-administrator setup, one-time
+ * links, GET /admin/session): never its cookie, which is HttpOnly and set on the answer.
+ */
+export const DashboardSession = Type.Object(
+  {
+    email: Type.String(),
+    role: StringEnum(ADMIN_ROLES, { description: "The role in the session's store" }),
+    csrf_token: Type.String({ description: "The session's CSRF token: send it in X-CSRF-Token on every request that changes something" }),
+    expires_at: Instant,
+    second_factor: Type.Object(
+      {
+        enabled: Type.Boolean({ description: 'Whether the administrator has a second factor' }),
+        required: Type.Boolean({ description: 'Whether the store requires one: until it is set up, the session may do nothing else (decision 0028)' }),
+      },
+      { additionalProperties: false },
+    ),
+    store: Type.Object(
+      { id: Uuid, name: Type.String(), status: StringEnum(['active', 'suspended', 'deleting'] as const) },
+      { additionalProperties: false, description: 'The store the session acts in (POST /admin/api/v1/session/store switches it)' },
+    ),
+  },
+  { title: 'DashboardSession', additionalProperties: false },
+);

@@ -13,6 +13,7 @@ import { attachContractCheck, type ContractCheck } from '../helpers/contract-che
 import { buildApp, type App } from '../../src/app.ts';
 import { loadConfig } from '../../src/config/config.ts';
 import { createToken } from '../../src/tokens/token.service.ts';
+import { createAdminUser } from '../../src/admin/sessions/admin-user.service.ts';
 
 describe.each(backends)('the contract check (%s)', (backend) => {
   let t: TestApp;
@@ -29,6 +30,23 @@ describe.each(backends)('the contract check (%s)', (backend) => {
     expect((await t.app.inject({ url: '/api/v1/products/export', headers: auth })).statusCode).toBe(200);
     expect((await t.app.inject({ url: '/api/v1/products', headers: { authorization: 'Bearer nope' } })).statusCode).toBe(401);
     expect(t.contract.checked() - before).toBe(4);
+    expect(t.contract.violations).toEqual([]);
+  });
+
+  it("checks the dashboard's requests made with its session cookie, from the sign-in to the sign-out", async () => {
+    await createAdminUser(t.database.db, { email: 'contract@example.com', password: 'correct horse battery', role: 'admin' });
+    const before = t.contract.checked();
+    const signIn = await t.app.inject({ method: 'POST', url: '/admin/session', payload: { email: 'contract@example.com', password: 'correct horse battery' } });
+    expect(signIn.statusCode, signIn.body).toBe(200);
+    const cookie = String(signIn.headers['set-cookie']).split(';')[0]!;
+    const csrf = { cookie, 'x-csrf-token': signIn.json().data.csrf_token as string };
+    expect((await t.app.inject({ url: '/admin/session', headers: { cookie } })).json().data.email).toBe('contract@example.com');
+    // Read and session-only routes with the cookie; a change with its CSRF header too.
+    expect((await t.app.inject({ url: '/admin/api/v1/tokens', headers: { cookie } })).statusCode).toBe(200);
+    expect((await t.app.inject({ url: '/admin/api/v1/account/stores', headers: { cookie } })).statusCode).toBe(200);
+    expect((await t.app.inject({ method: 'POST', url: '/admin/api/v1/alerts/seen', headers: csrf })).statusCode).toBe(204);
+    expect((await t.app.inject({ method: 'DELETE', url: '/admin/session', headers: csrf })).statusCode).toBe(204);
+    expect(t.contract.checked() - before).toBe(6);
     expect(t.contract.violations).toEqual([]);
   });
 });
@@ -77,6 +95,18 @@ describe.each(backends)('a route that breaks the document (%s)', (backend) => {
         return reply.send(Readable.from(lines.map((n) => `{"n":${n}}\n`)));
       },
     );
+    // Declares that only a key is accepted, and accepts anything: a dashboard's cookie too.
+    app.get(
+      '/admin/api/v1/contract-probe/keys-only',
+      {
+        schema: {
+          tags: ['Admin: contract probe'],
+          security: [{ bearerAuth: ['admin'] }],
+          response: { 200: Type.Object({ data: Type.Object({ n: Type.Integer() }) }) },
+        },
+      },
+      async () => ({ data: { n: 1 } }),
+    );
     contract = attachContractCheck(app);
     await app.ready();
     authorization = `Bearer ${(await createToken(database.db, { name: 'probe', scopes: ['admin'] })).token}`;
@@ -99,6 +129,18 @@ describe.each(backends)('a route that breaks the document (%s)', (backend) => {
     contract.violations.length = 0;
     await app.inject({ url: `/admin/api/v1/contract-probe?body=${encodeURIComponent('{"data":{"n":"one"}}')}`, headers: { authorization } });
     expect(contract.violations).toEqual([expect.stringMatching(/^GET \/admin\/api\/v1\/contract-probe 200: body .*must be integer/)]);
+  });
+
+  it('is a violation when it accepts a request whose credentials its declared security does not allow (a validating proxy would refuse it)', async () => {
+    contract.violations.length = 0;
+    expect((await app.inject({ url: '/admin/api/v1/contract-probe/keys-only', headers: { authorization } })).statusCode).toBe(200);
+    expect(contract.violations).toEqual([]);
+    expect((await app.inject({ url: '/admin/api/v1/contract-probe/keys-only', headers: { cookie: 'store_admin_session=abc' } })).statusCode).toBe(200);
+    expect(contract.violations).toEqual([
+      expect.stringMatching(
+        /^GET \/admin\/api\/v1\/contract-probe\/keys-only 200: accepted with dashboardSession, which no security requirement of the document allows \(bearerAuth\)/,
+      ),
+    ]);
   });
 
   it('checks a streamed NDJSON answer line by line against x-ndjson-line-schema, passing it through unchanged', async () => {

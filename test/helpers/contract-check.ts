@@ -5,6 +5,10 @@
  * `close()` fails the test file on any violation, so the whole suite is the contract test.
  *
  * For a documented operation (the route's path and method are in the document's `paths`) it checks:
+ *  - a request the server accepted (any status below 400) carried the credentials one of the
+ *    operation's security requirements names, as a validating proxy in front of the service checks
+ *    them: a bearer token, the dashboard's session cookie, the CSRF header… (a dashboard request
+ *    made with its cookie to an operation that lists only bearerAuth would be refused there);
  *  - the status is declared (exactly, or by a `2XX`-style range, or `default`);
  *  - the media type sent is one the response declares (when it declares content);
  *  - every header the response declares and sends matches its schema (integers and enums included);
@@ -93,6 +97,32 @@ class DocumentChecker {
 
   operation(method: string, path: string): Json | undefined {
     return this.doc.paths?.[path]?.[method];
+  }
+
+  /** Whether `request` presents what the security scheme `name` says (its value is the server's to judge). */
+  private presents(name: string, request: FastifyRequest): boolean {
+    const scheme = this.doc.components?.securitySchemes?.[name] as Json | undefined;
+    if (scheme?.type === 'http' && String(scheme.scheme).toLowerCase() === 'bearer') return /^Bearer[ ]+\S/i.test(request.headers.authorization ?? '');
+    if (scheme?.type !== 'apiKey') return false;
+    const key = String(scheme.name);
+    if (scheme.in === 'header') return !!request.headers[key.toLowerCase()];
+    if (scheme.in === 'query') return (request.query as Record<string, unknown> | undefined)?.[key] !== undefined;
+    if (scheme.in === 'cookie')
+      return String(request.headers.cookie ?? '')
+        .split(';')
+        .some((pair) => pair.trim().startsWith(`${key}=`) && pair.trim().length > key.length + 1);
+    return false;
+  }
+
+  /** A violation when the server accepted a request whose credentials no security requirement of the operation allows. */
+  checkCredentials(method: string, path: string, status: number, request: FastifyRequest): string | undefined {
+    const operation = this.operation(method, path);
+    if (!operation || status >= 400) return undefined;
+    const security = (operation.security ?? this.doc.security ?? []) as Json[];
+    if (security.length === 0 || security.some((requirement) => Object.keys(requirement).every((name) => this.presents(name, request)))) return undefined;
+    const schemes = Object.keys(this.doc.components?.securitySchemes ?? {});
+    const sent = schemes.filter((name) => this.presents(name, request));
+    return `${method.toUpperCase()} ${path} ${status}: accepted with ${sent.length > 0 ? sent.join(' + ') : 'no credential'}, which no security requirement of the document allows (${security.map((r) => Object.keys(r).join(' + ')).join(' | ')}): a validating proxy would refuse it`;
   }
 
   /** Violations of one response (empty when it keeps the contract). */
@@ -213,6 +243,8 @@ export function attachContractCheck(app: FastifyInstance): ContractCheck {
     if (!checker.operation(method, path)) return payload;
     checked++;
     try {
+      const credentials = checker.checkCredentials(method, path, reply.statusCode, request);
+      if (credentials) violations.push(credentials);
       violations.push(...checker.check(method, path, reply.statusCode, reply.getHeaders(), payload));
     } catch (error) {
       violations.push(`${request.method} ${path} ${reply.statusCode}: the check failed: ${(error as Error).message}`);

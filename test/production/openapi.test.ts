@@ -11,7 +11,10 @@ import { exampleEvent } from '../../src/api/openapi-examples.ts';
 import { EVENT_TYPES } from '../../src/resources/event-types.ts';
 import { READ_SCOPES, RESOURCES } from '../../src/resources/registry.ts';
 import { backends } from '../helpers/test-database.ts';
-import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
+import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
+import { createAdminUser } from '../../src/admin/sessions/admin-user.service.ts';
+import { CSRF_HEADER, SESSION_COOKIE } from '../../src/admin/sessions/session-cookie.ts';
+import { SCOPES } from '../../src/tokens/token.service.ts';
 
 /** Every route of the read API (README "Read API" table) and the operational ones. */
 const READ = [...READ_SCOPES];
@@ -57,7 +60,7 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
   let t: TestApp;
   let doc: Json;
   beforeAll(async () => {
-    t = await buildTestApp(backend);
+    t = await buildTestApp(backend, UNLIMITED);
     const res = await t.app.inject({ url: '/api/v1/openapi.json' });
     expect(res.statusCode).toBe(200);
     doc = res.json();
@@ -78,7 +81,7 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
 
   it('documents exactly the read API and operational endpoints, each a real route', async () => {
     const expected = [...new Set([...API_OPERATIONS.map(([path]) => path), ...DECLARED_PATHS, ...OPS_PATHS])].sort();
-    const readPaths = Object.keys(doc.paths).filter((path) => !path.startsWith('/admin/api/v1/'));
+    const readPaths = Object.keys(doc.paths).filter((path) => !path.startsWith('/admin/'));
     expect(readPaths.sort()).toEqual(expected);
     for (const path of readPaths) {
       expect(Object.keys(doc.paths[path]), path).toEqual(['get']);
@@ -109,13 +112,70 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
         expect(t.app.hasRoute({ method: method.toUpperCase() as 'GET', url: path.replace(/\{(\w+)\}/g, ':$1') }), `${method} ${path}`).toBe(true);
         expect(op.tags.length, path).toBe(1);
         expect(adminTags.has(op.tags[0]), `${path}: ${op.tags[0]}`).toBe(true);
-        expect(op.security).toEqual([{ bearerAuth: ['admin'] }]);
+        // An admin-scoped key and the dashboard's session, or the session alone (what each route
+        // really accepts is the test below); the CSRF header on every change made with the session.
+        const session = method === 'get' ? { dashboardSession: [] } : { dashboardSession: [], csrfToken: [] };
+        expect([[{ bearerAuth: ['admin'] }, session], [session]], `${method} ${path}`).toContainEqual(op.security);
         expect(op.responses['401']).toEqual({ $ref: '#/components/responses/AdminUnauthorized' });
         const idempotency = (op.parameters ?? []).some((p: Json) => p.$ref === '#/components/parameters/IdempotencyKey');
         expect(idempotency, `${method} ${path}`).toBe(method === 'post');
       }
     }
     expect(doc.components.parameters.IdempotencyKey).toMatchObject({ name: 'Idempotency-Key', in: 'header', required: false });
+  });
+
+  it("declares the dashboard's session: a cookie scheme and the CSRF header scheme the server checks", () => {
+    const schemes = doc.components.securitySchemes;
+    expect(schemes.dashboardSession).toMatchObject({ type: 'apiKey', in: 'cookie', name: SESSION_COOKIE });
+    expect(schemes.csrfToken).toMatchObject({ type: 'apiKey', in: 'header' });
+    expect(schemes.csrfToken.name.toLowerCase()).toBe(CSRF_HEADER);
+  });
+
+  it("documents the dashboard's sign-in routes: session, setup and one-time links, with their bodies, answers and security", () => {
+    const signIn = Object.entries(doc.paths as Json)
+      .filter(([path]) => path.startsWith('/admin/') && !path.startsWith('/admin/api/v1/'))
+      .flatMap(([path, item]) => Object.entries(item as Json).map(([method, op]) => [`${method.toUpperCase()} ${path}`, op as Json] as const));
+    expect(signIn.map(([name]) => name).sort()).toEqual(
+      [
+        'DELETE /admin/session',
+        'GET /admin/session',
+        'POST /admin/links/check',
+        'POST /admin/links/use',
+        'POST /admin/session',
+        'POST /admin/setup',
+        'POST /admin/setup/check',
+      ].sort(),
+    );
+    for (const [name, op] of signIn) {
+      const [method, path] = name.split(' ') as [string, string];
+      expect(t.app.hasRoute({ method: method as 'GET', url: path }), name).toBe(true);
+      expect(op.tags, name).toEqual(['Admin: dashboard session']);
+      // Not the admin API's idempotent writes.
+      expect(
+        (op.parameters ?? []).map((p: Json) => p.$ref ?? p.name),
+        name,
+      ).not.toContain('#/components/parameters/IdempotencyKey');
+      const success = Object.keys(op.responses).filter((status) => /^2/.test(status));
+      expect(success.length, name).toBe(1);
+      if (method !== 'DELETE') expect(op.responses[success[0]!].content['application/json'].schema.properties.data, name).toBeDefined();
+      if (method === 'POST') expect(op.requestBody.content['application/json'].schema.type, name).toBe('object');
+    }
+    const op = (name: string) => signIn.find(([n]) => n === name)![1];
+    // Anyone may ask who is signed in, or sign out; with the cookie (and, to sign out, its CSRF token).
+    expect(op('GET /admin/session').security).toEqual([{}, { dashboardSession: [] }]);
+    expect(op('DELETE /admin/session').security).toEqual([{}, { dashboardSession: [], csrfToken: [] }]);
+    for (const name of ['POST /admin/session', 'POST /admin/setup/check', 'POST /admin/setup', 'POST /admin/links/check', 'POST /admin/links/use'])
+      expect(op(name).security, name).toEqual([]);
+    // What starts a session answers it, with the cookie.
+    for (const [name, status] of [
+      ['POST /admin/session', '200'],
+      ['POST /admin/setup', '201'],
+      ['POST /admin/links/use', '200'],
+    ] as const) {
+      expect(op(name).responses[status].content['application/json'].schema.properties.data, name).toEqual({ $ref: '#/components/schemas/DashboardSession' });
+      expect(op(name).responses[status].headers['Set-Cookie'], name).toBeDefined();
+    }
+    expect(Object.keys(doc.components.schemas.DashboardSession.properties)).toEqual(['email', 'role', 'csrf_token', 'expires_at', 'second_factor', 'store']);
   });
 
   it('types every success body of the admin API (no `{ data: {} }`), declaring the status each route sends', () => {
@@ -333,6 +393,82 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
     const union = doc.components.schemas.Event.anyOf as Json[];
     const webhookBodies = EVENT_TYPES.filter((type) => type !== 'ping').map((type) => doc.webhooks[type].post.requestBody.content['application/json'].schema);
     expect(union).toEqual(webhookBodies);
+  });
+
+  it('declares for every operation the credentials the server really accepts: a key refused ⇔ no bearerAuth, a session accepted ⇔ the cookie scheme listed', async () => {
+    const db = t.database.db;
+    await createAdminUser(db, { email: 'security-owner@example.com', password: 'correct horse battery', role: 'owner' });
+    let address = 0;
+    const signIn = async () => {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/admin/session',
+        payload: { email: 'security-owner@example.com', password: 'correct horse battery' },
+        remoteAddress: `10.9.0.${++address}`,
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      return { cookie: String(res.headers['set-cookie']).split(';')[0]!, csrf: res.json().data.csrf_token as string };
+    };
+    const owner = await signIn();
+    // The most a key may be: every scope, made by an owner (it acts as an admin, decision 0026).
+    const made = await t.app.inject({
+      method: 'POST',
+      url: '/admin/api/v1/tokens',
+      headers: { cookie: owner.cookie, 'x-csrf-token': owner.csrf },
+      payload: { name: 'security', scopes: SCOPES },
+    });
+    expect(made.statusCode, made.body).toBe(201);
+    const key = { authorization: `Bearer ${made.json().data.token}` };
+
+    const NO_RECORD = '00000000-0000-4000-8000-000000000000';
+    const refused = (status: number) => status === 401 || status === 403;
+    const wrong: string[] = [];
+    let operations = 0;
+    for (const [path, item] of Object.entries(doc.paths as Json)) {
+      for (const [method, op] of Object.entries(item as Json) as [string, Json][]) {
+        operations++;
+        const name = `${method.toUpperCase()} ${path}`;
+        const security = (op.security ?? doc.security ?? []) as Json[];
+        const send = (headers: Record<string, string>) =>
+          t.app.inject({
+            method: method.toUpperCase() as 'GET',
+            url: path.replace(/\{\w+\}/g, NO_RECORD),
+            headers,
+            ...(method === 'get' ? {} : { payload: {} }),
+          });
+        // Signing out ends the session it is sent with: a session of its own.
+        const session = path === '/admin/session' && method === 'delete' ? await signIn() : owner;
+        if (security.length === 0 || security.some((requirement) => Object.keys(requirement).length === 0)) {
+          // No credential needed: nobody is refused.
+          const res = await send({});
+          if (refused(res.statusCode)) wrong.push(`${name}: the document needs no credential, yet nobody gets ${res.statusCode}`);
+          continue;
+        }
+        const byKey = await send(key);
+        const keyListed = security.some((requirement) => 'bearerAuth' in requirement);
+        if (refused(byKey.statusCode) === keyListed)
+          wrong.push(
+            `${name}: a key ${refused(byKey.statusCode) ? `is refused (${byKey.statusCode})` : 'is accepted'} but the document ${keyListed ? 'lists' : 'omits'} bearerAuth`,
+          );
+        const cookieRequirements = security.filter((requirement) => 'dashboardSession' in requirement);
+        // The session with what the document asks of it (the CSRF header where named); with it, where it names no cookie.
+        const csrfNamed = cookieRequirements.length === 0 || cookieRequirements.some((requirement) => 'csrfToken' in requirement);
+        const bySession = await send({ cookie: session.cookie, ...(csrfNamed ? { 'x-csrf-token': session.csrf } : {}) });
+        if (refused(bySession.statusCode) === cookieRequirements.length > 0)
+          wrong.push(
+            `${name}: a session ${refused(bySession.statusCode) ? `is refused (${bySession.statusCode})` : 'is accepted'} but the document ${cookieRequirements.length > 0 ? 'lists' : 'omits'} the cookie scheme`,
+          );
+        if (cookieRequirements.length > 0 && cookieRequirements.every((requirement) => 'csrfToken' in requirement)) {
+          const withoutCsrf = await send({ cookie: session.cookie });
+          if (!refused(withoutCsrf.statusCode))
+            wrong.push(`${name}: the document asks a session for X-CSRF-Token, yet it is accepted without (${withoutCsrf.statusCode})`);
+        }
+        const byNobody = await send({});
+        if (!refused(byNobody.statusCode)) wrong.push(`${name}: the document needs a credential, yet nobody is accepted (${byNobody.statusCode})`);
+      }
+    }
+    expect(operations).toBeGreaterThan(90);
+    expect(wrong).toEqual([]);
   });
 
   it('serves the interactive reference at /docs from its own assets, without a token', async () => {

@@ -4,7 +4,7 @@
  *   POST /admin/links/check  { code } → 200 { data: { purpose, email, role, expires_at,
  *                            second_factor } }, or a problem saying why not (404 unknown or
  *                            expired, 409 used)
- *   POST /admin/links/use    { code, password } → 200 { data: session } and the session cookie:
+ *   POST /admin/links/use    { code, password } → 200 { data: DashboardSession } and the session cookie:
  *                            an invitation creates the administrator, a reset sets the password
  *                            (every other session of theirs ends); the link is spent. A reset of
  *                            an administrator with a second factor (`second_factor: true`) needs
@@ -17,7 +17,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ApiError } from '../../shared/problem.ts';
-import { SESSION_TAGS, signInRoutes } from './session-routes-kit.ts';
+import { SESSION_TAGS, sessionBody, signInRoutes, startedSessionResponse } from './session-routes-kit.ts';
+import { dataOf } from '../admin-responses.ts';
+import { ADMIN_ROLES } from '../sessions/admin-roles.ts';
+import { Nullable, StringEnum } from '../../shared/typebox.ts';
 import { LINK_MESSAGES, LINK_STATUS, LINK_THROTTLE_KEY, checkLink, useLink, type LinkState } from '../sessions/admin-links.service.ts';
 import { recordAudit } from '../audit/audit-log.ts';
 import { findAdminUser, validateCredentials } from '../sessions/admin-user.service.ts';
@@ -28,6 +31,18 @@ import { inHomeStore } from '../../stores/store.service.ts';
 
 const Code = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_-]+$' });
 const CheckBody = Type.Object({ code: Code }, { additionalProperties: false });
+/** What a valid one-time link is for (POST /admin/links/check). */
+const OneTimeLink = Type.Object(
+  {
+    purpose: StringEnum(['invitation', 'password_reset'] as const),
+    email: Type.String(),
+    role: Nullable(StringEnum(ADMIN_ROLES, { description: "An invitation's role in its store" })),
+    expires_at: Type.String({ format: 'date-time' }),
+    second_factor: Type.Boolean({ description: 'The account has a second factor: a reset needs its code too (`second_factor_code`)' }),
+    existing_account: Type.Boolean({ description: 'An invitation of an email that has an account: its current password adds the store to it' }),
+  },
+  { title: 'OneTimeLink', additionalProperties: false },
+);
 const UseBody = Type.Object(
   {
     code: Code,
@@ -79,7 +94,17 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
 
   app.post(
     '/links/check',
-    { schema: { tags, summary: 'What a one-time invitation or password-reset link is for, if still valid', body: CheckBody } },
+    {
+      schema: {
+        tags,
+        operationId: 'checkLink',
+        summary: 'What a one-time invitation or password-reset link is for, if still valid',
+        // No credential: the one-time code in the body is the proof.
+        security: [],
+        body: CheckBody,
+        response: { 200: dataOf(OneTimeLink) },
+      },
+    },
     async (request) => {
       await throttle(request);
       const { state, link } = await checkLink(db, (request.body as typeof CheckBody.static).code);
@@ -100,7 +125,16 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
 
   app.post(
     '/links/use',
-    { schema: { tags, summary: 'Accept an invitation or reset a password with a one-time link', body: UseBody } },
+    {
+      schema: {
+        tags,
+        operationId: 'useLink',
+        summary: 'Accept an invitation or reset a password with a one-time link',
+        security: [],
+        body: UseBody,
+        response: { 200: startedSessionResponse('The link is spent and its administrator signed in: the session, and its cookie in Set-Cookie.') },
+      },
+    },
     async (request, reply) => {
       await throttle(request);
       const body = request.body as typeof UseBody.static;
@@ -127,15 +161,7 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
       // Recorded in the audit log of the store the link was issued in.
       await (storeId === undefined ? inHomeStore(db, audit) : inStore(storeId, audit));
       const session = await signIn.startSession(request, reply, user.id, storeId);
-      return {
-        data: {
-          email: session.email,
-          role: session.role,
-          csrf_token: session.csrfToken,
-          expires_at: session.expiresAt,
-          store: { id: session.storeId, name: session.storeName, status: session.storeStatus },
-        },
-      };
+      return { data: sessionBody(session) };
     },
   );
 }

@@ -6,8 +6,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../shared/problem.ts';
 import { recordSignInFailure, signInRetryAfterMs, type ThrottlePolicy } from '../sessions/sign-in-throttle.ts';
-import { createAdminSession } from '../sessions/admin-session.service.ts';
-import { setSessionCookie } from '../sessions/session-cookie.ts';
+import { createAdminSession, type AdminSession } from '../sessions/admin-session.service.ts';
+import { SESSION_COOKIE, SESSION_COOKIE_PATH, setSessionCookie } from '../sessions/session-cookie.ts';
+import { DashboardSession, dataOf } from '../admin-responses.ts';
 import { verifySecondFactor } from '../sessions/second-factor.service.ts';
 import { recordAudit } from '../audit/audit-log.ts';
 import { accountStores } from '../sessions/admin-user.service.ts';
@@ -15,6 +16,34 @@ import { inStore } from '../../db/store-scope.ts';
 import { inHomeStore } from '../../stores/store.service.ts';
 
 export const SESSION_TAGS = ['Admin: dashboard session'];
+
+/** A session as the sign-in routes answer it (`DashboardSession`). */
+export function sessionBody(session: AdminSession): typeof DashboardSession.static {
+  return {
+    email: session.email,
+    role: session.role,
+    csrf_token: session.csrfToken,
+    expires_at: session.expiresAt,
+    // The dashboard sends an administrator the store requires it of to set one up first.
+    second_factor: { enabled: session.secondFactor, required: session.secondFactorRequired },
+    // The store the session acts in (the switcher, POST /admin/api/v1/session/store, changes it).
+    store: { id: session.storeId, name: session.storeName, status: session.storeStatus },
+  };
+}
+
+/** The answer of a route that starts a session: `{ data: DashboardSession }`, and the cookie in Set-Cookie. */
+export function startedSessionResponse(description: string) {
+  return {
+    ...dataOf(DashboardSession),
+    description,
+    headers: {
+      'Set-Cookie': {
+        type: 'string',
+        description: `The session cookie: \`${SESSION_COOKIE}=…; Path=${SESSION_COOKIE_PATH}; HttpOnly; SameSite=Lax\` (Secure when COOKIE_SECURE), sent back by the browser on every /admin request.`,
+      },
+    },
+  };
+}
 
 export interface SignInKit {
   readonly policy: ThrottlePolicy;

@@ -12,6 +12,28 @@ export const SESSION_COOKIE_PATH = '/admin';
 /** Header in which the dashboard returns its session's CSRF token on state-changing requests. */
 export const CSRF_HEADER = 'x-csrf-token';
 
+/**
+ * The OpenAPI security schemes of a dashboard session (`components.securitySchemes`): the cookie,
+ * and the CSRF header its state-changing requests add, named together in one security requirement
+ * (admin-auth.ts, `dashboardSessionSecurity`).
+ */
+export const SESSION_SECURITY_SCHEMES = {
+  dashboardSession: {
+    type: 'apiKey',
+    in: 'cookie',
+    name: SESSION_COOKIE,
+    description:
+      "The dashboard's session: the HttpOnly cookie a sign-in sets (POST /admin/session, or a setup or one-time link), sent by the browser to /admin paths only.",
+  },
+  csrfToken: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'X-CSRF-Token',
+    description:
+      "The session's CSRF token (`csrf_token` of the sign-in's answer and of GET /admin/session): a request made with the session cookie that changes something (any method but GET, HEAD, OPTIONS) must carry it, else 403.",
+  },
+} as const;
+
 /** The session id the request presents, if any. */
 export function sessionIdOf(request: FastifyRequest): string | undefined {
   return request.cookies?.[SESSION_COOKIE] || undefined;

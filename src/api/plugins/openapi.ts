@@ -12,10 +12,14 @@
  *    X-Request-Id everywhere;
  *  - the `webhooks` section: one entry per event type with its payload and signature headers;
  *  - `x-resources`: every declared resource (path, key, record schema, events), for generated clients;
- *  - security: every read operation names its bearer scope, the admin API the `admin` scope, and the
- *    public operations (probes, metrics) and the webhooks say `security: []`;
- *  - the admin API (/admin/api/v1) is documented under its own `Admin: …` tags, each operation with
- *    its problem responses and, on POST, the Idempotency-Key header (decision 0013);
+ *  - security: every read operation names its bearer scope; an admin API operation what it really
+ *    accepts (admin-auth.ts, `adminSecurity`, from the route's `config.permission`): an `admin`-scoped
+ *    key and the dashboard's session cookie (with its CSRF header on a change), or the session alone
+ *    for owner-only and own-account routes, which refuse every key; the public operations (probes,
+ *    metrics, sign-in) and the webhooks say `security: []`;
+ *  - the admin API (/admin/api/v1) and the dashboard's sign-in routes (/admin/session, /admin/setup,
+ *    /admin/links) are documented under their own `Admin: …` tags, each operation with its problem
+ *    responses and, on an admin API POST, the Idempotency-Key header (decision 0013);
  *  - every webhook event type has an example payload (openapi-examples.ts).
  * The document passes `redocly lint` with the recommended rules (test/production/openapi-lint.test.ts).
  */
@@ -28,6 +32,9 @@ import { EVENT_PAYLOADS, namedSchemas } from '../schemas.ts';
 import { RESOURCE_TAGS, eventTypeDescription, resourceCatalog } from '../../resources/registry.ts';
 import type { FeedEventType } from '../../resources/registry.ts';
 import { exampleEvent } from '../openapi-examples.ts';
+import { adminSecurity } from '../../admin/admin-auth.ts';
+import { SESSION_SECURITY_SCHEMES } from '../../admin/sessions/session-cookie.ts';
+import type { Permission } from '../../admin/sessions/admin-roles.ts';
 
 // package.json is three folders up from both src/api/plugins/ and dist/api/plugins/.
 const { version: PACKAGE_VERSION } = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -36,6 +43,28 @@ const { version: PACKAGE_VERSION } = JSON.parse(readFileSync(new URL('../../../p
 export const OPENAPI_PATH = '/api/v1/openapi.json';
 /** Prefix of the interactive reference. */
 export const DOCS_PREFIX = '/docs';
+
+/** Prefix of the admin API. */
+const ADMIN_API_PREFIX = '/admin/api/v1/';
+/** The dashboard's sign-in routes (admin/routes/session, setup and links), outside the admin API. */
+const SIGN_IN_ROUTES = /^\/admin\/(session|setup|links)(\/|$)/;
+
+/**
+ * Whether the document shows the route at `url`: the read API, the admin API, the dashboard's
+ * sign-in routes (a browser, and a validating proxy in front of the service, use them like any other
+ * operation) and the probes. Left out on purpose: the document and its reference (/api/v1/openapi.json,
+ * /docs: what reads the contract is no part of it), the dashboard's page and static files (/admin,
+ * /admin/assets/: HTML, scripts and styles, no API), and the platform API (/platform/api/v1: the
+ * operator's, with its own credential and readers, described in docs/scaling.md).
+ */
+function isDocumented(url: string): boolean {
+  return (
+    (url.startsWith('/api/v1/') && url !== OPENAPI_PATH) ||
+    url.startsWith(ADMIN_API_PREFIX) ||
+    SIGN_IN_ROUTES.test(url) ||
+    ['/healthz', '/readyz', '/metrics'].includes(url)
+  );
+}
 
 // biome-ignore lint/suspicious/noExplicitAny: the generated OpenAPI document is walked and patched as untyped JSON.
 type Json = Record<string, any>;
@@ -254,26 +283,40 @@ const ADMIN_PROBLEMS: readonly [string, string][] = [
   ['InsufficientStorage', 'The data volume is nearly full: writes are refused until space is freed.'],
   ['TooManyRequests', 'Too many attempts (sign-in or link throttling); wait for Retry-After seconds.'],
   ['AdminBadRequest', 'Invalid parameter or body (problem+json naming each wrong field).'],
-  ['AdminUnauthorized', 'No token, an unknown, expired or revoked token, or an expired dashboard session.'],
-  ['AdminForbidden', 'The token lacks the `admin` scope (or a dashboard session sent no CSRF token).'],
-  ['AdminNotFound', 'No record with this id (in the path, or named in the body).'],
-  ['AdminConflict', "The change conflicts with the record's state, or a request with the same Idempotency-Key is still in progress."],
+  [
+    'AdminUnauthorized',
+    'No token, an unknown, expired or revoked token, or an expired dashboard session; at a sign-in, wrong credentials or a second-factor code missing or wrong.',
+  ],
+  [
+    'AdminForbidden',
+    'The key lacks the `admin` scope or may not do this (owner-only and own-account operations take no key), the role may not, or a dashboard session sent no or a wrong X-CSRF-Token.',
+  ],
+  ['AdminNotFound', 'No record with this id (in the path, or named in the body), or a one-time code unknown or expired.'],
+  [
+    'AdminConflict',
+    "The change conflicts with the record's state, a request with the same Idempotency-Key is still in progress, or a one-time code was used already.",
+  ],
   ['AdminUnprocessable', 'The Idempotency-Key was already used with another request body.'],
 ];
 
-/** The admin API's tags, kept apart from the read API's. */
+/** The admin API's tags, kept apart from the read API's (each operation's security says who may call it). */
 const ADMIN_TAGS = [
-  { name: 'Admin: API keys', description: 'Admin API (`admin` scope): API tokens.' },
-  { name: 'Admin: catalog', description: 'Admin API (`admin` scope): products, variants, images.' },
-  { name: 'Admin: customers', description: 'Admin API (`admin` scope): customers.' },
-  { name: 'Admin: orders', description: 'Admin API (`admin` scope): placing orders and moving their status.' },
-  { name: 'Admin: inventory', description: 'Admin API (`admin` scope): stock adjustments and CSV import.' },
-  { name: 'Admin: webhooks', description: 'Admin API (`admin` scope): webhook endpoints, deliveries, retries and replays.' },
-  { name: 'Admin: dashboard', description: 'Admin API (`admin` scope): figures the dashboard shows.' },
+  { name: 'Admin: API keys', description: 'Admin API: API tokens.' },
+  { name: 'Admin: catalog', description: 'Admin API: products, variants, images.' },
+  { name: 'Admin: customers', description: 'Admin API: customers.' },
+  { name: 'Admin: orders', description: 'Admin API: placing orders and moving their status.' },
+  { name: 'Admin: inventory', description: 'Admin API: stock adjustments and CSV import.' },
+  { name: 'Admin: webhooks', description: 'Admin API: webhook endpoints, deliveries, retries and replays.' },
+  { name: 'Admin: dashboard', description: 'Admin API: figures the dashboard shows.' },
+  {
+    name: 'Admin: dashboard session',
+    description:
+      "The dashboard's sign-in: its session (the `dashboardSession` cookie and the `csrfToken` header), the first administrator's setup link and the one-time invitation and password-reset links. Outside /admin/api/v1; no key.",
+  },
 ];
 
-function completeAdminOperation(method: string, operation: Json): void {
-  operation.security = [{ bearerAuth: ['admin'] }];
+/** Completes an operation of the admin API, or of the sign-in routes (`signIn`: no Idempotency-Key, no 422). */
+function completeAdminOperation(method: string, operation: Json, signIn = false): void {
   const responses: Json = operation.responses;
   for (const [status, response] of Object.entries(responses) as [string, Json][]) {
     if (/^2/.test(status) && response.description === 'Default Response') {
@@ -288,8 +331,10 @@ function completeAdminOperation(method: string, operation: Json): void {
   if (operation.requestBody || /\{[^}]+\}/.test(JSON.stringify(operation.parameters ?? []))) responses['404'] = ref('responses', 'AdminNotFound');
   if (method === 'post') {
     responses['409'] = ref('responses', 'AdminConflict');
-    responses['422'] = ref('responses', 'AdminUnprocessable');
-    operation.parameters = [...(operation.parameters ?? []), ref('parameters', 'IdempotencyKey')];
+    if (!signIn) {
+      responses['422'] = ref('responses', 'AdminUnprocessable');
+      operation.parameters = [...(operation.parameters ?? []), ref('parameters', 'IdempotencyKey')];
+    }
   }
   if (method === 'patch' || method === 'delete') responses['409'] = ref('responses', 'AdminConflict');
   if (operation.requestBody) {
@@ -362,12 +407,13 @@ export function completeDocument(generated: Json): Json {
 
   for (const [path, item] of Object.entries(doc.paths ?? {}) as [string, Json][]) {
     const isApi = path.startsWith('/api/v1/');
-    const isAdmin = path.startsWith('/admin/api/v1/');
+    const isAdmin = path.startsWith(ADMIN_API_PREFIX);
+    const isSignIn = !isAdmin && path.startsWith('/admin/');
     for (const [method, operation] of Object.entries(item) as [string, Json][]) {
       if (typeof operation !== 'object' || !operation.responses) continue;
       operation.operationId ??= derivedOperationId(method, path);
-      if (isAdmin) {
-        completeAdminOperation(method, operation);
+      if (isAdmin || isSignIn) {
+        completeAdminOperation(method, operation, isSignIn);
       } else if (!isApi) {
         // Probes and metrics: no token; what any route can answer to a malformed request (concrete
         // statuses: a `4XX` range breaks some generators, orval's among them).
@@ -431,8 +477,7 @@ export function completeDocument(generated: Json): Json {
   for (const item of Object.values(doc.paths ?? {}) as Json[]) {
     for (const operation of Object.values(item) as Json[]) {
       for (const tag of (operation?.tags ?? []) as string[]) {
-        if (tag.startsWith('Admin: ') && !tags.some((t) => t.name === tag))
-          tags.push({ name: tag, description: `Admin API (\`admin\` scope): ${tag.slice('Admin: '.length)}.` });
+        if (tag.startsWith('Admin: ') && !tags.some((t) => t.name === tag)) tags.push({ name: tag, description: `Admin API: ${tag.slice('Admin: '.length)}.` });
       }
     }
   }
@@ -460,6 +505,8 @@ export const openApiPlugin = fp(
             "Read-only access to a store's products, orders, customers, stock levels and stock movements, NDJSON bulk exports, and signed webhooks.",
             '',
             "Every /api/v1 endpoint needs `Authorization: Bearer <token>` with the resource's read scope. Errors are RFC 9457 `application/problem+json`.",
+            '',
+            "The admin API (/admin/api/v1) takes a token with the `admin` scope or the dashboard's session cookie, which also sends the session's X-CSRF-Token on every change; owner-only and own-account operations take the session alone. Each operation's security lists what it accepts.",
             'Rate limits per token and window: standard endpoints and exports are counted separately; see the X-RateLimit-* and RateLimit headers.',
           ].join('\n'),
         },
@@ -483,13 +530,17 @@ export const openApiPlugin = fp(
               description:
                 'API token `sia_…` created by an administrator (dashboard: Integrations → API Keys). The security requirement lists the scope the endpoint needs.',
             },
+            ...SESSION_SECURITY_SCHEMES,
           },
         },
       },
-      transform: ({ schema, url }) => {
-        const documented =
-          (url.startsWith('/api/v1/') && url !== OPENAPI_PATH) || url.startsWith('/admin/api/v1/') || ['/healthz', '/readyz', '/metrics'].includes(url);
-        return { schema: documented ? schema : { ...schema, hide: true }, url };
+      transform: ({ schema, url, route }) => {
+        if (!isDocumented(url)) return { schema: { ...schema, hide: true }, url };
+        // An admin API route's security is what it accepts, from the permission it declares.
+        const permission = (route.config as { permission?: Permission } | undefined)?.permission;
+        if (!url.startsWith(ADMIN_API_PREFIX) || permission === undefined) return { schema, url };
+        const methods = [route.method].flat();
+        return { schema: { ...schema, security: adminSecurity(permission, methods.find((m) => !['GET', 'HEAD', 'OPTIONS'].includes(m)) ?? 'GET') }, url };
       },
       transformObject: (document) => completeDocument((document as { openapiObject: Json }).openapiObject) as never,
     });

@@ -650,6 +650,99 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/session": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The signed-in administrator, if any */
+        get: operations["getDashboardSession"];
+        put?: never;
+        /**
+         * Sign in to the dashboard
+         * @description The credentials are in the body; a session cookie the request carries is ended and replaced.
+         */
+        post: operations["signIn"];
+        /**
+         * Sign out of the dashboard
+         * @description Without a live session there is nothing to end (204 all the same); with one, its CSRF token is needed.
+         */
+        delete: operations["signOut"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/setup/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Whether a first-administrator setup code is still valid */
+        post: operations["checkSetupCode"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/setup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create the first administrator with a setup code */
+        post: operations["completeSetup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/links/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** What a one-time invitation or password-reset link is for, if still valid */
+        post: operations["checkLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/links/use": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Accept an invitation or reset a password with a one-time link */
+        post: operations["useLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/api/v1/tokens": {
         parameters: {
             query?: never;
@@ -2127,6 +2220,46 @@ export interface components {
             /** @description jsonb_hash_extended(record::jsonb, 0) of PostgreSQL: a 64-bit hash of the record's fields and values (not of its formatting) */
             checksum: string;
         };
+        /** DashboardSession */
+        DashboardSession: {
+            email: string;
+            /**
+             * @description The role in the session's store
+             * @enum {string}
+             */
+            role: "owner" | "admin" | "viewer";
+            /** @description The session's CSRF token: send it in X-CSRF-Token on every request that changes something */
+            csrf_token: string;
+            /** Format: date-time */
+            expires_at: string;
+            second_factor: {
+                /** @description Whether the administrator has a second factor */
+                enabled: boolean;
+                /** @description Whether the store requires one: until it is set up, the session may do nothing else (decision 0028) */
+                required: boolean;
+            };
+            /** @description The store the session acts in (POST /admin/api/v1/session/store switches it) */
+            store: {
+                /** Format: uuid */
+                id: string;
+                name: string;
+                /** @enum {string} */
+                status: "active" | "suspended" | "deleting";
+            };
+        };
+        /** OneTimeLink */
+        OneTimeLink: {
+            /** @enum {string} */
+            purpose: "invitation" | "password_reset";
+            email: string;
+            role: ("owner" | "admin" | "viewer") | null;
+            /** Format: date-time */
+            expires_at: string;
+            /** @description The account has a second factor: a reset needs its code too (`second_factor_code`) */
+            second_factor: boolean;
+            /** @description An invitation of an email that has an account: its current password adds the store to it */
+            existing_account: boolean;
+        };
         /** ApiKey */
         ApiKey: {
             /** Format: uuid */
@@ -2530,7 +2663,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description No token, an unknown, expired or revoked token, or an expired dashboard session. */
+        /** @description No token, an unknown, expired or revoked token, or an expired dashboard session; at a sign-in, wrong credentials or a second-factor code missing or wrong. */
         AdminUnauthorized: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2540,7 +2673,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The token lacks the `admin` scope (or a dashboard session sent no CSRF token). */
+        /** @description The key lacks the `admin` scope or may not do this (owner-only and own-account operations take no key), the role may not, or a dashboard session sent no or a wrong X-CSRF-Token. */
         AdminForbidden: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2550,7 +2683,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description No record with this id (in the path, or named in the body). */
+        /** @description No record with this id (in the path, or named in the body), or a one-time code unknown or expired. */
         AdminNotFound: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2560,7 +2693,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The change conflicts with the record's state, or a request with the same Idempotency-Key is still in progress. */
+        /** @description The change conflicts with the record's state, a request with the same Idempotency-Key is still in progress, or a one-time code was used already. */
         AdminConflict: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5942,6 +6075,283 @@ export interface operations {
             };
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getDashboardSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session the request presents (its cookie), or null when it presents none that is live. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DashboardSession"] | null;
+                        /** @description No administrator exists yet: the first is made with the setup link the server printed */
+                        setup_required: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    signIn: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    email: string;
+                    password: string;
+                    /** @description For an administrator with a second factor: the 6-digit code, or a recovery code */
+                    code?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Signed in: the session, and its cookie in Set-Cookie. */
+            200: {
+                headers: {
+                    /** @description The session cookie: `store_admin_session=…; Path=/admin; HttpOnly; SameSite=Lax` (Secure when COOKIE_SECURE), sent back by the browser on every /admin request. */
+                    "Set-Cookie"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DashboardSession"];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    signOut: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Signed out: the session is ended and its cookie cleared. */
+            204: {
+                headers: {
+                    /** @description Clears the cookie `store_admin_session` (expired, empty). */
+                    "Set-Cookie"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    checkSetupCode: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @enum {boolean} */
+                            valid: true;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    completeSetup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    code: string;
+                    email: string;
+                    password: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The administrator is created and signed in: the session, and its cookie in Set-Cookie. */
+            201: {
+                headers: {
+                    /** @description The session cookie: `store_admin_session=…; Path=/admin; HttpOnly; SameSite=Lax` (Secure when COOKIE_SECURE), sent back by the browser on every /admin request. */
+                    "Set-Cookie"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DashboardSession"];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    checkLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["OneTimeLink"];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    useLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    code: string;
+                    password: string;
+                    /** @description A password reset of an administrator with a second factor: a 6-digit code or a recovery code */
+                    second_factor_code?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The link is spent and its administrator signed in: the session, and its cookie in Set-Cookie. */
+            200: {
+                headers: {
+                    /** @description The session cookie: `store_admin_session=…; Path=/admin; HttpOnly; SameSite=Lax` (Secure when COOKIE_SECURE), sent back by the browser on every /admin request. */
+                    "Set-Cookie"?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["DashboardSession"];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            409: components["responses"]["AdminConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
     listApiKeys: {
