@@ -23,6 +23,7 @@
  *                                       directory), every resource's paths and the sync init
  *   --export-max N                      exports, snapshots and COPY over the first N records only
  *   --sync-cap-seconds N                stop the sync init after N s (reported as capped)
+ *   --only tracing                      the list and the deliveries with tracing off and on (decision 0052)
  *   --only webhooks                     only the webhook measurements on PostgreSQL (the store is
  *                                       generated as usual); prints their rows, leaves the doc alone
  *   --output FILE                       write the report there instead of docs/benchmarks*.md
@@ -129,7 +130,8 @@ const SIZE: StoreSize = {
   orders: positive('orders', args.orders, args.large ? 2_000_000 : Math.round(PRODUCTS / 5)),
   movements: positive('movements', args.movements, args.large ? 5_000_000 : Math.round(PRODUCTS / 2)),
 };
-if (args.only !== undefined && args.only !== 'webhooks') throw new Error(`--only takes \`webhooks\` (got ${args.only})`);
+if (args.only !== undefined && args.only !== 'webhooks' && args.only !== 'tracing')
+  throw new Error(`--only takes \`webhooks\` or \`tracing\` (got ${args.only})`);
 const ROUNDS = positive('rounds', args.rounds, args.quick ? 2 : 3);
 const SECONDS = positive('seconds', args.seconds, args.quick ? 3 : 6);
 const CONNECTIONS = 8;
@@ -629,6 +631,39 @@ async function benchWebhooksOnly(): Promise<WebhookResults> {
     log(`PostgreSQL: generating ${f0(SIZE.products)} products, ${f0(SIZE.customers)} customers, ${f0(SIZE.orders)} orders`);
     await generate(database, SIZE, GENERATE_STREAMS);
     return await benchWebhooks(scratch.url, database, WEBHOOK_OPTIONS);
+  } finally {
+    await database.close();
+    await scratch.drop();
+  }
+}
+
+/** `--only tracing`: a scratch store, then the list and the deliveries with tracing off and on (bench/tracing-bench.ts). */
+async function benchTracingOnly(): Promise<string[]> {
+  const { benchTracing } = await import('./tracing-bench.ts');
+  const scratch = await createScratch();
+  const database = await openDatabase({ databaseUrl: scratch.url, poolSize: 3 * GENERATE_STREAMS, applicationName: 'store-api-bench' });
+  try {
+    log(`PostgreSQL: generating ${f0(SIZE.products)} products, ${f0(SIZE.customers)} customers, ${f0(SIZE.orders)} orders`);
+    await generate(database, SIZE, GENERATE_STREAMS);
+    const { token } = await createToken(database.db, { name: 'bench tracing' });
+    const t = await benchTracing(scratch.url, database, token, {
+      ...WEBHOOK_OPTIONS,
+      rounds: ROUNDS,
+      seconds: SECONDS,
+      connections: CONNECTIONS,
+      limit: LIMIT,
+      serverEnv,
+    });
+    const deliveries = (w: WebhookResults) => `${range(w.worker, f0)}/s (${range(w.ratio, f2)} of its ceiling; worker CPU ${range(w.workerCpuUs, f0)} µs each)`;
+    return [
+      `| List, ${f0(SIZE.products)} products, distinct pages (wrk, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${SECONDS} s, alternated): pages/s tracing off / on | ${range(t.listOff, f0)} / ${range(t.listOn, f0)} |`,
+      `| **List with tracing ÷ without** | **${range(t.listRatio, f2)}** |`,
+      `| \`serve\` CPU per page (ms), off / on | ${range(t.cpuMsOff, f2)} / ${range(t.cpuMsOn, f2)} |`,
+      `| Deliveries (worker process, ${f0(WEBHOOK_OPTIONS.deliveries)} a round), tracing off | ${deliveries(t.deliveriesOff)} |`,
+      `| Deliveries, tracing on | ${deliveries(t.deliveriesOn)} |`,
+      `| Change → receiver p50 / p99 (ms), off / on | ${f1(t.deliveriesOff.latencyP50)} / ${f1(t.deliveriesOff.latencyP99)}; ${f1(t.deliveriesOn.latencyP50)} / ${f1(t.deliveriesOn.latencyP99)} |`,
+      `| Spans exported to the loopback sink (OTLP/HTTP protobuf requests, MiB) | ${f0(t.sinkRequests)}, ${f1(t.sinkBytes / 1048576)} |`,
+    ];
   } finally {
     await database.close();
     await scratch.drop();
@@ -1351,6 +1386,11 @@ log(`bench: ${f0(SIZE.products)} products, ${ROUNDS} rounds of ${SECONDS} s, ${C
 if (args.only === 'webhooks') {
   const w = await benchWebhooksOnly();
   process.stdout.write(`${['| Measure | Result |', '|---|---:|', ...webhookRows(w)].join('\n')}\n(--only webhooks: ${OUTPUT} left as it was)\n`);
+  process.exit(0);
+}
+if (args.only === 'tracing') {
+  const rows = await benchTracingOnly();
+  process.stdout.write(`${['| Measure | Result |', '|---|---:|', ...rows].join('\n')}\n(--only tracing: ${OUTPUT} left as it was)\n`);
   process.exit(0);
 }
 const results = await benchPostgres();

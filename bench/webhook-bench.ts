@@ -112,7 +112,7 @@ async function appendEvents(database: DatabaseHandle, n: number, offset: number)
 export async function benchWebhooks(
   databaseUrl: string,
   database: DatabaseHandle,
-  opts: { deliveries: number; rounds: number; latencySamples: number },
+  opts: { deliveries: number; rounds: number; latencySamples: number; workerEnv?: Record<string, string> },
 ): Promise<WebhookResults> {
   const receiver = await startReceiver();
   const config = loadConfig({ DATABASE_URL: databaseUrl, WEBHOOK_ALLOW_PRIVATE_URLS: 'true', LOG_LEVEL: 'silent' });
@@ -124,6 +124,7 @@ export async function benchWebhooks(
     METRICS_PORT: String(metricsPort),
     LOG_LEVEL: 'warn',
     WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+    ...opts.workerEnv,
   };
   // BENCH_WORKER_NODE_ARGS: extra node flags for the worker alone, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
   const workerNodeArgs = (process.env.BENCH_WORKER_NODE_ARGS ?? '').split(' ').filter(Boolean);
