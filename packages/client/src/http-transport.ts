@@ -108,15 +108,8 @@ export function networkCode(error: StoreApiError): string | undefined {
 }
 
 /** The StoreApiError for a non-2xx answer, reading its problem+json body; `lastResponse` is its metadata. */
-export async function errorFromResponse(
-  response: Response,
-  url: URL,
-  method = 'GET',
-  metadata: ResponseMetadata = responseMetadata(response, `${method} ${url.pathname}${url.search}`),
-): Promise<StoreApiError> {
-  const request = metadata.request;
-  const requestId = metadata.requestId;
-  const lastResponse = metadata;
+export async function errorFromResponse(response: Response, url: URL, lastResponse: ResponseMetadata): Promise<StoreApiError> {
+  const { request, requestId } = lastResponse;
   const type = response.headers.get('content-type') ?? '';
   const text = await response.text().catch(() => '');
   let problem: Problem | undefined;
@@ -208,7 +201,7 @@ export async function requestWithRetries(fetchImpl: typeof fetch, spec: RequestS
       const response = await fetchImpl(url, { method, headers, body, signal: timer.signal });
       const lastResponse = responseMetadata(response, request, { attempts: attempt, idempotencyKey });
       if (response.ok) return { response, timer, lastResponse };
-      error = await errorFromResponse(response, url, method, lastResponse);
+      error = await errorFromResponse(response, url, lastResponse);
       timer.clear();
       decision = decideRetry({ kind: 'status', status: response.status, retryAfter: response.headers.get('retry-after'), code: error.code }, attempt, policy, {
         idempotent,
