@@ -96,7 +96,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
   const tracing = activeTracing();
   if (tracing) {
     await app.register(tracing.fastifyPlugin() as FastifyPluginAsync);
-    app.addHook('onRequest', (request, reply, done) => {
+    app.addHook('onRequest', (_request, reply, done) => {
       const { traceparent } = currentTraceContext();
       if (traceparent) reply.header('traceparent', traceparent);
       done();

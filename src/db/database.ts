@@ -6,6 +6,8 @@
  */
 import { CompiledQuery, Kysely, PGliteDialect, PostgresDialect, type DatabaseConnection, type LogEvent } from 'kysely';
 import pg from 'pg';
+import { SpanKind, trace } from '@opentelemetry/api';
+import { activeTracing, inSpan } from '../shared/tracing.ts';
 import type { PGlite } from '@electric-sql/pglite';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -292,6 +294,8 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
         pglite: engine as PGlite,
         onCreateConnection: async (connection) => {
           guardAgainstWedge(connection, storage, lowSpace);
+          // With tracing on, each statement is a span, as pg's instrumentation makes on PostgreSQL.
+          if (activeTracing()) traceStatements(connection);
           // On this thread only: a worker's statements never hold the HTTP side.
           if (!inThread) await yieldBetweenStatements(connection);
         },
@@ -436,6 +440,35 @@ function yieldBetweenStatements(connection: DatabaseConnection): Promise<void> {
     }
   };
   return Promise.resolve();
+}
+
+/**
+ * With tracing on (decision 0052): each statement of the embedded database is a client span of the
+ * trace it runs in, described as PostgreSQL's statements are (ops/tracing-sdk.ts): `db.system.name`
+ * and `db.system` postgresql, `db.query.text` and `db.statement` the SQL text, never its parameters.
+ * Only inside a span, as pg's instrumentation is configured (`requireParentSpan`).
+ */
+function traceStatements(connection: DatabaseConnection): void {
+  const execute = connection.executeQuery.bind(connection);
+  connection.executeQuery = (query) => {
+    if (!trace.getActiveSpan()) return execute(query);
+    const operation = /^\s*([A-Za-z]+)/.exec(query.sql)?.[1]?.toUpperCase() ?? 'query';
+    return inSpan(
+      `pglite.${operation}`,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'db.system.name': 'postgresql',
+          'db.query.text': query.sql,
+          'db.operation.name': operation,
+          'db.namespace': 'pglite',
+          'db.system': 'postgresql',
+          'db.statement': query.sql,
+        },
+      },
+      () => execute(query),
+    );
+  };
 }
 
 /**

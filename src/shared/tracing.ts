@@ -6,18 +6,7 @@
  * through `@opentelemetry/api`, whose calls are no-ops while no SDK is registered, so the default
  * costs a property read per call and loads no SDK code.
  */
-import {
-  context,
-  propagation,
-  trace,
-  SpanStatusCode,
-  type Attributes,
-  type Context,
-  type Link,
-  type Span,
-  type SpanContext,
-  type SpanOptions,
-} from '@opentelemetry/api';
+import { context, propagation, trace, SpanStatusCode, type Attributes, type Context, type Span, type SpanContext, type SpanOptions } from '@opentelemetry/api';
 
 /** The tracer of the service's own spans (claims, attempts, embedded statements). */
 const TRACER_NAME = 'store-api';
@@ -93,12 +82,6 @@ export function storedTraceContext(traceparent: string | null, tracestate: strin
   const carrier: Record<string, string> = { traceparent };
   if (tracestate) carrier.tracestate = tracestate;
   return propagation.extract(context.active(), carrier);
-}
-
-/** A link to the span active in `ctx`, when there is one. */
-export function linkTo(ctx: Context): Link[] {
-  const span = trace.getSpan(ctx);
-  return span ? [{ context: span.spanContext() }] : [];
 }
 
 /** Adds the active span's `traceparent` (and `tracestate`) to `headers`: a webhook's or a broker message's. */
