@@ -54,7 +54,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     // Requests the HTTP parser refuses, and HTTP/1.1 requests without Host, are answered problem+json
     // by our handlers (error-handler.ts) instead of Node's and Fastify's bare defaults.
     clientErrorHandler,
-    // Slow clients (issue 19): a request whose head or body does not arrive in time is answered 408
+    // Slow clients: a request whose head or body does not arrive in time is answered 408
     // (clientErrorHandler) and its connection closed, so slow senders cannot hold descriptors for
     // ever; idle keep-alive connections close after KEEP_ALIVE_TIMEOUT_MS. Node checks the deadlines
     // every connectionsCheckingInterval (default 30 s): a quarter of the shortest one, at most 1 s.
@@ -116,7 +116,7 @@ export async function buildApp(ctx: AppContext): Promise<App> {
     done();
   });
 
-  // One client address cannot take every descriptor with idle or slow connections (issue 24).
+  // One client address cannot take every descriptor with idle or slow connections.
   limitConnectionsPerAddress(app.server, { maxPerAddress: ctx.config.maxConnectionsPerAddress, logger: ctx.logger });
   await enableReadCaches(app, ctx);
   app.decorateRequest('token', undefined);

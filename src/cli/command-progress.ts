@@ -1,7 +1,7 @@
 /**
  * Progress of a long command (`demo generate`, `documents backfill`): a bar on a terminal; anywhere
  * else (CI, a container's log, journald) one JSON log line on stderr every PROGRESS_LOG_INTERVAL_MS
- * saying what is being done and how far it got, as the server's long starts do (issue 25). The
+ * saying what is being done and how far it got, as the server's long starts do. The
  * commands' own logger is quieted to warnings, so the lines get one of their own at info.
  */
 import type { Config } from '../config/config.ts';

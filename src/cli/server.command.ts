@@ -137,7 +137,7 @@ async function run(role: Role): Promise<void> {
     const appModule = role !== 'worker' ? import('../app.ts') : undefined;
     appModule?.catch(() => {});
     // PostgreSQL: the modules load first. Loading them holds this thread for seconds on a CPU-starved
-    // host, and a connection opened meanwhile timed out before its answer was read (issue 43);
+    // host, and a connection opened meanwhile timed out before its answer was read;
     // opening a connection overlaps nothing worth having.
     if (config.DATABASE_URL) await appModule;
     running.ctx = await openContext(config, createLogger(config), { applicationName: `store-api-${role}`, signal: startAborted.signal, ...demoTemplate });

@@ -1,6 +1,6 @@
 /**
  * A statement's result as the bytes PostgreSQL sends, never decoded into JavaScript strings
- * (issue 26, decision 0037): `COPY (<select>) TO STDOUT (FORMAT binary)` through pg-copy-streams.
+ * (decision 0037): `COPY (<select>) TO STDOUT (FORMAT binary)` through pg-copy-streams.
  *
  * Why: pg decodes every text value it receives into a string (pg-protocol's DataRow parser), and a
  * page or snapshot chunk of stored JSON (~200 KiB, ~1 MiB) was then encoded back to bytes for the

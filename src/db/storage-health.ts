@@ -1,5 +1,5 @@
 /**
- * Whether the store can take writes (issue 19, point 1). A full disk shows as SQLSTATE 53100
+ * Whether the store can take writes. A full disk shows as SQLSTATE 53100
  * (disk_full) from PostgreSQL or PGlite, or as ENOSPC / "No space left on device" from the file
  * system. Such a request is answered 507 `insufficient_storage` naming the cause (api/plugins/
  * error-handler.ts) and /readyz answers 503 "the store cannot write" while the last such error is

@@ -145,7 +145,7 @@ export function inStatementHorizon(backend: 'pglite' | 'postgres'): RawBuilder<s
 }
 
 /**
- * One horizon statement shared by the requests that wait for it (issue 26, decision 0037): a read
+ * One horizon statement shared by the requests that wait for it (decision 0037): a read
  * of the list or an export needs a horizon read AFTER it arrived (an earlier one would hide a write
  * its client committed just before asking), not one of its own. The first caller starts a read;
  * callers arriving while it runs wait for the next one, which starts when it ends and serves all of

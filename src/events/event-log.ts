@@ -22,7 +22,7 @@ export function resourceTypeOf(type: string): string {
  * Appends one event of `type` per row of each part's `source` (a SELECT returning columns
  * `resource_id` and `data` (json), over the rows of the statement's store: the events are that
  * store's), all in ONE statement whatever the row count, so a bulk import stays cheap: in the order
- * of `parts` and, within a part, by resource id (a step of an import appends three kinds, issue 25).
+ * of `parts` and, within a part, by resource id (a step of an import appends three kinds).
  * The parts' `resource_id` columns must have one type (every resource's is its uuid). Returns the
  * number of events appended.
  */

@@ -69,7 +69,7 @@ export async function setVariantStock(trx: Trx, levels: readonly (readonly [stri
 /**
  * Inserts the movements with their stored documents (db/documents.ts) built in the same statement,
  * by the movement's own expression over the rows inserted: one row version each, not an INSERT and
- * then the documents trigger's UPDATE of every row (issue 25: a third of the import's movement
+ * then the documents trigger's UPDATE of every row (a third of the import's movement
  * cost). Run it with the documents' triggers silenced (`withDocumentsRebuiltLater`), or they
  * rebuild the same documents again. Nothing changes a movement's row on INSERT (migration 0006's
  * trigger is BEFORE UPDATE), so the document equals its rebuild.
@@ -116,7 +116,7 @@ export async function productWithOverflowingStock(trx: Trx, productIds: readonly
 /**
  * Recomputes the products' stock (Σ active variants, else own stock) and stamps them with `stamp`.
  * `ownStock` is each product's new own stock (null: unchanged), set by the same UPDATE: a product
- * without variants is written once for its level and its recompute, not twice (issue 25: the
+ * without variants is written once for its level and its recompute, not twice (the
  * import's products are its costliest rows).
  */
 export async function recomputeProductStock(trx: Trx, productIds: readonly string[], stamp: string, ownStock: readonly (number | null)[]): Promise<void> {
@@ -131,7 +131,7 @@ export async function recomputeProductStock(trx: Trx, productIds: readonly strin
 /**
  * recomputeProductStock, with the products' stored documents built by the same UPDATE: one row
  * version of each product instead of two (the recompute's, then the documents trigger's), the
- * import's costliest rows (issue 25). The documents are built by their own expressions
+ * import's costliest rows. The documents are built by their own expressions
  * (db/documents.ts `documentsSet`) over each row's new values, taken as a products row from
  * `jsonb_populate_record`. Only products whose last_modified is below `stamp` are written: for
  * them `stamp` is the stamp the row keeps (migration 0007's forward trigger does not fire), so the

@@ -278,7 +278,7 @@ const CSV_SLICE = 32 * 1024;
 
 /**
  * Parses `csv` a slice at a time, letting the event loop turn between slices: parsing 100k rows in
- * one go holds the thread ~2 s (issue 19: /healthz stalled on both back ends). Each record is given
+ * one go holds the thread ~2 s (/healthz stalled on both back ends). Each record is given
  * to `take` as it is read and not kept, so a large import never holds its records all at once.
  */
 async function parseCsvYielding(csv: string, take: (record: Record<string, string>) => void): Promise<void> {
@@ -346,7 +346,7 @@ export async function importStockCsv(db: Kysely<Database>, csv: string, { log, i
 const LISTED_PROBLEMS = 100;
 
 /**
- * The checked rows of an import, held compactly (issue 25): each distinct sku once and, per row, the
+ * The checked rows of an import, held compactly: each distinct sku once and, per row, the
  * index of its sku and its value, rather than an object per row (a 100,000-row import held ~60 MiB
  * of records, row objects and targets in the HTTP thread until it ended). Row `i` is line `i + 2`.
  */
@@ -431,7 +431,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
  * Uuids held as 16 bytes each, outside V8's heap: a uuid string takes ~48 bytes of it, and an import
- * holds one per distinct sku and product until it ends (issue 25).
+ * holds one per distinct sku and product until it ends.
  */
 class UuidList {
   #bytes: Uint8Array;
@@ -558,8 +558,7 @@ async function importInOneTransaction(db: Kysely<Database>, rows: CheckedRows, p
  * writes did since the check; the embedded database's connection is free between steps, and the
  * steps give way to other statements (`runGivingWay`), so reads (and other writes) asked meanwhile,
  * every statement of them, run before the next step (decision 0042). The grouping is an order of
- * row indices and a step's changes are made when it runs, so the import holds no object per row
- * (issue 25).
+ * row indices and a step's changes are made when it runs, so the import holds no object per row.
  */
 async function importInSteps(
   db: Kysely<Database>,

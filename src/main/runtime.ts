@@ -78,7 +78,7 @@ const START_RETRY_PAUSE_MS = 1000;
 /**
  * Applies the pending migrations: at a start, the first statement on a new connection. On
  * PostgreSQL a connection that timed out (on a CPU-starved host the start's own work can hold the
- * thread past DATABASE_CONNECT_TIMEOUT_MS; issue 43) or a server still starting up is tried again,
+ * thread past DATABASE_CONNECT_TIMEOUT_MS) or a server still starting up is tried again,
  * with a warning per try, until DATABASE_START_TIMEOUT_MS has passed or `signal` aborts (a SIGTERM
  * during the start); a clear refusal (nothing listening, wrong password, missing database) ends the
  * start at once (schema/migrate.ts says which is which).

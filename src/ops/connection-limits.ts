@@ -1,5 +1,5 @@
 /**
- * Connection hygiene (issue 24, point 4): no client address may hold more than
+ * Connection hygiene: no client address may hold more than
  * MAX_CONNECTIONS_PER_ADDRESS connections at once, and the process warns when its open descriptors
  * near its limit.
  *

@@ -1,5 +1,5 @@
 /**
- * The ports a server role listens on, checked before the database opens (issue 43): a port already
+ * The ports a server role listens on, checked before the database opens: a port already
  * in use was reported only once the database had opened and migrated (26 s later on a loaded host),
  * as a stack. `checkPortFree` binds the port and lets it go at once, before anything is opened; the
  * real listen, later, can still lose a race for it, so `listenFailure` gives its errors the same

@@ -1,9 +1,9 @@
 /**
- * Responses that carry a secret are never stored by a cache (issue 19, point 5): an API token
+ * Responses that carry a secret are never stored by a cache: an API token
  * (`POST /tokens`, `POST /tokens/:id/roll`), a webhook signing secret (`POST /webhooks/endpoints`,
  * `GET …/secret`, `POST …/rotate-secret`) get `Cache-Control: no-store`.
  *
- * Only the routes that can return a secret pay for the check (issue 26, decision 0037): such a
+ * Only the routes that can return a secret pay for the check (decision 0037): such a
  * route says `config: { returnsSecret: true }`, and its serialised body is scanned for the shape of
  * a whole `sia_` token or `whsec_` secret. Every other body (a list page of ~200 KiB, an export)
  * passes untouched: scanning each one was decoding and searching every byte the read API sends.

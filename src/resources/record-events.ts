@@ -50,7 +50,7 @@ export async function recordsChanged<Prefix extends string, Kind extends string>
  * appends its movements', inventory records' and products' events in one statement, not three.
  * Each record is read by its id through the primary key, joined to the ids: with `id = ANY(ids)`
  * and the inventory's condition the planner chose the stock-tracked partial index and read about
- * three times the pages (issue 25).
+ * three times the pages.
  */
 export async function recordsChangedInOrder(ctx: WriteContext, changes: readonly RecordChanges[]): Promise<void> {
   const parts = changes.flatMap(({ resource, kind, ids }) => {

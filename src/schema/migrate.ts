@@ -105,7 +105,7 @@ const UNREACHABLE: Record<string, string> = {
 /**
  * Applies every pending migration; throws MigrationError (with the failing name) on failure. When
  * no migration ran because the database could not be reached, the message says so, names
- * DATABASE_URL and what to check (issue 43: it said "Migration (unknown) failed").
+ * DATABASE_URL and what to check (it said "Migration (unknown) failed").
  */
 export async function migrateToLatest<DB>(db: Kysely<DB>): Promise<MigrationResultSet> {
   const result = await migrator(db).migrateToLatest();

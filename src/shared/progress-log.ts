@@ -1,5 +1,5 @@
 /**
- * Progress of long work as log lines (issue 25): a first start that seeds 20,000 demo products,
+ * Progress of long work as log lines: a first start that seeds 20,000 demo products,
  * migrations over a large store, opening a data directory that replays its log, a large import or
  * backfill. A terminal gets a progress bar where there is one; everywhere else (JSON logs read by
  * `kubectl logs`, journald, CI) nothing was printed for minutes while the port stayed closed. So a

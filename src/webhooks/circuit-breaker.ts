@@ -79,7 +79,7 @@ export function recovers(policy: BreakerPolicy, state: BreakerState): boolean {
  * up: it answered with a client error refusing this payload (4xx but 408 and 429). The breaker then
  * closes as after a success (a recovery: the backlog's refused first attempts no longer count), and
  * the payload goes to its retry schedule, so a rejected payload never costs the healthy events
- * behind it a pause (issue 41: with healthy events written first and rejected ones after, the probe
+ * behind it a pause (with healthy events written first and rejected ones after, the probe
  * was the newest, a rejected one, and each pause ended in another). A server error (5xx) or no
  * answer keeps the endpoint paused.
  */

@@ -147,7 +147,7 @@ export interface ClaimOptions {
  * each row comes back with its endpoint and event. Rows whose previous lease expired get an
  * `abandoned` attempt recorded (it does not count toward the retries).
  *
- * Fair across stores, then across endpoints (issue 39): the rows are taken in rounds across
+ * Fair across stores, then across endpoints: the rows are taken in rounds across
  * stores, a store's k-th row (after those it has in this worker, `heldByStore`) ranking with every
  * other store's k-th, so a store with one due delivery is in the next claim whatever another
  * store's backlog, or number of endpoints, as long as fewer stores than `limit` have due work.

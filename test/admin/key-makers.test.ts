@@ -1,6 +1,6 @@
 /**
  * No key outranks or outlives its maker (decision 0026), through the admin API (inject), on every
- * back end: the escalation of issue 24 (an admin's admin-scoped key making her an owner) refused;
+ * back end: the escalation once found from outside (an admin's admin-scoped key making her an owner) refused;
  * a demotion shrinking her keys and a removal ending their write and admin powers on the next
  * request, though the key was cached, and from another process (NOTIFY, PostgreSQL); owner-only
  * actions never reachable with a key; a key made by a key keeping its maker; an owner transferring
@@ -78,7 +78,7 @@ describe.each(backends)('keys bounded by their maker (%s)', (backend) => {
     audit = undefined;
   });
 
-  it("issue 24's escalation: an admin's admin-scoped key may not make her an owner, demote the owner or invite an owner (403, nothing written)", async () => {
+  it("the escalation found from outside: an admin's admin-scoped key may not make her an owner, demote the owner or invite an owner (403, nothing written)", async () => {
     const alice = await administrator('alice@example.com', 'admin');
     const ownerId = (await as(owner, 'GET', '/admins')).json().data.find((a: { email: string }) => a.email === 'owner@example.com').id;
     const audits = await auditCount();
@@ -170,7 +170,7 @@ describe.each(backends)('keys bounded by their maker (%s)', (backend) => {
     expect(moved.statusCode, moved.body).toBe(200);
     expect(moved.json().data.map((k: { id: string }) => k.id)).toEqual([dora.keyId]);
     expect(moved.json().data[0].made_by).toMatchObject({ id: erin.user.id, email: 'erin@example.com', role: 'admin', removed: false });
-    // Issue 40: the removed maker still holds this secret; the transfer does not revive it.
+    // The removed maker still holds this secret; the transfer does not revive it.
     expectRefusal(await withKey(dora.key, 'POST', '/tokens', { name: 'revived' }), /dora@example.com, who is no longer an administrator/);
     expect((await readWithKey(dora.key)).statusCode).toBe(200);
     // The new maker rolls it: the new secret is hers and acts with her role; the old one stays bound.
@@ -261,7 +261,7 @@ describe.each(backends)('keys bounded by their maker (%s)', (backend) => {
     expect((await readWithKey(secret)).statusCode).toBe(200);
   });
 
-  it("a rolled-out secret acts for the weaker of its maker and the roller: a removed maker's old secret gains nothing by the roll (issue 40)", async () => {
+  it("a rolled-out secret acts for the weaker of its maker and the roller: a removed maker's old secret gains nothing by the roll", async () => {
     const fay = await administrator('fay@example.com', 'admin');
     expect((await as(owner, 'DELETE', `/admins/${fay.user.id}`)).statusCode).toBe(200);
     const rolled = await as(owner, 'POST', `/tokens/${fay.keyId}/roll`, { overlap_seconds: 3600 });

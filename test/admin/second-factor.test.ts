@@ -311,7 +311,7 @@ describe.each(backends)('second factor (%s)', (backend) => {
     const adminKeyId = (await createToken(t.database.db, { name: 'ops-made', scopes: ['admin'] })).summary.id;
     const readKeyId = (await createToken(t.database.db, { name: 'reader-made', scopes: ['products:read'] })).summary.id;
     const hashesBefore = (await t.database.db.selectFrom('api_tokens').select('token_hash').orderBy('id').execute()).map((r) => r.token_hash);
-    // Issue 40: a stale cookie may not mint even a read key, make or unmake administrators, hand out
+    // A stale cookie may not mint even a read key, make or unmake administrators, hand out
     // a password-reset link, move a maker's keys, or send store data to a new URL.
     const readKey = await as(owner, 'POST', '/tokens', { name: 'reader', scopes: ['products:read'] });
     expect(readKey.statusCode, readKey.body).toBe(403);
@@ -386,7 +386,7 @@ describe.each(backends)('second factor (%s)', (backend) => {
   it('the owner may require a second factor of everyone (signed in, owner only); an administrator without one must enrol first', async () => {
     const admin = await signIn(ADMIN);
     expect((await as(admin, 'PATCH', '/settings/security', { require_second_factor: true })).statusCode).toBe(403);
-    // An admin key she made before the requirement (issue 40, point 3).
+    // An admin key she made before the requirement.
     const made = await as(admin, 'POST', '/tokens', { name: 'her admin key', scopes: ['admin', 'products:read'] });
     expect(made.statusCode, made.body).toBe(201);
     const herKey = { authorization: `Bearer ${made.json().data.token as string}` };

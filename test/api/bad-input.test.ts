@@ -118,7 +118,7 @@ describe.each(backends)('bad input (%s)', (backend) => {
     expectProblem(await post('/admin/api/v1/inventory/adjustments', { product_id: productId, quantity_change: 'lots' }), 400, 'body.quantity_change');
     expectProblem(await post('/admin/api/v1/customers', { name: 'x', email: 'not-an-email' }), 400, 'body.email');
     expectProblem(await post('/admin/api/v1/inventory/import', 'sku,stock\nnope,-1\n', { 'content-type': 'text/csv' }), 400, 'line 2');
-    // An import over the body limit: 413 naming the limit (issue 25), nothing read further.
+    // An import over the body limit: 413 naming the limit, nothing read further.
     const oversized = await post('/admin/api/v1/inventory/import', `sku,stock\n${'SKU-1,1\n'.repeat(1_400_000)}`, { 'content-type': 'text/csv' });
     expectProblem(oversized, 413, 'body');
     expect(oversized.json().detail).toContain('10485760 bytes');

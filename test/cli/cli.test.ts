@@ -253,7 +253,7 @@ describe('demo generate', () => {
       });
       expect(res.code, res.stderr).toBe(0);
       expect(res.stdout).toMatch(/Generated 60 products, 10 customers, \d+ orders/);
-      // Not a terminal: progress as JSON lines on stderr (issue 25), the last one saying it ended.
+      // Not a terminal: progress as JSON lines on stderr, the last one saying it ended.
       const progress = jsonLines(res.stderr).filter((l) => l.task === 'demo generate');
       expect(progress.some((l) => typeof l.progress === 'object')).toBe(true);
       expect(progress.at(-1)?.msg).toMatch(/^demo generate: done in/);

@@ -1,6 +1,6 @@
 /**
  * The client README's install line names the tarball `npm pack` makes of the package as it is
- * (issue 43: it named 0.1.0 while the package was 0.2.0, so the guide's command failed as written).
+ * (it named 0.1.0 while the package was 0.2.0, so the guide's command failed as written).
  */
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';

@@ -7,7 +7,7 @@
  * viewer's write. Each page is then walked again at the other size by each role. Every page shown
  * is checked with axe (WCAG 2.1 A/AA), for sideways scrolling, and for console errors.
  *
- * Defects of issue 16, each failing before its fix: the endpoint page follows the breaker live;
+ * Dashboard defects found from outside, each failing before its fix: the endpoint page follows the breaker live;
  * "0 deliveries shown." after a ping; the deliveries table fits 1280 px (Retry visible, event names
  * whole); dialogs fit 390 px; focus kept after a keyboard revoke; dialogs close on Back; error
  * toasts cleared on page change and sign-out; whole numbers on the chart axis; throttling said in

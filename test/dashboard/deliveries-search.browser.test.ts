@@ -1,5 +1,5 @@
 /**
- * Deliveries and endpoints (issue 16 item 5) in Chromium, on the real service: an owner (1280×800)
+ * Deliveries and endpoints in Chromium, on the real service: an owner (1280×800)
  * searches deliveries by event id, filters by event type and date range (a bad id said at its
  * field, by the browser and by the API), reads an endpoint's success rate and latency, replays
  * failed events only after the dialog said how many, and watches the breaker pause the endpoint

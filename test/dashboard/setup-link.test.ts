@@ -1,5 +1,5 @@
 /**
- * Issue 10 part 3: the one-time setup link. A valid code creates the first administrator and signs
+ * The one-time setup link. A valid code creates the first administrator and signs
  * in; a wrong, used or expired code, or any code once an administrator exists, is a clear 4xx and
  * counts like a failed sign-in; two codes used at once make one administrator.
  */

@@ -1,5 +1,5 @@
 /**
- * The embedded database runs in its own thread (issue 25, decision 0030): while one statement runs,
+ * The embedded database runs in its own thread (decision 0030): while one statement runs,
  * however long, the HTTP side answers what needs no database. Ordering, not timing: a single
  * statement of several seconds of work is sent, then /healthz is asked over real HTTP; the answer
  * must come before the statement's result. With PGlite on the HTTP thread the statement holds the

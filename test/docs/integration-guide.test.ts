@@ -53,7 +53,7 @@ describe.each(backends)('docs/integration-guide.md, run as written (%s)', (backe
     // Under the checkout (git-ignored tmp/), so `@store-api/client` and `npx store-api-sync` resolve as in a project that installed them.
     mkdirSync(join(PROJECT_ROOT, 'tmp'), { recursive: true });
     dir = mkdtempSync(join(PROJECT_ROOT, 'tmp', 'integration-guide-'));
-    // A fresh shell of the checkout: no `store-api` on PATH (issue 43: the block said `store-api …`,
+    // A fresh shell of the checkout: no `store-api` on PATH (the block said `store-api …`,
     // "command not found" there); `npx` resolves the project's own bin.
     cliEnv = { PATH: process.env.PATH!, HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'warn' };
     if (backend === 'postgres') {

@@ -1,5 +1,5 @@
 /**
- * Parsing a large CSV import lets the event loop turn (issue 19, point 6: a 100k-row import stalled
+ * Parsing a large CSV import lets the event loop turn (point 6: a 100k-row import stalled
  * /healthz ~2 s on both back ends, in the synchronous CSV parse). The CSV here has a bad last row, so
  * the import fails validation right after parsing, before any database statement: every turn of the
  * event loop counted meanwhile happened during the parse. Ordering, not timing: a synchronous parse

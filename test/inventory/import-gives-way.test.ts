@@ -1,5 +1,5 @@
 /**
- * Issue 25, decision 0042: a products list asked while a CSV stock import runs waits for at most
+ * Decision 0042: a products list asked while a CSV stock import runs waits for at most
  * the part of the import in progress when it was asked, never for a later one.
  *
  * Embedded database: the import runs in committed steps (decision 0036), and a list runs more than

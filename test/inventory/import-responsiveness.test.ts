@@ -1,5 +1,5 @@
 /**
- * Issue 11 point 6: a long database write must not starve the HTTP side. On the embedded default
+ * A long database write must not starve the HTTP side. On the embedded default
  * PGlite runs in its own thread (decision 0030; before it, on this one, yielding between statements:
  * decision 0005); the test marks the moment the import's transaction has written its
  * first stock movements (a Kysely plugin watching the statements) and the moment it commits, and
@@ -7,11 +7,11 @@
  * (Ordering, not timing: without yielding between statements no answer can arrive in between,
  * because the client runs on the same blocked thread.) The import stays all-or-nothing.
  *
- * Issue 25: a large import logs how far it got every PROGRESS_LOG_INTERVAL_MS (shrunk here); the
+ * A large import logs how far it got every PROGRESS_LOG_INTERVAL_MS (shrunk here); the
  * import is held after its first movements until such a line has come, so without the lines it
  * never finishes.
  *
- * Issue 25, decision 0036: a products list asked once the import has written its first movements is
+ * Decision 0036: a products list asked once the import has written its first movements is
  * answered before the import is: on PostgreSQL readers pass the import's transaction, on the embedded
  * database the import runs in committed steps (STOCK_IMPORT_STEP_ROWS) and the list's statements run
  * between two of them. (With the import in one transaction on the one embedded session, the list

@@ -1,5 +1,5 @@
 /**
- * One client cannot starve everyone (issue 24, point 4). The service runs as a child process limited
+ * One client cannot starve everyone. The service runs as a child process limited
  * to 1,024 file descriptors (prlimit), with its default MAX_CONNECTIONS_PER_ADDRESS. One address
  * (127.0.0.2) opens 3,000 idle keep-alive connections (one request answered, then silence) and 800
  * slow-body ones (a head announcing a large body, `Expect: 100-continue` answered, a few bytes, then

@@ -1,5 +1,5 @@
 /**
- * Connection hygiene (issue 24, point 4), in process: a socket answered 408 or timed out is
+ * Connection hygiene, in process: a socket answered 408 or timed out is
  * destroyed, not half-closed, so a client that never reads nor closes cannot keep its descriptor;
  * the per-address connection cap refuses, counts and logs; the descriptor watch warns near the
  * limit. Each case waits for the server's socket to close or for an answer, never for a guessed

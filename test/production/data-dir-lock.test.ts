@@ -1,5 +1,5 @@
 /**
- * The embedded data directory's lock (issue 11, point 3): a restart always works. A stale lock is
+ * The embedded data directory's lock: a restart always works. A stale lock is
  * taken over when it names this process's own pid (a restarted container: pid 1 again), a pid
  * reused by an unrelated live process, or a process of another boot; a lock of a live holder is
  * still refused, with a message naming the lock file and the safe action. File system only: the

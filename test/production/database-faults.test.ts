@@ -1,5 +1,5 @@
 /**
- * Database faults never kill a process (issue 11, point 1), on real PostgreSQL, in every role
+ * Database faults never kill a process, on real PostgreSQL, in every role
  * spawned as in production (`serve`, `worker`, `all`):
  *  - under a few concurrent requests (reads, streaming exports, admin writes, /readyz) every backend
  *    of the test database is terminated (`pg_terminate_backend`, what a failover, a restart or an

@@ -1,6 +1,6 @@
 /**
  * A database that cannot be reached says so at start, naming DATABASE_URL, the cause and what to
- * check (issue 43: "Migration (unknown) failed: …" named neither). PostgreSQL only: the embedded
+ * check ("Migration (unknown) failed: …" named neither). PostgreSQL only: the embedded
  * database has no connection to refuse.
  */
 import { describe, expect, it } from 'vitest';

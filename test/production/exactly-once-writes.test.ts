@@ -1,6 +1,5 @@
 /**
- * Exactly-once keyed writes and an audit entry for every committed admin write (issue 24 point 3,
- * decision 0027), on the embedded default and PostgreSQL, at each step of a write (claimed, handled,
+ * Exactly-once keyed writes and an audit entry for every committed admin write (decision 0027), on the embedded default and PostgreSQL, at each step of a write (claimed, handled,
  * audited, answer_stored, committed; src/admin/admin-write-transaction.ts):
  *  - the process is SIGKILLed at the step (a child running the service, killing itself through the
  *    step hook): the retry with the same Idempotency-Key on a restarted service, at once (no lease to

@@ -1,5 +1,5 @@
 /**
- * bin/store-api.js (issue 43): tsx is a dev dependency, so a production install (`npm ci
+ * bin/store-api.js: tsx is a dev dependency, so a production install (`npm ci
  * --omit=dev` after a build) has none. The launcher runs dist/ there even when a source file is
  * newer (with a warning), and with no build at all says in one line to run `npm run build` instead
  * of failing on a missing module. In a checkout (tsx installed) a stale build still runs the sources.

@@ -2,7 +2,7 @@
  * An admin write whose connection is lost before ANY of its statements — the key's claim, the
  * route's statements, each savepoint (begun, released, rolled back), its read-backs, the audit entry,
  * the stored answer, the COMMIT — is answered 503 service_unavailable with Retry-After, never 500, and
- * leaves nothing written (decision 0027; issue 24's exactly-once writes). The step hook of
+ * leaves nothing written (decision 0027: exactly-once writes). The step hook of
  * exactly-once-writes.test.ts reaches only the five steps between statements; a CI run once saw a
  * 500 for a backend terminated in the middle of a write, so this walks every statement.
  *

@@ -1,5 +1,5 @@
 /**
- * Signals reach the server (issue 11, point 4): `npm start` SIGTERMed stops the server it started
+ * Signals reach the server: `npm start` SIGTERMed stops the server it started
  * (npm forwards the signal to its child, and the start script execs node, so no shell sits in
  * between to swallow it), and the data directory's lock is released. The server's pid is read from
  * that lock file. Embedded default only: `npm start` is the zero-configuration way to run it.

@@ -1,5 +1,5 @@
 /**
- * A port already in use is said before the database opens (issue 43): it was reported after the
+ * A port already in use is said before the database opens: it was reported after the
  * database had opened and migrated (26 s later on a loaded host), as a JSON stack. Now the start
  * checks the port first and stops with one line naming PORT (the worker: METRICS_PORT) and what to
  * do, exit 1, the database never opened: an empty DATA_DIR stays empty, and a test-owned proxy in

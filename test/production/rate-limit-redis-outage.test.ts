@@ -1,5 +1,5 @@
 /**
- * A Redis outage costs no latency (issue 11, point 5). The test runs its own redis-server on a free
+ * A Redis outage costs no latency. The test runs its own redis-server on a free
  * port, stops it and starts it again:
  *  - the client fails fast: no offline queue (a command while disconnected fails at once instead of
  *    waiting for a reconnect) and a short command and connect timeout;

@@ -1,5 +1,5 @@
 /**
- * /readyz on the embedded database tells busy from gone (issue 43): during a large import it
+ * /readyz on the embedded database tells busy from gone: during a large import it
  * answered 503 "The database is unreachable." to 34 of 37 polls, its check queued behind the
  * import's steps for more than its 2 s, and an orchestrator would have restarted a healthy service.
  * The database is held here the way an import holds it, deterministically: a transaction keeps its

@@ -1,5 +1,5 @@
 /**
- * Every response that carries a secret says `Cache-Control: no-store` (issue 19, point 5): a new API
+ * Every response that carries a secret says `Cache-Control: no-store`: a new API
  * token, a new webhook endpoint (its signing secret), the secret itself and a rotated one. Responses
  * without a secret (lists showing only token prefixes) are left to the usual caching rules.
  */

@@ -1,5 +1,5 @@
 /**
- * Slow clients cannot hold connections (issue 19, point 2; point 6 for HEAD): the whole request —
+ * Slow clients cannot hold connections (point 2; point 6 for HEAD): the whole request —
  * head and body — must arrive within REQUEST_TIMEOUT_MS, the head within HEADERS_TIMEOUT_MS, and an
  * idle keep-alive connection closes after KEEP_ALIVE_TIMEOUT_MS. The deadlines are configured small
  * here; each case waits for the server to answer and close, never for a guessed time (without the
@@ -119,7 +119,7 @@ describe('slow clients are cut', () => {
   });
 });
 
-describe('the timeouts measure the client, not the server (issue 25)', () => {
+describe('the timeouts measure the client, not the server', () => {
   let t: TestApp;
   let port: number;
   beforeAll(async () => {

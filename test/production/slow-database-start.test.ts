@@ -1,5 +1,5 @@
 /**
- * A start waits out a slow host instead of dying of it (issue 43): on a CPU-starved host `serve` on
+ * A start waits out a slow host instead of dying of it: on a CPU-starved host `serve` on
  * PostgreSQL exited at start with "Connection terminated due to connection timeout", its first
  * connection timed out while the process was busy loading its modules. A test-owned TCP proxy in
  * front of PostgreSQL holds the first connections silent, so each times out

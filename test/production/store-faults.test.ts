@@ -1,5 +1,5 @@
 /**
- * Faults of the store an operator meets (issue 19, points 1 and 4), on both back ends where they apply:
+ * Faults of the store an operator meets (points 1 and 4), on both back ends where they apply:
  *  - a full disk: a write that meets SQLSTATE 53100 is answered 507 problem+json naming the cause,
  *    /readyz then reports that the store cannot write, and writes resume as soon as the disk takes
  *    them again. The out-of-space error is raised by a trigger (RAISE … USING ERRCODE '53100'), the

@@ -1,5 +1,5 @@
 /**
- * Claims are fair across stores (issue 39, decision 0051): a claim takes due deliveries in rounds
+ * Claims are fair across stores (decision 0051): a claim takes due deliveries in rounds
  * across stores before it takes them in rounds across one store's endpoints, so a store with one due
  * delivery is in the next claim whatever another store's backlog, and another store's retries never
  * go before a store's first attempt. Driven statement by statement (no worker, no clock but the

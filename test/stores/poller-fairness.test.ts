@@ -1,5 +1,5 @@
 /**
- * The event poller is fair across stores (issue 39, decision 0051, migration 0034): each store is
+ * The event poller is fair across stores (decision 0051, migration 0034): each store is
  * fanned out from its own position, the stores behind in rounds, so store B's next event goes out in
  * the next poll while store A still has thousands of events to fan out — with one position for the
  * whole deployment, B's event waited behind every one of A's. Still: every event of each store

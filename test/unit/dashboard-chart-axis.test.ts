@@ -1,6 +1,6 @@
 /**
  * The dashboard's delivery chart labels its axis 0, half and top: each must be a whole number for
- * any count (issue 16: the axis once read "0,000"-like fractions such as 2.5 or 12.5).
+ * any count (the axis once read "0,000"-like fractions such as 2.5 or 12.5).
  */
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error: a plain browser module of the dashboard, without type declarations.

@@ -1,5 +1,5 @@
 /**
- * Progress lines of long work (issue 25, shared/progress-log.ts): a line per interval with where the
+ * Progress lines of long work (shared/progress-log.ts): a line per interval with where the
  * work is, a last one with the time taken, and nothing at all for work that ends before the first.
  */
 import { describe, expect, it } from 'vitest';

@@ -86,7 +86,7 @@ describe('circuit breaker (pure, fake clock)', () => {
     for (const statusCode of [null, 408, 429, 502, 503, 504]) expect(countsTowardBreaker({ ...backlog, statusCode }, recoveredAt)).toBe(true);
   });
 
-  it('a probe refused by a 4xx (not 408 or 429) shows the receiver is up; a 5xx or no answer does not; a closed breaker is not asked (issue 41)', () => {
+  it('a probe refused by a 4xx (not 408 or 429) shows the receiver is up; a 5xx or no answer does not; a closed breaker is not asked', () => {
     const policy = { threshold: 10, pauseMs: 60_000 };
     const open = { consecutiveFailures: 10, pausedUntil: Date.now() + 60_000 };
     for (const status of [400, 404, 409, 410, 413, 422]) expect(refusalShowsUp(policy, open, status)).toBe(true);

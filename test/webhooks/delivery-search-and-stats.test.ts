@@ -1,5 +1,5 @@
 /**
- * Issue 16 item 5 through the admin API (inject, every back end), on deliveries and attempts
+ * Searching deliveries and their statistics through the admin API (inject, every back end), on deliveries and attempts
  * written with known values: searching deliveries by delivery id or event id, filtering by event
  * type and creation range (bad values refused with problem+json naming the parameter); an
  * endpoint's success rate and latency p50/p95 over 24 hours and 7 days (decision 0021); replay

@@ -1,5 +1,5 @@
 /**
- * A broker restarted in the middle of a burst loses no event (issue 29, decision 0031), on both back
+ * A broker restarted in the middle of a burst loses no event (decision 0031), on both back
  * ends. Mosquitto and nats-server are brokers of the test's own on a spare port (a persistent
  * store in a directory of their own), stopped with SIGTERM and started again; RabbitMQ is the
  * machine's, behind a TCP proxy of the test's own that resets every connection and refuses new

@@ -1,5 +1,5 @@
 /**
- * Broker destinations (issue 29, decision 0031) against the machine's real brokers — RabbitMQ
+ * Broker destinations (decision 0031) against the machine's real brokers — RabbitMQ
  * 127.0.0.1:5672, Mosquitto 127.0.0.1:1883, NATS JetStream 127.0.0.1:4222 — on both back ends: an
  * endpoint per broker receives every subscribed event, signed (verified with the public
  * `standardwebhooks` package from the message's headers and body) and equal to the read API's

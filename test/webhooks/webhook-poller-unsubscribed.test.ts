@@ -1,5 +1,5 @@
 /**
- * The event poller across events nobody subscribed to (issue 14): it reads only the events some
+ * The event poller across events nobody subscribed to: it reads only the events some
  * enabled endpoint wants and moves its position past the others in the same transaction, so a run of
  * unwanted events costs one poll, not one per batch — and an endpoint still gets every event of its
  * types, in order, when they are interleaved with many unwanted ones across batch boundaries and

@@ -1,5 +1,5 @@
 /**
- * Healthy events never wait behind a burst of rejected payloads (issue 24 point 5, decision 0029).
+ * Healthy events never wait behind a burst of rejected payloads (decision 0029).
  * While an endpoint is paused, 40 events its receiver rejects (by payload: 422) are written before
  * 10 it accepts. When the pause ends the probe is a healthy one; after it, the 40 rejected first
  * attempts must not pause the endpoint again: the 10 healthy ones are delivered with no further
@@ -126,7 +126,7 @@ describe.each(backends)('a burst of rejected payloads after a pause (%s)', (back
     await worker.stop();
   });
 
-  it('the mirror (issue 41): healthy events written first, rejected ones after; the probe is a rejected payload, and its refusal closes the breaker instead of costing the healthy events another pause', async () => {
+  it('the mirror: healthy events written first, rejected ones after; the probe is a rejected payload, and its refusal closes the breaker instead of costing the healthy events another pause', async () => {
     // The first case's endpoint (same receiver) no longer listens.
     await sql`UPDATE webhook_endpoints SET enabled = false`.execute(db);
     const endpoint = await kit.createEndpoint(receiver.url, { event_types: ['customer.created'] });

@@ -197,7 +197,7 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request, reply) => {
       const body = request.body as typeof InviteBody.static;
-      // The link makes an administrator, an owner included (issue 40: a stale cookie must not).
+      // The link makes an administrator, an owner included (a stale cookie must not).
       requireFreshProof(request, 'inviting an administrator');
       const { code, link } = await createInvitation(db, {
         email: body.email,
@@ -281,7 +281,7 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
       },
     },
     async (request, reply) => {
-      // The link sets the account's password: a stale cookie must not hand one out (issue 40).
+      // The link sets the account's password: a stale cookie must not hand one out.
       requireFreshProof(request, 'issuing a password-reset link');
       const { code, link, user } = await createPasswordReset(db, {
         adminUserId: id(request.params),

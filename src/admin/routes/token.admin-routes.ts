@@ -129,7 +129,7 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
     async (request, reply) => {
       const body = request.body as typeof CreateTokenBody.static;
       if (!body.name.trim()) throw invalidParameter('body.name', 'must not be blank');
-      // Any key: a read key carries store data out as well (issue 40, sudo mode).
+      // Any key: a read key carries store data out as well (sudo mode).
       requireFreshProof(request, writesOrAdministers(body.scopes) ? 'creating a key that can write or administer' : 'creating a key');
       let expiresAt: string | null = null;
       if (body.expires_at) {
@@ -207,7 +207,7 @@ export async function tokenAdminRoutes(app: FastifyInstance): Promise<void> {
     },
     async (request) => {
       const overlap = (request.body as typeof RollBody.static | undefined)?.overlap_seconds ?? 86_400;
-      // Any key: its new secret is shown, and a read key carries store data out too (issue 40).
+      // Any key: its new secret is shown, and a read key carries store data out too.
       const rolled = await getToken(db, id(request.params));
       requireFreshProof(
         request,

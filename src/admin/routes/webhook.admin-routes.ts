@@ -156,7 +156,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req, reply) => {
       const body = req.body as typeof CreateBody.static;
-      // Store data leaves through it, signed with the secret shown here (issue 40, sudo mode).
+      // Store data leaves through it, signed with the secret shown here (sudo mode).
       requireFreshProof(req, 'registering a webhook endpoint');
       const created = await webhooks.createEndpoint(body);
       // The audit log keeps the URL as shown: a broker URL's password never leaves the endpoint row (decision 0031).
@@ -195,7 +195,7 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const body = req.body as typeof PatchBody.static;
-      // Re-pointing sends store data somewhere else (issue 40, sudo mode).
+      // Re-pointing sends store data somewhere else (sudo mode).
       if (body.url !== undefined) requireFreshProof(req, "changing an endpoint's URL");
       const before = await webhooks.getEndpoint(id(req.params));
       const after = await webhooks.updateEndpoint(id(req.params), body);

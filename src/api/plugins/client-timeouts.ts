@@ -1,5 +1,5 @@
 /**
- * The request timeouts measure the client, not the server (issue 25). Node's HTTP server checks
+ * The request timeouts measure the client, not the server. Node's HTTP server checks
  * REQUEST_TIMEOUT_MS / HEADERS_TIMEOUT_MS on a timer against what its parser has seen. When this
  * thread has been busy, the timer runs before the bytes waiting in the socket are read (timers come
  * before I/O in an event-loop turn), so a request whose body had arrived in full was answered 408

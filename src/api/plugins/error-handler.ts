@@ -102,7 +102,7 @@ export function clientErrorHandler(error: NodeJS.ErrnoException, socket: Socket)
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/problem+json\r\n` +
     `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`;
   // Destroyed once the answer is written, not half-closed: a client that never reads nor closes
-  // would otherwise keep the descriptor (issue 24). If the answer cannot even be written (the
+  // would otherwise keep the descriptor. If the answer cannot even be written (the
   // client reads nothing and the buffers are full), the socket goes after a second anyway.
   socket.end(requestMethod(error as { rawPacket?: unknown }, socket) === 'HEAD' ? head : head + body, () => socket.destroy());
   socket.setTimeout(1000, () => socket.destroy());

@@ -1,5 +1,5 @@
 /**
- * A secret acts for no more than the person who was shown it (issue 40, decision 0026 amended).
+ * A secret acts for no more than the person who was shown it (decision 0026 amended).
  * Rolling makes the roller the key's maker, and the old secret, still valid for the overlap, used to
  * act with the roller's power, though it may be exactly the secret the roll was meant to retire (a
  * removed administrator's); a transfer gave a removed maker's unrotated secret the new maker's

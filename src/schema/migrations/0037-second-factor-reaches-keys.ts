@@ -1,5 +1,5 @@
 /**
- * The owner's "require a second factor" reaches the administrators' keys (issue 40, decision 0028
+ * The owner's "require a second factor" reaches the administrators' keys (decision 0028
  * amended): the token look-up reads the store's requirement and whether the key's maker has a second
  * factor, so every process's token cache must hear when either changes. A statement that sets or
  * clears a second factor, or writes a store's requirement, NOTIFYs `api_tokens_changed`, as a role
