@@ -10,7 +10,7 @@ import { sql } from 'kysely';
 import { backends } from '../helpers/test-database.ts';
 import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { aProduct } from '../helpers/store-fixtures.ts';
-import { importStockCsv } from '../../src/inventory/stock.service.ts';
+import { importStockCsv } from '../../src/inventory/stock-import.ts';
 import { readHorizon, runWrite, sharedHorizon } from '../../src/db/write-clock.ts';
 import { updateProduct } from '../../src/catalog/catalog.service.ts';
 

@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import { backends } from '../helpers/test-database.ts';
 import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { generateDemoStore } from '../../src/demo/demo-store.ts';
-import { importStockCsv } from '../../src/inventory/stock.service.ts';
+import { importStockCsv } from '../../src/inventory/stock-import.ts';
 
 const PRODUCTS = 10_000;
 

@@ -6,7 +6,7 @@
  * allows none.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { importStockCsv } from '../../src/inventory/stock.service.ts';
+import { importStockCsv } from '../../src/inventory/stock-import.ts';
 import { openTestDatabase, type TestDatabase } from '../helpers/test-database.ts';
 
 describe('CSV import parsing', () => {

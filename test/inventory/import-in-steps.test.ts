@@ -13,7 +13,8 @@ import { sql } from 'kysely';
 import { backends } from '../helpers/test-database.ts';
 import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { aProduct, aProductWithVariants } from '../helpers/store-fixtures.ts';
-import { adjustStock, importStockCsv } from '../../src/inventory/stock.service.ts';
+import { adjustStock } from '../../src/inventory/stock.service.ts';
+import { importStockCsv } from '../../src/inventory/stock-import.ts';
 import { writeCommits } from '../../src/db/write-clock.ts';
 import { ApiError } from '../../src/shared/problem.ts';
 

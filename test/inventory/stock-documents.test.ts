@@ -14,7 +14,8 @@ import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { aProduct, aProductWithVariants } from '../helpers/store-fixtures.ts';
 import { checkStoreDocuments, rebuildStoreDocuments } from '../../src/resources/store-schema.ts';
 import { startStatementAudit } from '../helpers/statement-audit.ts';
-import { adjustStock, importStockCsv } from '../../src/inventory/stock.service.ts';
+import { adjustStock } from '../../src/inventory/stock.service.ts';
+import { importStockCsv } from '../../src/inventory/stock-import.ts';
 import { withDocumentsRebuiltLater } from '../../src/db/documents.ts';
 import type { Database } from '../../src/db/schema.ts';
 

@@ -9,7 +9,7 @@ import { sql, type Kysely } from 'kysely';
 import { backends } from '../helpers/test-database.ts';
 import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { aProduct, aProductWithVariants } from '../helpers/store-fixtures.ts';
-import { importStockCsv } from '../../src/inventory/stock.service.ts';
+import { importStockCsv } from '../../src/inventory/stock-import.ts';
 import type { Database } from '../../src/db/schema.ts';
 
 interface LoggedEvent {

@@ -14,7 +14,7 @@ import { backends, openTestDatabase } from '../helpers/test-database.ts';
 import { freshMirror as freshMirrorOf } from './mirror-fixture.ts';
 import { buildTestApp, UNLIMITED, type TestApp } from '../helpers/test-app.ts';
 import { aProduct, aProductWithVariants } from '../helpers/store-fixtures.ts';
-import { importStockCsv } from '../../src/inventory/stock.service.ts';
+import { importStockCsv } from '../../src/inventory/stock-import.ts';
 import { revokeToken, createToken } from '../../src/tokens/token.service.ts';
 import { signatureHeaders } from '../../src/webhooks/webhook-signing.ts';
 import { PROJECT_ROOT } from '../production/process-helpers.ts';

@@ -24,7 +24,8 @@ import {
 } from '../../catalog/catalog.service.ts';
 import { changeOrderStatus, changePaymentStatus, placeOrder, type OrderInput } from '../../orders/order.service.ts';
 import { ORDER_STATUSES, PAYMENT_STATUSES, type OrderStatus, type PaymentStatus } from '../../orders/order-status.ts';
-import { adjustStock, importStockCsv } from '../../inventory/stock.service.ts';
+import { adjustStock } from '../../inventory/stock.service.ts';
+import { importStockCsv } from '../../inventory/stock-import.ts';
 import { ORDER_SOURCES } from '../../orders/order.json-sql.ts';
 import { ApiError, invalidParameter } from '../../shared/problem.ts';
 import { currentStoreId } from '../../db/store-scope.ts';
