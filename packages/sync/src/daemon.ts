@@ -3,8 +3,11 @@
  * `reconcileEveryMs`, for as long as the process lives. A failure (the service restarting or down,
  * the network, the mirror database) does not end it: it is logged, recorded for `status`
  * (store_mirror.daemon_state, when the mirror answers) and retried after a jittered backoff that
- * grows from `retryMinMs` to `retryMaxMs`, without end. Only failures that waiting cannot heal end
- * it: a token the service refuses (401/403) or a base URL where something else answers.
+ * grows from `retryMinMs` to `retryMaxMs`, without end. A resource the token may not read (403, a
+ * missing scope) is skipped and said once; the others are synced, and it is tried again every cycle,
+ * so a scope granted later mirrors it from then on (unreadable-resources.ts). Only failures that
+ * waiting cannot heal end it: a token the service refuses (401) or that may read no resource at all,
+ * or a base URL where something else answers.
  */
 import { sql } from 'kysely';
 import type { MirrorDatabase } from './mirror/mirror-database.ts';
@@ -13,6 +16,8 @@ import type { SyncResource } from './sync-resources.ts';
 import { initialSync, type InitialSyncOptions } from './initial-sync.ts';
 import { reconcile, type ReconcileReport } from './reconcile.ts';
 import { describeError, SyncError } from './sync-errors.ts';
+import { readSyncState } from './mirror/mirror.repository.ts';
+import { unreadableResources } from './unreadable-resources.ts';
 
 export interface DaemonOptions {
   reconcileEveryMs: number;
@@ -25,6 +30,8 @@ export interface DaemonOptions {
   log: (line: string) => void;
   onProgress?: InitialSyncOptions['onProgress'];
   onReconcile?: (reports: ReconcileReport[]) => void;
+  /** Called when a resource is skipped for a missing scope (each cycle it is). */
+  onSkip?: (resource: SyncResource) => void;
   random?: () => number;
 }
 
@@ -90,14 +97,23 @@ export async function runDaemon(mirror: MirrorDatabase, reader: StoreReader, res
   let failures = 0;
   let outageStarted: number | undefined;
   let initialDone = false;
+  const readable = unreadableResources({ warn: log, mirror, onSkip: options.onSkip });
+  const initial = (resource: SyncResource) => initialSync(mirror, reader, [resource], { onProgress: options.onProgress });
   while (!signal.aborted) {
     try {
       if (!initialDone) {
-        await initialSync(mirror, reader, resources, { onProgress: options.onProgress });
+        const synced = await readable.each(resources, initial);
         initialDone = true;
-        log('initial sync complete');
+        log(
+          `initial sync complete${synced.length < resources.length ? ` (${synced.length} of ${resources.length} resources; the others skipped, see above)` : ''}`,
+        );
       }
-      options.onReconcile?.(await reconcile(mirror, reader, resources));
+      const reports = await readable.each(resources, async (resource) => {
+        // A resource skipped until now (its scope granted since) starts with its initial sync.
+        if (!(await readSyncState(mirror.db, resource.name)).initial_done) await initial(resource);
+        return reconcile(mirror, reader, [resource]);
+      });
+      options.onReconcile?.(reports.flat());
       if (outageStarted !== undefined)
         log(`recovered after ${Math.round((Date.now() - outageStarted) / 1000)} s and ${failures} failed tries; the mirror is caught up`);
       failures = 0;

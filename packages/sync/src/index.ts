@@ -9,5 +9,6 @@ export { webhookVerifier } from './webhook-verifier.ts';
 export { clientStoreReader } from './client-store-reader.ts';
 export { SYNC_RESOURCES, resourcesNamed } from './sync-resources.ts';
 export { SyncError, describeError } from './sync-errors.ts';
+export { unreadableResources, isMissingScope, type UnreadableResourcesOptions } from './unreadable-resources.ts';
 export { runDaemon, readDaemonState, isFatal, daemonBackoff, type DaemonOptions, type DaemonState } from './daemon.ts';
 export { webhookGaps, type WebhookGaps, type MissedEvent } from './webhook-gaps.ts';

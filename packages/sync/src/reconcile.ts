@@ -38,7 +38,12 @@ export async function reconcile(
   const reports: ReconcileReport[] = [];
   for (const resource of resources) {
     const state = await readSyncState(mirror.db, resource.name);
-    if (!state.initial_done) throw new SyncError(`${resource.name}: the initial sync has not finished; run \`store-api-sync init\` first`);
+    if (!state.initial_done) {
+      // Skipped by init for a missing scope: asked again, so that a scope still missing is said as
+      // such (the 403, which the CLI skips) rather than as an init to run.
+      if (state.skipped_scope !== null) await reader.listPage(resource, null, 1);
+      throw new SyncError(`${resource.name}: the initial sync has not finished; run \`store-api-sync init\` first`);
+    }
     let cursor = state.cursor;
     let pulled = 0;
     let applied = 0;

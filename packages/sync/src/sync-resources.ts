@@ -16,6 +16,8 @@ export interface SyncResource {
   readonly path: string;
   /** Field holding the record's identity (inventory records are keyed by their product). */
   readonly key: 'id' | 'product_id';
+  /** The read scope a token needs for it (e.g. `orders:read`; inventory and stock movements share `inventory:read`). */
+  readonly scope: string;
   /** Query added to every list and export call (products: inactive ones too, a mirror needs them). */
   readonly query: Readonly<Record<string, string>>;
   /** Webhook event types whose `data` is a record of this resource. */
@@ -46,6 +48,7 @@ export interface ApiResourceEntry {
   readonly name: string;
   readonly path: string;
   readonly key: 'id' | 'product_id';
+  readonly scope: string;
   readonly mirror_query: Readonly<Record<string, string>>;
   readonly events: readonly string[];
   readonly fields: Readonly<Record<string, string>>;
@@ -57,6 +60,7 @@ export function syncResourceOf<R extends ApiResourceEntry>(r: R): SyncResource &
     name: r.name as ResourceName & R['name'],
     path: r.path,
     key: r.key,
+    scope: r.scope,
     query: r.mirror_query,
     events: r.events,
     columns: Object.fromEntries(

@@ -20,6 +20,7 @@ import { resourcesNamed, type SyncResource } from '../sync-resources.ts';
 import { parseDuration } from './duration.ts';
 import { readDaemonState, runDaemon } from '../daemon.ts';
 import { webhookGaps, type WebhookGaps } from '../webhook-gaps.ts';
+import { unreadableResources } from '../unreadable-resources.ts';
 import { StoreApiClient } from '@store-api/client';
 import type { RetryInfo } from '@store-api/client';
 
@@ -134,6 +135,8 @@ function progressBars(resources: readonly SyncResource[]) {
       bar.setTotal(done ? Math.max(records, 1) : (total ?? records + 500) || 1);
       bar.update(records, { detail: progressDetail({ records, total, done, since: { records: since.records, elapsedMs: performance.now() - since.at } }) });
     },
+    /** A resource the token may not read: its bar says so. */
+    onSkip: (resource: SyncResource) => byName.get(resource.name)!.update(0, { detail: `skipped: the token lacks ${resource.scope}` }),
     stop: () => {
       bars.stop();
       if (barsOnScreen === bars) barsOnScreen = undefined;
@@ -141,10 +144,17 @@ function progressBars(resources: readonly SyncResource[]) {
   };
 }
 
-async function runInitialSync(mirror: MirrorDatabase, options: CommonOptions, resources: SyncResource[], batchSize?: number): Promise<void> {
+/** Says a resource skipped for a missing scope, on stderr (above the progress bars). */
+const warnSkipped = (line: string) => say(process.stderr, `store-api-sync: ${line}\n`);
+
+/** The initial sync of the resources the token may read (the others skipped and said); how many were synced. */
+async function runInitialSync(mirror: MirrorDatabase, options: CommonOptions, resources: SyncResource[], batchSize?: number): Promise<number> {
   const bars = progressBars(resources);
+  const source = reader(options);
   try {
-    await initialSync(mirror, reader(options), resources, { batchSize, onProgress: bars.onProgress });
+    const readable = unreadableResources({ warn: warnSkipped, mirror, onSkip: bars.onSkip });
+    const synced = await readable.each(resources, (resource) => initialSync(mirror, source, [resource], { batchSize, onProgress: bars.onProgress }));
+    return synced.length;
   } finally {
     bars.stop();
   }
@@ -173,8 +183,10 @@ withCommon(
     run(async (options: CommonOptions & { restart?: boolean; batchSize: number }) =>
       withMirror(options, async (mirror, resources) => {
         if (options.restart) for (const r of resources) await resetInitialSync(mirror.db, r.name);
-        await runInitialSync(mirror, options, resources, options.batchSize);
-        process.stdout.write('initial sync complete\n');
+        const synced = await runInitialSync(mirror, options, resources, options.batchSize);
+        process.stdout.write(
+          `initial sync complete${synced < resources.length ? ` (${synced} of ${resources.length} resources; the others skipped, see above)` : ''}\n`,
+        );
       }),
     ),
   );
@@ -184,7 +196,9 @@ withCommon(program.command('reconcile').description('pull every list from its st
   .action(
     run(async (options: CommonOptions & { pageSize: number }) =>
       withMirror(options, async (mirror, resources) => {
-        printReconcile(await reconcile(mirror, reader(options), resources, { pageSize: options.pageSize }));
+        const source = reader(options);
+        const readable = unreadableResources({ warn: warnSkipped, mirror });
+        printReconcile((await readable.each(resources, (resource) => reconcile(mirror, source, [resource], { pageSize: options.pageSize }))).flat());
       }),
     ),
   );
@@ -303,6 +317,7 @@ withCommon(
             signal: stop.signal,
             log: (line) => say(process.stderr, `${new Date().toISOString()} store-api-sync: ${line}\n`),
             onProgress: bars.onProgress,
+            onSkip: bars.onSkip,
             onReconcile: printReconcile,
           });
         } finally {
@@ -359,6 +374,10 @@ withCommon(
           process.stdout.write(
             `${r.resource.padEnd(15)} ${String(r.records).padStart(8)} records; ${initial}; cursor ${r.cursor ?? '—'} (lag ${formatAge(r.cursorAgeMs)}); ${last}\n`,
           );
+          if (r.skipped_scope)
+            process.stdout.write(
+              `${''.padEnd(15)} SKIPPED since ${r.skipped_since}: the token lacks the scope ${r.skipped_scope}, so run and init mirror the other resources without it\n`,
+            );
         }
         if (gaps && gaps.from === null) process.stdout.write('webhooks: none received yet, nothing to compare with the events feed\n');
         else if (gaps) {
@@ -381,9 +400,13 @@ withCommon(program.command('verify').description('compare the mirror with the AP
   .action(
     run(async (options: CommonOptions & { json?: boolean; maxIds: number }) =>
       withMirror(options, async (mirror, resources) => {
-        const results = await verifyMirror(mirror, reader(options), resources);
+        const source = reader(options);
+        const skipped: SyncResource[] = [];
+        const readable = unreadableResources({ warn: warnSkipped, onSkip: (resource) => skipped.push(resource) });
+        const results = (await readable.each(resources, (resource) => verifyMirror(mirror, source, [resource]))).flat();
         if (options.json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
         else {
+          for (const r of skipped) process.stdout.write(`${r.name.padEnd(15)} SKIPPED: the token lacks the scope ${r.scope}; not compared\n`);
           for (const r of results) {
             const same = r.missing.length + r.extra.length + r.different.length === 0;
             process.stdout.write(

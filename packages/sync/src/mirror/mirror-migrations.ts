@@ -77,6 +77,10 @@ const MIGRATIONS: readonly string[] = [
    CREATE VIEW store_mirror.attributes AS
      SELECT key, sum(variant_count)::integer AS variant_count, count(*)::integer AS value_count
      FROM store_mirror.attribute_values GROUP BY key`,
+  // Resources the token may not read (403, a missing scope): `run` and `init` mirror the others and
+  // note these, `status` shows them (unreadable-resources.ts).
+  `ALTER TABLE store_mirror.sync_state ADD COLUMN skipped_scope text;
+   ALTER TABLE store_mirror.sync_state ADD COLUMN skipped_since timestamptz`,
 ];
 
 /**

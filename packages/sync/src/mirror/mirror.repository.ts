@@ -213,11 +213,16 @@ export interface SyncState {
   last_reconcile_at: string | null;
   last_reconcile_pulled: number | null;
   last_reconcile_applied: number | null;
+  /** The scope the token lacked when a run or an init last skipped the resource (null: not skipped). */
+  skipped_scope: string | null;
+  /** Since when it has been skipped (ISO 8601), while it is. */
+  skipped_since: string | null;
 }
 
 export async function readSyncState(db: Kysely<unknown>, resource: ResourceName): Promise<SyncState> {
   const { rows } = await sql<SyncState>`SELECT resource, export_cursor, initial_done, initial_records::int AS initial_records, cursor,
-      last_reconcile_at, last_reconcile_pulled::int AS last_reconcile_pulled, last_reconcile_applied::int AS last_reconcile_applied
+      last_reconcile_at, last_reconcile_pulled::int AS last_reconcile_pulled, last_reconcile_applied::int AS last_reconcile_applied,
+      skipped_scope, to_char(skipped_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS skipped_since
     FROM store_mirror.sync_state WHERE resource = ${resource}`.execute(db);
   return (
     rows[0] ?? {
@@ -229,8 +234,23 @@ export async function readSyncState(db: Kysely<unknown>, resource: ResourceName)
       last_reconcile_at: null,
       last_reconcile_pulled: null,
       last_reconcile_applied: null,
+      skipped_scope: null,
+      skipped_since: null,
     }
   );
+}
+
+/** Notes that the token lacks `scope` for the resource (kept since the first time it was skipped). */
+export async function markSkipped(db: Kysely<unknown>, resource: ResourceName, scope: string): Promise<void> {
+  await sql`INSERT INTO store_mirror.sync_state (resource, skipped_scope, skipped_since) VALUES (${resource}, ${scope}, now())
+    ON CONFLICT (resource) DO UPDATE SET skipped_scope = EXCLUDED.skipped_scope,
+      skipped_since = coalesce(store_mirror.sync_state.skipped_since, EXCLUDED.skipped_since), updated_at = now()`.execute(db);
+}
+
+/** Forgets that the resource was skipped: the token reads it now. */
+export async function clearSkipped(db: Kysely<unknown>, resource: ResourceName): Promise<void> {
+  await sql`UPDATE store_mirror.sync_state SET skipped_scope = NULL, skipped_since = NULL, updated_at = now()
+    WHERE resource = ${resource} AND skipped_scope IS NOT NULL`.execute(db);
 }
 
 /** The initial sync's position after a batch of `records`, for the batch's transaction (added to the records so far). */
