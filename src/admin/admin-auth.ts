@@ -54,11 +54,11 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 type SecurityRequirement = Record<string, string[]>;
 
 /**
- * A dashboard session's security requirement for `method`: its cookie, and the CSRF header unless
- * the method is safe (the check in `authenticateAdmin` below).
+ * A dashboard session's security requirement for a route of `methods`: its cookie, and the CSRF
+ * header unless every method is safe (the check in `authenticateAdmin` below).
  */
-export function dashboardSessionSecurity(method: string): SecurityRequirement {
-  return SAFE_METHODS.has(method.toUpperCase()) ? { dashboardSession: [] } : { dashboardSession: [], csrfToken: [] };
+export function dashboardSessionSecurity(methods: string | readonly string[]): SecurityRequirement {
+  return [methods].flat().every((method) => SAFE_METHODS.has(method.toUpperCase())) ? { dashboardSession: [] } : { dashboardSession: [], csrfToken: [] };
 }
 
 /**
@@ -68,8 +68,8 @@ export function dashboardSessionSecurity(method: string): SecurityRequirement {
  * key acts as), and a dashboard session. The document cannot say more: whether a given key's maker
  * or a given session's role may is decided per request.
  */
-export function adminSecurity(permission: Permission, method: string): SecurityRequirement[] {
-  const session = dashboardSessionSecurity(method);
+export function adminSecurity(permission: Permission, methods: string | readonly string[]): SecurityRequirement[] {
+  const session = dashboardSessionSecurity(methods);
   return keyAllows(keyRole({ kind: 'operator' })!, permission) ? [{ bearerAuth: ['admin'] }, session] : [session];
 }
 

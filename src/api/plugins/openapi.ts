@@ -539,8 +539,7 @@ export const openApiPlugin = fp(
         // An admin API route's security is what it accepts, from the permission it declares.
         const permission = (route.config as { permission?: Permission } | undefined)?.permission;
         if (!url.startsWith(ADMIN_API_PREFIX) || permission === undefined) return { schema, url };
-        const methods = [route.method].flat();
-        return { schema: { ...schema, security: adminSecurity(permission, methods.find((m) => !['GET', 'HEAD', 'OPTIONS'].includes(m)) ?? 'GET') }, url };
+        return { schema: { ...schema, security: adminSecurity(permission, route.method) }, url };
       },
       transformObject: (document) => completeDocument((document as { openapiObject: Json }).openapiObject) as never,
     });
