@@ -13,10 +13,11 @@ import { runWrite, type WriteContext } from '../db/write-clock.ts';
 import { ownStore, ownStoreIs } from '../db/store-scope.ts';
 import { conflict, notFound } from '../shared/problem.ts';
 import { translateDbError } from '../shared/db-errors.ts';
-import { inventoryChanged, productsChanged } from '../resources/record-events.ts';
+import { productsChanged } from './product-events.ts';
+import { inventoryChanged } from '../inventory/stock-events.ts';
 import { applyStockChanges, refreshProducts, type StockChange } from '../inventory/stock.service.ts';
 import { isStockTracked, type ProductType } from './product.json-sql.ts';
-import { recordById } from '../resources/record-reads.ts';
+import { recordById } from '../records/record-reads.ts';
 import { type Product, productResource } from './product.resource.ts';
 import { nextPosition } from './catalog.repository.ts';
 

@@ -1,7 +1,7 @@
 /** Products as a resource of the read API, the events and the mirror (resources/resource.ts). */
 import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
-import { defineResource } from '../resources/resource.ts';
+import { defineResource } from '../records/resource.ts';
 import { Money, Nullable, StringEnum, Timestamp, Uuid } from '../shared/typebox.ts';
 import { PRODUCT_TYPES, productJson, productJsonBeforeStores, productSource } from './product.json-sql.ts';
 

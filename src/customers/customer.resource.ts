@@ -1,6 +1,6 @@
 /** Customers as a resource of the read API, the events and the mirror (resources/resource.ts). */
 import { type Static, type TOptional, type TSchema, Type } from '@sinclair/typebox';
-import { defineResource } from '../resources/resource.ts';
+import { defineResource } from '../records/resource.ts';
 import { Nullable, Timestamp, Uuid } from '../shared/typebox.ts';
 import { customerJson, customerSource } from './customer.json-sql.ts';
 

@@ -7,8 +7,8 @@
 import type { Static } from '@sinclair/typebox';
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
-import { recordById } from '../resources/record-reads.ts';
-import { createRecord, updateRecord } from '../resources/record-writes.ts';
+import { recordById } from '../records/record-reads.ts';
+import { createRecord, updateRecord } from '../records/record-writes.ts';
 import { type Customer, type CustomerCreate, type CustomerPatch as CustomerPatchBody, customerResource } from './customer.resource.ts';
 
 export type CustomerInput = Static<typeof CustomerCreate>;

@@ -1,8 +1,8 @@
 /** Inventory records and stock movements as resources of the read API, the events and the mirror. */
 import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
-import { defineResource } from '../resources/resource.ts';
-import { requireUuid, sinceOf } from '../resources/filters.ts';
+import { defineResource } from '../records/resource.ts';
+import { requireUuid, sinceOf } from '../records/filters.ts';
 import { Nullable, StringEnum, Timestamp, Uuid, sinceParam } from '../shared/typebox.ts';
 import { MOVEMENT_REASONS, inventoryJson, inventoryJsonBeforeStores, inventorySource, movementJson, movementSource } from './inventory.json-sql.ts';
 

@@ -7,10 +7,19 @@ import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { Database, StockMovementTable } from '../db/schema.ts';
 import { movementJson } from './inventory.json-sql.ts';
 import { documentsSet } from '../db/documents.ts';
-import { documentKinds } from '../resources/store-schema.ts';
+import { documentKindsOf } from '../records/resource.ts';
+import { productResource } from '../catalog/product.resource.ts';
+import { inventoryResource } from './inventory.resource.ts';
 import { ownStore, ownStoreIs } from '../db/store-scope.ts';
 
 type Trx = Transaction<Database>;
+
+/**
+ * The documents stored on the products table (a product's, its inventory record's), rebuilt by the
+ * stock recompute's UPDATE itself. test/db/store-tables.test.ts holds this to every declared
+ * document of that table.
+ */
+export const PRODUCT_TABLE_DOCUMENTS = documentKindsOf([productResource, inventoryResource]).filter((k) => k.table === 'products');
 
 export interface LockedProduct {
   id: string;
@@ -146,7 +155,7 @@ export async function recomputeProductStockAndDocuments(
   ownStock: readonly (number | null)[],
 ): Promise<string[]> {
   const { rows } = await sql<{ id: string }>`UPDATE products t SET
-      own_stock = p.own_stock, stock = p.stock, last_modified = p.last_modified, ${documentsSet(documentKinds(), 'products')}
+      own_stock = p.own_stock, stock = p.stock, last_modified = p.last_modified, ${documentsSet(PRODUCT_TABLE_DOCUMENTS, 'products')}
     FROM unnest(${productIds}::uuid[], ${ownStock}::int[]) AS x(id, own_stock)
       JOIN products o ON ${ownStoreIs('o.store_id')} AND o.id = x.id AND o.last_modified < ${stamp}::timestamptz
       CROSS JOIN LATERAL jsonb_populate_record(o, jsonb_build_object(

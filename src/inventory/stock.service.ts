@@ -17,7 +17,7 @@ import { withDocumentsRebuiltLater } from '../db/documents.ts';
 import { ownStoreIs } from '../db/store-scope.ts';
 import { isStockTracked } from '../catalog/product.json-sql.ts';
 import { conflict, invalidParameter, notFound } from '../shared/problem.ts';
-import { stockChanged } from '../resources/record-events.ts';
+import { stockChanged } from './stock-events.ts';
 import type { MovementReason } from './inventory.json-sql.ts';
 import {
   insertMovements,

@@ -1,8 +1,8 @@
 /** Orders as a resource of the read API, the events and the mirror (resources/resource.ts). */
 import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
-import { defineResource } from '../resources/resource.ts';
-import { sinceOf } from '../resources/filters.ts';
+import { defineResource } from '../records/resource.ts';
+import { sinceOf } from '../records/filters.ts';
 import { Money, Nullable, StringEnum, Timestamp, Uuid, sinceParam } from '../shared/typebox.ts';
 import { ORDER_STATUSES, PAYMENT_STATUSES } from './order-status.ts';
 import { ORDER_SOURCES, orderJson, orderJsonBeforeStores, orderSource } from './order.json-sql.ts';

@@ -11,7 +11,7 @@ import type { Database } from '../db/schema.ts';
 import { runWrite, type WriteContext } from '../db/write-clock.ts';
 import { ownStore, ownStoreIs } from '../db/store-scope.ts';
 import { conflict, invalidParameter, notFound } from '../shared/problem.ts';
-import { orderChanged } from '../resources/record-events.ts';
+import { orderChanged } from './order-events.ts';
 import { applyStockChanges, type StockChange } from '../inventory/stock.service.ts';
 import {
   canMoveOrder,
@@ -23,7 +23,7 @@ import {
   type PaymentStatus,
 } from './order-status.ts';
 import { amountCents, newOrderRows, type PricedItem } from './new-order.ts';
-import { recordById } from '../resources/record-reads.ts';
+import { recordById } from '../records/record-reads.ts';
 import { type Order, orderResource } from './order.resource.ts';
 
 export interface OrderItemInput {

@@ -5,13 +5,13 @@
  * infrastructure and knows no resource.
  */
 import { EVENT_TYPE_SCOPES, FEED_EVENT_TYPES, type FeedEventType } from './registry.ts';
-import type { Scope } from '../tokens/token.service.ts';
 
 export type EventType = FeedEventType | 'ping';
 export const EVENT_TYPES: readonly EventType[] = [...FEED_EVENT_TYPES, 'ping'];
 
 /** The event types a token with `scopes` may see, in FEED_EVENT_TYPES order. */
-export function visibleEventTypes(scopes: readonly Scope[]): FeedEventType[] {
+export function visibleEventTypes(scopes: readonly string[]): FeedEventType[] {
+  // Any scope list (a token's): the read scopes among them decide.
   return FEED_EVENT_TYPES.filter((type) => scopes.includes(EVENT_TYPE_SCOPES[type]));
 }
 

@@ -6,7 +6,7 @@
  */
 import type { TSchema } from '@sinclair/typebox';
 import { RESOURCES } from './resource-list.ts';
-import type { EventTypesOf, ResourceDeclaration } from './resource.ts';
+import type { EventTypesOf, ResourceDeclaration } from '../records/resource.ts';
 
 export { RESOURCES };
 

@@ -17,16 +17,14 @@ import {
   type RebuildProgress,
 } from '../db/documents.ts';
 import { RESOURCES } from './registry.ts';
+import { documentKindsOf } from '../records/resource.ts';
 
 /**
  * Every stored document of every declared resource, in resource order. `stores` false: as a database
  * before migration 0031 has them (no store_id: the expressions name no store, `buildBeforeStores`).
  */
 export function documentKinds({ stores = true }: { stores?: boolean } = {}): DocumentKind[] {
-  return RESOURCES.map((r) => {
-    const { buildBeforeStores, ...document } = r.document;
-    return { ...document, build: stores ? document.build : (buildBeforeStores ?? document.build), table: r.table, stores };
-  });
+  return documentKindsOf(RESOURCES, { stores });
 }
 
 /** The tables whose writes can change a list page: each resource's table and the tables its document reads. */

@@ -13,7 +13,7 @@ import { adjustStock } from '../../src/inventory/stock.service.ts';
 import { updateCustomer } from '../../src/customers/customer.service.ts';
 import { runWrite } from '../../src/db/write-clock.ts';
 import { appendEvent } from '../../src/events/event-log.ts';
-import { productsChanged } from '../../src/resources/record-events.ts';
+import { productsChanged } from '../../src/catalog/product-events.ts';
 import { findEvent } from '../../src/webhooks/webhook-delivery.repository.ts';
 
 type FeedEvent = { id: string; type: string; created_at: string; data: Record<string, unknown> };

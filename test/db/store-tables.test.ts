@@ -12,10 +12,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql, type Kysely } from 'kysely';
 import { Type } from '@sinclair/typebox';
 import { createStoreTable } from '../../src/db/store-table.ts';
-import { createRecord, updateRecord } from '../../src/resources/record-writes.ts';
-import { defineResource } from '../../src/resources/resource.ts';
+import { createRecord, updateRecord } from '../../src/records/record-writes.ts';
+import { defineResource } from '../../src/records/resource.ts';
 import { RESOURCES } from '../../src/resources/registry.ts';
-import { storeTables } from '../../src/resources/store-schema.ts';
+import { documentKinds, storeTables } from '../../src/resources/store-schema.ts';
+import { PRODUCT_TABLE_DOCUMENTS } from '../../src/inventory/stock.repository.ts';
 import { backends, openTestDatabase } from '../helpers/test-database.ts';
 import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
 
@@ -40,6 +41,13 @@ async function triggers<DB>(db: Kysely<DB>, table: string): Promise<{ fn: string
     WHERE tg.tgrelid = ${table}::regclass AND NOT tg.tgisinternal`.execute(db);
   return rows;
 }
+
+describe('documents the stock recompute rebuilds', () => {
+  it("are every declared document stored on the products table (the recompute's UPDATE sets them itself)", () => {
+    const declared = documentKinds().filter((k) => k.table === 'products');
+    expect(PRODUCT_TABLE_DOCUMENTS.map((k) => k.column)).toEqual(declared.map((k) => k.column));
+  });
+});
 
 describe.each(backends)('store tables (%s)', (backend) => {
   let t: TestApp;

@@ -66,15 +66,26 @@ function relativeImports(file: string, text: string): string[] {
 }
 
 /** What the infrastructure folders may import: each other, the shared vocabulary, the config, and the context's type. */
-const INFRASTRUCTURE = ['db/', 'events/', 'retention/', 'shared/', 'config/'];
+const INFRASTRUCTURE = ['db/', 'events/', 'records/', 'retention/', 'shared/', 'config/'];
 const INFRASTRUCTURE_FILES = ['app-context.ts'];
 
 describe('imports point down (decisions 0035, 0041)', () => {
-  it('src/db, src/events and src/retention import nothing above infrastructure, migrations included', () => {
-    const offenders = ['db', 'events', 'retention'].flatMap((folder) =>
+  it('src/db, src/events, src/records and src/retention import nothing above infrastructure, migrations included', () => {
+    const offenders = ['db', 'events', 'records', 'retention'].flatMap((folder) =>
       sourceFiles(join(SRC, folder)).flatMap((file) =>
         relativeImports(file, readFileSync(file, 'utf8'))
           .filter((target) => !INFRASTRUCTURE.some((allowed) => target.startsWith(allowed)) && !INFRASTRUCTURE_FILES.includes(target))
+          .map((target) => `${relative(SRC, file)} → ${target}`),
+      ),
+    );
+    expect(offenders).toEqual([]);
+  });
+
+  it('no feature folder imports resources/ (the list of the features and what derives from it sits above them)', () => {
+    const offenders = ['catalog', 'customers', 'inventory', 'orders', 'records'].flatMap((folder) =>
+      sourceFiles(join(SRC, folder)).flatMap((file) =>
+        relativeImports(file, readFileSync(file, 'utf8'))
+          .filter((target) => target.startsWith('resources/'))
           .map((target) => `${relative(SRC, file)} → ${target}`),
       ),
     );

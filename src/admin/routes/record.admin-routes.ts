@@ -6,8 +6,8 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { RESOURCES } from '../../resources/registry.ts';
-import { createRecord, updateRecord } from '../../resources/record-writes.ts';
-import type { ResourceDeclaration } from '../../resources/resource.ts';
+import { createRecord, updateRecord } from '../../records/record-writes.ts';
+import type { ResourceDeclaration } from '../../records/resource.ts';
 import { dataOf } from '../admin-responses.ts';
 
 /** `stock movement` → `StockMovement`, for operation ids. */

@@ -9,8 +9,8 @@
  */
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { RANGE_PREFIX_PATTERN, rangeChecksums, recordChecksums } from '../../../resources/record-checksums.repository.ts';
-import { requireUuid } from '../../../resources/filters.ts';
+import { RANGE_PREFIX_PATTERN, rangeChecksums, recordChecksums } from '../../../records/record-checksums.repository.ts';
+import { requireUuid } from '../../../records/filters.ts';
 import { Pagination } from '../../schemas.ts';
 import { errorResponses, pascalCase, type ResourceDefinition } from './resource-routes.ts';
 

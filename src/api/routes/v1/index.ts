@@ -5,8 +5,8 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { RESOURCES } from '../../../resources/registry.ts';
-import { recordJsonText } from '../../../resources/record-reads.ts';
-import type { ResourceDeclaration } from '../../../resources/resource.ts';
+import { recordJsonText } from '../../../records/record-reads.ts';
+import type { ResourceDeclaration } from '../../../records/resource.ts';
 import { bearerAuthPlugin } from '../../plugins/bearer-auth.ts';
 import { StoreFailedError } from '../../../db/storage-health.ts';
 import { registerResource, type ResourceDefinition } from './resource-routes.ts';

@@ -27,7 +27,7 @@ import { inStatementHorizon, readHorizon, sharedHorizon } from '../../../db/writ
 import type { Scope } from '../../../tokens/token.service.ts';
 import { formatCursor, parseCursor } from '../../../shared/cursor.ts';
 import { ApiError, notFound } from '../../../shared/problem.ts';
-import { requireUuid } from '../../../resources/filters.ts';
+import { requireUuid } from '../../../records/filters.ts';
 import { IdParams, ProblemSchema, listOf, listQuery, single, snapshotQuery } from '../../schemas.ts';
 import { setNextLink } from '../../plugins/pagination-links.ts';
 

@@ -1,16 +1,12 @@
 /**
  * The events each kind of change appends, from the resource's own source (its declaration,
- * resources/resource.ts): `data` is the record's stored document (db/documents.ts) as the statement
+ * records/resource.ts); each feature names its own kinds (catalog/product-events.ts,
+ * inventory/stock-events.ts, orders/order-events.ts, customers/customer-events.ts): `data` is the record's stored document (db/documents.ts) as the statement
  * triggers left it after the change, the same bytes a GET returns at that moment.
  */
 import { sql } from 'kysely';
 import type { WriteContext } from '../db/write-clock.ts';
 import { sourceConditions } from '../db/keyset-page.ts';
-import { productResource } from '../catalog/product.resource.ts';
-import { customerResource } from '../customers/customer.resource.ts';
-import { inventoryResource, movementResource } from '../inventory/inventory.resource.ts';
-import { orderResource } from '../orders/order.resource.ts';
-import type { FeedEventType } from './registry.ts';
 import type { ResourceDeclaration } from './resource.ts';
 import { appendEventsInOrder } from '../events/event-log.ts';
 import { chunks } from '../shared/chunks.ts';
@@ -56,7 +52,7 @@ export async function recordsChangedInOrder(ctx: WriteContext, changes: readonly
   const parts = changes.flatMap(({ resource, kind, ids }) => {
     const { source, events } = resource;
     if (!events) throw new Error(`resource ${resource.name} declares no events`);
-    const type = `${events.prefix}.${kind}` as FeedEventType;
+    const type = `${events.prefix}.${kind}`;
     return idChunks(ids).map((part) => ({
       type,
       rows: part.length,
@@ -70,39 +66,4 @@ export async function recordsChangedInOrder(ctx: WriteContext, changes: readonly
     await appendEventsInOrder(ctx, parts.slice(from, to));
     from = to;
   }
-}
-
-const createdOrUpdated = (created: boolean) => (created ? 'created' : 'updated');
-
-export async function productsChanged(ctx: WriteContext, ids: readonly string[], created = false): Promise<void> {
-  await recordsChanged(ctx, productResource, createdOrUpdated(created), ids);
-}
-
-/** inventory.updated for the stock-tracked ones among `productIds`. */
-export async function inventoryChanged(ctx: WriteContext, productIds: readonly string[]): Promise<void> {
-  await recordsChanged(ctx, inventoryResource, 'updated', productIds);
-}
-
-/**
- * The events of stock changes, in this order: stock_movement.created for each movement,
- * inventory.updated for each stock-tracked product and, with `announceProducts`, product.updated.
- */
-export async function stockChanged(ctx: WriteContext, movementIds: readonly string[], productIds: readonly string[], announceProducts: boolean): Promise<void> {
-  await recordsChangedInOrder(ctx, [
-    { resource: movementResource, kind: 'created', ids: movementIds },
-    { resource: inventoryResource, kind: 'updated', ids: productIds },
-    ...(announceProducts ? [{ resource: productResource, kind: 'updated', ids: productIds }] : []),
-  ]);
-}
-
-export async function ordersChanged(ctx: WriteContext, ids: readonly string[], created = false): Promise<void> {
-  await recordsChanged(ctx, orderResource, createdOrUpdated(created), ids);
-}
-
-export async function orderChanged(ctx: WriteContext, id: string, created = false): Promise<void> {
-  await ordersChanged(ctx, [id], created);
-}
-
-export async function customersChanged(ctx: WriteContext, ids: readonly string[], created = false): Promise<void> {
-  await recordsChanged(ctx, customerResource, createdOrUpdated(created), ids);
 }

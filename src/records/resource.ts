@@ -8,6 +8,7 @@
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { RawBuilder } from 'kysely';
 import type { ListSource } from '../db/keyset-page.ts';
+import type { DocumentKind } from '../db/documents.ts';
 
 /** Parsed query of a list or export (validated by its schema already). */
 export type ResourceQuery = Record<string, unknown>;
@@ -115,3 +116,14 @@ export type RecordOf<R extends ResourceDeclaration> = Static<R['record']>;
 
 /** The event types of a declaration, e.g. 'product.created' | 'product.updated'. */
 export type EventTypesOf<R> = R extends ResourceDeclaration<string, string, infer P, infer K> ? `${P}.${K}` : never;
+
+/**
+ * The stored documents of `resources` (resources/store-schema.ts passes every declared one).
+ * `stores` false: as a database before migration 0031 has them (`buildBeforeStores`).
+ */
+export function documentKindsOf(resources: readonly ResourceDeclaration[], { stores = true }: { stores?: boolean } = {}): DocumentKind[] {
+  return resources.map((r) => {
+    const { buildBeforeStores, ...document } = r.document;
+    return { ...document, build: stores ? document.build : (buildBeforeStores ?? document.build), table: r.table, stores };
+  });
+}
