@@ -72,7 +72,7 @@ export const productResource = defineResource({
     get: 'One product with all its variants and images',
     export: 'Export products as NDJSON, up to 500 per request',
   },
-  events: { prefix: 'product', kinds: ['created', 'updated'] },
+  events: { prefix: 'product', kinds: ['created', 'updated'], when: 'a product, one of its variants or images, its price or its stock changes' },
   mirrorQuery: { include_inactive: 'true' },
   document: {
     name: 'product',

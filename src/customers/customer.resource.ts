@@ -52,7 +52,7 @@ export const customerResource = defineResource({
   conditions: () => [],
   single: true,
   description: { list: 'List registered customers', get: 'One customer', export: 'Export customers as NDJSON' },
-  events: { prefix: 'customer', kinds: ['created', 'updated'] },
+  events: { prefix: 'customer', kinds: ['created', 'updated'], when: 'a customer is created / changed' },
   document: { name: 'customer', alias: 'c', column: 'doc', build: customerJson },
   labelDescription: 'Customer records.',
   example: {

@@ -65,7 +65,11 @@ export const inventoryResource = defineResource({
   conditions: (q) => (q.include_inactive === false ? [sql`p.is_active`] : []),
   single: false,
   description: { list: 'Current stock of every stock-tracked product and its variants', export: 'Export inventory records as NDJSON' },
-  events: { prefix: 'inventory', kinds: ['updated'] },
+  events: {
+    prefix: 'inventory',
+    kinds: ['updated'],
+    when: "a stock-tracked product changes (its stock, or anything else: the inventory record's `last_modified` is the product's)",
+  },
   document: {
     name: 'inventory',
     alias: 'p',
@@ -112,7 +116,7 @@ export const movementResource = defineResource({
   },
   single: false,
   description: { list: 'Stock change audit log', export: 'Export stock movements as NDJSON' },
-  events: { prefix: 'stock_movement', kinds: ['created'] },
+  events: { prefix: 'stock_movement', kinds: ['created'], when: 'a stock movement is recorded (sale, cancel, refund, adjustment, bulk_import)' },
   document: { name: 'stock_movement', alias: 'm', column: 'doc', build: movementJson },
   example: {
     id: '0193a5c3-0b12-7d34-a5b6-c7d8e9f0a1b4',

@@ -74,7 +74,7 @@ export const orderResource = defineResource({
   },
   single: true,
   description: { list: 'List orders with their items', get: 'One order with its items', export: 'Export orders as NDJSON' },
-  events: { prefix: 'order', kinds: ['created', 'updated'] },
+  events: { prefix: 'order', kinds: ['created', 'updated'], when: 'an order is placed / its status or payment status changes' },
   document: {
     name: 'order',
     alias: 'o',

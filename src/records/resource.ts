@@ -49,8 +49,12 @@ export interface ResourceDeclaration<
   /** Whether GET /{path}/{id} exists. */
   readonly single: boolean;
   readonly description: { readonly list: string; readonly get?: string; readonly export: string };
-  /** Event types `${prefix}.${kind}` whose `data` is one record; omit for a resource without events. */
-  readonly events?: { readonly prefix: EventPrefix; readonly kinds: readonly EventKind[] };
+  /**
+   * Event types `${prefix}.${kind}` whose `data` is one record; omit for a resource without events.
+   * `when`: what makes them, in a few words (docs/webhooks.md's table of event types is generated
+   * from it, test/docs/generated-blocks.test.ts).
+   */
+  readonly events?: { readonly prefix: EventPrefix; readonly kinds: readonly EventKind[]; readonly when?: string };
   /**
    * Admin writes of a flat resource (one row of `table` per record, columns named as the body's
    * fields): POST /admin/api/v1/{path} creates with `create`'s body, PATCH /admin/api/v1/{path}/{id}
