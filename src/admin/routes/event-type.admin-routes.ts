@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { webhookEventCatalog } from '../../api/plugins/openapi.ts';
+import { webhookEventCatalog } from '../../api/openapi-webhooks.ts';
 
 const JsonObject = Type.Record(Type.String(), Type.Unknown());
 const EventTypeEntry = Type.Object({

@@ -21,6 +21,8 @@
  *    /admin/links) are documented under their own `Admin: …` tags, each operation with its problem
  *    responses and, on an admin API POST, the Idempotency-Key header (decision 0013);
  *  - every webhook event type has an example payload (openapi-examples.ts).
+ * The webhooks section and the admin event catalog are ../openapi-webhooks.ts; the JSON helpers
+ * ../openapi-json.ts.
  * The document passes `redocly lint` with the recommended rules (test/production/openapi-lint.test.ts).
  */
 import { readFileSync } from 'node:fs';
@@ -28,10 +30,10 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { EVENT_PAYLOADS, namedSchemas } from '../schemas.ts';
-import { RESOURCE_TAGS, eventTypeDescription, resourceCatalog } from '../../resources/registry.ts';
-import type { FeedEventType } from '../../resources/registry.ts';
-import { exampleEvent } from '../openapi-examples.ts';
+import { namedSchemas } from '../schemas.ts';
+import { RESOURCE_TAGS, resourceCatalog } from '../../resources/registry.ts';
+import { collectTitledSchemas, pascal, plain, ref, refNamedSchemas, type Json } from '../openapi-json.ts';
+import { webhookSection } from '../openapi-webhooks.ts';
 import { adminSecurity } from '../../admin/admin-auth.ts';
 import { SESSION_SECURITY_SCHEMES } from '../../admin/sessions/session-cookie.ts';
 import type { Permission } from '../../admin/sessions/admin-roles.ts';
@@ -66,16 +68,6 @@ function isDocumented(url: string): boolean {
   );
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: the generated OpenAPI document is walked and patched as untyped JSON.
-type Json = Record<string, any>;
-
-/** Webhook event types (docs/contract/decisions.md, Webhooks): the store events of the feed, and `ping`. */
-export const WEBHOOK_EVENT_TYPES: readonly string[] = [...Object.keys(EVENT_PAYLOADS), 'ping'];
-
-const plain = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
-
-const ref = (kind: 'schemas' | 'headers' | 'parameters' | 'responses', name: string) => ({ $ref: `#/components/${kind}/${name}` });
-
 const headerComponents: Json = {
   'X-RateLimit-Limit': { description: 'Requests allowed per window for this token and budget (standard or export).', schema: { type: 'integer' } },
   'X-RateLimit-Remaining': { description: 'Requests left in the current window.', schema: { type: 'integer' } },
@@ -102,8 +94,6 @@ const headerComponents: Json = {
 const rateLimitHeaderRefs = Object.fromEntries(
   ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'RateLimit-Policy', 'RateLimit'].map((h) => [h, ref('headers', h)]),
 );
-
-const pascal = (word: string) => word.replace(/(?:^|[^A-Za-z0-9]+)([A-Za-z0-9])/g, (_m, c: string) => c.toUpperCase());
 
 /**
  * The operation id of a route that names none (routes name theirs: `listProducts`, `createApiKey`,
@@ -153,123 +143,6 @@ function ndjsonMedia(media: Json): Json {
     },
     'x-ndjson-line-schema': media.schema,
   };
-}
-
-/**
- * Every schema with a `title` found inline in the paths that is not a component yet becomes one
- * (the admin API's answers: ApiKey, WebhookEndpoint, …), so generators name their types.
- */
-function collectTitledSchemas(node: unknown, found: Map<string, Json>): void {
-  if (Array.isArray(node)) {
-    for (const item of node) collectTitledSchemas(item, found);
-    return;
-  }
-  if (!node || typeof node !== 'object') return;
-  const object = node as Json;
-  if (typeof object.title === 'string' && (object.type === 'object' || Array.isArray(object.anyOf)) && !found.has(object.title))
-    found.set(object.title, object);
-  for (const value of Object.values(object)) collectTitledSchemas(value, found);
-}
-
-/** Replaces every inline copy of a named schema below `node` with a $ref; `keep` is left as is. */
-function refNamedSchemas(node: unknown, names: Set<string>, keep?: unknown): unknown {
-  if (Array.isArray(node)) return node.map((item) => refNamedSchemas(item, names));
-  if (!node || typeof node !== 'object') return node;
-  const object = node as Json;
-  if (node !== keep && typeof object.title === 'string' && names.has(object.title) && (object.type === 'object' || Array.isArray(object.anyOf))) {
-    return ref('schemas', object.title);
-  }
-  return Object.fromEntries(Object.entries(object).map(([key, value]) => [key, refNamedSchemas(value, names)]));
-}
-
-const PING_DESCRIPTION = 'Test event sent on demand (dashboard or admin API) to one endpoint; carries no store record.';
-
-/** The payload JSON schema a webhook of this type POSTs (plain JSON, named records inline or as `$ref`s per `names`). */
-function webhookBodySchema(type: string, names: Set<string>): Json {
-  // The store events' bodies are the very schemas the events feed lists (EVENT_PAYLOADS).
-  if (type !== 'ping') return refNamedSchemas(plain(EVENT_PAYLOADS[type as FeedEventType]), names) as Json;
-  return {
-    type: 'object',
-    required: ['id', 'type', 'created_at', 'data'],
-    additionalProperties: false,
-    properties: {
-      id: { type: 'string', format: 'uuid', description: 'Event id, stable across retries' },
-      type: { type: 'string', const: type },
-      created_at: { type: 'string', format: 'date-time' },
-      data: {
-        type: 'object',
-        description: PING_DESCRIPTION,
-        required: ['endpoint_id', 'message'],
-        properties: { endpoint_id: { type: 'string', format: 'uuid' }, message: { type: 'string' } },
-      },
-    },
-  };
-}
-
-/**
- * Every webhook event type with its description, payload schema (self-contained) and example: the
- * source of both the OpenAPI document's `webhooks` section and the admin API's event catalog.
- */
-export function webhookEventCatalog(): { type: string; description: string; schema: Json; example: Json }[] {
-  return WEBHOOK_EVENT_TYPES.map((type) => ({
-    type,
-    description: type === 'ping' ? PING_DESCRIPTION : eventTypeDescription(type as FeedEventType),
-    schema: webhookBodySchema(type, new Set()),
-    example: exampleEvent(type as FeedEventType | 'ping'),
-  }));
-}
-
-function webhookSection(names: Set<string>): Json {
-  const webhooks: Json = {};
-  const signatureHeaders = [
-    {
-      name: 'webhook-id',
-      in: 'header',
-      required: true,
-      description: 'The event id; the same on every retry (use it to deduplicate).',
-      schema: { type: 'string' },
-    },
-    {
-      name: 'webhook-timestamp',
-      in: 'header',
-      required: true,
-      description: 'Unix epoch seconds when this attempt was signed.',
-      schema: { type: 'string', pattern: '^\\d+$' },
-    },
-    {
-      name: 'webhook-signature',
-      in: 'header',
-      required: true,
-      description:
-        'Standard Webhooks signature(s), space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the endpoint secret `whsec_…` (two during a secret rotation). Verify with the `standardwebhooks` library.',
-      schema: { type: 'string' },
-    },
-  ];
-  for (const type of WEBHOOK_EVENT_TYPES) {
-    const bodySchema = webhookBodySchema(type, names);
-    webhooks[type] = {
-      post: {
-        operationId: `${pascal(type).replace(/^./, (c) => c.toLowerCase())}Webhook`,
-        // The receiver authenticates the POST by its signature, not by a token of this API.
-        security: [],
-        tags: ['Webhooks'],
-        summary: `${type} event`,
-        description:
-          `${type === 'ping' ? PING_DESCRIPTION : eventTypeDescription(type as FeedEventType)} ` +
-          'POSTed to each enabled endpoint subscribed to this type, signed per Standard Webhooks. Any 2xx within the timeout acknowledges; anything else is retried after 1 min, 5 min, 30 min, 2 h and 12 h, then dead-lettered. Delivery is at least once.',
-        parameters: signatureHeaders,
-        requestBody: {
-          required: true,
-          content: { 'application/json': { schema: bodySchema, example: exampleEvent(type as FeedEventType | 'ping') } },
-        },
-        responses: {
-          '2XX': { description: 'Acknowledged; the delivery is done.' },
-          default: { description: 'Not acknowledged (as is a timeout or a connection error); retried on the schedule.' },
-        },
-      },
-    };
-  }
-  return webhooks;
 }
 
 /** Header of an idempotent admin POST (decision 0013). */
