@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backends } from '../helpers/test-database.ts';
 import { UNLIMITED } from '../helpers/test-app.ts';
 import { collectRoutes, type RouteSpec } from '../helpers/hostile-requests.ts';
-import { ADMIN_OPERATIONS, StoreApiError, type StoreApiClient } from '../../packages/client/src/index.ts';
-import { startClientTestServer, type ClientTestServer } from './client-test-kit.ts';
+import { ADMIN_OPERATIONS, type StoreApiClient } from '../../packages/client/src/index.ts';
+import { startClientTestServer, type ClientTestServer, failureOf } from './client-test-kit.ts';
 
 const ADMIN_PREFIX = '/admin/api/v1/';
 const METHODS = ['get', 'post', 'put', 'patch', 'delete'];
@@ -48,15 +48,6 @@ function operationOf(operations: Operation[], method: string, pathname: string):
   });
   // A literal segment wins over a parameter (deliveries/retry over deliveries/{id}).
   return matches.sort((a, b) => a.path.split('{').length - b.path.split('{').length)[0];
-}
-
-async function failureOf(promise: Promise<unknown>): Promise<StoreApiError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(StoreApiError);
-  return error as StoreApiError;
 }
 
 describe.each(backends)('client.admin covers the admin API (%s)', (backend) => {

@@ -8,20 +8,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backends } from '../helpers/test-database.ts';
 import { aProduct } from '../helpers/store-fixtures.ts';
-import { StoreApiError, type PageProgress, type StoreApiClient } from '../../packages/client/src/index.ts';
+import type { PageProgress, StoreApiClient } from '../../packages/client/src/index.ts';
 import { responseMetadata, withResponse } from '../../packages/client/src/response-metadata.ts';
-import { startClientTestServer, type ClientTestServer } from './client-test-kit.ts';
+import { startClientTestServer, type ClientTestServer, failureOf } from './client-test-kit.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
-async function failureOf(promise: Promise<unknown>): Promise<StoreApiError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(StoreApiError);
-  return error as StoreApiError;
-}
 
 describe('the metadata read from an answer', () => {
   it('parses the rate-limit budget and its class, Retry-After (seconds or a date), the validators and every header', () => {

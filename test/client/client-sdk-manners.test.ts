@@ -12,18 +12,9 @@ import { sql } from 'kysely';
 import { backends } from '../helpers/test-database.ts';
 import { UNLIMITED } from '../helpers/test-app.ts';
 import { aProduct } from '../helpers/store-fixtures.ts';
-import { StoreApiClient, StoreApiError, type StoreApiErrorCode } from '../../packages/client/src/index.ts';
+import { StoreApiClient, type StoreApiErrorCode } from '../../packages/client/src/index.ts';
 import { errorCodes } from '../../src/shared/problem.ts';
-import { startClientTestServer, type ClientTestServer } from './client-test-kit.ts';
-
-async function failureOf(promise: Promise<unknown>): Promise<StoreApiError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(StoreApiError);
-  return error as StoreApiError;
-}
+import { startClientTestServer, type ClientTestServer, failureOf } from './client-test-kit.ts';
 
 // Compile-time: `code` is a union of the service's problem codes and the client's own.
 const known: StoreApiErrorCode[] = ['unauthorized', 'idempotency_key_reused', 'timeout', 'network_error'];

@@ -5,7 +5,8 @@
  */
 import type { Backend } from '../../src/db/database.ts';
 import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
-import { StoreApiClient, type StoreApiClientOptions } from '../../packages/client/src/index.ts';
+import { expect } from 'vitest';
+import { StoreApiClient, StoreApiError, type StoreApiClientOptions } from '../../packages/client/src/index.ts';
 
 export interface ClientTestServer {
   t: TestApp;
@@ -30,4 +31,14 @@ export async function startClientTestServer(backend: Backend, env: Record<string
     client: (options = {}) => new StoreApiClient({ baseUrl, token, retryBaseDelayMs: 10, retryMaxDelayMs: 50, ...options }),
     close: () => t.close(),
   };
+}
+
+/** The StoreApiError `promise` rejects with (fails the test when it resolves or rejects with anything else). */
+export async function failureOf(promise: Promise<unknown>): Promise<StoreApiError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(StoreApiError);
+  return error as StoreApiError;
 }
