@@ -22,12 +22,9 @@ import { dataOf } from '../admin-responses.ts';
 import { ADMIN_ROLES } from '../sessions/admin-roles.ts';
 import { Nullable, StringEnum } from '../../shared/typebox.ts';
 import { LINK_MESSAGES, LINK_STATUS, LINK_THROTTLE_KEY, checkLink, useLink, type LinkState } from '../sessions/admin-links.service.ts';
-import { recordAudit } from '../audit/audit-log.ts';
 import { findAdminUser, validateCredentials } from '../sessions/admin-user.service.ts';
 import { hasSecondFactor } from '../sessions/second-factor.service.ts';
 import type { AdminLink } from '../sessions/admin-links.service.ts';
-import { inStore } from '../../db/store-scope.ts';
-import { inHomeStore } from '../../stores/store.service.ts';
 
 const Code = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_-]+$' });
 const CheckBody = Type.Object({ code: Code }, { additionalProperties: false });
@@ -150,16 +147,15 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
       if (result.state !== 'valid') return refuse(request, result.state);
       const { user } = result;
       const storeId = result.storeId ?? undefined;
-      const audit = () =>
-        recordAudit(db, {
-          actor: { kind: 'session', id: user.id, name: user.email },
-          action: result.purpose === 'invitation' ? 'admin.joined' : 'admin.password_reset',
-          target: { type: 'admin', id: user.id },
-          clientIp: request.ip,
-          details: { email: user.email, role: user.role },
-        });
-      // Recorded in the audit log of the store the link was issued in.
-      await (storeId === undefined ? inHomeStore(db, audit) : inStore(storeId, audit));
+      // Recorded in the audit log of the store the link was issued in (a link from before stores had
+      // none: the account's first store).
+      await signIn.auditOwn(
+        request,
+        user,
+        result.purpose === 'invitation' ? 'admin.joined' : 'admin.password_reset',
+        { email: user.email, role: user.role },
+        storeId,
+      );
       const session = await signIn.startSession(request, reply, user.id, storeId);
       return { data: sessionBody(session) };
     },

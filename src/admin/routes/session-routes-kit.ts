@@ -10,7 +10,7 @@ import { createAdminSession, type AdminSession } from '../sessions/admin-session
 import { SESSION_COOKIE, SESSION_COOKIE_PATH, setSessionCookie } from '../sessions/session-cookie.ts';
 import { DashboardSession, dataOf } from '../admin-responses.ts';
 import { verifySecondFactor } from '../sessions/second-factor.service.ts';
-import { recordAudit } from '../audit/audit-log.ts';
+import { recordAudit, type AuditAction } from '../audit/audit-log.ts';
 import { accountStores } from '../sessions/admin-user.service.ts';
 import { inStore } from '../../db/store-scope.ts';
 import { inHomeStore } from '../../stores/store.service.ts';
@@ -73,6 +73,18 @@ export interface SignInKit {
     request: FastifyRequest,
     check: { user: { id: string; email: string }; code: string | undefined; param: string; during: string; throttleKey: string },
   ): Promise<string>;
+  /**
+   * Records what the administrator just did to her own account (signed in, set up, joined, reset
+   * her password, used a recovery code) in the audit log: by her session, on her, from the
+   * request's address, in the log of `storeId` (default: the account's first store, the home store first).
+   */
+  auditOwn(
+    request: FastifyRequest,
+    user: { id: string; email: string },
+    action: AuditAction,
+    details: Record<string, unknown>,
+    storeId?: string,
+  ): Promise<void>;
 }
 
 /** Sets up a plugin of sign-in routes: `Cache-Control: no-store` on every answer, and its throttle. */
@@ -87,6 +99,17 @@ export function signInRoutes(app: FastifyInstance): SignInKit {
   const inAccountStore = async <T>(adminUserId: string, fn: () => Promise<T>): Promise<T> => {
     const [first] = await accountStores(db, adminUserId);
     return first ? inStore(first.id, fn) : inHomeStore(db, fn);
+  };
+  const auditOwn: SignInKit['auditOwn'] = async (request, user, action, details, storeId) => {
+    const write = () =>
+      recordAudit(db, {
+        actor: { kind: 'session', id: user.id, name: user.email },
+        action,
+        target: { type: 'admin', id: user.id },
+        clientIp: request.ip,
+        details,
+      });
+    await (storeId === undefined ? inAccountStore(user.id, write) : inStore(storeId, write));
   };
   return {
     policy,
@@ -109,17 +132,7 @@ export function signInRoutes(app: FastifyInstance): SignInKit {
       }
       try {
         const used = await verifySecondFactor(db, { adminUserId: user.id, code, nowMs: (app.ctx.now ?? Date.now)() });
-        if (used.method === 'recovery_code') {
-          await inAccountStore(user.id, () =>
-            recordAudit(db, {
-              actor: { kind: 'session', id: user.id, name: user.email },
-              action: 'admin.recovery_code_used',
-              target: { type: 'admin', id: user.id },
-              clientIp: request.ip,
-              details: { during, left: used.recoveryCodesLeft ?? 0 },
-            }),
-          );
-        }
+        if (used.method === 'recovery_code') await auditOwn(request, user, 'admin.recovery_code_used', { during, left: used.recoveryCodesLeft ?? 0 });
         return used.method;
       } catch (error) {
         if (error instanceof ApiError && error.code === 'invalid_second_factor') {
@@ -139,6 +152,7 @@ export function signInRoutes(app: FastifyInstance): SignInKit {
         throw error;
       }
     },
+    auditOwn,
     async startSession(request, reply, adminUserId, storeId) {
       const { sessionId, session } = await createAdminSession(db, {
         adminUserId,

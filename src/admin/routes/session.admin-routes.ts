@@ -114,14 +114,12 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
       const session = await signIn.startSession(request, reply, user.id);
       request.log.info({ admin: user.email, store: session.storeId }, 'administrator signed in');
       // Recorded in the audit log of the store the session acts in.
-      await inStore(session.storeId, () =>
-        recordAudit(db, {
-          actor: { kind: 'session', id: user.id, name: user.email },
-          action: 'session.signed_in',
-          target: { type: 'admin', id: user.id },
-          clientIp: request.ip,
-          details: { user_agent: request.headers['user-agent']?.slice(0, 300) ?? null, second_factor: secondFactorMethod },
-        }),
+      await signIn.auditOwn(
+        request,
+        user,
+        'session.signed_in',
+        { user_agent: request.headers['user-agent']?.slice(0, 300) ?? null, second_factor: secondFactorMethod },
+        session.storeId,
       );
       return { data: sessionBody(session) };
     },

@@ -15,8 +15,6 @@ import { Type } from '@sinclair/typebox';
 import { ApiError, type ErrorCode } from '../../shared/problem.ts';
 import { SESSION_TAGS, sessionBody, signInRoutes, startedSessionResponse } from './session-routes-kit.ts';
 import { dataOf } from '../admin-responses.ts';
-import { recordAudit } from '../audit/audit-log.ts';
-import { inStore } from '../../db/store-scope.ts';
 import { SETUP_CODE_MESSAGES, SETUP_THROTTLE_KEY, checkSetupCode, completeSetup, type SetupCodeState } from '../sessions/setup-code.service.ts';
 
 const Code = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_-]+$' });
@@ -100,15 +98,7 @@ export async function setupAdminRoutes(app: FastifyInstance): Promise<void> {
       const session = await signIn.startSession(request, reply, user.id, storeId);
       request.log.info({ admin: user.email, store: session.storeId }, 'first administrator created with the setup link');
       // Recorded in the audit log of the store it set up.
-      await inStore(session.storeId, () =>
-        recordAudit(db, {
-          actor: { kind: 'session', id: user.id, name: user.email },
-          action: 'setup.completed',
-          target: { type: 'admin', id: user.id },
-          clientIp: request.ip,
-          details: { email: user.email, role: user.role },
-        }),
-      );
+      await signIn.auditOwn(request, user, 'setup.completed', { email: user.email, role: user.role }, session.storeId);
       return reply.code(201).send({ data: sessionBody(session) });
     },
   );
