@@ -237,7 +237,7 @@ export interface EndpointWindowStats {
   succeeded: number;
   /** succeeded / attempts, 0–1 (null: no attempt). */
   success_rate: number | null;
-  /** Attempts that got an HTTP response, the ones latency is measured on. */
+  /** Attempts that got an answer (an HTTP response, a broker's acknowledgement or refusal), the ones latency is measured on. */
   responses: number;
   /** Median and 95th percentile of duration_ms over attempts with a response (an observed value; null: none). */
   latency_p50_ms: number | null;
@@ -258,7 +258,8 @@ export async function endpointAttemptStats<K extends string>(
   const widest = entries.map(([, since]) => since).sort()[0]!;
   const columns = entries.map(([, since], i) => {
     const inside = sql`a.started_at >= ${since}::timestamptz`;
-    const responded = sql`${inside} AND a.status_code IS NOT NULL`;
+    // An answer: an HTTP response, or a broker's acknowledgement or refusal (it has no status code).
+    const responded = sql`${inside} AND (a.status_code IS NOT NULL OR a.outcome IN ('success', 'broker_rejected'))`;
     return sql`count(*) FILTER (WHERE ${inside})::int AS ${sql.ref(`attempts_${i}`)},
       count(*) FILTER (WHERE ${inside} AND a.outcome = 'success')::int AS ${sql.ref(`succeeded_${i}`)},
       count(*) FILTER (WHERE ${responded})::int AS ${sql.ref(`responses_${i}`)},

@@ -80,6 +80,11 @@ describe.each(backends)('broker destinations (%s)', (backend) => {
         const list = await kit.api('GET', `/webhooks/deliveries?endpoint_id=${endpoint.id}&limit=200`);
         expect(list.body.data).toHaveLength(n);
         expect(list.body.data.every((d: { status: string; attempt_count: number }) => d.status === 'succeeded' && d.attempt_count === 1)).toBe(true);
+        // The broker's acknowledgement is its answer: the endpoint's statistics show its latency.
+        const stats = (await kit.api('GET', `/webhooks/endpoints/${endpoint.id}/stats`)).body.data.last_24h;
+        expect(stats).toMatchObject({ attempts: n, succeeded: n, responses: n });
+        expect(stats.latency_p50_ms).toEqual(expect.any(Number));
+        expect(stats.latency_p95_ms).toEqual(expect.any(Number));
       }
       // On /metrics each attempt counts under its destination kind (this file's deliveries add up across back ends).
       const attempted = (await client.register.getSingleMetric('store_api_webhook_deliveries_attempted_total')!.get()).values;

@@ -90,8 +90,11 @@ const WindowStats = Type.Object(
     attempts: Type.Integer({ minimum: 0, description: 'Attempts started in the window, every outcome' }),
     succeeded: Type.Integer({ minimum: 0 }),
     success_rate: Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()], { description: 'succeeded / attempts; null without attempts' }),
-    responses: Type.Integer({ minimum: 0, description: 'Attempts that got an HTTP response: the ones latency is measured on' }),
-    latency_p50_ms: Type.Union([Type.Integer(), Type.Null()], { description: 'Median duration of the attempts with a response, ms (an observed value)' }),
+    responses: Type.Integer({
+      minimum: 0,
+      description: "Attempts that got an answer (an HTTP response, or a broker's acknowledgement or refusal): the ones latency is measured on",
+    }),
+    latency_p50_ms: Type.Union([Type.Integer(), Type.Null()], { description: 'Median duration of the attempts with an answer, ms (an observed value)' }),
     latency_p95_ms: Type.Union([Type.Integer(), Type.Null()], { description: '95th percentile of the same, ms' }),
   },
   strict,

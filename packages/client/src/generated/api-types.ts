@@ -7759,9 +7759,9 @@ export interface operations {
                                 succeeded: number;
                                 /** @description succeeded / attempts; null without attempts */
                                 success_rate: number | null;
-                                /** @description Attempts that got an HTTP response: the ones latency is measured on */
+                                /** @description Attempts that got an answer (an HTTP response, or a broker's acknowledgement or refusal): the ones latency is measured on */
                                 responses: number;
-                                /** @description Median duration of the attempts with a response, ms (an observed value) */
+                                /** @description Median duration of the attempts with an answer, ms (an observed value) */
                                 latency_p50_ms: number | null;
                                 /** @description 95th percentile of the same, ms */
                                 latency_p95_ms: number | null;
@@ -7772,9 +7772,9 @@ export interface operations {
                                 succeeded: number;
                                 /** @description succeeded / attempts; null without attempts */
                                 success_rate: number | null;
-                                /** @description Attempts that got an HTTP response: the ones latency is measured on */
+                                /** @description Attempts that got an answer (an HTTP response, or a broker's acknowledgement or refusal): the ones latency is measured on */
                                 responses: number;
-                                /** @description Median duration of the attempts with a response, ms (an observed value) */
+                                /** @description Median duration of the attempts with an answer, ms (an observed value) */
                                 latency_p50_ms: number | null;
                                 /** @description 95th percentile of the same, ms */
                                 latency_p95_ms: number | null;
