@@ -146,7 +146,14 @@ class AmqpConnection implements BrokerConnection {
 function connectFailure(error: unknown, destination: BrokerDestination): BrokerFailure {
   const message = messageOf(error);
   if (/ACCESS_REFUSED|auth/i.test(message)) return new BrokerFailure('connection_error', `the broker refused the credentials (${message})`);
-  if (/vhost|NOT_ALLOWED/i.test(message)) return new BrokerFailure('connection_error', `virtual host '${destination.vhost}' refused (${message})`);
+  // RabbitMQ answers an open of a virtual host that does not exist, or that the user has no
+  // permission on, by closing the connection; amqplib reports that without the broker's reason.
+  if (/vhost|NOT_ALLOWED|Expected ConnectionOpenOk; got <ConnectionClose/i.test(message)) {
+    return new BrokerFailure(
+      'connection_error',
+      `virtual host '${destination.vhost}' does not exist on the broker, or the user may not use it (the URL's path names it, url-encoded: %2F for the default '/'; ${message})`,
+    );
+  }
   return new BrokerFailure('connection_error', message);
 }
 

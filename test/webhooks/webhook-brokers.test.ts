@@ -134,6 +134,11 @@ describe.each(backends)('broker destinations (%s)', (backend) => {
           error: /refused the credentials/,
         },
         {
+          url: `amqp://guest:guest@${RABBITMQ.host}:${RABBITMQ.port}/no-such-vhost?exchange=${amqp.exchange}`,
+          outcome: 'connection_error',
+          error: /virtual host 'no-such-vhost' does not exist on the broker, or the user may not use it/,
+        },
+        {
           url: `amqp://guest:guest@${RABBITMQ.host}:${RABBITMQ.port}/?exchange=no-such-exchange-${Date.now()}`,
           outcome: 'broker_rejected',
           error: /exchange 'no-such-exchange-\d+' not found/,
