@@ -115,7 +115,7 @@ class AmqpConnection implements BrokerConnection {
           },
           (error: unknown) => {
             done();
-            if (error) reject(new BrokerFailure('broker_rejected', `the broker did not confirm the message (${messageOf(error)})`));
+            if (error) reject(confirmFailure(error));
             else if (entry.returned) {
               reject(
                 new BrokerFailure(
@@ -141,6 +141,21 @@ class AmqpConnection implements BrokerConnection {
       // Already closed (the broker went away): nothing to release.
     }
   }
+}
+
+/**
+ * A publish whose confirm failed: a negative acknowledgement is the broker refusing the message
+ * (`broker_rejected`); a channel closed while the confirm was awaited (a connection lost, or closed
+ * after another attempt on it timed out) says nothing of the message, which may have been
+ * delivered: `connection_error`, so the history does not claim a refusal (retried either way).
+ */
+export function confirmFailure(error: unknown): BrokerFailure {
+  const message = messageOf(error);
+  if (/nack/i.test(message)) return new BrokerFailure('broker_rejected', `the broker refused the message (${message})`);
+  return new BrokerFailure(
+    'connection_error',
+    `the connection closed before the broker confirmed the message; it may have been delivered (consumers deduplicate on webhook-id) (${message})`,
+  );
 }
 
 function connectFailure(error: unknown, destination: BrokerDestination): BrokerFailure {
