@@ -6,7 +6,19 @@
  * through `@opentelemetry/api`, whose calls are no-ops while no SDK is registered, so the default
  * costs a property read per call and loads no SDK code.
  */
-import { context, propagation, trace, SpanStatusCode, type Attributes, type Context, type Span, type SpanContext, type SpanOptions } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  trace,
+  INVALID_SPAN_CONTEXT,
+  ROOT_CONTEXT,
+  SpanStatusCode,
+  type Attributes,
+  type Context,
+  type Span,
+  type SpanContext,
+  type SpanOptions,
+} from '@opentelemetry/api';
 
 /** The tracer of the service's own spans (claims, attempts, embedded statements). */
 const TRACER_NAME = 'store-api';
@@ -66,8 +78,6 @@ export function finishedSpan(name: string, startedAt: Date, attributes: Attribut
   return span.spanContext();
 }
 
-const INVALID_SPAN_CONTEXT = { traceId: '00000000000000000000000000000000', spanId: '0000000000000000', traceFlags: 0 };
-
 /** The W3C trace context of the active span (`traceparent`, `tracestate`), or nulls when none is active or tracing is off. */
 export function currentTraceContext(ctx: Context = context.active()): { traceparent: string | null; tracestate: string | null } {
   if (!active || !trace.getSpan(ctx)) return { traceparent: null, tracestate: null };
@@ -78,10 +88,10 @@ export function currentTraceContext(ctx: Context = context.active()): { tracepar
 
 /** The context a stored `traceparent`/`tracestate` pair describes (the root context when `traceparent` is null). */
 export function storedTraceContext(traceparent: string | null, tracestate: string | null): Context {
-  if (!traceparent) return context.active();
+  if (!traceparent) return ROOT_CONTEXT;
   const carrier: Record<string, string> = { traceparent };
   if (tracestate) carrier.tracestate = tracestate;
-  return propagation.extract(context.active(), carrier);
+  return propagation.extract(ROOT_CONTEXT, carrier);
 }
 
 /** Adds the active span's `traceparent` (and `tracestate`) to `headers`: a webhook's or a broker message's. */
