@@ -20,7 +20,7 @@ function eventTypesTable(): string {
     const { prefix, kinds, when } = r.events;
     const types = kinds.map((kind) => code(`${prefix}.${kind}`)).join(' / ');
     const data = r.single
-      ? `the ${r.noun}, as ${code(`GET /api/v1/${r.path}/:${r.key === 'id' ? 'id' : r.key}`)} returns it`
+      ? `the ${r.noun}, as ${code(`GET /api/v1/${r.path}/:${r.key}`)} returns it`
       : `the ${r.noun}, as ${code(`GET /api/v1/${r.path}`)} lists it`;
     return [`| ${types} | ${when ?? `a ${r.noun} changes`} | ${data} | ${code(r.scope)} |`];
   });
