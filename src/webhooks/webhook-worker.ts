@@ -134,8 +134,13 @@ class PollingWorker implements WebhookWorker {
     localWakeups.on('endpoint-ready', this.#onEndpointReady);
     writeCommits.on('commit', this.#onLocalWrite);
     // Transports are loaded when first needed (decision 0048): those of the endpoints that exist
-    // now are loaded before their first delivery.
-    const schemes = await enabledEndpointSchemes(this.#ctx.database.db);
+    // now are loaded before their first delivery. Only a head start: a connection lost during this
+    // look-up (a failover, a terminated backend) must not end the start; each transport then loads
+    // at its first delivery.
+    const schemes = await enabledEndpointSchemes(this.#ctx.database.db).catch((error: unknown) => {
+      this.#ctx.logger.warn({ err: error }, "looking up the endpoints' kinds at the worker's start failed; their transports load at their first delivery");
+      return [];
+    });
     await Promise.all(schemes.map((scheme) => this.#dispatcher.prepareEndpoint(`${scheme}:`)));
     if (this.#listenUrl) {
       this.#listener = new ListenConnection({
