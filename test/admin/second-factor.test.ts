@@ -211,6 +211,27 @@ describe.each(backends)('second factor (%s)', (backend) => {
     expect((await as(owner, 'GET', '/account/second-factor')).json().data.recovery_codes_left).toBe(9);
   });
 
+  it('accepts a code sent by several sign-ins at once exactly once, and a recovery code too', async () => {
+    const email = 'at-once@example.com';
+    await createAdminUser(t.database.db, { email, password: PASSWORD, role: 'admin' });
+    const { secret, recovery } = await enrol(await signIn(email));
+    now += 2 * STEP;
+    const code = codeAt(secret, now);
+    const byCode = await Promise.all([1, 2, 3].map(() => signInRaw(email, { code })));
+    expect(byCode.map((r) => r.statusCode).sort()).toEqual([200, 401, 401]);
+    for (const refused of byCode.filter((r) => r.statusCode === 401)) {
+      expect(refused.json().errors).toEqual([{ param: 'code', message: 'reused' }]);
+      expect(cookieOf(refused)).toBeUndefined();
+    }
+    const byRecovery = await Promise.all([1, 2, 3].map(() => signInRaw(email, { code: recovery[0]! })));
+    expect(byRecovery.map((r) => r.statusCode).sort()).toEqual([200, 401, 401]);
+    for (const refused of byRecovery.filter((r) => r.statusCode === 401)) {
+      expect(refused.json().errors).toEqual([{ param: 'code', message: 'recovery code used' }]);
+    }
+    const spent = (await auditActions()).filter((a) => a.action === 'admin.recovery_code_used' && (a.details as { left: number }).left === 9);
+    expect(spent.length).toBeGreaterThanOrEqual(1);
+  });
+
   it('counts bad codes like failed sign-ins: past the budget even the right code waits (429, Retry-After)', async () => {
     const email = 'throttled@example.com';
     await createAdminUser(t.database.db, { email, password: PASSWORD, role: 'admin' });
