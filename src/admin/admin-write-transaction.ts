@@ -10,7 +10,8 @@
  *    the stored answer (the retry replays it);
  *  - the key's claim ends with the transaction (admin/idempotency/idempotency.ts).
  *
- * Steps of a write, in order (`AdminWriteStep`): claimed (key checked and held) → handled (the route
+ * Steps of a write, in order (`AdminWriteStep`): store_held (its store's row read FOR SHARE, so a
+ * suspension or deletion waits for the write or refuses it) → claimed (key checked and held) → handled (the route
  * answered) → audited (its entry written) → answer_stored (keyed requests) → committed (before the
  * answer is sent). Answers: 2xx and 4xx commit (a 4xx keeps what its route committed, such as a
  * throttle's count, as before; only 2xx are audited); 5xx roll back (nothing written, key free).
@@ -23,10 +24,12 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { RequestTransaction } from '../db/request-transaction.ts';
+import { currentStoreId } from '../db/store-scope.ts';
+import { holdStoreOpen } from '../stores/store.service.ts';
 import { claimIdempotencyKey, isStorableAnswer, releaseIdempotencyClaim, storeIdempotentAnswer } from './idempotency/idempotency.ts';
 
 /** The steps of an admin write at which a test may act (see the file's comment). */
-export type AdminWriteStep = 'claimed' | 'handled' | 'audited' | 'answer_stored' | 'committed';
+export type AdminWriteStep = 'store_held' | 'claimed' | 'handled' | 'audited' | 'answer_stored' | 'committed';
 
 /** Called at each step with the request's transaction (open until `committed`). */
 export type AdminWriteStepHook = (step: AdminWriteStep, transaction: RequestTransaction, request: FastifyRequest) => void | Promise<void>;
@@ -100,6 +103,13 @@ export function registerAdminWriteTransactions(app: FastifyInstance, { audit, id
     if (SAFE_METHODS.has(request.method)) return undefined;
     const transaction = new RequestTransaction();
     request.writeTransaction = transaction;
+    // A write of a store holds it open (its row FOR SHARE) until it commits: a suspension or a
+    // deletion waits for it, and refuses it if it came first. The store switcher's routes change
+    // the session, not the store's data, and stay open while it is suspended.
+    if (currentStoreId() !== undefined && request.routeOptions.config?.whileSuspended !== true) {
+      await transaction.run(() => holdStoreOpen(database.db));
+      await step('store_held', transaction, request);
+    }
     if (!idempotency) return undefined;
     const replay = await transaction.run(() => claimIdempotencyKey(request, reply, database.db, database.backend === 'postgres'));
     if (replay) {

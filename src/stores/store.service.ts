@@ -112,6 +112,28 @@ export function getStore(db: Kysely<Database>, id: string): Promise<Store> {
 }
 
 /**
+ * Holds the running transaction's store open for writing until the transaction ends: its row is
+ * read `FOR SHARE`, so suspending or deleting the store (an UPDATE of that row) waits for every
+ * write already past this point to commit, and a write that comes after reads the new status and
+ * is refused (403 `store_suspended`) with nothing written. Without it, a write authenticated before
+ * a deletion (its key cached as active) could commit rows after the deletion had swept their table:
+ * rows of a store that no longer exists. Called first in every admin write of a store
+ * (admin-write-transaction.ts); costs one statement. Runs in the scope of the store it holds.
+ */
+export async function holdStoreOpen(db: Kysely<Database>): Promise<void> {
+  // The function reads the scope's own store (migration 0044): the tenant role may not lock it itself.
+  const row = await sql<{ status: StoreStatus | null }>`SELECT store_api_hold_current_store() AS status`.execute(db);
+  const status = row.rows[0]?.status;
+  if (status === 'active') return;
+  throw new ApiError(
+    'store_suspended',
+    status === 'suspended'
+      ? "This store is suspended by the platform's operator: its data cannot be changed until it is resumed."
+      : 'This store is being deleted: its data can no longer be changed.',
+  );
+}
+
+/**
  * Suspends (`suspended`) or resumes (`active`) a store: a suspended store's keys are answered 403
  * `store_suspended`, its deliveries wait. A store being deleted can be neither.
  */

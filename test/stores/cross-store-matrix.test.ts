@@ -41,6 +41,8 @@ const READ_PREFIX = '/api/v1/';
 const B_NAME = 'Bravo-only product';
 const B_HOOK = 'http://127.0.0.1:9/bravo-only-hook';
 
+/** A pass sends over a thousand requests: on a busy machine that takes longer than a test's default minute. */
+const MATRIX_TIMEOUT_MS = 300_000;
 describe.each(backends)('cross-store matrix from the route table (%s)', (backend) => {
   let t: TestApp;
   let routes: RouteSpec[];
@@ -177,34 +179,46 @@ describe.each(backends)('cross-store matrix from the route table (%s)', (backend
     }
   }
 
-  it("no route answers A's credentials with B's records, ids or cursors, and B's rows stay as they were", async () => {
-    expect(routes.filter((r) => /:[A-Za-z]+/.test(r.url)).length).toBeGreaterThan(20);
-    const before = await rowsOfB();
-    expect(await matrix(routes)).toEqual([]);
-    expect(await rowsOfB()).toEqual(before);
-    // And A still reads its own.
-    const own = await inject('GET', '/api/v1/products', callers.keyOfA!);
-    expect(own.statusCode).toBe(200);
-    expect(own.json().data).toHaveLength(1);
-  });
-
-  it("holds with every statement's store filter removed: row-level security isolates", async () => {
-    filters.removed = true;
-    try {
+  it(
+    "no route answers A's credentials with B's records, ids or cursors, and B's rows stay as they were",
+    async () => {
+      expect(routes.filter((r) => /:[A-Za-z]+/.test(r.url)).length).toBeGreaterThan(20);
+      const before = await rowsOfB();
       expect(await matrix(routes)).toEqual([]);
-    } finally {
-      filters.removed = false;
-    }
-  });
+      expect(await rowsOfB()).toEqual(before);
+      // And A still reads its own.
+      const own = await inject('GET', '/api/v1/products', callers.keyOfA!);
+      expect(own.statusCode).toBe(200);
+      expect(own.json().data).toHaveLength(1);
+    },
+    MATRIX_TIMEOUT_MS,
+  );
 
-  it("holds with row-level security off on every store-owned table: each statement's own store filter isolates", async () => {
-    await rowLevelSecurity(false);
-    try {
-      expect(await matrix(routes)).toEqual([]);
-    } finally {
-      await rowLevelSecurity(true);
-    }
-  });
+  it(
+    "holds with every statement's store filter removed: row-level security isolates",
+    async () => {
+      filters.removed = true;
+      try {
+        expect(await matrix(routes)).toEqual([]);
+      } finally {
+        filters.removed = false;
+      }
+    },
+    MATRIX_TIMEOUT_MS,
+  );
+
+  it(
+    "holds with row-level security off on every store-owned table: each statement's own store filter isolates",
+    async () => {
+      await rowLevelSecurity(false);
+      try {
+        expect(await matrix(routes)).toEqual([]);
+      } finally {
+        await rowLevelSecurity(true);
+      }
+    },
+    MATRIX_TIMEOUT_MS,
+  );
 
   it('fails with both taken away (filters removed, row-level security off): the matrix can see a leak', async () => {
     const products = routes.filter((r) => r.url.startsWith('/api/v1/products'));
