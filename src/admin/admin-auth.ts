@@ -16,7 +16,7 @@ import type { FastifyRequest } from 'fastify';
 import { setScope } from '../db/store-scope.ts';
 import { requireToken } from '../api/plugins/bearer-auth.ts';
 import { ApiError } from '../shared/problem.ts';
-import { csrfTokenMatches, findAdminSession } from './sessions/admin-session.service.ts';
+import { csrfTokenMatches, findAdminSession, touchAdminSession } from './sessions/admin-session.service.ts';
 import { CSRF_HEADER, sessionIdOf } from './sessions/session-cookie.ts';
 import { allows, keyAllows, keyRole, type AdminRole, type Permission } from './sessions/admin-roles.ts';
 import type { AuthenticatedToken, TokenMaker } from '../tokens/token.service.ts';
@@ -30,6 +30,8 @@ export interface AdminPrincipal {
   role: AdminRole;
   /** The session's cookie value (sessions only), so "end my other sessions" can keep this one. */
   sessionId?: string;
+  /** Sessions only: the session's public id (what the list of sessions calls it). */
+  sessionPublicId?: string;
   /** Sessions only: the store the session acts in (its selected store). */
   storeId?: string;
   /** Who made the key (keys only). */
@@ -107,12 +109,15 @@ export async function authenticateAdmin(request: FastifyRequest): Promise<AdminP
       `Missing or wrong CSRF token. Requests made with a dashboard session must send the session's token in the ${CSRF_HEADER} header.`,
     );
   }
+  // Its "last used" and address, for the administrator's list of sessions (at most once a minute).
+  await touchAdminSession(db, session, request.ip);
   request.admin = {
     kind: 'session',
     id: session.adminUserId,
     name: session.email,
     role: session.role,
     sessionId,
+    sessionPublicId: session.id,
     storeId: session.storeId,
     provenAtMs: session.provenAtMs,
     secondFactor: session.secondFactor,

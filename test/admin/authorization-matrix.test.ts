@@ -71,6 +71,8 @@ const OWNER_ONLY = [
   'PATCH /admin/api/v1/admins/:id',
   'POST /admin/api/v1/admins/:id/password-reset',
   'DELETE /admin/api/v1/admins/:id/second-factor',
+  'GET /admin/api/v1/admins/:id/sessions',
+  'DELETE /admin/api/v1/admins/:id/sessions',
   'GET /admin/api/v1/admins/invitations',
   'POST /admin/api/v1/admins/invitations',
   'DELETE /admin/api/v1/admins/invitations/:id',
@@ -82,6 +84,9 @@ const OWNER_ONLY = [
 const OWN_ACCOUNT = [
   'POST /admin/api/v1/account/password',
   'POST /admin/api/v1/account/reauthenticate',
+  'GET /admin/api/v1/account/sessions',
+  'DELETE /admin/api/v1/account/sessions/:id',
+  'POST /admin/api/v1/account/sessions/end-others',
   'DELETE /admin/api/v1/account/second-factor',
   'GET /admin/api/v1/account/second-factor',
   'POST /admin/api/v1/account/second-factor',

@@ -11,6 +11,12 @@
  *   POST   /session/store                   { store_id }: the session acts in that store from now on
  *                                           (a member only, else 404 naming it); recorded in the
  *                                           audit log of the store entered
+ *   GET    /admins/:id/sessions             an administrator's live sessions (owner)
+ *   DELETE /admins/:id/sessions             end every session of an administrator (owner, fresh proof;
+ *                                           the asking session itself, if it is hers, stays)
+ *   GET    /account/sessions                the signed-in account's live sessions, this one marked
+ *   DELETE /account/sessions/:id            end one of them (fresh proof; not this one: sign out)
+ *   POST   /account/sessions/end-others     end all of them but this one (fresh proof)
  *   POST   /account/password                { current_password, new_password }: one's own password
  *                                           (any role, sessions only); one's other sessions end;
  *                                           a wrong current password counts like a failed sign-in
@@ -21,8 +27,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ADMIN_ROLES, type AdminRole } from '../sessions/admin-roles.ts';
-import { accountStores, changeAdminRole, changeOwnPassword, listAdminUsers, removeAdminUser } from '../sessions/admin-user.service.ts';
-import { setSessionStore } from '../sessions/admin-session.service.ts';
+import { accountStores, changeAdminRole, changeOwnPassword, findMember, listAdminUsers, removeAdminUser } from '../sessions/admin-user.service.ts';
+import { endSessionOf, endSessionsOf, listSessionsOf, setSessionStore } from '../sessions/admin-session.service.ts';
 import { setScope } from '../../db/store-scope.ts';
 import { isStoreId } from '../../stores/store.service.ts';
 import { createInvitation, createPasswordReset, listInvitations, revokeInvitation } from '../sessions/admin-links.service.ts';
@@ -95,6 +101,31 @@ const AccountStoreSchema = Type.Object(
   { title: 'AccountStore' },
 );
 const SwitchBody = Type.Object({ store_id: Type.String({ format: 'uuid' }) }, strict);
+
+/** A live dashboard session as its administrator, or an owner, sees it (decision 0061). */
+const SessionSchema = Type.Object(
+  {
+    id: Type.String({ format: 'uuid', description: "The session's public id (never its cookie)" }),
+    device: Type.String({ description: 'What the user agent says it is, e.g. "Chrome 131 on Linux" (a hint: a browser says what it likes)' }),
+    user_agent: Type.Union([Type.String(), Type.Null()], { description: 'The user agent of the sign-in, at most 300 characters' }),
+    client_ip: Type.Union([Type.String(), Type.Null()], { description: 'The address it was last used from (behind a proxy: set TRUST_PROXY)' }),
+    created_at: Type.String({ format: 'date-time', description: 'When it began (the sign-in)' }),
+    last_seen_at: Type.String({ format: 'date-time', description: 'When it was last used (recorded at most once a minute)' }),
+    expires_at: Type.String({ format: 'date-time' }),
+    current: Type.Boolean({ description: 'Whether it is the session that asks' }),
+  },
+  { title: 'DashboardSessionListing' },
+);
+const SessionIdParam = Type.Object({ id: Type.String({ format: 'uuid' }) }, strict);
+const EndedCount = Type.Object({ ended: Type.Integer({ minimum: 0, description: 'How many sessions ended' }) });
+
+/** The signed-in session asking, or 403: keys have no sessions. */
+function ownSession(request: FastifyRequest) {
+  const admin = request.admin!;
+  if (admin.kind !== 'session' || admin.sessionPublicId === undefined)
+    throw new ApiError('forbidden', 'Only an administrator signed in to the dashboard has sessions; API keys have none.');
+  return { ...admin, sessionPublicId: admin.sessionPublicId };
+}
 
 /** The membership of the signed-in session's account in `storeId`, or a 404 naming the store. */
 async function membershipIn(request: FastifyRequest, storeId: string) {
@@ -291,6 +322,117 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
       request.audit = { target: { type: 'admin', id: user.id }, details: { email: user.email, expires_at: link.expires_at } };
       reply.header('Cache-Control', 'no-store');
       return reply.code(201).send({ data: { ...link, url: linkUrl(request, code) } });
+    },
+  );
+
+  app.get(
+    '/account/sessions',
+    {
+      config: { permission: 'account', duringEnrolment: true, whileSuspended: true },
+      schema: {
+        tags,
+        operationId: 'listOwnSessions',
+        summary: "The signed-in administrator's live dashboard sessions, the asking one marked current",
+        response: { 200: data(Type.Array(SessionSchema)) },
+      },
+    },
+    async (request) => {
+      const admin = ownSession(request);
+      return { data: await listSessionsOf(db, admin.id, admin.sessionPublicId) };
+    },
+  );
+
+  app.delete(
+    '/account/sessions/:id',
+    {
+      config: { permission: 'account', duringEnrolment: true, whileSuspended: true, audit: 'session.ended' },
+      schema: {
+        tags,
+        operationId: 'endOwnSession',
+        summary: 'End one of your other dashboard sessions (this one: sign out)',
+        params: SessionIdParam,
+        response: { 200: data(SessionSchema) },
+      },
+    },
+    async (request) => {
+      const admin = ownSession(request);
+      const sessionId = id(request.params);
+      if (sessionId === admin.sessionPublicId)
+        throw new ApiError('conflict', 'This is the session you are using: sign out instead (DELETE /admin/session).', [
+          { param: 'id', message: 'is the current session' },
+        ]);
+      // Proof first: a stolen cookie must not sign the rightful administrator out of her own sessions.
+      requireFreshProof(request, 'ending a session');
+      const ended = await endSessionOf(db, admin.id, sessionId);
+      if (!ended) throw new ApiError('not_found', `You have no live session with id '${sessionId}'.`, [{ param: 'id', message: 'names no session of yours' }]);
+      request.audit = {
+        target: { type: 'session', id: ended.id },
+        details: { device: ended.device, client_ip: ended.client_ip, started_at: ended.created_at },
+      };
+      return { data: ended };
+    },
+  );
+
+  app.post(
+    '/account/sessions/end-others',
+    {
+      config: { permission: 'account', duringEnrolment: true, whileSuspended: true, audit: 'session.others_ended' },
+      schema: {
+        tags,
+        operationId: 'endOtherOwnSessions',
+        summary: 'End every dashboard session of yours but this one',
+        response: { 200: data(EndedCount) },
+      },
+    },
+    async (request) => {
+      const admin = ownSession(request);
+      requireFreshProof(request, 'ending your other sessions');
+      const ended = await endSessionsOf(db, admin.id, admin.sessionPublicId);
+      request.audit = { target: { type: 'admin', id: admin.id }, details: { ended } };
+      return { data: { ended } };
+    },
+  );
+
+  app.get(
+    '/admins/:id/sessions',
+    {
+      config: { permission: 'owner' },
+      schema: {
+        tags,
+        operationId: 'listAdminSessions',
+        summary: "An administrator's live dashboard sessions (in every store of hers: any of them can switch to this one)",
+        params: IdParam,
+        response: { 200: data(Type.Array(SessionSchema)) },
+      },
+    },
+    async (request) => {
+      const member = await findMember(db, id(request.params));
+      if (!member) throw new ApiError('not_found', `No administrator with id '${id(request.params)}' in this store.`);
+      return { data: await listSessionsOf(db, member.id, request.admin!.sessionPublicId) };
+    },
+  );
+
+  app.delete(
+    '/admins/:id/sessions',
+    {
+      config: { permission: 'owner', audit: 'admin.sessions_ended' },
+      schema: {
+        tags,
+        operationId: 'endAdminSessions',
+        summary: 'End every dashboard session of an administrator (she signs in again; her keys are untouched)',
+        params: IdParam,
+        response: { 200: data(EndedCount) },
+      },
+    },
+    async (request) => {
+      requireFreshProof(request, "ending an administrator's sessions");
+      const member = await findMember(db, id(request.params));
+      if (!member) throw new ApiError('not_found', `No administrator with id '${id(request.params)}' in this store.`);
+      // Every session of the account, in whichever store it acts now: any of them could switch into
+      // this store in a click. The owner's own asking session, when she ends her own, stays.
+      const ended = await endSessionsOf(db, member.id, request.admin!.sessionPublicId);
+      request.audit = { target: { type: 'admin', id: member.id }, details: { email: member.email, ended } };
+      return { data: { ended } };
     },
   );
 

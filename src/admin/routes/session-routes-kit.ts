@@ -159,6 +159,7 @@ export function signInRoutes(app: FastifyInstance): SignInKit {
         storeId,
         ttlMs: config.ADMIN_SESSION_TTL_MS,
         userAgent: request.headers['user-agent'],
+        clientIp: request.ip,
         provenAtMs: (app.ctx.now ?? Date.now)(),
       });
       setSessionCookie(reply, config, sessionId);

@@ -15,7 +15,7 @@ import { Type } from '@sinclair/typebox';
 import { ApiError } from '../../shared/problem.ts';
 import { countAdminUsers, normalizeEmail, touchSignIn, verifyAdminCredentials } from '../sessions/admin-user.service.ts';
 import { hasSecondFactor } from '../sessions/second-factor.service.ts';
-import { csrfTokenMatches, deleteAdminSession, findAdminSession } from '../sessions/admin-session.service.ts';
+import { csrfTokenMatches, deleteAdminSession, findAdminSession, touchAdminSession } from '../sessions/admin-session.service.ts';
 import { clearSignInFailures } from '../sessions/sign-in-throttle.ts';
 import { SESSION_TAGS, sessionBody, signInRoutes, startedSessionResponse } from './session-routes-kit.ts';
 import { DashboardSession } from '../admin-responses.ts';
@@ -66,7 +66,10 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
     async (request) => {
       const sessionId = sessionIdOf(request);
       const session = sessionId ? await findAdminSession(db, sessionId) : undefined;
-      if (session) return { data: sessionBody(session), setup_required: false };
+      if (session) {
+        await touchAdminSession(db, session, request.ip);
+        return { data: sessionBody(session), setup_required: false };
+      }
       return { data: null, setup_required: (await countAdminUsers(db)) === 0 };
     },
   );

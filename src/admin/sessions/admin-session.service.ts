@@ -3,7 +3,11 @@
  * leaked table cannot be replayed as cookies. Each session has its own CSRF token (synchronizer
  * token pattern): the dashboard reads it from GET /admin/session and sends it back in the
  * X-CSRF-Token header of every state-changing request. Sessions end at a fixed time after sign-in
- * (ADMIN_SESSION_TTL_MS; no sliding renewal) or at sign-out.
+ * (ADMIN_SESSION_TTL_MS; no sliding renewal), at sign-out, or when the administrator (or an owner of
+ * one of her stores) ends it. Each session keeps what its administrator needs to recognise it
+ * (migration 0043, decision 0061): the browser's user agent, the address and time it was last used;
+ * "last used" is written at most once a minute (`SEEN_EVERY`), so a busy dashboard costs no write
+ * per request.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
@@ -14,6 +18,8 @@ import { ApiError } from '../../shared/problem.ts';
 import { asPlatform } from '../../db/store-scope.ts';
 
 export interface AdminSession {
+  /** The session's public id (migration 0043): what the admin API names it by. */
+  id: string;
   adminUserId: string;
   email: string;
   /** The role in the session's store (its membership, migration 0033). */
@@ -29,7 +35,12 @@ export interface AdminSession {
   /** Whether the administrator has a second factor, and whether the store requires one (migration 0019). */
   secondFactor: boolean;
   secondFactorRequired: boolean;
+  /** Whether its last use was recorded more than `SEEN_EVERY` ago (`touchAdminSession` records this one). */
+  seenLongAgo: boolean;
 }
+
+/** How old a session's "last used" may get before a request writes it again. */
+const SEEN_EVERY = '1 minute';
 
 const SESSION_ID = /^[A-Za-z0-9_-]{43}$/;
 
@@ -40,7 +51,7 @@ function hashSessionId(sessionId: string): string {
 /** Starts a session for an administrator; returns the cookie value (shown to nobody else). */
 export async function createAdminSession(
   db: Kysely<Database>,
-  input: { adminUserId: string; ttlMs: number; userAgent?: string; provenAtMs?: number; storeId?: string },
+  input: { adminUserId: string; ttlMs: number; userAgent?: string; clientIp?: string; provenAtMs?: number; storeId?: string },
 ): Promise<{ sessionId: string; session: AdminSession }> {
   const storeId = input.storeId ?? (await firstStoreOf(db, input.adminUserId));
   if (storeId === undefined) {
@@ -57,6 +68,8 @@ export async function createAdminSession(
       created_at: sql<string>`now()`,
       expires_at: sql<string>`now() + make_interval(secs => ${input.ttlMs / 1000})`,
       user_agent: input.userAgent?.slice(0, 300) ?? null,
+      client_ip: input.clientIp ?? null,
+      last_seen_at: sql<string>`now()`,
       proven_at: input.provenAtMs === undefined ? null : new Date(input.provenAtMs).toISOString(),
     })
     .execute();
@@ -107,6 +120,7 @@ export async function findAdminSession(db: Kysely<Database>, sessionId: string):
       .innerJoin('stores as store', 'store.id', 's.store_id')
       .leftJoin('store_admin_settings as st', 'st.store_id', 's.store_id')
       .select([
+        's.id',
         's.admin_user_id',
         'u.email',
         'm.role',
@@ -118,6 +132,7 @@ export async function findAdminSession(db: Kysely<Database>, sessionId: string):
         sql<string | null>`(extract(epoch from s.proven_at) * 1000)::float8`.as('proven_at_ms'),
         sql<boolean>`u.totp_secret IS NOT NULL`.as('second_factor'),
         sql<boolean>`coalesce(st.require_second_factor, false)`.as('require_second_factor'),
+        sql<boolean>`s.last_seen_at < now() - ${SEEN_EVERY}::interval`.as('seen_long_ago'),
       ])
       .where('s.id_hash', '=', hashSessionId(sessionId))
       .where('store.status', '<>', 'deleting')
@@ -126,6 +141,7 @@ export async function findAdminSession(db: Kysely<Database>, sessionId: string):
   );
   if (!row) return undefined;
   return {
+    id: row.id,
     adminUserId: row.admin_user_id,
     email: row.email,
     role: row.role as AdminRole,
@@ -137,7 +153,125 @@ export async function findAdminSession(db: Kysely<Database>, sessionId: string):
     provenAtMs: row.proven_at_ms === null ? null : Number(row.proven_at_ms),
     secondFactor: Boolean(row.second_factor),
     secondFactorRequired: Boolean(row.require_second_factor),
+    seenLongAgo: Boolean(row.seen_long_ago),
   };
+}
+
+/**
+ * Records that a session was used just now, from `clientIp`, when its last use was recorded more
+ * than a minute ago (`session.seenLongAgo`); otherwise writes nothing. The condition is repeated in
+ * the statement, so two requests at once write it once.
+ */
+export async function touchAdminSession(db: Kysely<Database>, session: AdminSession, clientIp: string | undefined): Promise<void> {
+  if (!session.seenLongAgo) return;
+  await db
+    .updateTable('admin_sessions')
+    .set({ last_seen_at: sql<string>`now()`, client_ip: clientIp ?? null })
+    .where('id', '=', session.id)
+    .where('last_seen_at', '<', sql<string>`now() - ${SEEN_EVERY}::interval`)
+    .execute();
+}
+
+/** A live session as its administrator (or an owner) sees it in a list. */
+export interface SessionListing {
+  id: string;
+  device: string;
+  user_agent: string | null;
+  client_ip: string | null;
+  created_at: string;
+  last_seen_at: string;
+  expires_at: string;
+  /** Whether it is the session that asks. */
+  current: boolean;
+}
+
+/** The live sessions of an administrator, most recently used first; `currentId` marks the asking one. */
+export async function listSessionsOf(db: Kysely<Database>, adminUserId: string, currentId?: string): Promise<SessionListing[]> {
+  const rows = await db
+    .selectFrom('admin_sessions')
+    .select([
+      'id',
+      'user_agent',
+      'client_ip',
+      sql<string>`iso_utc(created_at)`.as('created_at'),
+      sql<string>`iso_utc(last_seen_at)`.as('last_seen_at'),
+      sql<string>`iso_utc(expires_at)`.as('expires_at'),
+    ])
+    .where('admin_user_id', '=', adminUserId)
+    .where('expires_at', '>', sql<string>`now()`)
+    .orderBy('last_seen_at', 'desc')
+    .orderBy('id')
+    .execute();
+  return rows.map((row) => ({ ...row, device: describeUserAgent(row.user_agent), current: row.id === currentId }));
+}
+
+/** Ends one session of an administrator by its public id; the ended session, or undefined when she has no such live one. */
+export async function endSessionOf(db: Kysely<Database>, adminUserId: string, id: string): Promise<SessionListing | undefined> {
+  const row = await db
+    .deleteFrom('admin_sessions')
+    .where('admin_user_id', '=', adminUserId)
+    .where('id', '=', id)
+    .where('expires_at', '>', sql<string>`now()`)
+    .returning([
+      'id',
+      'user_agent',
+      'client_ip',
+      sql<string>`iso_utc(created_at)`.as('created_at'),
+      sql<string>`iso_utc(last_seen_at)`.as('last_seen_at'),
+      sql<string>`iso_utc(expires_at)`.as('expires_at'),
+    ])
+    .executeTakeFirst();
+  return row && { ...row, device: describeUserAgent(row.user_agent), current: false };
+}
+
+/**
+ * Ends every live session of an administrator but the one whose public id is `keepId` (if any);
+ * answers how many ended.
+ */
+export async function endSessionsOf(db: Kysely<Database>, adminUserId: string, keepId?: string): Promise<number> {
+  let query = db.deleteFrom('admin_sessions').where('admin_user_id', '=', adminUserId).where('expires_at', '>', sql<string>`now()`);
+  if (keepId !== undefined) query = query.where('id', '!=', keepId);
+  const rows = await query.returning('id').execute();
+  return rows.length;
+}
+
+const BROWSERS: [RegExp, string][] = [
+  [/\bEdg(?:e|A|iOS)?\/(\d+)/, 'Edge'],
+  [/\bOPR\/(\d+)/, 'Opera'],
+  [/\bFirefox\/(\d+)/, 'Firefox'],
+  [/\bFxiOS\/(\d+)/, 'Firefox'],
+  [/\bCriOS\/(\d+)/, 'Chrome'],
+  [/\bHeadlessChrome\/(\d+)/, 'Headless Chrome'],
+  [/\bChrom(?:e|ium)\/(\d+)/, 'Chrome'],
+  [/\bVersion\/(\d+)[^ ]* (?:Mobile\/\S+ )?Safari\//, 'Safari'],
+  [/^curl\/(\d+)/, 'curl'],
+];
+const SYSTEMS: [RegExp, string][] = [
+  [/\b(?:iPhone|iPad|iPod)\b/, 'iOS'],
+  [/\bAndroid\b/, 'Android'],
+  [/\bCrOS\b/, 'ChromeOS'],
+  [/\bWindows\b/, 'Windows'],
+  [/\bMac OS X\b|\bMacintosh\b/, 'macOS'],
+  [/\bLinux\b/, 'Linux'],
+];
+
+/**
+ * What a person recognises of a user agent: "Chrome 131 on Linux", "Safari 17 on iOS"; the first
+ * 60 characters of one it does not know; "Unknown device" for none. A hint, not a proof: the
+ * browser says what it likes.
+ */
+export function describeUserAgent(userAgent: string | null | undefined): string {
+  const ua = userAgent?.trim() ?? '';
+  if (ua === '') return 'Unknown device';
+  const browser = BROWSERS.map(([re, name]) => {
+    const match = re.exec(ua);
+    return match ? `${name} ${match[1]}` : undefined;
+  }).find((found) => found !== undefined);
+  const system = SYSTEMS.find(([re]) => re.test(ua))?.[1];
+  if (browser && system) return `${browser} on ${system}`;
+  if (browser) return browser;
+  if (system) return `A browser on ${system}`;
+  return ua.length > 60 ? `${ua.slice(0, 59)}…` : ua;
 }
 
 /** Records that a session proved its administrator at `nowMs` (password or code): the fresh proof. */

@@ -37,6 +37,12 @@ export interface AdminSessionTable {
   proven_at: NullableTimestamp;
   /** Migration 0033: the store the session acts in (the switcher changes it). */
   store_id: string | null;
+  /** Migration 0043: the public id the admin API names the session by (never the cookie or its hash). */
+  id: Generated<string>;
+  /** Migration 0043: the address of the request that last touched the session. */
+  client_ip: string | null;
+  /** Migration 0043: when the session was last used (written at most once a minute). */
+  last_seen_at: Timestamp;
 }
 
 /** Migration 0033: an account's role in one store. */

@@ -79,6 +79,9 @@ export async function request(method, path, body, { retried = false } = {}) {
     if (response.status === 401 && !url.startsWith('/admin/session') && (problem.code ?? 'unauthorized') === 'unauthorized') sessionLostHandler(problem);
     if (response.status === 403 && problem.code === 'reauthentication_required' && reauthenticationHandler && !retried) {
       if (await reauthenticationHandler(problem)) return request(method, path, body, { retried: true });
+      // Cancelled: the form or toast says so in words, not with the API's instructions to a script.
+      problem.message = 'Not done: you did not confirm it is you.';
+      problem.cancelled = true;
     }
     if (response.status === 403 && problem.code === 'second_factor_enrolment_required') enrolmentRequiredHandler(problem);
     throw problem;

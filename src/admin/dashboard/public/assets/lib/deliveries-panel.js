@@ -224,7 +224,8 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
       return h(
         'tr',
         { dataset: { deliveryId: d.id, status: d.status } },
-        h('td', { class: 'cell-check' }, box),
+        // Selecting is for retrying: a viewer, who may not retry, gets no checkboxes.
+        h('td', { class: ['cell-check', 'requires-write'] }, box),
         h('td', {}, deliveryStatusBadge(d.status)),
         h(
           'th',
@@ -275,7 +276,7 @@ export function deliveriesPanel({ endpointId: fixedEndpoint, endpoints = [], sta
             h(
               'tr',
               {},
-              h('th', { scope: 'col', class: 'cell-check' }, allBox),
+              h('th', { scope: 'col', class: ['cell-check', 'requires-write'] }, allBox),
               headers.map((c) => h('th', { scope: 'col', class: c === 'Attempts' ? 'num' : c === 'Created' ? 'col-created' : undefined, text: c })),
               h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })),
             ),

@@ -1,7 +1,8 @@
 /**
  * Settings → Your account: who you are signed in as, your role, changing your password (the
- * current one is asked; your other sessions end) and two-factor authentication (set up with an
- * authenticator app, new recovery codes, turn off; lib/second-factor.js).
+ * current one is asked; your other sessions end), two-factor authentication (set up with an
+ * authenticator app, new recovery codes, turn off; lib/second-factor.js) and your sessions (where
+ * you are signed in; end one or all others: lib/session-list.js).
  */
 import { h, replace } from '../lib/dom.js';
 import { del, get, post } from '../lib/api.js';
@@ -12,6 +13,7 @@ import {
   card,
   clearFormErrors,
   confirmDialog,
+  errorState,
   field,
   formError,
   loadingBlock,
@@ -22,6 +24,7 @@ import {
   toast,
 } from '../lib/ui.js';
 import { enrolmentPanel, recoveryCodesBlock } from '../lib/second-factor.js';
+import { sessionsTable } from '../lib/session-list.js';
 
 const MIN_PASSWORD_LENGTH = 10;
 const ROLE_TEXT = {
@@ -32,6 +35,7 @@ const ROLE_TEXT = {
 
 export async function renderAccount(view) {
   const twoFactor = h('div');
+  const sessions = h('div');
   const current = h('input', { type: 'password', name: 'current_password', autocomplete: 'current-password' });
   const next = h('input', { type: 'password', name: 'new_password', autocomplete: 'new-password', minlength: String(MIN_PASSWORD_LENGTH) });
   const repeat = h('input', { type: 'password', name: 'new_password_repeat', autocomplete: 'new-password' });
@@ -76,8 +80,68 @@ export async function renderAccount(view) {
     h('div', { class: 'role-note' }, callout({ tone: 'info', text: ROLE_TEXT[view.session.role] ?? view.session.role })),
     card({ title: 'Password', body: form }),
     card({ title: 'Two-factor authentication', id: 'two-factor-title', body: twoFactor }),
+    card({
+      title: 'Sessions',
+      id: 'sessions-title',
+      description: 'Where you are signed in. End a session you do not recognise, then change your password.',
+      body: sessions,
+    }),
   );
-  await drawTwoFactor();
+  await Promise.all([drawTwoFactor(), drawSessions()]);
+
+  async function drawSessions() {
+    replace(sessions, loadingBlock('Loading sessions…'));
+    let data;
+    try {
+      ({ data } = await get('/account/sessions'));
+    } catch (error) {
+      if (error.status !== 401) replace(sessions, errorState(error, drawSessions));
+      return;
+    }
+    const others = data.filter((s) => !s.current).length;
+    replace(
+      sessions,
+      sessionsTable(data, {
+        caption: 'Your sessions',
+        onEnd: async (session) => {
+          const ended = await confirmDialog({
+            title: 'End this session?',
+            message: `${session.device}${session.client_ip ? ` at ${session.client_ip}` : ''} is signed out at once.`,
+            confirmLabel: 'End session',
+            danger: true,
+            action: () => del(`/account/sessions/${session.id}`),
+          });
+          if (!ended) return;
+          toast(`Ended the session of ${session.device}.`);
+          await drawSessions();
+          document.querySelector('h1')?.focus();
+        },
+      }),
+      others === 0
+        ? h('p', { class: 'muted sessions-note', text: 'You are signed in nowhere else.' })
+        : h(
+            'div',
+            { class: 'form-actions' },
+            button({
+              label: 'End all other sessions',
+              variant: 'danger-ghost',
+              onClick: async () => {
+                const ended = await confirmDialog({
+                  title: 'End all your other sessions?',
+                  message: `${others === 1 ? 'The other session is' : `The ${others} other sessions are`} signed out at once; this one stays.`,
+                  confirmLabel: 'End other sessions',
+                  danger: true,
+                  action: () => post('/account/sessions/end-others'),
+                });
+                if (!ended) return;
+                toast('Your other sessions are ended.');
+                await drawSessions();
+                document.querySelector('h1')?.focus();
+              },
+            }),
+          ),
+    );
+  }
 
   async function drawTwoFactor() {
     replace(twoFactor, loadingBlock('Loading…'));

@@ -1,9 +1,10 @@
 /**
  * Settings → Administrators: who can sign in, with which role. Owners invite (a one-time link,
  * shown once, to hand over), change roles, remove administrators (their sessions end at once) and
- * issue password-reset links. Others see the list only.
+ * issue password-reset links, see an administrator's sessions and end them all. Others see the list only.
  */
 import { h, replace } from '../lib/dom.js';
+import { sessionsTable } from '../lib/session-list.js';
 import { del, get, patch, post } from '../lib/api.js';
 import {
   badge,
@@ -142,6 +143,49 @@ async function removeAdmin(admin, reload) {
   }
 }
 
+/** An owner looks at where an administrator is signed in, and may end every one of those sessions. */
+function openSessionsDialog(admin) {
+  openDialog({
+    title: `Sessions of ${admin.email}`,
+    description: 'Where they are signed in now. Ending them signs them out everywhere; they can sign in again (remove them to stop that).',
+    size: 'lg',
+    render: (close, controls) => {
+      const draw = async () => {
+        controls.setContent(loadingBlock('Loading sessions…'));
+        try {
+          const { data } = await get(`/admins/${admin.id}/sessions`);
+          const others = data.filter((s) => !s.current);
+          controls.setContent(
+            others.length === 0
+              ? h('p', { class: 'muted', text: 'They are signed in nowhere.' })
+              : sessionsTable(others, { caption: `Sessions of ${admin.email}` }),
+            h(
+              'div',
+              { class: 'dialog-actions' },
+              button({ label: 'Close', onClick: () => close() }),
+              others.length === 0
+                ? null
+                : button({
+                    label: 'End all sessions',
+                    variant: 'danger',
+                    onClick: async () => {
+                      const { data: ended } = await del(`/admins/${admin.id}/sessions`);
+                      close();
+                      toast(`Ended ${ended.ended === 1 ? '1 session' : `${ended.ended} sessions`} of ${admin.email}.`);
+                    },
+                  }),
+            ),
+          );
+        } catch (error) {
+          if (error.status !== 401) controls.setContent(errorState(error, draw));
+        }
+      };
+      draw();
+      return loadingBlock('Loading sessions…');
+    },
+  });
+}
+
 function issueReset(admin) {
   openDialog({
     title: `Reset the password of ${admin.email}?`,
@@ -219,30 +263,51 @@ export async function renderAdmins(view) {
                     ? h(
                         'td',
                         { class: 'cell-actions' },
-                        button({
-                          label: 'Change role',
-                          size: 'sm',
-                          variant: 'ghost',
-                          ariaLabel: `Change role of ${a.email}`,
-                          onClick: () => openRoleDialog(a, reload),
-                        }),
-                        button({
-                          label: 'Reset password',
-                          size: 'sm',
-                          variant: 'ghost',
-                          ariaLabel: `Reset password of ${a.email}`,
-                          onClick: () => issueReset(a),
-                        }),
-                        a.second_factor && a.email !== view.session.email
-                          ? button({
-                              label: 'Turn off two-factor',
-                              size: 'sm',
-                              variant: 'ghost',
-                              ariaLabel: `Turn off two-factor authentication of ${a.email}`,
-                              onClick: () => removeSecondFactorOf(a, reload),
-                            })
-                          : null,
-                        button({ label: 'Remove', size: 'sm', variant: 'danger-ghost', ariaLabel: `Remove ${a.email}`, onClick: () => removeAdmin(a, reload) }),
+                        h(
+                          'div',
+                          // The actions wrap onto a second line: side by side they made the table wider
+                          // than its box at 1280 px, Remove off screen.
+                          { class: 'row-actions row-actions-wide' },
+                          button({
+                            label: 'Change role',
+                            size: 'sm',
+                            variant: 'ghost',
+                            ariaLabel: `Change role of ${a.email}`,
+                            onClick: () => openRoleDialog(a, reload),
+                          }),
+                          button({
+                            label: 'Reset password',
+                            size: 'sm',
+                            variant: 'ghost',
+                            ariaLabel: `Reset password of ${a.email}`,
+                            onClick: () => issueReset(a),
+                          }),
+                          a.email === view.session.email
+                            ? null
+                            : button({
+                                label: 'Sessions',
+                                size: 'sm',
+                                variant: 'ghost',
+                                ariaLabel: `Sessions of ${a.email}`,
+                                onClick: () => openSessionsDialog(a),
+                              }),
+                          a.second_factor && a.email !== view.session.email
+                            ? button({
+                                label: 'Turn off two-factor',
+                                size: 'sm',
+                                variant: 'ghost',
+                                ariaLabel: `Turn off two-factor authentication of ${a.email}`,
+                                onClick: () => removeSecondFactorOf(a, reload),
+                              })
+                            : null,
+                          button({
+                            label: 'Remove',
+                            size: 'sm',
+                            variant: 'danger-ghost',
+                            ariaLabel: `Remove ${a.email}`,
+                            onClick: () => removeAdmin(a, reload),
+                          }),
+                        ),
                       )
                     : null,
                 ),

@@ -40,7 +40,9 @@ function tokenRows(tokens, reload) {
         t.previous_secret_expires_at ? h('span', { class: 'cell-sub', text: `Old secret works until ${formatDateTime(t.previous_secret_expires_at)}` }) : null,
       ),
       h('td', { class: 'cell-key' }, code(`${t.prefix}…`)),
-      h('td', {}, scopeChips(t.scopes)),
+      // Its rate limits under its access (what the key may do, and how fast): a column of their own
+      // made the table wider than its box at 1280 px.
+      h('td', {}, scopeChips(t.scopes), h('span', { class: 'cell-sub cell-limits', text: `Rate limits: ${limitsText(t)}` })),
       h('td', {}, timeEl(t.created_at)),
       h('td', {}, t.last_used_at ? timeEl(t.last_used_at) : h('span', { class: 'muted', text: 'Never' })),
       h(
@@ -50,13 +52,16 @@ function tokenRows(tokens, reload) {
           ? h('time', { datetime: t.expires_at, title: formatDateTime(t.expires_at, { seconds: true }) }, formatDateTime(t.expires_at))
           : h('span', { class: 'muted', text: 'Never' }),
       ),
-      h('td', { text: limitsText(t) }),
       h('td', {}, tokenStatusBadge(t.status)),
       h(
         'td',
         { class: 'cell-actions' },
         t.status === 'active'
-          ? [
+          ? h(
+              'div',
+              // Edit and Roll on one line, Revoke under them: three buttons side by side made the
+              // table wider than its box at 1280 px, Revoke off screen.
+              { class: 'row-actions' },
               button({
                 write: true,
                 label: 'Edit',
@@ -82,7 +87,7 @@ function tokenRows(tokens, reload) {
                 dataset: { action: 'revoke' },
                 onClick: () => revokeKey(t, reload),
               }),
-            ]
+            )
           : null,
       ),
     ),
@@ -133,7 +138,7 @@ export async function renderApiKeys(view) {
                 h(
                   'tr',
                   {},
-                  ['Name', 'Key', 'Access', 'Created', 'Last used', 'Expires', 'Rate limits', 'Status'].map((c) => h('th', { scope: 'col', text: c })),
+                  ['Name', 'Key', 'Access', 'Created', 'Last used', 'Expires', 'Status'].map((c) => h('th', { scope: 'col', text: c })),
                   h('th', { scope: 'col' }, h('span', { class: 'visually-hidden', text: 'Actions' })),
                 ),
               ),
