@@ -83,10 +83,13 @@ describe.each(backends)('endpoint credentials (%s)', (backend) => {
     });
     expect((await kit.api('GET', `/webhooks/endpoints/${endpoint.id}`)).body.data.credentials).toEqual(endpoint.credentials);
 
-    const first = waitForAttempts(kit.worker, 2, (r) => r.endpointId === endpoint.id);
-    await customer('Mutual One');
-    await customer('Mutual Two');
-    const reports = await first;
+    // One after the other: the second finds the first's token cached (not a fetch both share).
+    const reports = [];
+    for (const name of ['Mutual One', 'Mutual Two']) {
+      const attempted = waitForAttempts(kit.worker, 1, (r) => r.endpointId === endpoint.id);
+      await customer(name);
+      reports.push(...(await attempted));
+    }
     expect(reports.map((r) => [r.result.outcome, r.result.error])).toEqual([
       ['success', null],
       ['success', null],
@@ -100,7 +103,7 @@ describe.each(backends)('endpoint credentials (%s)', (backend) => {
       const headers = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k, String(v)]));
       expect(new Webhook(endpoint.secret).verify(request.body, headers)).toMatchObject({ type: 'customer.created' });
     }
-    // One token for both: cached. Asked for with HTTP Basic client authentication and the scope.
+    // One token for both. Asked for with HTTP Basic client authentication and the scope.
     expect(tokens.requests).toHaveLength(1);
     expect(tokens.requests[0]!.form.get('grant_type')).toBe('client_credentials');
     expect(tokens.requests[0]!.form.get('scope')).toBe('webhooks.write');
