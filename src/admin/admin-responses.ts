@@ -12,6 +12,7 @@
 import { Type, type TSchema } from '@sinclair/typebox';
 import { SCOPES } from '../tokens/token.service.ts';
 import { DELIVERY_STATUSES } from '../webhooks/webhook-delivery.repository.ts';
+import { OAUTH_CLIENT_AUTH } from '../webhooks/endpoint-credentials.ts';
 import { Nullable, StringEnum } from '../shared/typebox.ts';
 import { Product } from '../catalog/product.resource.ts';
 import { ADMIN_ROLES } from './sessions/admin-roles.ts';
@@ -66,6 +67,42 @@ export const ApiKeyWithSecret = Type.Object(
   { title: 'ApiKeyWithSecret', additionalProperties: false },
 );
 
+const SetSecret = Type.Literal('set', { description: 'Stored sealed; never shown' });
+/** What an endpoint's credentials show (decision 0058): every secret reads "set". */
+const EndpointCredentials = Type.Object(
+  {
+    headers: Type.Record(Type.String(), SetSecret, { description: 'Extra request headers by name; their values are never shown' }),
+    oauth: Nullable(
+      Type.Object(
+        {
+          token_url: Type.String(),
+          client_id: Type.String(),
+          scope: Nullable(Type.String()),
+          client_auth: StringEnum(OAUTH_CLIENT_AUTH, { description: 'How the client authenticates to the token server: HTTP Basic or in the form body' }),
+          client_secret: SetSecret,
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    client_certificate: Nullable(
+      Type.Object(
+        {
+          subject: Type.String(),
+          issuer: Type.String(),
+          not_after: Instant,
+          fingerprint_sha256: Type.String(),
+          private_key: SetSecret,
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  {
+    title: 'WebhookEndpointCredentials',
+    additionalProperties: false,
+    description: 'Extra headers, OAuth 2.0 client credentials and a client certificate for mutual TLS (decision 0058); null: none',
+  },
+);
 const endpointFields = {
   id: Uuid,
   url: Type.String({ description: 'The receiver; a broker URL is shown with its password as ****' }),
@@ -77,6 +114,7 @@ const endpointFields = {
   paused_until: Nullable(Instant),
   consecutive_failures: Count,
   disabled_reason: Nullable(Type.String()),
+  credentials: Nullable(EndpointCredentials),
   created_at: Instant,
   updated_at: Instant,
 };

@@ -165,6 +165,13 @@ export const EnvSchema = Type.Object({
   WEBHOOK_SLOW_ANSWER_MS: Int(1000, 1, 600_000, "A successful answer slower than this lowers the endpoint's concurrency by one; faster ones raise it"),
   WEBHOOK_LEASE_MS: Int(60_000, 100, 3_600_000, 'How long a claimed delivery stays locked to its worker'),
   WEBHOOK_ALLOW_PRIVATE_URLS: Bool(false, 'Allow webhook URLs on loopback and private networks'),
+  WEBHOOK_CREDENTIALS_KEY: Type.Optional(
+    Type.String({
+      pattern: '^[A-Za-z0-9+/]{43}=(,[A-Za-z0-9+/]{43}=)*$',
+      description:
+        "Key that seals endpoint credentials (extra headers, OAuth client secrets, client certificates' keys) at rest: 32 random bytes as base64 (`openssl rand -base64 32`). A comma-separated list rotates: the first seals, every one opens. Unset: endpoints cannot be given credentials",
+    }),
+  ),
   EVENT_RETENTION_MS: Int(2_592_000_000, 1000, 315_360_000_000, 'How long events are kept (feed, replays); longer while a delivery still needs one'),
   WEBHOOK_DELIVERY_RETENTION_MS: Int(2_592_000_000, 1000, 315_360_000_000, 'How long succeeded deliveries and their attempts are kept after success'),
   WEBHOOK_DEAD_LETTER_RETENTION_MS: Int(

@@ -13,7 +13,7 @@ import type { BrokerDestination } from './webhook-destination.ts';
 /** Heartbeat asked of the broker (seconds): a dead connection is noticed within about twice this. */
 const HEARTBEAT_S = 15;
 
-export const connectAmqp: BrokerConnector = async (destination, address, timeoutMs) => {
+export const connectAmqp: BrokerConnector = async (destination, address, timeoutMs, clientTls) => {
   let model: ChannelModel;
   try {
     model = await connect(
@@ -26,7 +26,13 @@ export const connectAmqp: BrokerConnector = async (destination, address, timeout
         vhost: destination.vhost,
         heartbeat: HEARTBEAT_S,
       },
-      { timeout: timeoutMs, servername: destination.tls ? destination.host : undefined, clientProperties: { connection_name: 'store-api webhooks' } },
+      {
+        timeout: timeoutMs,
+        servername: destination.tls ? destination.host : undefined,
+        // amqplib hands its socket options to tls.connect: the client certificate of mutual TLS.
+        ...(destination.tls && clientTls && { cert: clientTls.cert, key: clientTls.key }),
+        clientProperties: { connection_name: 'store-api webhooks' },
+      },
     );
   } catch (error) {
     throw connectFailure(error, destination);

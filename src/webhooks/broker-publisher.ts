@@ -28,11 +28,17 @@ export interface BrokerConnection {
   close(): Promise<void>;
 }
 
+/** A client certificate and its key (PEM) presented in the TLS handshake (mutual TLS, decision 0058). */
+export interface BrokerClientTls {
+  readonly cert: string;
+  readonly key: string;
+}
+
 /**
  * Opens a connection to `destination`'s broker at `address` (its host as resolved and allowed by
- * the URL policy), within `timeoutMs`.
+ * the URL policy), within `timeoutMs`; over TLS presenting `clientTls` when given.
  */
-export type BrokerConnector = (destination: BrokerDestination, address: string, timeoutMs: number) => Promise<BrokerConnection>;
+export type BrokerConnector = (destination: BrokerDestination, address: string, timeoutMs: number, clientTls?: BrokerClientTls) => Promise<BrokerConnection>;
 
 /** A failed publish or connection, with the outcome recorded for the attempt. */
 export class BrokerFailure extends Error {

@@ -29,6 +29,7 @@ import { CLAIM_AHEAD_ROUNDS, answeredFast, claimAhead, nextConcurrencyLimit, typ
 import type { Handover, PollResult } from './event-poller.ts';
 import { WebhookHttpClient, type HttpAttemptResult } from './webhook-http-client.ts';
 import { DeliveryTransport } from './delivery-transport.ts';
+import { credentialKeys } from './endpoint-credentials.ts';
 import { destinationKind } from './webhook-destination.ts';
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, type Attributes, type SpanContext } from '@opentelemetry/api';
 import { activeTracing, inSpan, injectTraceHeaders, storedTraceContext } from '../shared/tracing.ts';
@@ -185,6 +186,8 @@ export class DeliveryDispatcher {
       }),
       timeoutMs: ctx.config.WEBHOOK_TIMEOUT_MS,
       allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE_URLS,
+      credentialKeys: credentialKeys(ctx.config.WEBHOOK_CREDENTIALS_KEY),
+      now: this.#clock,
     });
   }
 

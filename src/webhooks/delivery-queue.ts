@@ -97,6 +97,8 @@ export interface ClaimedDelivery {
   readonly url: string;
   /** Signing secrets: the current one, then the rotated-out one while it still signs. */
   readonly secrets: readonly string[];
+  /** The endpoint's credentials, sealed (decision 0058); null: none. The transport opens them. */
+  readonly sealedCredentials: string | null;
   readonly event: { readonly id: string; readonly type: string; readonly created_at: string };
   /**
    * The request body: the event's envelope `{"id","type","created_at","data"}`, as the events feed
@@ -290,6 +292,7 @@ export interface ClaimedRow {
   url: string;
   secret: string;
   previous_secret: string | null;
+  credentials_sealed: string | null;
   event_id: string;
   event_type: string;
   event_created_at: string;
@@ -306,7 +309,7 @@ export interface ClaimedRow {
  */
 export function claimedColumns(nowIso: string) {
   return sql`c.id, c.store_id, c.attempt_count, c.endpoint_id, e.url, e.secret,
-      CASE WHEN e.previous_secret_expires_at > ${nowIso}::timestamptz THEN e.previous_secret END AS previous_secret,
+      CASE WHEN e.previous_secret_expires_at > ${nowIso}::timestamptz THEN e.previous_secret END AS previous_secret, e.credentials_sealed,
       ev.id AS event_id, ev.type AS event_type, iso_utc(ev.created_at) AS event_created_at,
       (extract(epoch FROM ev.created_at) * 1000)::float8 AS event_created_at_ms, c.test, ev.trace_parent, ev.trace_state,
       CASE WHEN c.test THEN ${testEventEnvelope('ev')}::text ELSE ${eventEnvelope('ev')}::text END AS body`;
@@ -320,6 +323,7 @@ export function claimedDelivery(r: ClaimedRow): ClaimedDelivery {
     endpointId: r.endpoint_id,
     url: r.url,
     secrets: r.previous_secret ? [r.secret, r.previous_secret] : [r.secret],
+    sealedCredentials: r.credentials_sealed,
     event: { id: r.event_id, type: r.event_type, created_at: r.event_created_at },
     body: r.body,
     eventCreatedAtMs: r.event_created_at_ms,

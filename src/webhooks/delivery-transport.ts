@@ -17,6 +17,10 @@ import { addressOf, parseBrokerUrl, isBrokerUrl, type BrokerDestination } from '
 import { resolveBrokerHost } from './webhook-url-policy.ts';
 import type { AttemptOutcome, HttpAttemptResult, WebhookHttpClient } from './webhook-http-client.ts';
 import { BrokerFailure, type BrokerConnection, type BrokerConnector } from './broker-publisher.ts';
+import { createHash } from 'node:crypto';
+import { openCredentials, type CredentialKeys, type EndpointCredentials } from './endpoint-credentials.ts';
+import { OAuthTokens } from './webhook-oauth.ts';
+import type { ClientTls } from './webhook-http-client.ts';
 
 /** What a transport needs of a claimed delivery. */
 export interface DeliveryTarget {
@@ -25,12 +29,18 @@ export interface DeliveryTarget {
   readonly url: string;
   readonly event: { readonly type: string };
   readonly body: string;
+  /** The endpoint's credentials, sealed (decision 0058); null or absent: none. */
+  readonly sealedCredentials?: string | null;
 }
 
 export interface DeliveryTransportOptions {
   http: WebhookHttpClient;
   timeoutMs: number;
   allowPrivate: boolean;
+  /** WEBHOOK_CREDENTIALS_KEY's keys, which open endpoints' credentials; undefined: unset. */
+  credentialKeys?: CredentialKeys;
+  /** Epoch ms, for OAuth tokens' expiry. */
+  now?: () => number;
   /** Broker clients by kind; default the real ones (tests may wrap them). */
   connectors?: Partial<Record<BrokerDestination['kind'], BrokerConnector>>;
 }
@@ -50,6 +60,8 @@ const CONNECTORS: Record<BrokerDestination['kind'], BrokerConnector> = {
 interface PooledBroker {
   readonly url: string;
   readonly destination: BrokerDestination;
+  /** The sealed credentials it was opened with (a client certificate): changed ones open a new connection. */
+  readonly sealedCredentials: string | null;
   /** The connection being opened or open; undefined after a failure or loss (the next attempt opens one). */
   connection: Promise<BrokerConnection> | undefined;
   /** The connection once open (to tell whether a failed attempt's connection is still the pooled one). */
@@ -60,6 +72,14 @@ interface PooledBroker {
 
 /** Most characters of a failure's text kept with the attempt. */
 const ERROR_CHARS = 500;
+/** Opened credentials kept, by their sealed text (more: opened again). */
+const CREDENTIALS_KEPT = 1000;
+
+/** An endpoint's credentials as the transport uses them. */
+interface OpenedCredentials {
+  readonly credentials: EndpointCredentials;
+  readonly tls: ClientTls | undefined;
+}
 
 export class DeliveryTransport {
   readonly #http: WebhookHttpClient;
@@ -67,6 +87,9 @@ export class DeliveryTransport {
   readonly #allowPrivate: boolean;
   readonly #connectors: Record<BrokerDestination['kind'], BrokerConnector>;
   readonly #brokers = new Map<string, PooledBroker>();
+  readonly #credentialKeys: CredentialKeys | undefined;
+  readonly #opened = new Map<string, OpenedCredentials>();
+  readonly #tokens: OAuthTokens;
   #closing = false;
 
   constructor(options: DeliveryTransportOptions) {
@@ -74,6 +97,8 @@ export class DeliveryTransport {
     this.#timeoutMs = options.timeoutMs;
     this.#allowPrivate = options.allowPrivate;
     this.#connectors = { ...CONNECTORS, ...options.connectors };
+    this.#credentialKeys = options.credentialKeys;
+    this.#tokens = new OAuthTokens((url, form, headers) => this.#http.requestToken(url, form, headers), options.now);
   }
 
   /**
@@ -81,8 +106,63 @@ export class DeliveryTransport {
    * `bytes`: the body's UTF-8 bytes when the caller has them already (it signed them).
    */
   async send(delivery: DeliveryTarget, headers: Record<string, string>, bytes: Buffer = Buffer.from(delivery.body)): Promise<HttpAttemptResult> {
-    if (!isBrokerUrl(delivery.url)) return this.#http.post(delivery.url, bytes, headers);
+    const sealed = delivery.sealedCredentials ?? null;
+    if (!isBrokerUrl(delivery.url)) {
+      if (sealed === null) return this.#http.post(delivery.url, bytes, headers);
+      return this.#postWithCredentials(delivery, sealed, headers, bytes);
+    }
     return this.#publish(delivery, headers, bytes);
+  }
+
+  /**
+   * A POST with the endpoint's credentials: its extra headers (the signature's own win), a bearer
+   * token when it has OAuth client credentials, its client certificate. A 401 answer drops the
+   * token it carried and the request is sent once more with a new one.
+   */
+  async #postWithCredentials(delivery: DeliveryTarget, sealed: string, signature: Record<string, string>, bytes: Buffer): Promise<HttpAttemptResult> {
+    const started = performance.now();
+    let opened: OpenedCredentials;
+    try {
+      opened = this.#open(delivery.endpointId, sealed);
+    } catch (error) {
+      return result('credentials_error', (error as Error).message, started);
+    }
+    const { credentials, tls } = opened;
+    const headers = { ...credentials.headers, ...signature };
+    const oauth = credentials.oauth;
+    if (!oauth) return this.#http.post(delivery.url, bytes, headers, tls);
+    let answer: HttpAttemptResult | undefined;
+    for (let round = 0; round < 2; round++) {
+      let token: string;
+      try {
+        token = await this.#tokens.token(delivery.endpointId, oauth);
+      } catch (error) {
+        return result('credentials_error', (error as Error).message, started);
+      }
+      answer = await this.#http.post(delivery.url, bytes, { ...headers, authorization: `Bearer ${token}` }, tls);
+      if (answer.statusCode !== 401) break;
+      this.#tokens.invalidate(delivery.endpointId, token);
+    }
+    return { ...answer!, durationMs: Math.round(performance.now() - started) };
+  }
+
+  /** `sealed` opened (kept by its text: the same sealed text is opened once). Throws SealedCredentialsError. */
+  #open(endpointId: string, sealed: string): OpenedCredentials {
+    const found = this.#opened.get(sealed);
+    if (found) return found;
+    const credentials = openCredentials(this.#credentialKeys, endpointId, sealed);
+    const certificate = credentials.client_certificate;
+    const tls = certificate
+      ? {
+          id: createHash('sha256').update(certificate.certificate).update('\0').update(certificate.private_key).digest('hex'),
+          cert: certificate.certificate,
+          key: certificate.private_key,
+        }
+      : undefined;
+    if (this.#opened.size >= CREDENTIALS_KEPT) this.#opened.clear();
+    const opened = { credentials, tls };
+    this.#opened.set(sealed, opened);
+    return opened;
   }
 
   /** Prepares the transport of `url` (an HTTP endpoint's: the HTTP client loaded before its first delivery). */
@@ -126,11 +206,18 @@ export class DeliveryTransport {
 
   async #publish(delivery: DeliveryTarget, headers: Record<string, string>, bytes: Buffer): Promise<HttpAttemptResult> {
     const started = performance.now();
+    const sealed = delivery.sealedCredentials ?? null;
     let pooled = this.#brokers.get(delivery.endpointId);
-    if (pooled && pooled.url !== delivery.url) {
-      // The endpoint's URL changed since its connection was opened.
+    if (pooled && (pooled.url !== delivery.url || pooled.sealedCredentials !== sealed)) {
+      // The endpoint's URL or credentials changed since its connection was opened.
       await this.closeEndpoint(delivery.endpointId);
       pooled = undefined;
+    }
+    let tls: ClientTls | undefined;
+    try {
+      tls = sealed === null ? undefined : this.#open(delivery.endpointId, sealed).tls;
+    } catch (error) {
+      return result('credentials_error', (error as Error).message, started);
     }
     let destination: BrokerDestination;
     try {
@@ -139,7 +226,7 @@ export class DeliveryTransport {
       return result('connection_error', `invalid broker URL: ${(error as Error).message}`, started);
     }
     if (!pooled) {
-      pooled = { url: delivery.url, destination, connection: undefined, open: undefined, retired: this.#closing };
+      pooled = { url: delivery.url, sealedCredentials: sealed, destination, connection: undefined, open: undefined, retired: this.#closing };
       if (!this.#closing) this.#brokers.set(delivery.endpointId, pooled);
     }
     const entry = pooled;
@@ -154,7 +241,7 @@ export class DeliveryTransport {
     deadline.catch(() => {});
     let connection: BrokerConnection | undefined;
     try {
-      connection = await Promise.race([this.#connection(entry), deadline]);
+      connection = await Promise.race([this.#connection(entry, tls), deadline]);
       await Promise.race([
         connection.publish({
           address: addressOf(destination, delivery.event.type),
@@ -187,17 +274,17 @@ export class DeliveryTransport {
    * The pooled connection of `entry`, opened now when there is none or it was lost. Attempts that
    * arrive while it is being opened share the opening, and its failure.
    */
-  async #connection(entry: PooledBroker): Promise<BrokerConnection> {
+  async #connection(entry: PooledBroker, tls: ClientTls | undefined): Promise<BrokerConnection> {
     const open = entry.connection;
     if (open) {
       const connection = await open;
       if (!connection.closed) return connection;
       if (entry.connection === open) entry.connection = undefined;
-      return this.#connection(entry);
+      return this.#connection(entry, tls);
     }
     const opening = (async () => {
       const address = await resolveBrokerHost(entry.destination.host, this.#allowPrivate);
-      return this.#connectors[entry.destination.kind](entry.destination, address, this.#timeoutMs);
+      return this.#connectors[entry.destination.kind](entry.destination, address, this.#timeoutMs, tls && { cert: tls.cert, key: tls.key });
     })();
     entry.connection = opening;
     opening.then(

@@ -15,13 +15,15 @@ const NO_MATCHING_SUBSCRIBERS = 0x10;
 /** Keep-alive asked of the broker (seconds). */
 const KEEPALIVE_S = 30;
 
-export const connectMqtt: BrokerConnector = (destination, address, timeoutMs) =>
+export const connectMqtt: BrokerConnector = (destination, address, timeoutMs, clientTls) =>
   new Promise<BrokerConnection>((resolve, reject) => {
     const client = connect({
       protocol: destination.tls ? 'mqtts' : 'mqtt',
       host: address,
       port: destination.port,
       servername: destination.tls ? destination.host : undefined,
+      // MQTT.js hands these to tls.connect: the client certificate of mutual TLS.
+      ...(destination.tls && clientTls && { cert: clientTls.cert, key: clientTls.key }),
       username: destination.username || undefined,
       password: destination.username ? destination.password : undefined,
       protocolVersion: 5,

@@ -12,13 +12,13 @@ import { connect, headers as natsHeaders, type NatsConnection } from '@nats-io/t
 import { jetstream, type JetStreamClient } from '@nats-io/jetstream';
 import { BrokerFailure, type BrokerConnection, type BrokerConnector, type BrokerMessage } from './broker-publisher.ts';
 
-export const connectNats: BrokerConnector = async (destination, address, timeoutMs) => {
+export const connectNats: BrokerConnector = async (destination, address, timeoutMs, clientTls) => {
   // Every connection goes to the address the policy allowed (the client looking the name up again
   // would open a DNS-rebinding window); over TLS the name is the server name its certificate is
   // checked against (SNI), as for AMQP and MQTT.
   const server = address.includes(':') ? `[${address}]:${destination.port}` : `${address}:${destination.port}`;
   // The Node transport hands `tls` to tls.connect (its type does not list `servername`).
-  const tls = { rejectUnauthorized: true, servername: destination.host };
+  const tls = { rejectUnauthorized: true, servername: destination.host, ...(clientTls && { cert: clientTls.cert, key: clientTls.key }) };
   const auth = destination.password ? { user: destination.username, pass: destination.password } : destination.username ? { token: destination.username } : {};
   let connection: NatsConnection;
   try {

@@ -11,6 +11,7 @@ import type { WriteContext } from '../db/write-clock.ts';
 import { ownStore, ownStoreIs } from '../db/store-scope.ts';
 import './webhook.tables.ts';
 import { destinationKind, redactDestinationUrl, type DestinationKind } from './webhook-destination.ts';
+import type { CredentialsSummary } from './endpoint-credentials.ts';
 
 export type EndpointState = 'active' | 'paused' | 'disabled';
 
@@ -28,6 +29,8 @@ export interface WebhookEndpoint {
   paused_until: string | null;
   consecutive_failures: number;
   disabled_reason: string | null;
+  /** Extra headers, OAuth client credentials and a client certificate, their secrets as "set" (decision 0058); null: none. */
+  credentials: CredentialsSummary | null;
   created_at: string;
   updated_at: string;
 }
@@ -48,6 +51,7 @@ interface EndpointRow {
   paused_until_ms: number | null;
   consecutive_failures: number;
   disabled_reason: string | null;
+  credentials: CredentialsSummary | null;
   created_at: string;
   updated_at: string;
 }
@@ -55,7 +59,7 @@ interface EndpointRow {
 const endpointColumns = sql`
   e.id, e.url, e.description, e.event_types, e.enabled, iso_utc(e.paused_until) AS paused_until,
   (extract(epoch FROM e.paused_until) * 1000)::float8 AS paused_until_ms,
-  e.consecutive_failures, e.disabled_reason, iso_utc(e.created_at) AS created_at, iso_utc(e.updated_at) AS updated_at`;
+  e.consecutive_failures, e.disabled_reason, e.credentials, iso_utc(e.created_at) AS created_at, iso_utc(e.updated_at) AS updated_at`;
 
 /**
  * The admin view of a row at `now`: disabled when not enabled; paused while the breaker holds it
@@ -74,6 +78,7 @@ export function endpointRowToEndpoint(row: EndpointRow, now: number, breakerThre
     paused_until: row.paused_until,
     consecutive_failures: row.consecutive_failures,
     disabled_reason: row.disabled_reason,
+    credentials: row.credentials,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };
@@ -98,12 +103,21 @@ export async function findEndpoint(db: Kysely<Database>, id: string, view: Endpo
   return rows[0] && endpointRowToEndpoint(rows[0], view.now, view.breakerThreshold);
 }
 
+/** An endpoint's credentials as stored (decision 0058): the summary shown, and the whole sealed. */
+export interface StoredCredentials {
+  summary: CredentialsSummary;
+  sealed: string;
+}
+
 export interface NewEndpoint {
+  /** Chosen by the caller: sealed credentials are bound to it. */
+  id: string;
   url: string;
   description: string | null;
   eventTypes: string[];
   enabled: boolean;
   secret: string;
+  credentials: StoredCredentials | null;
 }
 
 /**
@@ -112,12 +126,19 @@ export interface NewEndpoint {
  * endpoints still being created (the poller never skips past an event a new endpoint should get).
  */
 export async function insertEndpoint(write: WriteContext, input: NewEndpoint): Promise<string> {
-  const id = randomUUID();
+  const { id } = input;
   await sql`
-    INSERT INTO webhook_endpoints (id, store_id, url, description, event_types, enabled, secret, created_at, updated_at)
-    VALUES (${id}, ${ownStore()}, ${input.url}, ${input.description}, ${input.eventTypes}::text[], ${input.enabled}, ${input.secret}, ${write.stamp}::timestamptz, ${write.stamp}::timestamptz)
+    INSERT INTO webhook_endpoints (id, store_id, url, description, event_types, enabled, secret, credentials, credentials_sealed, created_at, updated_at)
+    VALUES (${id}, ${ownStore()}, ${input.url}, ${input.description}, ${input.eventTypes}::text[], ${input.enabled}, ${input.secret},
+      ${input.credentials ? JSON.stringify(input.credentials.summary) : null}::jsonb, ${input.credentials?.sealed ?? null},
+      ${write.stamp}::timestamptz, ${write.stamp}::timestamptz)
   `.execute(write.trx);
   return id;
+}
+
+/** A new endpoint's id. */
+export function newEndpointId(): string {
+  return randomUUID();
 }
 
 export interface EndpointPatch {
@@ -125,6 +146,8 @@ export interface EndpointPatch {
   description?: string | null;
   eventTypes?: string[];
   enabled?: boolean;
+  /** New credentials; null removes them; undefined keeps them. */
+  credentials?: StoredCredentials | null;
 }
 
 /**
@@ -140,6 +163,8 @@ export async function updateEndpoint(db: Kysely<Database>, id: string, patch: En
       description = CASE WHEN ${patch.description !== undefined}::boolean THEN ${patch.description ?? null}::text ELSE description END,
       event_types = coalesce(${patch.eventTypes ?? null}::text[], event_types),
       enabled = coalesce(${patch.enabled ?? null}::boolean, enabled),
+      credentials = CASE WHEN ${patch.credentials !== undefined}::boolean THEN ${patch.credentials ? JSON.stringify(patch.credentials.summary) : null}::jsonb ELSE credentials END,
+      credentials_sealed = CASE WHEN ${patch.credentials !== undefined}::boolean THEN ${patch.credentials?.sealed ?? null}::text ELSE credentials_sealed END,
       consecutive_failures = CASE WHEN ${reenable}::boolean THEN 0 ELSE consecutive_failures END,
       paused_until = CASE WHEN ${reenable}::boolean THEN NULL ELSE paused_until END,
       disabled_reason = CASE WHEN ${reenable}::boolean THEN NULL WHEN ${patch.enabled === false}::boolean THEN 'disabled by an administrator' ELSE disabled_reason END,
@@ -147,6 +172,14 @@ export async function updateEndpoint(db: Kysely<Database>, id: string, patch: En
     WHERE ${ownStoreIs('store_id')} AND id = ${id}::uuid
   `.execute(db);
   return Number(result.numAffectedRows ?? 0) > 0;
+}
+
+/** The sealed credentials of endpoint `id` (null: none), or undefined when there is no such endpoint. */
+export async function findEndpointSealedCredentials(db: Kysely<Database>, id: string): Promise<string | null | undefined> {
+  const { rows } = await sql<{ credentials_sealed: string | null }>`
+    SELECT credentials_sealed FROM webhook_endpoints WHERE ${ownStoreIs('store_id')} AND id = ${id}::uuid
+  `.execute(db);
+  return rows[0]?.credentials_sealed;
 }
 
 /** The URL of endpoint `id` as stored (with a broker URL's password), or undefined. */

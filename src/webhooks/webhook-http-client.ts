@@ -29,11 +29,14 @@ export const ATTEMPT_OUTCOMES = [
   'response_too_large',
   'blocked_address',
   'broker_rejected',
+  'credentials_error',
   'abandoned',
 ] as const;
 /**
  * How an attempt ended; `broker_rejected`: a broker refused or dropped the message (no such
  * exchange or stream, nothing bound or subscribed, a negative acknowledgement: decision 0031);
+ * `credentials_error`: the endpoint's credentials could not be used (its OAuth token server
+ * refused or failed, or they do not open with WEBHOOK_CREDENTIALS_KEY: decision 0058);
  * `abandoned`: the worker that made it stopped before recording it (lease expired).
  */
 export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
@@ -67,8 +70,20 @@ interface Target {
   readonly refused: string | null;
 }
 
+/** A client certificate and key (PEM) for mutual TLS, and an id naming the pair (its pool). */
+export interface ClientTls {
+  readonly id: string;
+  readonly cert: string;
+  readonly key: string;
+}
+
+/** Pools of distinct client certificates kept (more: the least recently made is closed). */
+const CLIENT_TLS_POOLS = 100;
+
 export class WebhookHttpClient {
   #agent: Agent | undefined;
+  /** One pool per client certificate (mutual TLS): a connection's certificate is chosen when it opens. */
+  readonly #tlsAgents = new Map<string, Agent>();
   readonly #options: WebhookHttpClientOptions;
   readonly #now: () => number;
   readonly #deadlines: Deadlines;
@@ -105,20 +120,79 @@ export class WebhookHttpClient {
   async #pool(): Promise<Agent> {
     if (this.#agent) return this.#agent;
     const { Agent } = await loadUndici();
+    this.#agent ??= new Agent(this.#agentOptions());
+    return this.#agent;
+  }
+
+  #agentOptions(tls?: ClientTls): import('undici').Agent.Options {
     const options = this.#options;
-    this.#agent ??= new Agent({
+    return {
       connections: options.connectionsPerOrigin,
       keepAliveTimeout: 30_000,
       keepAliveMaxTimeout: 120_000,
       headersTimeout: options.timeoutMs,
       bodyTimeout: options.timeoutMs,
-      connect: { timeout: options.timeoutMs, lookup: guardedLookup(options.allowPrivate) },
-    });
-    return this.#agent;
+      connect: { timeout: options.timeoutMs, lookup: guardedLookup(options.allowPrivate), ...(tls && { cert: tls.cert, key: tls.key }) },
+    };
   }
 
-  /** POSTs `body` (text, or its UTF-8 bytes: sent as they are) to `url` with `headers` (plus Content-Type and User-Agent). */
-  async post(url: string, body: string | Buffer, headers: Record<string, string>): Promise<HttpAttemptResult> {
+  /** The pool whose connections present `tls` (made at its first request). */
+  async #tlsPool(tls: ClientTls): Promise<Agent> {
+    const found = this.#tlsAgents.get(tls.id);
+    if (found) return found;
+    const { Agent } = await loadUndici();
+    if (this.#tlsAgents.size >= CLIENT_TLS_POOLS) {
+      const [oldest, agent] = this.#tlsAgents.entries().next().value!;
+      this.#tlsAgents.delete(oldest);
+      void agent.close();
+    }
+    const agent = this.#tlsAgents.get(tls.id) ?? new Agent(this.#agentOptions(tls));
+    this.#tlsAgents.set(tls.id, agent);
+    return agent;
+  }
+
+  /**
+   * POSTs a form to an OAuth token server (through the same address guard and timeout as a
+   * delivery) and answers its status and body (at most MAX_RESPONSE_BYTES). Throws with a reason
+   * for anything else: refused address, connection failure, timeout, an oversized answer.
+   */
+  async requestToken(url: string, form: string, headers: Record<string, string>): Promise<{ statusCode: number; body: string }> {
+    const target = this.#target(url);
+    if (target.refused) throw new Error(target.refused);
+    const deadline = this.#deadlines.start();
+    try {
+      const response = await (this.#agent ?? (await this.#pool())).request({
+        origin: target.origin,
+        path: target.path,
+        method: 'POST',
+        signal: deadline as unknown as EventEmitter,
+        headers: { 'user-agent': 'store-api-webhooks/1', ...headers },
+        body: form,
+      });
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of response.body) {
+        size += (chunk as Buffer).length;
+        if (size > MAX_RESPONSE_BYTES) {
+          response.body.destroy();
+          throw new Error(`answer over ${MAX_RESPONSE_BYTES} bytes`);
+        }
+        chunks.push(chunk as Buffer);
+      }
+      return { statusCode: response.statusCode, body: Buffer.concat(chunks).toString('utf8') };
+    } catch (error) {
+      const classified = classify(error, deadline.expired, this.#options.timeoutMs, 0);
+      throw new Error(classified.error ?? 'connection error');
+    } finally {
+      this.#deadlines.finish(deadline);
+    }
+  }
+
+  /**
+   * POSTs `body` (text, or its UTF-8 bytes: sent as they are) to `url` with `headers` (plus
+   * Content-Type and User-Agent); `tls`: the client certificate to present (mutual TLS).
+   */
+  async post(url: string, body: string | Buffer, headers: Record<string, string>, tls?: ClientTls): Promise<HttpAttemptResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const failed = (outcome: AttemptOutcome, error: string, statusCode: number | null = null, responseExcerpt: string | null = null): HttpAttemptResult => ({
@@ -134,7 +208,8 @@ export class WebhookHttpClient {
     if (target.refused) return failed('blocked_address', target.refused);
     const deadline = this.#deadlines.start();
     try {
-      const response = await (this.#agent ?? (await this.#pool())).request({
+      const pool = tls ? await this.#tlsPool(tls) : (this.#agent ?? (await this.#pool()));
+      const response = await pool.request({
         origin: target.origin,
         path: target.path,
         method: 'POST',
@@ -192,7 +267,9 @@ export class WebhookHttpClient {
 
   /** Closes pooled connections (waits for none: call after in-flight attempts finished). */
   async close(): Promise<void> {
-    await this.#agent?.close();
+    const tlsAgents = [...this.#tlsAgents.values()];
+    this.#tlsAgents.clear();
+    await Promise.all([this.#agent?.close(), ...tlsAgents.map((agent) => agent.close())]);
   }
 }
 

@@ -15,15 +15,30 @@ import { oldestAvailable, oldestDeliveryAt } from '../retention/retention.reposi
 import {
   deleteEndpointCascade,
   findEndpoint,
+  findEndpointSealedCredentials,
   findEndpointSecrets,
   findEndpointUrl,
+  newEndpointId,
   insertEndpoint,
   listEndpointRows,
   rotateEndpointSecret,
   updateEndpoint,
   type EndpointView,
+  type StoredCredentials,
   type WebhookEndpoint,
 } from './webhook-endpoint.repository.ts';
+import {
+  applyCredentialsInput,
+  credentialKeys,
+  hasCredentials,
+  NO_CREDENTIALS,
+  openCredentials,
+  sealCredentials,
+  summarizeCredentials,
+  type CredentialKeys,
+  type CredentialsInput,
+  type EndpointCredentials,
+} from './endpoint-credentials.ts';
 import {
   countReplayEvents,
   deliveryStats,
@@ -70,9 +85,13 @@ export interface EndpointInput {
   event_types?: string[];
   description?: string | null;
   enabled?: boolean;
+  credentials?: CredentialsInput;
 }
 
-export type EndpointPatchInput = Partial<EndpointInput>;
+export type EndpointPatchInput = Partial<Omit<EndpointInput, 'credentials'>> & {
+  /** Changes to the credentials (see CredentialsInput); null removes them all. */
+  credentials?: CredentialsInput | null;
+};
 
 export interface SecretView {
   secret: string;
@@ -81,10 +100,14 @@ export interface SecretView {
 
 /** The webhook admin operations bound to one process's context; `clock` gives epoch ms. */
 export class WebhookService {
+  private readonly keys: CredentialKeys | undefined;
+
   constructor(
     private readonly ctx: AppContext,
     private readonly clock: () => number = Date.now,
-  ) {}
+  ) {
+    this.keys = credentialKeys(ctx.config.WEBHOOK_CREDENTIALS_KEY);
+  }
 
   private get db() {
     return this.ctx.database.db;
@@ -121,9 +144,16 @@ export class WebhookService {
     }
     const secret = generateSecret();
     const eventTypes = checkEventTypes(input.event_types);
+    const endpointId = newEndpointId();
+    const credentials =
+      input.credentials === undefined
+        ? null
+        : this.storedCredentials(endpointId, await applyCredentialsInput(url, NO_CREDENTIALS, input.credentials, this.ctx.config.WEBHOOK_ALLOW_PRIVATE_URLS));
     const id = await runWrite(this.db, (write) =>
       insertEndpoint(write, {
+        id: endpointId,
         url,
+        credentials,
         description: input.description ?? null,
         eventTypes,
         enabled: input.enabled ?? true,
@@ -137,6 +167,7 @@ export class WebhookService {
 
   async updateEndpoint(id: string, patch: EndpointPatchInput): Promise<WebhookEndpoint> {
     const url = patch.url === undefined || (await this.isShownUrl(id, patch.url)) ? undefined : await this.checkUrl(patch.url);
+    const credentials = await this.changedCredentials(id, url, patch.credentials);
     const updated = await updateEndpoint(
       this.db,
       id,
@@ -145,15 +176,59 @@ export class WebhookService {
         description: patch.description,
         eventTypes: patch.event_types === undefined ? undefined : checkEventTypes(patch.event_types),
         enabled: patch.enabled,
+        credentials,
       },
       isoFromMillis(this.clock()),
     );
     if (!updated) throw notFound('webhook endpoint', id);
-    if (url !== undefined || patch.enabled === false) announceEndpointChanged(id);
+    if (url !== undefined || credentials !== undefined || patch.enabled === false) announceEndpointChanged(id);
     if (patch.enabled === true) await announceDueDeliveries(this.db, this.ctx.database.backend);
     const endpoint = await this.getEndpoint(id);
     if (endpoint.enabled && (url !== undefined || patch.enabled === true)) announceEndpointReady(endpoint.url);
     return endpoint;
+  }
+
+  /**
+   * The credentials endpoint `id` has after `input` (undefined: unchanged), checked against its URL
+   * after the patch (`url`: the new one, if it changes): a URL moving to a broker cannot keep extra
+   * headers, nor one leaving TLS a client certificate. Throws 404 for an unknown endpoint.
+   */
+  private async changedCredentials(
+    id: string,
+    url: string | undefined,
+    input: CredentialsInput | null | undefined,
+  ): Promise<StoredCredentials | null | undefined> {
+    if (input === undefined && url === undefined) return undefined;
+    const sealed = await findEndpointSealedCredentials(this.db, id);
+    if (sealed === undefined) throw notFound('webhook endpoint', id);
+    if (input === null) return null;
+    if (input === undefined && sealed === null) return undefined;
+    let current: EndpointCredentials = NO_CREDENTIALS;
+    if (sealed !== null) {
+      try {
+        current = openCredentials(this.keys, id, sealed);
+      } catch (error) {
+        throw new ApiError(
+          'conflict',
+          `The endpoint's stored credentials cannot be opened (${(error as Error).message}); replace them with credentials: null first.`,
+          [{ param: 'credentials', message: 'stored credentials cannot be opened' }],
+        );
+      }
+    }
+    const finalUrl = url ?? (await findEndpointUrl(this.db, id))!;
+    const next = await applyCredentialsInput(finalUrl, current, input, this.ctx.config.WEBHOOK_ALLOW_PRIVATE_URLS);
+    return input === undefined ? undefined : this.storedCredentials(id, next);
+  }
+
+  /** `credentials` as stored for endpoint `id`: sealed under WEBHOOK_CREDENTIALS_KEY (409 without it); null when empty. */
+  private storedCredentials(id: string, credentials: EndpointCredentials): StoredCredentials | null {
+    if (!hasCredentials(credentials)) return null;
+    if (!this.keys) {
+      throw new ApiError('conflict', 'Endpoint credentials are sealed at rest with WEBHOOK_CREDENTIALS_KEY, which this server does not have: set it first.', [
+        { param: 'credentials', message: 'needs WEBHOOK_CREDENTIALS_KEY on the server' },
+      ]);
+    }
+    return { summary: summarizeCredentials(credentials)!, sealed: sealCredentials(this.keys, id, credentials) };
   }
 
   /**

@@ -24,6 +24,10 @@ export interface WebhookEndpointTable {
   /** When the breaker last closed on a success after a pause (migration 0022, decision 0029). */
   recovered_at: NullableTimestamp;
   disabled_reason: string | null;
+  /** What the admin API shows of the endpoint's credentials (migration 0040, decision 0058); null: none. */
+  credentials: ColumnType<unknown, string | null | undefined, string | null>;
+  /** The credentials whole, sealed under WEBHOOK_CREDENTIALS_KEY (webhooks/endpoint-credentials.ts); null: none. */
+  credentials_sealed: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

@@ -113,6 +113,7 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
       WEBHOOK_RETRY_SCHEDULE_MS: '200,200,200,200,200',
       WEBHOOK_POLL_INTERVAL_MS: '50',
       WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+      WEBHOOK_CREDENTIALS_KEY: Buffer.alloc(32, 7).toString('base64'),
       // Three dead pings are 18 failed attempts in a row: the last one trips the circuit breaker.
       WEBHOOK_BREAKER_THRESHOLD: '18',
       // Revealing the secret asks a fresh proof once the sign-in is older than this (decision 0028,
@@ -263,6 +264,8 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     await form.getByLabel('order.created').check();
     await form.getByLabel('order.updated').check();
     await form.getByLabel('product.updated').check();
+    // A gateway header (decision 0058): sent with every request, never shown again.
+    await form.getByLabel('Extra headers').fill('X-Gateway-Key: dashboard-gateway-key');
     await shot('webhook-endpoint-form');
     await form.getByRole('button', { name: 'Add endpoint' }).click();
 
@@ -283,6 +286,7 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     // The receiver can verify it with the public standardwebhooks library and the secret shown.
     expect(() => new Webhook(okSecret).verify(ping.body, ping.headers as Record<string, string>)).not.toThrow();
     expect(ping.headers['webhook-id']).toBe(ping.json.id);
+    expect(ping.headers['x-gateway-key']).toBe('dashboard-gateway-key');
 
     await page.locator('.deliveries-panel tbody tr[data-status="succeeded"]').waitFor();
 

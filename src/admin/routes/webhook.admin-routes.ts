@@ -25,6 +25,7 @@ import {
   dataOf,
 } from '../admin-responses.ts';
 import { requireFreshProof } from '../admin-auth.ts';
+import { OAUTH_CLIENT_AUTH } from '../../webhooks/endpoint-credentials.ts';
 
 const strict = { additionalProperties: false } as const;
 const Uuid = Type.String({ format: 'uuid' });
@@ -43,12 +44,62 @@ const Url = Type.String({
 // Null first: with coerceTypes, ajv would turn null into "" for a string branch tried first.
 const Description = Type.Union([Type.Null(), Type.String({ maxLength: 500 })]);
 
+const Pem = (description: string) => Type.String({ minLength: 1, maxLength: 65_536, description });
+const OAuthBody = Type.Object(
+  {
+    token_url: Type.String({ minLength: 1, maxLength: 2000, description: 'The token endpoint: https (http only on loopback where private URLs are allowed)' }),
+    client_id: Type.String({ minLength: 1, maxLength: 500 }),
+    client_secret: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 2000, description: 'Stored sealed, never shown; on update, omit it to keep the stored one' }),
+    ),
+    // Null first: with coerceTypes, ajv would turn null into "" for a string branch tried first.
+    scope: Type.Optional(Type.Union([Type.Null(), Type.String({ minLength: 1, maxLength: 1000 })], { description: 'Space-separated scopes asked for' })),
+    client_auth: Type.Optional(
+      Type.Unsafe<'basic' | 'body'>({
+        type: 'string',
+        enum: [...OAUTH_CLIENT_AUTH],
+        description: 'How the client authenticates to the token server (RFC 6749 §2.3.1): basic (HTTP Basic, the default) or body',
+      }),
+    ),
+  },
+  strict,
+);
+const ClientCertificateBody = Type.Object(
+  {
+    certificate: Pem('PEM certificate, then any intermediates'),
+    private_key: Pem('Its unencrypted PEM private key; stored sealed, never shown'),
+  },
+  strict,
+);
+const CredentialsBody = Type.Object(
+  {
+    headers: Type.Optional(
+      Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.Union([Type.Null(), Type.String({ maxLength: 4096 })]), {
+        description:
+          'Extra request headers (HTTPS endpoints): values stored sealed, never shown; null removes one. Not webhook-*, content-type or other headers the delivery sets',
+      }),
+    ),
+    oauth: Type.Optional(
+      Type.Union([Type.Null(), OAuthBody], {
+        description: 'OAuth 2.0 client credentials: each request carries a bearer token from token_url, cached until it expires; null removes them',
+      }),
+    ),
+    client_certificate: Type.Optional(
+      Type.Union([Type.Null(), ClientCertificateBody], {
+        description: 'A client certificate for mutual TLS (https, amqps, mqtts, nats+tls endpoints); null removes it',
+      }),
+    ),
+  },
+  { ...strict, description: 'Credentials beyond the signature (decision 0058); sealed at rest under WEBHOOK_CREDENTIALS_KEY' },
+);
+
 const CreateBody = Type.Object(
   {
     url: Url,
     event_types: Type.Optional(EventTypes),
     description: Type.Optional(Description),
     enabled: Type.Optional(Type.Boolean()),
+    credentials: Type.Optional(CredentialsBody),
   },
   strict,
 );
@@ -58,6 +109,9 @@ const PatchBody = Type.Object(
     event_types: Type.Optional(EventTypes),
     description: Type.Optional(Description),
     enabled: Type.Optional(Type.Boolean({ description: 'true also closes the circuit breaker and clears a 410 disable' })),
+    credentials: Type.Optional(
+      Type.Union([Type.Null(), CredentialsBody], { description: 'Changes to the credentials (headers merge by name); null removes them all' }),
+    ),
   },
   { ...strict, minProperties: 1 },
 );
@@ -163,7 +217,12 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
       requireFreshProof(req, 'registering a webhook endpoint');
       const created = await webhooks.createEndpoint(body);
       // The audit log keeps the URL as shown: a broker URL's password never leaves the endpoint row (decision 0031).
-      req.audit = { action: 'endpoint.created', target: { type: 'endpoint', id: created.id }, details: { ...body, url: created.url } };
+      // Nor do the credentials' secrets: the audit log keeps what the API shows of them.
+      req.audit = {
+        action: 'endpoint.created',
+        target: { type: 'endpoint', id: created.id },
+        details: { ...body, url: created.url, credentials: created.credentials },
+      };
       return reply.code(201).send({ data: created });
     },
   );
@@ -198,8 +257,9 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req) => {
       const body = req.body as typeof PatchBody.static;
-      // Re-pointing sends store data somewhere else (sudo mode).
+      // Re-pointing sends store data somewhere else, and credentials open a receiver's gateway (sudo mode).
       if (body.url !== undefined) requireFreshProof(req, "changing an endpoint's URL");
+      if (body.credentials !== undefined) requireFreshProof(req, "changing an endpoint's credentials");
       const before = await webhooks.getEndpoint(id(req.params));
       const after = await webhooks.updateEndpoint(id(req.params), body);
       // What changed, field by field (the audit log's "what"); enabling or disabling alone is its own action.
@@ -209,6 +269,8 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
         const to = (after as unknown as Record<string, unknown>)[key];
         if (JSON.stringify(from) !== JSON.stringify(to)) changes[key] = { from, to };
       }
+      // A secret replaced by another shows the same ("set"): the change is recorded all the same.
+      if (body.credentials !== undefined) changes.credentials = { from: before.credentials, to: after.credentials };
       const onlyEnabled = Object.keys(body).length === 1 && body.enabled !== undefined;
       req.audit = {
         action: onlyEnabled ? (body.enabled ? 'endpoint.enabled' : 'endpoint.disabled') : 'endpoint.updated',

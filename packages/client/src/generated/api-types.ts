@@ -2425,10 +2425,48 @@ export interface components {
             paused_until: string | null;
             consecutive_failures: number;
             disabled_reason: string | null;
+            credentials: components["schemas"]["WebhookEndpointCredentials"] | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
             updated_at: string;
+        };
+        /**
+         * WebhookEndpointCredentials
+         * @description Extra headers, OAuth 2.0 client credentials and a client certificate for mutual TLS (decision 0058); null: none
+         */
+        WebhookEndpointCredentials: {
+            /** @description Extra request headers by name; their values are never shown */
+            headers: {
+                [key: string]: "set";
+            };
+            oauth: {
+                token_url: string;
+                client_id: string;
+                scope: string | null;
+                /**
+                 * @description How the client authenticates to the token server: HTTP Basic or in the form body
+                 * @enum {string}
+                 */
+                client_auth: "basic" | "body";
+                /**
+                 * @description Stored sealed; never shown
+                 * @enum {string}
+                 */
+                client_secret: "set";
+            } | null;
+            client_certificate: {
+                subject: string;
+                issuer: string;
+                /** Format: date-time */
+                not_after: string;
+                fingerprint_sha256: string;
+                /**
+                 * @description Stored sealed; never shown
+                 * @enum {string}
+                 */
+                private_key: "set";
+            } | null;
         };
         /** WebhookEndpointWithSecret */
         WebhookEndpointWithSecret: {
@@ -2453,6 +2491,7 @@ export interface components {
             paused_until: string | null;
             consecutive_failures: number;
             disabled_reason: string | null;
+            credentials: components["schemas"]["WebhookEndpointCredentials"] | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -7427,6 +7466,35 @@ export interface operations {
                     event_types?: ("product.created" | "product.updated" | "order.created" | "order.updated" | "customer.created" | "customer.updated" | "inventory.updated" | "stock_movement.created")[];
                     description?: null | string;
                     enabled?: boolean;
+                    /** @description Credentials beyond the signature (decision 0058); sealed at rest under WEBHOOK_CREDENTIALS_KEY */
+                    credentials?: {
+                        /** @description Extra request headers (HTTPS endpoints): values stored sealed, never shown; null removes one. Not webhook-*, content-type or other headers the delivery sets */
+                        headers?: {
+                            [key: string]: null | string;
+                        };
+                        /** @description OAuth 2.0 client credentials: each request carries a bearer token from token_url, cached until it expires; null removes them */
+                        oauth?: null | {
+                            /** @description The token endpoint: https (http only on loopback where private URLs are allowed) */
+                            token_url: string;
+                            client_id: string;
+                            /** @description Stored sealed, never shown; on update, omit it to keep the stored one */
+                            client_secret?: string;
+                            /** @description Space-separated scopes asked for */
+                            scope?: null | string;
+                            /**
+                             * @description How the client authenticates to the token server (RFC 6749 §2.3.1): basic (HTTP Basic, the default) or body
+                             * @enum {string}
+                             */
+                            client_auth?: "basic" | "body";
+                        };
+                        /** @description A client certificate for mutual TLS (https, amqps, mqtts, nats+tls endpoints); null removes it */
+                        client_certificate?: null | {
+                            /** @description PEM certificate, then any intermediates */
+                            certificate: string;
+                            /** @description Its unencrypted PEM private key; stored sealed, never shown */
+                            private_key: string;
+                        };
+                    };
                 };
             };
         };
@@ -7542,6 +7610,35 @@ export interface operations {
                     description?: null | string;
                     /** @description true also closes the circuit breaker and clears a 410 disable */
                     enabled?: boolean;
+                    /** @description Changes to the credentials (headers merge by name); null removes them all */
+                    credentials?: null | {
+                        /** @description Extra request headers (HTTPS endpoints): values stored sealed, never shown; null removes one. Not webhook-*, content-type or other headers the delivery sets */
+                        headers?: {
+                            [key: string]: null | string;
+                        };
+                        /** @description OAuth 2.0 client credentials: each request carries a bearer token from token_url, cached until it expires; null removes them */
+                        oauth?: null | {
+                            /** @description The token endpoint: https (http only on loopback where private URLs are allowed) */
+                            token_url: string;
+                            client_id: string;
+                            /** @description Stored sealed, never shown; on update, omit it to keep the stored one */
+                            client_secret?: string;
+                            /** @description Space-separated scopes asked for */
+                            scope?: null | string;
+                            /**
+                             * @description How the client authenticates to the token server (RFC 6749 §2.3.1): basic (HTTP Basic, the default) or body
+                             * @enum {string}
+                             */
+                            client_auth?: "basic" | "body";
+                        };
+                        /** @description A client certificate for mutual TLS (https, amqps, mqtts, nats+tls endpoints); null removes it */
+                        client_certificate?: null | {
+                            /** @description PEM certificate, then any intermediates */
+                            certificate: string;
+                            /** @description Its unencrypted PEM private key; stored sealed, never shown */
+                            private_key: string;
+                        };
+                    };
                 };
             };
         };

@@ -485,10 +485,12 @@ export function setFieldError(fieldEl, message) {
 export function showProblemOnForm(form, problem) {
   let matched = false;
   for (const { param, message } of problem?.errors ?? []) {
-    const name = String(param)
+    // The field of the whole path, else of its nearest parent (credentials.headers.X-Key → credentials.headers).
+    const parts = String(param)
       .replace(/^body\./, '')
-      .split('.')[0];
-    const fieldEl = form.querySelector(`[data-field="${CSS.escape(name)}"]`);
+      .split('.');
+    let fieldEl = null;
+    for (let n = parts.length; n > 0 && !fieldEl; n--) fieldEl = form.querySelector(`[data-field="${CSS.escape(parts.slice(0, n).join('.'))}"]`);
     if (fieldEl) {
       setFieldError(fieldEl, message);
       matched = true;

@@ -134,6 +134,7 @@ export async function openEndpointDialog({ endpoint, onSaved, navigate }) {
         groups,
         h('p', { id: eventsErrorId, class: 'field-error', hidden: true }),
       );
+      const credentials = credentialFields(endpoint?.credentials ?? null);
       const enabled = h('input', { type: 'checkbox', name: 'enabled', id: uid('enabled'), checked: true });
       const submit = h(
         'button',
@@ -151,6 +152,7 @@ export async function openEndpointDialog({ endpoint, onSaved, navigate }) {
         }),
         field({ label: 'Description', control: description, hint: 'Optional: what this endpoint is for.' }),
         events,
+        credentials.section,
         editing
           ? null
           : h(
@@ -189,6 +191,8 @@ export async function openEndpointDialog({ endpoint, onSaved, navigate }) {
           return;
         }
         const body = { url: url.value.trim(), event_types: chosen, description: description.value.trim() || null };
+        const credentialChanges = credentials.changes();
+        if (credentialChanges) body.credentials = credentialChanges;
         // The URL as shown (a broker password as ****) is not sent back: the stored one stays.
         if (editing && body.url === endpoint.url) delete body.url;
         runBusy(submit, async () => {
@@ -330,4 +334,84 @@ export async function renderWebhooks(view) {
   );
   replace(body, loadingBlock('Loading endpoints…'));
   await reload();
+}
+
+/**
+ * The form's gateway credentials (decision 0058): extra headers, one `Name: value` a line (`Name:`
+ * alone removes a stored one), and OAuth 2.0 client credentials. Stored values are never shown:
+ * header names and "set" only; a client secret left empty keeps the stored one. A client
+ * certificate is set through the admin API. `changes()` is the body's `credentials`, or undefined
+ * when nothing was entered.
+ */
+function credentialFields(current) {
+  const storedHeaders = Object.keys(current?.headers ?? {});
+  const headers = h('textarea', { name: 'credentials.headers', rows: '3', spellcheck: false, autocomplete: 'off', placeholder: 'X-Api-Key: value' });
+  const tokenUrl = h('input', {
+    type: 'url',
+    name: 'credentials.oauth.token_url',
+    value: current?.oauth?.token_url ?? '',
+    placeholder: 'https://login.example.com/oauth2/token',
+    autocomplete: 'off',
+    spellcheck: false,
+  });
+  const clientId = h('input', {
+    type: 'text',
+    name: 'credentials.oauth.client_id',
+    value: current?.oauth?.client_id ?? '',
+    autocomplete: 'off',
+    spellcheck: false,
+  });
+  const clientSecret = h('input', {
+    type: 'password',
+    name: 'credentials.oauth.client_secret',
+    autocomplete: 'new-password',
+    placeholder: current?.oauth ? 'set (leave empty to keep it)' : '',
+  });
+  const scope = h('input', { type: 'text', name: 'credentials.oauth.scope', value: current?.oauth?.scope ?? '', autocomplete: 'off', spellcheck: false });
+  const section = h(
+    'fieldset',
+    { class: 'fieldset' },
+    h('legend', { class: 'field-label', text: 'Gateway credentials (optional)' }),
+    field({
+      label: 'Extra headers',
+      control: headers,
+      hint: storedHeaders.length
+        ? `Stored (values hidden): ${storedHeaders.join(', ')}. One "Name: value" a line adds or replaces one; "Name:" alone removes it.`
+        : 'One "Name: value" a line, sent with every request; values are stored sealed and never shown again.',
+    }),
+    field({ label: 'OAuth token URL', control: tokenUrl, hint: 'Client credentials grant: each request carries a bearer token from here. Empty: none.' }),
+    field({ label: 'OAuth client ID', control: clientId }),
+    field({ label: 'OAuth client secret', control: clientSecret, hint: 'Stored sealed, never shown again.' }),
+    field({ label: 'OAuth scope', control: scope, hint: 'Optional, space-separated.' }),
+  );
+  const changes = () => {
+    const out = {};
+    const lines = headers.value
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean);
+    if (lines.length > 0) {
+      out.headers = {};
+      for (const line of lines) {
+        const colon = line.indexOf(':');
+        const name = (colon === -1 ? line : line.slice(0, colon)).trim();
+        const value = colon === -1 ? '' : line.slice(colon + 1).trim();
+        out.headers[name] = value === '' ? null : value;
+      }
+    }
+    const token = tokenUrl.value.trim();
+    if (token) {
+      const oauth = { token_url: token, client_id: clientId.value.trim(), scope: scope.value.trim() || null };
+      if (clientSecret.value) oauth.client_secret = clientSecret.value;
+      const same =
+        current?.oauth &&
+        !oauth.client_secret &&
+        oauth.token_url === current.oauth.token_url &&
+        oauth.client_id === current.oauth.client_id &&
+        oauth.scope === current.oauth.scope;
+      if (!same) out.oauth = oauth;
+    } else if (current?.oauth) out.oauth = null;
+    return Object.keys(out).length > 0 ? out : undefined;
+  };
+  return { section, changes };
 }
