@@ -74,6 +74,8 @@ async function serve(): Promise<void> {
     // Lists back to back from one token: at 60 a minute (the default) a list that no longer waits
     // for the import would be answered 429, and the run would measure the rate limit.
     RATE_LIMIT_STANDARD: '1000000',
+    // The import answered when it ends, as measured since decision 0036, not a job (decision 0060).
+    IMPORT_JOB_ROWS: '10000000',
     ...(process.env.STOCK_IMPORT_STEP_ROWS === undefined ? {} : { STOCK_IMPORT_STEP_ROWS: process.env.STOCK_IMPORT_STEP_ROWS }),
   });
   const app = await buildApp({ config, database, logger: pino({ level: process.env.LOG_LEVEL ?? 'silent' }) });

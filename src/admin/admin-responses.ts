@@ -223,6 +223,41 @@ export const StockImport = Type.Object(
   { title: 'StockImport', description: 'Rows read, stock movements written, products changed', additionalProperties: false },
 );
 
+/** An import job (decision 0060): a large stock import run in the background, polled for its progress. */
+export const ImportJob = Type.Object(
+  {
+    id: Uuid,
+    kind: StringEnum(['stock_csv'] as const),
+    status: StringEnum(['queued', 'running', 'succeeded', 'failed'] as const, {
+      description: "queued (waiting for its store's running job or a runner), running, succeeded or failed (final)",
+    }),
+    rows_total: Type.Integer({ minimum: 0, description: 'Data rows of the CSV (counted by its lines until the job has read it)' }),
+    rows_done: Type.Integer({ minimum: 0, description: 'Rows applied, in committed steps of whole products' }),
+    queue_position: Nullable(Type.Integer({ minimum: 0, description: "While queued: the store's jobs ahead of it, the running one included" })),
+    result: Nullable(StockImport),
+    error: Nullable(
+      Type.Object(
+        {
+          code: Type.String(),
+          detail: Type.String(),
+          errors: Type.Array(Type.Object({ param: Type.String(), message: Type.String() }, { additionalProperties: false }), {
+            description: 'The rows or fields refused (at most 100; the detail counts them all)',
+          }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    notes: Type.Array(Type.String(), { description: 'What happened to the job besides its run: paused at a shutdown, taken back from a stopped process' }),
+    attempts: Type.Integer({ minimum: 0, description: 'Runs begun (a process stopping mid-run makes another, resumed after its last committed step)' }),
+    created_by: Nullable(Type.Object({ kind: Type.String(), id: Nullable(Type.String()), name: Type.String() }, { additionalProperties: false })),
+    created_at: Instant,
+    started_at: Nullable(Instant),
+    finished_at: Nullable(Instant),
+    updated_at: Instant,
+  },
+  { title: 'ImportJob', additionalProperties: false },
+);
+
 /** The dashboard's first page. */
 export const Overview = Type.Object(
   {

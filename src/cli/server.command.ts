@@ -1,14 +1,14 @@
 /**
  * Process roles: `serve` (HTTP API only), `worker` (event poller + webhook dispatcher + retention
- * pruner only) and `all` (both; what `npm start` runs). Every role migrates the schema at start (idempotent; on
+ * pruner + import jobs' runner only) and `all` (both; what `npm start` runs). Every role migrates the schema at start (idempotent; on
  * PostgreSQL concurrent starts serialise on Kysely's migration lock, and a fleet runs
  * `store-api migrate` before rolling out).
  *
  * Shutdown on SIGTERM/SIGINT, in this order:
  *   1. the HTTP server stops accepting (listener closed, idle keep-alive sockets closed, new requests
  *      on open sockets answered 503) and in-flight requests — streamed exports included — finish;
- *      at the same time the worker stops claiming deliveries and finishes the ones in flight, and
- *      the pruner finishes its batch;
+ *      at the same time the worker stops claiming deliveries and finishes the ones in flight, the
+ *      pruner finishes its batch, and an import job finishes its step and goes back to the queue;
  *   2. the worker's metrics listener closes, then the database;
  *   3. exit 0. If that takes longer than SHUTDOWN_TIMEOUT_MS the process exits 1, and the deliveries
  *      it abandoned are retried by another worker when their lease ends (at-least-once).
@@ -29,6 +29,7 @@ import { createLogger, openContext } from '../main/runtime.ts';
 import { seedDemoStoreIfEmpty } from '../demo/demo-seed.ts';
 import type { WebhookWorker } from '../webhooks/webhook-worker.ts';
 import type { RetentionPruner } from '../retention/retention-pruner.ts';
+import type { ImportJobRunner } from '../inventory/import-job-runner.ts';
 import { exitWithError, machineOutput } from './run-command.ts';
 import { checkPortFree, listenFailure } from '../ops/listen-port.ts';
 import { adminSignInAnnouncements } from '../admin/dashboard/sign-in-hint.ts';
@@ -66,6 +67,7 @@ interface Running {
   app?: App;
   worker?: WebhookWorker;
   pruner?: RetentionPruner;
+  importJobs?: ImportJobRunner;
   opsServer?: FastifyInstance;
   /** Stops the descriptor watch (ops/connection-limits.ts). */
   stopDescriptorWatch?: () => void;
@@ -74,7 +76,7 @@ interface Running {
 /** Releases what `running` holds, in the order of the file comment. */
 async function stopAll(running: Running): Promise<void> {
   running.stopDescriptorWatch?.();
-  await Promise.all([running.app?.close(), running.worker?.stop(), running.pruner?.stop()]);
+  await Promise.all([running.app?.close(), running.worker?.stop(), running.pruner?.stop(), running.importJobs?.stop()]);
   await running.opsServer?.close();
   await running.ctx?.database.close();
   // The spans still buffered go to the collector before the process exits (decision 0052).
@@ -191,6 +193,8 @@ async function run(role: Role): Promise<void> {
       running.worker = await startWebhookWorker(ctx);
       const { startRetentionPruner } = await import('../retention/retention-pruner.ts');
       running.pruner = startRetentionPruner(ctx);
+      const { startImportJobRunner } = await import('../inventory/import-job-runner.ts');
+      running.importJobs = startImportJobRunner(ctx);
       if (role === 'worker' && config.METRICS_PORT !== undefined) {
         const { buildOpsServer } = await import('../ops/ops-server.ts');
         running.opsServer = await buildOpsServer(ctx);

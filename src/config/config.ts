@@ -118,6 +118,31 @@ export const EnvSchema = Type.Object({
     10_000,
     'Most stock imports (POST /admin/api/v1/inventory/import) of one store running at once (shared through Redis when configured); one more is refused 429 rate_limited with Retry-After, nothing written. 0 = no bound',
   ),
+  IMPORT_JOB_ROWS: Int(
+    10_000,
+    0,
+    10_000_000,
+    'A stock CSV import (POST /admin/api/v1/inventory/import) of more rows than this is answered 202 with a job to poll instead of waiting for its end (decision 0060); 0 = every import is a job',
+  ),
+  IMPORT_JOB_QUEUE: Int(
+    4,
+    1,
+    10_000,
+    'Most import jobs of one store queued or running at once; one more is refused 429 rate_limited with Retry-After, nothing stored',
+  ),
+  IMPORT_JOB_POLL_MS: Int(
+    1000,
+    10,
+    3_600_000,
+    'How often the process that runs background work (worker, all) looks for queued import jobs besides being woken',
+  ),
+  IMPORT_JOB_LEASE_MS: Int(
+    60_000,
+    100,
+    3_600_000,
+    'An import job whose runner has not renewed its hold for this long is taken as stopped (its process was killed) and resumed from its last committed step; renewed every quarter of it',
+  ),
+  IMPORT_JOB_ATTEMPTS: Int(3, 1, 100, 'Runs an import job gets: one stopped by a crash or a database error runs again until this many, then fails saying why'),
   PLATFORM_API_TOKEN: Type.Optional(
     Type.String({
       minLength: 32,

@@ -68,6 +68,39 @@ export interface ImportOptions {
    * one whose steps have begun is finished (decision 0036).
    */
   signal?: AbortSignal;
+  /**
+   * Called with the number of rows once every row is checked, before anything is written (an
+   * import job corrects the count it guessed from the body's lines).
+   */
+  onChecked?: (rows: number) => Promise<void>;
+  /**
+   * Called inside each step's transaction (the one transaction's, when not in steps) after its rows
+   * are applied, with the rows done so far in the steps' order and what the step wrote: an import
+   * job records its progress there, so its count and the rows it names commit together, and a
+   * throw rolls the step back (a job taken over by another runner writes nothing more).
+   */
+  inStep?: (trx: Transaction<Database>, step: StepDone) => Promise<void>;
+  /**
+   * Rows already applied by an earlier run of the same import in steps of the same `stepRows` (an
+   * import job resumed after its process stopped): the steps up to that row are skipped.
+   */
+  resumeFrom?: number;
+  /**
+   * Called after each step has committed, before the next one begins (an import job's runner stops
+   * there when its process stops, and tests hold a job there); a throw ends the import, the steps
+   * committed so far staying.
+   */
+  afterStep?: (step: StepDone) => Promise<void>;
+}
+
+/** What one committed step of an import did (`ImportOptions.inStep`). */
+export interface StepDone {
+  /** Rows applied so far, this step's included, in the steps' order (rows grouped by product). */
+  done: number;
+  /** The rows of the import. */
+  total: number;
+  movements: number;
+  products: number;
 }
 
 /**
@@ -79,18 +112,60 @@ export interface ImportOptions {
  * (decision 0036): each product's level, movements and events change together, and the import
  * always finishes once its first step has begun.
  */
-export async function importStockCsv(db: Kysely<Database>, csv: string, { log, intervalMs, stepRows, signal }: ImportOptions = {}): Promise<ImportSummary> {
+export async function importStockCsv(db: Kysely<Database>, csv: string, options: ImportOptions = {}): Promise<ImportSummary> {
+  const { log, intervalMs, stepRows, onChecked } = options;
   // A line every few seconds while a large import runs (nothing for a short one).
   const progress = log ? progressLog(log, 'stock import', intervalMs === undefined ? {} : { intervalMs }) : undefined;
   try {
     const rows = await checkedRows(csv, progress);
+    await onChecked?.(rows.count);
     const summary =
-      stepRows !== undefined && rows.absolute ? await importInSteps(db, rows, stepRows, progress, signal) : await importInOneTransaction(db, rows, progress);
+      stepRows !== undefined && rows.absolute
+        ? await importInSteps(db, rows, stepRows, progress, options)
+        : await importInOneTransaction(db, rows, progress, options);
     progress?.stop({ ...summary });
     return summary;
   } finally {
     progress?.stop();
   }
+}
+
+/** The header an import needs (its message answers a CSV without it). */
+const HEADER_NEEDED = 'the header must have `sku` and exactly one of `stock` or `quantity_change`';
+
+/**
+ * The data rows a CSV seems to have, counted by its line breaks without parsing it (a quoted field
+ * with a line break counts twice; blank lines are not counted): what decides, before the CSV is
+ * read, whether an import runs as a job (decision 0060). The job corrects it once its rows are read.
+ */
+export function roughRowCount(csv: string): number {
+  let lines = 0;
+  let from = 0;
+  while (from < csv.length) {
+    let end = csv.indexOf('\n', from);
+    if (end === -1) end = csv.length;
+    if (csv.slice(from, end).trim() !== '') lines += 1;
+    from = end + 1;
+  }
+  return Math.max(0, lines - 1);
+}
+
+/**
+ * Checks an import's header line without reading the rest: a 400 naming the body when it lacks its
+ * columns, so an import about to become a job is refused at once, nothing stored (the rows are
+ * checked by the job, before it writes anything).
+ */
+export function checkStockCsvHeader(csv: string): void {
+  const end = csv.search(/\r\n|\n|\r/);
+  const line = (end === -1 ? csv : csv.slice(0, end)).replace(/^\uFEFF/, '');
+  const columns = line.split(',').map((c) =>
+    c
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .trim()
+      .toLowerCase(),
+  );
+  if (!columns.includes('sku') || columns.includes('stock') === columns.includes('quantity_change')) throw invalidParameter('body', HEADER_NEEDED);
 }
 
 /** Problems listed in a 400 (all of them are counted). */
@@ -170,7 +245,7 @@ async function checkedRows(csv: string, progress: ProgressLog | undefined): Prom
     throw invalidParameter('body', `not valid CSV: ${(error as Error).message}`);
   }
   if (rows.count === 0) throw invalidParameter('body', 'the CSV has no data rows (first line is the header: sku,stock or sku,quantity_change)');
-  if (!headerFits) throw invalidParameter('body', 'the header must have `sku` and exactly one of `stock` or `quantity_change`');
+  if (!headerFits) throw invalidParameter('body', HEADER_NEEDED);
   if (errorCount > 0) throw new ApiError('invalid_parameter', `${errorCount} invalid row(s) in the CSV; nothing was imported.`, errors);
   rows.sku = Int32Array.from(rowSkus);
   rows.value = Int32Array.from(rowValues);
@@ -282,7 +357,12 @@ async function resolveSkus(db: Kysely<Database> | Transaction<Database>, rows: C
 }
 
 /** Every row in one transaction: all of them apply or none does. */
-async function importInOneTransaction(db: Kysely<Database>, rows: CheckedRows, progress: ProgressLog | undefined): Promise<ImportSummary> {
+async function importInOneTransaction(
+  db: Kysely<Database>,
+  rows: CheckedRows,
+  progress: ProgressLog | undefined,
+  { inStep }: ImportOptions,
+): Promise<ImportSummary> {
   return runWrite(db, async (ctx) => {
     const targets = await resolveSkus(ctx.trx, rows);
     // Absolute levels become deltas against the running level, so repeated skus apply in order.
@@ -296,7 +376,9 @@ async function importInOneTransaction(db: Kysely<Database>, rows: CheckedRows, p
       changes.push({ ...targetOf(targets, k), delta, reason: 'bulk_import', note: rows.notes?.[r] ?? null });
     }
     const result = await applyStockChanges(ctx, changes, { onProgress: (done, total, phase) => progress?.update(done, total, phase) });
-    return { rows: rows.count, movements: result.movementIds.length, products: result.productIds.length };
+    const summary = { rows: rows.count, movements: result.movementIds.length, products: result.productIds.length };
+    await inStep?.(ctx.trx, { done: rows.count, total: rows.count, movements: summary.movements, products: summary.products });
+    return summary;
   });
 }
 
@@ -316,7 +398,7 @@ async function importInSteps(
   rows: CheckedRows,
   stepRows: number,
   progress: ProgressLog | undefined,
-  signal: AbortSignal | undefined,
+  { signal, inStep, afterStep, resumeFrom = 0 }: ImportOptions,
 ): Promise<ImportSummary> {
   progress?.update(0, rows.count, 'checking skus');
   const targets = await resolveSkus(db, rows);
@@ -348,22 +430,32 @@ async function importInSteps(
   for (let r = 0; r < rows.count; r++) order[next[rank[productOf(r)]!]!++] = r;
   // The last moment a client that went away stops the import: nothing is written yet.
   if (signal?.aborted) throw new ApiError('malformed_request', 'The client closed the connection before the import began; nothing was imported.');
-  let done = 0;
+  // A resumed import starts after the last step an earlier run committed (steps end where they did).
+  if (resumeFrom > 0 && resumeFrom < rows.count && !ends.includes(resumeFrom)) {
+    throw new Error(`cannot resume the import at row ${resumeFrom}: no step of ${stepRows} rows ends there`);
+  }
+  let done = Math.min(resumeFrom, rows.count);
   let movements = 0;
   let products = 0;
   // Each step gives way to the statements waiting when it would begin (db/connection-turns.ts):
   // a read asked during a step waits for that step only, all its statements before the next one.
   await runGivingWay(async () => {
     for (const end of ends) {
+      if (end <= done) continue;
       const changes: StockChange[] = [];
       for (; done < end; done++) {
         const r = order[done]!;
         changes.push({ ...targetOf(targets, rows.sku[r]!), delta: 0, level: rows.value[r]!, reason: 'bulk_import', note: rows.notes?.[r] ?? null });
       }
-      const result = await runWrite(db, (ctx) => applyStockChanges(ctx, changes));
+      const result = await runWrite(db, async (ctx) => {
+        const applied = await applyStockChanges(ctx, changes);
+        await inStep?.(ctx.trx, { done: end, total: rows.count, movements: applied.movementIds.length, products: applied.productIds.length });
+        return applied;
+      });
       movements += result.movementIds.length;
       products += result.productIds.length;
       progress?.update(done, rows.count, 'steps of rows');
+      await afterStep?.({ done: end, total: rows.count, movements: result.movementIds.length, products: result.productIds.length });
     }
   });
   return { rows: rows.count, movements, products };

@@ -12,6 +12,7 @@ import { registerDatabaseCommands } from '../cli/database.command.ts';
 import { registerDemoCommands } from '../cli/demo.command.ts';
 import { registerAdminCommands } from '../cli/admin.command.ts';
 import { registerDocumentsCommands } from '../cli/documents.command.ts';
+import { registerInventoryCommands } from '../cli/inventory.command.ts';
 
 // package.json is two folders up from both src/main/ and dist/main/.
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -30,6 +31,7 @@ registerDemoCommands(program);
 registerAdminCommands(program);
 registerDocumentsCommands(program);
 registerStoreCommands(program);
+registerInventoryCommands(program);
 
 // Every command that opens the store but does not start a server takes --create (cli/run-command.ts).
 const SERVER_ROLES = new Set(['all', 'serve', 'worker']);

@@ -160,6 +160,7 @@ export async function setStoreStatus(db: Kysely<Database>, id: string, status: '
  * foreign keys between them hold at every step).
  */
 export const STORE_OWNED_TABLES = [
+  'import_jobs',
   'webhook_attempts',
   'webhook_deliveries',
   'webhook_endpoints',

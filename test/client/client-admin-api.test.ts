@@ -60,7 +60,9 @@ describe.each(backends)('client.admin covers the admin API (%s)', (backend) => {
   const answered: { method: string; path: string; status: number }[] = [];
 
   beforeAll(async () => {
-    ({ app: server, routes } = await collectRoutes(() => startClientTestServer(backend, { ...UNLIMITED, WEBHOOK_ALLOW_PRIVATE_URLS: 'true' })));
+    ({ app: server, routes } = await collectRoutes(() =>
+      startClientTestServer(backend, { ...UNLIMITED, WEBHOOK_ALLOW_PRIVATE_URLS: 'true', IMPORT_JOB_ROWS: '1' }),
+    ));
     operations = adminOperationsOf(await (await fetch(`${server.baseUrl}/api/v1/openapi.json`)).json());
     adminToken = (await server.t.auth(['admin', 'products:read'])).authorization.slice('Bearer '.length);
     const recording: typeof fetch = async (input, init) => {
@@ -193,6 +195,13 @@ describe.each(backends)('client.admin covers the admin API (%s)', (backend) => {
     const imported = await admin.inventory.importCsv('sku,stock\nMUG-1,40\n');
     expect(imported).toMatchObject({ rows: 1, products: 1 });
     expect((await admin.products.get(product.id)).stock).toBe(40);
+    // A large import (IMPORT_JOB_ROWS, lowered here to 1) is a job, listed and read by its id.
+    const job = await admin.inventory.importCsv('sku,stock\nMUG-1,41\nMUG-1,42\n');
+    expect(job.lastResponse.status).toBe(202);
+    expect(job).toMatchObject({ status: 'queued', rows_total: 2 });
+    const jobId = (job as { id: string }).id;
+    expect((await admin.inventory.importJob(jobId)).status).toBe('queued');
+    expect((await admin.inventory.importJobs({ status: 'waiting' })).map((j) => j.id)).toContain(jobId);
   });
 
   it("the dashboard's reads: overview, scopes and event groups, event types, alerts, administrators, security settings, audit log", async () => {

@@ -115,7 +115,9 @@ describe.each(backends)('upgrading a database of the previous release in place (
       db,
     );
     for (const table of STORE_OWNED_TABLES) {
-      before[table] = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table)}`.execute(db)).rows[0]!.n;
+      // A store-owned table a later migration creates (import_jobs, 0042) is not in the previous release: none of its rows.
+      const { rows: exists } = await sql<{ t: string | null }>`SELECT to_regclass(${table})::text AS t`.execute(db);
+      before[table] = exists[0]!.t === null ? 0 : (await sql<{ n: number }>`SELECT count(*)::int AS n FROM ${sql.table(table)}`.execute(db)).rows[0]!.n;
     }
     expect(before.products).toBe(1);
     expect(before.webhook_deliveries).toBe(1);

@@ -356,9 +356,21 @@ export class AdminInventory {
   adjust(body: BodyOf<'adjustStock'>, options: AdminCallOptions = {}): Promise<WithResponse<Data<'adjustStock'>>> {
     return dataOf(this.call('adjustStock', { body }, options));
   }
-  /** Imports stock from CSV text: header `sku,stock` (set) or `sku,quantity_change` (add), optional `note`. */
+  /**
+   * Imports stock from CSV text: header `sku,stock` (set) or `sku,quantity_change` (add), optional `note`.
+   * Answers what was imported (201), or for an import over the server's `IMPORT_JOB_ROWS` rows its
+   * job (202, `status` `queued`): poll it with `importJob(id)` until `succeeded` or `failed`.
+   */
   importCsv(csv: string, options: AdminCallOptions = {}): Promise<WithResponse<Data<'importStockCsv'>>> {
     return dataOf(this.call('importStockCsv', { body: csv }, options));
+  }
+  /** The store's import jobs, newest first (`status: 'waiting'`: the queued and running ones). */
+  importJobs(query: Query<'listImportJobs'> = {}, options: AdminCallOptions = {}): Promise<WithResponse<Data<'listImportJobs'>>> {
+    return dataOf(this.call('listImportJobs', { query }, options));
+  }
+  /** One import job: its status, `rows_done` of `rows_total`, its result or its errors. */
+  importJob(jobId: string, options: AdminCallOptions = {}): Promise<WithResponse<Data<'getImportJob'>>> {
+    return dataOf(this.call('getImportJob', byId(jobId), options));
   }
 }
 

@@ -26,6 +26,9 @@ import { changeOrderStatus, changePaymentStatus, placeOrder, type OrderInput } f
 import { ORDER_STATUSES, PAYMENT_STATUSES, type OrderStatus, type PaymentStatus } from '../../orders/order-status.ts';
 import { adjustStock } from '../../inventory/stock.service.ts';
 import { importStockCsv } from '../../inventory/stock-import.ts';
+import { importJob, importJobs, importJobsQueued, importRunsAsJob, submitImportJob } from '../../inventory/import-job.service.ts';
+import { activeRequestTransaction } from '../../db/request-transaction.ts';
+import { StringEnum } from '../../shared/typebox.ts';
 import { ORDER_SOURCES } from '../../orders/order.json-sql.ts';
 import { ApiError, invalidParameter } from '../../shared/problem.ts';
 import { currentStoreId } from '../../db/store-scope.ts';
@@ -33,7 +36,7 @@ import { StoreSlots } from '../../stores/store-slots.ts';
 import { checkRecordLimit } from '../../stores/record-limits.ts';
 import { Product } from '../../catalog/product.resource.ts';
 import { Order } from '../../orders/order.resource.ts';
-import { StockAdjustment, StockImport, dataOf } from '../admin-responses.ts';
+import { ImportJob, StockAdjustment, StockImport, dataOf } from '../admin-responses.ts';
 
 const Nullable = <T extends TSchema>(s: T) => Type.Union([s, Type.Null()]);
 const Enum = <T extends readonly string[]>(values: T) => Type.Unsafe<T[number]>({ type: 'string', enum: [...values] });
@@ -149,6 +152,13 @@ const CsvBody = Type.String({
     'CSV, UTF-8, first line the header: `sku,stock` (set the stock) or `sku,quantity_change` (add to it), with an optional `note` column. Up to the body limit (10 MiB).',
   examples: ['sku,stock\nTSHIRT-M,12\nTSHIRT-L,7\n'],
 });
+const JobListQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20, description: 'Jobs listed, newest first' })),
+    status: Type.Optional(StringEnum(['waiting'] as const, { description: '`waiting`: only the jobs queued or running' })),
+  },
+  strict,
+);
 const VariantParams = Type.Object({ id: Uuid, variantId: Uuid }, strict);
 const ImageParams = Type.Object({ id: Uuid, imageId: Uuid }, strict);
 
@@ -160,8 +170,11 @@ interface StoreRoute {
     readonly params?: TSchema;
     readonly consumes?: string[];
     readonly body?: TSchema;
+    readonly querystring?: TSchema;
     /** The success status and the schema of its `data`. */
     readonly answers: readonly [200 | 201, TSchema];
+    /** A 202 the route may answer instead (it sets `reply.code(202)`), with the schema of its `data`. */
+    readonly accepted?: TSchema;
   };
   readonly handle: (req: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 }
@@ -169,14 +182,23 @@ interface StoreRoute {
 /** Declares `route` on `app`: reads need `read`, writes `write` (admin-api.routes.ts audits and keys them). */
 function storeRoute(app: FastifyInstance, route: StoreRoute): void {
   const [method, url, tag, operationId, summary] = route.operation;
-  const { answers, ...request } = route.schemas;
+  const { answers, accepted, ...request } = route.schemas;
   const [status, data] = answers;
   app.route({
     method,
     url,
     config: { permission: method === 'GET' ? 'read' : 'write' },
-    schema: { tags: [`Admin: ${tag}`], operationId, summary, ...request, response: { [status]: dataOf(data) } },
-    handler: async (req, reply) => reply.code(status).send({ data: await route.handle(req, reply) }),
+    schema: {
+      tags: [`Admin: ${tag}`],
+      operationId,
+      summary,
+      ...request,
+      response: { [status]: dataOf(data), ...(accepted ? { 202: dataOf(accepted) } : {}) },
+    },
+    handler: async (req, reply) => {
+      const answer = await route.handle(req, reply);
+      return reply.code(accepted && reply.statusCode === 202 ? 202 : status).send({ data: answer });
+    },
   });
 }
 
@@ -270,13 +292,29 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
         '/inventory/import',
         'inventory',
         'importStockCsv',
-        'CSV bulk stock import (text/csv; header sku,stock or sku,quantity_change; optional note). All rows or none.',
+        'CSV bulk stock import (text/csv; header sku,stock or sku,quantity_change; optional note). All rows or none. ' +
+          'Over IMPORT_JOB_ROWS rows: 202 with an import job to poll (Location), run in the background one job at a time per store.',
       ],
-      schemas: { consumes: ['text/csv'], body: CsvBody, answers: [201, StockImport] },
+      schemas: { consumes: ['text/csv'], body: CsvBody, answers: [201, StockImport], accepted: ImportJob },
       handle: async (req, reply) => {
         if (typeof req.body !== 'string') throw invalidParameter('body', 'send the CSV as text/csv');
         const csv = req.body;
         const { config, database } = app.ctx;
+        // A large import is a job (decision 0060): stored in this request's transaction (a keyed
+        // retry replays the same job), run by the process that runs background work, polled.
+        if (importRunsAsJob(csv, config.IMPORT_JOB_ROWS)) {
+          const admin = req.admin;
+          const job = await submitImportJob(db, csv, {
+            createdBy: admin ? { kind: admin.kind, id: admin.id ?? null, name: admin.name } : null,
+            queueMax: config.IMPORT_JOB_QUEUE,
+          });
+          // The runners of this process look at once the job is committed (others within IMPORT_JOB_POLL_MS).
+          const transaction = activeRequestTransaction();
+          if (transaction) transaction.afterCommit(() => importJobsQueued.emit('queued'));
+          else importJobsQueued.emit('queued');
+          reply.code(202).header('location', `/admin/api/v1/inventory/import-jobs/${job.id}`);
+          return job;
+        }
         // One store's imports at a time (STORE_MAX_IMPORTS): one more is refused at once, nothing
         // written, rather than queued behind the first with no answer (decision 0051).
         const storeId = currentStoreId();
@@ -310,6 +348,19 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
           release();
         }
       },
+    },
+    {
+      operation: ['GET', '/inventory/import-jobs', 'inventory', 'listImportJobs', "The store's import jobs, newest first, with their progress"],
+      schemas: { querystring: JobListQuery, answers: [200, Type.Array(ImportJob)] },
+      handle: (req) => {
+        const query = req.query as { limit?: number; status?: 'waiting' };
+        return importJobs(db, { limit: query.limit ?? 20, waiting: query.status === 'waiting' });
+      },
+    },
+    {
+      operation: ['GET', '/inventory/import-jobs/:id', 'inventory', 'getImportJob', 'An import job: its status, progress, result or errors'],
+      schemas: { params: IdParam, answers: [200, ImportJob] },
+      handle: (req) => importJob(db, id(req)),
     },
   ];
   for (const route of routes) storeRoute(app, route);

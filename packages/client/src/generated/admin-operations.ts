@@ -23,6 +23,8 @@ export const ADMIN_OPERATIONS = {
   changePaymentStatus: {"method":"POST","path":"orders/{id}/payment-status","body":"application/json"},
   adjustStock: {"method":"POST","path":"inventory/adjustments","body":"application/json"},
   importStockCsv: {"method":"POST","path":"inventory/import","body":"text/csv"},
+  listImportJobs: {"method":"GET","path":"inventory/import-jobs","body":null},
+  getImportJob: {"method":"GET","path":"inventory/import-jobs/{id}","body":null},
   listWebhookEndpoints: {"method":"GET","path":"webhooks/endpoints","body":null},
   createWebhookEndpoint: {"method":"POST","path":"webhooks/endpoints","body":"application/json"},
   getWebhookEndpoint: {"method":"GET","path":"webhooks/endpoints/{id}","body":null},

@@ -1027,8 +1027,42 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** CSV bulk stock import (text/csv; header sku,stock or sku,quantity_change; optional note). All rows or none. */
+        /** CSV bulk stock import (text/csv; header sku,stock or sku,quantity_change; optional note). All rows or none. Over IMPORT_JOB_ROWS rows: 202 with an import job to poll (Location), run in the background one job at a time per store. */
         post: operations["importStockCsv"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/inventory/import-jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The store's import jobs, newest first, with their progress */
+        get: operations["listImportJobs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/api/v1/inventory/import-jobs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An import job: its status, progress, result or errors */
+        get: operations["getImportJob"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -2401,6 +2435,48 @@ export interface components {
             rows: number;
             movements: number;
             products: number;
+        };
+        /** ImportJob */
+        ImportJob: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            kind: "stock_csv";
+            /**
+             * @description queued (waiting for its store's running job or a runner), running, succeeded or failed (final)
+             * @enum {string}
+             */
+            status: "queued" | "running" | "succeeded" | "failed";
+            /** @description Data rows of the CSV (counted by its lines until the job has read it) */
+            rows_total: number;
+            /** @description Rows applied, in committed steps of whole products */
+            rows_done: number;
+            queue_position: number | null;
+            result: components["schemas"]["StockImport"] | null;
+            error: {
+                code: string;
+                detail: string;
+                /** @description The rows or fields refused (at most 100; the detail counts them all) */
+                errors: {
+                    param: string;
+                    message: string;
+                }[];
+            } | null;
+            /** @description What happened to the job besides its run: paused at a shutdown, taken back from a stopped process */
+            notes: string[];
+            /** @description Runs begun (a process stopping mid-run makes another, resumed after its last committed step) */
+            attempts: number;
+            created_by: {
+                kind: string;
+                id: string | null;
+                name: string;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            started_at: string | null;
+            finished_at: string | null;
+            /** Format: date-time */
+            updated_at: string;
         };
         /** WebhookEndpoint */
         WebhookEndpoint: {
@@ -7404,6 +7480,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Accepted: queued, `{ "data": … }`. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ImportJob"];
+                    };
+                };
+            };
             400: components["responses"]["AdminBadRequest"];
             401: components["responses"]["AdminUnauthorized"];
             403: components["responses"]["AdminForbidden"];
@@ -7416,6 +7504,73 @@ export interface operations {
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
             507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    listImportJobs: {
+        parameters: {
+            query?: {
+                /** @description Jobs listed, newest first */
+                limit?: number;
+                /** @description `waiting`: only the jobs queued or running */
+                status?: "waiting";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ImportJob"][];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getImportJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ImportJob"];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
     listWebhookEndpoints: {
