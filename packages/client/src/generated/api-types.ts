@@ -1903,6 +1903,11 @@ export interface components {
              * @example 2026-11-21T14:05:30.770123Z
              */
             last_modified: string;
+            /**
+             * @description The record's version: 1 when created, one more with every change (of the record or of its variants, images or items); keep the highest
+             * @example 3
+             */
+            version: number;
         };
         /** OrderItem */
         OrderItem: {
@@ -1953,6 +1958,11 @@ export interface components {
              * @example 2026-11-21T14:05:30.770123Z
              */
             last_modified: string;
+            /**
+             * @description The record's version: 1 when created, one more with every change (of the record or of its variants, images or items); keep the highest
+             * @example 3
+             */
+            version: number;
         };
         /** Customer */
         Customer: {
@@ -1975,6 +1985,11 @@ export interface components {
              * @example 2026-11-21T14:05:30.770123Z
              */
             last_modified: string;
+            /**
+             * @description The record's version: 1 when created, one more with every change (of the record or of its variants, images or items); keep the highest
+             * @example 3
+             */
+            version: number;
         };
         /** InventoryVariant */
         InventoryVariant: {
@@ -1999,6 +2014,11 @@ export interface components {
              * @example 2026-11-21T14:05:30.770123Z
              */
             last_modified: string;
+            /**
+             * @description The record's version: 1 when created, one more with every change (of the record or of its variants, images or items); keep the highest
+             * @example 3
+             */
+            version: number;
         };
         /** StockMovement */
         StockMovement: {
@@ -2028,6 +2048,11 @@ export interface components {
              * @example 2026-11-21T14:05:30.770123Z
              */
             last_modified: string;
+            /**
+             * @description The record's version: 1 when created, one more with every change (of the record or of its variants, images or items); keep the highest
+             * @example 3
+             */
+            version: number;
         };
         /**
          * Event
@@ -2060,6 +2085,33 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             data: components["schemas"]["Product"];
+            /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+            previous: {
+                /** Format: uuid */
+                id?: string;
+                name?: string;
+                slug?: string;
+                /** @enum {string} */
+                product_type?: "physical" | "food" | "digital" | "digital_card" | "service" | "bundle";
+                barcode?: string | null;
+                sku?: string | null;
+                /** @description Exact amount, at most 2 decimals */
+                price?: number;
+                cost_price?: number | null;
+                /** @description Σ variants' stock when the product has variants, else its own */
+                stock?: number;
+                category_id?: string | null;
+                thumbnail_url?: string | null;
+                is_active?: boolean;
+                variants?: components["schemas"]["Variant"][];
+                images?: components["schemas"]["Image"][];
+                /**
+                 * Format: date-time
+                 * @description ISO 8601, UTC, microseconds
+                 * @example 2026-11-21T14:05:30.770123Z
+                 */
+                created_at?: string;
+            };
             /**
              * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
              * @constant
@@ -2092,6 +2144,36 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             data: components["schemas"]["Order"];
+            /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+            previous: {
+                /** Format: uuid */
+                id?: string;
+                /** @enum {string} */
+                source?: "pos" | "online";
+                /** @enum {string} */
+                status?: "pending" | "processing" | "preparing" | "ready" | "shipped" | "delivered" | "completed" | "cancelled" | "refunded";
+                /** @enum {string} */
+                payment_status?: "pending" | "paid" | "failed" | "expired";
+                payment_method?: string | null;
+                customer_id?: string | null;
+                customer_name?: string | null;
+                customer_phone?: string | null;
+                /** @description Exact amount, at most 2 decimals */
+                subtotal?: number;
+                /** @description Exact amount, at most 2 decimals */
+                discount?: number;
+                /** @description Exact amount, at most 2 decimals */
+                delivery_fee?: number;
+                /** @description Exact amount, at most 2 decimals */
+                total?: number;
+                items?: components["schemas"]["OrderItem"][];
+                /**
+                 * Format: date-time
+                 * @description ISO 8601, UTC, microseconds
+                 * @example 2026-11-21T14:05:30.770123Z
+                 */
+                created_at?: string;
+            };
             /**
              * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
              * @constant
@@ -2124,6 +2206,22 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             data: components["schemas"]["Customer"];
+            /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+            previous: {
+                /** Format: uuid */
+                id?: string;
+                name?: string;
+                phone?: string | null;
+                email?: string | null;
+                city?: string | null;
+                is_active?: boolean;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601, UTC, microseconds
+                 * @example 2026-11-21T14:05:30.770123Z
+                 */
+                created_at?: string;
+            };
             /**
              * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
              * @constant
@@ -2140,6 +2238,16 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             data: components["schemas"]["InventoryRecord"];
+            /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+            previous: {
+                /** Format: uuid */
+                product_id?: string;
+                product_name?: string;
+                sku?: string | null;
+                stock?: number;
+                is_active?: boolean;
+                variants?: components["schemas"]["InventoryVariant"][];
+            };
             /**
              * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
              * @constant
@@ -9178,7 +9286,8 @@ export interface operations {
                  *           }
                  *         ],
                  *         "created_at": "2026-11-20T09:12:44.120034Z",
-                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z",
+                 *         "version": 3
                  *       }
                  *     }
                  */
@@ -9273,7 +9382,24 @@ export interface operations {
                  *           }
                  *         ],
                  *         "created_at": "2026-11-20T09:12:44.120034Z",
-                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z",
+                 *         "version": 3
+                 *       },
+                 *       "previous": {
+                 *         "stock": 14,
+                 *         "variants": [
+                 *           {
+                 *             "id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61",
+                 *             "name": "M / white",
+                 *             "sku": "SHIRT-LIN-M-W",
+                 *             "price": 49.9,
+                 *             "stock": 14,
+                 *             "attributes": {
+                 *               "size": "M",
+                 *               "color": "white"
+                 *             }
+                 *           }
+                 *         ]
                  *       }
                  *     }
                  */
@@ -9288,6 +9414,33 @@ export interface operations {
                     /** Format: date-time */
                     created_at: string;
                     data: components["schemas"]["Product"];
+                    /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+                    previous: {
+                        /** Format: uuid */
+                        id?: string;
+                        name?: string;
+                        slug?: string;
+                        /** @enum {string} */
+                        product_type?: "physical" | "food" | "digital" | "digital_card" | "service" | "bundle";
+                        barcode?: string | null;
+                        sku?: string | null;
+                        /** @description Exact amount, at most 2 decimals */
+                        price?: number;
+                        cost_price?: number | null;
+                        /** @description Σ variants' stock when the product has variants, else its own */
+                        stock?: number;
+                        category_id?: string | null;
+                        thumbnail_url?: string | null;
+                        is_active?: boolean;
+                        variants?: components["schemas"]["Variant"][];
+                        images?: components["schemas"]["Image"][];
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC, microseconds
+                         * @example 2026-11-21T14:05:30.770123Z
+                         */
+                        created_at?: string;
+                    };
                     /**
                      * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
                      * @constant
@@ -9360,7 +9513,8 @@ export interface operations {
                  *           }
                  *         ],
                  *         "created_at": "2026-11-21T14:05:30.770123Z",
-                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z",
+                 *         "version": 3
                  *       }
                  *     }
                  */
@@ -9447,7 +9601,12 @@ export interface operations {
                  *           }
                  *         ],
                  *         "created_at": "2026-11-21T14:05:30.770123Z",
-                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z",
+                 *         "version": 3
+                 *       },
+                 *       "previous": {
+                 *         "status": "ready",
+                 *         "payment_status": "pending"
                  *       }
                  *     }
                  */
@@ -9462,6 +9621,36 @@ export interface operations {
                     /** Format: date-time */
                     created_at: string;
                     data: components["schemas"]["Order"];
+                    /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+                    previous: {
+                        /** Format: uuid */
+                        id?: string;
+                        /** @enum {string} */
+                        source?: "pos" | "online";
+                        /** @enum {string} */
+                        status?: "pending" | "processing" | "preparing" | "ready" | "shipped" | "delivered" | "completed" | "cancelled" | "refunded";
+                        /** @enum {string} */
+                        payment_status?: "pending" | "paid" | "failed" | "expired";
+                        payment_method?: string | null;
+                        customer_id?: string | null;
+                        customer_name?: string | null;
+                        customer_phone?: string | null;
+                        /** @description Exact amount, at most 2 decimals */
+                        subtotal?: number;
+                        /** @description Exact amount, at most 2 decimals */
+                        discount?: number;
+                        /** @description Exact amount, at most 2 decimals */
+                        delivery_fee?: number;
+                        /** @description Exact amount, at most 2 decimals */
+                        total?: number;
+                        items?: components["schemas"]["OrderItem"][];
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC, microseconds
+                         * @example 2026-11-21T14:05:30.770123Z
+                         */
+                        created_at?: string;
+                    };
                     /**
                      * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
                      * @constant
@@ -9516,7 +9705,8 @@ export interface operations {
                  *         "city": "Lyon",
                  *         "is_active": true,
                  *         "created_at": "2026-11-19T17:40:02.000511Z",
-                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z",
+                 *         "version": 3
                  *       }
                  *     }
                  */
@@ -9585,7 +9775,11 @@ export interface operations {
                  *         "city": "Lyon",
                  *         "is_active": true,
                  *         "created_at": "2026-11-19T17:40:02.000511Z",
-                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z",
+                 *         "version": 3
+                 *       },
+                 *       "previous": {
+                 *         "city": "Paris"
                  *       }
                  *     }
                  */
@@ -9600,6 +9794,22 @@ export interface operations {
                     /** Format: date-time */
                     created_at: string;
                     data: components["schemas"]["Customer"];
+                    /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+                    previous: {
+                        /** Format: uuid */
+                        id?: string;
+                        name?: string;
+                        phone?: string | null;
+                        email?: string | null;
+                        city?: string | null;
+                        is_active?: boolean;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC, microseconds
+                         * @example 2026-11-21T14:05:30.770123Z
+                         */
+                        created_at?: string;
+                    };
                     /**
                      * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
                      * @constant
@@ -9660,7 +9870,19 @@ export interface operations {
                  *             "stock": 12
                  *           }
                  *         ],
-                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z",
+                 *         "version": 3
+                 *       },
+                 *       "previous": {
+                 *         "stock": 14,
+                 *         "variants": [
+                 *           {
+                 *             "variant_id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61",
+                 *             "variant_name": "M / white",
+                 *             "sku": "SHIRT-LIN-M-W",
+                 *             "stock": 14
+                 *           }
+                 *         ]
                  *       }
                  *     }
                  */
@@ -9675,6 +9897,16 @@ export interface operations {
                     /** Format: date-time */
                     created_at: string;
                     data: components["schemas"]["InventoryRecord"];
+                    /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+                    previous: {
+                        /** Format: uuid */
+                        product_id?: string;
+                        product_name?: string;
+                        sku?: string | null;
+                        stock?: number;
+                        is_active?: boolean;
+                        variants?: components["schemas"]["InventoryVariant"][];
+                    };
                     /**
                      * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
                      * @constant
@@ -9733,7 +9965,8 @@ export interface operations {
                  *         "order_id": "0193a5c3-0b12-7d34-a5b6-c7d8e9f0a1b2",
                  *         "note": null,
                  *         "created_at": "2026-11-21T14:05:30.770123Z",
-                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z",
+                 *         "version": 1
                  *       }
                  *     }
                  */
