@@ -15,6 +15,11 @@
  * that writes the row, with the triggers silenced (`documentsBuilt`, `withDocumentsRebuiltLater`;
  * the stock writes, decision 0047): one row version instead of two.
  *
+ * The same rebuild counts the record's versions and keeps what a write changed (decision 0057): it
+ * bumps the row's `version` once per transaction (`version_xact`), appends it to the document, and
+ * stores in `<column>_previous` the fields whose values before the transaction differ, which the
+ * event writer copies into an `*.updated` event's `previous`.
+ *
  * The trigger functions are generated from the same TypeScript expressions (`documentTriggersSql`),
  * so there is one definition of each document. Changing an expression needs a migration that calls
  * `installDocumentTriggers` and `rebuildDocuments` again; `checkDocuments` (run by the test suite
