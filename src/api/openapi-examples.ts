@@ -1,9 +1,9 @@
 /**
  * Example events for the OpenAPI document and the dashboard: each event type's `data` is the example
  * record of its resource's declaration (`example`, validated against the record schema by
- * test/production/openapi.test.ts).
+ * test/production/openapi.test.ts); an `*.updated` event's `previous` is its declaration's `events.examplePrevious`.
  */
-import { EVENT_EXAMPLES, type FeedEventType } from '../resources/registry.ts';
+import { EVENT_EXAMPLES, EVENT_PREVIOUS_EXAMPLES, type FeedEventType } from '../resources/registry.ts';
 
 /** The example body of a webhook (and events feed entry) of `type`. */
 export function exampleEvent(type: FeedEventType | 'ping'): Record<string, unknown> {
@@ -11,5 +11,6 @@ export function exampleEvent(type: FeedEventType | 'ping'): Record<string, unkno
   if (type === 'ping') {
     return { ...base, data: { endpoint_id: '0193a5c1-1111-7222-8333-444455556666', message: 'Test event sent on demand from the admin API' } };
   }
-  return { ...base, data: EVENT_EXAMPLES[type] };
+  const previous = EVENT_PREVIOUS_EXAMPLES[type];
+  return previous ? { ...base, data: EVENT_EXAMPLES[type], previous } : { ...base, data: EVENT_EXAMPLES[type] };
 }

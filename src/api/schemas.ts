@@ -2,10 +2,24 @@
  * Response and parameter schemas of the read API (TypeBox). They validate input, document every
  * response in the OpenAPI document, and are checked against real responses in the tests.
  */
-import { Type, type TSchema } from '@sinclair/typebox';
-import { EVENT_DATA, FEED_EVENT_TYPES, RECORD_SCHEMAS, type FeedEventType } from '../resources/registry.ts';
+import { Type, type TObject, type TSchema } from '@sinclair/typebox';
+import { BOOKKEEPING_FIELDS, EVENT_DATA, FEED_EVENT_TYPES, RECORD_SCHEMAS, carriesPrevious, type FeedEventType } from '../resources/registry.ts';
 import { Nullable, StringEnum } from '../shared/typebox.ts';
 import { errorCodes, type ErrorCode } from '../shared/problem.ts';
+
+/**
+ * An `*.updated` event's `previous` (decision 0057): any of the record's fields but its bookkeeping
+ * ones, each with the value it had before the change; a child array (variants, images, items) whole.
+ */
+function previousSchema(record: TObject): TSchema {
+  const fields = Object.entries(record.properties).filter(([name]) => !(BOOKKEEPING_FIELDS as readonly string[]).includes(name));
+  return Type.Object(Object.fromEntries(fields.map(([name, schema]) => [name, Type.Optional(schema)])), {
+    additionalProperties: false,
+    description:
+      'The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); ' +
+      '`version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed.',
+  });
+}
 
 /**
  * One event as the webhooks POST it and the events feed lists it, per type. Unnamed on purpose: the
@@ -20,6 +34,7 @@ export const EVENT_PAYLOADS = Object.fromEntries(
         type: Type.Literal(type),
         created_at: Type.String({ format: 'date-time' }),
         data: EVENT_DATA[type],
+        ...(carriesPrevious(type) ? { previous: previousSchema(EVENT_DATA[type] as TObject) } : {}),
         // Decision 0020: a webhook carries it (true) only when an administrator sent the example as a test.
         test: Type.Optional(
           Type.Literal(true, {

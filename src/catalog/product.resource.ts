@@ -2,7 +2,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import { defineResource } from '../records/resource.ts';
-import { Money, Nullable, StringEnum, Timestamp, Uuid } from '../shared/typebox.ts';
+import { Money, Nullable, StringEnum, Timestamp, Uuid, Version } from '../shared/typebox.ts';
 import { PRODUCT_TYPES, productJson, productJsonBeforeStores, productSource } from './product.json-sql.ts';
 
 export const Variant = Type.Object(
@@ -44,6 +44,7 @@ export const Product = Type.Object(
     images: Type.Array(Image),
     created_at: Timestamp,
     last_modified: Timestamp,
+    version: Version,
   },
   { title: 'Product', additionalProperties: false },
 );
@@ -72,7 +73,24 @@ export const productResource = defineResource({
     get: 'One product with all its variants and images',
     export: 'Export products as NDJSON, up to 500 per request',
   },
-  events: { prefix: 'product', kinds: ['created', 'updated'], when: 'a product, one of its variants or images, its price or its stock changes' },
+  events: {
+    prefix: 'product',
+    kinds: ['created', 'updated'],
+    when: 'a product, one of its variants or images, its price or its stock changes',
+    examplePrevious: {
+      stock: 14,
+      variants: [
+        {
+          id: '0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61',
+          name: 'M / white',
+          sku: 'SHIRT-LIN-M-W',
+          price: 49.9,
+          stock: 14,
+          attributes: { size: 'M', color: 'white' },
+        },
+      ],
+    },
+  },
   mirrorQuery: { include_inactive: 'true' },
   document: {
     name: 'product',
@@ -112,5 +130,6 @@ export const productResource = defineResource({
     images: [{ id: '0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f62', image_url: 'https://cdn.example.com/linen-shirt.jpg', is_primary: true }],
     created_at: '2026-11-20T09:12:44.120034Z',
     last_modified: '2026-11-21T14:05:30.770123Z',
+    version: 3,
   },
 });

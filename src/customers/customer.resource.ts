@@ -1,7 +1,7 @@
 /** Customers as a resource of the read API, the events and the mirror (resources/resource.ts). */
 import { type Static, type TOptional, type TSchema, Type } from '@sinclair/typebox';
 import { defineResource } from '../records/resource.ts';
-import { Nullable, Timestamp, Uuid } from '../shared/typebox.ts';
+import { Nullable, Timestamp, Uuid, Version } from '../shared/typebox.ts';
 import { customerJson, customerSource } from './customer.json-sql.ts';
 
 export const Customer = Type.Object(
@@ -14,6 +14,7 @@ export const Customer = Type.Object(
     is_active: Type.Boolean(),
     created_at: Timestamp,
     last_modified: Timestamp,
+    version: Version,
   },
   { title: 'Customer', additionalProperties: false },
 );
@@ -52,7 +53,7 @@ export const customerResource = defineResource({
   conditions: () => [],
   single: true,
   description: { list: 'List registered customers', get: 'One customer', export: 'Export customers as NDJSON' },
-  events: { prefix: 'customer', kinds: ['created', 'updated'], when: 'a customer is created / changed' },
+  events: { prefix: 'customer', kinds: ['created', 'updated'], when: 'a customer is created / changed', examplePrevious: { city: 'Paris' } },
   document: { name: 'customer', alias: 'c', column: 'doc', build: customerJson },
   labelDescription: 'Customer records.',
   example: {
@@ -64,6 +65,7 @@ export const customerResource = defineResource({
     is_active: true,
     created_at: '2026-11-19T17:40:02.000511Z',
     last_modified: '2026-11-21T14:05:30.770123Z',
+    version: 3,
   },
   adminWrites: {
     create: CustomerCreate,

@@ -12,8 +12,13 @@
  * them. Lists, single GETs, exports and events serve the stored bytes (`json`, kept verbatim).
  *
  * A few bulk writes store the documents themselves, built by the same expressions in the statement
- * that writes the row, with the triggers silenced (`documentsSet`, `withDocumentsRebuiltLater`;
+ * that writes the row, with the triggers silenced (`documentsBuilt`, `withDocumentsRebuiltLater`;
  * the stock writes, decision 0047): one row version instead of two.
+ *
+ * The same rebuild counts the record's versions and keeps what a write changed (decision 0057): it
+ * bumps the row's `version` once per transaction (`version_xact`), appends it to the document, and
+ * stores in `<column>_previous` the fields whose values before the transaction differ, which the
+ * event writer copies into an `*.updated` event's `previous`.
  *
  * The trigger functions are generated from the same TypeScript expressions (`documentTriggersSql`),
  * so there is one definition of each document. Changing an expression needs a migration that calls
@@ -46,6 +51,27 @@ export interface DocumentKind {
    * by their store too (`childOfStore`). False on a database before migration 0031.
    */
   readonly stores?: boolean;
+  /**
+   * Whether the owner's rows have a `version` (decision 0057): the stored document then ends with
+   * `"version": n`, the rebuild of a write's documents bumps it once per transaction and keeps what
+   * the write changed in `<column>_previous`. False on a database before migration 0039.
+   */
+  readonly versions?: boolean;
+}
+
+/**
+ * The document of `kind` as stored, for a row whose version is the SQL expression `version`: its
+ * build with `"version": n` appended as the last field (the build is one JSON object), so every
+ * declared document carries its record's version without any declaration naming it.
+ */
+export function storedDocument(kind: DocumentKind, version: RawBuilder<unknown>): RawBuilder<unknown> {
+  if (!kind.versions) return sql`(${kind.build})::json`;
+  return sql`(left((${kind.build})::text, -1) || ',"version":' || (${version})::text || '}')::json`;
+}
+
+/** The column holding what the last write changed in a document of column `column` (decision 0057). */
+export function previousColumn(column: string): string {
+  return `${column}_previous`;
 }
 
 /**
@@ -121,8 +147,51 @@ function sqlText<DB>(db: Kysely<DB>, expression: RawBuilder<unknown>): string {
 function setList<DB>(db: Kysely<DB>, kinds: readonly DocumentKind[], owner: string): string {
   return kinds
     .filter((k) => k.table === owner)
-    .map((k) => `${k.column} = (${sqlText(db, k.build)})::json`)
+    .map((k) => `${k.column} = ${sqlText(db, storedDocument(k, sql.ref(`${k.alias}.version`)))}`)
     .join(', ');
+}
+
+/**
+ * The new documents of the owner row aliased as the kinds' alias, as a FROM item `built` to join
+ * laterally: `built.version` (the row's version, one more than before unless this transaction bumped
+ * it already: `version_xact` names the transaction that did) and one column per document, named as
+ * its column, holding the document at that version.
+ */
+export function documentsBuilt(kinds: readonly DocumentKind[], owner: string): RawBuilder<unknown> {
+  const a = aliasOf(kinds, owner);
+  const own = kinds.filter((k) => k.table === owner);
+  const columns = own.map((k) => sql`${storedDocument(k, sql.ref('v.version'))} AS ${sql.ref(k.column)}`);
+  return sql`CROSS JOIN LATERAL (SELECT v.version, ${sql.join(columns, sql`, `)} FROM (SELECT ${sql.ref(`${a}.version`)}
+    + CASE WHEN ${sql.ref(`${a}.version_xact`)} = pg_current_xact_id() THEN 0 ELSE 1 END AS version) v) AS built`;
+}
+
+/**
+ * The SET list storing `documentsBuilt` over the row aliased `target` (its values before the
+ * statement): the version, the transaction that bumped it, every document and, in each document's
+ * `<column>_previous`, the fields whose values before this transaction differ from the new document
+ * (`document_previous`, migration 0039). Within one transaction the values before it are those kept
+ * in `_previous` so far, else the document as the statement found it; a record created in the
+ * transaction has none (null).
+ */
+export function documentsSetFromBuilt(kinds: readonly DocumentKind[], owner: string, target: string): RawBuilder<unknown> {
+  aliasOf(kinds, owner);
+  const t = (column: string) => sql.ref(`${target}.${column}`);
+  return sql.join(
+    [
+      sql`version = built.version`,
+      sql`version_xact = pg_current_xact_id()`,
+      ...kinds
+        .filter((k) => k.table === owner)
+        .flatMap((k) => [
+          sql`${sql.ref(k.column)} = ${sql.ref(`built.${k.column}`)}`,
+          sql`${sql.ref(previousColumn(k.column))} = CASE
+            WHEN ${t('version_xact')} IS DISTINCT FROM pg_current_xact_id() THEN document_previous('{}'::json, ${t(k.column)}, ${sql.ref(`built.${k.column}`)})
+            WHEN ${t(previousColumn(k.column))} IS NOT NULL THEN document_previous(${t(previousColumn(k.column))}, ${t(k.column)}, ${sql.ref(`built.${k.column}`)})
+          END`,
+        ]),
+    ],
+    sql`, `,
+  );
 }
 
 function aliasOf(kinds: readonly DocumentKind[], owner: string): string {
@@ -143,9 +212,18 @@ export function documentTriggersSql<DB>(db: Kysely<DB>, kinds: readonly Document
   const parts: string[] = [];
   for (const owner of ownersOf(kinds)) {
     const a = aliasOf(kinds, owner);
+    const own = kinds.find((k) => k.table === owner)!;
+    if (own.versions && a === 't') throw new Error(`documents on ${owner}: the alias t is the refresh's own`);
+    // With versions: the documents built once per row (FROM … built), stored with the version and
+    // what changed (documentsSetFromBuilt over the row as the statement found it, `t`).
+    const update = own.versions
+      ? `UPDATE ${owner} t SET ${sqlText(db, documentsSetFromBuilt(kinds, owner, 't'))}
+        FROM ${owner} ${a} ${sqlText(db, documentsBuilt(kinds, owner))}
+        WHERE ${a}.id = ANY(ids) AND t.id = ${a}.id${own.stores ? ` AND t.store_id = ${a}.store_id` : ''}`
+      : `UPDATE ${owner} ${a} SET ${setList(db, kinds, owner)} WHERE ${a}.id = ANY(ids)`;
     parts.push(`
     CREATE OR REPLACE FUNCTION refresh_${owner}_documents(ids uuid[]) RETURNS void LANGUAGE sql AS $fn$
-      UPDATE ${owner} ${a} SET ${setList(db, kinds, owner)} WHERE ${a}.id = ANY(ids)
+      ${update}
     $fn$;`);
   }
   for (const { table, owner, key } of documentSources(kinds)) {
@@ -176,20 +254,6 @@ export function documentTriggersSql<DB>(db: Kysely<DB>, kinds: readonly Document
   }
   // One statement per element; whitespace collapsed so each is one line.
   return parts.flatMap((p) => p.split(/;\n(?= {4}(?:CREATE|DROP) )/)).map((p) => p.replace(/\s+/g, ' ').trim().replace(/;$/, ''));
-}
-
-/**
- * `col = (expr)::json, …` for every document stored on `owner`'s rows, as SQL to embed in an UPDATE
- * of `owner` whose FROM list has the row's new values under the kinds' alias: a write that builds
- * the documents in the statement that changes the row (with the triggers silenced), one row
- * version instead of two (inventory/stock.repository.ts). The same expressions as the triggers.
- */
-export function documentsSet(kinds: readonly DocumentKind[], owner: string): RawBuilder<unknown> {
-  aliasOf(kinds, owner);
-  return sql.join(
-    kinds.filter((k) => k.table === owner).map((k) => sql`${sql.ref(k.column)} = (${k.build})::json`),
-    sql`, `,
-  );
 }
 
 /**
@@ -308,7 +372,7 @@ export async function checkDocuments<DB>(db: Kysely<DB>, kinds: readonly Documen
     const a = sql.raw(kind.alias);
     const { rows } = await sql<{ id: string; stored: string | null; rebuilt: string }>`
       SELECT * FROM (
-        SELECT ${a}.id::text AS id, ${sql.raw(`${kind.alias}.${kind.column}`)}::text AS stored, (${kind.build})::text AS rebuilt
+        SELECT ${a}.id::text AS id, ${sql.raw(`${kind.alias}.${kind.column}`)}::text AS stored, ${storedDocument(kind, sql.ref(`${kind.alias}.version`))}::text AS rebuilt
         FROM ${sql.raw(kind.table)} ${a} WHERE ${ownRows(kind, kind.alias)}) d
       WHERE d.stored IS DISTINCT FROM d.rebuilt
       ORDER BY d.id LIMIT ${limit - differences.length}

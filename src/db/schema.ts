@@ -30,6 +30,13 @@ export interface ProductTable {
   /** Stored documents (db/documents.ts), kept by triggers: never written by the application. */
   doc: ColumnType<unknown, never, never>;
   inventory_doc: ColumnType<unknown, never, never>;
+  /** The record's version (migration 0039, decision 0057): 1 when inserted, bumped once per changing transaction by the document triggers. */
+  version: Generated<number>;
+  /** The transaction that last bumped `version` (xid8 as text). */
+  version_xact: ColumnType<string | null, never, never>;
+  /** What the last change changed in `doc` / `inventory_doc` (decision 0057), kept by the same triggers. */
+  doc_previous: ColumnType<unknown, never, never>;
+  inventory_doc_previous: ColumnType<unknown, never, never>;
 }
 
 export interface VariantTable {
@@ -72,6 +79,12 @@ export interface CustomerTable {
   last_modified: Timestamp;
   /** Stored document (db/documents.ts), kept by triggers: never written by the application. */
   doc: ColumnType<unknown, never, never>;
+  /** The record's version (migration 0039, decision 0057): 1 when inserted, bumped once per changing transaction by the document triggers. */
+  version: Generated<number>;
+  /** The transaction that last bumped `version` (xid8 as text). */
+  version_xact: ColumnType<string | null, never, never>;
+  /** What the last change changed in `doc` (decision 0057), kept by the same triggers. */
+  doc_previous: ColumnType<unknown, never, never>;
 }
 
 export interface OrderTable {
@@ -93,6 +106,12 @@ export interface OrderTable {
   last_modified: Timestamp;
   /** Stored document (db/documents.ts), kept by triggers: never written by the application. */
   doc: ColumnType<unknown, never, never>;
+  /** The record's version (migration 0039, decision 0057): 1 when inserted, bumped once per changing transaction by the document triggers. */
+  version: Generated<number>;
+  /** The transaction that last bumped `version` (xid8 as text). */
+  version_xact: ColumnType<string | null, never, never>;
+  /** What the last change changed in `doc` (decision 0057), kept by the same triggers. */
+  doc_previous: ColumnType<unknown, never, never>;
 }
 
 export interface OrderItemTable {
@@ -127,6 +146,12 @@ export interface StockMovementTable {
   last_modified: Timestamp;
   /** Stored document (db/documents.ts), kept by triggers: never written by the application. */
   doc: ColumnType<unknown, never, never>;
+  /** The record's version (migration 0039, decision 0057): 1 when inserted, bumped once per changing transaction by the document triggers. */
+  version: Generated<number>;
+  /** The transaction that last bumped `version` (xid8 as text). */
+  version_xact: ColumnType<string | null, never, never>;
+  /** What the last change changed in `doc` (decision 0057), kept by the same triggers. */
+  doc_previous: ColumnType<unknown, never, never>;
 }
 
 export interface EventTable {
@@ -139,6 +164,8 @@ export interface EventTable {
   resource_type: string;
   resource_id: string;
   data: ColumnType<unknown, string, string>;
+  /** An `*.updated` event's fields changed, with their values before the change (migration 0039, decision 0057); null otherwise. */
+  previous: ColumnType<unknown, string | null | undefined, never>;
   created_at: Timestamp;
   /** An example sent by an administrator to one endpoint (migration 0013): never in the feed, fan-out or replays. */
   test: Generated<boolean>;

@@ -38,7 +38,8 @@ function forwardTriggerSql(table: string): string {
 
 /**
  * Creates a store table from its own column definitions (an `id uuid PRIMARY KEY` among them), adding
- * `created_at`, `last_modified`, the stored document's column `doc`, the row's `store_id` (last, its
+ * `created_at`, `last_modified`, the stored document's column `doc`, the version columns (`version`,
+ * `version_xact`, `doc_previous`, decision 0057), the row's `store_id` (last, its
  * default the statement's store: migration 0031's `store_api_insert_store()`, so for a migration
  * after 0031 only), the keyset index led by the store, the forward trigger and the row-level
  * security. The document's and the cache-notify triggers come from the declaration: the migration
@@ -55,6 +56,10 @@ export async function createStoreTable<DB>(db: Kysely<DB>, table: string, column
         'created_at timestamptz NOT NULL',
         'last_modified timestamptz NOT NULL',
         'doc json',
+        // Decision 0057 (migration 0039): the record's version, the transaction that last bumped it, what its last write changed.
+        'version integer NOT NULL DEFAULT 1',
+        'version_xact xid8 DEFAULT pg_current_xact_id()',
+        'doc_previous json',
         'store_id uuid NOT NULL DEFAULT store_api_insert_store()',
       ].join(',\n      ')}
     );

@@ -20,25 +20,30 @@ export function resourceTypeOf(type: string): string {
 
 /**
  * Appends one event of `type` per row of each part's `source` (a SELECT returning columns
- * `resource_id` and `data` (json), over the rows of the statement's store: the events are that
+ * `resource_id`, `data` (json) and, when the part says `previous`, `previous` (json: what an update
+ * changed, decision 0057), over the rows of the statement's store: the events are that
  * store's), all in ONE statement whatever the row count, so a bulk import stays cheap: in the order
  * of `parts` and, within a part, by resource id (a step of an import appends three kinds).
  * The parts' `resource_id` columns must have one type (every resource's is its uuid). Returns the
  * number of events appended.
  */
-export async function appendEventsInOrder(ctx: WriteContext, parts: readonly { type: string; source: RawBuilder<unknown> }[]): Promise<number> {
+export async function appendEventsInOrder(
+  ctx: WriteContext,
+  parts: readonly { type: string; source: RawBuilder<unknown>; previous?: boolean }[],
+): Promise<number> {
   if (parts.length === 0) return 0;
   const sources = sql.join(
     parts.map(
-      ({ type, source }, part) =>
-        sql`SELECT ${part}::int AS part, ${type}::text AS type, ${resourceTypeOf(type)}::text AS resource_type, s.resource_id, s.data FROM (${source}) AS s`,
+      ({ type, source, previous }, part) =>
+        sql`SELECT ${part}::int AS part, ${type}::text AS type, ${resourceTypeOf(type)}::text AS resource_type, s.resource_id, s.data,
+          ${previous ? sql`s.previous` : sql`NULL`}::json AS previous FROM (${source}) AS s`,
     ),
     sql` UNION ALL `,
   );
   const trace = currentTraceContext();
   const result = await sql`
-    INSERT INTO events (id, store_id, type, resource_type, resource_id, data, created_at, trace_parent, trace_state)
-    SELECT gen_random_uuid(), ${ownStore()}, s.type, s.resource_type, s.resource_id::text, s.data::json, ${ctx.stamp}::timestamptz,
+    INSERT INTO events (id, store_id, type, resource_type, resource_id, data, previous, created_at, trace_parent, trace_state)
+    SELECT gen_random_uuid(), ${ownStore()}, s.type, s.resource_type, s.resource_id::text, s.data::json, s.previous, ${ctx.stamp}::timestamptz,
       ${trace.traceparent}::text, ${trace.tracestate}::text
     FROM (${sources}) AS s
     ORDER BY s.part, s.resource_id
@@ -49,14 +54,15 @@ export async function appendEventsInOrder(ctx: WriteContext, parts: readonly { t
 /**
  * Appends one test event (decision 0020): an example an administrator sends to one endpoint, kept in
  * the log so its delivery is signed and shown like a real one, but never in the feed, the fan-out or
- * a replay. Returns its id.
+ * a replay; `previous` as an `*.updated` event carries it (decision 0057). Returns its id.
  */
-export async function appendTestEvent(ctx: WriteContext, type: string, resourceId: string, data: unknown): Promise<string> {
+export async function appendTestEvent(ctx: WriteContext, type: string, resourceId: string, data: unknown, previous?: unknown): Promise<string> {
   const id = randomUUID();
   const trace = currentTraceContext();
   await sql`
-    INSERT INTO events (id, store_id, type, resource_type, resource_id, data, created_at, test, trace_parent, trace_state)
-    VALUES (${id}, ${ownStore()}, ${type}, ${resourceTypeOf(type)}, ${resourceId}, ${JSON.stringify(data)}::json, ${ctx.stamp}::timestamptz, true,
+    INSERT INTO events (id, store_id, type, resource_type, resource_id, data, previous, created_at, test, trace_parent, trace_state)
+    VALUES (${id}, ${ownStore()}, ${type}, ${resourceTypeOf(type)}, ${resourceId}, ${JSON.stringify(data)}::json,
+      ${previous === undefined ? null : JSON.stringify(previous)}::json, ${ctx.stamp}::timestamptz, true,
       ${trace.traceparent}, ${trace.tracestate})
   `.execute(ctx.trx);
   return id;

@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import { defineResource } from '../records/resource.ts';
 import { requireUuid, sinceOf } from '../records/filters.ts';
-import { Nullable, StringEnum, Timestamp, Uuid, sinceParam } from '../shared/typebox.ts';
+import { Nullable, StringEnum, Timestamp, Uuid, sinceParam, Version } from '../shared/typebox.ts';
 import { MOVEMENT_REASONS, inventoryJson, inventoryJsonBeforeStores, inventorySource, movementJson, movementSource } from './inventory.json-sql.ts';
 
 export const InventoryVariant = Type.Object(
@@ -25,6 +25,7 @@ export const InventoryRecord = Type.Object(
     is_active: Type.Boolean(),
     variants: Type.Array(InventoryVariant),
     last_modified: Timestamp,
+    version: Version,
   },
   { title: 'InventoryRecord', additionalProperties: false },
 );
@@ -43,6 +44,7 @@ export const StockMovement = Type.Object(
     note: Nullable(Type.String()),
     created_at: Timestamp,
     last_modified: Timestamp,
+    version: Version,
   },
   { title: 'StockMovement', additionalProperties: false },
 );
@@ -68,7 +70,11 @@ export const inventoryResource = defineResource({
   events: {
     prefix: 'inventory',
     kinds: ['updated'],
-    when: "a stock-tracked product changes (its stock, or anything else: the inventory record's `last_modified` is the product's)",
+    when: "a stock-tracked product changes (its stock, or anything else: the inventory record's `last_modified` and `version` are the product's)",
+    examplePrevious: {
+      stock: 14,
+      variants: [{ variant_id: '0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61', variant_name: 'M / white', sku: 'SHIRT-LIN-M-W', stock: 14 }],
+    },
   },
   document: {
     name: 'inventory',
@@ -87,6 +93,7 @@ export const inventoryResource = defineResource({
     is_active: true,
     variants: [{ variant_id: '0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61', variant_name: 'M / white', sku: 'SHIRT-LIN-M-W', stock: 12 }],
     last_modified: '2026-11-21T14:05:30.770123Z',
+    version: 3,
   },
 });
 
@@ -131,5 +138,6 @@ export const movementResource = defineResource({
     note: null,
     created_at: '2026-11-21T14:05:30.770123Z',
     last_modified: '2026-11-21T14:05:30.770123Z',
+    version: 1,
   },
 });

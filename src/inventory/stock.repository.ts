@@ -5,11 +5,10 @@
  */
 import { sql, type Insertable, type Kysely, type Transaction } from 'kysely';
 import type { Database, StockMovementTable } from '../db/schema.ts';
-import { movementJson } from './inventory.json-sql.ts';
-import { documentsSet } from '../db/documents.ts';
+import { documentsBuilt, documentsSetFromBuilt, storedDocument } from '../db/documents.ts';
 import { documentKindsOf } from '../records/resource.ts';
 import { productResource } from '../catalog/product.resource.ts';
-import { inventoryResource } from './inventory.resource.ts';
+import { inventoryResource, movementResource } from './inventory.resource.ts';
 import { ownStore, ownStoreIs } from '../db/store-scope.ts';
 
 type Trx = Transaction<Database>;
@@ -20,6 +19,9 @@ type Trx = Transaction<Database>;
  * document of that table.
  */
 export const PRODUCT_TABLE_DOCUMENTS = documentKindsOf([productResource, inventoryResource]).filter((k) => k.table === 'products');
+
+/** A stock movement's stored document (its version is 1: a movement never changes). */
+const MOVEMENT_DOCUMENT = documentKindsOf([movementResource])[0]!;
 
 export interface LockedProduct {
   id: string;
@@ -101,15 +103,16 @@ export async function insertMovements(trx: Trx, movements: readonly Insertable<S
       'note',
       'created_at',
       'last_modified',
+      'version',
       'doc',
     ])
     .expression(
-      sql`SELECT ${ownStore()}, m.*, (${movementJson})::json FROM unnest(
+      sql`SELECT ${ownStore()}, m.*, ${storedDocument(MOVEMENT_DOCUMENT, sql.ref('m.version'))} FROM (SELECT u.*, 1 AS version FROM unnest(
       ${column((m) => m.id)}::uuid[], ${column((m) => m.product_id)}::uuid[], ${column((m) => m.variant_id ?? null)}::uuid[],
       ${column((m) => m.sku ?? null)}::text[], ${column((m) => m.reason)}::text[], ${column((m) => m.quantity_change)}::int[],
       ${column((m) => m.stock_before)}::int[], ${column((m) => m.stock_after)}::int[], ${column((m) => m.order_id ?? null)}::uuid[],
       ${column((m) => m.note ?? null)}::text[], ${column((m) => m.created_at)}::timestamptz[], ${column((m) => m.last_modified)}::timestamptz[]
-    ) AS m(id, product_id, variant_id, sku, reason, quantity_change, stock_before, stock_after, order_id, note, created_at, last_modified)`,
+    ) AS u(id, product_id, variant_id, sku, reason, quantity_change, stock_before, stock_after, order_id, note, created_at, last_modified)) AS m`,
     )
     .execute();
 }
@@ -141,8 +144,9 @@ export async function recomputeProductStock(trx: Trx, productIds: readonly strin
  * recomputeProductStock, with the products' stored documents built by the same UPDATE: one row
  * version of each product instead of two (the recompute's, then the documents trigger's), the
  * import's costliest rows. The documents are built by their own expressions
- * (db/documents.ts `documentsSet`) over each row's new values, taken as a products row from
- * `jsonb_populate_record`. Only products whose last_modified is below `stamp` are written: for
+ * (db/documents.ts `documentsBuilt`) over each row's new values, taken as a products row from
+ * `jsonb_populate_record`, with their version and what changed (`documentsBuilt`,
+ * `documentsSetFromBuilt`, decision 0057). Only products whose last_modified is below `stamp` are written: for
  * them `stamp` is the stamp the row keeps (migration 0007's forward trigger does not fire), so the
  * documents equal their rebuild. Returns the ids written; the caller recomputes the others (a row
  * already stamped by this or a later transaction) with recomputeProductStock. Run it with the
@@ -155,13 +159,14 @@ export async function recomputeProductStockAndDocuments(
   ownStock: readonly (number | null)[],
 ): Promise<string[]> {
   const { rows } = await sql<{ id: string }>`UPDATE products t SET
-      own_stock = p.own_stock, stock = p.stock, last_modified = p.last_modified, ${documentsSet(PRODUCT_TABLE_DOCUMENTS, 'products')}
+      own_stock = p.own_stock, stock = p.stock, last_modified = p.last_modified, ${documentsSetFromBuilt(PRODUCT_TABLE_DOCUMENTS, 'products', 't')}
     FROM unnest(${productIds}::uuid[], ${ownStock}::int[]) AS x(id, own_stock)
       JOIN products o ON ${ownStoreIs('o.store_id')} AND o.id = x.id AND o.last_modified < ${stamp}::timestamptz
       CROSS JOIN LATERAL jsonb_populate_record(o, jsonb_build_object(
         'own_stock', coalesce(x.own_stock, o.own_stock),
         'stock', coalesce((SELECT sum(v.stock)::int FROM variants v WHERE v.store_id = o.store_id AND v.product_id = o.id AND v.is_active), x.own_stock, o.own_stock),
         'last_modified', ${stamp}::timestamptz)) AS p
+      ${documentsBuilt(PRODUCT_TABLE_DOCUMENTS, 'products')}
     WHERE t.store_id = o.store_id AND t.id = o.id
     RETURNING t.id::text AS id`.execute(trx);
   return rows.map((r) => r.id);

@@ -3,7 +3,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import { defineResource } from '../records/resource.ts';
 import { sinceOf } from '../records/filters.ts';
-import { Money, Nullable, StringEnum, Timestamp, Uuid, sinceParam } from '../shared/typebox.ts';
+import { Money, Nullable, StringEnum, Timestamp, Uuid, sinceParam, Version } from '../shared/typebox.ts';
 import { ORDER_STATUSES, PAYMENT_STATUSES } from './order-status.ts';
 import { ORDER_SOURCES, orderJson, orderJsonBeforeStores, orderSource } from './order.json-sql.ts';
 
@@ -38,6 +38,7 @@ export const Order = Type.Object(
     items: Type.Array(OrderItem),
     created_at: Timestamp,
     last_modified: Timestamp,
+    version: Version,
   },
   { title: 'Order', additionalProperties: false },
 );
@@ -74,7 +75,12 @@ export const orderResource = defineResource({
   },
   single: true,
   description: { list: 'List orders with their items', get: 'One order with its items', export: 'Export orders as NDJSON' },
-  events: { prefix: 'order', kinds: ['created', 'updated'], when: 'an order is placed / its status or payment status changes' },
+  events: {
+    prefix: 'order',
+    kinds: ['created', 'updated'],
+    when: 'an order is placed / its status or payment status changes',
+    examplePrevious: { status: 'ready', payment_status: 'pending' },
+  },
   document: {
     name: 'order',
     alias: 'o',
@@ -111,5 +117,6 @@ export const orderResource = defineResource({
     ],
     created_at: '2026-11-21T14:05:30.770123Z',
     last_modified: '2026-11-21T14:05:30.770123Z',
+    version: 3,
   },
 });

@@ -2,9 +2,11 @@
  * The events each kind of change appends, from the resource's own source (its declaration,
  * records/resource.ts); each feature names its own kinds (catalog/product-events.ts,
  * inventory/stock-events.ts, orders/order-events.ts, customers/customer-events.ts): `data` is the record's stored document (db/documents.ts) as the statement
- * triggers left it after the change, the same bytes a GET returns at that moment.
+ * triggers left it after the change, the same bytes a GET returns at that moment, with its `version`;
+ * an `updated` event's `previous` holds what the change changed (decision 0057).
  */
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
+import { previousColumn } from '../db/documents.ts';
 import type { WriteContext } from '../db/write-clock.ts';
 import { sourceConditions } from '../db/keyset-page.ts';
 import type { ResourceDeclaration } from './resource.ts';
@@ -19,6 +21,18 @@ import { chunks } from '../shared/chunks.ts';
 const EVENT_CHUNK = 250;
 const EVENT_STATEMENT_ROWS = 3 * EVENT_CHUNK;
 const idChunks = (ids: readonly string[]) => chunks([...new Set(ids)].sort(), EVENT_CHUNK);
+
+/**
+ * What an event of `kind` carries as `previous` (decision 0057): for `updated`, the fields this
+ * transaction changed with their values before it, as the document triggers kept them in the
+ * document's `_previous` column (`{}` when this transaction did not change the record, or created
+ * it); nothing for the other kinds. The record's row is the source's, aliased as its document's.
+ */
+function previousOf(resource: ResourceDeclaration, kind: string): RawBuilder<unknown> {
+  if (kind !== 'updated') return sql`NULL::json`;
+  const { alias, column } = resource.document;
+  return sql`coalesce(CASE WHEN ${sql.ref(`${alias}.version_xact`)} = pg_current_xact_id() THEN ${sql.ref(`${alias}.${previousColumn(column)}`)} END, '{}'::json)`;
+}
 
 /** The events of one kind of change: `${prefix}.${kind}` for each record of `resource` among `ids`. */
 export interface RecordChanges {
@@ -55,8 +69,9 @@ export async function recordsChangedInOrder(ctx: WriteContext, changes: readonly
     const type = `${events.prefix}.${kind}`;
     return idChunks(ids).map((part) => ({
       type,
+      previous: true,
       rows: part.length,
-      source: sql`SELECT ${source.id} AS resource_id, ${source.json} AS data
+      source: sql`SELECT ${source.id} AS resource_id, ${source.json} AS data, ${previousOf(resource, kind)} AS previous
         FROM unnest(${part}::uuid[]) AS changed(id) CROSS JOIN ${source.from} WHERE ${sourceConditions(source, [sql`${source.id} = changed.id`])}`,
     }));
   });

@@ -52,9 +52,19 @@ export interface ResourceDeclaration<
   /**
    * Event types `${prefix}.${kind}` whose `data` is one record; omit for a resource without events.
    * `when`: what makes them, in a few words (docs/webhooks.md's table of event types is generated
-   * from it, test/docs/generated-blocks.test.ts).
+   * from it, test/docs/generated-blocks.test.ts). An `updated` event carries `previous` too: the fields
+   * the change changed, with their values before it (decision 0057).
    */
-  readonly events?: { readonly prefix: EventPrefix; readonly kinds: readonly EventKind[]; readonly when?: string };
+  readonly events?: {
+    readonly prefix: EventPrefix;
+    readonly kinds: readonly EventKind[];
+    readonly when?: string;
+    /**
+     * An example of an `updated` event's `previous` (decision 0057): fields of `example` as they were
+     * before the change (the event catalog and the OpenAPI webhooks show it; `{}` when omitted).
+     */
+    readonly examplePrevious?: Readonly<Record<string, unknown>>;
+  };
   /**
    * Admin writes of a flat resource (one row of `table` per record, columns named as the body's
    * fields): POST /admin/api/v1/{path} creates with `create`'s body, PATCH /admin/api/v1/{path}/{id}
@@ -123,11 +133,15 @@ export type EventTypesOf<R> = R extends ResourceDeclaration<string, string, infe
 
 /**
  * The stored documents of `resources` (resources/store-schema.ts passes every declared one).
- * `stores` false: as a database before migration 0031 has them (`buildBeforeStores`).
+ * `stores` false: as a database before migration 0031 has them (`buildBeforeStores`); `versions`
+ * false: before migration 0039 (no `version` column, decision 0057).
  */
-export function documentKindsOf(resources: readonly ResourceDeclaration[], { stores = true }: { stores?: boolean } = {}): DocumentKind[] {
+export function documentKindsOf(
+  resources: readonly ResourceDeclaration[],
+  { stores = true, versions = stores }: { stores?: boolean; versions?: boolean } = {},
+): DocumentKind[] {
   return resources.map((r) => {
     const { buildBeforeStores, ...document } = r.document;
-    return { ...document, build: stores ? document.build : (buildBeforeStores ?? document.build), table: r.table, stores };
+    return { ...document, build: stores ? document.build : (buildBeforeStores ?? document.build), table: r.table, stores, versions };
   });
 }

@@ -41,6 +41,19 @@ export const EVENT_DATA = Object.fromEntries(EVENT_TYPE_INFO.map((e) => [e.type,
 /** The example record each event type carries as `data` (OpenAPI examples of the feed and the webhooks). */
 export const EVENT_EXAMPLES = Object.fromEntries(EVENT_TYPE_INFO.map((e) => [e.type, e.resource.example])) as Readonly<Record<FeedEventType, unknown>>;
 
+/** The event types whose events carry `previous`, what the change changed (decision 0057): every `*.updated`. */
+export function carriesPrevious(type: string): boolean {
+  return type.endsWith('.updated');
+}
+
+/** The fields a record's change never lists in `previous`: they change with every change. */
+export const BOOKKEEPING_FIELDS = ['version', 'last_modified'] as const;
+
+/** The example `previous` of each event type that carries one (its resource's `events.examplePrevious`). */
+export const EVENT_PREVIOUS_EXAMPLES = Object.fromEntries(
+  EVENT_TYPE_INFO.filter((e) => carriesPrevious(e.type)).map((e) => [e.type, e.resource.events?.examplePrevious ?? {}]),
+) as Readonly<Partial<Record<FeedEventType, Readonly<Record<string, unknown>>>>>;
+
 /** The OpenAPI tags of the resources: one per label, in resource order, described by the first resource giving a description. */
 export const RESOURCE_TAGS: readonly { name: string; description: string }[] = [...new Set(RESOURCES.map((r) => r.label))].map((label) => {
   const description = RESOURCES.map((r): string | undefined => (r.label === label ? r.labelDescription : undefined)).find(Boolean);

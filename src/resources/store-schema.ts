@@ -23,8 +23,8 @@ import { documentKindsOf } from '../records/resource.ts';
  * Every stored document of every declared resource, in resource order. `stores` false: as a database
  * before migration 0031 has them (no store_id: the expressions name no store, `buildBeforeStores`).
  */
-export function documentKinds({ stores = true }: { stores?: boolean } = {}): DocumentKind[] {
-  return documentKindsOf(RESOURCES, { stores });
+export function documentKinds({ stores = true, versions = stores }: { stores?: boolean; versions?: boolean } = {}): DocumentKind[] {
+  return documentKindsOf(RESOURCES, { stores, versions });
 }
 
 /** The tables whose writes can change a list page: each resource's table and the tables its document reads. */
@@ -34,19 +34,25 @@ export function storeTables(): string[] {
 
 /**
  * The document kinds whose owner and child tables all exist in `db` (a migration installs what its
- * day has), as its day has them: naming their store once the owner has a store_id (migration 0031).
+ * day has), as its day has them: naming their store once the owner has a store_id (migration 0031),
+ * carrying the version once it has a `version` (migration 0039).
  */
 async function installableKinds<DB>(db: Kysely<DB>): Promise<DocumentKind[]> {
-  const { rows } = await sql<{ name: string; stores: boolean }>`
-    SELECT t.table_name AS name, EXISTS (SELECT 1 FROM information_schema.columns c
-      WHERE c.table_schema = t.table_schema AND c.table_name = t.table_name AND c.column_name = 'store_id') AS stores
+  const { rows } = await sql<{ name: string; stores: boolean; versions: boolean }>`
+    SELECT t.table_name AS name,
+      EXISTS (SELECT 1 FROM information_schema.columns c
+        WHERE c.table_schema = t.table_schema AND c.table_name = t.table_name AND c.column_name = 'store_id') AS stores,
+      EXISTS (SELECT 1 FROM information_schema.columns c
+        WHERE c.table_schema = t.table_schema AND c.table_name = t.table_name AND c.column_name = 'version') AS versions
     FROM information_schema.tables t WHERE t.table_schema = current_schema()`.execute(db);
   const existing = new Set(rows.map((r) => r.name));
   const withStores = new Set(rows.filter((r) => r.stores).map((r) => r.name));
+  const withVersions = new Set(rows.filter((r) => r.versions).map((r) => r.name));
   const installable = (k: DocumentKind) => existing.has(k.table) && (k.children ?? []).every((c) => existing.has(c.table));
   const before = documentKinds({ stores: false });
+  const beforeVersions = documentKinds({ versions: false });
   return documentKinds()
-    .map((k, i) => (withStores.has(k.table) ? k : before[i]!))
+    .map((k, i) => (withVersions.has(k.table) ? k : withStores.has(k.table) ? beforeVersions[i]! : before[i]!))
     .filter(installable);
 }
 

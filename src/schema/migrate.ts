@@ -36,6 +36,7 @@ import * as perStoreCacheSignals from './migrations/0035-per-store-cache-signals
 import * as rolledSecretMaker from './migrations/0036-rolled-secret-maker.ts';
 import * as secondFactorReachesKeys from './migrations/0037-second-factor-reaches-keys.ts';
 import * as eventTraceContext from './migrations/0038-event-trace-context.ts';
+import * as recordVersions from './migrations/0039-record-versions.ts';
 import * as endpointCredentials from './migrations/0040-endpoint-credentials.ts';
 import * as importJobs from './migrations/0042-import-jobs.ts';
 import * as sessionActivity from './migrations/0043-session-activity.ts';
@@ -69,6 +70,7 @@ const migrations: Record<string, Migration> = {
   '0036-rolled-secret-maker': rolledSecretMaker,
   '0037-second-factor-reaches-keys': secondFactorReachesKeys,
   '0038-event-trace-context': eventTraceContext,
+  '0039-record-versions': recordVersions,
   '0040-endpoint-credentials': endpointCredentials,
   '0042-import-jobs': importJobs,
   '0043-session-activity': sessionActivity,

@@ -6,6 +6,12 @@ export const StringEnum = <T extends readonly string[]>(values: T, options: Reco
   Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 export const Timestamp = Type.String({ format: 'date-time', description: 'ISO 8601, UTC, microseconds', examples: ['2026-11-21T14:05:30.770123Z'] });
 export const Uuid = Type.String({ format: 'uuid' });
+/** A record's version (decision 0057): 1 when created, one more with every change of the record, its children included. */
+export const Version = Type.Integer({
+  minimum: 1,
+  description: "The record's version: 1 when created, one more with every change (of the record or of its variants, images or items); keep the highest",
+  examples: [3],
+});
 export const Money = Type.Number({ description: 'Exact amount, at most 2 decimals' });
 /** ISO date or timestamp filter: only records created after it. */
 export const sinceParam = Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601 date or timestamp; only records created after it' });

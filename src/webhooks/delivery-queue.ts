@@ -73,7 +73,7 @@ export const ASYNC_COMMIT = sql<boolean>`(SELECT set_config('synchronous_commit'
 
 /**
  * `CROSS JOIN LATERAL` the event of the delivery `delivery` (an alias with `store_id` and
- * `event_id`) as `ev`: its id, store, type, created_at, seq, data, test mark and trace context, found by its
+ * `event_id`) as `ev`: its id, store, type, created_at, seq, data, previous, test mark and trace context, found by its
  * store and id. Looked up by the primary key, one probe per delivery: a plain join on
  * `ev.store_id = …` lets a planner without statistics (PGlite is never analysed) walk the store's
  * whole (store_id, created_at, id) index instead, or hash the whole table (measured: 300 ms for a
@@ -82,7 +82,7 @@ export const ASYNC_COMMIT = sql<boolean>`(SELECT set_config('synchronous_commit'
  */
 export function eventOfDelivery(delivery: string) {
   return sql`CROSS JOIN LATERAL (
-    SELECT ev.id, ev.store_id, ev.type, ev.created_at, ev.seq, ev.data, ev.test, ev.trace_parent, ev.trace_state FROM events ev
+    SELECT ev.id, ev.store_id, ev.type, ev.created_at, ev.seq, ev.data, ev.previous, ev.test, ev.trace_parent, ev.trace_state FROM events ev
     WHERE ev.store_id = ${sql.ref(`${delivery}.store_id`)} AND ev.id = ${sql.ref(`${delivery}.event_id`)} OFFSET 0
   ) ev`;
 }

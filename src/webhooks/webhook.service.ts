@@ -273,9 +273,10 @@ export class WebhookService {
   /**
    * Sends an example event of `type` to this endpoint only, as a test (decision 0020): appended to
    * the log marked `test` (never in the feed, fan-out or replays) and queued as a test delivery,
-   * signed like any. `data` is the catalog's example payload (the caller, above this layer, has it).
+   * signed like any. `data` is the catalog's example payload (the caller, above this layer, has it),
+   * `previous` its example of what changed, for an `*.updated` type (decision 0057).
    */
-  async sendTestEvent(id: string, type: string, data: unknown): Promise<{ event_id: string; delivery_id: string; type: string }> {
+  async sendTestEvent(id: string, type: string, data: unknown, previous?: unknown): Promise<{ event_id: string; delivery_id: string; type: string }> {
     if (!(SUBSCRIBABLE_EVENT_TYPES as readonly string[]).includes(type)) {
       throw invalidParameter('type', `unknown event type '${type}'; must be one of ${SUBSCRIBABLE_EVENT_TYPES.join(', ')}`);
     }
@@ -284,7 +285,7 @@ export class WebhookService {
     const nowIso = isoFromMillis(this.clock());
     const resourceId = typeof (data as { id?: unknown })?.id === 'string' ? (data as { id: string }).id : id;
     const result = await runWrite(this.db, async (write) => {
-      const eventId = await appendTestEvent(write, type as EventType, resourceId, data);
+      const eventId = await appendTestEvent(write, type as EventType, resourceId, data, previous);
       const deliveryId = await insertDelivery(write.trx, eventId, type, id, nowIso, true);
       return { event_id: eventId, delivery_id: deliveryId, type };
     });

@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
+import { ownStoreIs } from '../../src/db/store-scope.ts';
 import { backends } from '../helpers/test-database.ts';
 import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { expectSchema } from '../helpers/schema-check.ts';
@@ -114,13 +115,20 @@ describe.each(backends)('events feed (%s)', (backend) => {
     expect(keys).toEqual([...keys].sort());
   });
 
-  it('serves the webhook payloads: id, type, created_at, data exactly as delivered', async () => {
+  it("serves the webhook payloads: id, type, created_at, data (and an update's previous) exactly as delivered", async () => {
     const all = (await walk('limit=200')).seen;
     expectSchema(listOf(Event), { data: all, pagination: { next_cursor: null, has_more: false, limit: 200 } });
     for (const event of all.slice(0, 20)) {
       const stored = await findEvent(t.ctx.database.db, event.id);
-      // The worker POSTs JSON.stringify({ id, type, created_at, data }) of this very row.
-      expect(JSON.stringify(event)).toBe(JSON.stringify({ id: stored!.id, type: stored!.type, created_at: stored!.created_at, data: stored!.data }));
+      const { rows } = await sql<{ previous: unknown }>`SELECT previous FROM events WHERE ${ownStoreIs('store_id')} AND id = ${event.id}::uuid`.execute(
+        t.ctx.database.db,
+      );
+      const previous = rows[0]!.previous;
+      // The worker POSTs { id, type, created_at, data } of this very row, and `previous` on an *.updated event (decision 0057).
+      expect(previous === null).toBe(!event.type.endsWith('.updated'));
+      expect(JSON.stringify(event)).toBe(
+        JSON.stringify({ id: stored!.id, type: stored!.type, created_at: stored!.created_at, data: stored!.data, ...(previous === null ? {} : { previous }) }),
+      );
     }
     // Pings (sent to one endpoint on demand) are not store events.
     await runWrite(t.ctx.database.db, (ctx) => appendEvent(ctx, 'ping', 'x', { endpoint_id: '00000000-0000-0000-0000-000000000000', message: 'ping' }));

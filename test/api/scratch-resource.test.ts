@@ -197,7 +197,7 @@ describe.each(backends)('a scratch resource added by the recipe (%s)', (backend)
     const { RESOURCES: generated } = (await import(join(tmp, 'resources.ts'))) as { RESOURCES: readonly ApiResourceEntry[] };
     const mirrored = syncResourceOf(generated.find((r) => r.name === 'gadgets')!);
     expect(mirrored).toMatchObject({ name: 'gadgets', path: 'gadgets', key: 'id', query: { include_inactive: 'true' } });
-    expect(mirrored.columns).toEqual({ name: 'text', email: 'text', lead_time_days: 'integer', is_active: 'boolean', created_at: 'text' });
+    expect(mirrored.columns).toEqual({ name: 'text', email: 'text', lead_time_days: 'integer', is_active: 'boolean', created_at: 'text', version: 'integer' });
     const db = t.ctx.database.db;
     await migrateMirror(db as never, [mirrored]);
     const records = (await client.gadgets.list({ include_inactive: true })).data as MirrorRecord[];

@@ -9,6 +9,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { FEED_EVENT_TYPES, READ_SCOPES, RESOURCES } from '../../src/resources/registry.ts';
+import type { ResourceDeclaration } from '../../src/records/resource.ts';
 
 const ROOT = new URL('../../', import.meta.url);
 const code = (text: string) => `\`${text}\``;
@@ -32,6 +33,15 @@ function eventTypesTable(): string {
   ].join('\n');
 }
 
+/** What an `*.updated` event's `previous` looks like, one example per resource (its declaration's `events.examplePrevious`). */
+function previousExamples(): string {
+  return RESOURCES.flatMap((r) => {
+    const events: ResourceDeclaration['events'] = r.events;
+    if (!events?.kinds.includes('updated')) return [];
+    return [`- ${code(`${events.prefix}.updated`)}: ${code(`"previous": ${JSON.stringify(events.examplePrevious ?? {})}`)}`];
+  }).join('\n');
+}
+
 /** The feed's scope rule as a sentence: each read scope → the event types it shows. */
 function feedScopes(): string {
   return READ_SCOPES.map((scope) => {
@@ -43,6 +53,7 @@ function feedScopes(): string {
 const BLOCKS: { file: string; name: string; generate: () => string }[] = [
   { file: 'docs/webhooks.md', name: 'event-types', generate: eventTypesTable },
   { file: 'docs/webhooks.md', name: 'feed-scopes', generate: feedScopes },
+  { file: 'docs/webhooks.md', name: 'previous-examples', generate: previousExamples },
   {
     file: 'docs/integration-guide.md',
     name: 'read-token',

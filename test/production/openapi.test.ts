@@ -374,7 +374,8 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
     for (const type of EVENT_TYPES) {
       const post = doc.webhooks[type].post;
       const body = post.requestBody.content['application/json'].schema;
-      expect(body.required).toEqual(['id', 'type', 'created_at', 'data']);
+      // An *.updated event carries `previous` too, what the change changed (decision 0057).
+      expect(body.required).toEqual(type.endsWith('.updated') ? ['id', 'type', 'created_at', 'data', 'previous'] : ['id', 'type', 'created_at', 'data']);
       expect(body.properties.type).toEqual({ type: 'string', const: type });
       expect(post.parameters.map((p: Json) => p.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
       expect(post.security).toEqual([]);
@@ -384,6 +385,12 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
     expect(doc.webhooks['stock_movement.created'].post.requestBody.content['application/json'].schema.properties.data).toEqual({
       $ref: '#/components/schemas/StockMovement',
     });
+    // previous: any field of the record but version and last_modified, each optional; a child array as the record has it.
+    const previous = doc.webhooks['product.updated'].post.requestBody.content['application/json'].schema.properties.previous;
+    expect(previous.required ?? []).toEqual([]);
+    expect(Object.keys(previous.properties)).not.toContain('version');
+    expect(Object.keys(previous.properties)).not.toContain('last_modified');
+    expect(previous.properties.variants).toEqual({ type: 'array', items: { $ref: '#/components/schemas/Variant' } });
   });
 
   it('gives every webhook event type an example payload that its schema accepts', () => {

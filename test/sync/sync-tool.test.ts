@@ -28,7 +28,7 @@ import {
   webhookVerifier,
   SYNC_RESOURCES,
 } from '../../packages/sync/src/index.ts';
-import { applyRecords, readSyncState, countRecords } from '../../packages/sync/src/mirror/mirror.repository.ts';
+import { applyRecordLines, applyRecords, readSyncState, countRecords } from '../../packages/sync/src/mirror/mirror.repository.ts';
 import type { StoreReader } from '../../packages/sync/src/store-reader.ts';
 import { StoreApiClient } from '../../packages/client/src/index.ts';
 
@@ -163,6 +163,51 @@ describe.each(backends)('store-api-sync (%s)', (backend) => {
     // An older batch changes nothing.
     expect(await applyRecords(mirror.db, products, [version('v4', 4), version('v3', 3)])).toEqual([]);
     expect(await stored()).toBe('v5');
+  });
+
+  it('the highest version wins: a webhook or a page with a lower version never overwrites the mirror, whatever its last_modified', async () => {
+    const mirror = await freshMirror();
+    const verify = webhookVerifier([SECRET]);
+    const admin = await t.auth(['admin']);
+    const reader = await t.auth();
+    const product = (await aProduct(t.database.db)) as unknown as { id: string };
+    const read = async () => (await t.app.inject({ url: `/api/v1/products/${product.id}`, headers: reader })).json().data;
+    const change = async (name: string) => {
+      const res = await t.app.inject({ method: 'PATCH', url: `/admin/api/v1/products/${product.id}`, headers: admin, payload: { name } });
+      expect(res.statusCode, res.body).toBe(200);
+      return read();
+    };
+    const v1 = await read();
+    const v2 = await change('second name');
+    const v3 = await change('third name');
+    expect([v1.version, v2.version, v3.version]).toEqual([1, 2, 3]);
+    const deliver = (eventId: string, data: unknown) => {
+      const body = JSON.stringify({ id: eventId, type: 'product.updated', created_at: '2026-01-01T00:00:00.000002Z', data });
+      return handleWebhook(mirror, verify, body, signatureHeaders([SECRET], eventId, Math.floor(Date.now() / 1000), body));
+    };
+    const stored = async () =>
+      (
+        await sql<{
+          name: string;
+          version: string;
+        }>`SELECT record->>'name' AS name, record->>'version' AS version FROM store_mirror.products WHERE id = ${product.id}`.execute(mirror.db)
+      ).rows[0];
+    // A stale payload stamped later than the held one (as no payload of the service is) still loses to the version.
+    const staleButLater = (record: { last_modified: string }) => ({ ...record, last_modified: '2099-01-01T00:00:00.000000Z' });
+
+    expect(await deliver('0192bbbb-0000-7000-8000-000000000002', v2)).toMatchObject({ status: 200, outcome: 'applied' });
+    expect(await deliver('0192bbbb-0000-7000-8000-000000000001', staleButLater(v1))).toMatchObject({ status: 200, outcome: 'stale' });
+    expect(await stored()).toEqual({ name: 'second name', version: '2' });
+    // A page (reconcile's list pages, the initial sync's export lines) with the stale version changes nothing either.
+    expect(await applyRecords(mirror.db, products, [staleButLater(v1)])).toEqual([]);
+    await applyRecordLines(mirror, products, [JSON.stringify(staleButLater(v1))], { cursor: null, records: 1, done: false });
+    expect(await stored()).toEqual({ name: 'second name', version: '2' });
+    // Of one key's payloads in a batch the highest version counts, in whatever order they come.
+    await applyRecordLines(mirror, products, [JSON.stringify(v3), JSON.stringify(staleButLater(v1))], { cursor: null, records: 3, done: false });
+    expect(await stored()).toEqual({ name: 'third name', version: '3' });
+    expect(await applyRecords(mirror.db, products, [staleButLater(v2), staleButLater(v1)])).toEqual([]);
+    expect(await deliver('0192bbbb-0000-7000-8000-000000000003', staleButLater(v2))).toMatchObject({ status: 200, outcome: 'stale' });
+    expect(await stored()).toEqual({ name: 'third name', version: '3' });
   });
 
   it('reconcile: pulls what no webhook brought, across a bulk import stamping many records alike, in small pages', async () => {

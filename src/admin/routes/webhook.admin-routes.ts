@@ -342,8 +342,8 @@ export async function webhookAdminRoutes(app: FastifyInstance): Promise<void> {
     },
     async (req, reply) => {
       const { type } = req.body as typeof TestEventBody.static;
-      const example = SUBSCRIBABLE_EVENT_TYPES.includes(type as FeedEventType) ? exampleEvent(type as FeedEventType).data : undefined;
-      const sent = await webhooks.sendTestEvent(id(req.params), type, example);
+      const example = SUBSCRIBABLE_EVENT_TYPES.includes(type as FeedEventType) ? exampleEvent(type as FeedEventType) : undefined;
+      const sent = await webhooks.sendTestEvent(id(req.params), type, example?.data, example?.previous);
       req.audit = { action: 'endpoint.test_event_sent', target: { type: 'endpoint', id: id(req.params) }, details: { type, delivery_id: sent.delivery_id } };
       return reply.code(202).send({ data: sent });
     },

@@ -2006,6 +2006,11 @@ export interface components {
              * @example 2026-11-21T14:05:30.770123Z
              */
             last_modified: string;
+            /**
+             * @description The record's version: 1 when created, one more with every change (of the record or of its variants, images or items); keep the highest
+             * @example 3
+             */
+            version: number;
         };
         /** OrderItem */
         OrderItem: {
@@ -2056,6 +2061,11 @@ export interface components {
              * @example 2026-11-21T14:05:30.770123Z
              */
             last_modified: string;
+            /**
+             * @description The record's version: 1 when created, one more with every change (of the record or of its variants, images or items); keep the highest
+             * @example 3
+             */
+            version: number;
         };
         /** Customer */
         Customer: {
@@ -2078,6 +2088,11 @@ export interface components {
              * @example 2026-11-21T14:05:30.770123Z
              */
             last_modified: string;
+            /**
+             * @description The record's version: 1 when created, one more with every change (of the record or of its variants, images or items); keep the highest
+             * @example 3
+             */
+            version: number;
         };
         /** InventoryVariant */
         InventoryVariant: {
@@ -2102,6 +2117,11 @@ export interface components {
              * @example 2026-11-21T14:05:30.770123Z
              */
             last_modified: string;
+            /**
+             * @description The record's version: 1 when created, one more with every change (of the record or of its variants, images or items); keep the highest
+             * @example 3
+             */
+            version: number;
         };
         /** StockMovement */
         StockMovement: {
@@ -2131,6 +2151,11 @@ export interface components {
              * @example 2026-11-21T14:05:30.770123Z
              */
             last_modified: string;
+            /**
+             * @description The record's version: 1 when created, one more with every change (of the record or of its variants, images or items); keep the highest
+             * @example 3
+             */
+            version: number;
         };
         /**
          * Event
@@ -2163,6 +2188,33 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             data: components["schemas"]["Product"];
+            /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+            previous: {
+                /** Format: uuid */
+                id?: string;
+                name?: string;
+                slug?: string;
+                /** @enum {string} */
+                product_type?: "physical" | "food" | "digital" | "digital_card" | "service" | "bundle";
+                barcode?: string | null;
+                sku?: string | null;
+                /** @description Exact amount, at most 2 decimals */
+                price?: number;
+                cost_price?: number | null;
+                /** @description Σ variants' stock when the product has variants, else its own */
+                stock?: number;
+                category_id?: string | null;
+                thumbnail_url?: string | null;
+                is_active?: boolean;
+                variants?: components["schemas"]["Variant"][];
+                images?: components["schemas"]["Image"][];
+                /**
+                 * Format: date-time
+                 * @description ISO 8601, UTC, microseconds
+                 * @example 2026-11-21T14:05:30.770123Z
+                 */
+                created_at?: string;
+            };
             /**
              * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
              * @constant
@@ -2195,6 +2247,36 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             data: components["schemas"]["Order"];
+            /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+            previous: {
+                /** Format: uuid */
+                id?: string;
+                /** @enum {string} */
+                source?: "pos" | "online";
+                /** @enum {string} */
+                status?: "pending" | "processing" | "preparing" | "ready" | "shipped" | "delivered" | "completed" | "cancelled" | "refunded";
+                /** @enum {string} */
+                payment_status?: "pending" | "paid" | "failed" | "expired";
+                payment_method?: string | null;
+                customer_id?: string | null;
+                customer_name?: string | null;
+                customer_phone?: string | null;
+                /** @description Exact amount, at most 2 decimals */
+                subtotal?: number;
+                /** @description Exact amount, at most 2 decimals */
+                discount?: number;
+                /** @description Exact amount, at most 2 decimals */
+                delivery_fee?: number;
+                /** @description Exact amount, at most 2 decimals */
+                total?: number;
+                items?: components["schemas"]["OrderItem"][];
+                /**
+                 * Format: date-time
+                 * @description ISO 8601, UTC, microseconds
+                 * @example 2026-11-21T14:05:30.770123Z
+                 */
+                created_at?: string;
+            };
             /**
              * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
              * @constant
@@ -2227,6 +2309,22 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             data: components["schemas"]["Customer"];
+            /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+            previous: {
+                /** Format: uuid */
+                id?: string;
+                name?: string;
+                phone?: string | null;
+                email?: string | null;
+                city?: string | null;
+                is_active?: boolean;
+                /**
+                 * Format: date-time
+                 * @description ISO 8601, UTC, microseconds
+                 * @example 2026-11-21T14:05:30.770123Z
+                 */
+                created_at?: string;
+            };
             /**
              * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
              * @constant
@@ -2243,6 +2341,16 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             data: components["schemas"]["InventoryRecord"];
+            /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+            previous: {
+                /** Format: uuid */
+                product_id?: string;
+                product_name?: string;
+                sku?: string | null;
+                stock?: number;
+                is_active?: boolean;
+                variants?: components["schemas"]["InventoryVariant"][];
+            };
             /**
              * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
              * @constant
@@ -9697,7 +9805,8 @@ export interface operations {
                  *           }
                  *         ],
                  *         "created_at": "2026-11-20T09:12:44.120034Z",
-                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z",
+                 *         "version": 3
                  *       }
                  *     }
                  */
@@ -9792,7 +9901,24 @@ export interface operations {
                  *           }
                  *         ],
                  *         "created_at": "2026-11-20T09:12:44.120034Z",
-                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z",
+                 *         "version": 3
+                 *       },
+                 *       "previous": {
+                 *         "stock": 14,
+                 *         "variants": [
+                 *           {
+                 *             "id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61",
+                 *             "name": "M / white",
+                 *             "sku": "SHIRT-LIN-M-W",
+                 *             "price": 49.9,
+                 *             "stock": 14,
+                 *             "attributes": {
+                 *               "size": "M",
+                 *               "color": "white"
+                 *             }
+                 *           }
+                 *         ]
                  *       }
                  *     }
                  */
@@ -9807,6 +9933,33 @@ export interface operations {
                     /** Format: date-time */
                     created_at: string;
                     data: components["schemas"]["Product"];
+                    /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+                    previous: {
+                        /** Format: uuid */
+                        id?: string;
+                        name?: string;
+                        slug?: string;
+                        /** @enum {string} */
+                        product_type?: "physical" | "food" | "digital" | "digital_card" | "service" | "bundle";
+                        barcode?: string | null;
+                        sku?: string | null;
+                        /** @description Exact amount, at most 2 decimals */
+                        price?: number;
+                        cost_price?: number | null;
+                        /** @description Σ variants' stock when the product has variants, else its own */
+                        stock?: number;
+                        category_id?: string | null;
+                        thumbnail_url?: string | null;
+                        is_active?: boolean;
+                        variants?: components["schemas"]["Variant"][];
+                        images?: components["schemas"]["Image"][];
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC, microseconds
+                         * @example 2026-11-21T14:05:30.770123Z
+                         */
+                        created_at?: string;
+                    };
                     /**
                      * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
                      * @constant
@@ -9879,7 +10032,8 @@ export interface operations {
                  *           }
                  *         ],
                  *         "created_at": "2026-11-21T14:05:30.770123Z",
-                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z",
+                 *         "version": 3
                  *       }
                  *     }
                  */
@@ -9966,7 +10120,12 @@ export interface operations {
                  *           }
                  *         ],
                  *         "created_at": "2026-11-21T14:05:30.770123Z",
-                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z",
+                 *         "version": 3
+                 *       },
+                 *       "previous": {
+                 *         "status": "ready",
+                 *         "payment_status": "pending"
                  *       }
                  *     }
                  */
@@ -9981,6 +10140,36 @@ export interface operations {
                     /** Format: date-time */
                     created_at: string;
                     data: components["schemas"]["Order"];
+                    /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+                    previous: {
+                        /** Format: uuid */
+                        id?: string;
+                        /** @enum {string} */
+                        source?: "pos" | "online";
+                        /** @enum {string} */
+                        status?: "pending" | "processing" | "preparing" | "ready" | "shipped" | "delivered" | "completed" | "cancelled" | "refunded";
+                        /** @enum {string} */
+                        payment_status?: "pending" | "paid" | "failed" | "expired";
+                        payment_method?: string | null;
+                        customer_id?: string | null;
+                        customer_name?: string | null;
+                        customer_phone?: string | null;
+                        /** @description Exact amount, at most 2 decimals */
+                        subtotal?: number;
+                        /** @description Exact amount, at most 2 decimals */
+                        discount?: number;
+                        /** @description Exact amount, at most 2 decimals */
+                        delivery_fee?: number;
+                        /** @description Exact amount, at most 2 decimals */
+                        total?: number;
+                        items?: components["schemas"]["OrderItem"][];
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC, microseconds
+                         * @example 2026-11-21T14:05:30.770123Z
+                         */
+                        created_at?: string;
+                    };
                     /**
                      * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
                      * @constant
@@ -10035,7 +10224,8 @@ export interface operations {
                  *         "city": "Lyon",
                  *         "is_active": true,
                  *         "created_at": "2026-11-19T17:40:02.000511Z",
-                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z",
+                 *         "version": 3
                  *       }
                  *     }
                  */
@@ -10104,7 +10294,11 @@ export interface operations {
                  *         "city": "Lyon",
                  *         "is_active": true,
                  *         "created_at": "2026-11-19T17:40:02.000511Z",
-                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z",
+                 *         "version": 3
+                 *       },
+                 *       "previous": {
+                 *         "city": "Paris"
                  *       }
                  *     }
                  */
@@ -10119,6 +10313,22 @@ export interface operations {
                     /** Format: date-time */
                     created_at: string;
                     data: components["schemas"]["Customer"];
+                    /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+                    previous: {
+                        /** Format: uuid */
+                        id?: string;
+                        name?: string;
+                        phone?: string | null;
+                        email?: string | null;
+                        city?: string | null;
+                        is_active?: boolean;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC, microseconds
+                         * @example 2026-11-21T14:05:30.770123Z
+                         */
+                        created_at?: string;
+                    };
                     /**
                      * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
                      * @constant
@@ -10179,7 +10389,19 @@ export interface operations {
                  *             "stock": 12
                  *           }
                  *         ],
-                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z",
+                 *         "version": 3
+                 *       },
+                 *       "previous": {
+                 *         "stock": 14,
+                 *         "variants": [
+                 *           {
+                 *             "variant_id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61",
+                 *             "variant_name": "M / white",
+                 *             "sku": "SHIRT-LIN-M-W",
+                 *             "stock": 14
+                 *           }
+                 *         ]
                  *       }
                  *     }
                  */
@@ -10194,6 +10416,16 @@ export interface operations {
                     /** Format: date-time */
                     created_at: string;
                     data: components["schemas"]["InventoryRecord"];
+                    /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+                    previous: {
+                        /** Format: uuid */
+                        product_id?: string;
+                        product_name?: string;
+                        sku?: string | null;
+                        stock?: number;
+                        is_active?: boolean;
+                        variants?: components["schemas"]["InventoryVariant"][];
+                    };
                     /**
                      * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
                      * @constant
@@ -10252,7 +10484,8 @@ export interface operations {
                  *         "order_id": "0193a5c3-0b12-7d34-a5b6-c7d8e9f0a1b2",
                  *         "note": null,
                  *         "created_at": "2026-11-21T14:05:30.770123Z",
-                 *         "last_modified": "2026-11-21T14:05:30.770123Z"
+                 *         "last_modified": "2026-11-21T14:05:30.770123Z",
+                 *         "version": 1
                  *       }
                  *     }
                  */

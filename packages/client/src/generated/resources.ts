@@ -36,7 +36,8 @@ export const RESOURCES = [
       "variants": "array",
       "images": "array",
       "created_at": "string",
-      "last_modified": "string"
+      "last_modified": "string",
+      "version": "integer"
     }
   },
   {
@@ -67,7 +68,8 @@ export const RESOURCES = [
       "total": "number",
       "items": "array",
       "created_at": "string",
-      "last_modified": "string"
+      "last_modified": "string",
+      "version": "integer"
     }
   },
   {
@@ -91,7 +93,8 @@ export const RESOURCES = [
       "city": "string",
       "is_active": "boolean",
       "created_at": "string",
-      "last_modified": "string"
+      "last_modified": "string",
+      "version": "integer"
     }
   },
   {
@@ -113,7 +116,8 @@ export const RESOURCES = [
       "stock": "integer",
       "is_active": "boolean",
       "variants": "array",
-      "last_modified": "string"
+      "last_modified": "string",
+      "version": "integer"
     }
   },
   {
@@ -140,7 +144,8 @@ export const RESOURCES = [
       "order_id": "string",
       "note": "string",
       "created_at": "string",
-      "last_modified": "string"
+      "last_modified": "string",
+      "version": "integer"
     }
   }
 ] as const;

@@ -48,7 +48,7 @@ const MIGRATIONS: readonly string[] = [
      type text NOT NULL,
      created_at text NOT NULL,
      received_at timestamptz NOT NULL DEFAULT now(),
-     -- false: the mirror already held this record at the same or a newer last_modified.
+     -- false: the mirror already held this record at the same or a newer version.
      applied boolean NOT NULL,
      deliveries integer NOT NULL DEFAULT 1
    );

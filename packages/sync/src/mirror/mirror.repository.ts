@@ -1,5 +1,5 @@
 /**
- * All SQL of the mirror: applying records (newest last_modified wins), the sync state per resource,
+ * All SQL of the mirror: applying records (the highest version wins), the sync state per resource,
  * and the log of received webhook events. Functions take the Kysely instance or transaction first.
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
@@ -14,9 +14,30 @@ const table = (resource: SyncResource) => sql.raw(`store_mirror.${resource.name}
 const key = (resource: SyncResource) => sql.raw(resource.key);
 
 /**
+ * Which of two payloads of one record is newer: the higher `version` (the service's count of the
+ * record's changes, decision 0057), then the later last_modified (records of a service without
+ * versions count as version 0). A payload with a lower version never replaces a higher one, whatever
+ * its last_modified says; the same version is the same record, so a redelivery changes nothing.
+ */
+const versionOf = (record: MirrorRecord): number => (typeof record.version === 'number' ? record.version : 0);
+function newer(a: MirrorRecord, b: MirrorRecord): boolean {
+  // The API's timestamps are fixed-width ISO text (microseconds, Z), so text order is time order.
+  return versionOf(a) > versionOf(b) || (versionOf(a) === versionOf(b) && a.last_modified > b.last_modified);
+}
+
+/** The SQL of `newer`: the version of the record JSON `r` (0 without one). */
+const versionSql = (r: RawBuilder<unknown>) => sql`coalesce((${r}->>'version')::bigint, 0)`;
+
+/** ON CONFLICT's condition: the incoming row (EXCLUDED) is newer than the stored one, as `newer` says. */
+function incomingIsNewer(resource: SyncResource): RawBuilder<unknown> {
+  const held = table(resource);
+  return sql`(${versionSql(sql`EXCLUDED.record`)}, EXCLUDED.last_modified) > (${versionSql(sql`${held}.record`)}, ${held}.last_modified)`;
+}
+
+/**
  * Upserts `records` into the resource's table in one statement. A record is written only when it
- * is newer than the stored one (by last_modified; the same record at the same last_modified is the
- * same version, so a redelivery or a re-pull changes nothing). Returns the keys actually written.
+ * is newer than the stored one (`newer`: by version, then last_modified; the same version is the
+ * same record, so a redelivery or a re-pull changes nothing). Returns the keys actually written.
  */
 export async function applyRecords(db: Kysely<unknown>, resource: SyncResource, records: readonly MirrorRecord[]): Promise<string[]> {
   if (records.length === 0) return [];
@@ -25,15 +46,14 @@ export async function applyRecords(db: Kysely<unknown>, resource: SyncResource, 
   for (const record of records) {
     const k = recordKey(resource, record);
     const held = newest.get(k);
-    // The API's timestamps are fixed-width ISO text (microseconds, Z), so text order is time order.
-    if (!held || held.last_modified < record.last_modified) newest.set(k, record);
+    if (!held || newer(record, held)) newest.set(k, record);
   }
   const { rows } = await sql<{ k: string }>`
     INSERT INTO ${table(resource)} (${key(resource)}, last_modified, record)
     SELECT r->>${resource.key}, (r->>'last_modified')::timestamptz, r
     FROM jsonb_array_elements(${JSON.stringify([...newest.values()])}::jsonb) AS r
     ON CONFLICT (${key(resource)}) DO UPDATE SET last_modified = EXCLUDED.last_modified, record = EXCLUDED.record, mirrored_at = now()
-      WHERE ${table(resource)}.last_modified < EXCLUDED.last_modified
+      WHERE ${incomingIsNewer(resource)}
     RETURNING ${key(resource)} AS k`.execute(db);
   return rows.map((r) => r.k);
 }
@@ -48,7 +68,7 @@ export interface ExportProgress {
 /**
  * Writes a batch of the initial sync, given as the NDJSON lines the service sent (one record's JSON
  * each, stored as its text), and the export position after it, in one transaction. Same rule as
- * applyRecords (newest last_modified wins; of one key's lines in the batch only the newest counts)
+ * applyRecords (the highest version wins; of one key's lines in the batch only the newest counts)
  * but the text goes to the database as it came. On PostgreSQL by `COPY … FROM STDIN`: first
  * straight into the resource's table under a savepoint, which is right whenever every key of the
  * batch is new and appears once (an initial sync into an empty table); a key already there or twice
@@ -132,15 +152,15 @@ const copyValue = (value: string): string =>
 
 /**
  * INSERT … ON CONFLICT of the records `rows` yields (a FROM item naming each record `r`): of one key
- * the newest only, and over a stored one only when newer, as applyRecords.
+ * the newest only (highest version, then last_modified), and over a stored one only when newer, as applyRecords.
  */
 function mergeRecords(resource: SyncResource, rows: RawBuilder<unknown>) {
   return sql`
     INSERT INTO ${table(resource)} (${key(resource)}, last_modified, record)
     SELECT DISTINCT ON (k) k, lm, r FROM (SELECT r->>${resource.key} AS k, (r->>'last_modified')::timestamptz AS lm, r FROM ${rows}) AS records
-    ORDER BY k, lm DESC
+    ORDER BY k, ${versionSql(sql`r`)} DESC, lm DESC
     ON CONFLICT (${key(resource)}) DO UPDATE SET last_modified = EXCLUDED.last_modified, record = EXCLUDED.record, mirrored_at = now()
-      WHERE ${table(resource)}.last_modified < EXCLUDED.last_modified`;
+      WHERE ${incomingIsNewer(resource)}`;
 }
 
 /** Every record of the resource as stored, ordered by key. */
