@@ -36,6 +36,7 @@ import * as perStoreCacheSignals from './migrations/0035-per-store-cache-signals
 import * as rolledSecretMaker from './migrations/0036-rolled-secret-maker.ts';
 import * as secondFactorReachesKeys from './migrations/0037-second-factor-reaches-keys.ts';
 import * as eventTraceContext from './migrations/0038-event-trace-context.ts';
+import * as fifoEndpoints from './migrations/0041-fifo-endpoints.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -65,6 +66,7 @@ const migrations: Record<string, Migration> = {
   '0036-rolled-secret-maker': rolledSecretMaker,
   '0037-second-factor-reaches-keys': secondFactorReachesKeys,
   '0038-event-trace-context': eventTraceContext,
+  '0041-fifo-endpoints': fifoEndpoints,
 };
 
 /** Names of every migration this code has, in order. */

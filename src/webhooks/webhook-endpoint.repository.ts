@@ -9,7 +9,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { WriteContext } from '../db/write-clock.ts';
 import { ownStore, ownStoreIs } from '../db/store-scope.ts';
-import './webhook.tables.ts';
+import type { DeliveryOrder } from './webhook.tables.ts';
 import { destinationKind, redactDestinationUrl, type DestinationKind } from './webhook-destination.ts';
 
 export type EndpointState = 'active' | 'paused' | 'disabled';
@@ -24,6 +24,10 @@ export interface WebhookEndpoint {
   description: string | null;
   event_types: string[];
   enabled: boolean;
+  /** `fifo`: in the events' order, a batch at a time (decision 0059); `unordered`: as slots allow. */
+  delivery_order: DeliveryOrder;
+  /** Most events in one FIFO batch. */
+  batch_size: number;
   state: EndpointState;
   paused_until: string | null;
   consecutive_failures: number;
@@ -44,6 +48,8 @@ interface EndpointRow {
   description: string | null;
   event_types: string[];
   enabled: boolean;
+  delivery_order: DeliveryOrder;
+  batch_size: number;
   paused_until: string | null;
   paused_until_ms: number | null;
   consecutive_failures: number;
@@ -53,7 +59,7 @@ interface EndpointRow {
 }
 
 const endpointColumns = sql`
-  e.id, e.url, e.description, e.event_types, e.enabled, iso_utc(e.paused_until) AS paused_until,
+  e.id, e.url, e.description, e.event_types, e.enabled, e.delivery_order, e.batch_size, iso_utc(e.paused_until) AS paused_until,
   (extract(epoch FROM e.paused_until) * 1000)::float8 AS paused_until_ms,
   e.consecutive_failures, e.disabled_reason, iso_utc(e.created_at) AS created_at, iso_utc(e.updated_at) AS updated_at`;
 
@@ -70,6 +76,8 @@ export function endpointRowToEndpoint(row: EndpointRow, now: number, breakerThre
     description: row.description,
     event_types: row.event_types,
     enabled: row.enabled,
+    delivery_order: row.delivery_order,
+    batch_size: row.batch_size,
     state: !row.enabled ? 'disabled' : paused ? 'paused' : 'active',
     paused_until: row.paused_until,
     consecutive_failures: row.consecutive_failures,
@@ -103,6 +111,8 @@ export interface NewEndpoint {
   description: string | null;
   eventTypes: string[];
   enabled: boolean;
+  deliveryOrder: DeliveryOrder;
+  batchSize: number;
   secret: string;
 }
 
@@ -114,8 +124,9 @@ export interface NewEndpoint {
 export async function insertEndpoint(write: WriteContext, input: NewEndpoint): Promise<string> {
   const id = randomUUID();
   await sql`
-    INSERT INTO webhook_endpoints (id, store_id, url, description, event_types, enabled, secret, created_at, updated_at)
-    VALUES (${id}, ${ownStore()}, ${input.url}, ${input.description}, ${input.eventTypes}::text[], ${input.enabled}, ${input.secret}, ${write.stamp}::timestamptz, ${write.stamp}::timestamptz)
+    INSERT INTO webhook_endpoints (id, store_id, url, description, event_types, enabled, delivery_order, batch_size, secret, created_at, updated_at)
+    VALUES (${id}, ${ownStore()}, ${input.url}, ${input.description}, ${input.eventTypes}::text[], ${input.enabled}, ${input.deliveryOrder}, ${input.batchSize},
+      ${input.secret}, ${write.stamp}::timestamptz, ${write.stamp}::timestamptz)
   `.execute(write.trx);
   return id;
 }
@@ -125,6 +136,8 @@ export interface EndpointPatch {
   description?: string | null;
   eventTypes?: string[];
   enabled?: boolean;
+  deliveryOrder?: DeliveryOrder;
+  batchSize?: number;
 }
 
 /**
@@ -140,6 +153,8 @@ export async function updateEndpoint(db: Kysely<Database>, id: string, patch: En
       description = CASE WHEN ${patch.description !== undefined}::boolean THEN ${patch.description ?? null}::text ELSE description END,
       event_types = coalesce(${patch.eventTypes ?? null}::text[], event_types),
       enabled = coalesce(${patch.enabled ?? null}::boolean, enabled),
+      delivery_order = coalesce(${patch.deliveryOrder ?? null}::text, delivery_order),
+      batch_size = coalesce(${patch.batchSize ?? null}::int, batch_size),
       consecutive_failures = CASE WHEN ${reenable}::boolean THEN 0 ELSE consecutive_failures END,
       paused_until = CASE WHEN ${reenable}::boolean THEN NULL ELSE paused_until END,
       disabled_reason = CASE WHEN ${reenable}::boolean THEN NULL WHEN ${patch.enabled === false}::boolean THEN 'disabled by an administrator' ELSE disabled_reason END,

@@ -43,6 +43,8 @@ import {
   type WebhookDelivery,
 } from './webhook-delivery.repository.ts';
 import { generateSecret } from './webhook-signing.ts';
+import { DEFAULT_BATCH_SIZE } from './fifo-line.ts';
+import type { DeliveryOrder } from './webhook.tables.ts';
 import { validateWebhookUrl, WebhookUrlError } from './webhook-url-policy.ts';
 import { announceDueDeliveries, announceEndpointChanged, announceEndpointReady } from './webhook-wakeup.ts';
 import { redactDestinationUrl } from './webhook-destination.ts';
@@ -70,6 +72,10 @@ export interface EndpointInput {
   event_types?: string[];
   description?: string | null;
   enabled?: boolean;
+  /** Default `unordered`; `fifo`: in the events' order, a batch at a time (decision 0059). */
+  delivery_order?: DeliveryOrder;
+  /** Most events in one FIFO batch, 1–500 (default 50). */
+  batch_size?: number;
 }
 
 export type EndpointPatchInput = Partial<EndpointInput>;
@@ -127,6 +133,8 @@ export class WebhookService {
         description: input.description ?? null,
         eventTypes,
         enabled: input.enabled ?? true,
+        deliveryOrder: input.delivery_order ?? 'unordered',
+        batchSize: input.batch_size ?? DEFAULT_BATCH_SIZE,
         secret,
       }),
     );
@@ -145,6 +153,8 @@ export class WebhookService {
         description: patch.description,
         eventTypes: patch.event_types === undefined ? undefined : checkEventTypes(patch.event_types),
         enabled: patch.enabled,
+        deliveryOrder: patch.delivery_order,
+        batchSize: patch.batch_size,
       },
       isoFromMillis(this.clock()),
     );

@@ -24,9 +24,16 @@ export interface WebhookEndpointTable {
   /** When the breaker last closed on a success after a pause (migration 0022, decision 0029). */
   recovered_at: NullableTimestamp;
   disabled_reason: string | null;
+  /** `fifo`: deliveries go out in the events' order, a batch at a time (migration 0041, decision 0059). */
+  delivery_order: Generated<DeliveryOrder>;
+  /** Most events in one FIFO batch (1–500, default 50). */
+  batch_size: Generated<number>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
+
+/** How an endpoint's deliveries are ordered (decision 0059). */
+export type DeliveryOrder = 'unordered' | 'fifo';
 
 export interface WebhookDeliveryTable {
   /** The store the row belongs to (migration 0031); set from the statement's store scope when not named. */
