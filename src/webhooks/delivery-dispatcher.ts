@@ -33,6 +33,7 @@ import {
   claimDueDeliveries,
   claimFifoBatches,
   decideSettlement,
+  fifoEndpointsExist,
   nextDueAt,
   releaseDeliveries,
   settleDeliveries,
@@ -170,6 +171,9 @@ export class DeliveryDispatcher {
   #settling = 0;
   /** FIFO endpoints whose line this worker holds (a batch being sent or settled). */
   readonly #lines = new Set<string>();
+  /** Whether enabled FIFO endpoints existed when last asked (fifoEndpointsExist), and when that was (worker clock). */
+  #fifoEndpoints = false;
+  #fifoCheckedAt = Number.NEGATIVE_INFINITY;
   /** Room promised to a claim or a poll's handover still running. */
   #reserved = 0;
   /** The dispatch loop found no room because a handover held it: the poll wakes it when done. */
@@ -616,6 +620,11 @@ export class DeliveryDispatcher {
   async #claimLines(now: number): Promise<number> {
     const room = this.#ctx.config.WEBHOOK_CONCURRENCY - this.#sending - this.#lines.size;
     if (room <= 0 || this.#stopping) return 0;
+    if (now - this.#fifoCheckedAt >= this.#ctx.config.WEBHOOK_POLL_INTERVAL_MS) {
+      this.#fifoEndpoints = await fifoEndpointsExist(this.#ctx.database.db);
+      this.#fifoCheckedAt = now;
+    }
+    if (!this.#fifoEndpoints) return 0;
     const batches = await claimFifoBatches(this.#ctx.database.db, {
       workerId: this.#id,
       now,

@@ -397,6 +397,18 @@ export async function claimFifoBatches(db: Kysely<Database>, options: FifoClaimO
   });
 }
 
+/**
+ * Whether any store has an enabled FIFO endpoint: a worker asks this at most once a poll interval,
+ * and claims lines (a transaction of its own) only while some exist, so a deployment without FIFO
+ * endpoints pays one index-free look at the endpoints per interval, nothing per claim.
+ */
+export async function fifoEndpointsExist(db: Kysely<Database>): Promise<boolean> {
+  const { rows } = await sql<{ exist: boolean }>`
+    SELECT EXISTS (SELECT 1 FROM stores st JOIN webhook_endpoints e ON e.store_id = st.id WHERE e.enabled AND e.delivery_order = 'fifo') AS exist
+  `.execute(db);
+  return rows[0]?.exist ?? false;
+}
+
 /** A claimed row as the claim statements return it (`claimedColumns`). */
 export interface ClaimedRow {
   id: string;

@@ -21,17 +21,19 @@ import type { WebhookWorker } from '../../src/webhooks/webhook-worker.ts';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Short enough for a hung request to fail within the test, the lease 1.5 s beyond it. */
 const WORKER_ENV = {
-  WEBHOOK_TIMEOUT_MS: '1500',
-  WEBHOOK_LEASE_MS: '3000',
-  // Enough retries that most batches get through; the ones that do not go dead and the line moves on.
-  WEBHOOK_RETRY_SCHEDULE_MS: '20,20,20,20,20,20,20',
+  WEBHOOK_TIMEOUT_MS: '1000',
+  WEBHOOK_LEASE_MS: '2500',
+  // Few retries: now and then a batch goes dead, and its line must move on.
+  WEBHOOK_RETRY_SCHEDULE_MS: '20,20,20',
   WEBHOOK_BREAKER_THRESHOLD: '10000',
   WEBHOOK_POLL_INTERVAL_MS: '50',
   WEBHOOK_ENDPOINT_CONCURRENCY: '4',
 };
 const WRITERS = 3;
-const WRITES_PER_WRITER = 40;
+const WRITES_PER_WRITER = 30;
 const CUSTOMERS = 4;
+/** Workers stopped (killed) in the run: each held line waits for its lease to expire. */
+const KILLS = 8;
 
 describe.each(backends)('FIFO endpoints (%s)', (backend) => {
   let kit: WebhookTestKit;
@@ -107,8 +109,8 @@ describe.each(backends)('FIFO endpoints (%s)', (backend) => {
         badSignatures++;
       }
       const roll = Math.random();
-      if (roll < 0.15) return void hung.push(res); // never answered: the worker's request times out
-      if (roll < 0.35) return void res.writeHead(500).end('try again');
+      if (roll < 0.08) return void hung.push(res); // never answered: the worker's request times out
+      if (roll < 0.3) return void res.writeHead(500).end('try again');
       const batch = req.json as unknown;
       if (!Array.isArray(batch)) nonArrays++;
       for (const event of (Array.isArray(batch) ? batch : [batch]) as { id: string }[]) taken.get(tag)!.push(event.id);
@@ -122,13 +124,25 @@ describe.each(backends)('FIFO endpoints (%s)', (backend) => {
     // embedded PGlite (its directory belongs to one process) workers in this process, stopped and replaced.
     const pool = backend === 'postgres' ? processWorkers(kit.t.database.url!) : inProcessWorkers(kit);
     for (let i = 0; i < 3; i++) await pool.start();
-    let writing = true;
-    let replaced = 0;
+    const ids = endpoints.map((e) => e.id);
+    let drained = false;
+    let holderKills = 0;
+    // Until every line is drained (KILLS at most): now and then a worker goes, mostly one holding a line at that
+    // moment (its batch in flight, or its settle to come).
     const churn = (async () => {
-      while (writing || replaced < 6) {
-        await new Promise((r) => setTimeout(r, 200 + Math.random() * 800)); // load pattern, not a wait for a result
-        await pool.replaceOne();
-        replaced++;
+      for (let n = 0, kills = 0; !drained && kills < KILLS; n++) {
+        await new Promise((r) => setTimeout(r, 1000 + Math.random() * 1500)); // load pattern, not a wait for a result
+        const { rows: holders } = await sql<{ locked_by: string }>`
+          SELECT DISTINCT locked_by FROM webhook_deliveries
+          WHERE endpoint_id = ANY(${ids}::uuid[]) AND status IN ('pending', 'failed') AND locked_until > now()
+        `.execute(kit.t.database.db);
+        // Mostly the holder of a line (killed mid-batch); every fourth time any worker, holder or not.
+        const holder = await pool.replaceOne(
+          holders.map((h) => h.locked_by),
+          n % 4 === 3,
+        );
+        if (holder) holderKills++;
+        if (holder || n % 4 === 3) kills++;
       }
     })();
     await Promise.all(
@@ -140,10 +154,6 @@ describe.each(backends)('FIFO endpoints (%s)', (backend) => {
         }
       }),
     );
-    writing = false;
-    await churn;
-
-    const ids = endpoints.map((e) => e.id);
     try {
       await vi.waitFor(
         async () => {
@@ -159,6 +169,8 @@ describe.each(backends)('FIFO endpoints (%s)', (backend) => {
         { timeout: 240_000, interval: 200 },
       );
     } finally {
+      drained = true;
+      await churn;
       await pool.stopAll();
     }
 
@@ -179,12 +191,23 @@ describe.each(backends)('FIFO endpoints (%s)', (backend) => {
     }
     expect(badSignatures).toBe(0);
     expect(nonArrays).toBe(0);
+    if (backend === 'postgres' && holderKills >= 3) {
+      // Workers did die holding a line: their batches were recorded abandoned and sent again.
+      const { rows } = await sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM webhook_attempts WHERE outcome = 'abandoned'
+      `.execute(kit.t.database.db);
+      expect(rows[0]!.n).toBeGreaterThan(0);
+    }
   }, 300_000);
 });
 
 interface WorkerPool {
   start(): Promise<void>;
-  replaceOne(): Promise<void>;
+  /**
+   * Stops one of `holders` (worker ids) when one runs here, else (with `anyOne`) any worker, and starts
+   * another in its place; true when it was a holder.
+   */
+  replaceOne(holders: readonly string[], anyOne: boolean): Promise<boolean>;
   stopAll(): Promise<void>;
 }
 
@@ -206,10 +229,15 @@ function processWorkers(databaseUrl: string): WorkerPool {
   };
   return {
     start,
-    async replaceOne() {
-      const victim = running.splice(Math.floor(Math.random() * running.length), 1)[0]!;
+    async replaceOne(holders, anyOne) {
+      // A worker's id is host:pid:random (webhook-worker.ts).
+      const pids = new Set(holders.map((h) => Number(h.split(':')[1])));
+      const holder = running.findIndex((c) => pids.has(c.pid!));
+      if (holder < 0 && !anyOne) return false;
+      const victim = running.splice(holder >= 0 ? holder : Math.floor(Math.random() * running.length), 1)[0]!;
       await kill(victim);
       await start();
+      return holder >= 0;
     },
     async stopAll() {
       await Promise.all(running.splice(0).map(kill));
@@ -223,11 +251,14 @@ function inProcessWorkers(kit: WebhookTestKit): WorkerPool {
     async start() {
       running.push(await kit.startWorker());
     },
-    async replaceOne() {
-      const victim = running.splice(Math.floor(Math.random() * running.length), 1)[0]!;
+    async replaceOne(holders, anyOne) {
+      const holder = running.findIndex((w) => holders.includes(w.id));
+      if (holder < 0 && !anyOne) return false;
+      const victim = running.splice(holder >= 0 ? holder : Math.floor(Math.random() * running.length), 1)[0]!;
       // Not awaited: the replacement starts while the stopped one still drains its batch.
       void victim.stop();
       running.push(await kit.startWorker());
+      return holder >= 0;
     },
     async stopAll() {
       await Promise.all(running.splice(0).map((w) => w.stop()));
