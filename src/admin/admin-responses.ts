@@ -14,6 +14,7 @@ import { SCOPES } from '../tokens/token.service.ts';
 import { DELIVERY_STATUSES } from '../webhooks/webhook-delivery.repository.ts';
 import { OAUTH_CLIENT_AUTH } from '../webhooks/endpoint-credentials.ts';
 import { Nullable, StringEnum } from '../shared/typebox.ts';
+import { BATCH_SIZE_MAX, BATCH_SIZE_MIN, DELIVERY_ORDERS } from '../webhooks/fifo-line.ts';
 import { Product } from '../catalog/product.resource.ts';
 import { ADMIN_ROLES } from './sessions/admin-roles.ts';
 
@@ -110,6 +111,14 @@ const endpointFields = {
   description: Nullable(Type.String()),
   event_types: Type.Array(Type.String(), { description: 'Subscribed event types; [] = all' }),
   enabled: Type.Boolean(),
+  delivery_order: StringEnum(DELIVERY_ORDERS, {
+    description: 'fifo: in the order the events were written, a batch at a time (decision 0059); unordered: as fast as slots allow',
+  }),
+  batch_size: Type.Integer({
+    minimum: BATCH_SIZE_MIN,
+    maximum: BATCH_SIZE_MAX,
+    description: 'Most events in one request or run of messages of a FIFO endpoint',
+  }),
   state: StringEnum(['active', 'paused', 'disabled'] as const, { description: 'disabled when not enabled; paused while the circuit breaker holds it' }),
   paused_until: Nullable(Instant),
   consecutive_failures: Count,

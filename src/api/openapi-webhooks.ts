@@ -7,6 +7,7 @@ import { EVENT_PAYLOADS } from './schemas.ts';
 import { eventTypeDescription, type FeedEventType } from '../resources/registry.ts';
 import { exampleEvent } from './openapi-examples.ts';
 import { pascal, plain, refNamedSchemas, type Json } from './openapi-json.ts';
+import { BATCH_SIZE_MAX } from '../webhooks/fifo-line.ts';
 
 /** Webhook event types (docs/contract/decisions.md, Webhooks): the store events of the feed, and `ping`. */
 export const WEBHOOK_EVENT_TYPES: readonly string[] = [...Object.keys(EVENT_PAYLOADS), 'ping'];
@@ -33,6 +34,33 @@ function webhookBodySchema(type: string, names: Set<string>): Json {
       },
     },
   };
+}
+
+/** The `webhooks` entry of a FIFO endpoint's batch (decision 0059): not an event type, the body that carries them. */
+export const FIFO_BATCH = 'fifo.batch';
+
+const FIFO_BATCH_DESCRIPTION =
+  'What an HTTPS endpoint registered with `delivery_order: "fifo"` receives: up to its `batch_size` events in one request, a JSON array in the order the events were written, signed as one body (`webhook-id` is the batch\'s id, `batch_<first event id>_<count>`, the same when the same batch is sent again). The next batch is sent only after this one was acknowledged or dead-lettered. Apply the events in order and skip those applied already (a batch may come again, or grown behind the same first event).';
+
+/** The body of a FIFO batch: an array of the event bodies, each as webhookBodySchema gives it. */
+function fifoBatchSchema(names: Set<string>): Json {
+  return {
+    type: 'array',
+    minItems: 1,
+    maxItems: BATCH_SIZE_MAX,
+    description: "The events in the order they were written (created_at, then the log's sequence).",
+    items: { anyOf: WEBHOOK_EVENT_TYPES.map((type) => webhookBodySchema(type, names)) },
+  };
+}
+
+function fifoBatchExample(): Json {
+  const [first, second] = Object.keys(EVENT_PAYLOADS) as FeedEventType[];
+  return [exampleEvent(first!), exampleEvent(second!)] as Json;
+}
+
+/** The FIFO batch's description, schema (self-contained) and example, for the event catalog. */
+export function fifoBatchCatalogEntry(): { description: string; schema: Json; example: Json } {
+  return { description: FIFO_BATCH_DESCRIPTION, schema: fifoBatchSchema(new Set()), example: fifoBatchExample() };
 }
 
 /**
@@ -98,5 +126,22 @@ export function webhookSection(names: Set<string>): Json {
       },
     };
   }
+  webhooks[FIFO_BATCH] = {
+    post: {
+      operationId: 'fifoBatchWebhook',
+      security: [],
+      tags: ['Webhooks'],
+      summary: "A FIFO endpoint's batch of events",
+      description: `${FIFO_BATCH_DESCRIPTION} Any 2xx within the timeout acknowledges the whole batch; anything else is retried on the schedule, and nothing behind it is sent meanwhile; when the first event's retries are used up the batch is dead-lettered and the line moves on.`,
+      parameters: signatureHeaders.map((h) =>
+        h.name === 'webhook-id' ? { ...h, description: "The batch's id, `batch_<first event id>_<count>`: the same when the same batch is sent again." } : h,
+      ),
+      requestBody: { required: true, content: { 'application/json': { schema: fifoBatchSchema(names), example: fifoBatchExample() } } },
+      responses: {
+        '2XX': { description: 'Acknowledged: every event of the batch is delivered.' },
+        default: { description: 'Not acknowledged (as is a timeout or a connection error): the batch is retried, and the line waits.' },
+      },
+    },
+  };
   return webhooks;
 }

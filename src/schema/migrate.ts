@@ -38,6 +38,7 @@ import * as secondFactorReachesKeys from './migrations/0037-second-factor-reache
 import * as eventTraceContext from './migrations/0038-event-trace-context.ts';
 import * as recordVersions from './migrations/0039-record-versions.ts';
 import * as endpointCredentials from './migrations/0040-endpoint-credentials.ts';
+import * as fifoEndpoints from './migrations/0041-fifo-endpoints.ts';
 import * as importJobs from './migrations/0042-import-jobs.ts';
 import * as sessionActivity from './migrations/0043-session-activity.ts';
 import * as storeWritesHoldTheirStore from './migrations/0044-store-writes-hold-their-store.ts';
@@ -72,6 +73,7 @@ const migrations: Record<string, Migration> = {
   '0038-event-trace-context': eventTraceContext,
   '0039-record-versions': recordVersions,
   '0040-endpoint-credentials': endpointCredentials,
+  '0041-fifo-endpoints': fifoEndpoints,
   '0042-import-jobs': importJobs,
   '0043-session-activity': sessionActivity,
   '0044-store-writes-hold-their-store': storeWritesHoldTheirStore,

@@ -19,12 +19,31 @@
  * transaction. Its endpoint slot is free again when the answer is in; the settle follows in a batch
  * (the delivery stays leased until then, so at-least-once holds). A claimed delivery is sent only
  * while its lease still covers a whole attempt; otherwise it is released unsent.
+ *
+ * FIFO endpoints (decision 0059) are served apart, a line at a time: each claim also takes the head
+ * batch of the FIFO lines no worker holds (claimFifoBatches), and each batch is sent, settled as a
+ * whole, and its line woken to claim the next (#sendLine). Their sends count toward
+ * WEBHOOK_CONCURRENCY like any.
  */
 import type { EventEmitter } from 'node:events';
 import type { AppContext } from '../app-context.ts';
 import type { BreakerPolicy } from './circuit-breaker.ts';
 import type { RetryPolicy } from './retry-policy.ts';
-import { claimDueDeliveries, nextDueAt, releaseDeliveries, settleDelivery, type ClaimedDelivery, type Settlement } from './delivery-queue.ts';
+import {
+  claimDueDeliveries,
+  claimFifoBatches,
+  decideSettlement,
+  fifoEndpointsExist,
+  nextDueAt,
+  releaseDeliveries,
+  settleDeliveries,
+  settleDelivery,
+  type ClaimedBatch,
+  type ClaimedDelivery,
+  type Finished,
+  type Settlement,
+} from './delivery-queue.ts';
+import { batchBody, batchId } from './fifo-line.ts';
 import { CLAIM_AHEAD_ROUNDS, answeredFast, claimAhead, nextConcurrencyLimit, type ConcurrencyPolicy } from './endpoint-concurrency.ts';
 import type { Handover, PollResult } from './event-poller.ts';
 import { WebhookHttpClient, type HttpAttemptResult } from './webhook-http-client.ts';
@@ -151,6 +170,11 @@ export class DeliveryDispatcher {
   #sending = 0;
   #waiting = 0;
   #settling = 0;
+  /** FIFO endpoints whose line this worker holds (a batch being sent or settled). */
+  readonly #lines = new Set<string>();
+  /** Whether enabled FIFO endpoints existed when last asked (fifoEndpointsExist), and when that was (worker clock). */
+  #fifoEndpoints = false;
+  #fifoCheckedAt = Number.NEGATIVE_INFINITY;
   /** Room promised to a claim or a poll's handover still running. */
   #reserved = 0;
   /** The dispatch loop found no room because a handover held it: the poll wakes it when done. */
@@ -307,7 +331,8 @@ export class DeliveryDispatcher {
             this.#reserved -= free;
           }
           this.take(claimed, now, verdicts, claimSpan);
-          this.#backlog = claimed.length > 0;
+          const lines = await this.#claimLines(now);
+          this.#backlog = claimed.length > 0 || lines > 0;
           claimedAll = claimed.length === free;
           // Sleep until the next delivery falls due (a retry, a breaker's probe), not a whole interval.
           if (!claimedAll) waitMs = this.#untilDue(await nextDueAt(this.#ctx.database.db, this.#clock()), now, interval);
@@ -589,6 +614,142 @@ export class DeliveryDispatcher {
       settlement: settled.settled ? settled.settlement : undefined,
       endpointDisabled: settled.endpointDisabled,
     });
+  }
+
+  /**
+   * Claims the head batch of FIFO lines this worker may send now (as many as its free request slots)
+   * and sends each. Returns how many lines were claimed.
+   */
+  async #claimLines(now: number): Promise<number> {
+    const room = this.#ctx.config.WEBHOOK_CONCURRENCY - this.#sending - this.#lines.size;
+    if (room <= 0 || this.#stopping) return 0;
+    if (now - this.#fifoCheckedAt >= this.#ctx.config.WEBHOOK_POLL_INTERVAL_MS) {
+      this.#fifoEndpoints = await fifoEndpointsExist(this.#ctx.database.db);
+      this.#fifoCheckedAt = now;
+    }
+    if (!this.#fifoEndpoints) return 0;
+    const batches = await claimFifoBatches(this.#ctx.database.db, {
+      workerId: this.#id,
+      now,
+      leaseMs: this.#ctx.config.WEBHOOK_LEASE_MS,
+      limit: room,
+      holding: [...this.#lines],
+      breaker: this.#breaker,
+    });
+    for (const batch of batches) {
+      this.#events.emit('claimed', batch.deliveries);
+      this.#lines.add(batch.endpointId);
+      const run = this.#sendLine(batch, now + this.#ctx.config.WEBHOOK_LEASE_MS)
+        .catch((error) => this.#loopError('a FIFO batch failed (its lease expires and it is sent again)', error))
+        .finally(() => {
+          this.#lines.delete(batch.endpointId);
+          this.#running.delete(run);
+          // The line's next batch may go now.
+          this.#dispatchWake.wake();
+        });
+      this.#running.add(run);
+    }
+    return batches.length;
+  }
+
+  /**
+   * Sends a FIFO line's head batch and settles it (decision 0059). To an HTTPS endpoint: one signed
+   * request whose body is the JSON array of the events' envelopes (`webhook-id` the batch's id), and
+   * every delivery settles with the head's settlement. To a broker: one message each, in order, each
+   * awaited (the broker's confirm) before the next; the first failure settles that delivery (it is
+   * the line's head now) and the rest go back unsent, as do deliveries whose lease would not cover
+   * their publish. Never sent when the lease no longer covers an attempt.
+   */
+  async #sendLine(batch: ClaimedBatch, leaseUntil: number): Promise<void> {
+    const { WEBHOOK_TIMEOUT_MS: timeoutMs } = this.#ctx.config;
+    const head = batch.deliveries[0]!;
+    const finished: Finished[] = [];
+    let unsent: ClaimedDelivery[] = [];
+    const startedAt = this.#clock();
+    const covered = () => this.#clock() + timeoutMs + LEASE_MARGIN_MS <= leaseUntil;
+    const options = () => ({ workerId: this.#id, startedAt, now: this.#clock(), retry: this.#retry, breaker: this.#breaker });
+    this.#sending++;
+    try {
+      if (!covered()) {
+        unsent = [...batch.deliveries];
+      } else if (destinationKind(head.url) === 'https') {
+        const bytes = Buffer.from(batchBody(batch.deliveries.map((d) => d.body)));
+        const headers = signatureHeaders(head.secrets, batchId(head.event.id, batch.deliveries.length), Math.floor(startedAt / 1000), bytes);
+        if (batch.deliveries.every((d) => d.test)) headers['webhook-test'] = 'true';
+        const result = await this.#transport.send(head, headers, bytes);
+        this.#count(head.url, result);
+        const settleOptions = options();
+        const decided = decideSettlement(this.#retry, head.attemptNumber, result, settleOptions.now);
+        batch.deliveries.forEach((delivery, i) => finished.push({ delivery, result, options: settleOptions, decided, followsHead: i > 0 }));
+      } else {
+        for (const [i, delivery] of batch.deliveries.entries()) {
+          if (!covered()) {
+            unsent = batch.deliveries.slice(i);
+            break;
+          }
+          const sentAt = this.#clock();
+          const bytes = Buffer.from(delivery.body);
+          const headers = signatureHeaders(delivery.secrets, delivery.event.id, Math.floor(sentAt / 1000), bytes);
+          if (delivery.test) headers['webhook-test'] = 'true';
+          const result = await this.#transport.send(delivery, headers, bytes);
+          this.#count(delivery.url, result);
+          finished.push({ delivery, result, options: { ...options(), startedAt: sentAt } });
+          if (result.outcome !== 'success') {
+            unsent = batch.deliveries.slice(i + 1);
+            break;
+          }
+        }
+      }
+    } finally {
+      this.#sending--;
+    }
+    this.#release(unsent);
+    if (finished.length === 0) return;
+    const settled = await settleDeliveries(this.#ctx.database.db, finished);
+    settled.forEach((s, i) => {
+      const { delivery, result } = finished[i]!;
+      if (s.settled && s.settlement.status === 'succeeded') {
+        deliveriesSucceeded.inc();
+        deliveryLatency.observe(Math.max(0, this.#clock() - delivery.eventCreatedAtMs) / 1000);
+      } else if (s.settled) {
+        deliveriesFailed.inc();
+        if (s.settlement.status === 'dead') deliveriesDeadLettered.inc();
+      }
+      this.#events.emit('attempt', {
+        deliveryId: delivery.id,
+        endpointId: delivery.endpointId,
+        eventId: delivery.event.id,
+        eventType: delivery.event.type,
+        attemptNumber: delivery.attemptNumber,
+        startedAt: finished[i]!.options.startedAt,
+        result,
+        settlement: s.settled ? s.settlement : undefined,
+        endpointDisabled: s.endpointDisabled,
+      });
+    });
+    if (settled.some((s) => !s.settled)) {
+      this.#ctx.logger.warn({ endpointId: batch.endpointId, workerId: this.#id }, 'FIFO batch lease lost before settling; the new holder sends it again');
+    }
+    const failure = finished.find((f) => f.result.outcome !== 'success');
+    if (failure) {
+      this.#ctx.logger.info(
+        {
+          endpointId: batch.endpointId,
+          deliveryId: failure.delivery.id,
+          outcome: failure.result.outcome,
+          statusCode: failure.result.statusCode,
+          batch: finished.length,
+        },
+        'FIFO batch attempt failed',
+      );
+    }
+  }
+
+  /** The attempt metrics of one request or publish. */
+  #count(url: string, result: HttpAttemptResult): void {
+    const labels = { outcome: result.outcome, destination_kind: destinationKindLabel(url) };
+    deliveriesAttempted.inc(labels);
+    attemptDuration.observe(labels, result.durationMs / 1000);
   }
 
   /** Closes pooled broker connections whose endpoint changed, was disabled or deleted (every brokerReconcileMs; the poll loop calls it). */

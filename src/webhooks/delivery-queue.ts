@@ -27,6 +27,9 @@
  *                                               (the worker stops, or the lease left would not cover an attempt)
  *   dead|failed --admin retry-->                pending, due now (webhook-delivery.repository.ts)
  * Order: within an endpoint, first attempts (pending) before retries (failed), each oldest first.
+ * A FIFO endpoint's deliveries (decision 0059) are never claimed so: claimFifoBatches takes its
+ * line's head batch, in its events' write order, only while no delivery of the line is leased, and
+ * settleDeliveries settles the whole batch with its head's settlement (`decided`).
  * Breaker: endpoints whose breaker is open are not claimed (their due rows wait unchanged); a
  * half-open endpoint gives one probe (circuit-breaker.ts): the due delivery with the fewest failed
  * attempts, newest first. The endpoint's breaker state moves in
@@ -177,7 +180,7 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
   const { rows } = await sql<ClaimedRow>`
     WITH probes AS (
       UPDATE webhook_endpoints e SET paused_until = ${probeUntil}::timestamptz
-      WHERE e.enabled AND e.consecutive_failures >= ${options.breaker.threshold}
+      WHERE e.enabled AND e.delivery_order = 'unordered' AND e.consecutive_failures >= ${options.breaker.threshold}
         AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
         AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))
         AND ${STORE_ACTIVE}
@@ -230,7 +233,7 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
         ORDER BY t.tier, t.next_attempt_at, t.id
         LIMIT greatest(0, coalesce((${slots}::jsonb ->> e.id::text)::int, ${options.endpointCapacity}))
       ) c
-      WHERE e.enabled AND e.consecutive_failures < ${options.breaker.threshold}
+      WHERE e.enabled AND e.delivery_order = 'unordered' AND e.consecutive_failures < ${options.breaker.threshold}
         AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
         AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))
         AND ${STORE_ACTIVE}
@@ -281,6 +284,131 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
     ORDER BY k.store_rank, k.tier, k.rank, c.next_attempt_at, c.id
   `.execute(db);
   return rows.map(claimedDelivery);
+}
+
+/** The head batch of a FIFO endpoint's line, claimed: its deliveries in their events' write order. */
+export interface ClaimedBatch {
+  readonly endpointId: string;
+  readonly storeId: string;
+  readonly deliveries: readonly ClaimedDelivery[];
+}
+
+export interface FifoClaimOptions {
+  readonly workerId: string;
+  readonly now: number;
+  readonly leaseMs: number;
+  /** Most lines (batches) to claim. */
+  readonly limit: number;
+  /** FIFO endpoints whose line this worker holds already (not asked for again). */
+  readonly holding: readonly string[];
+  readonly breaker: BreakerPolicy;
+}
+
+/**
+ * Claims the head batch of up to `limit` FIFO endpoints' lines (decision 0059), in one transaction:
+ *
+ * 1. The lines: enabled FIFO endpoints of active stores, breaker not pausing them, with a due
+ *    undelivered delivery, their rows locked `FOR UPDATE SKIP LOCKED` (another worker's claim of the
+ *    same line, or a settle changing its breaker, makes this claim skip it). A half-open endpoint's
+ *    head batch is its probe: only the line's holder sends, so no probe right is taken.
+ * 2. In a second statement, so its snapshot sees every claim and settle committed before the locks
+ *    were taken: each line's undelivered deliveries in their events' write order, (created_at, seq);
+ *    a line any of whose deliveries is leased (a batch in flight, or a killed worker's lease not yet
+ *    expired) is skipped, and so is one whose head is not due (a retry scheduled: nothing behind it
+ *    may go first). The first `batch_size` are leased, whatever their own due time (the head is
+ *    due, they follow it). A lease that had expired gets its `abandoned` attempt, as in
+ *    claimDueDeliveries. The rows re-checked under their locks can only have been settled
+ *    meanwhile by a worker whose lease expired, and a batch settles as a whole (its head's
+ *    settlement), so what is leased stays the line's head.
+ *
+ * The line is read whole (its events joined by primary key): the cost follows the endpoint's backlog.
+ */
+export async function claimFifoBatches(db: Kysely<Database>, options: FifoClaimOptions): Promise<ClaimedBatch[]> {
+  if (options.limit <= 0) return [];
+  const now = isoFromMillis(options.now);
+  const leaseUntil = isoFromMillis(options.now + options.leaseMs);
+  return db.transaction().execute(async (trx) => {
+    const { rows: lines } = await sql<{ id: string; store_id: string; batch_size: number }>`
+      SELECT e.id, e.store_id, e.batch_size FROM webhook_endpoints e
+      WHERE e.enabled AND e.delivery_order = 'fifo'
+        AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
+        AND NOT (e.id = ANY(${options.holding}::uuid[]))
+        AND ${STORE_ACTIVE}
+        AND EXISTS (
+          SELECT 1 FROM webhook_deliveries d
+          WHERE d.store_id = e.store_id AND d.endpoint_id = e.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz)
+      ORDER BY e.paused_until NULLS FIRST, e.id
+      LIMIT ${options.limit}
+      FOR UPDATE OF e SKIP LOCKED
+    `.execute(trx);
+    if (lines.length === 0) return [];
+    const { rows } = await sql<ClaimedRow>`
+      WITH lines AS (
+        SELECT * FROM unnest(${lines.map((l) => l.store_id)}::uuid[], ${lines.map((l) => l.id)}::uuid[], ${lines.map((l) => l.batch_size)}::int[])
+          AS l(store_id, endpoint_id, batch_size)
+      ), line AS (
+        SELECT l.store_id, l.endpoint_id, l.batch_size, x.id, x.next_attempt_at, x.locked_until,
+          row_number() OVER (PARTITION BY l.endpoint_id ORDER BY x.created_at, x.seq, x.id) AS position
+        FROM lines l
+        CROSS JOIN LATERAL (
+          SELECT d.id, d.next_attempt_at, d.locked_until, ev.created_at, ev.seq
+          FROM webhook_deliveries d
+          ${eventOfDelivery('d')}
+          WHERE d.store_id = l.store_id AND d.endpoint_id = l.endpoint_id AND d.status IN ('pending','failed')
+        ) x
+      ), free AS (
+        SELECT endpoint_id FROM line GROUP BY endpoint_id
+        HAVING bool_and(locked_until IS NULL OR locked_until <= ${now}::timestamptz)
+          AND bool_or(position = 1 AND next_attempt_at <= ${now}::timestamptz)
+      ), picked AS (
+        SELECT d.id, d.store_id, line.position, d.locked_by AS previous_locked_by, d.locked_at AS previous_locked_at, d.locked_until AS previous_locked_until
+        FROM line JOIN free f ON f.endpoint_id = line.endpoint_id
+        JOIN webhook_deliveries d ON d.store_id = line.store_id AND d.id = line.id
+        WHERE line.position <= line.batch_size
+        FOR UPDATE OF d
+      ), claimed AS (
+        UPDATE webhook_deliveries d
+        SET locked_by = ${options.workerId}, locked_at = ${now}::timestamptz, locked_until = ${leaseUntil}::timestamptz
+        FROM picked p
+        WHERE d.store_id = p.store_id AND d.id = p.id AND d.status IN ('pending','failed')
+          AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
+        RETURNING d.id, d.store_id, d.attempt_count, d.endpoint_id, d.event_id, d.test, p.position,
+          p.previous_locked_by, p.previous_locked_at, p.previous_locked_until
+      ), abandoned AS (
+        INSERT INTO webhook_attempts (id, store_id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
+        SELECT gen_random_uuid(), c.store_id, c.id, c.attempt_count + 1, coalesce(c.previous_locked_at, now()),
+          coalesce((extract(epoch FROM (c.previous_locked_until - c.previous_locked_at)) * 1000)::int, 0),
+          NULL, NULL, 'the worker stopped before recording this attempt (its lease expired); sent again', 'abandoned'
+        FROM claimed c
+        WHERE c.previous_locked_by IS NOT NULL
+      )
+      SELECT ${claimedColumns(now)}
+      FROM claimed c
+      JOIN webhook_endpoints e ON e.store_id = c.store_id AND e.id = c.endpoint_id
+      ${eventOfDelivery('c')}
+      WHERE ${ASYNC_COMMIT}
+      ORDER BY c.endpoint_id, c.position
+    `.execute(trx);
+    const batches = new Map<string, ClaimedDelivery[]>();
+    for (const row of rows) {
+      const batch = batches.get(row.endpoint_id);
+      if (batch) batch.push(claimedDelivery(row));
+      else batches.set(row.endpoint_id, [claimedDelivery(row)]);
+    }
+    return [...batches].map(([endpointId, deliveries]) => ({ endpointId, storeId: deliveries[0]!.storeId, deliveries }));
+  });
+}
+
+/**
+ * Whether any store has an enabled FIFO endpoint: a worker asks this at most once a poll interval,
+ * and claims lines (a transaction of its own) only while some exist, so a deployment without FIFO
+ * endpoints pays one index-free look at the endpoints per interval, nothing per claim.
+ */
+export async function fifoEndpointsExist(db: Kysely<Database>): Promise<boolean> {
+  const { rows } = await sql<{ exist: boolean }>`
+    SELECT EXISTS (SELECT 1 FROM stores st JOIN webhook_endpoints e ON e.store_id = st.id WHERE e.enabled AND e.delivery_order = 'fifo') AS exist
+  `.execute(db);
+  return rows[0]?.exist ?? false;
 }
 
 /** A claimed row as the claim statements return it (`claimedColumns`). */
@@ -385,6 +513,13 @@ export interface Finished {
   readonly delivery: ClaimedDelivery;
   readonly result: HttpAttemptResult;
   readonly options: SettleOptions;
+  /** The settlement, decided by the caller (a FIFO batch's, by its head); default decideSettlement. */
+  readonly decided?: Settlement;
+  /**
+   * A FIFO batch's member behind its head: it settles like the head, but the batch is one request,
+   * and one verdict for the breaker (the head's).
+   */
+  readonly followsHead?: boolean;
 }
 
 /**
@@ -401,7 +536,7 @@ export interface Finished {
 export async function settleDeliveries(db: Kysely<Database>, finished: readonly Finished[]): Promise<SettleResult[]> {
   if (finished.length === 0) return [];
   const rows = finished.map((f) => {
-    const settlement = decideSettlement(f.options.retry, f.delivery.attemptNumber, f.result, f.options.now);
+    const settlement = f.decided ?? decideSettlement(f.options.retry, f.delivery.attemptNumber, f.result, f.options.now);
     return { f, settlement };
   });
   const column = <T>(pick: (r: (typeof rows)[number]) => T): T[] => rows.map(pick);
@@ -489,6 +624,10 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
       let disabledAt = 0;
       rows.forEach((r, i) => {
         if (r.f.delivery.endpointId !== endpoint.id || !settledIds.has(r.f.delivery.id)) return;
+        if (r.f.followsHead) {
+          results[i] = { settled: true, settlement: r.settlement, endpointDisabled: disable, breaker: state };
+          return;
+        }
         // A test delivery's failure says nothing about the store's real traffic (decision 0020): it
         // never pauses the endpoint; its success, like any, proves the receiver answers.
         // A refused first attempt of the backlog of a pause the endpoint has recovered from does
@@ -587,16 +726,33 @@ export async function nextDueAt(db: Kysely<Database>, now: number): Promise<numb
            AND (d.locked_until IS NULL OR d.locked_until <= ${nowIso}::timestamptz)
          ORDER BY d.next_attempt_at, d.id LIMIT 1)
       ) c
-      WHERE e.enabled AND ${STORE_ACTIVE}
+      WHERE e.enabled AND e.delivery_order = 'unordered' AND ${STORE_ACTIVE}
+      UNION ALL
+      -- A FIFO endpoint's line (decision 0059): its head's due time (not before its pause ends), or
+      -- while a batch of it is leased, when that lease ends.
+      SELECT min(CASE WHEN h.leased_until IS NOT NULL THEN h.leased_until
+        ELSE greatest(h.next_attempt_at, coalesce(e.paused_until, h.next_attempt_at)) END) AS t
+      FROM webhook_endpoints e
+      CROSS JOIN LATERAL (
+        SELECT
+          (SELECT max(d.locked_until) FROM webhook_deliveries d
+           WHERE d.store_id = e.store_id AND d.endpoint_id = e.id AND d.status IN ('pending','failed') AND d.locked_until > ${nowIso}::timestamptz) AS leased_until,
+          (SELECT d.next_attempt_at FROM webhook_deliveries d ${eventOfDelivery('d')}
+           WHERE d.store_id = e.store_id AND d.endpoint_id = e.id AND d.status IN ('pending','failed')
+           ORDER BY ev.created_at, ev.seq, d.id LIMIT 1) AS next_attempt_at
+      ) h
+      WHERE e.enabled AND e.delivery_order = 'fifo' AND h.next_attempt_at IS NOT NULL AND ${STORE_ACTIVE}
+    ), earliest AS (
+      SELECT min(t) AS t FROM free
     )
     SELECT (extract(epoch FROM CASE
-      WHEN (SELECT t FROM free) <= ${nowIso}::timestamptz THEN (SELECT t FROM free)
-      ELSE least((SELECT t FROM free), (
+      WHEN (SELECT t FROM earliest) <= ${nowIso}::timestamptz THEN (SELECT t FROM earliest)
+      ELSE least((SELECT t FROM earliest), (
         SELECT min(d.locked_until)
         FROM webhook_endpoints e
         JOIN webhook_deliveries d ON d.store_id = e.store_id AND d.endpoint_id = e.id AND d.status IN ('pending','failed')
           AND d.next_attempt_at <= ${nowIso}::timestamptz AND d.locked_until > ${nowIso}::timestamptz
-        WHERE e.enabled AND (e.paused_until IS NULL OR e.paused_until <= ${nowIso}::timestamptz) AND ${STORE_ACTIVE}))
+        WHERE e.enabled AND e.delivery_order = 'unordered' AND (e.paused_until IS NULL OR e.paused_until <= ${nowIso}::timestamptz) AND ${STORE_ACTIVE}))
     END) * 1000)::float8 AS t
   `.execute(db);
   return rows[0]?.t ?? null;

@@ -213,6 +213,8 @@ export async function pollEvents(
           coalesce((${held}::jsonb ->> e.id::text)::int, 0) + row_number() OVER (PARTITION BY e.id ORDER BY ev.created_at, ev.seq) AS rank,
           row_number() OVER (PARTITION BY e.id ORDER BY ev.created_at, ev.seq) <= coalesce((${slots}::jsonb ->> e.id::text)::int, ${handover.endpointCapacity})
             AND e.consecutive_failures < ${handover.breaker.threshold}
+            -- A FIFO endpoint's deliveries wait for its line's claim (decision 0059).
+            AND e.delivery_order = 'unordered'
             AND (e.paused_until IS NULL OR e.paused_until <= ${nowIso}::timestamptz)
             AND ${STORE_ACTIVE}
             AND NOT EXISTS (

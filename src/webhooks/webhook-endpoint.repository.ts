@@ -9,7 +9,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import type { WriteContext } from '../db/write-clock.ts';
 import { ownStore, ownStoreIs } from '../db/store-scope.ts';
-import './webhook.tables.ts';
+import type { DeliveryOrder } from './webhook.tables.ts';
 import { destinationKind, redactDestinationUrl, type DestinationKind } from './webhook-destination.ts';
 import type { CredentialsSummary } from './endpoint-credentials.ts';
 
@@ -25,6 +25,10 @@ export interface WebhookEndpoint {
   description: string | null;
   event_types: string[];
   enabled: boolean;
+  /** `fifo`: in the events' order, a batch at a time (decision 0059); `unordered`: as slots allow. */
+  delivery_order: DeliveryOrder;
+  /** Most events in one FIFO batch. */
+  batch_size: number;
   state: EndpointState;
   paused_until: string | null;
   consecutive_failures: number;
@@ -47,6 +51,8 @@ interface EndpointRow {
   description: string | null;
   event_types: string[];
   enabled: boolean;
+  delivery_order: DeliveryOrder;
+  batch_size: number;
   paused_until: string | null;
   paused_until_ms: number | null;
   consecutive_failures: number;
@@ -57,7 +63,7 @@ interface EndpointRow {
 }
 
 const endpointColumns = sql`
-  e.id, e.url, e.description, e.event_types, e.enabled, iso_utc(e.paused_until) AS paused_until,
+  e.id, e.url, e.description, e.event_types, e.enabled, e.delivery_order, e.batch_size, iso_utc(e.paused_until) AS paused_until,
   (extract(epoch FROM e.paused_until) * 1000)::float8 AS paused_until_ms,
   e.consecutive_failures, e.disabled_reason, e.credentials, iso_utc(e.created_at) AS created_at, iso_utc(e.updated_at) AS updated_at`;
 
@@ -74,6 +80,8 @@ export function endpointRowToEndpoint(row: EndpointRow, now: number, breakerThre
     description: row.description,
     event_types: row.event_types,
     enabled: row.enabled,
+    delivery_order: row.delivery_order,
+    batch_size: row.batch_size,
     state: !row.enabled ? 'disabled' : paused ? 'paused' : 'active',
     paused_until: row.paused_until,
     consecutive_failures: row.consecutive_failures,
@@ -116,6 +124,8 @@ export interface NewEndpoint {
   description: string | null;
   eventTypes: string[];
   enabled: boolean;
+  deliveryOrder: DeliveryOrder;
+  batchSize: number;
   secret: string;
   credentials: StoredCredentials | null;
 }
@@ -128,9 +138,9 @@ export interface NewEndpoint {
 export async function insertEndpoint(write: WriteContext, input: NewEndpoint): Promise<string> {
   const { id } = input;
   await sql`
-    INSERT INTO webhook_endpoints (id, store_id, url, description, event_types, enabled, secret, credentials, credentials_sealed, created_at, updated_at)
-    VALUES (${id}, ${ownStore()}, ${input.url}, ${input.description}, ${input.eventTypes}::text[], ${input.enabled}, ${input.secret},
-      ${input.credentials ? JSON.stringify(input.credentials.summary) : null}::jsonb, ${input.credentials?.sealed ?? null},
+    INSERT INTO webhook_endpoints (id, store_id, url, description, event_types, enabled, delivery_order, batch_size, secret, credentials, credentials_sealed, created_at, updated_at)
+    VALUES (${id}, ${ownStore()}, ${input.url}, ${input.description}, ${input.eventTypes}::text[], ${input.enabled}, ${input.deliveryOrder}, ${input.batchSize},
+      ${input.secret}, ${input.credentials ? JSON.stringify(input.credentials.summary) : null}::jsonb, ${input.credentials?.sealed ?? null},
       ${write.stamp}::timestamptz, ${write.stamp}::timestamptz)
   `.execute(write.trx);
   return id;
@@ -148,6 +158,8 @@ export interface EndpointPatch {
   enabled?: boolean;
   /** New credentials; null removes them; undefined keeps them. */
   credentials?: StoredCredentials | null;
+  deliveryOrder?: DeliveryOrder;
+  batchSize?: number;
 }
 
 /**
@@ -165,6 +177,8 @@ export async function updateEndpoint(db: Kysely<Database>, id: string, patch: En
       enabled = coalesce(${patch.enabled ?? null}::boolean, enabled),
       credentials = CASE WHEN ${patch.credentials !== undefined}::boolean THEN ${patch.credentials ? JSON.stringify(patch.credentials.summary) : null}::jsonb ELSE credentials END,
       credentials_sealed = CASE WHEN ${patch.credentials !== undefined}::boolean THEN ${patch.credentials?.sealed ?? null}::text ELSE credentials_sealed END,
+      delivery_order = coalesce(${patch.deliveryOrder ?? null}::text, delivery_order),
+      batch_size = coalesce(${patch.batchSize ?? null}::int, batch_size),
       consecutive_failures = CASE WHEN ${reenable}::boolean THEN 0 ELSE consecutive_failures END,
       paused_until = CASE WHEN ${reenable}::boolean THEN NULL ELSE paused_until END,
       disabled_reason = CASE WHEN ${reenable}::boolean THEN NULL WHEN ${patch.enabled === false}::boolean THEN 'disabled by an administrator' ELSE disabled_reason END,

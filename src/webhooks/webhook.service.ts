@@ -58,6 +58,8 @@ import {
   type WebhookDelivery,
 } from './webhook-delivery.repository.ts';
 import { generateSecret } from './webhook-signing.ts';
+import { DEFAULT_BATCH_SIZE } from './fifo-line.ts';
+import type { DeliveryOrder } from './webhook.tables.ts';
 import { validateWebhookUrl, WebhookUrlError } from './webhook-url-policy.ts';
 import { announceDueDeliveries, announceEndpointChanged, announceEndpointReady } from './webhook-wakeup.ts';
 import { redactDestinationUrl } from './webhook-destination.ts';
@@ -86,6 +88,10 @@ export interface EndpointInput {
   description?: string | null;
   enabled?: boolean;
   credentials?: CredentialsInput;
+  /** Default `unordered`; `fifo`: in the events' order, a batch at a time (decision 0059). */
+  delivery_order?: DeliveryOrder;
+  /** Most events in one FIFO batch, 1–500 (default 50). */
+  batch_size?: number;
 }
 
 export type EndpointPatchInput = Partial<Omit<EndpointInput, 'credentials'>> & {
@@ -157,6 +163,8 @@ export class WebhookService {
         description: input.description ?? null,
         eventTypes,
         enabled: input.enabled ?? true,
+        deliveryOrder: input.delivery_order ?? 'unordered',
+        batchSize: input.batch_size ?? DEFAULT_BATCH_SIZE,
         secret,
       }),
     );
@@ -177,6 +185,8 @@ export class WebhookService {
         eventTypes: patch.event_types === undefined ? undefined : checkEventTypes(patch.event_types),
         enabled: patch.enabled,
         credentials,
+        deliveryOrder: patch.delivery_order,
+        batchSize: patch.batch_size,
       },
       isoFromMillis(this.clock()),
     );

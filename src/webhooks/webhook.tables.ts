@@ -28,9 +28,16 @@ export interface WebhookEndpointTable {
   credentials: ColumnType<unknown, string | null | undefined, string | null>;
   /** The credentials whole, sealed under WEBHOOK_CREDENTIALS_KEY (webhooks/endpoint-credentials.ts); null: none. */
   credentials_sealed: string | null;
+  /** `fifo`: deliveries go out in the events' order, a batch at a time (migration 0041, decision 0059). */
+  delivery_order: Generated<DeliveryOrder>;
+  /** Most events in one FIFO batch (1–500, default 50). */
+  batch_size: Generated<number>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
+
+/** How an endpoint's deliveries are ordered (decision 0059). */
+export type DeliveryOrder = 'unordered' | 'fifo';
 
 export interface WebhookDeliveryTable {
   /** The store the row belongs to (migration 0031); set from the statement's store scope when not named. */

@@ -45,13 +45,11 @@ describe.each(backends)('event catalog (%s)', (backend) => {
 
   it('matches the OpenAPI document: same types, examples, and the route itself is documented', async () => {
     const doc = (await t.app.inject({ url: '/api/v1/openapi.json' })).json();
-    const catalog = (await t.app.inject({ url: '/admin/api/v1/event-types', headers: await t.auth(['admin']) })).json().data as {
-      type: string;
-      description: string;
-      example: unknown;
-    }[];
-    expect(Object.keys(doc.webhooks).sort()).toEqual(catalog.map((e) => e.type).sort());
-    for (const entry of catalog) {
+    const answer = (await t.app.inject({ url: '/admin/api/v1/event-types', headers: await t.auth(['admin']) })).json();
+    const catalog = answer.data as { type: string; description: string; example: unknown }[];
+    // Every event type, and the batch body of a FIFO endpoint (decision 0059) beside them.
+    expect(Object.keys(doc.webhooks).sort()).toEqual([...catalog.map((e) => e.type), 'fifo.batch'].sort());
+    for (const entry of [...catalog, { type: 'fifo.batch', ...answer.fifo_batch }]) {
       const post = doc.webhooks[entry.type].post;
       expect(post.requestBody.content['application/json'].example).toEqual(entry.example);
       expect(post.description).toContain(entry.description);

@@ -8,6 +8,7 @@ import { compileErrors, validate } from '@readme/openapi-parser';
 import { expectSchema } from '../helpers/schema-check.ts';
 import { EVENT_PAYLOADS } from '../../src/api/schemas.ts';
 import { exampleEvent } from '../../src/api/openapi-examples.ts';
+import { FIFO_BATCH, fifoBatchCatalogEntry } from '../../src/api/openapi-webhooks.ts';
 import { EVENT_TYPES } from '../../src/resources/event-types.ts';
 import { READ_SCOPES, RESOURCES } from '../../src/resources/registry.ts';
 import { backends } from '../helpers/test-database.ts';
@@ -356,7 +357,8 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
   });
 
   it('describes every webhook event with its payload and signature headers', () => {
-    expect(Object.keys(doc.webhooks).sort()).toEqual([...EVENT_TYPES].sort());
+    // Every event type, and the batch a FIFO endpoint receives (decision 0059).
+    expect(Object.keys(doc.webhooks).sort()).toEqual([...EVENT_TYPES, FIFO_BATCH].sort());
     // …among them every type the spec names (docs/contract/decisions.md).
     expect(EVENT_TYPES).toEqual(
       expect.arrayContaining([
@@ -396,6 +398,18 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
   it('gives every webhook event type an example payload that its schema accepts', () => {
     for (const [type, schema] of Object.entries(EVENT_PAYLOADS)) expectSchema(schema, exampleEvent(type as never));
     expect(exampleEvent('ping')).toMatchObject({ type: 'ping', data: { endpoint_id: expect.any(String) } });
+  });
+
+  it("describes a FIFO endpoint's batch: an array of the event bodies, signed like one event, its example accepted", () => {
+    const post = doc.webhooks[FIFO_BATCH].post;
+    const body = post.requestBody.content['application/json'].schema;
+    expect(body.type).toBe('array');
+    expect(body.items.anyOf).toEqual(EVENT_TYPES.map((type) => doc.webhooks[type].post.requestBody.content['application/json'].schema));
+    expect(post.parameters.map((p: Json) => p.name)).toEqual(['webhook-id', 'webhook-timestamp', 'webhook-signature']);
+    const catalog = fifoBatchCatalogEntry();
+    expect(catalog.example).toEqual(post.requestBody.content['application/json'].example);
+    expectSchema(catalog.schema as never, catalog.example);
+    expect(() => expectSchema(catalog.schema as never, (catalog.example as Json[])[0])).toThrow();
   });
 
   it('lists the events feed as the union of the webhook payloads', () => {

@@ -48,6 +48,29 @@ describe.each(backends)('broker destinations (%s)', (backend) => {
     await kit?.close();
   });
 
+  it('a FIFO endpoint on RabbitMQ gets one confirmed message per event, in the order the events were written', { timeout: 120_000 }, async () => {
+    const amqp = await amqpConsumer();
+    try {
+      const endpoint = await kit.createEndpoint(`amqp://guest:guest@${RABBITMQ.host}:${RABBITMQ.port}/%2F?exchange=${amqp.exchange}`, {
+        event_types: ['customer.created'],
+        delivery_order: 'fifo',
+        batch_size: 4,
+      });
+      const n = 10;
+      for (let i = 0; i < n; i++) await createCustomer(kit.t.database.db, { name: `FIFO broker ${i}`, email: `fifo-broker${i}@example.com` });
+      await amqp.log.waitFor((l) => l.distinct().size >= n);
+      const { rows } = await sql<{ event_id: string }>`
+        SELECT d.event_id FROM webhook_deliveries d JOIN events ev ON ev.store_id = d.store_id AND ev.id = d.event_id
+        WHERE d.endpoint_id = ${endpoint.id}::uuid ORDER BY ev.created_at, ev.seq
+      `.execute(kit.t.database.db);
+      expect([...amqp.log.distinct()]).toEqual(rows.map((r) => r.event_id));
+      for (const message of amqp.log.messages) expect(() => new Webhook(endpoint.secret).verify(message.body, message.headers)).not.toThrow();
+      await kit.api('PATCH', `/webhooks/endpoints/${endpoint.id}`, { enabled: false });
+    } finally {
+      await amqp.close();
+    }
+  });
+
   it('delivers every subscribed event to RabbitMQ, Mosquitto and NATS JetStream, signed and equal to the read API record', { timeout: 120_000 }, async () => {
     const amqp = await amqpConsumer();
     const mqtt = await mqttConsumer();

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
-import { verifyWebhook } from '@store-api/client';
+import { verifyWebhook, verifyWebhookBatch, WebhookVerificationError } from '@store-api/client';
 import { signatureOf, signedContent } from '@store-api/client/webhook-signature';
 import { generateSecret, sign, signatureHeaders } from '../../src/webhooks/webhook-signing.ts';
+import { batchBody, batchId } from '../../src/webhooks/fifo-line.ts';
 
 describe('Standard Webhooks signing (verified with the public standardwebhooks package)', () => {
   const body = JSON.stringify({ id: 'evt', type: 'order.created', created_at: '2026-01-01T00:00:00.000000Z', data: { total: 19.99, name: 'Zoë' } });
@@ -47,5 +48,23 @@ describe('Standard Webhooks signing (verified with the public standardwebhooks p
     };
     expect(verifyWebhook(new TextEncoder().encode(body), headers, secret).id).toBe('evt');
     expect(verifyWebhook(body, headers, secret).id).toBe('evt');
+  });
+
+  it('a FIFO batch verifies as one body, signed by the reference implementation, and gives its events in order', () => {
+    const secret = generateSecret();
+    const events = ['e1', 'e2', 'e3'].map((id) => JSON.stringify({ id, type: 'customer.updated', created_at: '2026-01-01T00:00:00Z', data: { id } }));
+    const body = batchBody(events);
+    const id = batchId('e1', 3);
+    const headers = { 'webhook-id': id, 'webhook-timestamp': String(now), 'webhook-signature': new Webhook(secret).sign(id, new Date(now * 1000), body) };
+    expect(signatureHeaders([secret], id, now, body)['webhook-signature']).toBe(headers['webhook-signature']);
+    expect(verifyWebhookBatch(body, headers, secret, { now: now * 1000 }).map((e) => e.id)).toEqual(['e1', 'e2', 'e3']);
+    // One event is not a batch, and a batch is not one event.
+    const single = events[0]!;
+    const singleHeaders = signatureHeaders([secret], 'e1', now, single);
+    expect(() => verifyWebhookBatch(single, singleHeaders, secret, { now: now * 1000 })).toThrow(WebhookVerificationError);
+    expect(() => verifyWebhook(body, headers, secret, { now: now * 1000 })).toThrow(/not a Store API event/);
+    // A reordered batch is not the batch that was signed.
+    const reordered = batchBody([events[1]!, events[0]!, events[2]!]);
+    expect(() => verifyWebhookBatch(reordered, headers, secret, { now: now * 1000 })).toThrow(/No webhook signature matches/);
   });
 });

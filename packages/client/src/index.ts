@@ -37,7 +37,7 @@ export { StoreApiError } from './store-api.error.ts';
 export { lines as ndjsonLines, TruncatedBodyError } from './ndjson-lines.ts';
 export type { ClientErrorCode, StoreApiErrorCode } from './store-api.error.ts';
 export type { RetryInfo } from './http-transport.ts';
-export { verifyWebhook, WebhookVerificationError } from './webhook-verification.ts';
+export { verifyWebhook, verifyWebhookBatch, WebhookVerificationError } from './webhook-verification.ts';
 export type { VerifyWebhookOptions, WebhookHeaders, WebhookVerificationCode } from './webhook-verification.ts';
 export type * from './resource-types.ts';
 export { RESOURCES as API_RESOURCES } from './generated/resources.ts';

@@ -91,7 +91,9 @@ export interface Page<T> {
 type WebhookPayload<K extends keyof webhooks> = webhooks[K] extends { post: { requestBody: { content: { 'application/json': infer B } } } } ? B : never;
 
 /** A webhook event, discriminated by `type` (narrow with `switch (event.type)`). */
-export type WebhookEvent = { [K in keyof webhooks]: WebhookPayload<K> }[keyof webhooks];
+export type WebhookEvent = { [K in Exclude<keyof webhooks, 'fifo.batch'>]: WebhookPayload<K> }[Exclude<keyof webhooks, 'fifo.batch'>];
+/** What a FIFO endpoint receives: its events in the order they were written, in one request (verifyWebhookBatch). */
+export type WebhookBatch = WebhookEvent[];
 /** Every webhook event type, e.g. `'order.updated'`. */
 export type WebhookEventType = WebhookEvent['type'];
 /** The event of one type, e.g. `WebhookEventOf<'order.created'>`. */

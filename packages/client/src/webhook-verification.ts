@@ -64,6 +64,39 @@ export function verifyWebhook(
   secret: string | readonly string[],
   options: VerifyWebhookOptions = {},
 ): WebhookEvent {
+  const event = verifiedJson(body, headers, secret, options);
+  if (!isEvent(event)) {
+    throw new WebhookVerificationError('invalid_payload', 'The webhook body is not a Store API event ({ id, type, created_at, data })');
+  }
+  return event;
+}
+
+/**
+ * Verifies a FIFO endpoint's batch (one request, signed as one body, `webhook-id` the batch's id) and
+ * returns its events in the order they were written: apply them in that order, and skip those you
+ * have applied already (a batch can arrive again after a failure, or grown behind the same head).
+ * Same arguments and errors as verifyWebhook.
+ */
+export function verifyWebhookBatch(
+  body: string | Uint8Array,
+  headers: WebhookHeaders,
+  secret: string | readonly string[],
+  options: VerifyWebhookOptions = {},
+): WebhookEvent[] {
+  const batch = verifiedJson(body, headers, secret, options);
+  if (!Array.isArray(batch) || !batch.every(isEvent)) {
+    throw new WebhookVerificationError('invalid_payload', 'The webhook body is not a FIFO batch (a JSON array of Store API events)');
+  }
+  return batch;
+}
+
+function isEvent(value: unknown): value is WebhookEvent {
+  const e = value as Partial<WebhookEvent> | null;
+  return !!e && typeof e === 'object' && typeof e.type === 'string' && typeof e.id === 'string' && typeof e.data === 'object' && e.data !== null;
+}
+
+/** The body parsed, once its signature and timestamp are verified. */
+function verifiedJson(body: string | Uint8Array, headers: WebhookHeaders, secret: string | readonly string[], options: VerifyWebhookOptions): unknown {
   const secrets = typeof secret === 'string' ? [secret] : [...secret];
   if (secrets.length === 0) throw new WebhookVerificationError('invalid_secret', 'No webhook signing secret given');
   const keys = secrets.map(keyOf);
@@ -110,15 +143,9 @@ export function verifyWebhook(
       'No webhook signature matches the signing secret: a wrong secret, or a body changed after signing (verify the raw body)',
     );
 
-  let event: unknown;
   try {
-    event = JSON.parse(raw.toString('utf8'));
+    return JSON.parse(raw.toString('utf8'));
   } catch {
     throw new WebhookVerificationError('invalid_payload', 'The webhook body is not JSON');
   }
-  const e = event as Partial<WebhookEvent> | null;
-  if (!e || typeof e !== 'object' || typeof e.type !== 'string' || typeof e.id !== 'string' || typeof e.data !== 'object' || e.data === null) {
-    throw new WebhookVerificationError('invalid_payload', 'The webhook body is not a Store API event ({ id, type, created_at, data })');
-  }
-  return event as WebhookEvent;
 }

@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
-import { webhookEventCatalog } from '../../api/openapi-webhooks.ts';
+import { fifoBatchCatalogEntry, webhookEventCatalog } from '../../api/openapi-webhooks.ts';
 
 const JsonObject = Type.Record(Type.String(), Type.Unknown());
 const EventTypeEntry = Type.Object({
@@ -14,10 +14,21 @@ const EventTypeEntry = Type.Object({
   schema: Type.Record(Type.String(), Type.Unknown(), { description: 'JSON Schema (2020-12 compatible) of the POSTed body, self-contained' }),
   example: JsonObject,
 });
-const EventTypesResponse = Type.Object({ data: Type.Array(EventTypeEntry) });
+const EventTypesResponse = Type.Object({
+  data: Type.Array(EventTypeEntry),
+  fifo_batch: Type.Object(
+    {
+      description: Type.String(),
+      schema: Type.Record(Type.String(), Type.Unknown(), { description: 'JSON Schema of the POSTed body: an array of the events above' }),
+      example: Type.Array(JsonObject),
+    },
+    { description: 'What an endpoint with delivery_order fifo receives: a batch of these events in one request, in write order (decision 0059)' },
+  ),
+});
 
 export async function eventTypeAdminRoutes(app: FastifyInstance): Promise<void> {
   const catalog = webhookEventCatalog();
+  const fifoBatch = fifoBatchCatalogEntry();
   app.get(
     '/event-types',
     {
@@ -29,6 +40,6 @@ export async function eventTypeAdminRoutes(app: FastifyInstance): Promise<void> 
         response: { 200: EventTypesResponse },
       },
     },
-    async () => ({ data: catalog }),
+    async () => ({ data: catalog, fifo_batch: fifoBatch }),
   );
 }

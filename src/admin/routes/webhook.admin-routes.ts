@@ -7,6 +7,8 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { WebhookService, SUBSCRIBABLE_EVENT_TYPES } from '../../webhooks/webhook.service.ts';
 import { EVENT_TYPES } from '../../resources/event-types.ts';
+import { BATCH_SIZE_MAX, BATCH_SIZE_MIN, DEFAULT_BATCH_SIZE, DELIVERY_ORDERS } from '../../webhooks/fifo-line.ts';
+import { StringEnum } from '../../shared/typebox.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../../webhooks/webhook-delivery.repository.ts';
 import { exampleEvent } from '../../api/openapi-examples.ts';
 import type { FeedEventType } from '../../resources/registry.ts';
@@ -92,6 +94,15 @@ const CredentialsBody = Type.Object(
   },
   { ...strict, description: 'Credentials beyond the signature (decision 0058); sealed at rest under WEBHOOK_CREDENTIALS_KEY' },
 );
+const DeliveryOrder = StringEnum(DELIVERY_ORDERS, {
+  description:
+    'unordered (default): each event as soon as a slot allows; fifo: in the order the events were written, the next batch only after the previous one succeeded or went dead (decision 0059)',
+});
+const BatchSize = Type.Integer({
+  minimum: BATCH_SIZE_MIN,
+  maximum: BATCH_SIZE_MAX,
+  description: `Most events in one batch of a FIFO endpoint: one HTTP request (a JSON array) or a run of broker messages; default ${DEFAULT_BATCH_SIZE}`,
+});
 
 const CreateBody = Type.Object(
   {
@@ -100,6 +111,8 @@ const CreateBody = Type.Object(
     description: Type.Optional(Description),
     enabled: Type.Optional(Type.Boolean()),
     credentials: Type.Optional(CredentialsBody),
+    delivery_order: Type.Optional(DeliveryOrder),
+    batch_size: Type.Optional(BatchSize),
   },
   strict,
 );
@@ -112,6 +125,8 @@ const PatchBody = Type.Object(
     credentials: Type.Optional(
       Type.Union([Type.Null(), CredentialsBody], { description: 'Changes to the credentials (headers merge by name); null removes them all' }),
     ),
+    delivery_order: Type.Optional(DeliveryOrder),
+    batch_size: Type.Optional(BatchSize),
   },
   { ...strict, minProperties: 1 },
 );

@@ -1949,6 +1949,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "fifo.batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A FIFO endpoint's batch of events
+         * @description What an HTTPS endpoint registered with `delivery_order: "fifo"` receives: up to its `batch_size` events in one request, a JSON array in the order the events were written, signed as one body (`webhook-id` is the batch's id, `batch_<first event id>_<count>`, the same when the same batch is sent again). The next batch is sent only after this one was acknowledged or dead-lettered. Apply the events in order and skip those applied already (a batch may come again, or grown behind the same first event). Any 2xx within the timeout acknowledges the whole batch; anything else is retried on the schedule, and nothing behind it is sent meanwhile; when the first event's retries are used up the batch is dead-lettered and the line moves on.
+         */
+        post: operations["fifoBatchWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface components {
     schemas: {
@@ -2602,6 +2622,13 @@ export interface components {
             event_types: string[];
             enabled: boolean;
             /**
+             * @description fifo: in the order the events were written, a batch at a time (decision 0059); unordered: as fast as slots allow
+             * @enum {string}
+             */
+            delivery_order: "unordered" | "fifo";
+            /** @description Most events in one request or run of messages of a FIFO endpoint */
+            batch_size: number;
+            /**
              * @description disabled when not enabled; paused while the circuit breaker holds it
              * @enum {string}
              */
@@ -2667,6 +2694,13 @@ export interface components {
             /** @description Subscribed event types; [] = all */
             event_types: string[];
             enabled: boolean;
+            /**
+             * @description fifo: in the order the events were written, a batch at a time (decision 0059); unordered: as fast as slots allow
+             * @enum {string}
+             */
+            delivery_order: "unordered" | "fifo";
+            /** @description Most events in one request or run of messages of a FIFO endpoint */
+            batch_size: number;
             /**
              * @description disabled when not enabled; paused while the circuit breaker holds it
              * @enum {string}
@@ -7758,6 +7792,13 @@ export interface operations {
                             private_key: string;
                         };
                     };
+                    /**
+                     * @description unordered (default): each event as soon as a slot allows; fifo: in the order the events were written, the next batch only after the previous one succeeded or went dead (decision 0059)
+                     * @enum {string}
+                     */
+                    delivery_order?: "unordered" | "fifo";
+                    /** @description Most events in one batch of a FIFO endpoint: one HTTP request (a JSON array) or a run of broker messages; default 50 */
+                    batch_size?: number;
                 };
             };
         };
@@ -7902,6 +7943,13 @@ export interface operations {
                             private_key: string;
                         };
                     };
+                    /**
+                     * @description unordered (default): each event as soon as a slot allows; fifo: in the order the events were written, the next batch only after the previous one succeeded or went dead (decision 0059)
+                     * @enum {string}
+                     */
+                    delivery_order?: "unordered" | "fifo";
+                    /** @description Most events in one batch of a FIFO endpoint: one HTTP request (a JSON array) or a run of broker messages; default 50 */
+                    batch_size?: number;
                 };
             };
         };
@@ -8548,6 +8596,17 @@ export interface operations {
                                 [key: string]: unknown;
                             };
                         }[];
+                        /** @description What an endpoint with delivery_order fifo receives: a batch of these events in one request, in write order (decision 0059) */
+                        fifo_batch: {
+                            description: string;
+                            /** @description JSON Schema of the POSTed body: an array of the events above */
+                            schema: {
+                                [key: string]: unknown;
+                            };
+                            example: {
+                                [key: string]: unknown;
+                            }[];
+                        };
                     };
                 };
             };
@@ -10580,6 +10639,373 @@ export interface operations {
                 content?: never;
             };
             /** @description Not acknowledged (as is a timeout or a connection error); retried on the schedule. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    fifoBatchWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The batch's id, `batch_<first event id>_<count>`: the same when the same batch is sent again. */
+                "webhook-id": string;
+                /** @description Unix epoch seconds when this attempt was signed. */
+                "webhook-timestamp": string;
+                /** @description Standard Webhooks signature(s), space-separated `v1,<base64 HMAC-SHA256 of "{webhook-id}.{webhook-timestamp}.{body}">`, keyed with the endpoint secret `whsec_…` (two during a secret rotation). Verify with the `standardwebhooks` library. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example [
+                 *       {
+                 *         "id": "0193a5c3-0b13-7e55-b6c7-d8e9f0a1b2c3",
+                 *         "type": "product.created",
+                 *         "created_at": "2026-11-21T14:05:30.770123Z",
+                 *         "data": {
+                 *           "id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f60",
+                 *           "name": "Linen shirt",
+                 *           "slug": "linen-shirt",
+                 *           "product_type": "physical",
+                 *           "barcode": null,
+                 *           "sku": "SHIRT-LIN",
+                 *           "price": 49.9,
+                 *           "cost_price": 21.5,
+                 *           "stock": 12,
+                 *           "category_id": "shirts",
+                 *           "thumbnail_url": "https://cdn.example.com/linen-shirt.jpg",
+                 *           "is_active": true,
+                 *           "variants": [
+                 *             {
+                 *               "id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61",
+                 *               "name": "M / white",
+                 *               "sku": "SHIRT-LIN-M-W",
+                 *               "price": 49.9,
+                 *               "stock": 12,
+                 *               "attributes": {
+                 *                 "size": "M",
+                 *                 "color": "white"
+                 *               }
+                 *             }
+                 *           ],
+                 *           "images": [
+                 *             {
+                 *               "id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f62",
+                 *               "image_url": "https://cdn.example.com/linen-shirt.jpg",
+                 *               "is_primary": true
+                 *             }
+                 *           ],
+                 *           "created_at": "2026-11-20T09:12:44.120034Z",
+                 *           "last_modified": "2026-11-21T14:05:30.770123Z",
+                 *           "version": 3
+                 *         }
+                 *       },
+                 *       {
+                 *         "id": "0193a5c3-0b13-7e55-b6c7-d8e9f0a1b2c3",
+                 *         "type": "product.updated",
+                 *         "created_at": "2026-11-21T14:05:30.770123Z",
+                 *         "data": {
+                 *           "id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f60",
+                 *           "name": "Linen shirt",
+                 *           "slug": "linen-shirt",
+                 *           "product_type": "physical",
+                 *           "barcode": null,
+                 *           "sku": "SHIRT-LIN",
+                 *           "price": 49.9,
+                 *           "cost_price": 21.5,
+                 *           "stock": 12,
+                 *           "category_id": "shirts",
+                 *           "thumbnail_url": "https://cdn.example.com/linen-shirt.jpg",
+                 *           "is_active": true,
+                 *           "variants": [
+                 *             {
+                 *               "id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61",
+                 *               "name": "M / white",
+                 *               "sku": "SHIRT-LIN-M-W",
+                 *               "price": 49.9,
+                 *               "stock": 12,
+                 *               "attributes": {
+                 *                 "size": "M",
+                 *                 "color": "white"
+                 *               }
+                 *             }
+                 *           ],
+                 *           "images": [
+                 *             {
+                 *               "id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f62",
+                 *               "image_url": "https://cdn.example.com/linen-shirt.jpg",
+                 *               "is_primary": true
+                 *             }
+                 *           ],
+                 *           "created_at": "2026-11-20T09:12:44.120034Z",
+                 *           "last_modified": "2026-11-21T14:05:30.770123Z",
+                 *           "version": 3
+                 *         },
+                 *         "previous": {
+                 *           "stock": 14,
+                 *           "variants": [
+                 *             {
+                 *               "id": "0193a5c2-7e41-7a3b-9f10-2b6c8d4e5f61",
+                 *               "name": "M / white",
+                 *               "sku": "SHIRT-LIN-M-W",
+                 *               "price": 49.9,
+                 *               "stock": 14,
+                 *               "attributes": {
+                 *                 "size": "M",
+                 *                 "color": "white"
+                 *               }
+                 *             }
+                 *           ]
+                 *         }
+                 *       }
+                 *     ]
+                 */
+                "application/json": ({
+                    /**
+                     * Format: uuid
+                     * @description Event id, stable across retries
+                     */
+                    id: string;
+                    /** @constant */
+                    type: "product.created";
+                    /** Format: date-time */
+                    created_at: string;
+                    data: components["schemas"]["Product"];
+                    /**
+                     * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+                     * @constant
+                     */
+                    test?: true;
+                } | {
+                    /**
+                     * Format: uuid
+                     * @description Event id, stable across retries
+                     */
+                    id: string;
+                    /** @constant */
+                    type: "product.updated";
+                    /** Format: date-time */
+                    created_at: string;
+                    data: components["schemas"]["Product"];
+                    /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+                    previous: {
+                        /** Format: uuid */
+                        id?: string;
+                        name?: string;
+                        slug?: string;
+                        /** @enum {string} */
+                        product_type?: "physical" | "food" | "digital" | "digital_card" | "service" | "bundle";
+                        barcode?: string | null;
+                        sku?: string | null;
+                        /** @description Exact amount, at most 2 decimals */
+                        price?: number;
+                        cost_price?: number | null;
+                        /** @description Σ variants' stock when the product has variants, else its own */
+                        stock?: number;
+                        category_id?: string | null;
+                        thumbnail_url?: string | null;
+                        is_active?: boolean;
+                        variants?: components["schemas"]["Variant"][];
+                        images?: components["schemas"]["Image"][];
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC, microseconds
+                         * @example 2026-11-21T14:05:30.770123Z
+                         */
+                        created_at?: string;
+                    };
+                    /**
+                     * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+                     * @constant
+                     */
+                    test?: true;
+                } | {
+                    /**
+                     * Format: uuid
+                     * @description Event id, stable across retries
+                     */
+                    id: string;
+                    /** @constant */
+                    type: "order.created";
+                    /** Format: date-time */
+                    created_at: string;
+                    data: components["schemas"]["Order"];
+                    /**
+                     * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+                     * @constant
+                     */
+                    test?: true;
+                } | {
+                    /**
+                     * Format: uuid
+                     * @description Event id, stable across retries
+                     */
+                    id: string;
+                    /** @constant */
+                    type: "order.updated";
+                    /** Format: date-time */
+                    created_at: string;
+                    data: components["schemas"]["Order"];
+                    /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+                    previous: {
+                        /** Format: uuid */
+                        id?: string;
+                        /** @enum {string} */
+                        source?: "pos" | "online";
+                        /** @enum {string} */
+                        status?: "pending" | "processing" | "preparing" | "ready" | "shipped" | "delivered" | "completed" | "cancelled" | "refunded";
+                        /** @enum {string} */
+                        payment_status?: "pending" | "paid" | "failed" | "expired";
+                        payment_method?: string | null;
+                        customer_id?: string | null;
+                        customer_name?: string | null;
+                        customer_phone?: string | null;
+                        /** @description Exact amount, at most 2 decimals */
+                        subtotal?: number;
+                        /** @description Exact amount, at most 2 decimals */
+                        discount?: number;
+                        /** @description Exact amount, at most 2 decimals */
+                        delivery_fee?: number;
+                        /** @description Exact amount, at most 2 decimals */
+                        total?: number;
+                        items?: components["schemas"]["OrderItem"][];
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC, microseconds
+                         * @example 2026-11-21T14:05:30.770123Z
+                         */
+                        created_at?: string;
+                    };
+                    /**
+                     * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+                     * @constant
+                     */
+                    test?: true;
+                } | {
+                    /**
+                     * Format: uuid
+                     * @description Event id, stable across retries
+                     */
+                    id: string;
+                    /** @constant */
+                    type: "customer.created";
+                    /** Format: date-time */
+                    created_at: string;
+                    data: components["schemas"]["Customer"];
+                    /**
+                     * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+                     * @constant
+                     */
+                    test?: true;
+                } | {
+                    /**
+                     * Format: uuid
+                     * @description Event id, stable across retries
+                     */
+                    id: string;
+                    /** @constant */
+                    type: "customer.updated";
+                    /** Format: date-time */
+                    created_at: string;
+                    data: components["schemas"]["Customer"];
+                    /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+                    previous: {
+                        /** Format: uuid */
+                        id?: string;
+                        name?: string;
+                        phone?: string | null;
+                        email?: string | null;
+                        city?: string | null;
+                        is_active?: boolean;
+                        /**
+                         * Format: date-time
+                         * @description ISO 8601, UTC, microseconds
+                         * @example 2026-11-21T14:05:30.770123Z
+                         */
+                        created_at?: string;
+                    };
+                    /**
+                     * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+                     * @constant
+                     */
+                    test?: true;
+                } | {
+                    /**
+                     * Format: uuid
+                     * @description Event id, stable across retries
+                     */
+                    id: string;
+                    /** @constant */
+                    type: "inventory.updated";
+                    /** Format: date-time */
+                    created_at: string;
+                    data: components["schemas"]["InventoryRecord"];
+                    /** @description The fields this change changed, each with its value before the change (a child array such as variants, images or items whole); `version` and `last_modified` are never listed (they change with every change). Empty when nothing else changed. */
+                    previous: {
+                        /** Format: uuid */
+                        product_id?: string;
+                        product_name?: string;
+                        sku?: string | null;
+                        stock?: number;
+                        is_active?: boolean;
+                        variants?: components["schemas"]["InventoryVariant"][];
+                    };
+                    /**
+                     * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+                     * @constant
+                     */
+                    test?: true;
+                } | {
+                    /**
+                     * Format: uuid
+                     * @description Event id, stable across retries
+                     */
+                    id: string;
+                    /** @constant */
+                    type: "stock_movement.created";
+                    /** Format: date-time */
+                    created_at: string;
+                    data: components["schemas"]["StockMovement"];
+                    /**
+                     * @description Present, and true, only on a test event an administrator sent to one endpoint (its data are an example): acknowledge it and do not act on it. Never in the events feed.
+                     * @constant
+                     */
+                    test?: true;
+                } | {
+                    /**
+                     * Format: uuid
+                     * @description Event id, stable across retries
+                     */
+                    id: string;
+                    /** @constant */
+                    type: "ping";
+                    /** Format: date-time */
+                    created_at: string;
+                    /** @description Test event sent on demand (dashboard or admin API) to one endpoint; carries no store record. */
+                    data: {
+                        /** Format: uuid */
+                        endpoint_id: string;
+                        message: string;
+                    };
+                })[];
+            };
+        };
+        responses: {
+            /** @description Acknowledged: every event of the batch is delivered. */
+            "2XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not acknowledged (as is a timeout or a connection error): the batch is retried, and the line waits. */
             default: {
                 headers: {
                     [name: string]: unknown;
