@@ -265,16 +265,7 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
         AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
       RETURNING d.id, d.store_id, d.attempt_count, d.endpoint_id, d.event_id, d.next_attempt_at, d.test,
         p.previous_locked_by, p.previous_locked_at, p.previous_locked_until
-    ), abandoned AS (
-      -- The previous holder's lease expired before it recorded its attempt. Recorded, under the
-      -- number the attempt sent now takes again: it does not count toward the retries.
-      INSERT INTO webhook_attempts (id, store_id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
-      SELECT gen_random_uuid(), c.store_id, c.id, c.attempt_count + 1, coalesce(c.previous_locked_at, now()),
-        coalesce((extract(epoch FROM (c.previous_locked_until - c.previous_locked_at)) * 1000)::int, 0),
-        NULL, NULL, 'the worker stopped before recording this attempt (its lease expired); sent again', 'abandoned'
-      FROM claimed c
-      WHERE c.previous_locked_by IS NOT NULL
-    )
+    ), abandoned AS (${ABANDONED_ATTEMPTS})
     SELECT ${claimedColumns(now)}
     FROM claimed c
     JOIN webhook_endpoints e ON e.store_id = c.store_id AND e.id = c.endpoint_id
@@ -303,6 +294,19 @@ export interface FifoClaimOptions {
   readonly holding: readonly string[];
   readonly breaker: BreakerPolicy;
 }
+
+/**
+ * The claims' `abandoned` step, over their `claimed` rows: a claimed delivery whose previous holder's
+ * lease expired before it recorded its attempt gets that attempt recorded, under the number the
+ * attempt sent now takes again (it does not count toward the retries).
+ */
+const ABANDONED_ATTEMPTS = sql`
+  INSERT INTO webhook_attempts (id, store_id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
+  SELECT gen_random_uuid(), c.store_id, c.id, c.attempt_count + 1, coalesce(c.previous_locked_at, now()),
+    coalesce((extract(epoch FROM (c.previous_locked_until - c.previous_locked_at)) * 1000)::int, 0),
+    NULL, NULL, 'the worker stopped before recording this attempt (its lease expired); sent again', 'abandoned'
+  FROM claimed c
+  WHERE c.previous_locked_by IS NOT NULL`;
 
 /**
  * Claims the head batch of up to `limit` FIFO endpoints' lines (decision 0059), in one transaction:
@@ -374,14 +378,7 @@ export async function claimFifoBatches(db: Kysely<Database>, options: FifoClaimO
           AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
         RETURNING d.id, d.store_id, d.attempt_count, d.endpoint_id, d.event_id, d.test, p.position,
           p.previous_locked_by, p.previous_locked_at, p.previous_locked_until
-      ), abandoned AS (
-        INSERT INTO webhook_attempts (id, store_id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
-        SELECT gen_random_uuid(), c.store_id, c.id, c.attempt_count + 1, coalesce(c.previous_locked_at, now()),
-          coalesce((extract(epoch FROM (c.previous_locked_until - c.previous_locked_at)) * 1000)::int, 0),
-          NULL, NULL, 'the worker stopped before recording this attempt (its lease expired); sent again', 'abandoned'
-        FROM claimed c
-        WHERE c.previous_locked_by IS NOT NULL
-      )
+      ), abandoned AS (${ABANDONED_ATTEMPTS})
       SELECT ${claimedColumns(now)}
       FROM claimed c
       JOIN webhook_endpoints e ON e.store_id = c.store_id AND e.id = c.endpoint_id
