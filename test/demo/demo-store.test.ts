@@ -121,16 +121,18 @@ describe.each(backends)('the generated demo store (%s)', (backend) => {
 
   it('gives every product, customer, order and movement its created event, the newest one byte for byte the resource now', async () => {
     const checks = [
-      { type: 'product', from: sql`products p`, id: sql`p.id`, json: productJson },
-      { type: 'customer', from: sql`customers c`, id: sql`c.id`, json: customerJson },
-      { type: 'order', from: sql`orders o`, id: sql`o.id`, json: orderJson },
+      { type: 'product', from: sql`products p`, id: sql`p.id`, json: productJson, version: sql`p.version` },
+      { type: 'customer', from: sql`customers c`, id: sql`c.id`, json: customerJson, version: sql`c.version` },
+      { type: 'order', from: sql`orders o`, id: sql`o.id`, json: orderJson, version: sql`o.version` },
     ];
     for (const c of checks) {
       const { rows } = await sql<{ id: string; created: boolean; same: boolean }>`
         SELECT ${c.id}::text AS id,
           EXISTS (SELECT 1 FROM events e WHERE e.resource_id = ${c.id}::text AND e.type = ${`${c.type}.created`}) AS created,
           (SELECT e.data::text FROM events e WHERE e.resource_id = ${c.id}::text AND e.resource_type = ${c.type}
-            ORDER BY e.created_at DESC, e.seq DESC LIMIT 1) = ${c.json}::text AS same
+            ORDER BY e.created_at DESC, e.seq DESC LIMIT 1)
+            -- The resource as built now, with its version last (decision 0057), as the read API serves it.
+            = left(${c.json}::text, -1) || ',"version":' || ${c.version}::text || '}' AS same
         FROM ${c.from}`.execute(db());
       expect(rows.length, c.type).toBeGreaterThan(0);
       expect(
