@@ -48,10 +48,11 @@ function checkFile(answers: [string, string][]): string {
     'type Untyped<T> = unknown extends T ? true : false;',
     '',
   ];
+  // One line per answer: an operation with two success answers (an import: 201 done, 202 a job) has two.
   for (const [id, status] of answers) {
-    lines.push(`export const ot_${id}: Untyped<operations['${id}']['responses'][${status}]['content']['application/json']['data']> = false;`);
-    lines.push(`export const hey_${id}: Untyped<Hey.${pascal(id)}Responses[${status}]['data']> = false;`);
-    lines.push(`export const orval_${id}: Untyped<Orval.${id}Response${status}['data']['data']> = false;`);
+    lines.push(`export const ot_${id}_${status}: Untyped<operations['${id}']['responses'][${status}]['content']['application/json']['data']> = false;`);
+    lines.push(`export const hey_${id}_${status}: Untyped<Hey.${pascal(id)}Responses[${status}]['data']> = false;`);
+    lines.push(`export const orval_${id}_${status}: Untyped<Orval.${id}Response${status}['data']['data']> = false;`);
   }
   lines.push(
     '',
