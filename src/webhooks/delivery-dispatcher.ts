@@ -537,8 +537,7 @@ export class DeliveryDispatcher {
     const startedAt = this.#clock();
     // The body is encoded once: the signature and the request (or publish) take the same bytes.
     const bytes = Buffer.from(delivery.body);
-    const headers = signatureHeaders(delivery.secrets, event.id, Math.floor(startedAt / 1000), bytes);
-    if (delivery.test) headers['webhook-test'] = 'true';
+    const headers = deliveryHeaders(delivery, startedAt, bytes);
     let result: HttpAttemptResult;
     try {
       result = await this.#tracedSend(delivery, headers, bytes);
@@ -554,9 +553,7 @@ export class DeliveryDispatcher {
     // The endpoint's slot is free: the next waiting delivery goes out while this one settles.
     this.#pump();
     if (this.#backlog) this.#dispatchWake.wake();
-    const labels = { outcome: result.outcome, destination_kind: destinationKindLabel(delivery.url) };
-    deliveriesAttempted.inc(labels);
-    attemptDuration.observe(labels, result.durationMs / 1000);
+    this.#count(delivery.url, result);
 
     const settleOptions = { workerId: this.#id, startedAt, retry: this.#retry, breaker: this.#breaker };
     let settled;
@@ -689,8 +686,7 @@ export class DeliveryDispatcher {
           }
           const sentAt = this.#clock();
           const bytes = Buffer.from(delivery.body);
-          const headers = signatureHeaders(delivery.secrets, delivery.event.id, Math.floor(sentAt / 1000), bytes);
-          if (delivery.test) headers['webhook-test'] = 'true';
+          const headers = deliveryHeaders(delivery, sentAt, bytes);
           const result = await this.#transport.send(delivery, headers, bytes);
           this.#count(delivery.url, result);
           finished.push({ delivery, result, options: { ...options(), startedAt: sentAt } });
@@ -769,4 +765,11 @@ export class DeliveryDispatcher {
     this.#ctx.logger.error({ err: error, workerId: this.#id }, message);
     this.#events.emit('loopError', error);
   }
+}
+
+/** The headers of one event's request or message: its signature at `at` over `bytes`, and the test mark. */
+function deliveryHeaders(delivery: ClaimedDelivery, at: number, bytes: Buffer): Record<string, string> {
+  const headers = signatureHeaders(delivery.secrets, delivery.event.id, Math.floor(at / 1000), bytes);
+  if (delivery.test) headers['webhook-test'] = 'true';
+  return headers;
 }
