@@ -185,18 +185,21 @@ export interface SessionListing {
   current: boolean;
 }
 
+/** What a listing shows of a session row (`listSessionsOf`, and the one `endSessionOf` ends). */
+const LISTING_COLUMNS = [
+  'id',
+  'user_agent',
+  'client_ip',
+  sql<string>`iso_utc(created_at)`.as('created_at'),
+  sql<string>`iso_utc(last_seen_at)`.as('last_seen_at'),
+  sql<string>`iso_utc(expires_at)`.as('expires_at'),
+] as const;
+
 /** The live sessions of an administrator, most recently used first; `currentId` marks the asking one. */
 export async function listSessionsOf(db: Kysely<Database>, adminUserId: string, currentId?: string): Promise<SessionListing[]> {
   const rows = await db
     .selectFrom('admin_sessions')
-    .select([
-      'id',
-      'user_agent',
-      'client_ip',
-      sql<string>`iso_utc(created_at)`.as('created_at'),
-      sql<string>`iso_utc(last_seen_at)`.as('last_seen_at'),
-      sql<string>`iso_utc(expires_at)`.as('expires_at'),
-    ])
+    .select(LISTING_COLUMNS)
     .where('admin_user_id', '=', adminUserId)
     .where('expires_at', '>', sql<string>`now()`)
     .orderBy('last_seen_at', 'desc')
@@ -212,14 +215,7 @@ export async function endSessionOf(db: Kysely<Database>, adminUserId: string, id
     .where('admin_user_id', '=', adminUserId)
     .where('id', '=', id)
     .where('expires_at', '>', sql<string>`now()`)
-    .returning([
-      'id',
-      'user_agent',
-      'client_ip',
-      sql<string>`iso_utc(created_at)`.as('created_at'),
-      sql<string>`iso_utc(last_seen_at)`.as('last_seen_at'),
-      sql<string>`iso_utc(expires_at)`.as('expires_at'),
-    ])
+    .returning(LISTING_COLUMNS)
     .executeTakeFirst();
   return row && { ...row, device: describeUserAgent(row.user_agent), current: false };
 }
