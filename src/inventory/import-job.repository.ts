@@ -49,8 +49,7 @@ export interface ImportJobRow {
 type Handle = Kysely<Database> | Transaction<Database>;
 
 const COLUMNS = sql.raw(`store_id, id, kind, status, rows_total, rows_done, movements, products, step_rows, attempts, error, notes, created_by,
-  to_json(created_at)#>>'{}' AS created_at, to_json(started_at)#>>'{}' AS started_at, to_json(finished_at)#>>'{}' AS finished_at,
-  to_json(updated_at)#>>'{}' AS updated_at`);
+  iso_utc(created_at) AS created_at, iso_utc(started_at) AS started_at, iso_utc(finished_at) AS finished_at, iso_utc(updated_at) AS updated_at`);
 
 /** Inserts a queued job of the statement's store. */
 export async function insertJob(db: Handle, job: { id: string; body: string; rowsTotal: number; createdBy: JobActor | null }): Promise<ImportJobRow> {

@@ -97,6 +97,8 @@ describe.each(backends)('import jobs (%s)', (backend) => {
     runner();
     const done = await ended(queued.id);
     expect(done).toMatchObject({ status: 'succeeded', rows_total: 7, rows_done: 7, result: { rows: 7, movements: 7, products: 7 }, error: null, attempts: 1 });
+    // Times as every answer of the API gives them: UTC with microseconds and a Z.
+    for (const key of ['created_at', 'started_at', 'finished_at', 'updated_at']) expect(done[key], key).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
     for (const [i, p] of products.entries()) expect(await stockOf(p.id)).toBe(100 + i);
     expect(await count('stock_movements')).toBe(movements + 7);
     // The CSV is not kept once the job ended.
