@@ -206,6 +206,12 @@ export const EnvSchema = Type.Object({
     'How long dead letters and their attempts are kept unless retried (at least WEBHOOK_DELIVERY_RETENTION_MS)',
   ),
   AUDIT_LOG_RETENTION_MS: Int(31_536_000_000, 1000, 315_360_000_000, "How long entries of the administrators' audit log are kept"),
+  IMPORT_JOB_RETENTION_MS: Int(
+    2_592_000_000,
+    1000,
+    315_360_000_000,
+    'How long a finished import job (succeeded or failed, its CSV already dropped) is kept after it ended',
+  ),
   RETENTION_INTERVAL_MS: Int(600_000, 1000, 86_400_000, 'Time between pruning runs of the worker role'),
   RETENTION_BATCH_SIZE: Int(1000, 1, 100_000, 'Rows deleted per pruning statement (each in its own short transaction)'),
   READINESS_BUSY_MS: Int(

@@ -19,6 +19,7 @@ import { randomUUID } from 'node:crypto';
 import type { AppContext } from '../app-context.ts';
 import { asPlatform, inStore } from '../db/store-scope.ts';
 import { ApiError } from '../shared/problem.ts';
+import { holdStoreOpen } from '../stores/store.service.ts';
 import { importStockCsv, type StepDone } from './stock-import.ts';
 import { importJobsQueued } from './import-job.service.ts';
 import { claimJob, finishJob, recordStep, releaseAbandonedJobs, renewHold, requeueJob, setJobPlan, type ClaimedJob } from './import-job.repository.ts';
@@ -128,6 +129,10 @@ export function startImportJobRunner(ctx: AppContext, { storeId }: RunnerOptions
               if (stopping) throw new RunnerStopping();
             },
             inStep: async (trx, step) => {
+              // The store's row held FOR SHARE until the step commits, as every admin write holds it:
+              // a suspension or deletion waits for the step, and a step after it is refused (403
+              // store_suspended, rolled back) and the job waits in the queue for the store's resumption.
+              await holdStoreOpen(trx);
               if (abandoned || !(await recordStep(trx, job.id, me, step))) throw new JobLost();
             },
             afterStep: async (step) => {
@@ -148,6 +153,18 @@ export function startImportJobRunner(ctx: AppContext, { storeId }: RunnerOptions
           if (error instanceof RunnerStopping || stopping) {
             await requeueJob(db, job.id, me, note(`Paused after ${rowsText(done, total)} as its process stopped; it resumes after them at the next start.`));
             log.info({ rowsDone: done }, 'import job paused: the process stops');
+            return;
+          }
+          if (error instanceof ApiError && error.code === 'store_suspended') {
+            await requeueJob(
+              db,
+              job.id,
+              me,
+              note(
+                `Paused after ${rowsText(done, total)}: the store was suspended (or is being deleted); those rows stay applied, and the job resumes after them once the store is active again.`,
+              ),
+            );
+            log.info({ rowsDone: done }, 'import job paused: its store is suspended');
             return;
           }
           if (error instanceof ApiError) {

@@ -108,8 +108,9 @@ export interface ClaimedJob extends ImportJobRow {
 }
 
 /**
- * Claims the oldest queued job of a store with no running job (of `storeId` only, when given) for
- * `runner`: one statement, across stores (the platform's scope). Another runner claiming a job of the
+ * Claims the oldest queued job of an active store with no running job (of `storeId` only, when
+ * given) for `runner`: one statement, across stores (the platform's scope). A suspended store's jobs
+ * wait in the queue until it is resumed, as its deliveries do (decision 0051). Another runner claiming a job of the
  * same store at the same moment makes the partial unique index refuse one of them: no claim then.
  */
 export async function claimJob(db: Handle, runner: string, storeId?: string): Promise<ClaimedJob | undefined> {
@@ -121,6 +122,7 @@ export async function claimJob(db: Handle, runner: string, storeId?: string): Pr
         SELECT q.store_id, q.id FROM import_jobs q
         WHERE q.status = 'queued' ${storeId === undefined ? sql`` : sql`AND q.store_id = ${storeId}::uuid`}
           AND NOT EXISTS (SELECT 1 FROM import_jobs r WHERE r.store_id = q.store_id AND r.status = 'running')
+          AND EXISTS (SELECT 1 FROM stores st WHERE st.id = q.store_id AND st.status = 'active')
         ORDER BY q.created_at, q.id LIMIT 1 FOR UPDATE SKIP LOCKED
       )
       RETURNING ${COLUMNS}, body

@@ -108,6 +108,15 @@ export async function submitImportJob(
   return job;
 }
 
+/**
+ * Whether the statement's store has import jobs queued or running: an import submitted then, however
+ * small, queues behind them as a job, so imports apply in the order they were sent (a small
+ * `sku,stock` import applied at once would be set back by an earlier job's later steps).
+ */
+export async function importsWaiting(db: Kysely<Database>): Promise<boolean> {
+  return (await waitingJobCount(db)) > 0;
+}
+
 /** One job of the statement's store; 404 when it has none of that id. */
 export async function importJob(db: Kysely<Database>, id: string): Promise<ImportJob> {
   const row = await jobById(db, id);

@@ -8,6 +8,8 @@
  *  - dead letters, with their attempts: WEBHOOK_DEAD_LETTER_RETENTION_MS (90 days after
  *    dead-lettering) unless retried first (a retried one is pending again and kept).
  *  - the administrators' audit log: AUDIT_LOG_RETENTION_MS (365 days) after each entry.
+ *  - finished import jobs (succeeded or failed): IMPORT_JOB_RETENTION_MS (30 days) after they ended;
+ *    queued and running jobs are never pruned.
  *  - pending and failed deliveries (waiting for an attempt, or in flight) are never pruned, nor stock
  *    movements (business records served by the API), nor anything else.
  */
@@ -23,6 +25,8 @@ export interface RetentionPolicy {
   readonly deadLettersMs: number;
   /** Audit log entries (AUDIT_LOG_RETENTION_MS). */
   readonly auditLogMs: number;
+  /** Finished import jobs (IMPORT_JOB_RETENTION_MS). */
+  readonly importJobsMs: number;
   /** Rows deleted per statement (each batch is its own short transaction). */
   readonly batchSize: number;
   /** Time between pruning runs. */
@@ -36,6 +40,7 @@ export function retentionPolicyOf(config: Config): RetentionPolicy {
     deliveriesMs: config.WEBHOOK_DELIVERY_RETENTION_MS,
     deadLettersMs: config.WEBHOOK_DEAD_LETTER_RETENTION_MS,
     auditLogMs: config.AUDIT_LOG_RETENTION_MS,
+    importJobsMs: config.IMPORT_JOB_RETENTION_MS,
     batchSize: config.RETENTION_BATCH_SIZE,
     intervalMs: config.RETENTION_INTERVAL_MS,
   };
@@ -50,6 +55,8 @@ export interface RetentionCutoffs {
   readonly deadLetters: string;
   /** Audit log entries recorded before this instant are past their retention. */
   readonly auditLog: string;
+  /** Import jobs that ended before this instant are past their retention. */
+  readonly importJobs: string;
 }
 
 /** The cutoffs (ISO text) at `nowMs`. */
@@ -59,5 +66,6 @@ export function cutoffsAt(policy: RetentionPolicy, nowMs: number): RetentionCuto
     deliveries: isoFromMillis(nowMs - policy.deliveriesMs),
     deadLetters: isoFromMillis(nowMs - policy.deadLettersMs),
     auditLog: isoFromMillis(nowMs - policy.auditLogMs),
+    importJobs: isoFromMillis(nowMs - policy.importJobsMs),
   };
 }

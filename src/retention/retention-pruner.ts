@@ -14,6 +14,7 @@
  *     cursor against the watermark never finds events missing while it reads: events are deleted
  *     one interval after the feed stopped offering them.
  *  4. audit log entries past AUDIT_LOG_RETENTION_MS.
+ *  5. finished import jobs past IMPORT_JOB_RETENTION_MS (queued and running ones are never pruned).
  *  5. admin API idempotency keys older than 24 h (decision 0013).
  */
 import { asPlatform } from '../db/store-scope.ts';
@@ -23,6 +24,7 @@ import { isoFromMillis } from '../shared/time.ts';
 import { IDEMPOTENCY_KEY_TTL_MS, cutoffsAt, retentionPolicyOf, type RetentionPolicy } from './retention-policy.ts';
 import {
   deleteAuditBefore,
+  deleteFinishedImportJobs,
   deleteExpiredIdempotencyKeys,
   deleteFinishedDeliveries,
   deleteUnneededEvents,
@@ -40,6 +42,7 @@ export interface PruneReport {
   readonly deadLetters: number;
   readonly attempts: number;
   readonly auditEntries: number;
+  readonly importJobs: number;
   /** Admin API idempotency keys past their 24 h. */
   readonly idempotencyKeys: number;
   /** Events older than this were deleted (the watermark of the previous run), if any. */
@@ -95,10 +98,21 @@ export async function pruneOnce(db: Kysely<Database>, policy: RetentionPolicy, n
   await publishWatermark(db, 'events', cutoffs.events, nowIso);
 
   const auditEntries = await inBatches(() => deleteAuditBefore(db, cutoffs.auditLog, policy.batchSize), policy.batchSize, signal);
+  const importJobs = await inBatches(() => deleteFinishedImportJobs(db, cutoffs.importJobs, policy.batchSize), policy.batchSize, signal);
   const keyCutoff = isoFromMillis(nowMs - IDEMPOTENCY_KEY_TTL_MS);
   const idempotencyKeys = await inBatches(() => deleteExpiredIdempotencyKeys(db, keyCutoff, policy.batchSize), policy.batchSize, signal);
 
-  return { events, deliveries, deadLetters, attempts, auditEntries, idempotencyKeys, eventsDeletedBefore: published, durationMs: Date.now() - started };
+  return {
+    events,
+    deliveries,
+    deadLetters,
+    attempts,
+    auditEntries,
+    importJobs,
+    idempotencyKeys,
+    eventsDeletedBefore: published,
+    durationMs: Date.now() - started,
+  };
 }
 
 /** Typed events of the pruner (tests wait on them instead of sleeping). */
@@ -141,6 +155,7 @@ function startRetentionPrunerOfEveryStore(ctx: AppContext, options: RetentionPru
         rowsPruned.inc({ table: 'webhook_dead_letters' }, report.deadLetters);
         rowsPruned.inc({ table: 'webhook_attempts' }, report.attempts);
         rowsPruned.inc({ table: 'admin_audit_log' }, report.auditEntries);
+        rowsPruned.inc({ table: 'import_jobs' }, report.importJobs);
         rowsPruned.inc({ table: 'idempotency_keys' }, report.idempotencyKeys);
         pruningRuns.inc({ result: 'ok' });
         lastPruningRun.set(Date.now() / 1000);
@@ -151,6 +166,7 @@ function startRetentionPrunerOfEveryStore(ctx: AppContext, options: RetentionPru
             dead_letters: report.deadLetters,
             attempts: report.attempts,
             audit_entries: report.auditEntries,
+            import_jobs: report.importJobs,
             idempotency_keys: report.idempotencyKeys,
             duration_ms: report.durationMs,
           },

@@ -116,6 +116,16 @@ export async function deleteAuditBefore(db: Kysely<Database>, before: string, li
   return Number(result.numAffectedRows ?? 0);
 }
 
+/** Deletes up to `limit` import jobs that ended (succeeded or failed) before `before`; returns how many. */
+export async function deleteFinishedImportJobs(db: Kysely<Database>, before: string, limit: number): Promise<number> {
+  const result = await sql`
+    DELETE FROM import_jobs WHERE (store_id, id) IN (
+      SELECT store_id, id FROM import_jobs
+      WHERE status IN ('succeeded', 'failed') AND finished_at < ${before}::timestamptz LIMIT ${limit} FOR UPDATE SKIP LOCKED
+    )`.execute(db);
+  return Number(result.numAffectedRows ?? 0);
+}
+
 /** Deletes up to `limit` admin API idempotency keys created before `cutoff` (ISO); returns how many. */
 export async function deleteExpiredIdempotencyKeys(db: Kysely<Database>, cutoff: string, limit: number): Promise<number> {
   const { rows } = await sql<{ n: number }>`

@@ -13,8 +13,9 @@ import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { aProduct } from '../helpers/store-fixtures.ts';
 import { setImportJobStepHook, startImportJobRunner, type ImportJobRunner } from '../../src/inventory/import-job-runner.ts';
 import { createToken } from '../../src/tokens/token.service.ts';
-import { createStore } from '../../src/stores/store.service.ts';
-import { inStore } from '../../src/db/store-scope.ts';
+import { createStore, setStoreStatus } from '../../src/stores/store.service.ts';
+import { claimJob } from '../../src/inventory/import-job.repository.ts';
+import { asPlatform, inStore } from '../../src/db/store-scope.ts';
 
 const WAIT = { timeout: 60_000, interval: 20 };
 
@@ -253,6 +254,69 @@ describe.each(backends)('import jobs (%s)', (backend) => {
     expect(await count('import_jobs')).toBe(jobs + 1);
     runner();
     expect((await ended(first.json().data.id)).status).toBe('succeeded');
+  });
+
+  it('queues a small import behind the jobs waiting, so imports apply in the order sent', async () => {
+    const { products, csv } = await productsAndCsv(4);
+    const held = latch();
+    const reached = latch();
+    setImportJobStepHook(async () => {
+      reached.open();
+      await held.opened;
+    });
+    runner();
+    const first = (await submit(csv)).json().data;
+    await reached.opened;
+    // Its first step (products 0 and 1) is committed; products 2 and 3 are still to come.
+    const small = await submit(`sku,stock\n${products[3]!.sku},7\n`);
+    expect(small.statusCode, small.body).toBe(202);
+    expect(small.json().data).toMatchObject({ status: 'queued', rows_total: 1, queue_position: 1 });
+    expect(await stockOf(products[3]!.id)).toBe(1);
+    held.open();
+    expect((await ended(first.id)).status).toBe('succeeded');
+    expect((await ended(small.json().data.id)).status).toBe('succeeded');
+    // Sent last, applied last: the large import's later step did not set it back.
+    expect(await Promise.all(products.map((p) => stockOf(p.id)))).toEqual([100, 101, 102, 7]);
+  });
+
+  it('waits while its store is suspended: the next step is refused and the job queued with a note, not started again until the store is resumed', async () => {
+    const { products, csv } = await productsAndCsv(6);
+    const held = latch();
+    const reached = latch();
+    let steps = 0;
+    setImportJobStepHook(async () => {
+      steps += 1;
+      if (steps > 1) return;
+      reached.open();
+      await held.opened;
+    });
+    runner();
+    const submitted = (await submit(csv)).json().data;
+    await reached.opened;
+    // The first step (2 rows) is committed; the platform suspends the store before the second.
+    const row = async () =>
+      (
+        await sql<{ store_id: string; status: string; rows_done: number; notes: string[]; attempts: number }>`
+        SELECT store_id::text, status, rows_done, notes, attempts FROM import_jobs WHERE id = ${submitted.id}::uuid`.execute(db())
+      ).rows[0]!;
+    const store = (await row()).store_id;
+    await setStoreStatus(db(), store, 'suspended');
+    try {
+      held.open();
+      await vi.waitFor(async () => expect((await row()).status).toBe('queued'), WAIT);
+      const paused = await row();
+      expect(paused.rows_done).toBe(2);
+      expect(paused.notes.join('\n')).toMatch(/Paused after 2 of 6 rows: the store was suspended/);
+      // The refused step wrote nothing: only the first step's rows moved.
+      expect(await Promise.all(products.map((p) => stockOf(p.id)))).toEqual([100, 101, 1, 1, 1, 1]);
+      // No runner may start a suspended store's job (the claim skips it).
+      expect(await asPlatform(() => claimJob(db(), 'a probe', store))).toBeUndefined();
+    } finally {
+      await setStoreStatus(db(), store, 'active');
+    }
+    const done = await ended(submitted.id);
+    expect(done).toMatchObject({ status: 'succeeded', rows_done: 6, attempts: 2 });
+    expect(await Promise.all(products.map((p) => stockOf(p.id)))).toEqual([100, 101, 102, 103, 104, 105]);
   });
 
   it("is its store's: another store's key gets 404 and does not list it", async () => {

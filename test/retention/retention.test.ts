@@ -27,15 +27,16 @@ import { startStatementAudit } from '../helpers/statement-audit.ts';
 const DAY = 86_400_000;
 
 describe('retention configuration', () => {
-  it('defaults to what an operator expects: events and deliveries 30 days, dead letters 90, the audit log 365', () => {
+  it('defaults to what an operator expects: events and deliveries 30 days, dead letters 90, the audit log 365, finished import jobs 30', () => {
     const policy = retentionPolicyOf(loadConfig({}));
-    expect(policy).toMatchObject({ eventsMs: 30 * DAY, deliveriesMs: 30 * DAY, deadLettersMs: 90 * DAY, auditLogMs: 365 * DAY });
+    expect(policy).toMatchObject({ eventsMs: 30 * DAY, deliveriesMs: 30 * DAY, deadLettersMs: 90 * DAY, auditLogMs: 365 * DAY, importJobsMs: 30 * DAY });
     const now = Date.parse('2026-11-23T12:00:00Z');
     expect(cutoffsAt(policy, now)).toEqual({
       events: '2026-10-24T12:00:00.000000Z',
       deliveries: '2026-10-24T12:00:00.000000Z',
       deadLetters: '2026-08-25T12:00:00.000000Z',
       auditLog: '2025-11-23T12:00:00.000000Z',
+      importJobs: '2026-10-24T12:00:00.000000Z',
     });
   });
 
@@ -46,6 +47,7 @@ describe('retention configuration', () => {
     ['WEBHOOK_DEAD_LETTER_RETENTION_MS', '400000000000'],
     ['RETENTION_INTERVAL_MS', '100'],
     ['RETENTION_BATCH_SIZE', '0'],
+    ['IMPORT_JOB_RETENTION_MS', '10'],
   ])('a bad %s (%j) stops the start naming it', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError);
     expect(() => loadConfig({ [name]: value })).toThrow(`${name}=${JSON.stringify(value)}`);
@@ -203,6 +205,40 @@ describe.each(backends)('retention pruning (%s)', (backend) => {
     );
     await worker.stop();
     receiver.respond = ok;
+  });
+
+  it('prunes finished import jobs past IMPORT_JOB_RETENTION_MS, never a queued or running one however old', async () => {
+    const policy = retentionPolicyOf(kit.t.ctx.config);
+    /** An import job in `status`, made (and, when finished, ended) at `at`. */
+    const aJob = async (status: 'queued' | 'running' | 'succeeded' | 'failed', at: string): Promise<string> => {
+      const id = randomUUID();
+      const finished = status === 'succeeded' || status === 'failed';
+      await sql`INSERT INTO import_jobs (id, kind, status, body, rows_total, runner, heartbeat_at, created_at, started_at, finished_at, updated_at)
+        VALUES (${id}::uuid, 'stock_csv', ${status}, ${finished ? null : 'sku,stock\nA,1\n'}, 1,
+          ${status === 'running' ? 'a runner' : null}, ${status === 'running' ? isoFromMillis(now()) : null}::timestamptz,
+          ${at}::timestamptz, ${status === 'queued' ? null : at}::timestamptz, ${finished ? at : null}::timestamptz, ${at}::timestamptz)`.execute(db);
+      return id;
+    };
+    const oldSucceeded = await aJob('succeeded', ago(31 * DAY));
+    const oldFailed = await aJob('failed', ago(40 * DAY));
+    const recentSucceeded = await aJob('succeeded', ago(29 * DAY));
+    const oldQueued = await aJob('queued', ago(100 * DAY));
+    const oldRunning = await aJob('running', ago(100 * DAY));
+    const jobs = async () => new Set((await sql<{ id: string }>`SELECT id::text FROM import_jobs`.execute(db)).rows.map((r) => r.id));
+
+    const report = await audited(() => pruneOnce(db, policy, now()));
+    expect(report.importJobs).toBe(2);
+    let kept = await jobs();
+    expect(kept).not.toContain(oldSucceeded);
+    expect(kept).not.toContain(oldFailed);
+    for (const id of [recentSucceeded, oldQueued, oldRunning]) expect(kept).toContain(id);
+
+    // Two days on, the recent one is past its time too; the queued and running ones still stay.
+    expect((await pruneOnce(db, policy, now() + 2 * DAY)).importJobs).toBe(1);
+    kept = await jobs();
+    expect(kept).not.toContain(recentSucceeded);
+    for (const id of [oldQueued, oldRunning]) expect(kept).toContain(id);
+    await sql`DELETE FROM import_jobs WHERE id IN (${oldQueued}::uuid, ${oldRunning}::uuid)`.execute(db);
   });
 
   it('tells readers how far back data goes: feed and replay 400 naming the oldest instant, stats', async () => {

@@ -26,7 +26,7 @@ import { changeOrderStatus, changePaymentStatus, placeOrder, type OrderInput } f
 import { ORDER_STATUSES, PAYMENT_STATUSES, type OrderStatus, type PaymentStatus } from '../../orders/order-status.ts';
 import { adjustStock } from '../../inventory/stock.service.ts';
 import { importStockCsv } from '../../inventory/stock-import.ts';
-import { importJob, importJobs, importJobsQueued, importRunsAsJob, submitImportJob } from '../../inventory/import-job.service.ts';
+import { importJob, importJobs, importJobsQueued, importRunsAsJob, importsWaiting, submitImportJob } from '../../inventory/import-job.service.ts';
 import { activeRequestTransaction } from '../../db/request-transaction.ts';
 import { StringEnum } from '../../shared/typebox.ts';
 import { ORDER_SOURCES } from '../../orders/order.json-sql.ts';
@@ -293,7 +293,7 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
         'inventory',
         'importStockCsv',
         'CSV bulk stock import (text/csv; header sku,stock or sku,quantity_change; optional note). All rows or none. ' +
-          'Over IMPORT_JOB_ROWS rows: 202 with an import job to poll (Location), run in the background one job at a time per store.',
+          'Over IMPORT_JOB_ROWS rows, or while the store has import jobs queued or running: 202 with an import job to poll (Location), run in the background one job at a time per store, in the order sent.',
       ],
       schemas: { consumes: ['text/csv'], body: CsvBody, answers: [201, StockImport], accepted: ImportJob },
       handle: async (req, reply) => {
@@ -301,8 +301,9 @@ export async function storeAdminRoutes(app: FastifyInstance): Promise<void> {
         const csv = req.body;
         const { config, database } = app.ctx;
         // A large import is a job (decision 0060): stored in this request's transaction (a keyed
-        // retry replays the same job), run by the process that runs background work, polled.
-        if (importRunsAsJob(csv, config.IMPORT_JOB_ROWS)) {
+        // retry replays the same job), run by the process that runs background work, polled. So is
+        // any import while the store has jobs queued or running: imports apply in the order sent.
+        if (importRunsAsJob(csv, config.IMPORT_JOB_ROWS) || (await importsWaiting(db))) {
           const admin = req.admin;
           const job = await submitImportJob(db, csv, {
             createdBy: admin ? { kind: admin.kind, id: admin.id ?? null, name: admin.name } : null,

@@ -1027,7 +1027,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** CSV bulk stock import (text/csv; header sku,stock or sku,quantity_change; optional note). All rows or none. Over IMPORT_JOB_ROWS rows: 202 with an import job to poll (Location), run in the background one job at a time per store. */
+        /** CSV bulk stock import (text/csv; header sku,stock or sku,quantity_change; optional note). All rows or none. Over IMPORT_JOB_ROWS rows, or while the store has import jobs queued or running: 202 with an import job to poll (Location), run in the background one job at a time per store, in the order sent. */
         post: operations["importStockCsv"];
         delete?: never;
         options?: never;
