@@ -9,6 +9,7 @@
  *   #/deliveries?endpoint_id=&status=   deliveries, filtered; retry one, several, all dead
  *   #/deliveries/<id>               one delivery: attempts and the event payload
  *   #/event-types                   the event catalog: each type's description, schema and example
+ *   #/imports                       stock CSV imports: send one, follow the store's import jobs
  *   #/audit-log?actor=&action=&from=&to=   the administrators' audit log, filtered
  *   #/admins                        administrators, roles, invitations (owners change them)
  *   #/account                       one's own password and two-factor authentication
@@ -40,6 +41,7 @@ import { renderAccount } from './pages/account.js';
 import { renderAuditLog } from './pages/audit-log.js';
 import { renderLink } from './pages/link.js';
 import { renderEventTypes } from './pages/event-types.js';
+import { renderImports } from './pages/imports.js';
 import { navAlertMarker, refreshAlerts } from './lib/alerts.js';
 
 const ROUTES = [
@@ -50,6 +52,7 @@ const ROUTES = [
   { path: /^\/deliveries$/, nav: 'deliveries', title: 'Deliveries', render: renderDeliveries },
   { path: /^\/deliveries\/([0-9a-f-]{36})$/i, nav: 'deliveries', title: 'Delivery', render: renderDelivery },
   { path: /^\/event-types$/, nav: 'event-types', title: 'Event catalog', render: renderEventTypes },
+  { path: /^\/imports$/, nav: 'imports', title: 'Stock imports', render: renderImports },
   { path: /^\/audit-log$/, nav: 'audit-log', title: 'Audit log', render: renderAuditLog },
   { path: /^\/admins$/, nav: 'admins', title: 'Administrators', render: renderAdmins },
   { path: /^\/account$/, nav: 'account', title: 'Your account', render: renderAccount },
@@ -62,6 +65,7 @@ const NAV = [
   { id: 'webhooks', label: 'Webhooks', href: '#/webhooks', icon: 'webhook' },
   { id: 'deliveries', label: 'Deliveries', href: '#/deliveries', icon: 'deliveries' },
   { id: 'event-types', label: 'Event catalog', href: '#/event-types', icon: 'book' },
+  { id: 'imports', label: 'Stock imports', href: '#/imports', icon: 'upload' },
   { group: 'Settings' },
   { id: 'admins', label: 'Administrators', href: '#/admins', icon: 'user' },
   { id: 'audit-log', label: 'Audit log', href: '#/audit-log', icon: 'list' },

@@ -45,19 +45,20 @@ export function onEnrolmentRequired(handler) {
 
 /**
  * request('GET', '/tokens') → parsed JSON body (null for 204). Paths not starting with /admin are
- * relative to the admin API.
+ * relative to the admin API. With `contentType` the body is sent as it is (a CSV as text/csv),
+ * otherwise as JSON.
  */
-export async function request(method, path, body, { retried = false } = {}) {
+export async function request(method, path, body, { retried = false, contentType } = {}) {
   const url = path.startsWith('/admin/') ? path : `${ADMIN_API}${path}`;
   const headers = { accept: 'application/json' };
-  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (body !== undefined) headers['content-type'] = contentType ?? 'application/json';
   if (method !== 'GET' && method !== 'HEAD' && csrfToken) headers['x-csrf-token'] = csrfToken;
   let response;
   try {
     response = await fetch(url, {
       method,
       headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
+      body: body === undefined || contentType ? body : JSON.stringify(body),
       credentials: 'same-origin',
       cache: 'no-store',
     });
@@ -78,7 +79,7 @@ export async function request(method, path, body, { retried = false } = {}) {
     // A refused second-factor code is 401 too, but for the code: the session itself is fine.
     if (response.status === 401 && !url.startsWith('/admin/session') && (problem.code ?? 'unauthorized') === 'unauthorized') sessionLostHandler(problem);
     if (response.status === 403 && problem.code === 'reauthentication_required' && reauthenticationHandler && !retried) {
-      if (await reauthenticationHandler(problem)) return request(method, path, body, { retried: true });
+      if (await reauthenticationHandler(problem)) return request(method, path, body, { retried: true, contentType });
       // Cancelled: the form or toast says so in words, not with the API's instructions to a script.
       problem.message = 'Not done: you did not confirm it is you.';
       problem.cancelled = true;
