@@ -108,7 +108,7 @@ export async function ssoSignInRoutes(app: FastifyInstance): Promise<void> {
         actor: { kind: 'anonymous', id: null, name: refusal.email ?? 'unknown' },
         action: 'session.sso_refused',
         clientIp: request.ip,
-        details: { reason: refusal.reason, email: refusal.email ?? null },
+        details: { reason: refusal.reason, email: refusal.email ?? null, message: refusal.message },
       });
     await (refusal.storeId ? inStore(refusal.storeId, write) : inHomeStore(db, write));
     request.log.warn({ reason: refusal.reason, email: refusal.email, store: refusal.storeId }, 'single sign-on refused');

@@ -413,22 +413,24 @@ export async function finishSignIn(settings: SsoClientSettings, attempt: SsoAtte
     return claims;
   } catch (error) {
     if (error instanceof SsoRefusal) throw error;
-    const code = (error as { code?: string }).code ?? 'refused';
-    const message = (error as Error).message;
-    throw new SsoRefusal(refusalReason(code, message), `The identity provider's answer was refused: ${message}.`);
+    // openid-client says what kind of failure; the error it wraps (oauth4webapi's) says which claim or parameter.
+    const { code, cause } = error as { code?: string; cause?: unknown };
+    const inner = cause instanceof Error ? (cause as Error & { cause?: { claim?: unknown } }) : undefined;
+    const message = inner?.message ?? (error as Error).message;
+    throw new SsoRefusal(refusalReason(code, message, inner?.cause?.claim), `The identity provider's answer was refused: ${message}.`);
   }
 }
 
-/** A short reason for the audit log, from openid-client's error. */
-function refusalReason(code: string, message: string): string {
-  if (/"aud"/.test(message)) return 'wrong_audience';
-  if (/"iss"/.test(message)) return 'wrong_issuer';
-  if (/"exp"|expired|timestamp/i.test(message)) return 'expired';
-  if (/"nonce"/.test(message)) return 'wrong_nonce';
-  if (/"state"|state/i.test(message)) return 'wrong_state';
-  if (/alg|signature/i.test(message)) return 'bad_signature';
-  if (code === 'OAUTH_RESPONSE_BODY_ERROR' || /invalid_grant/.test(message)) return 'code_refused';
-  return code.toLowerCase();
+/** A short reason for the audit log, from openid-client's error (its code, the claim it names). */
+function refusalReason(code: string | undefined, message: string, claim: unknown): string {
+  if (code === 'OAUTH_JWT_CLAIM_COMPARISON_FAILED') {
+    return claim === 'aud' || claim === 'azp' ? 'wrong_audience' : claim === 'iss' ? 'wrong_issuer' : claim === 'nonce' ? 'wrong_nonce' : 'claim_mismatch';
+  }
+  if (code === 'OAUTH_JWT_TIMESTAMP_CHECK_FAILED') return 'expired';
+  if (/"alg"|signature/i.test(message)) return 'bad_signature';
+  if (/"state"/.test(message)) return 'wrong_state';
+  if (code === 'OAUTH_RESPONSE_BODY_ERROR') return 'code_refused';
+  return 'invalid_response';
 }
 
 /** Whether an owner removed `email` from `storeId` (SSO does not bring it back). */
