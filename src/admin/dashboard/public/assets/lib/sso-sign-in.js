@@ -1,5 +1,5 @@
 /**
- * "Sign in with SSO" on the sign-in page (decision 0062): the work email, then the browser goes to
+ * Single sign-on on the sign-in page ("Continue with SSO") (decision 0062): the work email, then the browser goes to
  * /admin/sso/start, which finds the store whose single sign-on takes that email's domain and sends
  * the browser to its identity provider; it comes back signed in (or to a page saying why not).
  * A block of its own, so the sign-in page only places it.
@@ -9,11 +9,12 @@ import { field, formError, showFormError, clearFormErrors } from './ui.js';
 
 export function ssoSignInBlock() {
   const email = h('input', { type: 'email', name: 'sso_email', id: 'sso-email', autocomplete: 'username', spellcheck: false });
-  const submit = h('button', { type: 'submit', class: 'btn btn-secondary btn-block' }, h('span', { class: 'btn-label', text: 'Sign in with SSO' }));
+  const submit = h('button', { type: 'submit', class: 'btn btn-secondary btn-block' }, h('span', { class: 'btn-label', text: 'Continue with SSO' }));
   const form = h(
     'form',
     { class: 'sign-in-form sso-sign-in', novalidate: true, 'aria-label': 'Single sign-on' },
-    field({ label: 'Work email (single sign-on)', control: email, hint: 'Where your store uses its identity provider.' }),
+    // Named so as not to clash with the password form's "Email" and "Sign in" (its fields and button).
+    field({ label: 'Work address for single sign-on', control: email, hint: "The email your company's identity provider knows." }),
     formError(),
     submit,
   );
