@@ -169,7 +169,14 @@ describe.each(backends)('single sign-on with OpenID Connect (%s)', (backend) => 
     expect(http.statusCode).toBe(400);
     expect(http.json().errors[0].param).toBe('issuer');
     await expect(
-      saveSsoSettings(t.database.db, { ...settings(), role_map: {}, storeId: '00000000-0000-0000-0000-000000000000', by: OWNER, keys: undefined, allowLoopbackHttp: true }),
+      saveSsoSettings(t.database.db, {
+        ...settings(),
+        role_map: {},
+        storeId: '00000000-0000-0000-0000-000000000000',
+        by: OWNER,
+        keys: undefined,
+        allowLoopbackHttp: true,
+      }),
     ).rejects.toMatchObject({ code: 'conflict' });
     expect((await api('GET', '/settings/sso')).json()).toEqual({ data: null });
   });
@@ -211,7 +218,11 @@ describe.each(backends)('single sign-on with OpenID Connect (%s)', (backend) => 
     await expectRefused(await ssoSignIn('nobody@corp.example'), 403, 'no_role', /No role of this store/);
     await expectRefused(await ssoSignIn('ada@corp.example', 'out@elsewhere.example'), 403, 'domain_not_allowed', /not in a domain this store allows/);
     await expectRefused(await ssoSignIn('unverified@corp.example'), 403, 'email_not_verified', /verified/);
-    const accounts = await t.database.db.selectFrom('admin_users').select('email').where('email', 'in', ['nobody@corp.example', 'out@elsewhere.example', 'unverified@corp.example']).execute();
+    const accounts = await t.database.db
+      .selectFrom('admin_users')
+      .select('email')
+      .where('email', 'in', ['nobody@corp.example', 'out@elsewhere.example', 'unverified@corp.example'])
+      .execute();
     expect(accounts).toEqual([]);
   });
 
@@ -219,7 +230,11 @@ describe.each(backends)('single sign-on with OpenID Connect (%s)', (backend) => 
     const first = await ssoSignIn('gone@corp.example');
     expect(first.statusCode).toBe(303);
     const member = await t.database.db.selectFrom('admin_users').select('id').where('email', '=', 'gone@corp.example').executeTakeFirstOrThrow();
-    const removed = await t.app.inject({ method: 'DELETE', url: `/admin/api/v1/admins/${member.id}`, headers: { cookie: owner.cookie, 'x-csrf-token': owner.csrf } });
+    const removed = await t.app.inject({
+      method: 'DELETE',
+      url: `/admin/api/v1/admins/${member.id}`,
+      headers: { cookie: owner.cookie, 'x-csrf-token': owner.csrf },
+    });
     expect(removed.statusCode, removed.body).toBeLessThan(300);
     await expectRefused(await ssoSignIn('gone@corp.example'), 403, 'removed', /removed from this store by an owner/);
     expect(await t.database.db.selectFrom('admin_users').select('id').where('email', '=', 'gone@corp.example').executeTakeFirst()).toBeUndefined();
@@ -245,7 +260,12 @@ describe.each(backends)('single sign-on with OpenID Connect (%s)', (backend) => 
   it.each([
     ['another client', 'wrong_audience', (p: Record<string, unknown>) => ({ ...p, aud: OTHER_CLIENT.client_id }), false],
     ['another issuer', 'wrong_issuer', (p: Record<string, unknown>) => ({ ...p, iss: 'http://127.0.0.1:1' }), false],
-    ['an expired token', 'expired', (p: Record<string, unknown>) => ({ ...p, iat: Math.floor(Date.now() / 1000) - 7200, exp: Math.floor(Date.now() / 1000) - 3600 }), false],
+    [
+      'an expired token',
+      'expired',
+      (p: Record<string, unknown>) => ({ ...p, iat: Math.floor(Date.now() / 1000) - 7200, exp: Math.floor(Date.now() / 1000) - 3600 }),
+      false,
+    ],
     ['an unsigned token', 'bad_signature', (p: Record<string, unknown>) => p, true],
   ] as const)('refuses an ID token of %s', async (_what, reason, payload, unsigned) => {
     kit.tamper = ({ header, payload: p }) => ({ header, payload: payload(p), unsigned });

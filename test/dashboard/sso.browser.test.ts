@@ -100,10 +100,10 @@ describe.skipIf(!hasChromium)('single sign-on in Chromium', () => {
     await owner.getByLabel('Issuer URL').fill(kit.issuer);
     await owner.getByLabel('Client ID').fill('store-dashboard');
     await owner.getByLabel('Client secret').fill('dashboard-secret-0123456789');
-    await owner.getByLabel('Allowed email domains').fill('corp.example');
-    await owner.getByLabel('Role claim').fill('groups');
-    await owner.getByLabel('Claim values → role').fill('erp-owners = owner\nerp-admins = admin\nerp-viewers = viewer');
-    await owner.getByRole('button', { name: 'Save single sign-on' }).click();
+    await owner.getByLabel('Allowed domains of work addresses').fill('corp.example');
+    await owner.getByLabel('Claim to read').fill('groups');
+    await owner.getByLabel('Claim values and what each gives').fill('erp-owners = owner\nerp-admins = admin\nerp-viewers = viewer');
+    await owner.getByRole('button', { name: 'Apply single sign-on' }).click();
     await owner.getByText('Single sign-on saved.').waitFor();
     await card.getByText(/^Configured\./).waitFor();
   }, 120_000);
@@ -122,9 +122,9 @@ describe.skipIf(!hasChromium)('single sign-on in Chromium', () => {
   }, 120_000);
 
   it('with SSO required, another owner’s password is refused but the break-glass owner signs in', async () => {
-    await owner.getByLabel('Require single sign-on (passwords and reset links refused)').check();
+    await owner.getByLabel('Require single sign-on for everyone but the break-glass owners').check();
     await owner.getByRole('region', { name: 'Single sign-on' }).getByLabel(OWNER).check();
-    await owner.getByRole('button', { name: 'Save single sign-on' }).click();
+    await owner.getByRole('button', { name: 'Apply single sign-on' }).click();
     await owner.getByText('Single sign-on saved and required.').waitFor();
     const member = await newPage();
     await signInWithPassword(member, MEMBER);

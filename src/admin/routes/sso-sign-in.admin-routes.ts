@@ -121,120 +121,136 @@ export async function ssoSignInRoutes(app: FastifyInstance): Promise<void> {
       .send(page('Single sign-on refused', `<p>${escapeHtml(refusal.message)}</p><p>Nothing was granted.</p>`));
   }
 
-  app.get(
-    '/sso/start',
-    { schema: { hide: true, querystring: StartQuery } },
-    async (request, reply) => {
-      const query = request.query as typeof StartQuery.static;
-      const email = normalizeEmail(query.email);
+  app.get('/sso/start', { schema: { hide: true, querystring: StartQuery } }, async (request, reply) => {
+    const query = request.query as typeof StartQuery.static;
+    const email = normalizeEmail(query.email);
+    try {
+      const stores = await ssoStoresForEmail(db, email);
+      const chosen = query.store === undefined ? stores : stores.filter((s) => s.id === query.store);
+      if (chosen.length === 0) {
+        throw new Refusal(
+          'not_found',
+          'sso_not_configured',
+          `No store uses single sign-on for '${email}'. Sign in with your password instead.`,
+          undefined,
+          email,
+        );
+      }
+      if (chosen.length > 1) {
+        const links = chosen
+          .map((s) => `<li><a href="/admin/sso/start?email=${encodeURIComponent(email)}&amp;store=${s.id}">${escapeHtml(s.name)}</a></li>`)
+          .join('');
+        return reply.type('text/html; charset=utf-8').send(page('Pick a store', `<p>Several stores use single sign-on for this email:</p><ul>${links}</ul>`));
+      }
+      const storeId = chosen[0]!.id;
+      let settings: Awaited<ReturnType<typeof ssoClientSettings>>;
       try {
-        const stores = await ssoStoresForEmail(db, email);
-        const chosen = query.store === undefined ? stores : stores.filter((s) => s.id === query.store);
-        if (chosen.length === 0) {
-          throw new Refusal('not_found', 'sso_not_configured', `No store uses single sign-on for '${email}'. Sign in with your password instead.`, undefined, email);
-        }
-        if (chosen.length > 1) {
-          const links = chosen
-            .map((s) => `<li><a href="/admin/sso/start?email=${encodeURIComponent(email)}&amp;store=${s.id}">${escapeHtml(s.name)}</a></li>`)
-            .join('');
-          return reply.type('text/html; charset=utf-8').send(page('Pick a store', `<p>Several stores use single sign-on for this email:</p><ul>${links}</ul>`));
-        }
-        const storeId = chosen[0]!.id;
-        let settings: Awaited<ReturnType<typeof ssoClientSettings>>;
-        try {
-          settings = await ssoClientSettings(db, storeId, keys);
-        } catch (error) {
-          if (error instanceof SealedCredentialsError) {
-            throw new Refusal('conflict', 'misconfigured', `This store's single sign-on cannot be used: ${error.message}. Ask the operator.`, storeId, email);
-          }
-          throw error;
-        }
-        if (!settings) throw new Refusal('not_found', 'sso_not_configured', 'This store does not use single sign-on.', storeId, email);
-        let started: { reference: string; url: string };
-        try {
-          started = await beginSignIn(db, { settings, redirectUri, loginHint: email });
-        } catch (error) {
-          throw new Refusal('conflict', 'provider_unreachable', `The identity provider could not be reached (${(error as Error).message}).`, storeId, email);
-        }
-        reply.setCookie(SSO_COOKIE, started.reference, {
-          path: SSO_COOKIE_PATH,
-          httpOnly: true,
-          sameSite: 'lax',
-          secure: config.COOKIE_SECURE,
-          maxAge: SSO_ATTEMPT_TTL_MS / 1000,
-        });
-        return reply.redirect(started.url, 303);
+        settings = await ssoClientSettings(db, storeId, keys);
       } catch (error) {
-        if (error instanceof Refusal) return refuse(request, reply, error);
+        if (error instanceof SealedCredentialsError) {
+          throw new Refusal('conflict', 'misconfigured', `This store's single sign-on cannot be used: ${error.message}. Ask the operator.`, storeId, email);
+        }
         throw error;
       }
-    },
-  );
+      if (!settings) throw new Refusal('not_found', 'sso_not_configured', 'This store does not use single sign-on.', storeId, email);
+      let started: { reference: string; url: string };
+      try {
+        started = await beginSignIn(db, { settings, redirectUri, loginHint: email });
+      } catch (error) {
+        throw new Refusal('conflict', 'provider_unreachable', `The identity provider could not be reached (${(error as Error).message}).`, storeId, email);
+      }
+      reply.setCookie(SSO_COOKIE, started.reference, {
+        path: SSO_COOKIE_PATH,
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: config.COOKIE_SECURE,
+        maxAge: SSO_ATTEMPT_TTL_MS / 1000,
+      });
+      return reply.redirect(started.url, 303);
+    } catch (error) {
+      if (error instanceof Refusal) return refuse(request, reply, error);
+      throw error;
+    }
+  });
 
-  app.get(
-    '/sso/callback',
-    { schema: { hide: true, querystring: CallbackQuery } },
-    async (request, reply) => {
-      const query = request.query as typeof CallbackQuery.static;
-      const reference = request.cookies?.[SSO_COOKIE];
-      clearAttemptCookie(reply);
+  app.get('/sso/callback', { schema: { hide: true, querystring: CallbackQuery } }, async (request, reply) => {
+    const query = request.query as typeof CallbackQuery.static;
+    const reference = request.cookies?.[SSO_COOKIE];
+    clearAttemptCookie(reply);
+    try {
+      // Taken (deleted) first: whatever follows, this attempt is spent, so a replay finds nothing.
+      const attempt = reference ? await takeAttempt(db, reference) : undefined;
+      if (!attempt) {
+        throw new Refusal(
+          'invalid_parameter',
+          reference ? 'unknown_attempt' : 'no_attempt',
+          'This sign-in was not started in this browser, took longer than 10 minutes, or was already used. Start again from the sign-in page.',
+        );
+      }
+      const { storeId } = attempt;
+      if (query.error) {
+        throw new Refusal('forbidden', 'provider_error', `The identity provider refused: ${query.error_description ?? query.error}.`, storeId);
+      }
+      if (!query.state)
+        throw new Refusal(
+          'invalid_parameter',
+          'missing_state',
+          'The answer of the identity provider has no state: it is not the answer to this sign-in.',
+          storeId,
+        );
+      if (!query.code) throw new Refusal('invalid_parameter', 'missing_code', 'The answer of the identity provider has no code.', storeId);
+      const settings = await ssoClientSettings(db, storeId, keys).catch((error: unknown) => {
+        if (error instanceof SealedCredentialsError) throw new Refusal('conflict', 'misconfigured', error.message, storeId);
+        throw error;
+      });
+      if (!settings) throw new Refusal('not_found', 'sso_not_configured', 'This store no longer uses single sign-on.', storeId);
+      let claims: Awaited<ReturnType<typeof finishSignIn>>;
       try {
-        // Taken (deleted) first: whatever follows, this attempt is spent, so a replay finds nothing.
-        const attempt = reference ? await takeAttempt(db, reference) : undefined;
-        if (!attempt) {
-          throw new Refusal(
-            'invalid_parameter',
-            reference ? 'unknown_attempt' : 'no_attempt',
-            'This sign-in was not started in this browser, took longer than 10 minutes, or was already used. Start again from the sign-in page.',
-          );
-        }
-        const { storeId } = attempt;
-        if (query.error) {
-          throw new Refusal('forbidden', 'provider_error', `The identity provider refused: ${query.error_description ?? query.error}.`, storeId);
-        }
-        if (!query.state) throw new Refusal('invalid_parameter', 'missing_state', 'The answer of the identity provider has no state: it is not the answer to this sign-in.', storeId);
-        if (!query.code) throw new Refusal('invalid_parameter', 'missing_code', 'The answer of the identity provider has no code.', storeId);
-        const settings = await ssoClientSettings(db, storeId, keys).catch((error: unknown) => {
-          if (error instanceof SealedCredentialsError) throw new Refusal('conflict', 'misconfigured', error.message, storeId);
-          throw error;
-        });
-        if (!settings) throw new Refusal('not_found', 'sso_not_configured', 'This store no longer uses single sign-on.', storeId);
-        let claims: Awaited<ReturnType<typeof finishSignIn>>;
-        try {
-          const search = new URLSearchParams(request.url.slice(request.url.indexOf('?') + 1));
-          claims = await finishSignIn(settings, attempt, new URL(`${redirectUri}?${search}`));
-        } catch (error) {
-          if (error instanceof SsoRefusal) throw new Refusal('unauthorized', error.reason, error.message, storeId);
-          throw error;
-        }
-        const email = typeof claims.email === 'string' ? normalizeEmail(claims.email) : undefined;
-        if (!email) throw new Refusal('forbidden', 'no_email', 'The identity provider sent no email for this person.', storeId);
-        if (claims.email_verified !== true) {
-          throw new Refusal('forbidden', 'email_not_verified', `The identity provider does not say '${email}' is verified.`, storeId, email);
-        }
-        if (!domainAllowed(email, settings.allowedDomains)) {
-          throw new Refusal('forbidden', 'domain_not_allowed', `'${email}' is not in a domain this store allows for single sign-on.`, storeId, email);
-        }
-        const mapped = roleFromClaim(claims[settings.roleClaim], settings.roleMap, settings.defaultRole);
-        if (!mapped) {
-          throw new Refusal('forbidden', 'no_role', `No role of this store is given to '${email}' by the claim '${settings.roleClaim}'. Ask an owner.`, storeId, email);
-        }
-        if (await removedFromStore(db, storeId, email)) {
-          throw new Refusal('forbidden', 'removed', `'${email}' was removed from this store by an owner; only an owner's invitation lets them back.`, storeId, email);
-        }
-        const user = await inStore(storeId, () => provision(request, { email, role: mapped, storeId, breakGlass: settings.breakGlass }));
-        const previous = sessionIdOf(request);
-        if (previous) await deleteAdminSession(db, previous);
-        const session = await signIn.startSession(request, reply, user.id, storeId);
-        await signIn.auditOwn(request, user, 'session.signed_in', { method: 'sso', user_agent: request.headers['user-agent']?.slice(0, 300) ?? null }, storeId);
-        request.log.info({ admin: email, store: storeId, role: session.role }, 'administrator signed in with SSO');
-        return reply.redirect('/admin', 303);
+        const search = new URLSearchParams(request.url.slice(request.url.indexOf('?') + 1));
+        claims = await finishSignIn(settings, attempt, new URL(`${redirectUri}?${search}`));
       } catch (error) {
-        if (error instanceof Refusal) return refuse(request, reply, error);
+        if (error instanceof SsoRefusal) throw new Refusal('unauthorized', error.reason, error.message, storeId);
         throw error;
       }
-    },
-  );
+      const email = typeof claims.email === 'string' ? normalizeEmail(claims.email) : undefined;
+      if (!email) throw new Refusal('forbidden', 'no_email', 'The identity provider sent no email for this person.', storeId);
+      if (claims.email_verified !== true) {
+        throw new Refusal('forbidden', 'email_not_verified', `The identity provider does not say '${email}' is verified.`, storeId, email);
+      }
+      if (!domainAllowed(email, settings.allowedDomains)) {
+        throw new Refusal('forbidden', 'domain_not_allowed', `'${email}' is not in a domain this store allows for single sign-on.`, storeId, email);
+      }
+      const mapped = roleFromClaim(claims[settings.roleClaim], settings.roleMap, settings.defaultRole);
+      if (!mapped) {
+        throw new Refusal(
+          'forbidden',
+          'no_role',
+          `No role of this store is given to '${email}' by the claim '${settings.roleClaim}'. Ask an owner.`,
+          storeId,
+          email,
+        );
+      }
+      if (await removedFromStore(db, storeId, email)) {
+        throw new Refusal(
+          'forbidden',
+          'removed',
+          `'${email}' was removed from this store by an owner; only an owner's invitation lets them back.`,
+          storeId,
+          email,
+        );
+      }
+      const user = await inStore(storeId, () => provision(request, { email, role: mapped, storeId, breakGlass: settings.breakGlass }));
+      const previous = sessionIdOf(request);
+      if (previous) await deleteAdminSession(db, previous);
+      const session = await signIn.startSession(request, reply, user.id, storeId);
+      await signIn.auditOwn(request, user, 'session.signed_in', { method: 'sso', user_agent: request.headers['user-agent']?.slice(0, 300) ?? null }, storeId);
+      request.log.info({ admin: email, store: storeId, role: session.role }, 'administrator signed in with SSO');
+      return reply.redirect('/admin', 303);
+    } catch (error) {
+      if (error instanceof Refusal) return refuse(request, reply, error);
+      throw error;
+    }
+  });
 
   /**
    * The account and its membership of the statement's store, made or updated from the provider's

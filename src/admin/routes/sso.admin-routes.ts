@@ -44,7 +44,12 @@ const common = {
     maxItems: MAX_SSO_DOMAINS,
     description: 'Email domains whose people may sign in (exact: a subdomain is another domain)',
   }),
-  role_claim: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9_:./-]+$', description: 'The ID token claim read for the role, e.g. groups or role' }),
+  role_claim: Type.String({
+    minLength: 1,
+    maxLength: 100,
+    pattern: '^[A-Za-z0-9_:./-]+$',
+    description: 'The ID token claim read for the role, e.g. groups or role',
+  }),
   role_map: RoleMap,
   default_role: Nullable(Role),
   require_sso: Type.Boolean({ description: 'Password sign-in (and password reset links) refused for everyone but the break-glass owners' }),
@@ -53,7 +58,9 @@ const common = {
 const SsoSettingsBody = Type.Object(
   {
     ...common,
-    client_secret: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'Sealed at rest, never shown again; leave out to keep the stored one' })),
+    client_secret: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 1024, description: 'Sealed at rest, never shown again; leave out to keep the stored one' }),
+    ),
   },
   strict,
 );
@@ -90,7 +97,12 @@ export async function ssoAdminRoutes(app: FastifyInstance): Promise<void> {
     '/settings/sso',
     {
       config: { permission: 'read' },
-      schema: { tags, operationId: 'getSsoSettings', summary: "The store's single sign-on (OpenID Connect), or null", response: { 200: dataOf(Nullable(SsoSettingsSchema)) } },
+      schema: {
+        tags,
+        operationId: 'getSsoSettings',
+        summary: "The store's single sign-on (OpenID Connect), or null",
+        response: { 200: dataOf(Nullable(SsoSettingsSchema)) },
+      },
     },
     async () => ({ data: (await getSsoSettings(db)) ?? null }),
   );

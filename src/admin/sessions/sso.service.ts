@@ -449,7 +449,9 @@ export async function passwordRefusedIn(db: Kysely<Database>, storeId: string, a
   const row = await asPlatform(() =>
     db
       .selectFrom('store_sso_settings as s')
-      .leftJoin('admin_memberships as m', (join) => join.onRef('m.store_id', '=', 's.store_id').on('m.admin_user_id', '=', adminUserId ?? sql<string>`NULL::uuid`))
+      .leftJoin('admin_memberships as m', (join) =>
+        join.onRef('m.store_id', '=', 's.store_id').on('m.admin_user_id', '=', adminUserId ?? sql<string>`NULL::uuid`),
+      )
       .select(['s.require_sso', 's.break_glass', 'm.role'])
       .where('s.store_id', '=', storeId)
       .executeTakeFirst(),

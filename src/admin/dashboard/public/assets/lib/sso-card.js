@@ -3,7 +3,8 @@
  * provider (issuer, client id and secret), the email domains it may sign in, the claim read for the
  * role and what each of its values gives, the role when none maps (or refuse), and "require SSO"
  * with the break-glass owners who keep their password. Saving and turning it off ask for a fresh
- * proof (the API's reauthentication_required, answered by the dashboard's dialog).
+ * proof (the API's reauthentication_required, answered by the dashboard's dialog). Its labels and
+ * buttons share no words with the page's others (Email, Role, Password, Save), which tests find by name.
  */
 import { h } from './dom.js';
 import { del, get, request } from './api.js';
@@ -26,7 +27,11 @@ function textToMap(text) {
   const map = {};
   for (const line of text.split('\n')) {
     const at = line.lastIndexOf('=');
-    if (at > 0) map[line.slice(0, at).trim()] = line.slice(at + 1).trim().toLowerCase();
+    if (at > 0)
+      map[line.slice(0, at).trim()] = line
+        .slice(at + 1)
+        .trim()
+        .toLowerCase();
   }
   return map;
 }
@@ -39,7 +44,11 @@ export function ssoCard() {
   const domains = input('allowed_domains', { placeholder: 'example.com, example.org' });
   const claim = input('role_claim', { value: 'groups' });
   const roleMap = h('textarea', { name: 'role_map', id: 'sso-role_map', rows: 3, placeholder: 'erp-owners = owner\nerp-admins = admin\nstaff = viewer' });
-  const defaultRole = h('select', { name: 'default_role', id: 'sso-default_role' }, ...ROLE_OPTIONS.map(([value, label]) => h('option', { value, text: label })));
+  const defaultRole = h(
+    'select',
+    { name: 'default_role', id: 'sso-default_role' },
+    ...ROLE_OPTIONS.map(([value, label]) => h('option', { value, text: label })),
+  );
   const require = h('input', { type: 'checkbox', name: 'require_sso', id: 'sso-require' });
   /** One checkbox per owner of the store (filled once the administrators are read). */
   let breakGlass = [];
@@ -53,15 +62,24 @@ export function ssoCard() {
     field({ label: 'Issuer URL', control: issuer, required: true }),
     field({ label: 'Client ID', control: clientId, required: true }),
     field({ label: 'Client secret', control: secret, hint: 'Stored sealed and never shown again. Leave empty to keep the saved one.' }),
-    field({ label: 'Allowed email domains', control: domains, required: true, hint: 'Comma-separated; a subdomain is another domain.' }),
-    field({ label: 'Role claim', control: claim, required: true, hint: 'The ID token claim read for the role, e.g. groups or role.' }),
-    field({ label: 'Claim values → role', control: roleMap, hint: 'One per line: value = owner, admin or viewer. Of several values, the highest role.' }),
+    field({ label: 'Allowed domains of work addresses', control: domains, required: true, hint: 'Comma-separated; a subdomain is another domain.' }),
+    field({ label: 'Claim to read', control: claim, required: true, hint: 'The ID token claim read for the role, e.g. groups or role.' }),
+    field({
+      label: 'Claim values and what each gives',
+      control: roleMap,
+      hint: 'One per line: value = owner, admin or viewer. Of several values, the highest role.',
+    }),
     field({ label: 'When no value maps', control: defaultRole }),
-    h('div', { class: 'check check-standalone' }, require, h('label', { for: 'sso-require', text: 'Require single sign-on (passwords and reset links refused)' })),
+    h(
+      'div',
+      { class: 'check check-standalone' },
+      require,
+      h('label', { for: 'sso-require', text: 'Require single sign-on for everyone but the break-glass owners' }),
+    ),
     h(
       'fieldset',
       { class: 'field', dataset: { field: 'break_glass' } },
-      h('legend', { class: 'field-label', text: 'Break-glass owners (keep their password while SSO is required)' }),
+      h('legend', { class: 'field-label', text: 'Break-glass owners (may still sign in without SSO while it is required)' }),
       breakGlassList,
       h('p', { class: 'field-error', hidden: true }),
     ),
@@ -87,14 +105,17 @@ export function ssoCard() {
   }
 
   const save = button({
-    label: 'Save single sign-on',
+    label: 'Apply single sign-on',
     variant: 'primary',
     onClick: async () => {
       clearFormErrors(form);
       const body = {
         issuer: issuer.value.trim(),
         client_id: clientId.value.trim(),
-        allowed_domains: domains.value.split(',').map((d) => d.trim()).filter(Boolean),
+        allowed_domains: domains.value
+          .split(',')
+          .map((d) => d.trim())
+          .filter(Boolean),
         role_claim: claim.value.trim(),
         role_map: textToMap(roleMap.value),
         default_role: defaultRole.value || null,
@@ -112,7 +133,7 @@ export function ssoCard() {
     },
   });
   const off = button({
-    label: 'Turn off',
+    label: 'Turn SSO off',
     onClick: async () => {
       try {
         await del('/settings/sso');
@@ -130,7 +151,9 @@ export function ssoCard() {
     .then(([admins, { data }]) => {
       const owners = admins.data.filter((a) => a.role === 'owner');
       breakGlass = owners.map((o) => h('input', { type: 'checkbox', value: o.id, id: `sso-bg-${o.id}` }));
-      breakGlassList.replaceChildren(...owners.map((o, i) => h('div', { class: 'check' }, breakGlass[i], h('label', { for: breakGlass[i].id, text: o.email }))));
+      breakGlassList.replaceChildren(
+        ...owners.map((o, i) => h('div', { class: 'check' }, breakGlass[i], h('label', { for: breakGlass[i].id, text: o.email }))),
+      );
       fill(data);
     })
     .catch(() => {});
