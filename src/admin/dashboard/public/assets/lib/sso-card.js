@@ -8,7 +8,7 @@
  */
 import { h } from './dom.js';
 import { del, get, request } from './api.js';
-import { button, card, clearFormErrors, field, formError, showFormError, showProblemOnForm, toast } from './ui.js';
+import { button, card, clearFormErrors, field, showProblemOnForm, toast } from './ui.js';
 
 const ROLE_OPTIONS = [
   ['', 'Refuse the sign-in'],
@@ -53,6 +53,12 @@ export function ssoCard() {
   /** One checkbox per owner of the store (filled once the administrators are read). */
   let breakGlass = [];
   const breakGlassList = h('div');
+  // Its own error line (not the page's one `.form-error`, which a dialog over the page uses).
+  const problem = h('p', { class: 'field-error', role: 'alert', hidden: true });
+  const showProblem = (message) => {
+    problem.textContent = message;
+    problem.hidden = false;
+  };
   const status = h('p', { class: 'field-hint', text: 'Not configured: everyone signs in with a password.' });
 
   const form = h(
@@ -83,7 +89,7 @@ export function ssoCard() {
       breakGlassList,
       h('p', { class: 'field-error', hidden: true }),
     ),
-    formError(),
+    problem,
   );
 
   function fill(data) {
@@ -109,6 +115,7 @@ export function ssoCard() {
     variant: 'primary',
     onClick: async () => {
       clearFormErrors(form);
+      problem.hidden = true;
       const body = {
         issuer: issuer.value.trim(),
         client_id: clientId.value.trim(),
@@ -128,7 +135,7 @@ export function ssoCard() {
         fill(data);
         toast(data.require_sso ? 'Single sign-on saved and required.' : 'Single sign-on saved.');
       } catch (error) {
-        if (!showProblemOnForm(form, error)) showFormError(form, error.message);
+        if (!showProblemOnForm(form, error)) showProblem(error.message);
       }
     },
   });
@@ -141,7 +148,7 @@ export function ssoCard() {
         off.hidden = true;
         toast('Single sign-on is off: everyone signs in with a password again.');
       } catch (error) {
-        showFormError(form, error.message);
+        showProblem(error.message);
       }
     },
   });

@@ -5,25 +5,21 @@
  * A block of its own, so the sign-in page only places it.
  */
 import { h } from './dom.js';
-import { field, formError, showFormError, clearFormErrors } from './ui.js';
+import { field, setFieldError } from './ui.js';
 
 export function ssoSignInBlock() {
   const email = h('input', { type: 'email', name: 'sso_email', id: 'sso-email', autocomplete: 'username', spellcheck: false });
   const submit = h('button', { type: 'submit', class: 'btn btn-secondary btn-block' }, h('span', { class: 'btn-label', text: 'Continue with SSO' }));
-  const form = h(
-    'form',
-    { class: 'sign-in-form sso-sign-in', novalidate: true, 'aria-label': 'Single sign-on' },
-    // Named so as not to clash with the password form's "Email" and "Sign in" (its fields and button).
-    field({ label: 'Work address for single sign-on', control: email, hint: "The email your company's identity provider knows." }),
-    formError(),
-    submit,
-  );
+  // Named so as not to clash with the password form's "Email" and "Sign in" (its fields and button);
+  // its error is the field's, so the page keeps one form error (the password form's).
+  const emailField = field({ label: 'Work address for single sign-on', control: email, hint: "The email your company's identity provider knows." });
+  const form = h('form', { class: 'sign-in-form sso-sign-in', novalidate: true, 'aria-label': 'Single sign-on' }, emailField, submit);
   form.addEventListener('submit', (event) => {
     event.preventDefault();
-    clearFormErrors(form);
+    setFieldError(emailField, '');
     const value = email.value.trim();
     if (!value.includes('@')) {
-      showFormError(form, 'Enter your work email.');
+      setFieldError(emailField, 'Enter your work email.');
       email.focus();
       return;
     }
