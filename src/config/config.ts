@@ -194,7 +194,7 @@ export const EnvSchema = Type.Object({
     Type.String({
       pattern: '^[A-Za-z0-9+/]{43}=(,[A-Za-z0-9+/]{43}=)*$',
       description:
-        "Key that seals endpoint credentials (extra headers, OAuth client secrets, client certificates' keys) at rest: 32 random bytes as base64 (`openssl rand -base64 32`). A comma-separated list rotates: the first seals, every one opens. Unset: endpoints cannot be given credentials",
+        "Key that seals endpoint credentials (extra headers, OAuth client secrets, client certificates' keys) at rest: 32 random bytes as base64 (`openssl rand -base64 32`). A comma-separated list rotates: the first seals, every one opens. Unset: endpoints cannot be given credentials, nor stores single sign-on (its client secret is sealed with it)",
     }),
   ),
   EVENT_RETENTION_MS: Int(2_592_000_000, 1000, 315_360_000_000, 'How long events are kept (feed, replays); longer while a delivery still needs one'),

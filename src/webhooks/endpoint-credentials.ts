@@ -227,38 +227,63 @@ function keyId(key: Buffer): string {
   return createHash('sha256').update(key).digest('hex').slice(0, 8);
 }
 
-function boundData(endpointId: string): Buffer {
-  return Buffer.from(`webhook endpoint credentials\n${endpointId}`, 'utf8');
+function boundData(endpointId: string): string {
+  return `webhook endpoint credentials\n${endpointId}`;
+}
+
+/**
+ * Seals any JSON value under the first key, bound to `context` (what it belongs to, e.g. an
+ * endpoint's or a store's id with a label): sealed for one context, it does not open for another.
+ * The one cipher of sealed settings (endpoint credentials here, a store's SSO client secret).
+ */
+export function sealValue(keys: CredentialKeys, context: string, value: unknown): string {
+  const key = keys.keys[0]!;
+  const nonce = randomBytes(NONCE_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', key, nonce, { authTagLength: TAG_BYTES });
+  cipher.setAAD(Buffer.from(context, 'utf8'));
+  const sealed = Buffer.concat([nonce, cipher.update(JSON.stringify(value), 'utf8'), cipher.final(), cipher.getAuthTag()]);
+  return `${PREFIX}:${keyId(key)}:${sealed.toString('base64')}`;
 }
 
 /** Seals `credentials` for endpoint `endpointId` under the first key. */
 export function sealCredentials(keys: CredentialKeys, endpointId: string, credentials: EndpointCredentials): string {
-  const key = keys.keys[0]!;
-  const nonce = randomBytes(NONCE_BYTES);
-  const cipher = createCipheriv('aes-256-gcm', key, nonce, { authTagLength: TAG_BYTES });
-  cipher.setAAD(boundData(endpointId));
-  const sealed = Buffer.concat([nonce, cipher.update(JSON.stringify(credentials), 'utf8'), cipher.final(), cipher.getAuthTag()]);
-  return `${PREFIX}:${keyId(key)}:${sealed.toString('base64')}`;
+  return sealValue(keys, boundData(endpointId), credentials);
 }
 
 /** Thrown when sealed credentials cannot be opened (no key, another key, altered, or another endpoint's). */
 export class SealedCredentialsError extends Error {}
 
-/** Opens credentials sealed by `sealCredentials` for `endpointId`. */
-export function openCredentials(keys: CredentialKeys | undefined, endpointId: string, sealed: string): EndpointCredentials {
-  if (!keys) throw new SealedCredentialsError('the endpoint has credentials but WEBHOOK_CREDENTIALS_KEY is not set');
+/**
+ * Opens a value sealed by `sealValue` for `context`; `what` names it in the SealedCredentialsError
+ * thrown when it does not open (no key, another key, altered, or another context's).
+ */
+export function openValue<T>(keys: CredentialKeys | undefined, context: string, sealed: string, what: string): T {
+  if (!keys) throw new SealedCredentialsError(`${what} is sealed but WEBHOOK_CREDENTIALS_KEY is not set`);
   const [prefix, id, body] = sealed.split(':');
   const key = keys.keys.find((k) => keyId(k) === id);
-  if (prefix !== PREFIX || body === undefined) throw new SealedCredentialsError("the endpoint's credentials are in an unknown format");
-  if (!key) throw new SealedCredentialsError(`the endpoint's credentials were sealed with a key (id ${id}) that WEBHOOK_CREDENTIALS_KEY does not hold`);
+  if (prefix !== PREFIX || body === undefined) throw new SealedCredentialsError(`${what} is in an unknown format`);
+  if (!key) throw new SealedCredentialsError(`${what} was sealed with a key (id ${id}) that WEBHOOK_CREDENTIALS_KEY does not hold`);
   const bytes = Buffer.from(body, 'base64');
   try {
     const decipher = createDecipheriv('aes-256-gcm', key, bytes.subarray(0, NONCE_BYTES), { authTagLength: TAG_BYTES });
-    decipher.setAAD(boundData(endpointId));
+    decipher.setAAD(Buffer.from(context, 'utf8'));
     decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
     const text = Buffer.concat([decipher.update(bytes.subarray(NONCE_BYTES, bytes.length - TAG_BYTES)), decipher.final()]).toString('utf8');
-    return JSON.parse(text) as EndpointCredentials;
+    return JSON.parse(text) as T;
   } catch {
-    throw new SealedCredentialsError("the endpoint's credentials do not open (altered, or sealed for another endpoint)");
+    throw new SealedCredentialsError(`${what} does not open (altered, or sealed for another owner)`);
+  }
+}
+
+/** Opens credentials sealed by `sealCredentials` for `endpointId`. */
+export function openCredentials(keys: CredentialKeys | undefined, endpointId: string, sealed: string): EndpointCredentials {
+  if (!keys) throw new SealedCredentialsError('the endpoint has credentials but WEBHOOK_CREDENTIALS_KEY is not set');
+  try {
+    return openValue<EndpointCredentials>(keys, boundData(endpointId), sealed, "the endpoint's credentials");
+  } catch (error) {
+    if (error instanceof SealedCredentialsError && error.message.endsWith('(altered, or sealed for another owner)')) {
+      throw new SealedCredentialsError("the endpoint's credentials do not open (altered, or sealed for another endpoint)");
+    }
+    throw error;
   }
 }

@@ -77,6 +77,8 @@ const OWNER_ONLY = [
   'POST /admin/api/v1/admins/invitations',
   'DELETE /admin/api/v1/admins/invitations/:id',
   'PATCH /admin/api/v1/settings/security',
+  'DELETE /admin/api/v1/settings/sso',
+  'PUT /admin/api/v1/settings/sso',
   'POST /admin/api/v1/tokens/made-by/:maker/revoke',
   'POST /admin/api/v1/tokens/made-by/:maker/transfer',
 ];

@@ -16,6 +16,7 @@ import fastifyCookie from '@fastify/cookie';
 import fastifyStatic from '@fastify/static';
 import { fileURLToPath } from 'node:url';
 import { sessionAdminRoutes } from '../routes/session.admin-routes.ts';
+import { ssoSignInRoutes } from '../routes/sso-sign-in.admin-routes.ts';
 import { registerAdminWriteTransactions } from '../admin-write-transaction.ts';
 import { setupAdminRoutes } from '../routes/setup.admin-routes.ts';
 import { linkAdminRoutes } from '../routes/links.admin-routes.ts';
@@ -75,6 +76,7 @@ export const dashboardPlugin = fp(
         await writes.register(sessionAdminRoutes);
         await writes.register(setupAdminRoutes);
         await writes.register(linkAdminRoutes);
+        await writes.register(ssoSignInRoutes);
       },
       { prefix: '/admin' },
     );

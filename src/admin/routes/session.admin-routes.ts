@@ -13,7 +13,8 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ApiError } from '../../shared/problem.ts';
-import { countAdminUsers, normalizeEmail, touchSignIn, verifyAdminCredentials } from '../sessions/admin-user.service.ts';
+import { accountStores, countAdminUsers, normalizeEmail, touchSignIn, verifyAdminCredentials } from '../sessions/admin-user.service.ts';
+import { SSO_REQUIRED_MESSAGE, storesRequiringSso } from '../sessions/sso.service.ts';
 import { hasSecondFactor } from '../sessions/second-factor.service.ts';
 import { csrfTokenMatches, deleteAdminSession, findAdminSession, touchAdminSession } from '../sessions/admin-session.service.ts';
 import { clearSignInFailures } from '../sessions/sign-in-throttle.ts';
@@ -106,6 +107,24 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
         );
         throw new ApiError('unauthorized', 'Wrong email or password.');
       }
+      // Where single sign-on is required, a password opens a session only in the account's other
+      // stores (or for a break-glass owner); none left: refused (decision 0062).
+      const ssoOnly = await storesRequiringSso(db, user.id);
+      let storeId: string | undefined;
+      if (ssoOnly.size > 0) {
+        storeId = (await accountStores(db, user.id)).find((store) => !ssoOnly.has(store.id))?.id;
+        if (storeId === undefined) {
+          await inHomeStore(db, () =>
+            recordAudit(db, {
+              actor: { kind: 'anonymous', id: null, name: email },
+              action: 'session.sign_in_failed',
+              clientIp: request.ip,
+              details: { email, reason: 'sso_required' },
+            }),
+          );
+          throw new ApiError('forbidden', SSO_REQUIRED_MESSAGE);
+        }
+      }
       let secondFactorMethod: string | null = null;
       if (await hasSecondFactor(db, user.id)) {
         secondFactorMethod = await signIn.checkSecondFactor(request, { user, code: body.code, param: 'code', during: 'sign_in', throttleKey: email });
@@ -114,7 +133,7 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
       await clearSignInFailures(db, email, request.ip);
       const previous = sessionIdOf(request);
       if (previous) await deleteAdminSession(db, previous);
-      const session = await signIn.startSession(request, reply, user.id);
+      const session = await signIn.startSession(request, reply, user.id, storeId);
       request.log.info({ admin: user.email, store: session.storeId }, 'administrator signed in');
       // Recorded in the audit log of the store the session acts in.
       await signIn.auditOwn(

@@ -12,6 +12,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../db/schema.ts';
 import type {} from './admin-user.table.ts';
+import { passwordRefusedIn, SSO_REQUIRED_MESSAGE } from './sso.service.ts';
 import { ApiError, type ErrorCode } from '../../shared/problem.ts';
 import {
   addMembership,
@@ -90,6 +91,8 @@ export async function createInvitation(
     throw new ApiError('conflict', `An administrator with the email '${email}' already exists in this store.`, [
       { param: 'email', message: 'is already an administrator' },
     ]);
+  // An owner inviting the email again lifts an earlier removal's hold on single sign-on (decision 0062).
+  await db.deleteFrom('sso_removed_members').where(accountStoreIs('store_id')).where('email', '=', email).execute();
   return issue(db, { purpose: 'invitation', email, role: input.role, adminUserId: null, createdBy: input.createdBy, ttlMs: input.ttlMs });
 }
 
@@ -207,6 +210,10 @@ export async function useLink(
     const locked = await trx.selectFrom('admin_links').select('id').where('code_hash', '=', hashCode(input.code)).forUpdate().executeTakeFirst();
     const { row, state } = await stateOf(trx, input.code);
     if (state !== 'valid' || !row || !locked) return { state: state === 'valid' ? ('unknown' as const) : state };
+    // Where single sign-on is required, no link sets a password (but a break-glass owner's reset).
+    if (row.store_id && (await passwordRefusedIn(trx, row.store_id, row.purpose === 'password_reset' ? row.admin_user_id : null))) {
+      throw new ApiError('forbidden', SSO_REQUIRED_MESSAGE);
+    }
     let user: AdminUser;
     const storeId = row.store_id ?? undefined;
     if (row.purpose === 'invitation') {

@@ -125,6 +125,12 @@ export async function addMembership(db: Kysely<Database>, input: { adminUserId: 
     .onConflict((oc) => oc.columns(['admin_user_id', 'store_id']).doNothing())
     .returning('admin_user_id')
     .executeTakeFirst();
+  // An owner adding the account again lifts an earlier removal's hold on single sign-on.
+  await db
+    .deleteFrom('sso_removed_members')
+    .where('store_id', '=', storeSql(input.storeId))
+    .where('email', '=', db.selectFrom('admin_users').select('email').where('id', '=', input.adminUserId))
+    .execute();
   tokensChanged(db);
   return added !== undefined;
 }
@@ -318,6 +324,13 @@ export async function removeAdminUser(db: Kysely<Database>, id: string): Promise
     }
     await trx.deleteFrom('admin_sessions').where(accountStoreIs('store_id')).where('admin_user_id', '=', id).execute();
     await trx.deleteFrom('admin_memberships').where(accountStoreIs('store_id')).where('admin_user_id', '=', id).execute();
+    // Removal sticks: a later single sign-on does not make the email a member again (decision 0062);
+    // an owner's invitation (addMembership) lifts it.
+    await trx
+      .insertInto('sso_removed_members')
+      .values({ store_id: ownStore(), email: user.email, removed_at: sql<string>`now()` })
+      .onConflict((oc) => oc.columns(['store_id', 'email']).doUpdateSet({ removed_at: sql<string>`now()` }))
+      .execute();
     await trx
       .deleteFrom('admin_users')
       .where('id', '=', id)

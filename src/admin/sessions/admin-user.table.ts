@@ -127,6 +127,41 @@ export interface AdminSettingsTable {
   updated_by: string | null;
 }
 
+/** Migration 0045: a store's single sign-on (sso.service.ts). */
+export interface StoreSsoSettingsTable {
+  store_id: string;
+  issuer: string;
+  client_id: string;
+  client_secret_sealed: string;
+  allowed_domains: ColumnType<string[], string, string>;
+  role_claim: string;
+  role_map: ColumnType<Record<string, string>, string, string>;
+  default_role: string | null;
+  require_sso: boolean;
+  break_glass: ColumnType<string[], string | undefined, string>;
+  updated_at: Timestamp;
+  updated_by: string | null;
+}
+
+/** Migration 0045: an SSO sign-in started in a browser, used once by its callback. */
+export interface SsoSignInAttemptTable {
+  id_hash: string;
+  store_id: string;
+  state: string;
+  nonce: string;
+  code_verifier: string;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+}
+
+/** Migration 0045: an email an owner removed from a store; SSO does not make it a member again. */
+export interface SsoRemovedMemberTable {
+  store_id: string;
+  email: string;
+  removed_at: Timestamp;
+  removed_by: string | null;
+}
+
 declare module '../../db/schema.ts' {
   interface Database {
     admin_users: AdminUserTable;
@@ -139,5 +174,8 @@ declare module '../../db/schema.ts' {
     admin_settings: AdminSettingsTable;
     admin_memberships: AdminMembershipTable;
     store_admin_settings: StoreAdminSettingsTable;
+    store_sso_settings: StoreSsoSettingsTable;
+    sso_sign_in_attempts: SsoSignInAttemptTable;
+    sso_removed_members: SsoRemovedMemberTable;
   }
 }

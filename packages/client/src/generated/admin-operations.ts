@@ -51,4 +51,5 @@ export const ADMIN_OPERATIONS = {
   listAuditLog: {"method":"GET","path":"audit-log","body":null},
   getAlerts: {"method":"GET","path":"alerts","body":null},
   getSecuritySettings: {"method":"GET","path":"settings/security","body":null},
+  getSsoSettings: {"method":"GET","path":"settings/sso","body":null},
 } as const;

@@ -1767,6 +1767,25 @@ export interface paths {
         patch: operations["updateSecuritySettings"];
         trace?: never;
     };
+    "/admin/api/v1/settings/sso": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The store's single sign-on (OpenID Connect), or null */
+        get: operations["getSsoSettings"];
+        /** Configure single sign-on (owner, signed in; asks for a fresh proof) */
+        put: operations["putSsoSettings"];
+        post?: never;
+        /** Turn single sign-on off (owner, signed in; asks for a fresh proof) */
+        delete: operations["deleteSsoSettings"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "product.created": {
@@ -2942,6 +2961,34 @@ export interface components {
         /** SecuritySettings */
         SecuritySettings: {
             require_second_factor: boolean;
+        };
+        /** SsoSettings */
+        SsoSettings: {
+            /** @description The provider's issuer URL (https; its /.well-known/openid-configuration is read) */
+            issuer: string;
+            client_id: string;
+            /** @description Email domains whose people may sign in (exact: a subdomain is another domain) */
+            allowed_domains: string[];
+            /** @description The ID token claim read for the role, e.g. groups or role */
+            role_claim: string;
+            /** @description Values of the role claim (a group's name, a role's) and the role each gives here; of several values, the highest role */
+            role_map: {
+                [key: string]: "owner" | "admin" | "viewer";
+            };
+            default_role: ("owner" | "admin" | "viewer") | null;
+            /** @description Password sign-in (and password reset links) refused for everyone but the break-glass owners */
+            require_sso: boolean;
+            /** @description Owners (account ids) who may still sign in with a password while SSO is required */
+            break_glass: string[];
+            /** @enum {string} */
+            client_secret: "set";
+            /**
+             * Format: date-time
+             * @description ISO 8601, UTC, microseconds
+             * @example 2026-11-21T14:05:30.770123Z
+             */
+            updated_at: string;
+            updated_by: string | null;
         };
     };
     responses: {
@@ -9323,7 +9370,7 @@ export interface operations {
             query?: {
                 /** @description Email of an administrator or name of an API token (exact, case-insensitive) */
                 actor?: string;
-                action?: "session.signed_in" | "session.sign_in_failed" | "session.signed_out" | "session.store_switched" | "session.ended" | "session.others_ended" | "setup.completed" | "admin.invited" | "admin.invitation_revoked" | "admin.joined" | "admin.role_changed" | "admin.removed" | "admin.sessions_ended" | "admin.password_changed" | "admin.password_reset_issued" | "admin.password_reset" | "admin.second_factor_enrolled" | "admin.second_factor_removed" | "admin.recovery_code_used" | "admin.recovery_codes_regenerated" | "admin.second_factor_failed" | "admin.reauthenticated" | "admin.reauthentication_failed" | "settings.second_factor_requirement_changed" | "key.created" | "key.rolled" | "key.revoked" | "key.updated" | "key.transferred" | "endpoint.created" | "endpoint.updated" | "endpoint.enabled" | "endpoint.disabled" | "endpoint.deleted" | "endpoint.secret_rotated" | "endpoint.pinged" | "endpoint.test_event_sent" | "endpoint.replayed" | "deliveries.retried" | "store.written";
+                action?: "session.signed_in" | "session.sign_in_failed" | "session.signed_out" | "session.store_switched" | "session.ended" | "session.others_ended" | "session.sso_refused" | "setup.completed" | "admin.invited" | "admin.invitation_revoked" | "admin.joined" | "admin.role_changed" | "admin.removed" | "admin.sessions_ended" | "admin.password_changed" | "admin.password_reset_issued" | "admin.password_reset" | "admin.second_factor_enrolled" | "admin.second_factor_removed" | "admin.recovery_code_used" | "admin.recovery_codes_regenerated" | "admin.second_factor_failed" | "admin.reauthenticated" | "admin.reauthentication_failed" | "settings.second_factor_requirement_changed" | "settings.sso_changed" | "settings.sso_removed" | "key.created" | "key.rolled" | "key.revoked" | "key.updated" | "key.transferred" | "endpoint.created" | "endpoint.updated" | "endpoint.enabled" | "endpoint.disabled" | "endpoint.deleted" | "endpoint.secret_rotated" | "endpoint.pinged" | "endpoint.test_event_sent" | "endpoint.replayed" | "deliveries.retried" | "store.written";
                 /** @description ISO 8601, inclusive */
                 from?: string;
                 /** @description ISO 8601, exclusive */
@@ -9803,6 +9850,118 @@ export interface operations {
             409: components["responses"]["AdminConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    getSsoSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SsoSettings"] | null;
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    putSsoSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The provider's issuer URL (https; its /.well-known/openid-configuration is read) */
+                    issuer: string;
+                    client_id: string;
+                    /** @description Email domains whose people may sign in (exact: a subdomain is another domain) */
+                    allowed_domains: string[];
+                    /** @description The ID token claim read for the role, e.g. groups or role */
+                    role_claim: string;
+                    /** @description Values of the role claim (a group's name, a role's) and the role each gives here; of several values, the highest role */
+                    role_map: {
+                        [key: string]: "owner" | "admin" | "viewer";
+                    };
+                    default_role: ("owner" | "admin" | "viewer") | null;
+                    /** @description Password sign-in (and password reset links) refused for everyone but the break-glass owners */
+                    require_sso: boolean;
+                    /** @description Owners (account ids) who may still sign in with a password while SSO is required */
+                    break_glass: string[];
+                    /** @description Sealed at rest, never shown again; leave out to keep the stored one */
+                    client_secret?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The record or result, as `{ "data": … }`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SsoSettings"];
+                    };
+                };
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            404: components["responses"]["AdminNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    deleteSsoSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Turned off (or was not on): passwords work for everyone again. */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["AdminBadRequest"];
+            401: components["responses"]["AdminUnauthorized"];
+            403: components["responses"]["AdminForbidden"];
+            409: components["responses"]["AdminConflict"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -5,6 +5,7 @@
  */
 import { h, replace } from '../lib/dom.js';
 import { sessionsTable } from '../lib/session-list.js';
+import { ssoCard } from '../lib/sso-card.js';
 import { del, get, patch, post } from '../lib/api.js';
 import {
   badge,
@@ -385,6 +386,7 @@ export async function renderAdmins(view) {
     isOwner ? null : h('div', { class: 'role-note' }, callout({ tone: 'info', text: 'Only owners can invite, remove or change administrators.' })),
     card({ body }),
     isOwner ? securityCard(view) : null,
+    isOwner ? ssoCard() : null,
     isOwner ? card({ title: 'Open invitations', description: 'Links not used yet. Withdraw one to make its link stop working.', body: invitations }) : null,
   );
   replace(body, loadingBlock('Loading administrators…'));

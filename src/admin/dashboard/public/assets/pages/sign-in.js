@@ -8,6 +8,7 @@ import { post } from '../lib/api.js';
 import { callout, field, formError, showFormError, clearFormErrors, runBusy, setFieldError } from '../lib/ui.js';
 import { cardForm, signInCard } from '../lib/sign-in-card.js';
 import { codeInput } from '../lib/second-factor.js';
+import { ssoSignInBlock } from '../lib/sso-sign-in.js';
 
 export function renderSignIn(root, { notice, setupRequired, onSignedIn }) {
   const email = h('input', { type: 'email', name: 'email', autocomplete: 'username', spellcheck: false });
@@ -108,6 +109,7 @@ export function renderSignIn(root, { notice, setupRequired, onSignedIn }) {
         })
       : null,
     form,
+    setupRequired ? null : ssoSignInBlock(),
   );
   email.focus();
 }
