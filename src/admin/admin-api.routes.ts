@@ -29,6 +29,7 @@ import { accountAdminRoutes } from './routes/account.admin-routes.ts';
 import { auditAdminRoutes } from './routes/audit.admin-routes.ts';
 import { alertsAdminRoutes } from './routes/alerts.admin-routes.ts';
 import { secondFactorAdminRoutes } from './routes/second-factor.admin-routes.ts';
+import { passkeyAdminRoutes } from './routes/passkey.admin-routes.ts';
 
 /** What a handler tells the audit log about its action (all optional). */
 export interface AuditNote {
@@ -127,4 +128,5 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(auditAdminRoutes);
   await app.register(alertsAdminRoutes);
   await app.register(secondFactorAdminRoutes);
+  await app.register(passkeyAdminRoutes);
 }

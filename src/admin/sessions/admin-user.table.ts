@@ -127,6 +127,35 @@ export interface AdminSettingsTable {
   updated_by: string | null;
 }
 
+/** Migration 0046: an account's passkeys (passkey.service.ts). */
+export interface AdminPasskeyTable {
+  id: Generated<string>;
+  admin_user_id: string;
+  /** base64url, as the browser names it. */
+  credential_id: string;
+  /** The COSE public key, base64url. */
+  public_key: string;
+  counter: ColumnType<string, number | undefined, number>;
+  transports: ColumnType<string[], string | undefined, string>;
+  name: string;
+  device_type: 'singleDevice' | 'multiDevice';
+  backed_up: boolean;
+  created_at: Timestamp;
+  last_used_at: NullableTimestamp;
+}
+
+/** Migration 0046: the challenge of a passkey ceremony under way (one per browser, one use). */
+export interface AdminPasskeyChallengeTable {
+  /** SHA-256 (hex) of the ceremony cookie's value. */
+  id_hash: string;
+  purpose: 'register' | 'sign_in' | 'second_factor';
+  challenge: string;
+  admin_user_id: string | null;
+  session_id: string | null;
+  created_at: Timestamp;
+  expires_at: string;
+}
+
 declare module '../../db/schema.ts' {
   interface Database {
     admin_users: AdminUserTable;
@@ -139,5 +168,7 @@ declare module '../../db/schema.ts' {
     admin_settings: AdminSettingsTable;
     admin_memberships: AdminMembershipTable;
     store_admin_settings: StoreAdminSettingsTable;
+    admin_passkeys: AdminPasskeyTable;
+    admin_passkey_challenges: AdminPasskeyChallengeTable;
   }
 }
