@@ -293,7 +293,9 @@ async function lookupTokenOfAnyStore(db: Kysely<Database>, token: string): Promi
       sql<boolean>`coalesce((SELECT sas.require_second_factor FROM store_admin_settings sas WHERE sas.store_id = t.store_id), false)`.as(
         'second_factor_required',
       ),
-      sql<boolean>`EXISTS (SELECT 1 FROM admin_users u WHERE u.id = t.made_by_admin_id AND (u.totp_enabled_at IS NOT NULL OR EXISTS (SELECT 1 FROM admin_passkeys pk WHERE pk.admin_user_id = u.id)))`.as('maker_has_second_factor'),
+      sql<boolean>`EXISTS (SELECT 1 FROM admin_users u WHERE u.id = t.made_by_admin_id AND (u.totp_enabled_at IS NOT NULL OR EXISTS (SELECT 1 FROM admin_passkeys pk WHERE pk.admin_user_id = u.id)))`.as(
+        'maker_has_second_factor',
+      ),
       sql<AdminRole | null>`(SELECT m.role FROM admin_memberships m WHERE m.admin_user_id = CASE WHEN t.token_hash = ${hash} THEN t.shown_to_admin_id ELSE t.previous_shown_to_admin_id END AND m.store_id = t.store_id)`.as(
         'viewer_role',
       ),

@@ -90,7 +90,12 @@ describe.each(backends)('passkeys (%s)', (backend) => {
   beforeAll(async () => {
     t = await buildTestApp(
       backend,
-      { PUBLIC_URL: ORIGIN, ADMIN_SIGN_IN_MAX_FAILURES: '50', ADMIN_REAUTH_WINDOW_MS: String(REAUTH_WINDOW), ADMIN_PASSKEY_CHALLENGE_TTL_MS: String(CHALLENGE_TTL) },
+      {
+        PUBLIC_URL: ORIGIN,
+        ADMIN_SIGN_IN_MAX_FAILURES: '50',
+        ADMIN_REAUTH_WINDOW_MS: String(REAUTH_WINDOW),
+        ADMIN_PASSKEY_CHALLENGE_TTL_MS: String(CHALLENGE_TTL),
+      },
       { now: () => now },
     );
     ownerId = (await createAdminUser(t.database.db, { email: OWNER, password: PASSWORD })).id;
@@ -214,7 +219,11 @@ describe.each(backends)('passkeys (%s)', (backend) => {
     await refusedWith('not verified', () => ownerKey.assert(elsewhere.options, key));
     // A ceremony for the second-factor step is no sign-in ceremony.
     const stepOnly = await authOptions('second_factor');
-    await refusedWith('no ceremony', () => ownerKey.assert(stepOnly.options, key), () => stepOnly.cookie);
+    await refusedWith(
+      'no ceremony',
+      () => ownerKey.assert(stepOnly.options, key),
+      () => stepOnly.cookie,
+    );
     const stranger = new SoftAuthenticator('localhost', ORIGIN);
     stranger.register({ challenge: 'x', user: { id: Buffer.from(ownerId).toString('base64url') } });
     await refusedWith('unknown credential', (o) => stranger.assert(o));
@@ -225,9 +234,7 @@ describe.each(backends)('passkeys (%s)', (backend) => {
     expect(expired.json()).toMatchObject({ status: 401, errors: [{ param: 'credential', message: 'expired' }] });
 
     const reasons = (await audit('admin.passkey_refused')).filter((d) => d.during === 'sign_in').map((d) => d.reason);
-    expect(reasons).toEqual(
-      expect.arrayContaining(['no_ceremony', 'not_verified', 'counter_regressed', 'other_account', 'unknown_credential', 'expired']),
-    );
+    expect(reasons).toEqual(expect.arrayContaining(['no_ceremony', 'not_verified', 'counter_regressed', 'other_account', 'unknown_credential', 'expired']));
     // No answer's bytes in the audit log.
     const details = JSON.stringify(await audit('admin.passkey_refused'));
     expect(details).not.toContain('clientDataJSON');
@@ -289,6 +296,17 @@ describe.each(backends)('passkeys (%s)', (backend) => {
     const gone = await anonymous('/session/passkey', { credential: ownerKey.assert(options, ownerKey.credentials[0]) }, cookie);
     expect(gone.json()).toMatchObject({ status: 401, errors: [{ param: 'credential', message: 'unknown credential' }] });
     // No passkey and no TOTP: the password alone signs in again.
-    await signIn(OWNER);
+    owner = await signIn(OWNER);
+  });
+
+  it("an owner turning off an administrator's second factor removes her passkeys too", async () => {
+    const adminId = (await t.database.db.selectFrom('admin_users').select('id').where('email', '=', ADMIN).executeTakeFirstOrThrow()).id;
+    const before = await t.database.db.selectFrom('admin_passkeys').select('id').where('admin_user_id', '=', adminId).execute();
+    expect(before).toHaveLength(1);
+    const res = await as(owner, 'DELETE', `/admins/${adminId}/second-factor`);
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json().data.second_factor).toBe(false);
+    expect(await t.database.db.selectFrom('admin_passkeys').select('id').where('admin_user_id', '=', adminId).execute()).toEqual([]);
+    expect((await audit('admin.second_factor_removed')).at(-1)).toMatchObject({ email: ADMIN, passkeys: 1 });
   });
 });

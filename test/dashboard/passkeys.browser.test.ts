@@ -114,7 +114,9 @@ describe.skipIf(!hasChromium)('passkeys in Chromium', () => {
     await page.getByRole('button', { name: 'Sign in with a passkey' }).click();
     await heading('Overview').waitFor();
     await toAccount();
-    await passkeys().getByText(/Last used/).waitFor();
+    await passkeys()
+      .getByText(/Last used/)
+      .waitFor();
   });
 
   it('uses the passkey as the second factor after the password', async () => {

@@ -67,9 +67,9 @@ export class SoftAuthenticator {
     const uv = bend.userVerified ?? true;
     const authData = this.authData(bend.rpId ?? this.rpId, 0x01 | (uv ? 0x04 : 0) | 0x40, 0, attested);
     const attestationObject = isoCBOR.encode(
-      new Map<string, string | Map<string, never> | Uint8Array>([
+      new Map<string, string | Map<string, string> | Uint8Array>([
         ['fmt', 'none'],
-        ['attStmt', new Map()],
+        ['attStmt', new Map<string, string>()],
         ['authData', authData],
       ]),
     );

@@ -137,7 +137,8 @@ export async function passkeySessionRoutes(app: FastifyInstance): Promise<void> 
         tags,
         operationId: 'signInWithPasskey',
         summary: 'Sign in with a passkey (usernameless): the browser answer to the options',
-        description: 'User verification is required, so the passkey proves both factors: no password or code is asked. A session cookie the request carries is ended and replaced.',
+        description:
+          'User verification is required, so the passkey proves both factors: no password or code is asked. A session cookie the request carries is ended and replaced.',
         security: [],
         body: PasskeySignInBody,
         response: { 200: startedSessionResponse('Signed in: the session, and its cookie in Set-Cookie.') },
@@ -149,7 +150,12 @@ export async function passkeySessionRoutes(app: FastifyInstance): Promise<void> 
       clearPasskeyCeremonyCookie(reply, config);
       let passed: Awaited<ReturnType<typeof finishAuthentication>>;
       try {
-        passed = await finishAuthentication(db, config, { purpose: 'sign_in', cookie: passkeyCeremonyOf(request), response: asAssertion(credential), nowMs: now() });
+        passed = await finishAuthentication(db, config, {
+          purpose: 'sign_in',
+          cookie: passkeyCeremonyOf(request),
+          response: asAssertion(credential),
+          nowMs: now(),
+        });
       } catch (error) {
         if (!(error instanceof PasskeyRefusal)) throw error;
         await signIn.failed(request, PASSKEY_THROTTLE_KEY);

@@ -18,14 +18,7 @@ import { ApiError } from '../../shared/problem.ts';
 import { nowMs, requireFreshProof, type AdminPrincipal } from '../admin-auth.ts';
 import { dataOf } from '../admin-responses.ts';
 import { recordAudit } from '../audit/audit-log.ts';
-import {
-  PasskeyRefusal,
-  finishRegistration,
-  listPasskeys,
-  removePasskey,
-  renamePasskey,
-  startRegistration,
-} from '../sessions/passkey.service.ts';
+import { PasskeyRefusal, finishRegistration, listPasskeys, removePasskey, renamePasskey, startRegistration } from '../sessions/passkey.service.ts';
 import { clearPasskeyCeremonyCookie, passkeyCeremonyOf, setPasskeyCeremonyCookie } from '../sessions/session-cookie.ts';
 
 const strict = { additionalProperties: false } as const;
@@ -117,7 +110,12 @@ export async function passkeyAdminRoutes(app: FastifyInstance): Promise<void> {
     '/account/passkeys',
     {
       config: { permission: 'account', duringEnrolment: true },
-      schema: { tags, operationId: 'listOwnPasskeys', summary: 'Your passkeys: name, when added, when last used', response: { 200: dataOf(Type.Array(Passkey)) } },
+      schema: {
+        tags,
+        operationId: 'listOwnPasskeys',
+        summary: 'Your passkeys: name, when added, when last used',
+        response: { 200: dataOf(Type.Array(Passkey)) },
+      },
     },
     async (request) => ({ data: await listPasskeys(db, sessionAdmin(request).id) }),
   );
@@ -130,8 +128,7 @@ export async function passkeyAdminRoutes(app: FastifyInstance): Promise<void> {
         tags,
         operationId: 'startPasskeyRegistration',
         summary: 'Start adding a passkey (asks for a fresh proof): the options for navigator.credentials.create()',
-        description:
-          'The challenge is kept server-side for ADMIN_PASSKEY_CHALLENGE_TTL_MS, bound to this browser (an HttpOnly cookie) and session; one use.',
+        description: 'The challenge is kept server-side for ADMIN_PASSKEY_CHALLENGE_TTL_MS, bound to this browser (an HttpOnly cookie) and session; one use.',
         response: { 200: dataOf(CeremonyOptions) },
       },
     },
@@ -198,7 +195,14 @@ export async function passkeyAdminRoutes(app: FastifyInstance): Promise<void> {
     '/account/passkeys/:id',
     {
       config: { permission: 'account', duringEnrolment: true, audit: 'admin.passkey_renamed' },
-      schema: { tags, operationId: 'renamePasskey', summary: 'Rename one of your passkeys', params: IdParam, body: RenameBody, response: { 200: dataOf(Passkey) } },
+      schema: {
+        tags,
+        operationId: 'renamePasskey',
+        summary: 'Rename one of your passkeys',
+        params: IdParam,
+        body: RenameBody,
+        response: { 200: dataOf(Passkey) },
+      },
     },
     async (request) => {
       const admin = sessionAdmin(request);

@@ -43,8 +43,7 @@ export type PasskeyRefusalReason =
   | 'already_registered';
 
 export const PASSKEY_MESSAGES: Record<PasskeyRefusalReason, string> = {
-  no_ceremony:
-    'No passkey request of this browser is waiting for this answer (it was used already, or started in another browser or session). Start again.',
+  no_ceremony: 'No passkey request of this browser is waiting for this answer (it was used already, or started in another browser or session). Start again.',
   expired: 'The passkey request expired. Start again.',
   unknown_credential: 'This passkey is not known here. It may have been removed; sign in another way.',
   other_account: "This passkey belongs to another account than the one signing in. Use one of this account's passkeys.",
@@ -93,10 +92,7 @@ async function keepChallenge(
   if (input.previous && CEREMONY_ID.test(input.previous)) {
     await db.deleteFrom('admin_passkey_challenges').where('id_hash', '=', hashCeremonyId(input.previous)).execute();
   }
-  await db
-    .deleteFrom('admin_passkey_challenges')
-    .where('expires_at', '<=', new Date(input.nowMs).toISOString())
-    .execute();
+  await db.deleteFrom('admin_passkey_challenges').where('expires_at', '<=', new Date(input.nowMs).toISOString()).execute();
   await db
     .insertInto('admin_passkey_challenges')
     .values({
@@ -157,7 +153,13 @@ const LISTING_COLUMNS = [
 
 /** An administrator's passkeys, oldest first. */
 export async function listPasskeys(db: Kysely<Database>, adminUserId: string): Promise<PasskeyListing[]> {
-  const rows = await db.selectFrom('admin_passkeys').select(LISTING_COLUMNS).where('admin_user_id', '=', adminUserId).orderBy('created_at').orderBy('id').execute();
+  const rows = await db
+    .selectFrom('admin_passkeys')
+    .select(LISTING_COLUMNS)
+    .where('admin_user_id', '=', adminUserId)
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
   return rows.map((row) => ({ ...row, transports: [...row.transports] }));
 }
 
@@ -360,4 +362,11 @@ export async function removePasskey(db: Kysely<Database>, adminUserId: string, i
   const row = await db.deleteFrom('admin_passkeys').where('admin_user_id', '=', adminUserId).where('id', '=', id).returning(LISTING_COLUMNS).executeTakeFirst();
   if (row) tokensChanged(db);
   return row && { ...row, transports: [...row.transports] };
+}
+
+/** Removes every passkey of an administrator (an owner turning off a lost device's second factor); how many. */
+export async function removeAllPasskeys(db: Kysely<Database>, adminUserId: string): Promise<number> {
+  const rows = await db.deleteFrom('admin_passkeys').where('admin_user_id', '=', adminUserId).returning('id').execute();
+  if (rows.length > 0) tokensChanged(db);
+  return rows.length;
 }

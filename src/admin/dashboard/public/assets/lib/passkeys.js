@@ -7,10 +7,29 @@
  */
 import { h, replace } from './dom.js';
 import { del, get, patch, post } from './api.js';
-import { button, clearFormErrors, confirmDialog, emptyState, errorState, field, formError, loadingBlock, openDialog, runBusy, setFieldError, timeEl, toast } from './ui.js';
+import {
+  button,
+  clearFormErrors,
+  confirmDialog,
+  emptyState,
+  errorState,
+  field,
+  formError,
+  loadingBlock,
+  openDialog,
+  runBusy,
+  setFieldError,
+  timeEl,
+  toast,
+} from './ui.js';
 
 const toBuffer = (b64url) => {
-  const text = atob(b64url.replace(/-/g, '+').replace(/_/g, '/').padEnd(Math.ceil(b64url.length / 4) * 4, '='));
+  const text = atob(
+    b64url
+      .replace(/-/g, '+')
+      .replace(/_/g, '/')
+      .padEnd(Math.ceil(b64url.length / 4) * 4, '='),
+  );
   return Uint8Array.from(text, (c) => c.charCodeAt(0)).buffer;
 };
 const toB64url = (buffer) =>
@@ -134,7 +153,13 @@ function nameDialog({ title, value = '', submitLabel }) {
         const input = h('input', { type: 'text', name: 'passkey_name', maxlength: '100', value, autofocus: true, autocomplete: 'off' });
         const nameField = field({ label: 'Name', control: input, required: true, hint: 'Where this passkey lives, such as "Work laptop" or "Phone".' });
         const submit = h('button', { type: 'submit', class: 'btn btn-primary' }, h('span', { class: 'btn-label', text: submitLabel }));
-        const form = h('form', { novalidate: true }, nameField, formError(), h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit));
+        const form = h(
+          'form',
+          { novalidate: true },
+          nameField,
+          formError(),
+          h('div', { class: 'dialog-actions' }, button({ label: 'Cancel', onClick: () => close() }), submit),
+        );
         form.addEventListener('submit', (event) => {
           event.preventDefault();
           clearFormErrors(form);
@@ -168,7 +193,11 @@ export function passkeysPanel() {
     replace(
       root,
       data.length === 0
-        ? emptyState({ iconName: 'key', title: 'No passkeys yet', text: 'A passkey signs you in with your device’s screen lock, and counts as your second factor.' })
+        ? emptyState({
+            iconName: 'key',
+            title: 'No passkeys yet',
+            text: 'A passkey signs you in with your device’s screen lock, and counts as your second factor.',
+          })
         : h(
             'ul',
             { class: 'passkey-list', 'aria-label': 'Your passkeys' },
