@@ -15,6 +15,7 @@ import { chromium, type Browser, type CDPSession, type Locator, type Page } from
 import { CHROMIUM, REPO_ROOT, freePort, hasChromium, pageChecks, runCli, startServer, type RunningServer } from './dashboard-harness.ts';
 
 const OWNER = 'owner@example.com';
+const COLLEAGUE = 'colleague@example.com';
 const PASSWORD = 'correct horse battery staple';
 const SCREENSHOTS =
   process.env.UPDATE_SCREENSHOTS === '1' ? join(REPO_ROOT, 'docs', 'screenshots') : join(tmpdir(), `store-api-screenshots-passkeys-${process.pid}`);
@@ -51,23 +52,11 @@ describe.skipIf(!hasChromium)('passkeys in Chromium', () => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Your account', exact: true }).click();
     await heading('Your account').waitFor();
   }
-  const credentialsOnDevice = async () => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials;
-
-  beforeAll(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'store-api-passkeys-'));
-    mkdirSync(SCREENSHOTS, { recursive: true });
-    await runCli(['admin', 'create', '--create', '--email', OWNER], { DATA_DIR: dataDir, ADMIN_PASSWORD: PASSWORD });
-    // WebAuthn holds a site to its name (an IP address is none): the service is reached at
-    // localhost, its PUBLIC_URL, which makes the relying party.
-    const port = await freePort();
-    url = `http://localhost:${port}`;
-    server = await startServer({ DATA_DIR: dataDir, SEED_DEMO: 'false', PORT: String(port), PUBLIC_URL: url, ADMIN_SIGN_IN_MAX_FAILURES: '20' });
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
-    page = await (await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'en-GB', timezoneId: 'UTC' })).newPage();
-    watch(page, 'owner');
-    cdp = await page.context().newCDPSession(page);
-    await cdp.send('WebAuthn.enable');
-    ({ authenticatorId } = await cdp.send('WebAuthn.addVirtualAuthenticator', {
+  /** A virtual authenticator for `target`'s page (CTAP2, internal, resident keys, user verified). */
+  async function virtualAuthenticator(target: Page): Promise<{ session: CDPSession; id: string }> {
+    const session = await target.context().newCDPSession(target);
+    await session.send('WebAuthn.enable');
+    const { authenticatorId: id } = await session.send('WebAuthn.addVirtualAuthenticator', {
       options: {
         protocol: 'ctap2',
         transport: 'internal',
@@ -76,7 +65,25 @@ describe.skipIf(!hasChromium)('passkeys in Chromium', () => {
         isUserVerified: true,
         automaticPresenceSimulation: true,
       },
-    }));
+    });
+    return { session, id };
+  }
+  const credentialsOnDevice = async () => (await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'store-api-passkeys-'));
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    await runCli(['admin', 'create', '--create', '--email', OWNER], { DATA_DIR: dataDir, ADMIN_PASSWORD: PASSWORD });
+    await runCli(['admin', 'create', '--email', COLLEAGUE], { DATA_DIR: dataDir, ADMIN_PASSWORD: PASSWORD });
+    // WebAuthn holds a site to its name (an IP address is none): the service is reached at
+    // localhost, its PUBLIC_URL, which makes the relying party.
+    const port = await freePort();
+    url = `http://localhost:${port}`;
+    server = await startServer({ DATA_DIR: dataDir, SEED_DEMO: 'false', PORT: String(port), PUBLIC_URL: url, ADMIN_SIGN_IN_MAX_FAILURES: '20' });
+    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    page = await (await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'en-GB', timezoneId: 'UTC' })).newPage();
+    watch(page, 'owner');
+    ({ session: cdp, id: authenticatorId } = await virtualAuthenticator(page));
     // The refusal at the end is provoked on purpose (Chromium logs each 4xx as a console error).
     checks.provoking = true;
   });
@@ -129,6 +136,35 @@ describe.skipIf(!hasChromium)('passkeys in Chromium', () => {
     await checkPage(page, 'second-factor step with a passkey');
     await page.getByRole('button', { name: 'Use a passkey' }).click();
     await heading('Overview').waitFor();
+  });
+
+  it("counts for the owner's requirement: a colleague without a second factor adds a passkey instead of an app", async () => {
+    // The checkbox is set from GET /settings/security when it answers: tick it only after that.
+    const settingsRead = page.waitForResponse((r) => r.url().endsWith('/admin/api/v1/settings/security') && r.request().method() === 'GET');
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Administrators', exact: true }).click();
+    await heading('Administrators').waitFor();
+    await settingsRead;
+    await page.getByLabel('Require two-factor authentication of every administrator').check();
+    await withProof(page.getByRole('button', { name: 'Save' }), page.getByText('Every administrator now needs two-factor authentication.'));
+    const colleague = await (await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'en-GB', timezoneId: 'UTC' })).newPage();
+    watch(colleague, 'colleague');
+    const device = await virtualAuthenticator(colleague);
+    await colleague.goto(`${url}/admin#/sign-in`);
+    await colleague.getByLabel('Email').fill(COLLEAGUE);
+    await colleague.getByLabel('Password').fill(PASSWORD);
+    await colleague.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await colleague.getByRole('heading', { level: 1, name: 'Set up two-factor authentication' }).waitFor();
+    await checkPage(colleague, 'enrolment required, with a passkey offered');
+    await colleague.getByRole('button', { name: 'Add a passkey instead' }).click();
+    const dialog = colleague.getByRole('dialog', { name: 'Add a passkey' });
+    await dialog.getByLabel('Name').fill('Colleague phone');
+    await dialog.getByRole('button', { name: 'Continue' }).click();
+    await colleague.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    expect((await device.session.send('WebAuthn.getCredentials', { authenticatorId: device.id })).credentials).toHaveLength(1);
+    await colleague.context().close();
+    // Off again: the owner is about to remove her only passkey.
+    await page.getByLabel('Require two-factor authentication of every administrator').uncheck();
+    await withProof(page.getByRole('button', { name: 'Save' }), page.getByText('Two-factor authentication is optional again.'));
   });
 
   it('renames and removes it (with a fresh proof); the passkey left on the device signs in no more', async () => {

@@ -177,6 +177,32 @@ function nameDialog({ title, value = '', submitLabel }) {
   });
 }
 
+/**
+ * Adds a passkey: its name, the service's options (the fresh proof asked by api.js when due), the
+ * browser's prompt, the answer; resolves true once added (a toast says so or says why not).
+ */
+export async function addPasskeyFlow() {
+  const name = await nameDialog({ title: 'Add a passkey', submitLabel: 'Continue' });
+  if (!name) return false;
+  try {
+    const { data: options } = await post('/account/passkeys/options');
+    let credential;
+    try {
+      credential = await createCredential(options);
+    } catch (error) {
+      const words = browserRefusal(error);
+      if (words) toast(words, { tone: 'danger' });
+      return false;
+    }
+    await post('/account/passkeys', { name, credential });
+    toast(`Passkey “${name}” added. You can sign in with it.`);
+    return true;
+  } catch (error) {
+    if (!error.cancelled) toast(error.message, { tone: 'danger' });
+    return false;
+  }
+}
+
 /** The body of the account page's Passkeys card: the list, Add, Rename and Remove. */
 export function passkeysPanel() {
   const root = h('div', { class: 'passkeys' });
@@ -233,24 +259,7 @@ export function passkeysPanel() {
   }
 
   async function addPasskey() {
-    const name = await nameDialog({ title: 'Add a passkey', submitLabel: 'Continue' });
-    if (!name) return;
-    try {
-      const { data: options } = await post('/account/passkeys/options');
-      let credential;
-      try {
-        credential = await createCredential(options);
-      } catch (error) {
-        const words = browserRefusal(error);
-        if (words) toast(words, { tone: 'danger' });
-        return;
-      }
-      await post('/account/passkeys', { name, credential });
-      toast(`Passkey “${name}” added. You can sign in with it.`);
-      await draw();
-    } catch (error) {
-      if (!error.cancelled) toast(error.message, { tone: 'danger' });
-    }
+    if (await addPasskeyFlow()) await draw();
   }
 
   async function rename(passkey) {

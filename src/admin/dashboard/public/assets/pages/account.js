@@ -152,8 +152,9 @@ export async function renderAccount(view) {
 
   async function drawTwoFactor() {
     replace(twoFactor, loadingBlock('Loading…'));
-    const { data } = await get('/account/second-factor');
-    view.session.second_factor = { enabled: data.enabled, required: data.required };
+    const [{ data }, passkeys] = await Promise.all([get('/account/second-factor'), get('/account/passkeys').catch(() => ({ data: [] }))]);
+    // A passkey is a second factor too (decision 0063): the owner's requirement is met by either.
+    view.session.second_factor = { enabled: data.enabled || passkeys.data.length > 0, required: data.required };
     if (!data.enabled) {
       replace(
         twoFactor,
