@@ -92,7 +92,7 @@ describe.each(backends)('passkeys (%s)', (backend) => {
       backend,
       {
         PUBLIC_URL: ORIGIN,
-        ADMIN_SIGN_IN_MAX_FAILURES: '50',
+        ADMIN_SIGN_IN_MAX_FAILURES: '3',
         ADMIN_REAUTH_WINDOW_MS: String(REAUTH_WINDOW),
         ADMIN_PASSKEY_CHALLENGE_TTL_MS: String(CHALLENGE_TTL),
       },
@@ -239,6 +239,29 @@ describe.each(backends)('passkeys (%s)', (backend) => {
     const details = JSON.stringify(await audit('admin.passkey_refused'));
     expect(details).not.toContain('clientDataJSON');
     expect(details).not.toContain('signature');
+  });
+
+  it('throttles refused passkey sign-ins per address, not for everyone', async () => {
+    const from = '198.51.100.9';
+    const attempt = async (remoteAddress: string, bend = { forgeSignature: true }) => {
+      const options = await t.app.inject({ method: 'POST', url: '/admin/session/passkey/options', payload: { purpose: 'sign_in' }, remoteAddress });
+      const answer = ownerKey.assert(options.json().data, ownerKey.credentials[0], bend);
+      return t.app.inject({
+        method: 'POST',
+        url: '/admin/session/passkey',
+        payload: { credential: answer },
+        headers: { cookie: ceremonyCookie(options)! },
+        remoteAddress,
+      });
+    };
+    for (let i = 0; i < 3; i++) expect((await attempt(from)).statusCode).toBe(401);
+    const throttled = await attempt(from, { forgeSignature: false });
+    expect(throttled.statusCode).toBe(429);
+    expect(throttled.headers['retry-after']).toBeDefined();
+    expect(sessionCookie(throttled)).toBeUndefined();
+    // Another address signs in with the passkey as before.
+    const elsewhere = await attempt('198.51.100.10', { forgeSignature: false });
+    expect(elsewhere.statusCode, elsewhere.body).toBe(200);
   });
 
   it('answers the second-factor step of a password sign-in; another account passkey is refused there', async () => {

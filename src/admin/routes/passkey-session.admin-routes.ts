@@ -9,7 +9,7 @@
  *                                         (cookie) as a password sign-in gives, proven both factors
  * A refused answer is 401 unauthorized naming `credential` and why (no ceremony of this browser,
  * expired, unknown passkey, not verified, counter gone back); the ceremony is spent, the attempt
- * counted by the sign-in throttle (per address) and audited (admin.passkey_refused); nothing granted.
+ * counted by the sign-in throttle (under `passkey@<address>`) and audited (admin.passkey_refused); nothing granted.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
@@ -37,8 +37,15 @@ const OptionsBody = Type.Object(
 );
 const PasskeySignInBody = Type.Object({ credential: AssertionCredential }, strict);
 
-/** What the sign-in throttle counts refused passkey answers under (per address: no email is typed). */
-export const PASSKEY_THROTTLE_KEY = 'passkey';
+/** What audit entries of a usernameless passkey refusal name as the actor (no email is typed). */
+const PASSKEY_ACTOR = 'passkey';
+
+/**
+ * What the sign-in throttle counts refused usernameless passkey answers under: the address (no
+ * email is typed). One shared key would let anyone lock every administrator out of passkey sign-in
+ * with a few bad answers (the throttle's per-email budget spans addresses).
+ */
+const passkeyThrottleKey = (request: FastifyRequest) => `passkey@${request.ip}`;
 
 /** Audits a refused passkey answer: in the log of the account's store when it is known, else the home store's. */
 export async function auditPasskeyRefusal(
@@ -54,7 +61,7 @@ export async function auditPasskeyRefusal(
     const { db } = app.ctx.database;
     await inHomeStore(db, () =>
       recordAudit(db, {
-        actor: { kind: 'anonymous', id: null, name: who.email ?? PASSKEY_THROTTLE_KEY },
+        actor: { kind: 'anonymous', id: null, name: who.email ?? PASSKEY_ACTOR },
         action: 'admin.passkey_refused',
         target: who.id ? { type: 'admin', id: who.id } : undefined,
         clientIp: request.ip,
@@ -146,7 +153,7 @@ export async function passkeySessionRoutes(app: FastifyInstance): Promise<void> 
     },
     async (request, reply) => {
       const { credential } = request.body as typeof PasskeySignInBody.static;
-      await signIn.refuseWhileThrottled(request, PASSKEY_THROTTLE_KEY, 'refused passkeys');
+      await signIn.refuseWhileThrottled(request, passkeyThrottleKey(request), 'refused passkeys');
       clearPasskeyCeremonyCookie(reply, config);
       let passed: Awaited<ReturnType<typeof finishAuthentication>>;
       try {
@@ -158,13 +165,13 @@ export async function passkeySessionRoutes(app: FastifyInstance): Promise<void> 
         });
       } catch (error) {
         if (!(error instanceof PasskeyRefusal)) throw error;
-        await signIn.failed(request, PASSKEY_THROTTLE_KEY);
+        await signIn.failed(request, passkeyThrottleKey(request));
         await auditPasskeyRefusal(app, request, error, 'sign_in', { id: null, email: null });
         throw new ApiError('unauthorized', error.message, [{ param: 'credential', message: error.reason.replace(/_/g, ' ') }]);
       }
       const user = await findAdminUserById(db, passed.adminUserId);
       if (!user) throw new ApiError('unauthorized', 'This account no longer exists.');
-      await clearSignInFailures(db, PASSKEY_THROTTLE_KEY, request.ip);
+      await clearSignInFailures(db, passkeyThrottleKey(request), request.ip);
       const previous = sessionIdOf(request);
       if (previous) await deleteAdminSession(db, previous);
       const session = await signIn.startSession(request, reply, user.id);
