@@ -30,6 +30,7 @@ import { auditAdminRoutes } from './routes/audit.admin-routes.ts';
 import { alertsAdminRoutes } from './routes/alerts.admin-routes.ts';
 import { secondFactorAdminRoutes } from './routes/second-factor.admin-routes.ts';
 import { ssoAdminRoutes } from './routes/sso.admin-routes.ts';
+import { passkeyAdminRoutes } from './routes/passkey.admin-routes.ts';
 
 /** What a handler tells the audit log about its action (all optional). */
 export interface AuditNote {
@@ -129,4 +130,5 @@ export async function adminApiRoutes(app: FastifyInstance): Promise<void> {
   await app.register(alertsAdminRoutes);
   await app.register(secondFactorAdminRoutes);
   await app.register(ssoAdminRoutes);
+  await app.register(passkeyAdminRoutes);
 }

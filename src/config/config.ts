@@ -271,6 +271,12 @@ export const EnvSchema = Type.Object({
     3_600_000,
     'How long a dashboard sign-in, password or second-factor code counts as a fresh proof for revealing a signing secret, minting a write or admin key, changing roles',
   ),
+  ADMIN_PASSKEY_CHALLENGE_TTL_MS: Int(
+    120_000,
+    10_000,
+    600_000,
+    'How long the challenge of a passkey ceremony (adding one, signing in, a second-factor step) stays valid; the relying party is PUBLIC_URL (its host is the RP id, its origin the expected origin)',
+  ),
   ADMIN_SETUP_LINK_TTL_MS: Int(3_600_000, 60_000, 604_800_000, 'How long the one-time first-administrator setup link printed at start stays valid'),
   ADMIN_INVITATION_TTL_MS: Int(604_800_000, 60_000, 2_592_000_000, 'How long a one-time invitation link for a new administrator stays valid'),
   ADMIN_PASSWORD_RESET_TTL_MS: Int(3_600_000, 60_000, 604_800_000, 'How long a one-time password-reset link an owner issued stays valid'),

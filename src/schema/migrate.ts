@@ -43,6 +43,7 @@ import * as importJobs from './migrations/0042-import-jobs.ts';
 import * as sessionActivity from './migrations/0043-session-activity.ts';
 import * as storeWritesHoldTheirStore from './migrations/0044-store-writes-hold-their-store.ts';
 import * as singleSignOn from './migrations/0045-single-sign-on.ts';
+import * as passkeys from './migrations/0046-passkeys.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -79,6 +80,7 @@ const migrations: Record<string, Migration> = {
   '0043-session-activity': sessionActivity,
   '0044-store-writes-hold-their-store': storeWritesHoldTheirStore,
   '0045-single-sign-on': singleSignOn,
+  '0046-passkeys': passkeys,
 };
 
 /** Names of every migration this code has, in order. */

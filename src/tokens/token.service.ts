@@ -289,15 +289,17 @@ async function lookupTokenOfAnyStore(db: Kysely<Database>, token: string): Promi
       // Who saw the secret presented (NULL: its maker, or the operator), with her role now.
       sql<string | null>`CASE WHEN t.token_hash = ${hash} THEN t.shown_to_admin_id ELSE t.previous_shown_to_admin_id END`.as('viewer_id'),
       sql<string | null>`CASE WHEN t.token_hash = ${hash} THEN t.shown_to_email ELSE t.previous_shown_to_email END`.as('viewer_email'),
-      // The store's owner requires a second factor (store_admin_settings), and which maker has none.
+      // The store's owner requires a second factor (store_admin_settings), and which maker has none (TOTP or a passkey, decision 0063).
       sql<boolean>`coalesce((SELECT sas.require_second_factor FROM store_admin_settings sas WHERE sas.store_id = t.store_id), false)`.as(
         'second_factor_required',
       ),
-      sql<boolean>`EXISTS (SELECT 1 FROM admin_users u WHERE u.id = t.made_by_admin_id AND u.totp_enabled_at IS NOT NULL)`.as('maker_has_second_factor'),
+      sql<boolean>`EXISTS (SELECT 1 FROM admin_users u WHERE u.id = t.made_by_admin_id AND (u.totp_enabled_at IS NOT NULL OR EXISTS (SELECT 1 FROM admin_passkeys pk WHERE pk.admin_user_id = u.id)))`.as(
+        'maker_has_second_factor',
+      ),
       sql<AdminRole | null>`(SELECT m.role FROM admin_memberships m WHERE m.admin_user_id = CASE WHEN t.token_hash = ${hash} THEN t.shown_to_admin_id ELSE t.previous_shown_to_admin_id END AND m.store_id = t.store_id)`.as(
         'viewer_role',
       ),
-      sql<boolean>`EXISTS (SELECT 1 FROM admin_users u WHERE u.id = CASE WHEN t.token_hash = ${hash} THEN t.shown_to_admin_id ELSE t.previous_shown_to_admin_id END AND u.totp_enabled_at IS NOT NULL)`.as(
+      sql<boolean>`EXISTS (SELECT 1 FROM admin_users u WHERE u.id = CASE WHEN t.token_hash = ${hash} THEN t.shown_to_admin_id ELSE t.previous_shown_to_admin_id END AND (u.totp_enabled_at IS NOT NULL OR EXISTS (SELECT 1 FROM admin_passkeys pk WHERE pk.admin_user_id = u.id)))`.as(
         'viewer_has_second_factor',
       ),
     ])

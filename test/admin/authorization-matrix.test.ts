@@ -95,6 +95,11 @@ const OWN_ACCOUNT = [
   'POST /admin/api/v1/account/second-factor/confirm',
   'POST /admin/api/v1/account/second-factor/recovery-codes',
   'GET /admin/api/v1/account/stores',
+  'GET /admin/api/v1/account/passkeys',
+  'POST /admin/api/v1/account/passkeys',
+  'POST /admin/api/v1/account/passkeys/options',
+  'PATCH /admin/api/v1/account/passkeys/:id',
+  'DELETE /admin/api/v1/account/passkeys/:id',
   'POST /admin/api/v1/alerts/seen',
   'POST /admin/api/v1/session/store',
 ];

@@ -143,6 +143,8 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
         'POST /admin/links/check',
         'POST /admin/links/use',
         'POST /admin/session',
+        'POST /admin/session/passkey',
+        'POST /admin/session/passkey/options',
         'POST /admin/setup',
         'POST /admin/setup/check',
       ].sort(),
@@ -165,11 +167,20 @@ describe.each(backends)('OpenAPI document and /docs (%s)', (backend) => {
     // Anyone may ask who is signed in, or sign out; with the cookie (and, to sign out, its CSRF token).
     expect(op('GET /admin/session').security).toEqual([{}, { dashboardSession: [] }]);
     expect(op('DELETE /admin/session').security).toEqual([{}, { dashboardSession: [], csrfToken: [] }]);
-    for (const name of ['POST /admin/session', 'POST /admin/setup/check', 'POST /admin/setup', 'POST /admin/links/check', 'POST /admin/links/use'])
+    for (const name of [
+      'POST /admin/session',
+      'POST /admin/session/passkey',
+      'POST /admin/session/passkey/options',
+      'POST /admin/setup/check',
+      'POST /admin/setup',
+      'POST /admin/links/check',
+      'POST /admin/links/use',
+    ])
       expect(op(name).security, name).toEqual([]);
     // What starts a session answers it, with the cookie.
     for (const [name, status] of [
       ['POST /admin/session', '200'],
+      ['POST /admin/session/passkey', '200'],
       ['POST /admin/setup', '201'],
       ['POST /admin/links/use', '200'],
     ] as const) {

@@ -71,7 +71,7 @@ export async function currentAlerts(db: Kysely<Database>, adminUserId?: string):
       AND 'admin' = ANY(t.scopes)
       AND coalesce((SELECT sas.require_second_factor FROM store_admin_settings sas WHERE sas.store_id = t.store_id), false)
       AND EXISTS (SELECT 1 FROM admin_memberships m WHERE m.admin_user_id = t.made_by_admin_id AND m.store_id = t.store_id AND m.role <> 'viewer')
-      AND NOT EXISTS (SELECT 1 FROM admin_users u WHERE u.id = t.made_by_admin_id AND u.totp_enabled_at IS NOT NULL)
+      AND NOT EXISTS (SELECT 1 FROM admin_users u WHERE u.id = t.made_by_admin_id AND (u.totp_enabled_at IS NOT NULL OR EXISTS (SELECT 1 FROM admin_passkeys pk WHERE pk.admin_user_id = u.id)))
     ORDER BY t.name, t.id`.execute(db);
   return {
     endpoints,

@@ -17,6 +17,7 @@ import fastifyStatic from '@fastify/static';
 import { fileURLToPath } from 'node:url';
 import { sessionAdminRoutes } from '../routes/session.admin-routes.ts';
 import { ssoSignInRoutes } from '../routes/sso-sign-in.admin-routes.ts';
+import { passkeySessionRoutes } from '../routes/passkey-session.admin-routes.ts';
 import { registerAdminWriteTransactions } from '../admin-write-transaction.ts';
 import { setupAdminRoutes } from '../routes/setup.admin-routes.ts';
 import { linkAdminRoutes } from '../routes/links.admin-routes.ts';
@@ -74,6 +75,7 @@ export const dashboardPlugin = fp(
       async (writes) => {
         registerAdminWriteTransactions(writes);
         await writes.register(sessionAdminRoutes);
+        await writes.register(passkeySessionRoutes);
         await writes.register(setupAdminRoutes);
         await writes.register(linkAdminRoutes);
         await writes.register(ssoSignInRoutes);

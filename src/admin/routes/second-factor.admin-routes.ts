@@ -10,7 +10,7 @@
  *   POST   /account/reauthenticate                 { password } or { code }: the fresh proof for
  *                                                  ADMIN_REAUTH_WINDOW_MS; throttled like the sign-in
  * An owner's:
- *   DELETE /admins/:id/second-factor               turn off another administrator's (a lost device; fresh proof)
+ *   DELETE /admins/:id/second-factor               turn off another administrator's, TOTP and passkeys (a lost device; fresh proof)
  *   GET    /settings/security                      { require_second_factor } (any role)
  *   PATCH  /settings/security                      { require_second_factor } (owner, signed in, fresh proof)
  * Bad codes are 401 invalid_second_factor naming what was wrong (wrong, reused, expired, early,
@@ -37,6 +37,7 @@ import {
 } from '../sessions/second-factor.service.ts';
 
 import { dataOf } from '../admin-responses.ts';
+import { removeAllPasskeys } from '../sessions/passkey.service.ts';
 import { AdminUserSchema } from './account.admin-routes.ts';
 const strict = { additionalProperties: false } as const;
 const IdParam = Type.Object({ id: Type.String({ format: 'uuid' }) }, strict);
@@ -283,7 +284,9 @@ export async function secondFactorAdminRoutes(app: FastifyInstance): Promise<voi
       if (!user) throw new ApiError('not_found', `No administrator with id '${id}' in this store.`);
       await refuseWhenInOtherStores(db, user, 'turn off the second factor');
       const removed = await removeSecondFactor(db, id);
-      request.audit = removed ? { target: { type: 'admin', id }, details: { email: user.email } } : { record: false };
+      // Her passkeys too (decision 0063): the lost device may be the one holding them.
+      const passkeys = await removeAllPasskeys(db, id);
+      request.audit = removed || passkeys > 0 ? { target: { type: 'admin', id }, details: { email: user.email, passkeys } } : { record: false };
       return { data: (await findMember(db, id))! };
     },
   );

@@ -7,7 +7,9 @@
  *                           factor, { code } (6 digits or a recovery code): sets the session cookie;
  *                           401 unauthorized on wrong credentials, 401 second_factor_required when the
  *                           code is missing, 401 invalid_second_factor naming what was wrong with it,
- *                           429 with Retry-After when throttled (sign-in-throttle.ts, codes included)
+ *                           429 with Retry-After when throttled (sign-in-throttle.ts, codes included);
+ *                           instead of { code }, { passkey }: a passkey's answer to the options of
+ *                           POST /admin/session/passkey/options (purpose second_factor), decision 0063
  *   DELETE /admin/session   sign out: needs the CSRF token when a live session is presented; 204
  */
 import type { FastifyInstance } from 'fastify';
@@ -26,6 +28,9 @@ import { recordAudit } from '../audit/audit-log.ts';
 import { inStore } from '../../db/store-scope.ts';
 import { inHomeStore } from '../../stores/store.service.ts';
 import { CSRF_HEADER, SESSION_COOKIE, clearSessionCookie, sessionIdOf } from '../sessions/session-cookie.ts';
+import { countPasskeys } from '../sessions/passkey.service.ts';
+import { AssertionCredential } from './passkey.admin-routes.ts';
+import { passkeySecondFactor } from './passkey-session.admin-routes.ts';
 
 const SignInBody = Type.Object(
   {
@@ -34,6 +39,7 @@ const SignInBody = Type.Object(
     code: Type.Optional(
       Type.String({ minLength: 1, maxLength: 64, description: 'For an administrator with a second factor: the 6-digit code, or a recovery code' }),
     ),
+    passkey: Type.Optional(AssertionCredential),
   },
   { additionalProperties: false },
 );
@@ -126,8 +132,14 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
         }
       }
       let secondFactorMethod: string | null = null;
-      if (await hasSecondFactor(db, user.id)) {
+      if (body.passkey !== undefined) {
+        secondFactorMethod = await passkeySecondFactor(app, signIn, request, reply, { user, credential: body.passkey, throttleKey: email });
+      } else if (await hasSecondFactor(db, user.id)) {
         secondFactorMethod = await signIn.checkSecondFactor(request, { user, code: body.code, param: 'code', during: 'sign_in', throttleKey: email });
+      } else if ((await countPasskeys(db, user.id)) > 0) {
+        throw new ApiError('second_factor_required', 'This administrator has a passkey as second factor: send its answer in `passkey`.', [
+          { param: 'passkey', message: 'is required' },
+        ]);
       }
       await touchSignIn(db, user.id);
       await clearSignInFailures(db, email, request.ip);

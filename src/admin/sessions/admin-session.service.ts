@@ -130,7 +130,8 @@ export async function findAdminSession(db: Kysely<Database>, sessionId: string):
         's.csrf_token',
         sql<string>`iso_utc(s.expires_at)`.as('expires_at'),
         sql<string | null>`(extract(epoch from s.proven_at) * 1000)::float8`.as('proven_at_ms'),
-        sql<boolean>`u.totp_secret IS NOT NULL`.as('second_factor'),
+        // TOTP or a passkey (decision 0063).
+        sql<boolean>`(u.totp_secret IS NOT NULL OR EXISTS (SELECT 1 FROM admin_passkeys pk WHERE pk.admin_user_id = u.id))`.as('second_factor'),
         sql<boolean>`coalesce(st.require_second_factor, false)`.as('require_second_factor'),
         sql<boolean>`s.last_seen_at < now() - ${SEEN_EVERY}::interval`.as('seen_long_ago'),
       ])

@@ -46,7 +46,8 @@ function userColumns(store: RawBuilder<string>) {
     sql<AdminRole>`(SELECT m.role FROM admin_memberships m WHERE m.admin_user_id = admin_users.id AND m.store_id = ${store})`.as('role'),
     sql<string>`iso_utc(created_at)`.as('created_at'),
     sql<string | null>`iso_utc(last_sign_in_at)`.as('last_sign_in_at'),
-    sql<boolean>`totp_secret IS NOT NULL`.as('second_factor'),
+    // TOTP or a passkey (decision 0063).
+    sql<boolean>`(totp_secret IS NOT NULL OR EXISTS (SELECT 1 FROM admin_passkeys pk WHERE pk.admin_user_id = admin_users.id))`.as('second_factor'),
   ] as const;
 }
 
@@ -64,7 +65,7 @@ export interface AdminUser {
   role: AdminRole;
   created_at: string;
   last_sign_in_at: string | null;
-  /** Whether a second factor (TOTP) is set up (migration 0019). */
+  /** Whether a second factor is set up: TOTP (migration 0019) or a passkey (migration 0046). */
   second_factor: boolean;
 }
 

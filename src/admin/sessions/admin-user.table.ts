@@ -162,6 +162,35 @@ export interface SsoRemovedMemberTable {
   removed_by: string | null;
 }
 
+/** Migration 0046: an account's passkeys (passkey.service.ts). */
+export interface AdminPasskeyTable {
+  id: Generated<string>;
+  admin_user_id: string;
+  /** base64url, as the browser names it. */
+  credential_id: string;
+  /** The COSE public key, base64url. */
+  public_key: string;
+  counter: ColumnType<string, number | undefined, number>;
+  transports: ColumnType<string[], string | undefined, string>;
+  name: string;
+  device_type: 'singleDevice' | 'multiDevice';
+  backed_up: boolean;
+  created_at: Timestamp;
+  last_used_at: NullableTimestamp;
+}
+
+/** Migration 0046: the challenge of a passkey ceremony under way (one per browser, one use). */
+export interface AdminPasskeyChallengeTable {
+  /** SHA-256 (hex) of the ceremony cookie's value. */
+  id_hash: string;
+  purpose: 'register' | 'sign_in' | 'second_factor';
+  challenge: string;
+  admin_user_id: string | null;
+  session_id: string | null;
+  created_at: Timestamp;
+  expires_at: string;
+}
+
 declare module '../../db/schema.ts' {
   interface Database {
     admin_users: AdminUserTable;
@@ -177,5 +206,7 @@ declare module '../../db/schema.ts' {
     store_sso_settings: StoreSsoSettingsTable;
     sso_sign_in_attempts: SsoSignInAttemptTable;
     sso_removed_members: SsoRemovedMemberTable;
+    admin_passkeys: AdminPasskeyTable;
+    admin_passkey_challenges: AdminPasskeyChallengeTable;
   }
 }

@@ -52,3 +52,25 @@ export function setSessionCookie(reply: FastifyReply, config: Config, sessionId:
 export function clearSessionCookie(reply: FastifyReply, config: Config): void {
   reply.clearCookie(SESSION_COOKIE, { path: SESSION_COOKIE_PATH, httpOnly: true, sameSite: 'lax', secure: config.COOKIE_SECURE });
 }
+
+/** The cookie naming a passkey ceremony under way in this browser (passkey.service.ts): HttpOnly, /admin, short-lived. */
+export const PASSKEY_CEREMONY_COOKIE = 'store_admin_passkey';
+
+/** The passkey ceremony the request's browser has under way, if any. */
+export function passkeyCeremonyOf(request: FastifyRequest): string | undefined {
+  return request.cookies?.[PASSKEY_CEREMONY_COOKIE] || undefined;
+}
+
+export function setPasskeyCeremonyCookie(reply: FastifyReply, config: Config, value: string): void {
+  reply.setCookie(PASSKEY_CEREMONY_COOKIE, value, {
+    path: SESSION_COOKIE_PATH,
+    httpOnly: true,
+    sameSite: 'strict',
+    secure: config.COOKIE_SECURE,
+    maxAge: Math.ceil(config.ADMIN_PASSKEY_CHALLENGE_TTL_MS / 1000),
+  });
+}
+
+export function clearPasskeyCeremonyCookie(reply: FastifyReply, config: Config): void {
+  reply.clearCookie(PASSKEY_CEREMONY_COOKIE, { path: SESSION_COOKIE_PATH, httpOnly: true, sameSite: 'strict', secure: config.COOKIE_SECURE });
+}

@@ -28,6 +28,7 @@ import { h, icon, replace } from './lib/dom.js';
 import { ADMIN_API, get, post, del, onEnrolmentRequired, onReauthenticationRequired, onSessionLost, setCsrfToken } from './lib/api.js';
 import { button, callout, toast, toastError } from './lib/ui.js';
 import { enrolmentPanel, proofDialog } from './lib/second-factor.js';
+import { addPasskeyFlow, passkeysSupported } from './lib/passkeys.js';
 import { renderSignIn } from './pages/sign-in.js';
 import { renderSetup } from './pages/setup.js';
 import { renderOverview } from './pages/overview.js';
@@ -414,6 +415,23 @@ function showEnrolmentRequired() {
             route();
           },
         }),
+        // A passkey counts as the second factor too (decision 0063).
+        passkeysSupported()
+          ? h(
+              'p',
+              { class: 'sign-in-alt' },
+              button({
+                label: 'Add a passkey instead',
+                variant: 'secondary',
+                onClick: async () => {
+                  if (!(await addPasskeyFlow())) return;
+                  signedIn((await get('/admin/session')).data);
+                  enrolling = false;
+                  route();
+                },
+              }),
+            )
+          : null,
         h('div', { class: 'form-actions' }, button({ label: 'Sign out', variant: 'ghost', onClick: signOut })),
       ),
     ),

@@ -2,7 +2,7 @@
  * Settings → Your account: who you are signed in as, your role, changing your password (the
  * current one is asked; your other sessions end), two-factor authentication (set up with an
  * authenticator app, new recovery codes, turn off; lib/second-factor.js) and your sessions (where
- * you are signed in; end one or all others: lib/session-list.js).
+ * you are signed in; end one or all others: lib/session-list.js) and passkeys (lib/passkeys.js).
  */
 import { h, replace } from '../lib/dom.js';
 import { del, get, post } from '../lib/api.js';
@@ -25,6 +25,7 @@ import {
 } from '../lib/ui.js';
 import { enrolmentPanel, recoveryCodesBlock } from '../lib/second-factor.js';
 import { sessionsTable } from '../lib/session-list.js';
+import { passkeysPanel } from '../lib/passkeys.js';
 
 const MIN_PASSWORD_LENGTH = 10;
 const ROLE_TEXT = {
@@ -80,6 +81,12 @@ export async function renderAccount(view) {
     h('div', { class: 'role-note' }, callout({ tone: 'info', text: ROLE_TEXT[view.session.role] ?? view.session.role })),
     card({ title: 'Password', body: form }),
     card({ title: 'Two-factor authentication', id: 'two-factor-title', body: twoFactor }),
+    card({
+      title: 'Passkeys',
+      id: 'passkeys-title',
+      description: 'Sign in with your device’s screen lock instead of a password; a passkey also counts as your second factor.',
+      body: passkeysPanel(),
+    }),
     card({
       title: 'Sessions',
       id: 'sessions-title',
@@ -145,8 +152,9 @@ export async function renderAccount(view) {
 
   async function drawTwoFactor() {
     replace(twoFactor, loadingBlock('Loading…'));
-    const { data } = await get('/account/second-factor');
-    view.session.second_factor = { enabled: data.enabled, required: data.required };
+    const [{ data }, passkeys] = await Promise.all([get('/account/second-factor'), get('/account/passkeys').catch(() => ({ data: [] }))]);
+    // A passkey is a second factor too (decision 0063): the owner's requirement is met by either.
+    view.session.second_factor = { enabled: data.enabled || passkeys.data.length > 0, required: data.required };
     if (!data.enabled) {
       replace(
         twoFactor,

@@ -9,6 +9,7 @@ import { callout, field, formError, showFormError, clearFormErrors, runBusy, set
 import { cardForm, signInCard } from '../lib/sign-in-card.js';
 import { codeInput } from '../lib/second-factor.js';
 import { ssoSignInBlock } from '../lib/sso-sign-in.js';
+import { passkeyAssertion, passkeySignInBlock, passkeysSupported } from '../lib/passkeys.js';
 
 export function renderSignIn(root, { notice, setupRequired, onSignedIn }) {
   const email = h('input', { type: 'email', name: 'email', autocomplete: 'username', spellcheck: false });
@@ -31,7 +32,7 @@ export function renderSignIn(root, { notice, setupRequired, onSignedIn }) {
         onSignedIn(answer.data);
       } catch (error) {
         if (error.code === 'second_factor_required') {
-          askForCode(email.value.trim(), password.value);
+          askForCode(email.value.trim(), password.value, error.errors?.[0]?.param === 'passkey');
           return;
         }
         password.value = '';
@@ -44,7 +45,8 @@ export function renderSignIn(root, { notice, setupRequired, onSignedIn }) {
   }
 
   /** The second step: the code (or a recovery code) for the email and password just checked. */
-  function askForCode(emailValue, passwordValue) {
+  function askForCode(emailValue, passwordValue, passkeyOnly = false) {
+    if (passkeyOnly) return askForPasskey(emailValue, passwordValue, null);
     let recovery = false;
     const code = codeInput();
     const codeField = field({ label: 'Authentication code', control: code, required: true, hint: 'The 6-digit code your authenticator app shows.' });
@@ -83,10 +85,41 @@ export function renderSignIn(root, { notice, setupRequired, onSignedIn }) {
         }
       });
     });
+    if (passkeysSupported()) codeForm.append(h('p', { class: 'sign-in-alt' }, usePasskeyButton(emailValue, passwordValue, codeForm)));
     form.replaceWith(codeForm);
     title.textContent = 'Two-factor authentication';
     lead.textContent = `Signing in as ${emailValue}.`;
     code.focus();
+  }
+
+  /** "Use a passkey" at the second-factor step (decision 0063): its answer goes with the email and password. */
+  function usePasskeyButton(emailValue, passwordValue, stepForm) {
+    const use = h('button', { type: 'button', class: 'btn btn-secondary btn-block', text: 'Use a passkey' });
+    use.addEventListener('click', () =>
+      runBusy(use, async () => {
+        clearFormErrors(stepForm);
+        try {
+          const passkey = await passkeyAssertion('second_factor');
+          if (!passkey) return;
+          onSignedIn((await post('/admin/session', { email: emailValue, password: passwordValue, passkey })).data);
+        } catch (error) {
+          showFormError(stepForm, error.message);
+        }
+      }),
+    );
+    return use;
+  }
+
+  /** The second step of an account whose only second factor is a passkey. */
+  function askForPasskey(emailValue, passwordValue) {
+    const stepForm = h('form', { class: 'sign-in-form', novalidate: true }, formError());
+    stepForm.append(
+      passkeysSupported() ? usePasskeyButton(emailValue, passwordValue, stepForm) : callout({ tone: 'warning', text: 'This browser cannot use passkeys.' }),
+    );
+    stepForm.addEventListener('submit', (event) => event.preventDefault());
+    form.replaceWith(stepForm);
+    title.textContent = 'Two-factor authentication';
+    lead.textContent = `Signing in as ${emailValue}: confirm with your passkey.`;
   }
 
   const title = h('h1', { class: 'sign-in-title', text: 'Sign in' });
@@ -110,6 +143,7 @@ export function renderSignIn(root, { notice, setupRequired, onSignedIn }) {
       : null,
     form,
     setupRequired ? null : ssoSignInBlock(),
+    setupRequired ? null : passkeySignInBlock({ onSignedIn, onError: (message) => showFormError(form, message) }),
   );
   email.focus();
 }
