@@ -10,6 +10,7 @@ import type { Database } from '../../../db/schema.ts';
 import { Readable } from 'node:stream';
 import {
   readPageBody,
+  readPageRows,
   countRecords,
   fetchPageBody,
   fetchPageKeys,
@@ -96,6 +97,15 @@ export function paginationOf(query: ListQuery, last: { iso: string; id: string }
 }
 
 const PAGE_OPEN = Buffer.from('{"data":[');
+
+/**
+ * How a page's bytes are read (decision 0066): on PostgreSQL the records statement's rows, each
+ * record's JSON bytes copied into the body as they came; on the embedded database the page as one
+ * value built by its statement (decisions 0046, 0050).
+ */
+function pageReaderOf(app: FastifyInstance): typeof readPageRows {
+  return app.ctx.database.backend === 'postgres' ? readPageRows : readPageBody;
+}
 const LINE_END = Buffer.from('\n');
 
 /**
@@ -165,9 +175,10 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
         // encoded back, copied once into the body (decisions 0037, 0046, 0050); a PGlite run on
         // this thread (the build's) has no RowReader: the same statement's value through Kysely.
         const readRows = app.ctx.database.readRows;
+        const readPage = pageReaderOf(app);
         const tailOf = (last: KeyRow | undefined, hasMore: boolean) => `],"pagination":${JSON.stringify(paginationOf(query, last, hasMore))}}`;
         const body = readRows
-          ? await readPageBody(readRows, db, def.source, req, ',', (p) => ({ head: PAGE_OPEN, tail: Buffer.from(tailOf(p.last, p.hasMore)) }))
+          ? await readPage(readRows, db, def.source, req, ',', (p) => ({ head: PAGE_OPEN, tail: Buffer.from(tailOf(p.last, p.hasMore)) }))
           : await fetchPageBody(db, def.source, req);
         page = {
           body: typeof body.data === 'string' ? Buffer.from(`{"data":[${body.data}${tailOf(body.last, body.hasMore)}`) : body.data,
@@ -211,7 +222,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
         // The page's NDJSON, its bounds and whether more follow from ONE statement, its bytes
         // passed through undecoded (decisions 0037, 0046, 0050); a page is at most
         // `limit` (≤ 500) records, held once with its last line break.
-        const page = await readPageBody(readRows, db, def.source, req, '\n', (p) => (p.last ? { tail: LINE_END } : {}));
+        const page = await pageReaderOf(app)(readRows, db, def.source, req, '\n', (p) => (p.last ? { tail: LINE_END } : {}));
         const { next_cursor } = paginationOf(query, page.last, page.hasMore);
         reply.header('X-Next-Cursor', next_cursor ?? '');
         reply.header('X-Has-More', String(page.hasMore));
