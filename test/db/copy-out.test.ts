@@ -199,9 +199,10 @@ describe.each(backends)('binary COPY reads (%s)', (backend) => {
           if (last) for await (const rows of streamPage(t.db, customerSource, req, last)) lines += `${rows.map((r) => r.json).join('\n')}\n`;
           expect(exported.last ? `${exported.data.toString('utf8')}\n` : '').toBe(lines);
           // The records statement's rows passed through (PostgreSQL's pages, decision 0066): the same bytes, bare and framed.
-          for (const separator of [',', '\n'] as const) {
+          expect(t.readCopy === undefined).toBe(backend === 'pglite');
+          for (const separator of t.readCopy ? ([',', '\n'] as const) : []) {
             const single = await readPageBody(t.readRows!, t.db, customerSource, req, separator);
-            const rows = await readPageRows(t.readRows!, t.db, customerSource, req, separator);
+            const rows = await readPageRows(t.readCopy!, t.db, customerSource, req, separator);
             expect(rows.data.equals(single.data)).toBe(true);
             expect({ hasMore: rows.hasMore, last: rows.last }).toEqual({ hasMore: single.hasMore, last: single.last });
           }
@@ -209,8 +210,8 @@ describe.each(backends)('binary COPY reads (%s)', (backend) => {
             head: Buffer.from('{"data":['),
             tail: Buffer.from(`],"more":${p.hasMore},"last":"${p.last?.id}"}`),
           });
-          const framed = await readPageRows(t.readRows!, t.db, customerSource, req, ',', frame);
-          expect(framed.data.toString('utf8')).toBe(`{"data":[${viaKysely.data}],"more":${viaKysely.hasMore},"last":"${viaKysely.last?.id}"}`);
+          const framed = t.readCopy && (await readPageRows(t.readCopy, t.db, customerSource, req, ',', frame));
+          if (framed) expect(framed.data.toString('utf8')).toBe(`{"data":[${viaKysely.data}],"more":${viaKysely.hasMore},"last":"${viaKysely.last?.id}"}`);
           if (!viaKysely.hasMore) break;
           cursor = { ts: viaKysely.last!.iso, id: viaKysely.last!.id };
         }

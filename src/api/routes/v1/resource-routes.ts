@@ -18,8 +18,11 @@ import {
   streamPage,
   type KeyRow,
   type ListSource,
+  type PageBytes,
+  type PageFrame,
   type PageRequest,
 } from '../../../db/keyset-page.ts';
+import type { RowReader } from '../../../db/copy-out.ts';
 import { listPageCacheOf, type CachedPage } from '../../list-page-cache.ts';
 import { SNAPSHOT_CHUNK, snapshotStream, snapshotEndCursor } from '../../../db/snapshot.ts';
 import { StoreSlots } from '../../../stores/store-slots.ts';
@@ -99,13 +102,22 @@ export function paginationOf(query: ListQuery, last: { iso: string; id: string }
 const PAGE_OPEN = Buffer.from('{"data":[');
 
 /**
- * How a page's bytes are read (decision 0066): on PostgreSQL the records statement's rows, each
- * record's JSON bytes copied into the body as they came; on the embedded database the page as one
- * value built by its statement (decisions 0046, 0050).
+ * A page's bytes (decision 0066): on PostgreSQL the records statement's rows walked in the binary
+ * COPY's bytes, each record's JSON copied into the body as it came; on the embedded database the
+ * page as one value built by its statement (decisions 0046, 0050).
  */
-function pageReaderOf(app: FastifyInstance): typeof readPageRows {
-  return app.ctx.database.backend === 'postgres' ? readPageRows : readPageBody;
+function readPage(
+  app: FastifyInstance,
+  readRows: RowReader,
+  req: PageRequest,
+  source: ListSource,
+  separator: ',' | '\n',
+  frame: PageFrame,
+): Promise<PageBytes> {
+  const { db, readCopy } = app.ctx.database;
+  return readCopy ? readPageRows(readCopy, db, source, req, separator, frame) : readPageBody(readRows, db, source, req, separator, frame);
 }
+
 const LINE_END = Buffer.from('\n');
 
 /**
@@ -175,10 +187,9 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
         // encoded back, copied once into the body (decisions 0037, 0046, 0050); a PGlite run on
         // this thread (the build's) has no RowReader: the same statement's value through Kysely.
         const readRows = app.ctx.database.readRows;
-        const readPage = pageReaderOf(app);
         const tailOf = (last: KeyRow | undefined, hasMore: boolean) => `],"pagination":${JSON.stringify(paginationOf(query, last, hasMore))}}`;
         const body = readRows
-          ? await readPage(readRows, db, def.source, req, ',', (p) => ({ head: PAGE_OPEN, tail: Buffer.from(tailOf(p.last, p.hasMore)) }))
+          ? await readPage(app, readRows, req, def.source, ',', (p) => ({ head: PAGE_OPEN, tail: Buffer.from(tailOf(p.last, p.hasMore)) }))
           : await fetchPageBody(db, def.source, req);
         page = {
           body: typeof body.data === 'string' ? Buffer.from(`{"data":[${body.data}${tailOf(body.last, body.hasMore)}`) : body.data,
@@ -222,7 +233,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
         // The page's NDJSON, its bounds and whether more follow from ONE statement, its bytes
         // passed through undecoded (decisions 0037, 0046, 0050); a page is at most
         // `limit` (≤ 500) records, held once with its last line break.
-        const page = await pageReaderOf(app)(readRows, db, def.source, req, '\n', (p) => (p.last ? { tail: LINE_END } : {}));
+        const page = await readPage(app, readRows, req, def.source, '\n', (p) => (p.last ? { tail: LINE_END } : {}));
         const { next_cursor } = paginationOf(query, page.last, page.hasMore);
         reply.header('X-Next-Cursor', next_cursor ?? '');
         reply.header('X-Has-More', String(page.hasMore));
