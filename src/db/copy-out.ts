@@ -100,33 +100,6 @@ export function parseBinaryCopy(bytes: Buffer): (Buffer | null)[][] {
 }
 
 /**
- * Where each row of a binary COPY's output starts (the offset of its 16-bit field count), without
- * taking any field out: a row's fields are then read in place (`copyFieldsAt`), so a page of
- * records is walked with one number per row and no buffer per field (decision 0066).
- */
-export function copyRowStarts(bytes: Buffer): number[] {
-  if (bytes.length < 19 || !bytes.subarray(0, 11).equals(SIGNATURE)) throw new Error('copy-out: not a binary COPY stream');
-  let at = 15;
-  at += 4 + bytes.readUInt32BE(at);
-  const starts: number[] = [];
-  for (;;) {
-    const count = bytes.readInt16BE(at);
-    if (count === -1) return starts;
-    starts.push(at);
-    at += 2;
-    for (let f = 0; f < count; f++) {
-      const length = bytes.readInt32BE(at);
-      at += 4 + (length === -1 ? 0 : length);
-    }
-  }
-}
-
-/** The fields of the binary COPY row starting at `at` (copyRowStarts), as views of `bytes` (null for NULL). */
-export function copyFieldsAt(bytes: Buffer, at: number): (Buffer | null)[] {
-  return readFields(bytes, at + 2, bytes.readInt16BE(at)).fields;
-}
-
-/**
  * `count` fields from `at`, each its 32-bit length then its bytes (-1: NULL), as binary COPY rows
  * and DataRow messages both lay them out: views of `bytes`, and where the last one ends.
  */
@@ -205,13 +178,6 @@ export type RowReader = <T>(
   query: { readonly sql: string; readonly parameters: readonly unknown[] },
   read: (rows: (Buffer | null)[][], owned: boolean) => T,
 ) => Promise<T>;
-
-/**
- * A statement run by the PostgreSQL handle (db/database.ts `readCopy`) as a binary COPY, its whole
- * output given to `read` as the bytes PostgreSQL sent (walk it with copyRowStarts/copyFieldsAt),
- * owned by `read`. The statement must return text columns only.
- */
-export type CopyReader = <T>(query: { readonly sql: string; readonly parameters: readonly unknown[] }, read: (bytes: Buffer) => T) => Promise<T>;
 
 /** Each parameter in pg's text form (null for NULL), as a prepared statement's Bind sends it. */
 export function textParameters(parameters: readonly unknown[]): (string | null)[] {

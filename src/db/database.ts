@@ -21,7 +21,7 @@ import { PGliteThread } from './pglite-thread.ts';
 import type { ThreadStats } from './pglite-worker.ts';
 import { typeParsers } from './type-parsers.ts';
 import { withRequestTransactions } from './request-transaction.ts';
-import { copyBinary, inlineParameters, parseBinaryCopy, rowsOfMessages, textParameters, type CopyReader, type RowReader } from './copy-out.ts';
+import { copyBinary, inlineParameters, parseBinaryCopy, rowsOfMessages, textParameters, type RowReader } from './copy-out.ts';
 import { bufferCollector } from './buffer-collector.ts';
 import { ScopeState, statementObserverOf } from './store-scope.ts';
 
@@ -48,8 +48,6 @@ export interface DatabaseHandle {
    * statement through Kysely instead.
    */
   readonly readRows?: RowReader;
-  /** PostgreSQL only: a statement's binary COPY output, whole and undecoded (db/copy-out.ts `CopyReader`, decision 0066). */
-  readonly readCopy?: CopyReader;
   /** Embedded database in its own thread: what that thread runs with (db/pglite-worker.ts); undefined otherwise. */
   readonly threadStats?: () => Promise<ThreadStats>;
   /**
@@ -207,20 +205,6 @@ function openPostgres(
     end: () => pool.end(),
   } as unknown as pg.Pool;
   const db = new Kysely<Database>({ dialect: withRequestTransactions(new PostgresDialect({ pool: connectTagged })), log: observed(scopes) });
-  const readCopy: CopyReader = async (query, read) => {
-    void statementObserverOf()?.(query.sql, query.parameters, scopes.wanted());
-    const client = await connectTagged.connect();
-    let bytes: Buffer;
-    try {
-      bytes = await copyBinary(client, inlineParameters(query.sql, query.parameters));
-    } catch (error) {
-      // A COPY broken off may leave the connection mid-protocol: dropped, not reused.
-      client.release(true);
-      throw error;
-    }
-    client.release();
-    return read(bytes);
-  };
   return {
     db,
     backend: 'postgres',
@@ -228,8 +212,19 @@ function openPostgres(
     scopes,
     storage: new StorageHealth(),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
-    readRows: (query, read) => readCopy(query, (bytes) => read(parseBinaryCopy(bytes), true)),
-    readCopy,
+    readRows: async (query, read) => {
+      void statementObserverOf()?.(query.sql, query.parameters, scopes.wanted());
+      const client = await connectTagged.connect();
+      try {
+        const bytes = await copyBinary(client, inlineParameters(query.sql, query.parameters));
+        client.release();
+        return read(parseBinaryCopy(bytes), true);
+      } catch (error) {
+        // A COPY broken off may leave the connection mid-protocol: dropped, not reused.
+        client.release(true);
+        throw error;
+      }
+    },
     close: () => db.destroy(),
   };
 }

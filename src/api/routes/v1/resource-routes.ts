@@ -10,7 +10,6 @@ import type { Database } from '../../../db/schema.ts';
 import { Readable } from 'node:stream';
 import {
   readPageBody,
-  readPageRows,
   countRecords,
   fetchPageBody,
   fetchPageKeys,
@@ -18,11 +17,8 @@ import {
   streamPage,
   type KeyRow,
   type ListSource,
-  type PageBytes,
-  type PageFrame,
   type PageRequest,
 } from '../../../db/keyset-page.ts';
-import type { RowReader } from '../../../db/copy-out.ts';
 import { listPageCacheOf, type CachedPage } from '../../list-page-cache.ts';
 import { SNAPSHOT_CHUNK, snapshotStream, snapshotEndCursor } from '../../../db/snapshot.ts';
 import { StoreSlots } from '../../../stores/store-slots.ts';
@@ -100,24 +96,6 @@ export function paginationOf(query: ListQuery, last: { iso: string; id: string }
 }
 
 const PAGE_OPEN = Buffer.from('{"data":[');
-
-/**
- * A page's bytes (decision 0066): on PostgreSQL the records statement's rows walked in the binary
- * COPY's bytes, each record's JSON copied into the body as it came; on the embedded database the
- * page as one value built by its statement (decisions 0046, 0050).
- */
-function readPage(
-  app: FastifyInstance,
-  readRows: RowReader,
-  req: PageRequest,
-  source: ListSource,
-  separator: ',' | '\n',
-  frame: PageFrame,
-): Promise<PageBytes> {
-  const { db, readCopy } = app.ctx.database;
-  return readCopy ? readPageRows(readCopy, db, source, req, separator, frame) : readPageBody(readRows, db, source, req, separator, frame);
-}
-
 const LINE_END = Buffer.from('\n');
 
 /**
@@ -189,7 +167,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
         const readRows = app.ctx.database.readRows;
         const tailOf = (last: KeyRow | undefined, hasMore: boolean) => `],"pagination":${JSON.stringify(paginationOf(query, last, hasMore))}}`;
         const body = readRows
-          ? await readPage(app, readRows, req, def.source, ',', (p) => ({ head: PAGE_OPEN, tail: Buffer.from(tailOf(p.last, p.hasMore)) }))
+          ? await readPageBody(readRows, db, def.source, req, ',', (p) => ({ head: PAGE_OPEN, tail: Buffer.from(tailOf(p.last, p.hasMore)) }))
           : await fetchPageBody(db, def.source, req);
         page = {
           body: typeof body.data === 'string' ? Buffer.from(`{"data":[${body.data}${tailOf(body.last, body.hasMore)}`) : body.data,
@@ -233,7 +211,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
         // The page's NDJSON, its bounds and whether more follow from ONE statement, its bytes
         // passed through undecoded (decisions 0037, 0046, 0050); a page is at most
         // `limit` (≤ 500) records, held once with its last line break.
-        const page = await readPage(app, readRows, req, def.source, '\n', (p) => (p.last ? { tail: LINE_END } : {}));
+        const page = await readPageBody(readRows, db, def.source, req, '\n', (p) => (p.last ? { tail: LINE_END } : {}));
         const { next_cursor } = paginationOf(query, page.last, page.hasMore);
         reply.header('X-Next-Cursor', next_cursor ?? '');
         reply.header('X-Has-More', String(page.hasMore));
