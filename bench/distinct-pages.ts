@@ -176,7 +176,13 @@ export async function spreadPositions(db: Kysely<Database>, count: number, limit
  * machine disturbs far less than pages/s. Tells whether the API's statement costs the database more
  * than the ceiling's on a store's shape (decision 0066).
  */
-export async function statementCpu(databaseUrl: string, db: Kysely<Database>, cursors: readonly string[], limit: number, pages = 400): Promise<{ page: number; ceiling: number }> {
+export async function statementCpu(
+  databaseUrl: string,
+  db: Kysely<Database>,
+  cursors: readonly string[],
+  limit: number,
+  pages = 400,
+): Promise<{ page: number; ceiling: number }> {
   const { rows } = await sql<{ t: string }>`SELECT clock_timestamp()::text AS t`.execute(db);
   const horizon = rows[0]!.t;
   const req = (cursor: string) => ({ cursor: parseCursor(cursor), limit, order: 'asc' as const, horizon, filters: [sql`p.is_active`] });

@@ -667,15 +667,28 @@ async function benchDistinctOnly(): Promise<string[]> {
       const load = { connections: CONNECTIONS, seconds: SECONDS, headers: { Authorization: `Bearer ${token}` } };
       const api = apiPages(server.origin, server.child.pid!, cursors, LIMIT, load);
       await api();
-      const read = await alternate(ROUNDS, { api, ceiling: sqlCeilingPages(scratch.url, database.db, cursors, LIMIT, { connections: CONNECTIONS, seconds: SECONDS }) });
+      const read = await alternate(ROUNDS, {
+        api,
+        ceiling: sqlCeilingPages(scratch.url, database.db, cursors, LIMIT, { connections: CONNECTIONS, seconds: SECONDS }),
+      });
       const cpu = await statementCpu(scratch.url, database.db, cursors, LIMIT);
-      const { rows: size } = await sql<{ bytes: string }>`SELECT round(avg(octet_length(doc::text))) AS bytes FROM products WHERE is_active`.execute(database.db);
+      const { rows: size } = await sql<{ bytes: string }>`SELECT round(avg(octet_length(doc::text))) AS bytes FROM products WHERE is_active`.execute(
+        database.db,
+      );
       const apiRead = read.api!;
       const ceilingRead = read.ceiling!;
       rows.push(
         `| ${shape} store, ${f0(SIZE.products)} products (documents ${size[0]!.bytes} bytes on average), ${f0(cursors.length)} distinct pages: list pages/s; \`serve\` CPU ms per page; SQL ceiling pages/s | ${range(spread(apiRead.map((r) => r.perSecond)), f0)}; ${range(spread(apiRead.map((r) => r.cpuMsPerPage!)), f2)}; ${range(spread(ceilingRead.map((r) => r.perSecond)), f0)} |`,
         `| ${shape} store: PostgreSQL CPU ms per page, the list's statement / the ceiling's | ${f2(cpu.page)} / ${f2(cpu.ceiling)} |`,
-        `| **${shape} store: distinct pages ÷ their SQL ceiling** | **${range(spread(ratios(apiRead.map((r) => r.perSecond), ceilingRead.map((r) => r.perSecond))), f2)}** |`,
+        `| **${shape} store: distinct pages ÷ their SQL ceiling** | **${range(
+          spread(
+            ratios(
+              apiRead.map((r) => r.perSecond),
+              ceilingRead.map((r) => r.perSecond),
+            ),
+          ),
+          f2,
+        )}** |`,
       );
     } finally {
       await server?.stop();
