@@ -15,7 +15,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { sql, type Kysely } from 'kysely';
-import { recordsQuery } from '../src/db/keyset-page.ts';
+import { pageBodyQuery, recordsQuery } from '../src/db/keyset-page.ts';
+import { copyBinary, inlineParameters } from '../src/db/copy-out.ts';
 import { productSource } from '../src/catalog/product.json-sql.ts';
 import { formatCursor, parseCursor } from '../src/shared/cursor.ts';
 import type { Database } from '../src/db/schema.ts';
@@ -166,4 +167,48 @@ export async function spreadPositions(db: Kysely<Database>, count: number, limit
     ) p WHERE n % ${step} = 0 ORDER BY n LIMIT ${count}
   `.execute(db);
   return { cursors: rows.map((r) => formatCursor(r.iso, r.id)), positions: rows.map((r) => Number(r.n)) };
+}
+
+/**
+ * PostgreSQL's CPU per page (ms) for the list's page statement as the API reads it (one value by
+ * binary COPY) and for the ceiling's records statement (one row per record), over the same pages on
+ * one connection each in turn: the backend's own CPU time from /proc, which other work on a shared
+ * machine disturbs far less than pages/s. Tells whether the API's statement costs the database more
+ * than the ceiling's on a store's shape (decision 0066).
+ */
+export async function statementCpu(
+  databaseUrl: string,
+  db: Kysely<Database>,
+  cursors: readonly string[],
+  limit: number,
+  pages = 400,
+): Promise<{ page: number; ceiling: number }> {
+  const { rows } = await sql<{ t: string }>`SELECT clock_timestamp()::text AS t`.execute(db);
+  const horizon = rows[0]!.t;
+  const req = (cursor: string) => ({ cursor: parseCursor(cursor), limit, order: 'asc' as const, horizon, filters: [sql`p.is_active`] });
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+    const sum = { page: 0, ceiling: 0 };
+    for (let round = 0; round < 2; round++) {
+      for (const kind of ['page', 'ceiling'] as const) {
+        const before = processCpuMs(pid);
+        for (let i = 0; i < pages / 2; i++) {
+          const cursor = cursors[(round * pages + i * 7) % cursors.length]!;
+          if (kind === 'page') {
+            const q = sql`SELECT n::text, iso, id, cut::text, data FROM (${pageBodyQuery(productSource, req(cursor))}) q`.compile(db);
+            await copyBinary(client as unknown as pg.PoolClient, inlineParameters(q.sql, q.parameters));
+          } else {
+            const q = recordsQuery(productSource, req(cursor), limit + 1).compile(db);
+            await client.query(q.sql, q.parameters as unknown[]);
+          }
+        }
+        sum[kind] += processCpuMs(pid) - before;
+      }
+    }
+    return { page: sum.page / pages, ceiling: sum.ceiling / pages };
+  } finally {
+    await client.end();
+  }
 }

@@ -3,10 +3,14 @@
  * products by default), `serve` from source with `--cpu-prof`, wrk on the half-way page of 200
  * active products, then the profile's heaviest functions by self time.
  *
- *   node --import tsx bench/list-profile.ts [--products N] [--seconds S] [--distinct N] [--env NAME=VALUE ...]
+ *   node --import tsx bench/list-profile.ts [--products N] [--seconds S] [--distinct N] [--shape bench|demo] [--env NAME=VALUE ...]
  *
  * `--distinct N`: the list over N distinct pages in turn instead (every request a page cache miss,
  * issue 26), then the same pages' SQL ceiling (bench/distinct-pages.ts).
+ * `--shape demo`: the store `store-api demo generate --products N` writes (src/demo/demo-store.ts:
+ * products written 250 to a transaction, so 250 share one last_modified, variants and images on
+ * most) instead of the bench's generated one (one second between rows). `--keep NAME`: the scratch
+ * database is NAME, generated only when it does not exist yet and kept afterwards.
  *
  * DATABASE_URL (default postgres://root@127.0.0.1:5432/postgres) is where the scratch database is
  * made and dropped. Profiles go to a temporary directory named at the end.
@@ -22,6 +26,7 @@ import { openDatabase } from '../src/db/database.ts';
 import { migrateToLatest } from '../src/schema/migrate.ts';
 import { createToken } from '../src/tokens/token.service.ts';
 import { activeCount, cursorAt, generateBenchStore } from './generate-store.ts';
+import { generateDemoStore } from '../src/demo/demo-store.ts';
 import { freePort, log, queryLoop, startServer, wrk } from './bench-tools.ts';
 import { sql } from 'kysely';
 import { pageBodyQuery, recordsQuery } from '../src/db/keyset-page.ts';
@@ -36,16 +41,20 @@ const { values: args } = parseArgs({
     seconds: { type: 'string', default: '5' },
     env: { type: 'string', multiple: true, default: [] },
     distinct: { type: 'string', default: '0' },
+    shape: { type: 'string', default: 'bench' },
+    keep: { type: 'string' },
   },
 });
 const products = Number(args.products);
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/postgres';
 const SOURCE_CLI = fileURLToPath(new URL('../src/main/cli.ts', import.meta.url));
 
-const name = `list_profile_${randomBytes(4).toString('hex')}`;
+// --keep NAME: that database, generated on the first run and kept (a demo store of 50,000 takes minutes).
+const name = args.keep ?? `list_profile_${randomBytes(4).toString('hex')}`;
 const admin = new pg.Client({ connectionString: DATABASE_URL });
 await admin.connect();
-await admin.query(`CREATE DATABASE ${name}`);
+const fresh = (await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount === 0;
+if (fresh) await admin.query(`CREATE DATABASE ${name}`);
 await admin.end();
 const url = new URL(DATABASE_URL);
 url.pathname = `/${name}`;
@@ -53,8 +62,16 @@ const database = await openDatabase({ databaseUrl: url.toString(), poolSize: 4 }
 const profileDir = mkdtempSync(join(tmpdir(), 'list-profile-'));
 try {
   await migrateToLatest(database.db);
-  log(`generating ${products} products`);
-  await generateBenchStore(database.db, { products, customers: products / 10, orders: products / 5, movements: products / 2 });
+  if (fresh) {
+    log(`generating ${products} products (${args.shape} store)`);
+    if (args.shape === 'demo') await generateDemoStore(database.db, { products });
+    else await generateBenchStore(database.db, { products, customers: products / 10, orders: products / 5, movements: products / 2 });
+  }
+  const { rows: size } = await sql<{
+    n: string;
+    bytes: string;
+  }>`SELECT count(*) AS n, round(avg(octet_length(doc::text))) AS bytes FROM products WHERE is_active`.execute(database.db);
+  log(`${size[0]!.n} active products, their documents ${size[0]!.bytes} bytes on average`);
   const { token } = await createToken(database.db, { name: 'profile' });
   const cursor = await cursorAt(database, Math.floor((await activeCount(database)) / 2));
   const port = await freePort();
@@ -110,6 +127,7 @@ try {
   log(`profiles in ${profileDir}`);
 } finally {
   await database.close();
+  if (args.keep !== undefined) process.exit(0);
   const dropper = new pg.Client({ connectionString: DATABASE_URL });
   await dropper.connect();
   await dropper.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);

@@ -64,8 +64,8 @@ export interface DatabaseHandle {
 
 const parsers = typeParsers;
 
-/** Kysely's log hook: each statement run, to the statement observer when one is set (db/store-scope.ts). */
-function observed(scopes: ScopeState): (event: LogEvent) => void {
+/** Kysely's log hook: each statement run, to the statement observer when one is set (db/store-scope.ts), which Kysely awaits. */
+function observed(scopes: ScopeState): (event: LogEvent) => void | Promise<void> {
   return (event) => statementObserverOf()?.(event.query.sql, event.query.parameters, scopes.wanted());
 }
 
@@ -213,7 +213,7 @@ function openPostgres(
     storage: new StorageHealth(),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     readRows: async (query, read) => {
-      statementObserverOf()?.(query.sql, query.parameters, scopes.wanted());
+      void statementObserverOf()?.(query.sql, query.parameters, scopes.wanted());
       const client = await connectTagged.connect();
       try {
         const bytes = await copyBinary(client, inlineParameters(query.sql, query.parameters));
@@ -327,7 +327,7 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
           // until then). The output may lie in the area the thread shares with this one: `read`
           // runs before it is released.
           readRows: async (query, read) => {
-            statementObserverOf()?.(query.sql, query.parameters, scopes.wanted());
+            void statementObserverOf()?.(query.sql, query.parameters, scopes.wanted());
             const params = textParameters(query.parameters);
             const { answer } = await db.connection().execute(async () => {
               if (storage.fatal !== undefined) throw new StoreFailedError(storage.fatal);

@@ -114,7 +114,7 @@ export function accountStoreIs(column = 'store_id'): RawBuilder<boolean> {
 }
 
 /** What the database handle reports of each statement it runs, to `observeStatements`' observer. */
-export type StatementObserver = (sql: string, parameters: readonly unknown[], scope: StoreScope) => void;
+export type StatementObserver = (sql: string, parameters: readonly unknown[], scope: StoreScope) => void | Promise<void>;
 
 let statementObserver: StatementObserver | undefined;
 
@@ -122,7 +122,11 @@ let statementObserver: StatementObserver | undefined;
  * Every statement a database handle runs (Kysely's, and the handle's own `readRows`) is passed to
  * `observer` with its scope, until called again with undefined. For the test that every statement
  * over a store-owned table names its store (test/stores/statement-audit.ts); undefined (nothing
- * observed, one comparison per statement) otherwise.
+ * observed, one comparison per statement) otherwise. A promise the observer returns for a Kysely
+ * statement is awaited before the statement's caller goes on (Kysely awaits its log hook), with the
+ * statement's connection still held: a test commits a write between two statements of a request by
+ * it (test/api/snapshot-window.test.ts, PostgreSQL's pool only; the embedded database's one
+ * connection would wait for itself). The handle's `readRows` statements are reported, not awaited.
  */
 export function observeStatements(observer: StatementObserver | undefined): void {
   statementObserver = observer;
