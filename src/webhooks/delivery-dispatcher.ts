@@ -172,6 +172,11 @@ export class DeliveryDispatcher {
   #settling = 0;
   /** FIFO endpoints whose line this worker holds (a batch being sent or settled). */
   readonly #lines = new Set<string>();
+  /**
+   * The store of each FIFO endpoint this worker has sent to (they never enter #endpoints): the
+   * broker reconcile asks after their connections too, rather than closing them as gone.
+   */
+  readonly #lineStores = new Map<string, string>();
   /** Whether enabled FIFO endpoints existed when last asked (fifoEndpointsExist), and when that was (worker clock). */
   #fifoEndpoints = false;
   #fifoCheckedAt = Number.NEGATIVE_INFINITY;
@@ -636,6 +641,7 @@ export class DeliveryDispatcher {
     for (const batch of batches) {
       this.#events.emit('claimed', batch.deliveries);
       this.#lines.add(batch.endpointId);
+      this.#lineStores.set(batch.endpointId, batch.storeId);
       const run = this.#sendLine(batch, now + this.#ctx.config.WEBHOOK_LEASE_MS)
         .catch((error) => this.#loopError('a FIFO batch failed (its lease expires and it is sent again)', error))
         .finally(() => {
@@ -755,7 +761,7 @@ export class DeliveryDispatcher {
     if (pooled.size === 0 || now - this.#brokersReconciledAt < this.#brokerReconcileMs) return;
     this.#brokersReconciledAt = now;
     const endpoints = [...pooled.keys()].flatMap((id) => {
-      const storeId = this.#endpoints.get(id)?.storeId;
+      const storeId = this.#endpoints.get(id)?.storeId ?? this.#lineStores.get(id);
       return storeId === undefined ? [] : [{ id, storeId }];
     });
     await this.#transport.reconcile(await enabledEndpointUrls(this.#ctx.database.db, endpoints));
