@@ -19,13 +19,13 @@
  *   HALF_OPEN --probe claimed-->                   OPEN until the probe settles
  *   any     --success-->                           CLOSED (count 0, paused_until null)
  *   probe   --failure-->                           OPEN (paused_until = now + pause)
- *   probe   --refused by a 4xx (not 408/429)-->    CLOSED, as a success (refusalShowsUp)
+ *   probe   --refused (4xx not 408/429, or a broker refusing the message)-->  CLOSED, as a success (refusalShowsUp)
  *   admin re-enables the endpoint -->              CLOSED
  * Recovery (decision 0029): a success that closes an open or half-open breaker (`recovers`) is
  * remembered as the endpoint's recovered_at. Until the next recovery, a failed FIRST attempt of a
  * delivery whose event was written before that moment (the backlog that piled up during the
- * pause) does not add to consecutive_failures when the receiver answered it with a refusal
- * (`countsTowardBreaker`): the success just showed the endpoint is up, so a burst of payloads it
+ * pause) does not add to consecutive_failures when the receiver answered it with a refusal, a
+ * broker's refusal of the message included (`countsTowardBreaker`): the success just showed the endpoint is up, so a burst of payloads it
  * rejects gets one attempt each, then the retry schedule, and cannot pause it again ahead of its
  * healthy events. Retries, probes, events written after the recovery and answers that say the
  * receiver is unavailable (no answer, 408, 429, 502, 503, 504) count as always.
@@ -74,30 +74,54 @@ export function recovers(policy: BreakerPolicy, state: BreakerState): boolean {
   return state.consecutiveFailures >= policy.threshold;
 }
 
+/** What a failed attempt got back, as far as the breaker asks. */
+export interface AttemptAnswer {
+  /** The attempt's outcome (webhook-http-client.ts AttemptOutcome). */
+  readonly outcome: string;
+  /** The receiver's status, or null when it did not answer, or when the destination is a broker. */
+  readonly statusCode: number | null;
+}
+
+/**
+ * Whether the receiver answered by refusing this payload: an HTTP client error (4xx but 408 and
+ * 429), or a broker refusing the message itself (`broker_rejected`: an AMQP nack or basic.return
+ * of an unroutable message, a missing exchange, a JetStream publish error or "no responders", an
+ * MQTT PUBACK with a failure reason code or "no matching subscribers"). A broker that cannot be
+ * reached, drops the connection or does not confirm in time says nothing of the payload: the
+ * receiver is down, as an HTTP request with no answer.
+ */
+export function refusesPayload(answer: AttemptAnswer): boolean {
+  if (answer.outcome === BROKER_REFUSAL) return true;
+  const status = answer.statusCode;
+  return status !== null && status >= 400 && status < 500 && !UNAVAILABLE_STATUSES.has(status);
+}
+
+/** The outcome of a publish the broker answered by refusing the message (delivery-transport.ts). */
+const BROKER_REFUSAL = 'broker_rejected';
+
 /**
  * Whether a failed attempt of an open or half-open endpoint (its probe) still shows the receiver is
- * up: it answered with a client error refusing this payload (4xx but 408 and 429). The breaker then
+ * up: it refused this payload (`refusesPayload`: a 4xx but 408 and 429, or a broker refusing the
+ * message). The breaker then
  * closes as after a success (a recovery: the backlog's refused first attempts no longer count), and
  * the payload goes to its retry schedule, so a rejected payload never costs the healthy events
  * behind it a pause (with healthy events written first and rejected ones after, the probe
  * was the newest, a rejected one, and each pause ended in another). A server error (5xx) or no
  * answer keeps the endpoint paused.
  */
-export function refusalShowsUp(policy: BreakerPolicy, state: BreakerState, statusCode: number | null): boolean {
-  return state.consecutiveFailures >= policy.threshold && statusCode !== null && statusCode >= 400 && statusCode < 500 && !UNAVAILABLE_STATUSES.has(statusCode);
+export function refusalShowsUp(policy: BreakerPolicy, state: BreakerState, answer: AttemptAnswer): boolean {
+  return state.consecutiveFailures >= policy.threshold && refusesPayload(answer);
 }
 
 /** Statuses that say "not now" or "not reachable" rather than "not this payload". */
 const UNAVAILABLE_STATUSES: ReadonlySet<number> = new Set([408, 429, 502, 503, 504]);
 
 /** A failed attempt, as far as the breaker asks. */
-export interface FailedAttempt {
+export interface FailedAttempt extends AttemptAnswer {
   /** 1 for a first attempt. */
   readonly attemptNumber: number;
   /** Epoch ms of the delivery's event. */
   readonly eventCreatedAt: number;
-  /** The receiver's status, or null when it did not answer (connection error, timeout, blocked). */
-  readonly statusCode: number | null;
 }
 
 /**
@@ -107,5 +131,6 @@ export interface FailedAttempt {
  */
 export function countsTowardBreaker(attempt: FailedAttempt, recoveredAt: number | null): boolean {
   if (recoveredAt === null || attempt.attemptNumber !== 1 || attempt.eventCreatedAt >= recoveredAt) return true;
+  if (attempt.outcome === BROKER_REFUSAL) return false;
   return attempt.statusCode === null || UNAVAILABLE_STATUSES.has(attempt.statusCode);
 }

@@ -41,6 +41,7 @@ import {
   type ClaimedBatch,
   type ClaimedDelivery,
   type Finished,
+  type SettleResult,
   type Settlement,
 } from './delivery-queue.ts';
 import { batchBody, batchId } from './fifo-line.ts';
@@ -172,6 +173,11 @@ export class DeliveryDispatcher {
   #settling = 0;
   /** FIFO endpoints whose line this worker holds (a batch being sent or settled). */
   readonly #lines = new Set<string>();
+  /**
+   * The store of each FIFO endpoint this worker has sent to (they never enter #endpoints): the
+   * broker reconcile asks after their connections too, rather than closing them as gone.
+   */
+  readonly #lineStores = new Map<string, string>();
   /** Whether enabled FIFO endpoints existed when last asked (fifoEndpointsExist), and when that was (worker clock). */
   #fifoEndpoints = false;
   #fifoCheckedAt = Number.NEGATIVE_INFINITY;
@@ -533,7 +539,6 @@ export class DeliveryDispatcher {
   }
 
   async #attempt(slots: EndpointSlots, delivery: ClaimedDelivery): Promise<void> {
-    const { event } = delivery;
     const startedAt = this.#clock();
     // The body is encoded once: the signature and the request (or publish) take the same bytes.
     const bytes = Buffer.from(delivery.body);
@@ -581,12 +586,7 @@ export class DeliveryDispatcher {
     }
     if (!settled.settled) {
       this.#ctx.logger.warn({ deliveryId: delivery.id, workerId: this.#id }, 'webhook delivery lease lost before settling; the new holder sends it again');
-    } else if (settled.settlement.status === 'succeeded') {
-      deliveriesSucceeded.inc();
-      deliveryLatency.observe(Math.max(0, this.#clock() - delivery.eventCreatedAtMs) / 1000);
-    } else {
-      deliveriesFailed.inc();
-      if (settled.settlement.status === 'dead') deliveriesDeadLettered.inc();
+    } else if (settled.settlement.status !== 'succeeded') {
       this.#ctx.logger.info(
         {
           deliveryId: delivery.id,
@@ -599,18 +599,39 @@ export class DeliveryDispatcher {
         'webhook delivery attempt failed',
       );
     }
-    if (settled.endpointDisabled) this.#ctx.logger.warn({ endpointId: delivery.endpointId }, 'webhook endpoint answered 410 Gone; disabled');
-    this.#events.emit('attempt', {
-      deliveryId: delivery.id,
-      endpointId: delivery.endpointId,
-      eventId: event.id,
-      eventType: event.type,
-      attemptNumber: delivery.attemptNumber,
-      startedAt,
-      result,
-      settlement: settled.settled ? settled.settlement : undefined,
-      endpointDisabled: settled.endpointDisabled,
-    });
+    this.#recordSettled([{ delivery, startedAt, result, settled }]);
+  }
+
+  /**
+   * What every settled attempt of one endpoint does after its settle, unordered or FIFO: the
+   * delivery metrics, the log line of an endpoint disabled by a 410 (once), the `attempt` event.
+   */
+  #recordSettled(attempts: readonly { delivery: ClaimedDelivery; startedAt: number; result: HttpAttemptResult; settled: SettleResult }[]): void {
+    for (const { delivery, settled } of attempts) {
+      if (!settled.settled) continue;
+      if (settled.settlement.status === 'succeeded') {
+        deliveriesSucceeded.inc();
+        deliveryLatency.observe(Math.max(0, this.#clock() - delivery.eventCreatedAtMs) / 1000);
+      } else {
+        deliveriesFailed.inc();
+        if (settled.settlement.status === 'dead') deliveriesDeadLettered.inc();
+      }
+    }
+    const gone = attempts.find((a) => a.settled.endpointDisabled);
+    if (gone) this.#ctx.logger.warn({ endpointId: gone.delivery.endpointId }, 'webhook endpoint answered 410 Gone; disabled');
+    for (const { delivery, startedAt, result, settled } of attempts) {
+      this.#events.emit('attempt', {
+        deliveryId: delivery.id,
+        endpointId: delivery.endpointId,
+        eventId: delivery.event.id,
+        eventType: delivery.event.type,
+        attemptNumber: delivery.attemptNumber,
+        startedAt,
+        result,
+        settlement: settled.settled ? settled.settlement : undefined,
+        endpointDisabled: settled.endpointDisabled,
+      });
+    }
   }
 
   /**
@@ -636,6 +657,7 @@ export class DeliveryDispatcher {
     for (const batch of batches) {
       this.#events.emit('claimed', batch.deliveries);
       this.#lines.add(batch.endpointId);
+      this.#lineStores.set(batch.endpointId, batch.storeId);
       const run = this.#sendLine(batch, now + this.#ctx.config.WEBHOOK_LEASE_MS)
         .catch((error) => this.#loopError('a FIFO batch failed (its lease expires and it is sent again)', error))
         .finally(() => {
@@ -673,7 +695,7 @@ export class DeliveryDispatcher {
         const bytes = Buffer.from(batchBody(batch.deliveries.map((d) => d.body)));
         const headers = signatureHeaders(head.secrets, batchId(head.event.id, batch.deliveries.length), Math.floor(startedAt / 1000), bytes);
         if (batch.deliveries.every((d) => d.test)) headers['webhook-test'] = 'true';
-        const result = await this.#transport.send(head, headers, bytes);
+        const result = await this.#tracedSend(head, headers, bytes);
         this.#count(head.url, result);
         const settleOptions = options();
         const decided = decideSettlement(this.#retry, head.attemptNumber, result, settleOptions.now);
@@ -687,7 +709,7 @@ export class DeliveryDispatcher {
           const sentAt = this.#clock();
           const bytes = Buffer.from(delivery.body);
           const headers = deliveryHeaders(delivery, sentAt, bytes);
-          const result = await this.#transport.send(delivery, headers, bytes);
+          const result = await this.#tracedSend(delivery, headers, bytes);
           this.#count(delivery.url, result);
           finished.push({ delivery, result, options: { ...options(), startedAt: sentAt } });
           if (result.outcome !== 'success') {
@@ -702,27 +724,7 @@ export class DeliveryDispatcher {
     this.#release(unsent);
     if (finished.length === 0) return;
     const settled = await settleDeliveries(this.#ctx.database.db, finished);
-    settled.forEach((s, i) => {
-      const { delivery, result } = finished[i]!;
-      if (s.settled && s.settlement.status === 'succeeded') {
-        deliveriesSucceeded.inc();
-        deliveryLatency.observe(Math.max(0, this.#clock() - delivery.eventCreatedAtMs) / 1000);
-      } else if (s.settled) {
-        deliveriesFailed.inc();
-        if (s.settlement.status === 'dead') deliveriesDeadLettered.inc();
-      }
-      this.#events.emit('attempt', {
-        deliveryId: delivery.id,
-        endpointId: delivery.endpointId,
-        eventId: delivery.event.id,
-        eventType: delivery.event.type,
-        attemptNumber: delivery.attemptNumber,
-        startedAt: finished[i]!.options.startedAt,
-        result,
-        settlement: s.settled ? s.settlement : undefined,
-        endpointDisabled: s.endpointDisabled,
-      });
-    });
+    this.#recordSettled(finished.map((f, i) => ({ delivery: f.delivery, startedAt: f.options.startedAt, result: f.result, settled: settled[i]! })));
     if (settled.some((s) => !s.settled)) {
       this.#ctx.logger.warn({ endpointId: batch.endpointId, workerId: this.#id }, 'FIFO batch lease lost before settling; the new holder sends it again');
     }
@@ -755,7 +757,7 @@ export class DeliveryDispatcher {
     if (pooled.size === 0 || now - this.#brokersReconciledAt < this.#brokerReconcileMs) return;
     this.#brokersReconciledAt = now;
     const endpoints = [...pooled.keys()].flatMap((id) => {
-      const storeId = this.#endpoints.get(id)?.storeId;
+      const storeId = this.#endpoints.get(id)?.storeId ?? this.#lineStores.get(id);
       return storeId === undefined ? [] : [{ id, storeId }];
     });
     await this.#transport.reconcile(await enabledEndpointUrls(this.#ctx.database.db, endpoints));

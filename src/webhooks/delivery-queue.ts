@@ -629,14 +629,19 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
         // never pauses the endpoint; its success, like any, proves the receiver answers.
         // A refused first attempt of the backlog of a pause the endpoint has recovered from does
         // not count either (decision 0029).
-        if (r.f.result.outcome === 'success' || (!r.f.delivery.test && refusalShowsUp(r.f.options.breaker, state, r.f.result.statusCode))) {
+        if (r.f.result.outcome === 'success' || (!r.f.delivery.test && refusalShowsUp(r.f.options.breaker, state, r.f.result))) {
           // A success, or a probe the receiver answered by refusing its payload: it is up.
           if (recovers(r.f.options.breaker, state)) recoveredAt = r.f.options.now;
           state = afterSuccess();
         } else if (
           !r.f.delivery.test &&
           countsTowardBreaker(
-            { attemptNumber: r.f.delivery.attemptNumber, eventCreatedAt: r.f.delivery.eventCreatedAtMs, statusCode: r.f.result.statusCode },
+            {
+              attemptNumber: r.f.delivery.attemptNumber,
+              eventCreatedAt: r.f.delivery.eventCreatedAtMs,
+              outcome: r.f.result.outcome,
+              statusCode: r.f.result.statusCode,
+            },
             recoveredAt,
           )
         ) {

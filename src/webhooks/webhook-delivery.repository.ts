@@ -232,7 +232,7 @@ export async function insertReplayDeliveries(
 }
 
 export interface EndpointWindowStats {
-  /** Attempts started in the window (every outcome). */
+  /** Attempts started in the window (every outcome but abandoned: it may never have been sent). */
   attempts: number;
   succeeded: number;
   /** succeeded / attempts, 0–1 (null: no attempt). */
@@ -279,6 +279,9 @@ export async function endpointAttemptStats<K extends string>(
         WHERE ${ownStoreIs('d.store_id')} AND d.endpoint_id = ${endpointId}::uuid AND d.updated_at >= ${widest}::timestamptz
       ))
       AND a.started_at >= ${widest}::timestamptz AND a.started_at <= ${nowIso}::timestamptz
+      -- An abandoned attempt is a claim whose worker died before recording anything: it may never
+      -- have been sent, so it is not an attempt that reached the receiver (docs/webhooks.md).
+      AND a.outcome <> 'abandoned'
   `.execute(db);
   const r = rows[0]!;
   const number = (v: number | null | undefined) => (v === null || v === undefined ? null : Number(v));
@@ -313,7 +316,7 @@ export interface DeliveryStats {
 
 /**
  * Activity per hour over the last `hours` hours up to `nowIso` (every hour present, zeros
- * included): deliveries that succeeded, failed attempts, deliveries dead-lettered. Totals are the
+ * included): deliveries that succeeded, failed attempts (not abandoned ones), deliveries dead-lettered. Totals are the
  * deliveries in each status now (pending counts everything waiting: never tried or retried by hand).
  */
 export async function deliveryStats(db: Kysely<Database>, hours: number, nowIso: string): Promise<DeliveryStats> {
@@ -335,7 +338,7 @@ export async function deliveryStats(db: Kysely<Database>, hours: number, nowIso:
       GROUP BY 1
     ), failed AS (
       SELECT date_trunc('hour', started_at) AS hour, count(*)::int AS n FROM webhook_attempts
-      WHERE ${ownStoreIs('store_id')} AND started_at >= (SELECT t FROM since) AND outcome <> 'success' GROUP BY 1
+      WHERE ${ownStoreIs('store_id')} AND started_at >= (SELECT t FROM since) AND outcome NOT IN ('success', 'abandoned') GROUP BY 1
     ), dead AS (
       SELECT date_trunc('hour', dead_at) AS hour, count(*)::int AS n FROM webhook_deliveries
       WHERE ${ownStoreIs('store_id')} AND dead_at >= (SELECT t FROM since) GROUP BY 1

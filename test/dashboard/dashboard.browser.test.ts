@@ -459,6 +459,47 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     expect(await page.content()).not.toContain('Br0ker-Pa55');
   });
 
+  it('adds a FIFO endpoint with its batch size; the edit form shows both and refuses a batch size out of range', async () => {
+    await navTo('Webhooks');
+    await page.getByRole('button', { name: 'Add endpoint' }).first().click();
+    const form = page.getByRole('dialog', { name: 'Add webhook endpoint' });
+    await form.getByLabel('Endpoint URL').fill('https://erp.example.com/hooks/in-order');
+    // Batch size is asked for FIFO endpoints only.
+    expect(await form.getByLabel('Batch size').isVisible()).toBe(false);
+    await form.getByLabel('Delivery order').selectOption('fifo');
+    await form.getByLabel('Batch size').fill('20');
+    const created = page.waitForResponse((r) => r.url().endsWith('/webhooks/endpoints') && r.request().method() === 'POST');
+    await form.getByRole('button', { name: 'Add endpoint' }).click();
+    expect((await (await created).json()).data).toMatchObject({ delivery_order: 'fifo', batch_size: 20 });
+    const added = page.getByRole('dialog', { name: 'Endpoint added' });
+    await added.getByRole('button', { name: 'Open endpoint' }).click();
+    await page.getByRole('heading', { level: 1, name: 'https://erp.example.com/hooks/in-order' }).waitFor();
+    const id = page.url().split('/').pop()!;
+    await page.getByRole('button', { name: 'Edit' }).click();
+    const edit = page.getByRole('dialog', { name: 'Edit endpoint' });
+    expect(await edit.getByLabel('Delivery order').inputValue()).toBe('fifo');
+    expect(await edit.getByLabel('Batch size').inputValue()).toBe('20');
+    await edit.getByLabel('Batch size').fill('501');
+    await edit.getByRole('button', { name: 'Save changes' }).click();
+    await edit.locator('.field-error', { hasText: 'Enter a whole number from 1 to 500.' }).waitFor();
+    await edit.getByLabel('Batch size').fill('30');
+    const saved = page.waitForResponse((r) => r.url().endsWith(`/webhooks/endpoints/${id}`) && r.request().method() === 'PATCH');
+    await edit.getByRole('button', { name: 'Save changes' }).click();
+    expect((await (await saved).json()).data).toMatchObject({ delivery_order: 'fifo', batch_size: 30 });
+    await edit.waitFor({ state: 'detached' });
+    // Back to unordered: the batch size is no longer asked for, and not sent.
+    await page.getByRole('button', { name: 'Edit' }).click();
+    const again = page.getByRole('dialog', { name: 'Edit endpoint' });
+    await again.getByLabel('Delivery order').selectOption('unordered');
+    expect(await again.getByLabel('Batch size').isVisible()).toBe(false);
+    const unordered = page.waitForResponse((r) => r.url().endsWith(`/webhooks/endpoints/${id}`) && r.request().method() === 'PATCH');
+    await again.getByRole('button', { name: 'Save changes' }).click();
+    const response = await unordered;
+    expect(JSON.parse(response.request().postData()!)).not.toHaveProperty('batch_size');
+    expect((await response.json()).data).toMatchObject({ delivery_order: 'unordered' });
+    await again.waitFor({ state: 'detached' });
+  });
+
   it('revokes the API key after confirmation; the read API then answers 401', async () => {
     await navTo('API keys');
     const row = page.locator('#api-keys-table tbody tr', { hasText: 'ERP production' });

@@ -74,7 +74,7 @@ describe('circuit breaker (pure, fake clock)', () => {
 
   it('after a recovery, only a refused first attempt of an event written before it is left out of the streak (decision 0029)', () => {
     const recoveredAt = Date.UTC(2026, 0, 1, 12);
-    const backlog = { attemptNumber: 1, eventCreatedAt: recoveredAt - 1, statusCode: 422 };
+    const backlog = { attemptNumber: 1, eventCreatedAt: recoveredAt - 1, outcome: 'http_error', statusCode: 422 as number | null };
     expect(countsTowardBreaker(backlog, recoveredAt)).toBe(false);
     expect(countsTowardBreaker({ ...backlog, statusCode: 500 }, recoveredAt)).toBe(false);
     // Never recovered: every failure counts (the spec's 10 consecutive failures).
@@ -84,13 +84,20 @@ describe('circuit breaker (pure, fake clock)', () => {
     expect(countsTowardBreaker({ ...backlog, eventCreatedAt: recoveredAt }, recoveredAt)).toBe(true);
     // No answer, or an answer that says the receiver is unavailable, counts: the endpoint may be down again.
     for (const statusCode of [null, 408, 429, 502, 503, 504]) expect(countsTowardBreaker({ ...backlog, statusCode }, recoveredAt)).toBe(true);
+    // A broker refusing the message is a refusal; a broker not reached or not confirming is no answer.
+    expect(countsTowardBreaker({ ...backlog, outcome: 'broker_rejected', statusCode: null }, recoveredAt)).toBe(false);
+    for (const outcome of ['connection_error', 'timeout']) expect(countsTowardBreaker({ ...backlog, outcome, statusCode: null }, recoveredAt)).toBe(true);
   });
 
   it('a probe refused by a 4xx (not 408 or 429) shows the receiver is up; a 5xx or no answer does not; a closed breaker is not asked', () => {
     const policy = { threshold: 10, pauseMs: 60_000 };
     const open = { consecutiveFailures: 10, pausedUntil: Date.now() + 60_000 };
-    for (const status of [400, 404, 409, 410, 413, 422]) expect(refusalShowsUp(policy, open, status)).toBe(true);
-    for (const status of [null, 408, 429, 500, 502, 503, 504]) expect(refusalShowsUp(policy, open, status)).toBe(false);
-    expect(refusalShowsUp(policy, { consecutiveFailures: 9, pausedUntil: null }, 422)).toBe(false);
+    const http = (statusCode: number | null) => ({ outcome: 'http_error', statusCode });
+    for (const status of [400, 404, 409, 410, 413, 422]) expect(refusalShowsUp(policy, open, http(status))).toBe(true);
+    for (const status of [null, 408, 429, 500, 502, 503, 504]) expect(refusalShowsUp(policy, open, http(status))).toBe(false);
+    expect(refusalShowsUp(policy, { consecutiveFailures: 9, pausedUntil: null }, http(422))).toBe(false);
+    // Brokers: a refusal of the message shows the broker is up; a connection failure or a missing confirm does not.
+    expect(refusalShowsUp(policy, open, { outcome: 'broker_rejected', statusCode: null })).toBe(true);
+    for (const outcome of ['connection_error', 'timeout']) expect(refusalShowsUp(policy, open, { outcome, statusCode: null })).toBe(false);
   });
 });

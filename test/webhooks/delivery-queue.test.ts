@@ -145,6 +145,18 @@ describe.each(backends)('delivery queue (%s)', (backend) => {
     ).rows.map((r) => r.outcome);
     expect(outcomes.filter((o) => o === 'abandoned')).toHaveLength(3);
     expect(outcomes.filter((o) => o === 'http_error')).toHaveLength(SCHEDULE.length + 1);
+
+    // The figures count what reached the receiver: the abandoned claims are not attempts there.
+    // (The clock above ran ahead of the server's: the attempts move back into the windows.)
+    await sql`UPDATE webhook_attempts SET started_at = started_at - interval '10 minutes' WHERE delivery_id = ${id}::uuid`.execute(db);
+    const windows = (await kit.api('GET', `/webhooks/endpoints/${endpoint.id}/stats`)).body.data;
+    expect(windows.last_24h).toMatchObject({ attempts: SCHEDULE.length + 1, succeeded: 0, success_rate: 0 });
+    expect(windows.last_7d).toMatchObject({ attempts: SCHEDULE.length + 1 });
+    const hourly = (await kit.api('GET', '/webhooks/stats?hours=24')).body.data as { buckets: { failed: number }[] };
+    const { rows: counted } = await sql<{ failed: number }>`
+      SELECT count(*)::int AS failed FROM webhook_attempts
+      WHERE started_at >= date_trunc('hour', now()) - interval '23 hours' AND outcome NOT IN ('success', 'abandoned')`.execute(db);
+    expect(hourly.buckets.reduce((sum, b) => sum + b.failed, 0)).toBe(counted[0]!.failed);
   });
 
   it('a rotated-out secret signs alongside the new one during the overlap, and stops when it ends', async () => {

@@ -57,10 +57,14 @@ describe.each(backends)('a broker restarted mid-burst (%s)', (backend) => {
     };
     kit.worker.events.on('attempt', listener);
     try {
+      const first = waitForAttempts(kit.worker, 1, (r) => r.endpointId === endpoint.id, 60_000);
       const firstTen = waitForAttempts(kit.worker, 10, (r) => r.endpointId === endpoint.id && r.result.outcome === 'success', 60_000);
       const burst = (async () => {
         for (let i = 0; i < BURST; i++) await createCustomer(kit.t.database.db, { name: `Burst ${i}` });
       })();
+      // A broken path fails here, on the recorded attempt, not by a wait for successes timing out.
+      const [firstAttempt] = await first;
+      expect(firstAttempt!.result, `the first attempt before the cut: ${JSON.stringify(firstAttempt!.result)}`).toMatchObject({ outcome: 'success' });
       await firstTen;
       const failed = waitForAttempts(kit.worker, 1, (r) => r.endpointId === endpoint.id && r.result.outcome !== 'success', 60_000);
       await cut();

@@ -57,7 +57,11 @@ describe.each(backends)('broker destinations (%s)', (backend) => {
         batch_size: 4,
       });
       const n = 10;
+      const first = waitForAttempts(kit.worker, 1, (r) => r.endpointId === endpoint.id, 60_000);
       for (let i = 0; i < n; i++) await createCustomer(kit.t.database.db, { name: `FIFO broker ${i}`, email: `fifo-broker${i}@example.com` });
+      // A broken path fails here, on the recorded attempt, not by the wait for messages timing out.
+      const [firstAttempt] = await first;
+      expect(firstAttempt!.result, `the first attempt: ${JSON.stringify(firstAttempt!.result)}`).toMatchObject({ outcome: 'success' });
       await amqp.log.waitFor((l) => l.distinct().size >= n);
       const { rows } = await sql<{ event_id: string }>`
         SELECT d.event_id FROM webhook_deliveries d JOIN events ev ON ev.store_id = d.store_id AND ev.id = d.event_id
@@ -240,6 +244,31 @@ describe.each(backends)('broker destinations (%s)', (backend) => {
       expect(nats.log.distinct().size).toBe(1);
       const stats = await kit.api('GET', `/webhooks/endpoints/${endpoint.id}/stats`);
       expect(stats.body.data.last_24h).toMatchObject({ attempts: 8, succeeded: 2 });
+      await kit.api('PATCH', `/webhooks/endpoints/${endpoint.id}`, { enabled: false });
+    } finally {
+      await nats.close();
+    }
+  });
+
+  it('a NATS re-publish of one delivery (its worker published, then lost the lease before settling) is dropped by the stream: the delivery id is the JetStream message id', {
+    timeout: 60_000,
+  }, async () => {
+    const nats = await natsConsumer();
+    try {
+      const endpoint = await kit.createEndpoint(`nats://${NATS.host}:${NATS.port}/${nats.prefix}`, { event_types: ['customer.created'] });
+      const first = waitForAttempts(kit.worker, 1, (r) => r.endpointId === endpoint.id);
+      await createCustomer(kit.t.database.db, { name: 'Published twice' });
+      const [published] = await first;
+      expect(published!.result).toMatchObject({ outcome: 'success' });
+      // As if the publish had gone out but its settle never came: the delivery is due again.
+      const again = waitForAttempts(kit.worker, 1, (r) => r.endpointId === endpoint.id);
+      await sql`UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now() WHERE id = ${published!.deliveryId}::uuid`.execute(kit.t.database.db);
+      const [republished] = await again;
+      expect(republished).toMatchObject({ deliveryId: published!.deliveryId, result: { outcome: 'success' } });
+      // Both publishes carried the delivery id as Nats-Msg-Id; the stream kept one message.
+      await nats.readAll();
+      expect(nats.log.messages).toHaveLength(1);
+      expect(nats.log.messages[0]!.headers['Nats-Msg-Id']).toBe(published!.deliveryId);
       await kit.api('PATCH', `/webhooks/endpoints/${endpoint.id}`, { enabled: false });
     } finally {
       await nats.close();

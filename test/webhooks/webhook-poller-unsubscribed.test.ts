@@ -151,4 +151,25 @@ describe.each(backends)('event poller across unsubscribed events (%s)', (backend
     expect(await deliveredTo(customers.id)).toEqual(customerEvents);
     expect(await position()).toBe(await lastEvent());
   });
+
+  it('two endpoints with no event types registered at different times: the events between them, still unpolled, reach the older one', async () => {
+    await drain();
+    // Only the two below listen (a catch-all of an earlier case would cover the older one's events).
+    await sql`UPDATE webhook_endpoints SET enabled = false`.execute(db());
+    const older = await kit.createEndpoint('http://127.0.0.1:9/older');
+    const between: string[] = [];
+    await runWrite(db(), async (w) => {
+      for (let i = 0; i < 5; i++) between.push(await appendEvent(w, 'product.updated', randomUUID(), { i }));
+    });
+    const newer = await kit.createEndpoint('http://127.0.0.1:9/newer');
+    const after: string[] = [];
+    await runWrite(db(), async (w) => {
+      for (let i = 0; i < 5; i++) after.push(await appendEvent(w, 'product.updated', randomUUID(), { i }));
+    });
+    // Nothing polled since the older endpoint was registered: one fan-out sees both endpoints.
+    await drain();
+    expect(await deliveredTo(older.id)).toEqual([...between, ...after]);
+    expect(await deliveredTo(newer.id)).toEqual(after);
+    expect(await position()).toBe(await lastEvent());
+  });
 });

@@ -6,6 +6,8 @@
  * pause (the pause is 10 minutes, so one more would stall this test), and each rejected payload
  * gets its first attempt now and its retry on the retry schedule, not one attempt per pause.
  * Events written afterwards flow at once. Fan-out is driven by hand (pollEvents), then one worker.
+ * Every order of writes is covered: rejected first, healthy first (the mirror), interleaved (runs of
+ * refusals longer than the threshold between healthy events) and no healthy traffic at all.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql, type Kysely } from 'kysely';
@@ -162,5 +164,74 @@ describe.each(backends)('a burst of rejected payloads after a pause (%s)', (back
     expect(after).toMatchObject({ consecutive_failures: 0, paused_until: null });
     expect(after.recovered_at).not.toBeNull();
     await worker.stop();
+  });
+
+  /**
+   * Pauses a fresh endpoint, writes `emails` in that order (each fanned out on its own), ends the
+   * pause and starts one worker; fails at once if the endpoint is paused again (a further pause is
+   * 10 minutes: one attempt per pause would time this wait out too). Returns the attempts.
+   */
+  const burstAfterPause = async (emails: readonly string[]) => {
+    await sql`UPDATE webhook_endpoints SET enabled = false`.execute(db);
+    const endpoint = await kit.createEndpoint(receiver.url, { event_types: ['customer.created'] });
+    await sql`UPDATE webhook_endpoints SET consecutive_failures = ${THRESHOLD}, paused_until = ${isoFromMillis(Date.now() + PAUSE_MS)}::timestamptz
+      WHERE id = ${endpoint.id}::uuid`.execute(db);
+    const start = Date.now() - 1000;
+    for (const [i, email] of emails.entries()) {
+      await customer(email);
+      await fanOut(start + i);
+    }
+    await sql`UPDATE webhook_endpoints SET paused_until = ${isoFromMillis(Date.now() - 1)}::timestamptz WHERE id = ${endpoint.id}::uuid`.execute(db);
+    const worker = await kit.startWorker();
+    const pausedAgain = new Promise<never>((_, reject) =>
+      worker.events.on('attempt', (r) => {
+        if (r.endpointId !== endpoint.id) return;
+        void endpointRow(endpoint.id).then((row) => {
+          if (row.paused_until !== null && Date.parse(row.paused_until) > Date.now())
+            reject(new Error(`paused again after ${r.deliveryId}: ${JSON.stringify(row)}`));
+        });
+      }),
+    );
+    pausedAgain.catch(() => {});
+    try {
+      const attempts = await Promise.race([waitForAttempts(worker, emails.length, (r) => r.endpointId === endpoint.id, 60_000), pausedAgain]);
+      return { endpoint, attempts };
+    } finally {
+      await worker.stop();
+    }
+  };
+  /** Each rejected payload of `endpointId` was tried once and waits for its retry; the endpoint is active, recovered. */
+  const expectRejectedTriedOnce = async (endpointId: string, rejected: number) => {
+    const { rows } = await sql<{ status: string; attempt_count: number }>`
+      SELECT status, attempt_count FROM webhook_deliveries WHERE endpoint_id = ${endpointId}::uuid AND status <> 'succeeded'`.execute(db);
+    expect(rows).toHaveLength(rejected);
+    for (const r of rows) expect(r).toMatchObject({ status: 'failed', attempt_count: 1 });
+    const after = await endpointRow(endpointId);
+    expect(after).toMatchObject({ consecutive_failures: 0, paused_until: null });
+    expect(after.recovered_at).not.toBeNull();
+  };
+
+  it('interleaved: runs of rejected payloads longer than the threshold between healthy events; no further pause, each rejected payload tried once', async () => {
+    // 12 rejected, 2 healthy, three times over: each run of refusals alone would reach the threshold.
+    const emails = [0, 1, 2].flatMap((run) => [
+      ...Array.from({ length: THRESHOLD + 2 }, (_, i) => `rejected-i${run}-${i}@example.com`),
+      ...Array.from({ length: 2 }, (_, i) => `healthy-i${run}-${i}@example.com`),
+    ]);
+    const { endpoint, attempts } = await burstAfterPause(emails);
+    expect(new Set(attempts.map((a) => a.deliveryId)).size).toBe(emails.length);
+    expect(attempts.filter((a) => a.result.outcome === 'success')).toHaveLength(6);
+    expect(attempts.filter((a) => a.result.outcome === 'http_error')).toHaveLength(3 * (THRESHOLD + 2));
+    expect(receiver.requests.filter((r) => String(r.json.data.email).startsWith('healthy-i'))).toHaveLength(6);
+    await expectRejectedTriedOnce(endpoint.id, 3 * (THRESHOLD + 2));
+  });
+
+  it('no healthy traffic: every untried rejected payload is tried at the end of the pause, together, not one per pause', async () => {
+    const count = 3 * THRESHOLD;
+    const emails = Array.from({ length: count }, (_, i) => `rejected-n${i}@example.com`);
+    const { endpoint, attempts } = await burstAfterPause(emails);
+    // The probe (a refusal) shows the receiver is up; the rest of the backlog follows at once.
+    expect(attempts.every((a) => a.result.outcome === 'http_error' && a.result.statusCode === 422)).toBe(true);
+    expect(new Set(attempts.map((a) => a.deliveryId)).size).toBe(count);
+    await expectRejectedTriedOnce(endpoint.id, count);
   });
 });

@@ -29,8 +29,12 @@ export interface WebhookTestKit {
   close(): Promise<void>;
 }
 
-export async function webhookTestKit(backend: Backend, env: Record<string, string> = {}, { worker = true } = {}): Promise<WebhookTestKit> {
-  const t = await buildTestApp(backend, { ...FAST_WEBHOOKS, ...env });
+export async function webhookTestKit(
+  backend: Backend,
+  env: Record<string, string> = {},
+  { worker = true, logLines }: { worker?: boolean; logLines?: string[] } = {},
+): Promise<WebhookTestKit> {
+  const t = await buildTestApp(backend, { ...FAST_WEBHOOKS, ...env }, { logLines });
   const admin = await t.auth(['admin']);
   const workers: WebhookWorker[] = [];
   const kit: WebhookTestKit = {

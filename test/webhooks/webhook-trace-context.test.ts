@@ -4,7 +4,8 @@
  * customer written inside a span reaches an HTTPS receiver, RabbitMQ, Mosquitto and NATS JetStream
  * with a `traceparent` of that span's trace, whose parent is the attempt's span (linked to the
  * worker's claim or poll); the event keeps the writer's context. With tracing off the same
- * deliveries carry no traceparent and the event keeps none.
+ * deliveries carry no traceparent and the event keeps none. A FIFO endpoint's batch (HTTPS) and its
+ * line's messages (a broker) are sent in an attempt span the same way.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { context, propagation, trace } from '@opentelemetry/api';
@@ -106,6 +107,45 @@ describe.each(backends)('trace context of deliveries (%s)', (backend) => {
       await amqp.close();
       await mqtt.close();
       await nats.close();
+    }
+  });
+
+  it("a FIFO endpoint's batch and broker line are sent in an attempt span too, carrying the writer's trace", { timeout: 120_000 }, async () => {
+    provider.register();
+    setActiveTracing({ fastifyPlugin: () => undefined, shutdown: async () => {} });
+    const amqp = await amqpConsumer();
+    try {
+      const fifo = { event_types: ['customer.created'], delivery_order: 'fifo', batch_size: 4 };
+      const endpoints = [
+        await kit.createEndpoint(receiver.url, fifo),
+        await kit.createEndpoint(`amqp://guest:guest@${RABBITMQ.host}:${RABBITMQ.port}/%2F?exchange=${amqp.exchange}`, fifo),
+      ];
+      const ids = endpoints.map((e) => e.id);
+      const attempts = waitForAttempts(kit.worker, 2, (r) => ids.includes(r.endpointId), 90_000);
+      const base = receiver.requests.length;
+      exporter.reset();
+      const writer = trace.getTracer('test').startSpan('erp write (fifo)');
+      await context.with(trace.setSpan(context.active(), writer), () =>
+        createCustomer(kit.t.database.db, { name: 'Traced FIFO', email: 'traced-fifo@example.com' }),
+      );
+      writer.end();
+      const { traceId } = writer.spanContext();
+      expect((await attempts).map((a) => a.result.outcome)).toEqual(['success', 'success']);
+      const [request] = (await receiver.waitForRequests(base + 1)).slice(base);
+      await amqp.log.waitFor((l) => l.messages.length >= 1);
+      const spans = exporter.getFinishedSpans();
+      for (const headers of [request!.headers, amqp.log.messages[0]!.headers]) {
+        const [, carriedTrace, parent] = TRACEPARENT.exec(headers.traceparent ?? '') ?? [];
+        expect(carriedTrace).toBe(traceId);
+        const attempt = spans.find((s) => s.spanContext().spanId === parent);
+        expect(attempt?.name).toBe('webhook attempt');
+        expect(attempt!.parentSpanContext?.spanId).toBe(writer.spanContext().spanId);
+      }
+      const kinds = spans.filter((s) => s.name === 'webhook attempt').map((s) => s.attributes['store_api.destination.kind']);
+      expect([...kinds].sort()).toEqual(['amqp', 'https']);
+      for (const e of endpoints) await kit.api('PATCH', `/webhooks/endpoints/${e.id}`, { enabled: false });
+    } finally {
+      await amqp.close();
     }
   });
 });

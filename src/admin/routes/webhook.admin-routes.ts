@@ -156,7 +156,10 @@ const ReplayCount = Type.Object(
 );
 const WindowStats = Type.Object(
   {
-    attempts: Type.Integer({ minimum: 0, description: 'Attempts started in the window, every outcome' }),
+    attempts: Type.Integer({
+      minimum: 0,
+      description: 'Attempts started in the window, every outcome but abandoned (a worker died before recording it; it may never have been sent)',
+    }),
     succeeded: Type.Integer({ minimum: 0 }),
     success_rate: Type.Union([Type.Number({ minimum: 0, maximum: 1 }), Type.Null()], { description: 'succeeded / attempts; null without attempts' }),
     responses: Type.Integer({

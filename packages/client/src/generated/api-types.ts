@@ -8566,7 +8566,7 @@ export interface operations {
                             /** Format: date-time */
                             as_of: string;
                             last_24h: {
-                                /** @description Attempts started in the window, every outcome */
+                                /** @description Attempts started in the window, every outcome but abandoned (a worker died before recording it; it may never have been sent) */
                                 attempts: number;
                                 succeeded: number;
                                 /** @description succeeded / attempts; null without attempts */
@@ -8579,7 +8579,7 @@ export interface operations {
                                 latency_p95_ms: number | null;
                             };
                             last_7d: {
-                                /** @description Attempts started in the window, every outcome */
+                                /** @description Attempts started in the window, every outcome but abandoned (a worker died before recording it; it may never have been sent) */
                                 attempts: number;
                                 succeeded: number;
                                 /** @description succeeded / attempts; null without attempts */

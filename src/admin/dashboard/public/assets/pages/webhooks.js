@@ -134,6 +134,7 @@ export async function openEndpointDialog({ endpoint, onSaved, navigate }) {
         groups,
         h('p', { id: eventsErrorId, class: 'field-error', hidden: true }),
       );
+      const order = deliveryOrderFields(endpoint);
       const credentials = credentialFields(endpoint?.credentials ?? null);
       const enabled = h('input', { type: 'checkbox', name: 'enabled', id: uid('enabled'), checked: true });
       const submit = h(
@@ -152,6 +153,7 @@ export async function openEndpointDialog({ endpoint, onSaved, navigate }) {
         }),
         field({ label: 'Description', control: description, hint: 'Optional: what this endpoint is for.' }),
         events,
+        order.section,
         credentials.section,
         editing
           ? null
@@ -185,12 +187,13 @@ export async function openEndpointDialog({ endpoint, onSaved, navigate }) {
         }
         if (!problem && someRadio.checked && chosen.length === 0)
           problem = { param: 'event_types', message: 'Select at least one event, or choose all events.' };
+        if (!problem) problem = order.problem();
         if (problem) {
           showProblemOnForm(form, { errors: [problem] });
-          (problem.param === 'url' ? url : groups.querySelector('input'))?.focus();
+          (problem.param === 'url' ? url : problem.param === 'batch_size' ? order.batchSize : groups.querySelector('input'))?.focus();
           return;
         }
-        const body = { url: url.value.trim(), event_types: chosen, description: description.value.trim() || null };
+        const body = { url: url.value.trim(), event_types: chosen, description: description.value.trim() || null, ...order.values() };
         const credentialChanges = credentials.changes();
         if (credentialChanges) body.credentials = credentialChanges;
         // The URL as shown (a broker password as ****) is not sent back: the stored one stays.
@@ -215,6 +218,64 @@ export async function openEndpointDialog({ endpoint, onSaved, navigate }) {
       return form;
     },
   });
+}
+
+/** Most and fewest events in one FIFO batch (the admin API's batch_size). */
+const BATCH_SIZE_MIN = 1;
+const BATCH_SIZE_MAX = 500;
+const DEFAULT_BATCH_SIZE = 50;
+
+/**
+ * The delivery order (decision 0059): unordered, or FIFO with its batch size (shown for FIFO only).
+ * `values()` is what the create or edit body carries; `problem()` a batch size out of range.
+ */
+function deliveryOrderFields(endpoint) {
+  const fifo = endpoint?.delivery_order === 'fifo';
+  const order = h(
+    'select',
+    { name: 'delivery_order' },
+    h('option', { value: 'unordered', text: 'As soon as possible (any order)', selected: !fifo }),
+    h('option', { value: 'fifo', text: 'In the order written (FIFO, in batches)', selected: fifo }),
+  );
+  const batchSize = h('input', {
+    type: 'number',
+    name: 'batch_size',
+    min: String(BATCH_SIZE_MIN),
+    max: String(BATCH_SIZE_MAX),
+    step: '1',
+    inputmode: 'numeric',
+    value: String(endpoint?.batch_size ?? DEFAULT_BATCH_SIZE),
+  });
+  const batchField = field({
+    label: 'Batch size',
+    control: batchSize,
+    hint: `Most events in one batch: one HTTP request carrying a JSON array, or a run of broker messages (${BATCH_SIZE_MIN}–${BATCH_SIZE_MAX}).`,
+  });
+  const sync = () => {
+    batchField.hidden = order.value !== 'fifo';
+  };
+  order.addEventListener('change', sync);
+  sync();
+  const section = h(
+    'div',
+    {},
+    field({
+      label: 'Delivery order',
+      control: order,
+      hint: 'In order: the next batch goes only after the previous one succeeded or went dead, so one failing event holds the rest.',
+    }),
+    batchField,
+  );
+  const size = () => Number(batchSize.value);
+  return {
+    section,
+    batchSize,
+    values: () => (order.value === 'fifo' ? { delivery_order: 'fifo', batch_size: size() } : { delivery_order: 'unordered' }),
+    problem: () =>
+      order.value === 'fifo' && !(Number.isInteger(size()) && size() >= BATCH_SIZE_MIN && size() <= BATCH_SIZE_MAX)
+        ? { param: 'batch_size', message: `Enter a whole number from ${BATCH_SIZE_MIN} to ${BATCH_SIZE_MAX}.` }
+        : null,
+  };
 }
 
 function showCreatedSecret(close, controls, data, navigate) {
