@@ -258,17 +258,18 @@ describe.each(backends)('single sign-on with OpenID Connect (%s)', (backend) => 
   });
 
   it.each([
-    ['another client', 'wrong_audience', (p: Record<string, unknown>) => ({ ...p, aud: OTHER_CLIENT.client_id }), false],
-    ['another issuer', 'wrong_issuer', (p: Record<string, unknown>) => ({ ...p, iss: 'http://127.0.0.1:1' }), false],
+    ['another client', 'wrong_audience', (p: Record<string, unknown>) => ({ ...p, aud: OTHER_CLIENT.client_id }), null],
+    ['another issuer', 'wrong_issuer', (p: Record<string, unknown>) => ({ ...p, iss: 'http://127.0.0.1:1' }), null],
     [
       'an expired token',
       'expired',
       (p: Record<string, unknown>) => ({ ...p, iat: Math.floor(Date.now() / 1000) - 7200, exp: Math.floor(Date.now() / 1000) - 3600 }),
-      false,
+      null,
     ],
-    ['an unsigned token', 'bad_signature', (p: Record<string, unknown>) => p, true],
-  ] as const)('refuses an ID token of %s', async (_what, reason, payload, unsigned) => {
-    kit.tamper = ({ header, payload: p }) => ({ header, payload: payload(p), unsigned });
+    ['an unsigned token', 'bad_signature', (p: Record<string, unknown>) => p, 'unsigned'],
+    ['a token signed by another key', 'bad_signature', (p: Record<string, unknown>) => p, 'foreignKey'],
+  ] as const)('refuses an ID token of %s', async (_what, reason, payload, forgery) => {
+    kit.tamper = ({ header, payload: p }) => ({ header, payload: payload(p), unsigned: forgery === 'unsigned', foreignKey: forgery === 'foreignKey' });
     try {
       await expectRefused(await ssoSignIn('pat@corp.example'), 401, reason, /answer was refused/);
     } finally {

@@ -19,11 +19,15 @@ export interface OidcClient {
   redirect_uris: string[];
 }
 
-/** Rewrites an ID token's header and claims; `unsigned` sends it with alg none and no signature. */
+/**
+ * Rewrites an ID token's header and claims; `unsigned` sends it with alg none and no signature,
+ * `foreignKey` signs it with a key that is not the provider's (a forgery under its key id).
+ */
 export type IdTokenTamper = (token: { header: Record<string, unknown>; payload: Record<string, unknown> }) => {
   header: Record<string, unknown>;
   payload: Record<string, unknown>;
   unsigned?: boolean;
+  foreignKey?: boolean;
 };
 
 export interface OidcProviderKit {
@@ -50,6 +54,7 @@ export async function startOidcProvider(options: { clients: OidcClient[]; claimN
   await once(server, 'listening');
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const forger = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
   const jwk = { ...(privateKey.export({ format: 'jwk' }) as JsonWebKey), kid: 'test-key', alg: 'RS256', use: 'sig' };
   const people = new Map<string, Record<string, unknown>>();
   let subject = '';
@@ -143,7 +148,10 @@ export async function startOidcProvider(options: { clients: OidcClient[]; claimN
     const out = tamper({ header: JSON.parse(Buffer.from(h!, 'base64url').toString()), payload: JSON.parse(Buffer.from(p!, 'base64url').toString()) });
     if (out.unsigned) return `${b64url({ ...out.header, alg: 'none' })}.${b64url(out.payload)}.`;
     const input = `${b64url(out.header)}.${b64url(out.payload)}`;
-    return `${input}.${createSign('RSA-SHA256').update(input).sign(privateKey).toString('base64url')}`;
+    return `${input}.${createSign('RSA-SHA256')
+      .update(input)
+      .sign(out.foreignKey ? forger : privateKey)
+      .toString('base64url')}`;
   }
   return kit;
 }

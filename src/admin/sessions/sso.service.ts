@@ -319,10 +319,16 @@ export interface SsoAttempt {
   codeVerifier: string;
 }
 
-/** The provider's configuration (discovery), with plain http allowed for a loopback issuer that passed `issuerUrlProblem`. */
+/**
+ * The provider's configuration (discovery), with plain http allowed for a loopback issuer that
+ * passed `issuerUrlProblem`. The ID token's signature is checked against the issuer's keys
+ * (`enableNonRepudiationChecks`): by default openid-client trusts an ID token from the token
+ * endpoint on the strength of TLS alone (OpenID Connect Core 3.1.3.7), which would let a token
+ * signed by any key through wherever that trust is weaker (a proxy, a test issuer over http).
+ */
 async function discover(settings: SsoClientSettings): Promise<oidc.Configuration> {
   return oidc.discovery(new URL(settings.issuer), settings.clientId, settings.clientSecret, oidc.ClientSecretBasic(settings.clientSecret), {
-    execute: insecureAllowed(settings.issuer) ? [oidc.allowInsecureRequests] : [],
+    execute: insecureAllowed(settings.issuer) ? [oidc.allowInsecureRequests, oidc.enableNonRepudiationChecks] : [oidc.enableNonRepudiationChecks],
     timeout: 10,
   });
 }
