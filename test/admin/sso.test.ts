@@ -12,7 +12,9 @@ import type { LightMyRequestResponse } from 'fastify';
 import { backends } from '../helpers/test-database.ts';
 import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { startOidcProvider, type OidcProviderKit } from '../helpers/oidc-provider-kit.ts';
-import { createAdminUser } from '../../src/admin/sessions/admin-user.service.ts';
+import { addMembership, createAdminUser } from '../../src/admin/sessions/admin-user.service.ts';
+import { createStore } from '../../src/stores/store.service.ts';
+import { inStore } from '../../src/db/store-scope.ts';
 import { saveSsoSettings, roleFromClaim, issuerUrlProblem, domainAllowed } from '../../src/admin/sessions/sso.service.ts';
 
 const APP_URL = 'http://app.test';
@@ -299,5 +301,38 @@ describe.each(backends)('single sign-on with OpenID Connect (%s)', (backend) => 
     // The same person signs in with SSO instead.
     kit.people.set('pw@corp.example', { email: 'pw@corp.example', email_verified: true, groups: ['erp-admins'] });
     expect((await ssoSignIn('pw@corp.example')).statusCode).toBe(303);
+  });
+  it('with SSO required, a session begun with a password in another store cannot switch into it; the break-glass owner can', async () => {
+    // Still required (the test before): the store of the test app requires SSO, break-glass the owner.
+    const ssoStore = (await api('GET', '/account/stores')).json().data.find((s: { selected: boolean }) => s.selected).id as string;
+    const other = (await createStore(t.database.db, { name: `No SSO ${backend}` })).id;
+    const pat = await createAdminUser(t.database.db, { email: 'two@corp.example', password: PASSWORD, role: 'admin' });
+    await inStore(other, () => addMembership(t.database.db, { adminUserId: pat.id, role: 'admin', storeId: other }));
+    await inStore(other, () => addMembership(t.database.db, { adminUserId: owner.id, role: 'owner', storeId: other }));
+    // A password opens a session in the other store only.
+    const signedIn = await passwordSignIn('two@corp.example');
+    expect(signedIn.statusCode, signedIn.body).toBe(200);
+    expect(signedIn.json().data.store.id).toBe(other);
+    const session = { cookie: cookieNamed(signedIn, 'store_admin_session')!, 'x-csrf-token': signedIn.json().data.csrf_token };
+    const switched = await t.app.inject({ method: 'POST', url: '/admin/api/v1/session/store', payload: { store_id: ssoStore }, headers: session });
+    expect(switched.statusCode, switched.body).toBe(403);
+    expect(switched.json().detail).toMatch(/requires single sign-on/);
+    const still = await t.app.inject({ url: '/admin/session', headers: { cookie: session.cookie } });
+    expect(still.json().data.store.id).toBe(other);
+    // The break-glass owner may move between them.
+    const there = await t.app.inject({
+      method: 'POST',
+      url: '/admin/api/v1/session/store',
+      payload: { store_id: other },
+      headers: { cookie: owner.cookie, 'x-csrf-token': owner.csrf },
+    });
+    expect(there.statusCode, there.body).toBe(200);
+    const back = await t.app.inject({
+      method: 'POST',
+      url: '/admin/api/v1/session/store',
+      payload: { store_id: ssoStore },
+      headers: { cookie: owner.cookie, 'x-csrf-token': owner.csrf },
+    });
+    expect(back.statusCode, back.body).toBe(200);
   });
 });

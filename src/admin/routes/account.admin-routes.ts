@@ -34,6 +34,7 @@ import { isStoreId } from '../../stores/store.service.ts';
 import { createInvitation, createPasswordReset, listInvitations, revokeInvitation } from '../sessions/admin-links.service.ts';
 import { ApiError } from '../../shared/problem.ts';
 import { requireFreshProof } from '../admin-auth.ts';
+import { storesRequiringSso } from '../sessions/sso.service.ts';
 import { recordSignInFailure, signInRetryAfterMs } from '../sessions/sign-in-throttle.ts';
 
 const strict = { additionalProperties: false } as const;
@@ -187,6 +188,11 @@ export async function accountAdminRoutes(app: FastifyInstance): Promise<void> {
         throw new ApiError('forbidden', 'Only a dashboard session acts in a selected store; an API key acts in its own store.');
       const { store_id: storeId } = request.body as typeof SwitchBody.static;
       const store = await membershipIn(request, storeId);
+      // A store that requires single sign-on is entered by signing in through it, never by switching
+      // a session begun with a password or passkey (or in another store) into it; its break-glass
+      // owners excepted (decision 0062).
+      if (store.id !== admin.storeId && (await storesRequiringSso(db, admin.id)).has(store.id))
+        throw new ApiError('forbidden', `${store.name} requires single sign-on: sign out, then use 'Continue with SSO' with your work address to act in it.`);
       const from = admin.storeId;
       await setSessionStore(db, admin.sessionId, store.id);
       request.audit = { target: { type: 'store', id: store.id }, details: { from_store: from ?? null, to_store: store.id, role: store.role } };

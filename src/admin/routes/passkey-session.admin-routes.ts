@@ -171,10 +171,13 @@ export async function passkeySessionRoutes(app: FastifyInstance): Promise<void> 
       }
       const user = await findAdminUserById(db, passed.adminUserId);
       if (!user) throw new ApiError('unauthorized', 'This account no longer exists.');
+      // A passkey is a credential of this service, as a password is: where single sign-on is
+      // required it opens a session only in the account's other stores (decision 0062).
+      const storeId = await signIn.localSignInStore(request, user, 'passkey');
       await clearSignInFailures(db, passkeyThrottleKey(request), request.ip);
       const previous = sessionIdOf(request);
       if (previous) await deleteAdminSession(db, previous);
-      const session = await signIn.startSession(request, reply, user.id);
+      const session = await signIn.startSession(request, reply, user.id, storeId);
       request.log.info({ admin: user.email, store: session.storeId }, 'administrator signed in with a passkey');
       await signIn.auditOwn(
         request,

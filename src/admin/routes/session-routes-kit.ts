@@ -14,6 +14,7 @@ import { recordAudit, type AuditAction } from '../audit/audit-log.ts';
 import { accountStores } from '../sessions/admin-user.service.ts';
 import { inStore } from '../../db/store-scope.ts';
 import { inHomeStore } from '../../stores/store.service.ts';
+import { SSO_REQUIRED_MESSAGE, storesRequiringSso } from '../sessions/sso.service.ts';
 
 export const SESSION_TAGS = ['Admin: dashboard session'];
 
@@ -63,6 +64,13 @@ export interface SignInKit {
     /** The store it acts in; default: the account's first (the home store first). */
     storeId?: string,
   ): Promise<Awaited<ReturnType<typeof createAdminSession>>['session']>;
+  /**
+   * The store a session signed in with a credential of this service (a password or a passkey) may
+   * act in: where single sign-on is required, only the account's other stores (or any, for a
+   * break-glass owner); undefined when none requires it (the default store). None left: refused
+   * 403 with an audit entry (decision 0062).
+   */
+  localSignInStore(request: FastifyRequest, user: { id: string; email: string }, method: 'password' | 'passkey'): Promise<string | undefined>;
   /**
    * Checks the second-factor `code` of an administrator who has one (sign-in, password reset):
    * 401 second_factor_required naming `param` when it is missing (nothing counted); a wrong code
@@ -153,6 +161,21 @@ export function signInRoutes(app: FastifyInstance): SignInKit {
       }
     },
     auditOwn,
+    async localSignInStore(request, user, method) {
+      const ssoOnly = await storesRequiringSso(db, user.id);
+      if (ssoOnly.size === 0) return undefined;
+      const storeId = (await accountStores(db, user.id)).find((store) => !ssoOnly.has(store.id))?.id;
+      if (storeId !== undefined) return storeId;
+      await inHomeStore(db, () =>
+        recordAudit(db, {
+          actor: { kind: 'anonymous', id: null, name: user.email },
+          action: 'session.sign_in_failed',
+          clientIp: request.ip,
+          details: { email: user.email, reason: 'sso_required', method },
+        }),
+      );
+      throw new ApiError('forbidden', SSO_REQUIRED_MESSAGE);
+    },
     async startSession(request, reply, adminUserId, storeId) {
       const { sessionId, session } = await createAdminSession(db, {
         adminUserId,

@@ -15,8 +15,7 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ApiError } from '../../shared/problem.ts';
-import { accountStores, countAdminUsers, normalizeEmail, touchSignIn, verifyAdminCredentials } from '../sessions/admin-user.service.ts';
-import { SSO_REQUIRED_MESSAGE, storesRequiringSso } from '../sessions/sso.service.ts';
+import { countAdminUsers, normalizeEmail, touchSignIn, verifyAdminCredentials } from '../sessions/admin-user.service.ts';
 import { hasSecondFactor } from '../sessions/second-factor.service.ts';
 import { csrfTokenMatches, deleteAdminSession, findAdminSession, touchAdminSession } from '../sessions/admin-session.service.ts';
 import { clearSignInFailures } from '../sessions/sign-in-throttle.ts';
@@ -115,22 +114,7 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
       }
       // Where single sign-on is required, a password opens a session only in the account's other
       // stores (or for a break-glass owner); none left: refused (decision 0062).
-      const ssoOnly = await storesRequiringSso(db, user.id);
-      let storeId: string | undefined;
-      if (ssoOnly.size > 0) {
-        storeId = (await accountStores(db, user.id)).find((store) => !ssoOnly.has(store.id))?.id;
-        if (storeId === undefined) {
-          await inHomeStore(db, () =>
-            recordAudit(db, {
-              actor: { kind: 'anonymous', id: null, name: email },
-              action: 'session.sign_in_failed',
-              clientIp: request.ip,
-              details: { email, reason: 'sso_required' },
-            }),
-          );
-          throw new ApiError('forbidden', SSO_REQUIRED_MESSAGE);
-        }
-      }
+      const storeId = await signIn.localSignInStore(request, user, 'password');
       let secondFactorMethod: string | null = null;
       if (body.passkey !== undefined) {
         secondFactorMethod = await passkeySecondFactor(app, signIn, request, reply, { user, credential: body.passkey, throttleKey: email });
