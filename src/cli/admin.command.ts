@@ -6,6 +6,7 @@
 import type { Command } from 'commander';
 import { createAdminUser, findAdminUser, listAdminUsers, MIN_PASSWORD_LENGTH, setAdminPassword } from '../admin/sessions/admin-user.service.ts';
 import { removeSecondFactor } from '../admin/sessions/second-factor.service.ts';
+import { removeAllPasskeys } from '../admin/sessions/passkey.service.ts';
 import { deleteSessionsOf } from '../admin/sessions/admin-session.service.ts';
 import { withContext } from './run-command.ts';
 import type { AppContext } from '../app-context.ts';
@@ -94,7 +95,10 @@ export function registerAdminCommands(program: Command): void {
       withContext(async (ctx) => {
         const user = await findAdminUser(ctx.database.db, opts.email);
         if (!user) throw new ApiError('not_found', `No administrator with the email '${opts.email}'.`);
-        if (!(await removeSecondFactor(ctx.database.db, user.id))) {
+        const totp = await removeSecondFactor(ctx.database.db, user.id);
+        // Her passkeys too (decision 0063): the lost device may hold them.
+        const passkeys = await removeAllPasskeys(ctx.database.db, user.id);
+        if (!totp && passkeys === 0) {
           process.stdout.write(`${user.email} has no second factor; nothing was changed.\n`);
           return;
         }

@@ -91,7 +91,7 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     await owner.goto(`${server.url}/admin`);
     await owner.getByLabel('Email').fill(OWNER);
     await owner.getByLabel('Password').fill(OWNER_PASSWORD);
-    await owner.getByRole('button', { name: 'Sign in' }).click();
+    await owner.getByRole('button', { name: 'Sign in', exact: true }).click();
     await heading(owner, 'Overview').waitFor();
     await owner.locator('.user-role', { hasText: 'Owner' }).waitFor();
     await navTo(owner, 'Administrators');
@@ -519,7 +519,7 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     await row.getByRole('button', { name: /Withdraw/ }).click();
     await owner.locator('#toasts .toast-error').waitFor();
     await owner.getByRole('button', { name: 'Sign out' }).click();
-    await owner.getByRole('button', { name: 'Sign in' }).waitFor();
+    await owner.getByRole('button', { name: 'Sign in', exact: true }).waitFor();
     expect(await owner.locator('#toasts .toast-error').count()).toBe(0);
     checks.provoking = false;
   });
@@ -529,7 +529,7 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
     for (let i = 0; i < 3; i++) {
       await owner.getByLabel('Email').fill('someone@example.com');
       await owner.getByLabel('Password').fill('wrong password number');
-      await owner.getByRole('button', { name: 'Sign in' }).click();
+      await owner.getByRole('button', { name: 'Sign in', exact: true }).click();
       await owner.locator('.form-error').filter({ hasText: /\S/ }).waitFor();
       if (i < 2) await owner.locator('.form-error', { hasText: 'Wrong email or password.' }).waitFor();
     }
@@ -542,7 +542,7 @@ describe.skipIf(!hasChromium)('several administrators in Chromium', () => {
   it('removing the viewer ends their session at once', async () => {
     await owner.getByLabel('Email').fill(OWNER);
     await owner.getByLabel('Password').fill(OWNER_PASSWORD);
-    await owner.getByRole('button', { name: 'Sign in' }).click();
+    await owner.getByRole('button', { name: 'Sign in', exact: true }).click();
     await heading(owner, 'Overview').waitFor();
     await navTo(owner, 'Administrators');
     await owner.getByRole('button', { name: `Remove ${VIEWER}` }).click();

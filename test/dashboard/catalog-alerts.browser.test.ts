@@ -86,7 +86,7 @@ describe.skipIf(!hasChromium)('event catalog, test events, deleting endpoints an
     await owner.goto(`${server.url}/admin`);
     await owner.getByLabel('Email').fill(OWNER);
     await owner.getByLabel('Password').fill(OWNER_PASSWORD);
-    await owner.getByRole('button', { name: 'Sign in' }).click();
+    await owner.getByRole('button', { name: 'Sign in', exact: true }).click();
     await heading(owner, 'Overview').waitFor();
     await owner.getByText('Nothing needs attention').waitFor();
     expect(await owner.locator('.nav-alert:visible').count()).toBe(0);

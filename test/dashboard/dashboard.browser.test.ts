@@ -198,7 +198,7 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
       const body = await setupPage.locator('body').textContent();
       expect(body).not.toMatch(/Error:|at \w+ \(|stack/i);
       await setupPage.getByRole('link', { name: 'Go to sign-in' }).click();
-      await setupPage.getByRole('button', { name: 'Sign in' }).waitFor();
+      await setupPage.getByRole('button', { name: 'Sign in', exact: true }).waitFor();
     } finally {
       await setupContext.close();
     }
@@ -210,7 +210,7 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     await shot('sign-in');
     await page.getByLabel('Email').fill(ADMIN_EMAIL);
     await page.getByLabel('Password').fill(ADMIN_PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await heading('Overview').waitFor();
     await page.locator('.stat-value').first().waitFor();
     const cookies = await context.cookies();
@@ -534,14 +534,14 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
   it('refuses a wrong password, and sends a page whose session ended back to sign-in, then to the same page', async () => {
     await page.getByLabel('Email').fill(ADMIN_EMAIL);
     await page.getByLabel('Password').fill('not the password at all');
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.getByRole('alert').filter({ hasText: 'Wrong email or password.' }).waitFor();
     await expect(page.getByLabel('Password').evaluate((input) => input === document.activeElement && (input as HTMLInputElement).value === '')).resolves.toBe(
       true,
     );
 
     await page.getByLabel('Password').fill(ADMIN_PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await heading('Overview').waitFor();
     await navTo('Webhooks');
     await heading('Webhooks').waitFor();
@@ -567,7 +567,7 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     await ended.waitFor();
     await page.getByLabel('Email').fill(ADMIN_EMAIL);
     await page.getByLabel('Password').fill(ADMIN_PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await heading(returnTo).waitFor();
     expect(page.url()).toMatch(new RegExp(`#/${returnTo.toLowerCase()}$`));
   });

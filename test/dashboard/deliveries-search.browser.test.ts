@@ -99,7 +99,7 @@ describe.skipIf(!hasChromium)('deliveries search, endpoint statistics and replay
     await owner.goto(`${server.url}/admin`);
     await owner.getByLabel('Email').fill(OWNER);
     await owner.getByLabel('Password').fill(OWNER_PASSWORD);
-    await owner.getByRole('button', { name: 'Sign in' }).click();
+    await owner.getByRole('button', { name: 'Sign in', exact: true }).click();
     await heading(owner, 'Overview').waitFor();
     csrf = (await (await owner.request.get(`${server.url}/admin/session`)).json()).data.csrf_token;
     // An event before the failing endpoint exists: a replay of the range reaches it, failed-only does not.

@@ -86,7 +86,7 @@ describe.skipIf(!hasChromium)('two-factor authentication in Chromium', () => {
     await heading(page, 'Sign in').waitFor();
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   }
 
   async function signOut(page: Page): Promise<void> {

@@ -116,7 +116,7 @@ describe.skipIf(!hasChromium)('sessions and dashboard defects in Chromium', () =
     await page.goto(`${server.url}/admin`);
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await heading(page, 'Overview').waitFor();
   }
   async function newPage(who: string, options: { viewport?: { width: number; height: number }; userAgent?: string } = {}) {
@@ -256,7 +256,7 @@ describe.skipIf(!hasChromium)('sessions and dashboard defects in Chromium', () =
     await table.locator('tbody tr', { hasText: 'Safari 17 on iOS' }).waitFor({ state: 'detached' });
     // The phone is signed out at its next step.
     await phone.reload();
-    await phone.getByRole('button', { name: 'Sign in' }).waitFor();
+    await phone.getByRole('button', { name: 'Sign in', exact: true }).waitFor();
 
     await owner.getByRole('button', { name: 'End all other sessions' }).click();
     await owner.getByRole('dialog', { name: 'End all your other sessions?' }).getByRole('button', { name: 'End other sessions' }).click();
@@ -283,7 +283,7 @@ describe.skipIf(!hasChromium)('sessions and dashboard defects in Chromium', () =
     checks.provoking = false;
     expect((await api(longAdmin, 'GET', '/account/sessions')).status).toBe(401);
     await adminPage.reload();
-    await adminPage.getByRole('button', { name: 'Sign in' }).waitFor();
+    await adminPage.getByRole('button', { name: 'Sign in', exact: true }).waitFor();
   });
 
   it('cancelling the proof dialog leaves no API text on the create-key form', async () => {
@@ -361,7 +361,7 @@ describe.skipIf(!hasChromium)('sessions and dashboard defects in Chromium', () =
       .first()
       .click();
     await page.getByRole('dialog', { name: 'Revoke API key?' }).getByRole('button', { name: 'Revoke key' }).click();
-    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).waitFor();
     await page.getByText('Your session has ended. Sign in again to continue.').waitFor();
     expect(await page.locator('.toast-error:visible').count()).toBe(0);
     // Requests of the page that was left, answered 401 after the removal, are expected too.
@@ -372,7 +372,7 @@ describe.skipIf(!hasChromium)('sessions and dashboard defects in Chromium', () =
   it('axe finds nothing on the sign-in page and the 404 page at 390 px', async () => {
     const page = await newPage('phone', { viewport: PHONE });
     await page.goto(`${server.url}/admin`);
-    await page.getByRole('button', { name: 'Sign in' }).waitFor();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).waitFor();
     await checkPage(page, 'sign-in (390)');
     await signInPage(page, OWNER);
     await page.goto(`${server.url}/admin#/no-such-page`);
