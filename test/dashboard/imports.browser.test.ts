@@ -48,7 +48,7 @@ describe.skipIf(!hasChromium)('stock imports in Chromium', () => {
     await page.goto(`${server.url}/admin`);
     await page.getByLabel('Email').fill(OWNER);
     await page.getByLabel('Password').fill(OWNER_PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
     await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
     for (let i = 0; i < 5; i++) {
       const created = await api('POST', '/products', { sku: `IMP-${i}`, name: `Import product ${i}`, product_type: 'physical', price: 1, stock: 1 });

@@ -39,7 +39,7 @@ describe.skipIf(!hasChromium)('single sign-on in Chromium', () => {
     await heading(page, 'Sign in').waitFor();
     await page.getByLabel('Email').fill(email);
     await page.getByLabel('Password').fill(PASSWORD);
-    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
   }
 
   async function signInWithSso(page: Page, email: string): Promise<void> {
