@@ -42,6 +42,7 @@ import * as fifoEndpoints from './migrations/0041-fifo-endpoints.ts';
 import * as importJobs from './migrations/0042-import-jobs.ts';
 import * as sessionActivity from './migrations/0043-session-activity.ts';
 import * as storeWritesHoldTheirStore from './migrations/0044-store-writes-hold-their-store.ts';
+import * as claimsFollowDueWork from './migrations/0048-claims-follow-due-work.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -77,6 +78,7 @@ const migrations: Record<string, Migration> = {
   '0042-import-jobs': importJobs,
   '0043-session-activity': sessionActivity,
   '0044-store-writes-hold-their-store': storeWritesHoldTheirStore,
+  '0048-claims-follow-due-work': claimsFollowDueWork,
 };
 
 /** Names of every migration this code has, in order. */
