@@ -186,9 +186,11 @@ export async function pollEvents(
     // The stores with little to fan out (their share not filled) go first, in a poll of their own:
     // when some served store filled its share, its deliveries wait for the next poll (called at
     // once: `more`), so another store's few are not committed after a share of a busy store's
-    // inserts (decision 0065). What was read of the busy stores is read again then.
+    // inserts (decision 0065). What was read of the busy stores is read again then. Only while the
+    // least recently served store is one of the few: a busy store, not moved, stays the least
+    // recently served, so it waits at most until every store served before it has been once.
     const light = moves.filter((m) => !m.full);
-    const moved = light.length > 0 && light.length < moves.length ? light : moves;
+    const moved = !moves[0]!.full && light.length < moves.length ? light : moves;
     await sql`
       UPDATE webhook_store_positions sp
       SET position_created_at = m.created_at, position_seq = m.seq, served_at = ${nowIso}::timestamptz
