@@ -262,10 +262,12 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
         AND e.enabled AND e.delivery_order = 'unordered' AND e.consecutive_failures >= ${options.breaker.threshold}
         AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
         AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))
-        AND EXISTS (
-          SELECT 1 FROM webhook_deliveries d
+        -- A scalar subquery, not EXISTS (which a planner may turn into a read of every due delivery).
+        AND (
+          SELECT true FROM webhook_deliveries d
           WHERE d.store_id = e.store_id AND d.endpoint_id = e.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
-            AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz))
+            AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
+          LIMIT 1) IS NOT NULL
       RETURNING e.id, e.store_id
     ), probe_rows AS (
       -- A half-open endpoint's one probe: the due delivery most likely to show the endpoint is up,
