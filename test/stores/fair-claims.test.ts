@@ -167,7 +167,18 @@ describe.each(backends)('fair claims across stores (%s)', (backend) => {
         }),
       );
     const claimOne = (trx: Kysely<Database>) =>
-      claimDueDeliveries(trx, { workerId: 'worker', now, leaseMs: 60_000, limit: 1, freeSlots: new Map(), endpointCapacity: 50, breaker: BREAKER });
+      // One starting point for both: the walk then crosses the same stores (those of the earlier
+      // cases, whose deliveries are leased) before it finds this one.
+      claimDueDeliveries(trx, {
+        workerId: 'worker',
+        now,
+        leaseMs: 60_000,
+        limit: 1,
+        freeSlots: new Map(),
+        endpointCapacity: 50,
+        breaker: BREAKER,
+        startAfter: busy.id,
+      });
     const busy = await aStore('busy', 1);
     const later = clockFrom(now - 600_000);
     const first = await aDelivery(busy.id, busy.endpoints[0]!, later());
