@@ -44,6 +44,7 @@ import * as sessionActivity from './migrations/0043-session-activity.ts';
 import * as storeWritesHoldTheirStore from './migrations/0044-store-writes-hold-their-store.ts';
 import * as singleSignOn from './migrations/0045-single-sign-on.ts';
 import * as passkeys from './migrations/0046-passkeys.ts';
+import * as claimsFollowDueWork from './migrations/0048-claims-follow-due-work.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -81,6 +82,7 @@ const migrations: Record<string, Migration> = {
   '0044-store-writes-hold-their-store': storeWritesHoldTheirStore,
   '0045-single-sign-on': singleSignOn,
   '0046-passkeys': passkeys,
+  '0048-claims-follow-due-work': claimsFollowDueWork,
 };
 
 /** Names of every migration this code has, in order. */

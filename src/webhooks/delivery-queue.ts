@@ -90,6 +90,53 @@ export function eventOfDelivery(delivery: string) {
   ) ev`;
 }
 
+/**
+ * `above` and `below`, recursive CTEs (the statement's WITH must be RECURSIVE): the stores that have
+ * unfinished (pending or failed) deliveries, found through the store-led due index one descent per
+ * store (a loose index scan, migration 0048), `above` those after `start` and `below` the rest, each
+ * in store order. Evaluated only as far as the statement reads them: a claim stops at its limit.
+ */
+function storesWithWork(start: string) {
+  return sql`above(store_id) AS (
+      SELECT (SELECT d.store_id FROM webhook_deliveries d WHERE d.status IN ('pending','failed') AND d.store_id > ${start}::uuid ORDER BY d.store_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT d.store_id FROM webhook_deliveries d WHERE d.status IN ('pending','failed') AND d.store_id > w.store_id ORDER BY d.store_id LIMIT 1)
+      FROM above w WHERE w.store_id IS NOT NULL
+    ), below(store_id) AS (
+      SELECT (SELECT d.store_id FROM webhook_deliveries d WHERE d.status IN ('pending','failed') AND d.store_id <= ${start}::uuid ORDER BY d.store_id LIMIT 1)
+      UNION ALL
+      SELECT (SELECT d.store_id FROM webhook_deliveries d WHERE d.status IN ('pending','failed') AND d.store_id > w.store_id AND d.store_id <= ${start}::uuid ORDER BY d.store_id LIMIT 1)
+      FROM below w WHERE w.store_id IS NOT NULL
+    )`;
+}
+
+const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+
+/** The stores `above`, then `below` (storesWithWork), as `store_id`: from the start round to it. */
+const STORES_ROUND = sql`(SELECT store_id FROM above WHERE store_id IS NOT NULL UNION ALL SELECT store_id FROM below WHERE store_id IS NOT NULL)`;
+
+/**
+ * The store `w.store_id` is active and has a due, unleased delivery of status `status` for an
+ * endpoint a claim may take from: enabled, unordered, not paused (a half-open one included), not
+ * in `fullEndpoints`.
+ */
+function storeServes(w: string, status: ReturnType<typeof sql>, now: string, fullEndpoints: readonly string[]) {
+  const store = sql.ref(`${w}.store_id`);
+  // Scalar subqueries, not EXISTS: a planner may turn an EXISTS into a join that reads every
+  // endpoint; a subquery stays a probe by the walked store.
+  return sql<boolean>`((SELECT st.status FROM stores st WHERE st.id = ${store}) = 'active'
+    AND (
+      SELECT true FROM webhook_endpoints e
+      WHERE e.store_id = ${store} AND e.enabled AND e.delivery_order = 'unordered'
+        AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
+        AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))
+        AND EXISTS (
+          SELECT 1 FROM webhook_deliveries d
+          WHERE d.store_id = e.store_id AND d.endpoint_id = e.id AND d.status = ${status} AND d.next_attempt_at <= ${now}::timestamptz
+            AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz))
+      LIMIT 1) IS NOT NULL)`;
+}
+
 /** A delivery this worker holds, with everything needed to send it. */
 export interface ClaimedDelivery {
   readonly id: string;
@@ -142,6 +189,12 @@ export interface ClaimOptions {
    */
   readonly heldByStore?: ReadonlyMap<string, number>;
   readonly breaker: BreakerPolicy;
+  /**
+   * Where the walk over the stores with due work starts (a store id; the stores after it come
+   * first, then from the lowest round to it). Default: a random point, so that when more stores
+   * than `limit` have due work, each claim serves another window of them.
+   */
+  readonly startAfter?: string;
 }
 
 /**
@@ -161,6 +214,13 @@ export interface ClaimOptions {
  * then the oldest. Within a store the rows keep the order they had before stores: its endpoints'
  * rounds, oldest first within a round. Every statement names each row's store: the walks, joins,
  * lock and lease go by `(store_id, id)` (decision 0051).
+ *
+ * The claim follows the work due (decision 0065): it walks the stores that have unfinished
+ * deliveries through the store-led due index, from `startAfter` round to it, and serves at most
+ * `limit` of them, those with a due first attempt before those with only due retries; only the
+ * endpoints of the stores served are read. When fewer stores than `limit` have due work this is
+ * every one of them (the order above holds whole); when more, each claim serves the window after
+ * its starting point (random by default), and the rounds rank the rows of those stores.
  */
 export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOptions): Promise<ClaimedDelivery[]> {
   if (options.limit <= 0) return [];
@@ -177,17 +237,37 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
   // Every part reads the same snapshot: the candidates see the probed endpoints through `probes`
   // (not through the pause the probe re-arms), and the rows come back with the endpoint and event
   // as they were when the statement started.
+  const start = options.startAfter ?? randomUUID();
   const { rows } = await sql<ClaimedRow>`
-    WITH probes AS (
+    WITH RECURSIVE ${storesWithWork(start)}, walked AS (
+      -- The stores to serve, walked from the start round: first those with a due first attempt
+      -- (pending) for an endpoint that may be claimed, then, if the claim has room left, those with
+      -- only due retries; at most one store per row the claim may take. A store walked without such
+      -- a delivery costs its walk, not a row; no endpoint of a store without unfinished deliveries
+      -- is read.
+      SELECT x.store_id FROM (
+        (SELECT w.store_id FROM ${STORES_ROUND} w
+         WHERE ${storeServes('w', sql`'pending'`, now, fullEndpoints)}
+         LIMIT ${options.limit})
+        UNION ALL
+        (SELECT w.store_id FROM ${STORES_ROUND} w
+         WHERE NOT ${storeServes('w', sql`'pending'`, now, fullEndpoints)} AND ${storeServes('w', sql`'failed'`, now, fullEndpoints)}
+         LIMIT ${options.limit})
+      ) x
+      LIMIT ${options.limit}
+    ), probes AS (
       UPDATE webhook_endpoints e SET paused_until = ${probeUntil}::timestamptz
-      WHERE e.enabled AND e.delivery_order = 'unordered' AND e.consecutive_failures >= ${options.breaker.threshold}
+      FROM walked w
+      WHERE e.store_id = w.store_id
+        AND e.enabled AND e.delivery_order = 'unordered' AND e.consecutive_failures >= ${options.breaker.threshold}
         AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
         AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))
-        AND ${STORE_ACTIVE}
-        AND EXISTS (
-          SELECT 1 FROM webhook_deliveries d
+        -- A scalar subquery, not EXISTS (which a planner may turn into a read of every due delivery).
+        AND (
+          SELECT true FROM webhook_deliveries d
           WHERE d.store_id = e.store_id AND d.endpoint_id = e.id AND d.status IN ('pending','failed') AND d.next_attempt_at <= ${now}::timestamptz
-            AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz))
+            AND (d.locked_until IS NULL OR d.locked_until <= ${now}::timestamptz)
+          LIMIT 1) IS NOT NULL
       RETURNING e.id, e.store_id
     ), probe_rows AS (
       -- A half-open endpoint's one probe: the due delivery most likely to show the endpoint is up,
@@ -207,15 +287,22 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
         LIMIT 1
       ) c
     ), due AS (
-      -- Each eligible endpoint's due rows, first attempts (pending) before retries (failed), each
-      -- oldest first (two index walks per endpoint: cost follows the number of endpoints, not the
-      -- backlog), at most its free slots, ranked in rounds across the endpoints (rank = held here +
+      -- Each eligible endpoint of the walked stores: its due rows, first attempts (pending) before
+      -- retries (failed), each oldest first (two index walks per endpoint: cost follows the walked
+      -- stores' endpoints, not the backlog), at most its free slots, ranked in rounds across the endpoints (rank = held here +
       -- position in its own queue). Retries after first attempts: deliveries the receiver keeps
       -- rejecting cannot trip the breaker again ahead of the healthy ones
       -- (docs/decisions/0010-delivery-fairness-after-a-pause.md).
       SELECT c.id, e.store_id, c.next_attempt_at, c.tier,
         coalesce((${held}::jsonb ->> e.id::text)::int, 0) + row_number() OVER (PARTITION BY e.id ORDER BY c.tier, c.next_attempt_at, c.id) AS rank
-      FROM webhook_endpoints e
+      FROM walked w
+      CROSS JOIN LATERAL (
+        SELECT e.id, e.store_id FROM webhook_endpoints e
+        WHERE e.store_id = w.store_id AND e.enabled AND e.delivery_order = 'unordered' AND e.consecutive_failures < ${options.breaker.threshold}
+          AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
+          AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))
+        OFFSET 0
+      ) e
       CROSS JOIN LATERAL (
         SELECT t.id, t.next_attempt_at, t.tier FROM (
           (SELECT d.id, d.next_attempt_at, 0 AS tier FROM webhook_deliveries d
@@ -233,10 +320,6 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
         ORDER BY t.tier, t.next_attempt_at, t.id
         LIMIT greatest(0, coalesce((${slots}::jsonb ->> e.id::text)::int, ${options.endpointCapacity}))
       ) c
-      WHERE e.enabled AND e.delivery_order = 'unordered' AND e.consecutive_failures < ${options.breaker.threshold}
-        AND (e.paused_until IS NULL OR e.paused_until <= ${now}::timestamptz)
-        AND NOT (e.id = ANY(${fullEndpoints}::uuid[]))
-        AND ${STORE_ACTIVE}
       UNION ALL
       SELECT id, store_id, next_attempt_at, tier, rank FROM probe_rows
     ), candidates AS (
@@ -705,8 +788,10 @@ export async function queueDepth(db: Kysely<Database>): Promise<number> {
  * When the next delivery could be claimed (epoch ms), or null when none waits: the earliest of each
  * enabled endpoint's oldest free row (not before the endpoint's pause ends; a store that is not
  * active has none: claims skip it, and its resumption is seen within a poll interval) and, when none is due
- * yet, of the leases in force (a dead worker's rows come free when its lease expires). Cheap: one
- * index probe per endpoint. `locked_until` has no index (a claim must stay a HOT update, migration
+ * yet, of the leases in force (a dead worker's rows come free when its lease expires). Only the
+ * stores with unfinished deliveries are read (walked through the store-led due index, decision
+ * 0065), then one index probe per endpoint of theirs: an enabled endpoint with nothing to
+ * deliver costs nothing. `locked_until` has no index (a claim must stay a HOT update, migration
  * 0015): a row is claimed only once due, so the leases in force are on rows due by now, and when no
  * free row is due those rows are all leased ones (held by the workers, a bounded number); the lease
  * part is evaluated only then (an uncorrelated subquery in an untaken CASE branch never runs).
@@ -714,9 +799,18 @@ export async function queueDepth(db: Kysely<Database>): Promise<number> {
 export async function nextDueAt(db: Kysely<Database>, now: number): Promise<number | null> {
   const nowIso = isoFromMillis(now);
   const { rows } = await sql<{ t: number | null }>`
-    WITH free AS (
+    WITH RECURSIVE ${storesWithWork(NIL_UUID)}, busy AS (
+      -- The active stores with unfinished deliveries: only their endpoints are read.
+      SELECT w.store_id FROM ${STORES_ROUND} w
+      WHERE EXISTS (SELECT 1 FROM stores st WHERE st.id = w.store_id AND st.status = 'active')
+    ), free AS (
       SELECT min(greatest(c.next_attempt_at, coalesce(e.paused_until, c.next_attempt_at))) AS t
-      FROM webhook_endpoints e
+      FROM busy b
+      CROSS JOIN LATERAL (
+        SELECT e.id, e.store_id, e.paused_until FROM webhook_endpoints e
+        WHERE e.store_id = b.store_id AND e.enabled AND e.delivery_order = 'unordered'
+        OFFSET 0
+      ) e
       CROSS JOIN LATERAL (
         (SELECT d.next_attempt_at FROM webhook_deliveries d
          WHERE d.store_id = e.store_id AND d.endpoint_id = e.id AND d.status = 'pending'
@@ -728,13 +822,17 @@ export async function nextDueAt(db: Kysely<Database>, now: number): Promise<numb
            AND (d.locked_until IS NULL OR d.locked_until <= ${nowIso}::timestamptz)
          ORDER BY d.next_attempt_at, d.id LIMIT 1)
       ) c
-      WHERE e.enabled AND e.delivery_order = 'unordered' AND ${STORE_ACTIVE}
       UNION ALL
       -- A FIFO endpoint's line (decision 0059): its head's due time (not before its pause ends), or
       -- while a batch of it is leased, when that lease ends.
       SELECT min(CASE WHEN h.leased_until IS NOT NULL THEN h.leased_until
         ELSE greatest(h.next_attempt_at, coalesce(e.paused_until, h.next_attempt_at)) END) AS t
-      FROM webhook_endpoints e
+      FROM busy b
+      CROSS JOIN LATERAL (
+        SELECT e.id, e.store_id, e.paused_until FROM webhook_endpoints e
+        WHERE e.store_id = b.store_id AND e.enabled AND e.delivery_order = 'fifo'
+        OFFSET 0
+      ) e
       CROSS JOIN LATERAL (
         SELECT
           (SELECT max(d.locked_until) FROM webhook_deliveries d
@@ -743,7 +841,7 @@ export async function nextDueAt(db: Kysely<Database>, now: number): Promise<numb
            WHERE d.store_id = e.store_id AND d.endpoint_id = e.id AND d.status IN ('pending','failed')
            ORDER BY ev.created_at, ev.seq, d.id LIMIT 1) AS next_attempt_at
       ) h
-      WHERE e.enabled AND e.delivery_order = 'fifo' AND h.next_attempt_at IS NOT NULL AND ${STORE_ACTIVE}
+      WHERE h.next_attempt_at IS NOT NULL
     ), earliest AS (
       SELECT min(t) AS t FROM free
     )
@@ -751,10 +849,11 @@ export async function nextDueAt(db: Kysely<Database>, now: number): Promise<numb
       WHEN (SELECT t FROM earliest) <= ${nowIso}::timestamptz THEN (SELECT t FROM earliest)
       ELSE least((SELECT t FROM earliest), (
         SELECT min(d.locked_until)
-        FROM webhook_endpoints e
+        FROM busy b
+        JOIN webhook_endpoints e ON e.store_id = b.store_id
         JOIN webhook_deliveries d ON d.store_id = e.store_id AND d.endpoint_id = e.id AND d.status IN ('pending','failed')
           AND d.next_attempt_at <= ${nowIso}::timestamptz AND d.locked_until > ${nowIso}::timestamptz
-        WHERE e.enabled AND e.delivery_order = 'unordered' AND (e.paused_until IS NULL OR e.paused_until <= ${nowIso}::timestamptz) AND ${STORE_ACTIVE}))
+        WHERE e.enabled AND e.delivery_order = 'unordered' AND (e.paused_until IS NULL OR e.paused_until <= ${nowIso}::timestamptz)))
     END) * 1000)::float8 AS t
   `.execute(db);
   return rows[0]?.t ?? null;

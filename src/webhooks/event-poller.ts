@@ -15,7 +15,10 @@
  * next event goes out in the next poll, not after the import. Only the events some enabled endpoint
  * of the store wants are read; the others are crossed (a store's share not filled moves it to its
  * target), so a run of events nobody subscribed to (an import's stock movements) costs one poll
- * (decision 0022), and a store with no enabled endpoint moves with its target at the scan.
+ * (decision 0022), and a store with no enabled endpoint moves with its target at the scan. The
+ * stores whose share is not filled (little to fan out) go in a poll of their own before those whose
+ * share is (decision 0065): a store's next change is not committed after a share of another store's
+ * import.
  *
  * Several workers may poll one database: the scan's row is taken `FOR UPDATE SKIP LOCKED`, so one
  * of them scans and fans out a batch and the others skip that round. Ping events are never fanned
@@ -180,15 +183,24 @@ export async function pollEvents(
       const full = got !== undefined && got.count === share;
       return { store_id: s.store_id, full, to: full ? got.last : { created_at: s.target_created_at, seq: s.target_seq } };
     });
+    // The stores with little to fan out (their share not filled) go first, in a poll of their own:
+    // when some served store filled its share, its deliveries wait for the next poll (called at
+    // once: `more`), so another store's few are not committed after a share of a busy store's
+    // inserts (decision 0065). What was read of the busy stores is read again then. Only while the
+    // least recently served store is one of the few: a busy store, not moved, stays the least
+    // recently served, so it waits at most until every store served before it has been once.
+    const light = moves.filter((m) => !m.full);
+    const moved = !moves[0]!.full && light.length < moves.length ? light : moves;
     await sql`
       UPDATE webhook_store_positions sp
       SET position_created_at = m.created_at, position_seq = m.seq, served_at = ${nowIso}::timestamptz
-      FROM unnest(${moves.map((m) => m.store_id)}::uuid[], ${moves.map((m) => m.to.created_at)}::timestamptz[], ${moves.map((m) => m.to.seq)}::bigint[])
+      FROM unnest(${moved.map((m) => m.store_id)}::uuid[], ${moved.map((m) => m.to.created_at)}::timestamptz[], ${moved.map((m) => m.to.seq)}::bigint[])
         AS m(store_id, created_at, seq)
       WHERE sp.store_id = m.store_id
     `.execute(trx);
     const more = scanFull || behind.length > served.length || moves.some((m) => m.full);
-    const events = read;
+    const movedStores = new Set(moved.map((m) => m.store_id));
+    const events = moved === moves ? read : read.filter((r) => movedStores.has(r.store_id));
     if (events.length === 0) return { polled: true, events: 0, deliveries: 0, more, handedOver: NOTHING };
 
     const batch = { storeIds: events.map((e) => e.store_id), eventIds: events.map((e) => e.id) };

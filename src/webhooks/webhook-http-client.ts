@@ -1,6 +1,7 @@
 /**
  * Sends one signed webhook POST and tells what happened; never throws for anything the receiver
- * does. Connections are pooled and kept alive per origin (one undici Agent per worker), every
+ * does. Connections are pooled and kept alive per origin (OriginPools: an undici Pool per origin,
+ * at most ORIGINS_KEPT of them, the least recently used closed beyond), every
  * connection goes through the private-address guard, and the whole exchange, response body
  * included, must finish within the timeout: a receiver that hangs, trickles, resets, redirects,
  * answers non-2xx or sends more than MAX_RESPONSE_BYTES is a failed attempt, never a stuck worker.
@@ -10,7 +11,7 @@
  * the order requests start, and one timer (Deadlines) armed for the earliest unfinished one aborts
  * each request exactly when its own timeout passes (docs/decisions/0015-webhook-delivery-speed.md).
  */
-import type { Agent } from 'undici';
+import type { Agent, Pool } from 'undici';
 import type { EventEmitter } from 'node:events';
 import { isIP } from 'node:net';
 import { guardedLookup, isPrivateAddress } from './webhook-url-policy.ts';
@@ -56,6 +57,8 @@ export interface WebhookHttpClientOptions {
   allowPrivate: boolean;
   /** Connections kept per origin (match the per-endpoint concurrency). */
   connectionsPerOrigin: number;
+  /** Origins whose pools (and idle connections) are kept; default ORIGINS_KEPT. */
+  originsKept?: number;
   now?: () => number;
 }
 
@@ -80,8 +83,67 @@ export interface ClientTls {
 /** Pools of distinct client certificates kept (more: the least recently made is closed). */
 const CLIENT_TLS_POOLS = 100;
 
+/**
+ * Origins whose connection pools are kept (more: the least recently used is closed, once its
+ * requests in flight have finished). A pool and its kept-alive sockets cost tens of KiB: a worker
+ * delivering to thousands of stores' receivers, each its own origin, holds at most this many.
+ */
+export const ORIGINS_KEPT = 256;
+
+/**
+ * One undici Pool per origin, at most `kept` of them, the least recently used closed beyond (a
+ * graceful close: its requests in flight finish; the origin's next request makes a new pool). An
+ * Agent keeps a pool per origin for as long as it has a connection, so a worker that delivered to
+ * 10,000 origins within a keep-alive timeout held 10,000 pools.
+ */
+export class OriginPools {
+  readonly #pools = new Map<string, Pool>();
+  readonly #make: (origin: string) => Pool;
+  readonly #kept: number;
+
+  constructor(make: (origin: string) => Pool, kept: number) {
+    this.#make = make;
+    this.#kept = Math.max(1, kept);
+  }
+
+  /** Pools held now. */
+  get size(): number {
+    return this.#pools.size;
+  }
+
+  /** The pool of `origin`, made the most recently used. */
+  of(origin: string): Pool {
+    let pool = this.#pools.get(origin);
+    if (pool && !pool.closed && !pool.destroyed) {
+      this.#pools.delete(origin);
+      this.#pools.set(origin, pool);
+      return pool;
+    }
+    pool = this.#make(origin);
+    this.#pools.delete(origin);
+    this.#pools.set(origin, pool);
+    while (this.#pools.size > this.#kept) {
+      const [oldest, evicted] = this.#pools.entries().next().value!;
+      this.#pools.delete(oldest);
+      evicted.close().catch(() => {});
+    }
+    return pool;
+  }
+
+  /** Requests `options` from its origin's pool. */
+  request(options: Parameters<Pool['request']>[0] & { origin: string }): ReturnType<Pool['request']> {
+    return this.of(options.origin).request(options);
+  }
+
+  async close(): Promise<void> {
+    const pools = [...this.#pools.values()];
+    this.#pools.clear();
+    await Promise.all(pools.map((pool) => pool.close()));
+  }
+}
+
 export class WebhookHttpClient {
-  #agent: Agent | undefined;
+  #agent: OriginPools | undefined;
   /** One pool per client certificate (mutual TLS): a connection's certificate is chosen when it opens. */
   readonly #tlsAgents = new Map<string, Agent>();
   readonly #options: WebhookHttpClientOptions;
@@ -117,10 +179,11 @@ export class WebhookHttpClient {
   }
 
   /** The connection pool, made by `warm` or else at the first request (undici is loaded then: decision 0048). */
-  async #pool(): Promise<Agent> {
+  async #pool(): Promise<OriginPools> {
     if (this.#agent) return this.#agent;
-    const { Agent } = await loadUndici();
-    this.#agent ??= new Agent(this.#agentOptions());
+    const { Pool } = await loadUndici();
+    const options = this.#agentOptions();
+    this.#agent ??= new OriginPools((origin) => new Pool(origin, options), this.#options.originsKept ?? ORIGINS_KEPT);
     return this.#agent;
   }
 

@@ -4,6 +4,9 @@
  * delivery is in the next claim whatever another store's backlog, and another store's retries never
  * go before a store's first attempt. Driven statement by statement (no worker, no clock but the
  * rows' own): each case fails with claims taken oldest first over every store.
+ * A claim and `nextDueAt` follow the work due (decision 0065): they read no endpoint of a store
+ * without unfinished deliveries, and when more stores than a claim's limit have due work, the
+ * claim serves the stores after its starting point, round to the lowest.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +16,7 @@ import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { createStore } from '../../src/stores/store.service.ts';
 import { asPlatform } from '../../src/db/store-scope.ts';
-import { claimDueDeliveries, type ClaimOptions } from '../../src/webhooks/delivery-queue.ts';
+import { claimDueDeliveries, nextDueAt, type ClaimOptions } from '../../src/webhooks/delivery-queue.ts';
 import { isoFromMillis } from '../../src/shared/time.ts';
 
 const BREAKER = { threshold: 10, pauseMs: 60_000 };
@@ -141,5 +144,74 @@ describe.each(backends)('fair claims across stores (%s)', (backend) => {
     const claimed = await claim(3, { held: new Map([[c.endpoints[0]!, 3]]), heldByStore: new Map([[c.id, 3]]) });
     expect(new Set(claimed.map((x) => x.id))).toEqual(new Set(ofD));
     expect((await claim(100)).map((x) => x.id)).toEqual(ofC);
+  });
+
+  it('a claim and the next due time read no endpoint of the stores without unfinished deliveries', async () => {
+    /**
+     * Rows of webhook_endpoints read by `statement`: the session's counts not yet reported, before
+     * and after it, in one transaction (they are reported only between transactions).
+     */
+    const endpointRowsRead = (statement: (trx: Kysely<Database>) => Promise<unknown>) =>
+      platform(() =>
+        db.transaction().execute(async (trx) => {
+          const count = async () =>
+            (
+              await sql<{ read: number }>`
+              SELECT (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int AS read FROM pg_stat_xact_user_tables WHERE relname = 'webhook_endpoints'`.execute(
+                trx,
+              )
+            ).rows[0]?.read ?? 0;
+          const before = await count();
+          await statement(trx);
+          return (await count()) - before;
+        }),
+      );
+    const claimOne = (trx: Kysely<Database>) =>
+      // One starting point for both: the walk then crosses the same stores (those of the earlier
+      // cases, whose deliveries are leased) before it finds this one.
+      claimDueDeliveries(trx, {
+        workerId: 'worker',
+        now,
+        leaseMs: 60_000,
+        limit: 1,
+        freeSlots: new Map(),
+        endpointCapacity: 50,
+        breaker: BREAKER,
+        startAfter: busy.id,
+      });
+    const busy = await aStore('busy', 1);
+    const later = clockFrom(now - 600_000);
+    const first = await aDelivery(busy.id, busy.endpoints[0]!, later());
+    const second = await aDelivery(busy.id, busy.endpoints[0]!, later());
+    let claimed: string[] = [];
+    const nextDueBefore = await endpointRowsRead((trx) => nextDueAt(trx, now));
+    const claimBefore = await endpointRowsRead(async (trx) => {
+      claimed = (await claimOne(trx)).map((d) => d.id);
+    });
+    expect(claimed).toEqual([first]);
+    // 40 more stores, each with an enabled endpoint and nothing to deliver: walking every enabled
+    // endpoint would read 40 more rows.
+    for (let i = 0; i < 40; i++) await aStore(`idle ${i}`, 1);
+    const nextDueAfter = await endpointRowsRead((trx) => nextDueAt(trx, now));
+    const claimAfter = await endpointRowsRead(async (trx) => {
+      claimed = (await claimOne(trx)).map((d) => d.id);
+    });
+    expect(claimed).toEqual([second]);
+    expect(nextDueAfter - nextDueBefore).toBeLessThan(10);
+    expect(claimAfter - claimBefore).toBeLessThan(10);
+  });
+
+  it('when more stores than the limit have due work, a claim serves those after its starting point, round to the lowest', async () => {
+    // Three stores with one due first attempt each, the lowest id's the oldest.
+    const stores = (await Promise.all([aStore('R1', 1), aStore('R2', 1), aStore('R3', 1)])).sort((x, y) => (x.id < y.id ? -1 : 1));
+    const later = clockFrom(now - 600_000);
+    const ofStore = new Map<string, string>();
+    for (const store of stores) ofStore.set(store.id, await aDelivery(store.id, store.endpoints[0]!, later()));
+    const [s1, s2, s3] = stores.map((x) => x.id) as [string, string, string];
+    // After s1: s2's (not s1's, the oldest); after s3: round to the lowest, s1's; then s3's.
+    expect((await claim(1, { startAfter: s1 })).map((d) => d.storeId)).toEqual([s2]);
+    expect((await claim(1, { startAfter: s3 })).map((d) => d.storeId)).toEqual([s1]);
+    expect((await claim(1, { startAfter: s1 })).map((d) => d.storeId)).toEqual([s3]);
+    expect(await claim(1, { startAfter: s1 })).toEqual([]);
   });
 });

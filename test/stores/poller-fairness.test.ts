@@ -5,6 +5,7 @@
  * whole deployment, B's event waited behind every one of A's. Still: every event of each store
  * once, in its store's (created_at, seq) order, none of another store's endpoints; the scan's position
  * ends at the last event; a new store starts at the scan's position, not at its first event ever.
+ * A store with a few events goes in a poll of its own, before a busy store's share (decision 0065).
  * Driven poll by poll (no worker).
  */
 import { randomUUID } from 'node:crypto';
@@ -119,6 +120,30 @@ describe.each(backends)('the event poller across stores (%s)', (backend) => {
         FROM webhook_poller_state p`.execute(db),
     );
     expect(rows).toEqual([{ at_last: true, behind: 0 }]);
+  });
+
+  it("a store with a few events to fan out goes in a poll of its own, without a share of a busy store's", async () => {
+    await drain();
+    const a = await aStore('busy');
+    const b = await aStore('quiet');
+    await many(a.id, 3000);
+    await poll();
+    const aBefore = (await deliveredTo(a.endpoint)).length;
+    expect(aBefore).toBeGreaterThan(0);
+    expect(aBefore).toBeLessThan(3000);
+    const bEvent = await one(b.id);
+    // B's one event and A's share are read together; only B's delivery is written (and committed).
+    expect(await poll()).toMatchObject({ events: 1, deliveries: 1, more: true });
+    expect((await deliveredTo(b.endpoint)).map((r) => r.event_id)).toEqual([bEvent]);
+    expect(await deliveredTo(a.endpoint)).toHaveLength(aBefore);
+    // A's share goes in the next poll, even with another event of B behind: A, put off once, is now
+    // the least recently served.
+    const bNext = await one(b.id);
+    await poll();
+    expect((await deliveredTo(a.endpoint)).length).toBeGreaterThan(aBefore);
+    expect((await deliveredTo(b.endpoint)).map((r) => r.event_id)).toEqual([bEvent, bNext]);
+    await drain();
+    expect((await deliveredTo(a.endpoint)).map((r) => r.event_id)).toEqual(await eventsOf(a.id));
   });
 
   it('serves every store behind within a poll or two when many are, however large one backlog', async () => {

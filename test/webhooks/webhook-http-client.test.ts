@@ -1,9 +1,10 @@
 /**
  * The dispatcher's HTTP client against misbehaving receivers on loopback: every fault is a failed
  * attempt with a reason, within the timeout; connections are reused; private targets are refused
- * at connection time unless allowed.
+ * at connection time unless allowed; the pools of at most `originsKept` origins are kept, the
+ * least recently used closed beyond.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { WebhookHttpClient } from '../../src/webhooks/webhook-http-client.ts';
@@ -75,6 +76,43 @@ describe('webhook HTTP client', () => {
       expect(await client.post('http://127.0.0.1:1/closed-port', '{}', {})).toMatchObject({ outcome: 'connection_error' });
     } finally {
       await client.close();
+    }
+  });
+
+  it('keeps the pools of at most originsKept origins: the least recently used is closed, and made again when needed', async () => {
+    // Three receivers, three origins; each counts its open connections.
+    const receivers = await Promise.all(
+      [0, 1, 2].map(async () => {
+        const open = new Set<Socket>();
+        const receiver = createServer((req, res) => {
+          req.resume();
+          req.on('end', () => res.writeHead(204).end());
+        });
+        receiver.on('connection', (s) => {
+          open.add(s);
+          s.on('close', () => open.delete(s));
+        });
+        await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+        return { receiver, open, url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/ok` };
+      }),
+    );
+    const [a, b, c] = receivers as [(typeof receivers)[number], (typeof receivers)[number], (typeof receivers)[number]];
+    const client = new WebhookHttpClient({ timeoutMs: 2000, allowPrivate: true, connectionsPerOrigin: 1, originsKept: 2 });
+    try {
+      for (const r of [a, b, c]) expect((await client.post(r.url, '{}', {})).outcome).toBe('success');
+      // A's pool, the least recently used, is closed with its kept-alive connection; B's and C's stay.
+      await vi.waitFor(() => expect(a.open.size).toBe(0));
+      expect([b.open.size, c.open.size]).toEqual([1, 1]);
+      // A again: a new pool, and now B's is the one closed.
+      expect((await client.post(a.url, '{}', {})).outcome).toBe('success');
+      await vi.waitFor(() => expect(b.open.size).toBe(0));
+      expect([a.open.size, c.open.size]).toEqual([1, 1]);
+    } finally {
+      await client.close();
+      for (const r of receivers) {
+        for (const s of r.open) s.destroy();
+        await new Promise((resolve) => r.receiver.close(resolve));
+      }
     }
   });
 
