@@ -47,12 +47,22 @@ async function issue(ca: { cert: string; key: string }, commonName: string, serv
   return { cert: made.cert, key: made.private };
 }
 
+/** This process's test certificates, made once (see testCertificates). */
+let made: Promise<TestCertificates> | undefined;
+
 /**
- * Makes the test certificates and adds the test CA to this process's default trust store, so the
- * worker's TLS connections (undici, amqplib, MQTT.js) accept the test servers as they would a
- * receiver with a public certificate.
+ * The test certificates, made once per process, with the test CA added to this process's default
+ * trust store, so the worker's TLS connections (undici, amqplib, MQTT.js) accept the test servers as
+ * they would a receiver with a public certificate. Once: a second CA of the same name added beside
+ * the first (a test file running on both back ends) made OpenSSL check the new servers' certificates
+ * against the first CA's key (CERT_SIGNATURE_FAILURE) on the second back end.
  */
-export async function testCertificates(): Promise<TestCertificates> {
+export function testCertificates(): Promise<TestCertificates> {
+  made ??= makeTestCertificates();
+  return made;
+}
+
+async function makeTestCertificates(): Promise<TestCertificates> {
   const ca = await makeCa('store-api test CA');
   const other = await makeCa('another CA');
   const certificates = {
