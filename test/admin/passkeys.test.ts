@@ -307,6 +307,35 @@ describe.each(backends)('passkeys (%s)', (backend) => {
     expect((await as(owner, 'PATCH', '/settings/security', { require_second_factor: false })).statusCode).toBe(200);
   });
 
+  it("a reset link of an account whose second factor is a passkey asks for the passkey, not a code; another account's passkey is refused", async () => {
+    const adminId = (await t.database.db.selectFrom('admin_users').select('id').where('email', '=', ADMIN).executeTakeFirstOrThrow()).id;
+    const issued = await as(owner, 'POST', `/admins/${adminId}/password-reset`);
+    expect(issued.statusCode, issued.body).toBe(201);
+    const code = new URL(issued.json().data.url).hash.split('code=')[1]!;
+    const check = await anonymous('/links/check', { code });
+    expect(check.json().data).toMatchObject({ purpose: 'password_reset', email: ADMIN, second_factor: true, authenticator_app: false, passkey: true });
+    const use = (extra: object = {}, cookie?: string) => anonymous('/links/use', { code, password: PASSWORD, ...extra }, cookie);
+    // The link and the new password alone do not sign in past the passkey, nor does a code.
+    for (const extra of [{}, { second_factor_code: '123456' }]) {
+      const refused = await use(extra);
+      expect(refused.statusCode, refused.body).toBe(401);
+      expect(refused.json()).toMatchObject({ code: 'second_factor_required', errors: [{ param: 'passkey', message: 'is required' }] });
+      expect(sessionCookie(refused)).toBeUndefined();
+    }
+    let ceremony = await authOptions('second_factor');
+    const foreign = await use({ passkey: ownerKey.assert(ceremony.options) }, ceremony.cookie);
+    expect(foreign.statusCode).toBe(401);
+    expect(foreign.json()).toMatchObject({ code: 'invalid_second_factor', errors: [{ param: 'passkey', message: 'other account' }] });
+    expect(sessionCookie(foreign)).toBeUndefined();
+    // Nothing was spent: the link is still valid, and the account's own passkey passes.
+    expect((await anonymous('/links/check', { code })).statusCode).toBe(200);
+    ceremony = await authOptions('second_factor');
+    const passed = await use({ passkey: adminKey.assert(ceremony.options) }, ceremony.cookie);
+    expect(passed.statusCode, passed.body).toBe(200);
+    expect(sessionCookie(passed)).toBeDefined();
+    expect((await anonymous('/links/check', { code })).statusCode).toBe(409);
+  });
+
   it('removes a passkey with a fresh proof; it signs in no more; another account cannot remove it', async () => {
     const [mine] = (await as(owner, 'GET', '/account/passkeys')).json().data;
     const admin = await passkeySignIn(adminKey);

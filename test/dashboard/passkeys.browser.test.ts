@@ -161,10 +161,32 @@ describe.skipIf(!hasChromium)('passkeys in Chromium', () => {
     await dialog.getByRole('button', { name: 'Continue' }).click();
     await colleague.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
     expect((await device.session.send('WebAuthn.getCredentials', { authenticatorId: device.id })).credentials).toHaveLength(1);
-    await colleague.context().close();
     // Off again: the owner is about to remove her only passkey.
     await page.getByLabel('Require two-factor authentication of every administrator').uncheck();
     await withProof(page.getByRole('button', { name: 'Save' }), page.getByText('Two-factor authentication is optional again.'));
+
+    // A password-reset link replaces her password, not her passkey: the link page asks for it.
+    const csrf = (await (await page.request.get(`${url}/admin/session`)).json()).data.csrf_token as string;
+    const admins = (await (await page.request.get(`${url}/admin/api/v1/admins`)).json()).data as { id: string; email: string }[];
+    const colleagueId = admins.find((a) => a.email === COLLEAGUE)!.id;
+    const issue = () => page.request.post(`${url}/admin/api/v1/admins/${colleagueId}/password-reset`, { headers: { 'x-csrf-token': csrf } });
+    let issued = await issue();
+    if (issued.status() === 403) {
+      await page.request.post(`${url}/admin/api/v1/account/reauthenticate`, { headers: { 'x-csrf-token': csrf }, data: { password: PASSWORD } });
+      issued = await issue();
+    }
+    expect(issued.status()).toBe(201);
+    await colleague.getByRole('button', { name: 'Sign out' }).click();
+    await colleague.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
+    await colleague.goto((await issued.json()).data.url);
+    await colleague.getByRole('heading', { level: 1, name: 'Choose a new password' }).waitFor();
+    await expect(colleague.getByLabel('Authentication code').count()).resolves.toBe(0);
+    await colleague.getByLabel(/^Password/).fill('a new password for the colleague');
+    await colleague.getByLabel('Repeat password').fill('a new password for the colleague');
+    await checkPage(colleague, 'password reset of a passkey-only account');
+    await colleague.getByRole('button', { name: 'Set password and confirm with your passkey' }).click();
+    await colleague.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    await colleague.context().close();
   });
 
   it('renames and removes it (with a fresh proof); the passkey left on the device signs in no more', async () => {

@@ -8,13 +8,15 @@
  *                            an invitation creates the administrator, a reset sets the password
  *                            (every other session of theirs ends); the link is spent. A reset of
  *                            an administrator with a second factor (`second_factor: true`) needs
- *                            `second_factor_code` too: 401 second_factor_required without it,
- *                            401 invalid_second_factor for a bad one (counted like a sign-in's);
- *                            nothing is spent until it is right
+ *                            `second_factor_code` too, or `passkey` (the answer to options of
+ *                            purpose second_factor) for an account with a passkey — required when
+ *                            a passkey is its only second factor: 401 second_factor_required
+ *                            without it, 401 invalid_second_factor for a bad one (counted like a
+ *                            sign-in's); nothing is spent until it is right
  * Refusals count as failed sign-ins from that address (429 with Retry-After once the budget is
  * spent), like setup links. Uses are recorded in the audit log (admin.joined, admin.password_reset).
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { ApiError } from '../../shared/problem.ts';
 import { SESSION_TAGS, sessionBody, signInRoutes, startedSessionResponse } from './session-routes-kit.ts';
@@ -25,6 +27,9 @@ import { LINK_MESSAGES, LINK_STATUS, LINK_THROTTLE_KEY, checkLink, useLink, type
 import { findAdminUser, validateCredentials } from '../sessions/admin-user.service.ts';
 import { hasSecondFactor } from '../sessions/second-factor.service.ts';
 import type { AdminLink } from '../sessions/admin-links.service.ts';
+import { countPasskeys } from '../sessions/passkey.service.ts';
+import { AssertionCredential } from './passkey.admin-routes.ts';
+import { passkeySecondFactor } from './passkey-session.admin-routes.ts';
 
 const Code = Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9_-]+$' });
 const CheckBody = Type.Object({ code: Code }, { additionalProperties: false });
@@ -35,7 +40,12 @@ const OneTimeLink = Type.Object(
     email: Type.String(),
     role: Nullable(StringEnum(ADMIN_ROLES, { description: "An invitation's role in its store" })),
     expires_at: Type.String({ format: 'date-time' }),
-    second_factor: Type.Boolean({ description: 'The account has a second factor: a reset needs its code too (`second_factor_code`)' }),
+    second_factor: Type.Boolean({ description: 'The account has a second factor: a reset needs it too (`second_factor_code`, or `passkey`)' }),
+    authenticator_app: Type.Boolean({ description: 'The second factor includes an authenticator app: its code (or a recovery code) in `second_factor_code`' }),
+    passkey: Type.Boolean({
+      description:
+        'The account has a passkey: its answer may be sent in `passkey` (options from POST /admin/session/passkey/options, purpose second_factor); without an app it must',
+    }),
     existing_account: Type.Boolean({ description: 'An invitation of an email that has an account: its current password adds the store to it' }),
   },
   { title: 'OneTimeLink', additionalProperties: false },
@@ -47,6 +57,7 @@ const UseBody = Type.Object(
     second_factor_code: Type.Optional(
       Type.String({ minLength: 1, maxLength: 64, description: 'A password reset of an administrator with a second factor: a 6-digit code or a recovery code' }),
     ),
+    passkey: Type.Optional(AssertionCredential),
   },
   { additionalProperties: false },
 );
@@ -61,18 +72,26 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
     throw new ApiError(LINK_STATUS[state], LINK_MESSAGES[state], [{ param: 'code', message: state }]);
   }
 
-  /** The account a link is for (a reset's, or an invitation's existing account) when it has a second factor (else undefined). */
-  async function secondFactorOf(link: AdminLink): Promise<{ id: string; email: string } | undefined> {
+  /**
+   * The account a link is for (a reset's, or an invitation's existing account) when it has a second
+   * factor — an authenticator app, passkeys or both — else undefined.
+   */
+  async function secondFactorOf(link: AdminLink): Promise<{ id: string; email: string; app: boolean; passkeys: number } | undefined> {
     // A reset's administrator, or the existing account an invitation adds a store to (migration 0033).
     const user = await findAdminUser(db, link.email);
-    return user && (await hasSecondFactor(db, user.id)) ? { id: user.id, email: user.email } : undefined;
+    if (!user) return undefined;
+    const app = await hasSecondFactor(db, user.id);
+    const passkeys = await countPasskeys(db, user.id);
+    return app || passkeys > 0 ? { id: user.id, email: user.email, app, passkeys } : undefined;
   }
 
   /**
-   * A reset link replaces the password, not the second factor (decision 0028): an administrator who
-   * has one gives a code too, checked, spent and throttled like at the sign-in, before the link is.
+   * A reset link replaces the password, not the second factor (decisions 0028, 0063): an
+   * administrator who has one gives it too — an app's code or a passkey's answer — checked, spent and
+   * throttled like at the sign-in, before the link is. Without it a link would let whoever holds it
+   * (the owner who issued it) into an account whose second factor is a passkey, and its other stores.
    */
-  async function requireSecondFactor(request: FastifyRequest, body: typeof UseBody.static): Promise<void> {
+  async function requireSecondFactor(request: FastifyRequest, reply: FastifyReply, body: typeof UseBody.static): Promise<void> {
     const { state, link } = await checkLink(db, body.code);
     if (state !== 'valid' || !link) return; // useLink refuses it
     const user = await secondFactorOf(link);
@@ -80,6 +99,14 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
     // A new password the reset would refuse is said first, before a code (a recovery code) is spent on it.
     validateCredentials(link.email, body.password);
     await signIn.refuseWhileThrottled(request, user.email, 'failed attempts');
+    if (user.passkeys > 0 && (body.passkey !== undefined || !user.app)) {
+      if (body.passkey === undefined)
+        throw new ApiError('second_factor_required', "This administrator's second factor is a passkey: send its answer in `passkey`.", [
+          { param: 'passkey', message: 'is required' },
+        ]);
+      await passkeySecondFactor(app, signIn, request, reply, { user, credential: body.passkey, throttleKey: user.email });
+      return;
+    }
     await signIn.checkSecondFactor(request, {
       user,
       code: body.second_factor_code,
@@ -106,13 +133,16 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
       await throttle(request);
       const { state, link } = await checkLink(db, (request.body as typeof CheckBody.static).code);
       if (state !== 'valid' || !link) return refuse(request, state === 'valid' ? 'unknown' : state);
+      const secondFactor = await secondFactorOf(link);
       return {
         data: {
           purpose: link.purpose,
           email: link.email,
           role: link.role,
           expires_at: link.expires_at,
-          second_factor: (await secondFactorOf(link)) !== undefined,
+          second_factor: secondFactor !== undefined,
+          authenticator_app: secondFactor?.app ?? false,
+          passkey: (secondFactor?.passkeys ?? 0) > 0,
           // An invitation of an email that has an account already: its current password adds the store to it.
           existing_account: link.purpose === 'invitation' && (await findAdminUser(db, link.email)) !== undefined,
         },
@@ -135,7 +165,7 @@ export async function linkAdminRoutes(app: FastifyInstance): Promise<void> {
     async (request, reply) => {
       await throttle(request);
       const body = request.body as typeof UseBody.static;
-      await requireSecondFactor(request, body);
+      await requireSecondFactor(request, reply, body);
       let result: Awaited<ReturnType<typeof useLink>>;
       try {
         result = await useLink(db, { code: body.code, password: body.password });

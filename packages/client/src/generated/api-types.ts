@@ -2640,8 +2640,12 @@ export interface components {
             role: ("owner" | "admin" | "viewer") | null;
             /** Format: date-time */
             expires_at: string;
-            /** @description The account has a second factor: a reset needs its code too (`second_factor_code`) */
+            /** @description The account has a second factor: a reset needs it too (`second_factor_code`, or `passkey`) */
             second_factor: boolean;
+            /** @description The second factor includes an authenticator app: its code (or a recovery code) in `second_factor_code` */
+            authenticator_app: boolean;
+            /** @description The account has a passkey: its answer may be sent in `passkey` (options from POST /admin/session/passkey/options, purpose second_factor); without an app it must */
+            passkey: boolean;
             /** @description An invitation of an email that has an account: its current password adds the store to it */
             existing_account: boolean;
         };
@@ -6984,6 +6988,7 @@ export interface operations {
                     password: string;
                     /** @description A password reset of an administrator with a second factor: a 6-digit code or a recovery code */
                     second_factor_code?: string;
+                    passkey?: components["schemas"]["PasskeyAssertion"];
                 };
             };
         };

@@ -7,6 +7,7 @@ import { h } from '../lib/dom.js';
 import { post } from '../lib/api.js';
 import { field, runBusy, setFieldError, showFormError, showProblemOnForm } from '../lib/ui.js';
 import { codeInput } from '../lib/second-factor.js';
+import { passkeyAssertion, passkeysSupported } from '../lib/passkeys.js';
 import { MIN_PASSWORD_LENGTH, cardForm, newPasswordFields, oneTimeCode, signInCard } from '../lib/sign-in-card.js';
 
 const ROLE_WORDS = { owner: 'an owner', admin: 'an admin', viewer: 'a viewer (read only)' };
@@ -19,8 +20,11 @@ export async function renderLink(root, { code: linkCode, onSignedIn, onSignIn })
   const title = invitation ? "Join the store's administrators" : 'Choose a new password';
   document.title = `${title} · Store Integration Admin`;
   const { password, repeat, fields } = newPasswordFields();
-  // A reset replaces the password, not the second factor: its code is asked for with the new password.
-  const code = link.second_factor ? codeInput({ recovery: true }) : null;
+  // A reset replaces the password, not the second factor: its code (or its passkey) is asked for
+  // with the new password. An account whose only second factor is a passkey answers with it.
+  const appCode = link.second_factor && (link.authenticator_app ?? !link.passkey);
+  const passkeyOnly = link.second_factor && link.passkey && !appCode;
+  const code = appCode ? codeInput({ recovery: true }) : null;
   const codeField = code
     ? field({
         label: 'Authentication code',
@@ -35,10 +39,19 @@ export async function renderLink(root, { code: linkCode, onSignedIn, onSignIn })
       ...fields,
       ...(codeField ? [codeField] : []),
     ],
-    label: invitation ? 'Create my account' : 'Set password and sign in',
-    onSubmit,
+    label: passkeyOnly ? 'Set password and confirm with your passkey' : invitation ? 'Create my account' : 'Set password and sign in',
+    onSubmit: () => onSubmit(passkeyOnly),
   });
-  function onSubmit() {
+  // With an app and a passkey, the passkey may stand in for the code.
+  if (appCode && link.passkey && passkeysSupported())
+    form.append(
+      h(
+        'p',
+        { class: 'sign-in-alt' },
+        h('button', { type: 'button', class: 'btn btn-secondary btn-block', text: 'Use a passkey instead', onClick: () => onSubmit(true) }),
+      ),
+    );
+  function onSubmit(withPasskey) {
     if (password.value.length < MIN_PASSWORD_LENGTH) {
       showProblemOnForm(form, { errors: [{ param: 'password', message: `Use at least ${MIN_PASSWORD_LENGTH} characters.` }] });
       password.focus();
@@ -49,20 +62,29 @@ export async function renderLink(root, { code: linkCode, onSignedIn, onSignIn })
       repeat.focus();
       return;
     }
-    if (code && !code.value.trim()) {
+    if (code && !withPasskey && !code.value.trim()) {
       setFieldError(codeField, 'Enter the code of your authenticator app, or a recovery code.');
       code.focus();
       return;
     }
     runBusy(submit, async () => {
       try {
-        const body = { code: linkCode, password: password.value, ...(code ? { second_factor_code: code.value.trim() } : {}) };
-        onSignedIn((await post('/admin/links/use', body)).data);
+        let secondFactor = {};
+        if (withPasskey) {
+          const passkey = await passkeyAssertion('second_factor');
+          if (!passkey) return; // cancelled at the browser's prompt
+          secondFactor = { passkey };
+        } else if (code) secondFactor = { second_factor_code: code.value.trim() };
+        onSignedIn((await post('/admin/links/use', { code: linkCode, password: password.value, ...secondFactor })).data);
       } catch (error) {
         if (codeField && (error.code === 'invalid_second_factor' || error.code === 'second_factor_required')) {
           code.value = '';
           setFieldError(codeField, error.message);
           code.focus();
+          return;
+        }
+        if (withPasskey && (error.code === 'invalid_second_factor' || error.code === 'second_factor_required' || !error.status)) {
+          showFormError(form, error.message);
           return;
         }
         if (error.status === 400 || error.status === 429) {
