@@ -211,6 +211,9 @@ describe.each(backends)('client.admin covers the admin API (%s)', (backend) => {
     expect((await admin.alerts()).lastResponse.status).toBe(200);
     expect(Array.isArray(await admin.administrators())).toBe(true);
     expect((await admin.securitySettings()).lastResponse.status).toBe(200);
+    const sso = await admin.ssoSettings();
+    expect(sso.data).toBeNull();
+    expect(sso.lastResponse.status).toBe(200);
     const page = await admin.auditLog.list({ limit: 2 });
     expect(page.data.length).toBeGreaterThan(0);
     const entries = [];

@@ -174,6 +174,13 @@ export class AdminClient {
   securitySettings(options: AdminCallOptions = {}): Promise<WithResponse<Data<'getSecuritySettings'>>> {
     return dataOf(this.#call('getSecuritySettings', {}, options));
   }
+  /**
+   * The store's single sign-on (OpenID Connect) settings in `data`, null when it has none (the client
+   * secret is never shown). The whole answer, so `lastResponse` is there either way.
+   */
+  ssoSettings(options: AdminCallOptions = {}) {
+    return this.#call('getSsoSettings', {}, options);
+  }
 }
 
 const byId = (id: string) => ({ path: { id } });
