@@ -177,6 +177,16 @@ export function pageChecks(screenshots: string, timeoutMs: number): PageChecks {
     page.on('pageerror', (e) => checks.consoleErrors.push(`${who} uncaught: ${e.message}`));
   };
   const checkPage: PageChecks['checkPage'] = async (page: Page, where: string) => {
+    // A notification fading in (0.18 s) is measured half transparent: axe would report its text's
+    // contrast as it is during the fade. Finite animations end first (spinners run on).
+    await page.evaluate(() =>
+      Promise.all(
+        document
+          .getAnimations()
+          .filter((a) => a.effect?.getComputedTiming().iterations !== Number.POSITIVE_INFINITY)
+          .map((a) => a.finished.catch(() => undefined)),
+      ),
+    );
     await page.evaluate(AXE_SOURCE);
     const found = await page.evaluate(async () => {
       const axe = (
