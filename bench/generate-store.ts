@@ -23,6 +23,7 @@ import type { Database } from '../src/db/schema.ts';
 import type { DatabaseHandle } from '../src/db/database.ts';
 import { formatCursor } from '../src/shared/cursor.ts';
 import { checkStoreDocuments, documentKinds } from '../src/resources/store-schema.ts';
+import { storedDocument } from '../src/db/documents.ts';
 
 export interface StoreSize {
   products: number;
@@ -115,7 +116,8 @@ export async function loadChunk(db: Kysely<Database>, owner: Owner, stage: Retur
   const alias = kinds[0]!.alias;
   const select = columns.map((c) => {
     const kind = kinds.find((k) => k.column === c);
-    return kind ? `(${kind.build.compile(db).sql})::json` : `${alias}.${c}`;
+    // As stored: the build with the row's version appended (storedDocument, decision 0057).
+    return kind ? storedDocument(kind, sql.raw(`${alias}.version`)).compile(db).sql : `${alias}.${c}`;
   });
   await db.transaction().execute(async (trx) => {
     await sql`SET LOCAL session_replication_role = replica`.execute(trx);
@@ -342,7 +344,7 @@ export async function benchBackfill(db: Kysely<Database>, maxRowsPerTable: numbe
   for (const owner of ['products', 'customers', 'orders', 'stock_movements'] as const) {
     const kinds = documentKinds().filter((k) => k.table === owner);
     const a = kinds[0]!.alias;
-    const set = kinds.map((k) => `${k.column} = (${k.build.compile(db).sql})::json`).join(', ');
+    const set = kinds.map((k) => `${k.column} = ${storedDocument(k, sql.raw(`${a}.version`)).compile(db).sql}`).join(', ');
     const { rows: counted } = await sql<{ n: string }>`SELECT count(*)::text AS n FROM ${sql.raw(owner)}`.execute(db);
     const total = Number(counted[0]!.n);
     const target = Math.min(total, maxRowsPerTable);
