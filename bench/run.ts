@@ -117,6 +117,7 @@ const { values: args } = parseArgs({
     'fair-backlog': { type: 'string' },
     'fair-rounds': { type: 'string' },
     'fair-cap-seconds': { type: 'string' },
+    'fair-import-sync': { type: 'boolean', default: false },
   },
 });
 
@@ -1493,7 +1494,8 @@ function writeKeepingHandNotes(markdown: string): void {
  * `--products-per-store` (BENCH_PRODUCTS_PER_STORE, default 1,000) products, `--stores-layout
  * contiguous|scattered`, `--stores-children` (2 variants and 2 images per product); fairness:
  * `--fair-import-rows` (100,000; 10,000 with --quick), `--fair-backlog` (as many), `--fair-rounds` (2),
- * `--fair-cap-seconds` (60: how long after the import's answer the busy phase waits for its fan-out);
+ * `--fair-cap-seconds` (60: how long after the import's end the busy phase waits for its fan-out),
+ * `--fair-import-sync` (A's import answered at its end, in `serve`, instead of a job the `worker` runs);
  * `--stores-only scale|fairness` runs one part (and leaves the document as it was); `--stores-jit-off`
  * sets `jit = off` on the scratch databases.
  */
@@ -1522,6 +1524,7 @@ async function runStoresBench(): Promise<void> {
     fairBacklog: positive('fair-backlog', args['fair-backlog'], importRows),
     fairIdleSeconds: args.quick ? 15 : 30,
     fairCapSeconds: positive('fair-cap-seconds', args['fair-cap-seconds'], 60),
+    fairImportSync: args['fair-import-sync'] ?? false,
     fairRounds: Math.max(1, positive('fair-rounds', args['fair-rounds'], Math.min(ROUNDS, 2))),
     fairConnections: 4,
     jitOff: args['stores-jit-off'] ?? false,
