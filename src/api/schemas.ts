@@ -156,8 +156,9 @@ export const attributeQuery = Type.Object(
     limit: Type.Optional(limitParam(200, 50)),
     cursor: Type.Optional(
       Type.String({
-        minLength: 1,
-        maxLength: 100,
+        // Any key a variant may hold: keys written before the admin API bounded them (1-100
+        // characters) can be empty or longer, and a next_cursor must always be accepted back.
+        maxLength: 8000,
         description: 'The next_cursor of the previous page (the key of its last attribute): keys strictly after it',
       }),
     ),

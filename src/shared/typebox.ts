@@ -13,5 +13,13 @@ export const Version = Type.Integer({
   examples: [3],
 });
 export const Money = Type.Number({ description: 'Exact amount, at most 2 decimals' });
+/**
+ * An object of named values whose names are bounded: TypeBox's `Type.Record` compiles a string key to
+ * `patternProperties` and drops the key's own bounds, so an empty or overlong name passed validation
+ * (issue 41: an attribute key over 100 characters became a `next_cursor` the attributes list refused).
+ * `propertyNames` keeps them.
+ */
+export const NamedValues = <V extends TSchema>(key: { minLength: number; maxLength: number }, value: V, options: Record<string, unknown> = {}) =>
+  Type.Record(Type.String(key), value, { ...options, propertyNames: { type: 'string', ...key } });
 /** ISO date or timestamp filter: only records created after it. */
 export const sinceParam = Type.String({ minLength: 1, maxLength: 40, description: 'ISO 8601 date or timestamp; only records created after it' });

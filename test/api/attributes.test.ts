@@ -105,6 +105,57 @@ describe.each(backends)('GET /api/v1/attributes (%s)', (backend) => {
     expect((await walk('attributes', 200, { include_inactive: 'true' })).records).toEqual(expected);
   });
 
+  it('pages through keys the admin API no longer accepts (empty, over 100 characters): every next_cursor is accepted back', async () => {
+    // Written before the admin API bounded keys (the service layer takes them as stored).
+    const long = `k${'ü'.repeat(150)}`;
+    await createProduct(t.ctx.database.db, {
+      name: 'Unbounded keys',
+      product_type: 'physical',
+      price: 5,
+      variants: [{ name: 'v', price: 5, attributes: { '': 'empty key', [long]: 'long key' } }],
+    });
+    const products = (await walk('products', 200)).records as Product[];
+    const expected = attributesOf(products);
+    expect(expected[0]!.key).toBe('');
+    expect(expected.map((a) => a.key)).toContain(long);
+    // Pages of one: the first page's next_cursor is the empty key, a later one the long key.
+    const attributes = await walk('attributes', 1);
+    expect(attributes.records).toEqual(expected);
+    const first = await t.app.inject({ url: '/api/v1/attributes?limit=1', headers });
+    expect(first.json().pagination).toMatchObject({ next_cursor: '', has_more: true });
+    expect(first.headers.link).toMatch(/[?&]cursor=[&>]/);
+  });
+
+  it('the admin API refuses an empty or overlong attribute key with 400 naming it, and stores nothing', async () => {
+    const admin = await t.auth(['admin']);
+    const before = await t.app.inject({ url: '/api/v1/attributes?limit=200&include_inactive=true', headers });
+    for (const key of ['', 'x'.repeat(101)]) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/admin/api/v1/products',
+        headers: { ...admin, 'content-type': 'application/json' },
+        payload: JSON.stringify({
+          name: 'Refused',
+          product_type: 'physical',
+          price: 5,
+          variants: [{ name: 'v', price: 5, attributes: { size: 'M', [key]: 'x' } }],
+        }),
+      });
+      expect(res.statusCode, res.body).toBe(400);
+      const problem = res.json() as { code: string; errors: { param: string; message: string }[] };
+      expect(res.headers['content-type']).toContain('application/problem+json');
+      expect(problem.code).toBe('invalid_parameter');
+      expect(problem.errors).toHaveLength(1);
+      expect(problem.errors[0]!.param).toBe('body.variants.0.attributes');
+      expect(problem.errors[0]!.message).toMatch(
+        key === '' ? /^key "" must NOT have fewer than 1 characters/ : /^key "x{40}…" must NOT have more than 100 characters/,
+      );
+    }
+    const after = await t.app.inject({ url: '/api/v1/attributes?limit=200&include_inactive=true', headers });
+    // A stored product would have counted one more variant with size M.
+    expect(after.json()).toEqual(before.json());
+  });
+
   it('hands the cursor back on an empty page and refuses what it cannot serve', async () => {
     const past = await t.app.inject({ url: '/api/v1/attributes?cursor=%F0%9F%A6%84', headers });
     expect(past.json()).toEqual({ data: [], pagination: { next_cursor: '🦄', has_more: false, limit: 50 } });

@@ -15,7 +15,7 @@ import { Type } from '@sinclair/typebox';
 import { ApiError } from '../../shared/problem.ts';
 import { requireFreshProof } from '../admin-auth.ts';
 import { dataOf } from '../admin-responses.ts';
-import { Nullable, StringEnum, Timestamp, Uuid } from '../../shared/typebox.ts';
+import { NamedValues, Nullable, StringEnum, Timestamp, Uuid } from '../../shared/typebox.ts';
 import { credentialKeys } from '../../webhooks/endpoint-credentials.ts';
 import { ADMIN_ROLES } from '../sessions/admin-roles.ts';
 import { currentStoreId } from '../../db/store-scope.ts';
@@ -32,7 +32,7 @@ import {
 const strict = { additionalProperties: false } as const;
 const tags = ['Admin: administrators'];
 const Role = StringEnum(ADMIN_ROLES);
-const RoleMap = Type.Record(Type.String({ minLength: 1, maxLength: 200 }), Role, {
+const RoleMap = NamedValues({ minLength: 1, maxLength: 200 }, Role, {
   maxProperties: MAX_SSO_ROLE_VALUES,
   description: "Values of the role claim (a group's name, a role's) and the role each gives here; of several values, the highest role",
 });

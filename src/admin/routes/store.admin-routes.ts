@@ -28,7 +28,7 @@ import { adjustStock } from '../../inventory/stock.service.ts';
 import { importStockCsv } from '../../inventory/stock-import.ts';
 import { importJob, importJobs, importJobsQueued, importRunsAsJob, importsWaiting, submitImportJob } from '../../inventory/import-job.service.ts';
 import { activeRequestTransaction } from '../../db/request-transaction.ts';
-import { StringEnum } from '../../shared/typebox.ts';
+import { NamedValues, StringEnum } from '../../shared/typebox.ts';
 import { ORDER_SOURCES } from '../../orders/order.json-sql.ts';
 import { ApiError, invalidParameter } from '../../shared/problem.ts';
 import { currentStoreId } from '../../db/store-scope.ts';
@@ -45,7 +45,7 @@ const Money = Type.Number({ minimum: 0, maximum: 999_999_999_999.99, multipleOf:
 const Stock = Type.Integer({ minimum: -2_147_483_648, maximum: 2_147_483_647 });
 const Url = Type.String({ format: 'uri', pattern: '^https?://', maxLength: 2000 });
 const Uuid = Type.String({ format: 'uuid' });
-const Attributes = Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.String({ maxLength: 500 }), { maxProperties: 50 });
+const Attributes = NamedValues({ minLength: 1, maxLength: 100 }, Type.String({ maxLength: 500 }), { maxProperties: 50 });
 const strict = { additionalProperties: false } as const;
 
 const VariantBody = Type.Object(

@@ -8,7 +8,7 @@ import { Type } from '@sinclair/typebox';
 import { WebhookService, SUBSCRIBABLE_EVENT_TYPES } from '../../webhooks/webhook.service.ts';
 import { EVENT_TYPES } from '../../resources/event-types.ts';
 import { BATCH_SIZE_MAX, BATCH_SIZE_MIN, DEFAULT_BATCH_SIZE, DELIVERY_ORDERS } from '../../webhooks/fifo-line.ts';
-import { StringEnum } from '../../shared/typebox.ts';
+import { NamedValues, StringEnum } from '../../shared/typebox.ts';
 import { DELIVERY_STATUSES, type DeliveryStatus } from '../../webhooks/webhook-delivery.repository.ts';
 import { exampleEvent } from '../../api/openapi-examples.ts';
 import type { FeedEventType } from '../../resources/registry.ts';
@@ -76,7 +76,7 @@ const ClientCertificateBody = Type.Object(
 const CredentialsBody = Type.Object(
   {
     headers: Type.Optional(
-      Type.Record(Type.String({ minLength: 1, maxLength: 100 }), Type.Union([Type.Null(), Type.String({ maxLength: 4096 })]), {
+      NamedValues({ minLength: 1, maxLength: 100 }, Type.Union([Type.Null(), Type.String({ maxLength: 4096 })]), {
         description:
           'Extra request headers (HTTPS endpoints): values stored sealed, never shown; null removes one. Not webhook-*, content-type or other headers the delivery sets',
       }),

@@ -24,10 +24,16 @@ interface AjvError {
   keyword: string;
   params: Record<string, unknown>;
   message?: string;
+  /** Set by Ajv on the errors of a `propertyNames` schema: the name that failed it. */
+  propertyName?: string;
 }
 
 function paramErrors(context: string | undefined, validation: AjvError[]): ParamError[] {
-  return validation.map((v) => {
+  // A bad name yields two errors: the bound it broke (with `propertyName`) and `propertyNames`'
+  // summary ("property name must be valid"); the first says what was wrong, the second nothing more.
+  const named = validation.some((v) => v.propertyName !== undefined && v.keyword !== 'propertyNames');
+  const errors = named ? validation.filter((v) => v.keyword !== 'propertyNames') : validation;
+  return errors.map((v) => {
     let path = v.instancePath.replace(/^\//, '').replace(/\//g, '.');
     let message = v.message ?? 'is invalid';
     if (v.keyword === 'additionalProperties') {
@@ -36,6 +42,9 @@ function paramErrors(context: string | undefined, validation: AjvError[]): Param
     } else if (v.keyword === 'required') {
       path = [path, String(v.params.missingProperty)].filter(Boolean).join('.');
       message = 'is required';
+    } else if (v.propertyName !== undefined) {
+      const name = v.propertyName.length > 40 ? `${v.propertyName.slice(0, 40)}…` : v.propertyName;
+      message = v.keyword === 'propertyNames' ? `has an invalid key "${name}"` : `key "${name}" ${message}`;
     } else if (v.keyword === 'enum' || v.keyword === 'anyOf') {
       const allowed = (v.params.allowedValues as unknown[] | undefined)?.join(', ');
       if (allowed) message = `must be one of: ${allowed}`;

@@ -27,6 +27,6 @@ export function nextPageUrl(request: FastifyRequest, nextCursor: string): string
 
 /** Sets the `Link: rel="next"` header when the page has more. */
 export function setNextLink(request: FastifyRequest, reply: FastifyReply, nextCursor: string | null, hasMore: boolean): void {
-  if (!hasMore || !nextCursor) return;
+  if (!hasMore || nextCursor === null) return;
   reply.header('Link', `<${nextPageUrl(request, nextCursor)}>; rel="next"`);
 }
