@@ -98,7 +98,13 @@ export function parseBrokerUrl(url: string): BrokerDestination {
   const scheme = SCHEMES[parsed.protocol];
   if (!scheme) throw new WebhookUrlError(`scheme must be one of ${DESTINATION_SCHEMES.join(', ')}`);
   if (!parsed.hostname) throw new WebhookUrlError('must have a host');
-  if (parsed.hash) throw new WebhookUrlError('must not have a fragment');
+  // `hash` is empty for a bare trailing '#' (an empty fragment: `mqtt://…/prefix/#` parsed as the
+  // prefix alone), so the text is looked at. For MQTT a '#' is the wildcard the user meant.
+  if (parsed.hash || url.includes('#')) {
+    throw new WebhookUrlError(
+      scheme.kind === 'mqtt' ? "the topic prefix must not hold the wildcards '+' or '#', nor start with '$'" : 'must not have a fragment',
+    );
+  }
   const names = [...parsed.searchParams.keys()];
   const credential = names.find((n) => CREDENTIAL_PARAMS.test(n));
   if (credential)

@@ -392,6 +392,13 @@ describe.each(backends)('broker URLs refused (%s)', (backend) => {
     ['credentials in the query string', 'amqp://broker.example.com/?exchange=erp&password=s3cret', /credentials in the query string/],
     ['credentials in the query string (MQTT)', 'mqtt://broker.example.com/erp?username=u&password=p', /credentials in the query string/],
     ['an HTTPS URL with credentials', 'https://user:pw@hooks.example.com/in', /credentials/],
+    // A bare trailing '#' is an empty fragment the URL parser drops from `hash`: it was accepted as
+    // `mqtt://…/prefix` (issue 41).
+    ['MQTT topic ending in a bare # wildcard', 'mqtt://broker.example.com:1883/prefix/#', /wildcards '\+' or '#'/],
+    ['MQTT topic with a # fragment', 'mqtt://broker.example.com:1883/prefix#x', /wildcards '\+' or '#'/],
+    ['NATS subject ending in a bare #', 'nats://broker.example.com:4222/erp#', /must not have a fragment/],
+    ['AMQP URL ending in a bare #', 'amqp://broker.example.com/?exchange=erp#', /must not have a fragment/],
+    ['an HTTPS URL ending in a bare #', 'https://hooks.example.com/in#', /must not have a fragment/],
   ])('%s: 400 naming url, nothing stored', async (_case, url, reason) => {
     const res = await t.app.inject({ method: 'POST', url: '/admin/api/v1/webhooks/endpoints', headers: admin, payload: { url } });
     expect(res.statusCode, res.body).toBe(400);
