@@ -186,6 +186,17 @@ const WebhookAttempt = Type.Object(
     response_body_excerpt: Nullable(Type.String()),
     error: Nullable(Type.String()),
     outcome: Type.String(),
+    request_headers: Nullable(
+      Type.Record(Type.String(), Type.String(), {
+        description:
+          "The headers the attempt sent (for a broker, the message headers); the values of an endpoint's extra headers and of its OAuth bearer token are shown as [redacted]; null: nothing was sent (refused address, unusable credentials, an abandoned attempt) or an attempt made before they were kept",
+      }),
+    ),
+    response_headers: Nullable(
+      Type.Record(Type.String(), Type.String(), {
+        description: 'The headers the receiver answered with: at most 40, each value cut at 300 characters, cookies redacted; null: no HTTP answer',
+      }),
+    ),
   },
   { title: 'WebhookAttempt', additionalProperties: false },
 );
@@ -195,7 +206,15 @@ export const WebhookDeliveryDetail = Type.Object(
     ...deliveryFields,
     attempts: Type.Array(WebhookAttempt),
     event: Type.Object(
-      { id: Uuid, type: Type.String(), created_at: Instant, data: Type.Unknown({ description: 'The event payload: the record, or the ping message' }) },
+      {
+        id: Uuid,
+        type: Type.String(),
+        created_at: Instant,
+        data: Type.Unknown({ description: 'The event payload: the record, or the ping message' }),
+        previous: Type.Optional(
+          Type.Unknown({ description: 'On an update: the fields it changed with their values before it, as the delivered body carries them (decision 0057)' }),
+        ),
+      },
       { additionalProperties: false },
     ),
   },

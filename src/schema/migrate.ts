@@ -45,6 +45,7 @@ import * as storeWritesHoldTheirStore from './migrations/0044-store-writes-hold-
 import * as singleSignOn from './migrations/0045-single-sign-on.ts';
 import * as passkeys from './migrations/0046-passkeys.ts';
 import * as claimsFollowDueWork from './migrations/0048-claims-follow-due-work.ts';
+import * as attemptHeaders from './migrations/0049-attempt-headers.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -83,6 +84,7 @@ const migrations: Record<string, Migration> = {
   '0045-single-sign-on': singleSignOn,
   '0046-passkeys': passkeys,
   '0048-claims-follow-due-work': claimsFollowDueWork,
+  '0049-attempt-headers': attemptHeaders,
 };
 
 /** Names of every migration this code has, in order. */

@@ -613,6 +613,10 @@ export interface Finished {
  * endpoint in input order, and only endpoints whose breaker moved (or that answered 410 Gone) are
  * written. Results in input order.
  */
+function headersJson(headers: Readonly<Record<string, string>> | null | undefined): string | null {
+  return headers ? JSON.stringify(headers) : null;
+}
+
 export async function settleDeliveries(db: Kysely<Database>, finished: readonly Finished[]): Promise<SettleResult[]> {
   if (finished.length === 0) return [];
   const rows = finished.map((f) => {
@@ -649,8 +653,10 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
           ${column((r) => isoFromMillis(r.f.options.now))}::timestamptz[], ${column(() => randomUUID())}::uuid[],
           ${column((r) => r.f.delivery.attemptNumber)}::int[], ${column((r) => isoFromMillis(r.f.options.startedAt))}::timestamptz[],
           ${column((r) => r.f.result.durationMs)}::int[], ${column((r) => r.f.result.responseExcerpt)}::text[],
-          ${column((r) => r.f.result.outcome as AttemptOutcome)}::text[]
-        ) AS i(store_id, id, worker_id, status, next_attempt_at, status_code, error, now, attempt_id, attempt_number, started_at, duration_ms, excerpt, outcome)
+          ${column((r) => r.f.result.outcome as AttemptOutcome)}::text[], ${column((r) => headersJson(r.f.result.requestHeaders))}::text[],
+          ${column((r) => headersJson(r.f.result.responseHeaders))}::text[]
+        ) AS i(store_id, id, worker_id, status, next_attempt_at, status_code, error, now, attempt_id, attempt_number, started_at, duration_ms, excerpt, outcome,
+          request_headers, response_headers)
       ), settled AS (
         UPDATE webhook_deliveries d SET
           status = i.status, next_attempt_at = i.next_attempt_at, attempt_count = d.attempt_count + 1,
@@ -667,8 +673,10 @@ export async function settleDeliveries(db: Kysely<Database>, finished: readonly 
         WHERE ${closeBreakers} AND (e.store_id, e.id) IN (SELECT store_id, endpoint_id FROM settled)
           AND (e.consecutive_failures <> 0 OR e.paused_until IS NOT NULL)
       )
-      INSERT INTO webhook_attempts (id, store_id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome)
-      SELECT i.attempt_id, s.store_id, i.id, i.attempt_number, i.started_at, i.duration_ms, i.status_code, i.excerpt, i.error, i.outcome
+      INSERT INTO webhook_attempts (id, store_id, delivery_id, attempt_number, started_at, duration_ms, status_code, response_body_excerpt, error, outcome,
+        request_headers, response_headers)
+      SELECT i.attempt_id, s.store_id, i.id, i.attempt_number, i.started_at, i.duration_ms, i.status_code, i.excerpt, i.error, i.outcome,
+        i.request_headers::json, i.response_headers::json
       FROM input i JOIN settled s ON s.id = i.id
       WHERE ${ASYNC_COMMIT}
       RETURNING delivery_id

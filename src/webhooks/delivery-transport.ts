@@ -15,7 +15,7 @@
  */
 import { addressOf, parseBrokerUrl, isBrokerUrl, type BrokerDestination } from './webhook-destination.ts';
 import { resolveBrokerHost } from './webhook-url-policy.ts';
-import type { AttemptOutcome, HttpAttemptResult, WebhookHttpClient } from './webhook-http-client.ts';
+import { DELIVERY_HEADERS, REDACTED, type AttemptOutcome, type HttpAttemptResult, type WebhookHttpClient } from './webhook-http-client.ts';
 import { BrokerFailure, type BrokerConnection, type BrokerConnector } from './broker-publisher.ts';
 import { createHash } from 'node:crypto';
 import { openCredentials, type CredentialKeys, type EndpointCredentials } from './endpoint-credentials.ts';
@@ -108,10 +108,11 @@ export class DeliveryTransport {
   async send(delivery: DeliveryTarget, headers: Record<string, string>, bytes: Buffer = Buffer.from(delivery.body)): Promise<HttpAttemptResult> {
     const sealed = delivery.sealedCredentials ?? null;
     if (!isBrokerUrl(delivery.url)) {
-      if (sealed === null) return this.#http.post(delivery.url, bytes, headers);
+      if (sealed === null) return sent(await this.#http.post(delivery.url, bytes, headers), { ...DELIVERY_HEADERS, ...headers });
       return this.#postWithCredentials(delivery, sealed, headers, bytes);
     }
-    return this.#publish(delivery, headers, bytes);
+    // A broker message carries the signature headers as its own (AMQP headers, MQTT user properties, NATS headers).
+    return sent(await this.#publish(delivery, headers, bytes), headers);
   }
 
   /**
@@ -129,8 +130,10 @@ export class DeliveryTransport {
     }
     const { credentials, tls } = opened;
     const headers = { ...credentials.headers, ...signature };
+    // What the attempt records: the extra headers' values are credentials (stored sealed, never shown).
+    const recorded = { ...DELIVERY_HEADERS, ...redactedValues(credentials.headers), ...signature };
     const oauth = credentials.oauth;
-    if (!oauth) return this.#http.post(delivery.url, bytes, headers, tls);
+    if (!oauth) return sent(await this.#http.post(delivery.url, bytes, headers, tls), recorded);
     let answer: HttpAttemptResult | undefined;
     for (let round = 0; round < 2; round++) {
       let token: string;
@@ -143,7 +146,7 @@ export class DeliveryTransport {
       if (answer.statusCode !== 401) break;
       this.#tokens.invalidate(delivery.endpointId, token);
     }
-    return { ...answer!, durationMs: Math.round(performance.now() - started) };
+    return sent({ ...answer!, durationMs: Math.round(performance.now() - started) }, { ...recorded, authorization: `Bearer ${REDACTED}` });
   }
 
   /** `sealed` opened (kept by its text: the same sealed text is opened once). Throws SealedCredentialsError. */
@@ -320,6 +323,19 @@ async function closePooled(pooled: PooledBroker): Promise<void> {
   } catch {
     // It never opened: nothing to close.
   }
+}
+
+/**
+ * `answer` with the headers its request carried, when a request went out: not for an address the
+ * policy refused or credentials that could not be used (nothing was sent).
+ */
+function sent(answer: HttpAttemptResult, headers: Readonly<Record<string, string>>): HttpAttemptResult {
+  if (answer.outcome === 'blocked_address' || answer.outcome === 'credentials_error') return answer;
+  return { ...answer, requestHeaders: headers };
+}
+
+function redactedValues(headers: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.keys(headers).map((name) => [name, REDACTED]));
 }
 
 function result(outcome: AttemptOutcome, error: string, started: number): HttpAttemptResult {

@@ -42,6 +42,8 @@ export interface WebhookAttempt {
   response_body_excerpt: string | null;
   error: string | null;
   outcome: string;
+  request_headers: Record<string, string> | null;
+  response_headers: Record<string, string> | null;
 }
 
 export interface DeliveryEvent {
@@ -49,6 +51,8 @@ export interface DeliveryEvent {
   type: string;
   created_at: string;
   data: unknown;
+  /** What an update changed, as the event's body carries it (decision 0057); absent on other events. */
+  previous?: unknown;
 }
 
 const deliveryColumns = sql`
@@ -127,17 +131,21 @@ export async function findDelivery(db: Kysely<Database>, id: string): Promise<We
 
 export async function listAttempts(db: Kysely<Database>, deliveryId: string): Promise<WebhookAttempt[]> {
   const { rows } = await sql<WebhookAttempt>`
-    SELECT id, attempt_number, iso_utc(started_at) AS started_at, duration_ms, status_code, response_body_excerpt, error, outcome
+    SELECT id, attempt_number, iso_utc(started_at) AS started_at, duration_ms, status_code, response_body_excerpt, error, outcome,
+      request_headers, response_headers
     FROM webhook_attempts WHERE ${ownStoreIs('store_id')} AND delivery_id = ${deliveryId}::uuid ORDER BY attempt_number, started_at
   `.execute(db);
   return rows;
 }
 
 export async function findEvent(db: Kysely<Database>, eventId: string): Promise<DeliveryEvent | undefined> {
-  const { rows } = await sql<DeliveryEvent>`
-    SELECT id, type, iso_utc(created_at) AS created_at, data FROM events WHERE ${ownStoreIs('store_id')} AND id = ${eventId}::uuid
+  const { rows } = await sql<DeliveryEvent & { previous: unknown }>`
+    SELECT id, type, iso_utc(created_at) AS created_at, data, previous FROM events WHERE ${ownStoreIs('store_id')} AND id = ${eventId}::uuid
   `.execute(db);
-  return rows[0];
+  const row = rows[0];
+  if (!row) return undefined;
+  const { previous, ...event } = row;
+  return previous === null || previous === undefined ? event : { ...event, previous };
 }
 
 /**

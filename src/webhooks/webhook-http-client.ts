@@ -50,6 +50,10 @@ export interface HttpAttemptResult {
   /** The receiver's Retry-After, in ms, when it sent one. */
   readonly retryAfterMs: number | null;
   readonly durationMs: number;
+  /** The headers sent, credential values redacted (set by the transport); absent: none recorded. */
+  readonly requestHeaders?: Readonly<Record<string, string>> | null;
+  /** The headers the receiver answered with, bounded (responseHeadersOf); absent: no answer. */
+  readonly responseHeaders?: Readonly<Record<string, string>> | null;
 }
 
 export interface WebhookHttpClientOptions {
@@ -61,6 +65,9 @@ export interface WebhookHttpClientOptions {
   originsKept?: number;
   now?: () => number;
 }
+
+/** The headers every delivery request carries before its own (the signature's, an endpoint's extra ones). */
+export const DELIVERY_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'application/json', 'user-agent': 'store-api-webhooks/1' };
 
 /** Endpoint URLs whose origin and path are kept parsed (more are parsed again, never wrong). */
 const TARGETS_KEPT = 1000;
@@ -278,7 +285,7 @@ export class WebhookHttpClient {
         method: 'POST',
         // The type wants a whole EventEmitter; undici itself uses only on/once/removeListener and reason.
         signal: deadline as unknown as EventEmitter,
-        headers: { 'content-type': 'application/json', 'user-agent': 'store-api-webhooks/1', ...headers },
+        headers: { ...DELIVERY_HEADERS, ...headers },
         body,
       });
       const chunks: Buffer[] = [];
@@ -295,9 +302,10 @@ export class WebhookHttpClient {
       }
       const excerpt = excerptOf(Buffer.concat(chunks));
       const statusCode = response.statusCode;
-      if (tooLarge) return failed('response_too_large', `response body over ${MAX_RESPONSE_BYTES} bytes`, statusCode, excerpt);
+      const responseHeaders = responseHeadersOf(response.headers);
+      if (tooLarge) return { ...failed('response_too_large', `response body over ${MAX_RESPONSE_BYTES} bytes`, statusCode, excerpt), responseHeaders };
       if (statusCode >= 200 && statusCode < 300) {
-        return { outcome: 'success', statusCode, responseExcerpt: excerpt, error: null, retryAfterMs: null, durationMs: elapsed() };
+        return { outcome: 'success', statusCode, responseExcerpt: excerpt, error: null, retryAfterMs: null, durationMs: elapsed(), responseHeaders };
       }
       return {
         outcome: 'http_error',
@@ -306,6 +314,7 @@ export class WebhookHttpClient {
         error: `HTTP ${statusCode}`,
         retryAfterMs: parseRetryAfter(response.headers['retry-after'], this.#now()) ?? null,
         durationMs: elapsed(),
+        responseHeaders,
       };
     } catch (error) {
       return classify(error, deadline.expired, this.#options.timeoutMs, elapsed());
@@ -450,6 +459,31 @@ export class Deadlines {
     }
     this.#dropFinished();
   };
+}
+
+/** Most response headers kept with an attempt, and most characters of each value. */
+const RESPONSE_HEADERS_KEPT = 40;
+const HEADER_VALUE_CHARS = 300;
+/** Response headers whose values are kept redacted: a receiver's session cookie is no one's business here. */
+const REDACTED_RESPONSE_HEADERS = new Set(['set-cookie', 'authorization', 'proxy-authenticate', 'www-authenticate']);
+/** What the attempt records of a value it does not show. */
+export const REDACTED = '[redacted]';
+
+/**
+ * A receiver's response headers as an attempt keeps them (issue 41: the dashboard shows what came
+ * back): names lower-cased as undici gives them, repeated ones joined with ", ", the first
+ * RESPONSE_HEADERS_KEPT names, each value cut at HEADER_VALUE_CHARS, cookies redacted.
+ */
+export function responseHeadersOf(headers: Record<string, string | string[] | undefined>): Record<string, string> {
+  const kept: Record<string, string> = {};
+  let count = 0;
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    if (count++ >= RESPONSE_HEADERS_KEPT) break;
+    const text = Array.isArray(value) ? value.join(', ') : value;
+    kept[name] = REDACTED_RESPONSE_HEADERS.has(name) ? REDACTED : text.length > HEADER_VALUE_CHARS ? `${text.slice(0, HEADER_VALUE_CHARS)}…` : text;
+  }
+  return kept;
 }
 
 function excerptOf(buffer: Buffer): string | null {

@@ -74,6 +74,10 @@ export interface WebhookAttemptTable {
   response_body_excerpt: string | null;
   error: string | null;
   outcome: string;
+  /** What the attempt sent, credential values redacted (migration 0049). */
+  request_headers: ColumnType<Record<string, string> | null, string | null | undefined, string | null>;
+  /** What the receiver answered with, bounded (migration 0049). */
+  response_headers: ColumnType<Record<string, string> | null, string | null | undefined, string | null>;
 }
 
 export interface WebhookPollerStateTable {

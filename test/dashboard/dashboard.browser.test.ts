@@ -365,6 +365,23 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     await page.locator('.table-attempts pre', { hasText: 'receiver is failing on purpose' }).first().waitFor();
     const eventId = (await page.locator('dt:text("Event id") + dd code').textContent())!;
     expect(await page.locator('.payload').textContent()).toContain(`"id": "${eventId}"`);
+    // What each attempt sent and what came back (issue 41).
+    await page
+      .locator('.table-attempts summary', { hasText: /^Request headers \(\d+\)$/ })
+      .first()
+      .click();
+    await page
+      .locator('.table-attempts pre', { hasText: `webhook-id: ${eventId}` })
+      .first()
+      .waitFor();
+    await page
+      .locator('.table-attempts summary', { hasText: /^Response headers \(\d+\)$/ })
+      .first()
+      .click();
+    await page
+      .locator('.table-attempts pre', { hasText: /date: .+ GMT/ })
+      .first()
+      .waitFor();
     await shot('delivery', { fullPage: true });
     const firstArrived = receiver.next((r) => r.path === '/hooks/flaky' && r.headers['webhook-id'] === eventId, { status: 200 });
     await page.getByRole('button', { name: 'Retry now' }).click();

@@ -121,6 +121,27 @@ describe.each(backends)('endpoint credentials (%s)', (backend) => {
     expect(tokens.requests).toHaveLength(2);
     expect(receiver.requests.slice(-2).map((r) => r.headers.authorization)).toEqual([`Bearer ${revoked}`, `Bearer ${tokens.issued[1]}`]);
 
+    // Each attempt keeps the headers it sent, credential values redacted, and the ones answered (issue 41).
+    const deliveries = (await kit.api('GET', `/webhooks/deliveries?endpoint_id=${endpoint.id}`)).body.data as { id: string; event_id: string }[];
+    expect(deliveries).toHaveLength(3);
+    for (const delivery of deliveries) {
+      const detail = (await kit.api('GET', `/webhooks/deliveries/${delivery.id}`)).body.data;
+      expect(detail.attempts).toHaveLength(1);
+      const [attempt] = detail.attempts;
+      const sent = receiver.requests.filter((r) => r.headers['webhook-id'] === delivery.event_id).at(-1)!;
+      expect(attempt.request_headers).toEqual({
+        'content-type': 'application/json',
+        'user-agent': 'store-api-webhooks/1',
+        'X-Gateway-Key': '[redacted]',
+        'webhook-id': delivery.event_id,
+        'webhook-timestamp': sent.headers['webhook-timestamp'],
+        'webhook-signature': sent.headers['webhook-signature'],
+        authorization: 'Bearer [redacted]',
+      });
+      expect(attempt.response_headers).toMatchObject({ connection: 'keep-alive', date: expect.stringMatching(/ GMT$/) });
+    }
+    secrets.push(...tokens.issued);
+
     const stored = await storedText();
     for (const secret of secrets) expect(stored.includes(secret), 'a secret stored in clear').toBe(false);
     await kit.api('PATCH', `/webhooks/endpoints/${endpoint.id}`, { enabled: false });
@@ -165,7 +186,14 @@ describe.each(backends)('endpoint credentials (%s)', (backend) => {
       // Recorded as the attempt's failure, like any other.
       const deliveries = await kit.api('GET', `/webhooks/deliveries?endpoint_id=${created.id}`);
       const detail = await kit.api('GET', `/webhooks/deliveries/${deliveries.body.data[0].id}`);
-      expect(detail.body.data.attempts[0]).toMatchObject({ outcome: 'credentials_error', status_code: null, error: report!.result.error });
+      // Nothing was sent to the receiver: no headers either way.
+      expect(detail.body.data.attempts[0]).toMatchObject({
+        outcome: 'credentials_error',
+        status_code: null,
+        error: report!.result.error,
+        request_headers: null,
+        response_headers: null,
+      });
     } finally {
       tokens.failWith = null;
     }
@@ -210,6 +238,8 @@ describe.each(backends)('endpoint credentials (%s)', (backend) => {
       [{ url: https, credentials: { headers: { 'Content-Type': 'text/plain' } } }, 'credentials.headers.Content-Type'],
       [{ url: https, credentials: { headers: { 'Bad Name': 'x' } } }, 'credentials.headers.Bad Name'],
       [{ url: https, credentials: { headers: { 'X-Split': 'a\r\nInjected: b' } } }, 'credentials.headers.X-Split'],
+      // Header names are 1-100 characters (the schema's bound on the name, lost before propertyNames).
+      [{ url: https, credentials: { headers: { [`X-${'n'.repeat(99)}`]: 'x' } } }, 'body.credentials.headers'],
       [{ url: https, credentials: { oauth: { token_url: 'http://example.com/token', client_id: 'a', client_secret: 'b' } } }, 'credentials.oauth.token_url'],
       [{ url: https, credentials: { oauth: { token_url: 'not a url', client_id: 'a', client_secret: 'b' } } }, 'credentials.oauth.token_url'],
       [{ url: https, credentials: { oauth: { token_url: tokens.url, client_id: 'a' } } }, 'credentials.oauth.client_secret'],

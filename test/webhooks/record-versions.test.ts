@@ -23,6 +23,8 @@ describe.each(backends)('record versions and what changed (%s)', (backend) => {
   let nats: Awaited<ReturnType<typeof natsConsumer>>;
   /** Ids of the records this file wrote: their events are the ones every destination must carry. */
   const written = new Set<string>();
+  let httpEndpoint: string;
+  let amqpEndpoint: string;
 
   beforeAll(async () => {
     kit = await webhookTestKit(backend);
@@ -33,8 +35,8 @@ describe.each(backends)('record versions and what changed (%s)', (backend) => {
     mqtt = await mqttConsumer();
     nats = await natsConsumer();
     // Every event type to each destination.
-    await kit.createEndpoint(receiver.url);
-    await kit.createEndpoint(`amqp://guest:guest@${RABBITMQ.host}:${RABBITMQ.port}/%2F?exchange=${amqp.exchange}`);
+    httpEndpoint = (await kit.createEndpoint(receiver.url)).id;
+    amqpEndpoint = (await kit.createEndpoint(`amqp://guest:guest@${RABBITMQ.host}:${RABBITMQ.port}/%2F?exchange=${amqp.exchange}`)).id;
     await kit.createEndpoint(`mqtt://${MOSQUITTO.host}:${MOSQUITTO.port}/${mqtt.prefix}`);
     await kit.createEndpoint(`nats://${NATS.host}:${NATS.port}/${nats.prefix}`);
   }, 60_000);
@@ -252,6 +254,27 @@ describe.each(backends)('record versions and what changed (%s)', (backend) => {
     ] as const) {
       const received = new Map(bodies.map((b) => [JSON.parse(b).id as string, JSON.parse(b) as Envelope]));
       for (const [id, event] of feed) expect(received.get(id), `${name}: ${event.type} v${event.data.version}`).toEqual(event);
+    }
+
+    // The admin API's delivery detail shows the event as delivered, previous included, and each
+    // attempt's headers: the HTTP request's and answer's, the broker message's (no answer).
+    const updated = [...feed.values()].find((e) => e.type === 'customer.updated' && e.previous !== undefined)!;
+    const created = [...feed.values()].find((e) => e.type === 'customer.created')!;
+    for (const [endpoint, answered] of [
+      [httpEndpoint, true],
+      [amqpEndpoint, false],
+    ] as const) {
+      for (const event of [updated, created]) {
+        const page = (await kit.api('GET', `/webhooks/deliveries?endpoint_id=${endpoint}&id=${event.id}`)).body.data as { id: string }[];
+        expect(page).toHaveLength(1);
+        const detail = (await kit.api('GET', `/webhooks/deliveries/${page[0]!.id}`)).body.data;
+        expect(detail.event).toEqual(event);
+        const attempt = detail.attempts.at(-1);
+        expect(attempt.outcome).toBe('success');
+        expect(attempt.request_headers).toMatchObject({ 'webhook-id': event.id, 'webhook-signature': expect.stringMatching(/^v1,/) });
+        if (answered) expect(attempt.response_headers).toMatchObject({ date: expect.any(String) });
+        else expect(attempt.response_headers).toBeNull();
+      }
     }
   });
 });

@@ -2966,6 +2966,8 @@ export interface components {
                 created_at: string;
                 /** @description The event payload: the record, or the ping message */
                 data: unknown;
+                /** @description On an update: the fields it changed with their values before it, as the delivered body carries them (decision 0057) */
+                previous?: unknown;
             };
         };
         /** WebhookAttempt */
@@ -2980,6 +2982,12 @@ export interface components {
             response_body_excerpt: string | null;
             error: string | null;
             outcome: string;
+            request_headers: {
+                [key: string]: string;
+            } | null;
+            response_headers: {
+                [key: string]: string;
+            } | null;
         };
         /** DeliveryStats */
         DeliveryStats: {

@@ -40,6 +40,18 @@ function attemptError(a) {
   return h('p', { class: 'cell-error-full', text: a.error });
 }
 
+/** A collapsed list of headers as sent or answered ("name: value" lines), or nothing when none were kept. */
+function headersDetails(label, headers) {
+  const names = headers ? Object.keys(headers) : [];
+  if (!names.length) return null;
+  return h(
+    'details',
+    { class: 'excerpt' },
+    h('summary', { text: `${label} (${names.length})` }),
+    h('pre', { class: 'code-block code-block-sm' }, h('code', { text: names.map((n) => `${n}: ${headers[n]}`).join('\n') })),
+  );
+}
+
 function attemptsTable(attempts) {
   if (!attempts.length) return h('p', { class: 'muted', text: 'No attempt has been made yet.' });
   return h(
@@ -92,12 +104,20 @@ function attemptsTable(attempts) {
                 : attemptError(a)
                   ? null
                   : h('span', { class: 'muted', text: 'Empty body' }),
+              headersDetails('Request headers', a.request_headers),
+              headersDetails('Response headers', a.response_headers),
             ),
           ),
         ),
       ),
     ),
   );
+}
+
+function abandonedNote(attempts) {
+  const abandoned = attempts.filter((a) => a.outcome === 'abandoned').length;
+  if (!abandoned) return undefined;
+  return `${abandoned} more ${abandoned === 1 ? 'was' : 'were'} abandoned: the worker making ${abandoned === 1 ? 'it' : 'them'} stopped before recording the outcome, so the receiver may or may not have got ${abandoned === 1 ? 'it' : 'them'}.`;
 }
 
 export async function renderDelivery(view) {
@@ -123,7 +143,14 @@ export async function renderDelivery(view) {
       : null;
     const payload = formatJson(
       d.event?.data !== undefined
-        ? { id: d.event.id, type: d.event.type, created_at: d.event.created_at, data: d.event.data, ...(d.test ? { test: true } : {}) }
+        ? {
+            id: d.event.id,
+            type: d.event.type,
+            created_at: d.event.created_at,
+            data: d.event.data,
+            ...(d.event.previous !== undefined ? { previous: d.event.previous } : {}),
+            ...(d.test ? { test: true } : {}),
+          }
         : d.event,
     );
     replace(
@@ -175,7 +202,13 @@ export async function renderDelivery(view) {
           body: h('pre', { class: 'code-block payload', tabindex: '0' }, h('code', { text: payload })),
         }),
       ),
-      card({ title: `Attempts (${d.attempts.length})`, body: attemptsTable(d.attempts), id: 'attempts-heading' }),
+      card({
+        // An abandoned attempt is one a stopped worker never recorded the end of: it is listed, not counted.
+        title: `Attempts (${d.attempts.filter((a) => a.outcome !== 'abandoned').length})`,
+        description: abandonedNote(d.attempts),
+        body: attemptsTable(d.attempts),
+        id: 'attempts-heading',
+      }),
     );
   };
 
