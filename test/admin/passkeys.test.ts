@@ -336,6 +336,40 @@ describe.each(backends)('passkeys (%s)', (backend) => {
     expect((await anonymous('/links/check', { code })).statusCode).toBe(409);
   });
 
+  it('where single sign-on is required, a passkey opens no session in that store: refused 403, audited, the break-glass owner still signs in', async () => {
+    // The settings as an owner saves them (the provider is not asked at sign-in): the test app's
+    // store, its only one, requires SSO, its owner is the break-glass account.
+    const store = await t.database.db.selectFrom('stores').select('id').executeTakeFirstOrThrow();
+    await t.database.db
+      .insertInto('store_sso_settings')
+      .values({
+        store_id: store.id,
+        issuer: 'https://idp.example.com',
+        client_id: 'store-api',
+        client_secret_sealed: 'sealed',
+        allowed_domains: JSON.stringify(['example.com']),
+        role_claim: 'groups',
+        role_map: JSON.stringify({}),
+        default_role: null,
+        require_sso: true,
+        break_glass: JSON.stringify([ownerId]),
+      } as never)
+      .execute();
+    try {
+      const { options, cookie } = await authOptions('sign_in');
+      const refused = await anonymous('/session/passkey', { credential: adminKey.assert(options, adminKey.credentials[0]) }, cookie);
+      expect(refused.statusCode, refused.body).toBe(403);
+      expect(refused.headers['content-type']).toContain('application/problem+json');
+      expect(refused.json().detail).toMatch(/requires single sign-on/);
+      expect(sessionCookie(refused)).toBeUndefined();
+      expect((await audit('session.sign_in_failed')).at(-1)).toMatchObject({ email: ADMIN, reason: 'sso_required', method: 'passkey' });
+      // The break-glass owner's passkey still opens a session.
+      expect((await passkeySignIn(ownerKey)).cookie).toBeTruthy();
+    } finally {
+      await t.database.db.deleteFrom('store_sso_settings').execute();
+    }
+  });
+
   it('removes a passkey with a fresh proof; it signs in no more; another account cannot remove it', async () => {
     const [mine] = (await as(owner, 'GET', '/account/passkeys')).json().data;
     const admin = await passkeySignIn(adminKey);

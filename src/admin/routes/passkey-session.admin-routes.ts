@@ -18,10 +18,9 @@ import { recordAudit } from '../audit/audit-log.ts';
 import { inHomeStore } from '../../stores/store.service.ts';
 import { dataOf } from '../admin-responses.ts';
 import { findAdminUserById } from '../sessions/admin-user.service.ts';
-import { deleteAdminSession } from '../sessions/admin-session.service.ts';
 import { clearSignInFailures } from '../sessions/sign-in-throttle.ts';
 import { PasskeyRefusal, finishAuthentication, startAuthentication } from '../sessions/passkey.service.ts';
-import { clearPasskeyCeremonyCookie, passkeyCeremonyOf, sessionIdOf, setPasskeyCeremonyCookie } from '../sessions/session-cookie.ts';
+import { clearPasskeyCeremonyCookie, passkeyCeremonyOf, setPasskeyCeremonyCookie } from '../sessions/session-cookie.ts';
 import { SESSION_TAGS, sessionBody, signInRoutes, startedSessionResponse, type SignInKit } from './session-routes-kit.ts';
 import { AssertionCredential, CeremonyOptions, asAssertion } from './passkey.admin-routes.ts';
 import { StringEnum } from '../../shared/typebox.ts';
@@ -175,17 +174,10 @@ export async function passkeySessionRoutes(app: FastifyInstance): Promise<void> 
       // required it opens a session only in the account's other stores (decision 0062).
       const storeId = await signIn.localSignInStore(request, user, 'passkey');
       await clearSignInFailures(db, passkeyThrottleKey(request), request.ip);
-      const previous = sessionIdOf(request);
-      if (previous) await deleteAdminSession(db, previous);
-      const session = await signIn.startSession(request, reply, user.id, storeId);
-      request.log.info({ admin: user.email, store: session.storeId }, 'administrator signed in with a passkey');
-      await signIn.auditOwn(
-        request,
-        user,
-        'session.signed_in',
-        { user_agent: request.headers['user-agent']?.slice(0, 300) ?? null, method: 'passkey', passkey: { id: passed.passkeyId, name: passed.name } },
-        session.storeId,
-      );
+      const session = await signIn.replaceSession(request, reply, user, storeId, {
+        message: 'administrator signed in with a passkey',
+        details: { method: 'passkey', passkey: { id: passed.passkeyId, name: passed.name } },
+      });
       return { data: sessionBody(session) };
     },
   );

@@ -6,8 +6,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../shared/problem.ts';
 import { recordSignInFailure, signInRetryAfterMs, type ThrottlePolicy } from '../sessions/sign-in-throttle.ts';
-import { createAdminSession, type AdminSession } from '../sessions/admin-session.service.ts';
-import { SESSION_COOKIE, SESSION_COOKIE_PATH, setSessionCookie } from '../sessions/session-cookie.ts';
+import { createAdminSession, deleteAdminSession, type AdminSession } from '../sessions/admin-session.service.ts';
+import { SESSION_COOKIE, SESSION_COOKIE_PATH, sessionIdOf, setSessionCookie } from '../sessions/session-cookie.ts';
 import { DashboardSession, dataOf } from '../admin-responses.ts';
 import { verifySecondFactor } from '../sessions/second-factor.service.ts';
 import { recordAudit, type AuditAction } from '../audit/audit-log.ts';
@@ -63,6 +63,19 @@ export interface SignInKit {
     adminUserId: string,
     /** The store it acts in; default: the account's first (the home store first). */
     storeId?: string,
+  ): Promise<Awaited<ReturnType<typeof createAdminSession>>['session']>;
+  /**
+   * A sign-in's end, whatever proved it (password, passkey, SSO): the browser's previous session
+   * (if any) deleted, a new one started in `storeId` (startSession), the sign-in logged with
+   * `message` and audited as `session.signed_in` with the browser's user agent and `details`, in the
+   * log of the store the session acts in.
+   */
+  replaceSession(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    user: { id: string; email: string },
+    storeId: string | undefined,
+    signedIn: { message: string; details: Record<string, unknown> },
   ): Promise<Awaited<ReturnType<typeof createAdminSession>>['session']>;
   /**
    * The store a session signed in with a credential of this service (a password or a passkey) may
@@ -175,6 +188,20 @@ export function signInRoutes(app: FastifyInstance): SignInKit {
         }),
       );
       throw new ApiError('forbidden', SSO_REQUIRED_MESSAGE);
+    },
+    async replaceSession(request, reply, user, storeId, signedIn) {
+      const previous = sessionIdOf(request);
+      if (previous) await deleteAdminSession(db, previous);
+      const session = await this.startSession(request, reply, user.id, storeId);
+      request.log.info({ admin: user.email, store: session.storeId, role: session.role }, signedIn.message);
+      await this.auditOwn(
+        request,
+        user,
+        'session.signed_in',
+        { user_agent: request.headers['user-agent']?.slice(0, 300) ?? null, ...signedIn.details },
+        session.storeId,
+      );
+      return session;
     },
     async startSession(request, reply, adminUserId, storeId) {
       const { sessionId, session } = await createAdminSession(db, {

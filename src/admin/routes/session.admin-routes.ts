@@ -127,18 +127,10 @@ export async function sessionAdminRoutes(app: FastifyInstance): Promise<void> {
       }
       await touchSignIn(db, user.id);
       await clearSignInFailures(db, email, request.ip);
-      const previous = sessionIdOf(request);
-      if (previous) await deleteAdminSession(db, previous);
-      const session = await signIn.startSession(request, reply, user.id, storeId);
-      request.log.info({ admin: user.email, store: session.storeId }, 'administrator signed in');
-      // Recorded in the audit log of the store the session acts in.
-      await signIn.auditOwn(
-        request,
-        user,
-        'session.signed_in',
-        { user_agent: request.headers['user-agent']?.slice(0, 300) ?? null, second_factor: secondFactorMethod },
-        session.storeId,
-      );
+      const session = await signIn.replaceSession(request, reply, user, storeId, {
+        message: 'administrator signed in',
+        details: { second_factor: secondFactorMethod },
+      });
       return { data: sessionBody(session) };
     },
   );

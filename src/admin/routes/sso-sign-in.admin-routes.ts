@@ -20,8 +20,6 @@ import { ApiError, type ErrorCode } from '../../shared/problem.ts';
 import { publicUrl } from '../../config/config.ts';
 import { credentialKeys, SealedCredentialsError } from '../../webhooks/endpoint-credentials.ts';
 import { addMembership, changeAdminRole, createAdminUser, findAdminUser, normalizeEmail } from '../sessions/admin-user.service.ts';
-import { deleteAdminSession } from '../sessions/admin-session.service.ts';
-import { sessionIdOf } from '../sessions/session-cookie.ts';
 import {
   beginSignIn,
   domainAllowed,
@@ -240,11 +238,7 @@ export async function ssoSignInRoutes(app: FastifyInstance): Promise<void> {
         );
       }
       const user = await inStore(storeId, () => provision(request, { email, role: mapped, storeId, breakGlass: settings.breakGlass }));
-      const previous = sessionIdOf(request);
-      if (previous) await deleteAdminSession(db, previous);
-      const session = await signIn.startSession(request, reply, user.id, storeId);
-      await signIn.auditOwn(request, user, 'session.signed_in', { method: 'sso', user_agent: request.headers['user-agent']?.slice(0, 300) ?? null }, storeId);
-      request.log.info({ admin: email, store: storeId, role: session.role }, 'administrator signed in with SSO');
+      await signIn.replaceSession(request, reply, user, storeId, { message: 'administrator signed in with SSO', details: { method: 'sso' } });
       return reply.redirect('/admin', 303);
     } catch (error) {
       if (error instanceof Refusal) return refuse(request, reply, error);
