@@ -25,6 +25,7 @@ import { type ChildProcess, fork, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
+import { Agent as UndiciAgent, fetch as undiciFetch } from 'undici';
 import { postStockImport } from './bench-tools.ts';
 
 const ROWS = Number(process.env.BENCH_IMPORT_ROWS ?? 100_000);
@@ -153,17 +154,20 @@ async function round(stepRows: string | undefined) {
   const importing = postStockImport(base, token, csv);
   const latencies: number[] = [];
   const listLatencies: number[] = [];
+  // No client timeout: during the one-transaction import a list waits for all of it (the embedded
+  // database runs one statement at a time), longer than fetch's default 300 s for the headers.
+  const patient = new UndiciAgent({ headersTimeout: 0, bodyTimeout: 0 });
   const healthz = (async () => {
     while (!importing.done()) {
       const t = performance.now();
-      await fetch(`${base}/healthz`).then((r) => r.arrayBuffer());
+      await undiciFetch(`${base}/healthz`, { dispatcher: patient }).then((r) => r.arrayBuffer());
       latencies.push(performance.now() - t); // sent while the import ran, even if answered after it
     }
   })();
   const lists = (async () => {
     while (!importing.done()) {
       const t = performance.now();
-      const r = await fetch(`${base}/api/v1/products?limit=200`, { headers: { authorization: `Bearer ${reader}` } });
+      const r = await undiciFetch(`${base}/api/v1/products?limit=200`, { dispatcher: patient, headers: { authorization: `Bearer ${reader}` } });
       await r.arrayBuffer();
       if (r.status !== 200) throw new Error(`the products list answered ${r.status}`);
       listLatencies.push(performance.now() - t);
@@ -171,6 +175,7 @@ async function round(stepRows: string | undefined) {
   })();
   const result = await importing.answered;
   await Promise.all([healthz, lists]);
+  await patient.close();
   killBurner();
   process.off('exit', killBurner);
   child.send('stop');

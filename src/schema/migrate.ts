@@ -46,6 +46,7 @@ import * as singleSignOn from './migrations/0045-single-sign-on.ts';
 import * as passkeys from './migrations/0046-passkeys.ts';
 import * as claimsFollowDueWork from './migrations/0048-claims-follow-due-work.ts';
 import * as attemptHeaders from './migrations/0049-attempt-headers.ts';
+import * as cheaperDocumentPrevious from './migrations/0050-cheaper-document-previous.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -85,6 +86,7 @@ const migrations: Record<string, Migration> = {
   '0046-passkeys': passkeys,
   '0048-claims-follow-due-work': claimsFollowDueWork,
   '0049-attempt-headers': attemptHeaders,
+  '0050-cheaper-document-previous': cheaperDocumentPrevious,
 };
 
 /** Names of every migration this code has, in order. */
