@@ -16,13 +16,25 @@
  * A resumed job skips the steps already committed. A `quantity_change` import is one transaction.
  */
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { AppContext } from '../app-context.ts';
 import { asPlatform, inStore } from '../db/store-scope.ts';
 import { ApiError } from '../shared/problem.ts';
 import { holdStoreOpen } from '../stores/store.service.ts';
 import { importStockCsv, type StepDone } from './stock-import.ts';
 import { importJobsQueued } from './import-job.service.ts';
-import { claimJob, finishJob, recordStep, releaseAbandonedJobs, renewHold, requeueJob, setJobPlan, type ClaimedJob } from './import-job.repository.ts';
+import {
+  claimJob,
+  finishJob,
+  otherSessionsBusy,
+  recordStep,
+  releaseAbandonedJobs,
+  renewHold,
+  requeueJob,
+  setJobPlan,
+  type ClaimedJob,
+} from './import-job.repository.ts';
 
 /** Errors listed in a failed job (all of them are counted in its detail). */
 const LISTED_ERRORS = 100;
@@ -31,6 +43,26 @@ const LISTED_ERRORS = 100;
 export type ImportJobStepHook = (job: { id: string; storeId: string }, step: StepDone) => void | Promise<void>;
 
 let stepHook: ImportJobStepHook | undefined;
+
+/** Longest rest after one step (IMPORT_JOB_REST_PERCENT). */
+const MOST_REST_MS = 1000;
+
+/**
+ * How long a job rests after a step that took `stepMs` (decision 0060, amended): `percent` of it,
+ * at most MOST_REST_MS, when other sessions are busy; none otherwise.
+ */
+export function restAfterStep(stepMs: number, percent: number, othersBusy: boolean): number {
+  if (!othersBusy || percent <= 0 || stepMs <= 0) return 0;
+  return Math.min(MOST_REST_MS, Math.round((stepMs * percent) / 100));
+}
+
+/** Called with each rest a job takes between two steps (ms); for tests. */
+let restHook: ((restMs: number) => void) | undefined;
+
+/** Sets (or clears) the hook told of every rest between steps; for tests, never set in production. */
+export function setImportJobRestHook(hook: ((restMs: number) => void) | undefined): void {
+  restHook = hook;
+}
 
 /** Sets (or clears) the hook called after each committed step of every job; for tests, never set in production. */
 export function setImportJobStepHook(hook: ImportJobStepHook | undefined): void {
@@ -95,6 +127,16 @@ export function startImportJobRunner(ctx: AppContext, { storeId }: RunnerOptions
       logger.warn({ job: job.id, store: job.store_id, status: job.status, rowsDone: job.rows_done }, 'import job of a stopped runner taken back');
   }
 
+  /**
+   * Whether other sessions of the database are running a statement now (another store's reads, the
+   * deliveries): on PostgreSQL, from pg_stat_activity (sessions of the service's own role are
+   * visible to it). The embedded database has one session, whose steps give way by turns already.
+   */
+  async function othersBusy(): Promise<boolean> {
+    if (database.backend === 'pglite' || config.IMPORT_JOB_REST_PERCENT === 0) return false;
+    return otherSessionsBusy(db);
+  }
+
   /** Runs one claimed job in its store, to its end or to the runner's stop. */
   async function run(job: ClaimedJob): Promise<void> {
     const stepRows = job.step_rows ?? (config.STOCK_IMPORT_STEP_ROWS > 0 ? config.STOCK_IMPORT_STEP_ROWS : null);
@@ -114,6 +156,8 @@ export function startImportJobRunner(ctx: AppContext, { storeId }: RunnerOptions
     );
     renew.unref();
     const log = logger.child({ job: job.id, store: job.store_id });
+    // When the current step began (the previous one's end, after its rest).
+    let stepStarted = performance.now();
     try {
       await inStore(job.store_id, async () => {
         try {
@@ -140,6 +184,15 @@ export function startImportJobRunner(ctx: AppContext, { storeId }: RunnerOptions
               await stepHook?.({ id: job.id, storeId: job.store_id }, step);
               if (abandoned) throw new JobLost();
               if (stopping) throw new RunnerStopping();
+              // Give way to other work: a job that takes every core it can delays another
+              // store's lists and deliveries (the fairness bench, docs/benchmarks-stores.md).
+              const last = step.done >= step.total;
+              const rest = last ? 0 : restAfterStep(performance.now() - stepStarted, config.IMPORT_JOB_REST_PERCENT, await othersBusy());
+              if (rest > 0) {
+                restHook?.(rest);
+                await sleep(rest);
+              }
+              stepStarted = performance.now();
             },
           });
           done = summary.rows;

@@ -229,3 +229,15 @@ export async function requeueJob(db: Handle, id: string, runner: string, note: s
   `.execute(db);
   return rows.length > 0;
 }
+
+/**
+ * Whether another session of this database is running a statement now (PostgreSQL's
+ * pg_stat_activity: the sessions of the service's own role are visible to it), the runner's sign
+ * that other work is waiting for the cores.
+ */
+export async function otherSessionsBusy(db: Kysely<Database>): Promise<boolean> {
+  const { rows } = await sql<{ busy: boolean }>`
+    SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'
+      AND pid <> pg_backend_pid() AND backend_type = 'client backend') AS busy`.execute(db);
+  return rows[0]?.busy === true;
+}

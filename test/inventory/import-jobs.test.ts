@@ -11,7 +11,14 @@ import { sql } from 'kysely';
 import { backends } from '../helpers/test-database.ts';
 import { UNLIMITED, buildTestApp, type TestApp } from '../helpers/test-app.ts';
 import { aProduct } from '../helpers/store-fixtures.ts';
-import { setImportJobStepHook, startImportJobRunner, type ImportJobRunner } from '../../src/inventory/import-job-runner.ts';
+import pg from 'pg';
+import {
+  restAfterStep,
+  setImportJobRestHook,
+  setImportJobStepHook,
+  startImportJobRunner,
+  type ImportJobRunner,
+} from '../../src/inventory/import-job-runner.ts';
 import { createToken } from '../../src/tokens/token.service.ts';
 import { createStore, setStoreStatus } from '../../src/stores/store.service.ts';
 import { claimJob } from '../../src/inventory/import-job.repository.ts';
@@ -49,6 +56,7 @@ describe.each(backends)('import jobs (%s)', (backend) => {
   });
   afterEach(async () => {
     setImportJobStepHook(undefined);
+    setImportJobRestHook(undefined);
     for (const open of latches.splice(0)) open();
     await Promise.all(runners.splice(0).map((r) => r.stop()));
   });
@@ -317,6 +325,48 @@ describe.each(backends)('import jobs (%s)', (backend) => {
     const done = await ended(submitted.id);
     expect(done).toMatchObject({ status: 'succeeded', rows_done: 6, attempts: 2 });
     expect(await Promise.all(products.map((p) => stockOf(p.id)))).toEqual([100, 101, 102, 103, 104, 105]);
+  });
+
+  it('rests between steps while another session of the database is busy, as long as the step took (PostgreSQL); the embedded database never rests', async () => {
+    const rests: number[] = [];
+    setImportJobRestHook((ms) => rests.push(ms));
+    const { products, csv } = await productsAndCsv(8);
+    // Another session busy for the whole job: a statement that sleeps until it is cancelled.
+    const other = backend === 'postgres' ? new pg.Client({ connectionString: t.database.url }) : undefined;
+    let otherPid = 0;
+    if (other) {
+      await other.connect();
+      otherPid = (await other.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      void other.query('SELECT pg_sleep(600)').catch(() => {});
+      await vi.waitFor(async () => {
+        const { rows } = await sql<{ state: string }>`SELECT state FROM pg_stat_activity WHERE pid = ${otherPid}`.execute(db());
+        expect(rows[0]?.state).toBe('active');
+      }, WAIT);
+    }
+    try {
+      const submitted = (await submit(csv)).json().data;
+      runner();
+      expect(await ended(submitted.id)).toMatchObject({ status: 'succeeded', rows_done: 8 });
+    } finally {
+      if (other) {
+        await sql`SELECT pg_cancel_backend(${otherPid})`.execute(db());
+        await other.end();
+      }
+    }
+    expect(await Promise.all(products.map((p) => stockOf(p.id)))).toEqual([100, 101, 102, 103, 104, 105, 106, 107]);
+    // Four steps of two rows: a rest after each but the last, while the other session was busy.
+    if (backend === 'postgres') {
+      expect(rests).toHaveLength(3);
+      for (const ms of rests) expect(ms).toBeGreaterThan(0);
+    } else expect(rests).toEqual([]);
+  });
+
+  it('rests IMPORT_JOB_REST_PERCENT of the step, at most a second, only when others are busy', () => {
+    expect(restAfterStep(80, 100, true)).toBe(80);
+    expect(restAfterStep(80, 50, true)).toBe(40);
+    expect(restAfterStep(80, 100, false)).toBe(0);
+    expect(restAfterStep(80, 0, true)).toBe(0);
+    expect(restAfterStep(5000, 100, true)).toBe(1000);
   });
 
   it("is its store's: another store's key gets 404 and does not list it", async () => {
