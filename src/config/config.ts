@@ -143,10 +143,10 @@ export const EnvSchema = Type.Object({
     'An import job whose runner has not renewed its hold for this long is taken as stopped (its process was killed) and resumed from its last committed step; renewed every quarter of it',
   ),
   IMPORT_JOB_REST_PERCENT: Int(
-    100,
+    0,
     0,
     1000,
-    "After each committed step of an import job, when other sessions of the database are busy (PostgreSQL), the runner rests this share of the step's time (at most 1 s) before the next step, so another store's reads and deliveries get the cores; 0 = never rest (see docs/decisions/0060)",
+    "After each committed step of an import job, when other sessions of the database are busy (PostgreSQL), the runner rests this share of the step's time (at most 1 s) before the next step, so other stores' reads and deliveries get more of the cores; 0 = never rest, the default (see docs/decisions/0060)",
   ),
   IMPORT_JOB_ATTEMPTS: Int(3, 1, 100, 'Runs an import job gets: one stopped by a crash or a database error runs again until this many, then fails saying why'),
   PLATFORM_API_TOKEN: Type.Optional(

@@ -48,6 +48,8 @@ describe.each(backends)('import jobs (%s)', (backend) => {
     IMPORT_JOB_POLL_MS: '20',
     IMPORT_JOB_LEASE_MS: '1500',
     IMPORT_JOB_QUEUE: '3',
+    // Off by default; on here, so its rests are seen (and a few ms of rest between the other tests' steps on PostgreSQL).
+    IMPORT_JOB_REST_PERCENT: '100',
   };
 
   beforeAll(async () => {
