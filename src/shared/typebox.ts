@@ -16,7 +16,7 @@ export const Money = Type.Number({ description: 'Exact amount, at most 2 decimal
 /**
  * An object of named values whose names are bounded: TypeBox's `Type.Record` compiles a string key to
  * `patternProperties` and drops the key's own bounds, so an empty or overlong name passed validation
- * (issue 41: an attribute key over 100 characters became a `next_cursor` the attributes list refused).
+ * (an attribute key over 100 characters became a `next_cursor` the attributes list refused).
  * `propertyNames` keeps them.
  */
 export const NamedValues = <V extends TSchema>(key: { minLength: number; maxLength: number }, value: V, options: Record<string, unknown> = {}) =>

@@ -470,7 +470,7 @@ const REDACTED_RESPONSE_HEADERS = new Set(['set-cookie', 'authorization', 'proxy
 export const REDACTED = '[redacted]';
 
 /**
- * A receiver's response headers as an attempt keeps them (issue 41: the dashboard shows what came
+ * A receiver's response headers as an attempt keeps them (the dashboard shows what came
  * back): names lower-cased as undici gives them, repeated ones joined with ", ", the first
  * RESPONSE_HEADERS_KEPT names, each value cut at HEADER_VALUE_CHARS, cookies redacted.
  */

@@ -365,7 +365,7 @@ describe.skipIf(!hasChromium)('admin dashboard in Chromium', () => {
     await page.locator('.table-attempts pre', { hasText: 'receiver is failing on purpose' }).first().waitFor();
     const eventId = (await page.locator('dt:text("Event id") + dd code').textContent())!;
     expect(await page.locator('.payload').textContent()).toContain(`"id": "${eventId}"`);
-    // What each attempt sent and what came back (issue 41).
+    // What each attempt sent and what came back.
     await page
       .locator('.table-attempts summary', { hasText: /^Request headers \(\d+\)$/ })
       .first()

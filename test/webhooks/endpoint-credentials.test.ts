@@ -121,7 +121,7 @@ describe.each(backends)('endpoint credentials (%s)', (backend) => {
     expect(tokens.requests).toHaveLength(2);
     expect(receiver.requests.slice(-2).map((r) => r.headers.authorization)).toEqual([`Bearer ${revoked}`, `Bearer ${tokens.issued[1]}`]);
 
-    // Each attempt keeps the headers it sent, credential values redacted, and the ones answered (issue 41).
+    // Each attempt keeps the headers it sent, credential values redacted, and the ones answered.
     const deliveries = (await kit.api('GET', `/webhooks/deliveries?endpoint_id=${endpoint.id}`)).body.data as { id: string; event_id: string }[];
     expect(deliveries).toHaveLength(3);
     for (const delivery of deliveries) {

@@ -393,7 +393,7 @@ describe.each(backends)('broker URLs refused (%s)', (backend) => {
     ['credentials in the query string (MQTT)', 'mqtt://broker.example.com/erp?username=u&password=p', /credentials in the query string/],
     ['an HTTPS URL with credentials', 'https://user:pw@hooks.example.com/in', /credentials/],
     // A bare trailing '#' is an empty fragment the URL parser drops from `hash`: it was accepted as
-    // `mqtt://…/prefix` (issue 41).
+    // `mqtt://…/prefix`.
     ['MQTT topic ending in a bare # wildcard', 'mqtt://broker.example.com:1883/prefix/#', /wildcards '\+' or '#'/],
     ['MQTT topic with a # fragment', 'mqtt://broker.example.com:1883/prefix#x', /wildcards '\+' or '#'/],
     ['NATS subject ending in a bare #', 'nats://broker.example.com:4222/erp#', /must not have a fragment/],

@@ -1,5 +1,5 @@
 /**
- * An attempt keeps the headers it sent and the ones its receiver answered with (issue 41), so the
+ * An attempt keeps the headers it sent and the ones its receiver answered with, so the
  * dashboard and the admin API show what was sent: `request_headers` with credential values
  * redacted (an endpoint's extra headers, its OAuth bearer token), `response_headers` bounded in
  * number and length (webhook-http-client.ts). Both null on attempts made before, on abandoned
