@@ -100,7 +100,7 @@ export function parseBrokerUrl(url: string): BrokerDestination {
   if (!parsed.hostname) throw new WebhookUrlError('must have a host');
   // `hash` is empty for a bare trailing '#' (an empty fragment: `mqtt://…/prefix/#` parsed as the
   // prefix alone), so the text is looked at. For MQTT a '#' is the wildcard the user meant.
-  if (parsed.hash || url.includes('#')) {
+  if (url.includes('#')) {
     throw new WebhookUrlError(
       scheme.kind === 'mqtt' ? "the topic prefix must not hold the wildcards '+' or '#', nor start with '$'" : 'must not have a fragment',
     );

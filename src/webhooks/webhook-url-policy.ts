@@ -111,8 +111,8 @@ export async function validateWebhookUrl(url: string, allowPrivate: boolean, res
   }
   if (!parsed.hostname) throw new WebhookUrlError('must have a host');
   if (parsed.username || parsed.password) throw new WebhookUrlError('must not carry credentials');
-  // `hash` is empty for a bare trailing '#' (an empty fragment), which the URL keeps: look at the text.
-  if (parsed.hash || url.includes('#')) throw new WebhookUrlError('must not have a fragment');
+  // The text, not `hash`: an empty fragment (a bare trailing '#') leaves `hash` empty.
+  if (url.includes('#')) throw new WebhookUrlError('must not have a fragment');
   if (allowPrivate) return parsed.toString();
   await checkHost(parsed.hostname.replace(/^\[|\]$/g, ''), resolve);
   return parsed.toString();
