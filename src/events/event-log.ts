@@ -11,6 +11,7 @@ import { sql, type RawBuilder } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import type { WriteContext } from '../db/write-clock.ts';
 import { ownStore } from '../db/store-scope.ts';
+import { wroteRows } from '../db/statistics.ts';
 import { currentTraceContext } from '../shared/tracing.ts';
 
 /** The resource kind of each event type (the first part of the type). */
@@ -48,7 +49,11 @@ export async function appendEventsInOrder(
     FROM (${sources}) AS s
     ORDER BY s.part, s.resource_id
   `.execute(ctx.trx);
-  return Number(result.numAffectedRows ?? 0);
+  const appended = Number(result.numAffectedRows ?? 0);
+  // A bulk write's events: the next statement's plan (of this transaction or another) needs the
+  // log's statistics (decision 0067).
+  await wroteRows(ctx.trx, 'events', appended);
+  return appended;
 }
 
 /**

@@ -13,6 +13,7 @@ import { chunks, TRIGGERED_WRITE_CHUNK } from '../shared/chunks.ts';
 import type { Insertable, Kysely } from 'kysely';
 import type { Database, StockMovementTable } from '../db/schema.ts';
 import { runWrite, type WriteContext } from '../db/write-clock.ts';
+import { wroteRows } from '../db/statistics.ts';
 import { withDocumentsRebuiltLater } from '../db/documents.ts';
 import { ownStoreIs } from '../db/store-scope.ts';
 import { isStockTracked } from '../catalog/product.json-sql.ts';
@@ -148,12 +149,14 @@ export async function applyStockChanges(
   const left = await withDocumentsRebuiltLater(trx, async () => {
     for (const part of chunks([...variantStock], TRIGGERED_WRITE_CHUNK)) {
       await setVariantStock(trx, part);
+      await wroteRows(trx, 'variants', part.length);
       written += part.length;
       onProgress(written, variantStock.size, 'stock levels');
     }
     written = 0;
     for (const part of chunks(movements, TRIGGERED_WRITE_CHUNK)) {
       await insertMovements(trx, part);
+      await wroteRows(trx, 'stock_movements', part.length);
       written += part.length;
       onProgress(written, movements.length, 'stock movements');
     }
@@ -207,6 +210,7 @@ async function recomputeWithDocuments(
     const over = checked.length > 0 ? await productWithOverflowingStock(ctx.trx, checked) : undefined;
     if (over) throw conflict(`The stock of product ${over} across its variants would exceed 2147483647 units.`);
     const written = await recomputeProductStockAndDocuments(ctx.trx, part, ctx.stamp, ownStockOf(part, ownStock));
+    await wroteRows(ctx.trx, 'products', written.length);
     if (written.length < part.length) {
       const done = new Set(written);
       left.push(...part.filter((id) => !done.has(id)));

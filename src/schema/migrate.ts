@@ -47,6 +47,7 @@ import * as passkeys from './migrations/0046-passkeys.ts';
 import * as claimsFollowDueWork from './migrations/0048-claims-follow-due-work.ts';
 import * as attemptHeaders from './migrations/0049-attempt-headers.ts';
 import * as cheaperDocumentPrevious from './migrations/0050-cheaper-document-previous.ts';
+import * as statisticsKeptByBulkWrites from './migrations/0051-statistics-kept-by-bulk-writes.ts';
 
 const migrations: Record<string, Migration> = {
   '0001-core': core,
@@ -87,6 +88,7 @@ const migrations: Record<string, Migration> = {
   '0048-claims-follow-due-work': claimsFollowDueWork,
   '0049-attempt-headers': attemptHeaders,
   '0050-cheaper-document-previous': cheaperDocumentPrevious,
+  '0051-statistics-kept-by-bulk-writes': statisticsKeptByBulkWrites,
 };
 
 /** Names of every migration this code has, in order. */
