@@ -273,7 +273,10 @@ export async function generateBenchStore(
   const loaded = performance.now();
   await recreateIndexes(db, indexes);
   const indexSeconds = (performance.now() - loaded) / 1000;
-  await sql`ANALYZE`.execute(db);
+  // As autovacuum would soon after such a load on a store that lives: the statistics, and the
+  // visibility map, without which a count (the snapshot's X-Total-Count) reads the whole heap
+  // instead of an index (380 ms for 100,000 products, before the snapshot's first byte).
+  await sql`VACUUM (ANALYZE)`.execute(db);
   return { seconds: (performance.now() - started) / 1000, indexSeconds };
 }
 
