@@ -1,11 +1,11 @@
 /**
- * Planner statistics kept current by the writes that grow tables in bulk (decision 0067). A
- * transaction reports the rows it wrote to a table (`wroteRows`); once it has written
- * `CHECK_EVERY` rows to one since its last check, `store_api_analyze_if_stale` (migration 0051)
- * analyses the table when what the statistics know of it is out of date by more than its size.
- * Small writes never check (nothing is counted below `CHECK_EVERY` rows); an import of 100,000 rows
- * checks each table it grows every 1,000 rows and analyses it a handful of times, its size about
- * doubling in between.
+ * Planner statistics kept current by the writes that grow tables in bulk (decision 0067). A write
+ * reports the rows it wrote to a table (`wroteRows`); every `CHECK_EVERY` rows this process wrote
+ * to one (in one transaction or in many: an import in steps of 100 rows commits each),
+ * `store_api_analyze_if_stale` (migration 0051) analyses the table when what its statistics know of
+ * it is out of date by more than its size. A single small write never checks; an import of 100,000
+ * rows checks each table it grows every 1,000 rows and analyses it a handful of times, its size
+ * about doubling in between.
  */
 import { sql, type Transaction } from 'kysely';
 import type { Database } from './schema.ts';
@@ -13,33 +13,40 @@ import type { Database } from './schema.ts';
 /** The store tables a bulk write grows, as migration 0051's function accepts them. */
 export type AnalysedTable = 'products' | 'variants' | 'images' | 'customers' | 'orders' | 'order_items' | 'stock_movements' | 'events';
 
-/** Rows a transaction writes to a table between two checks of its statistics. */
+/** Rows written to a table (by this process) between two checks of its statistics. */
 export const CHECK_EVERY = 1_000;
 
-/** Per transaction (while it lives) and table, the rows written since its last analysis and since its last check. */
-const written = new WeakMap<Transaction<Database>, Map<AnalysedTable, { total: number; sinceCheck: number; analysed: boolean }>>();
+/** Per table, the rows this process wrote since its last check of the table. */
+const sinceCheck = new Map<AnalysedTable, number>();
+
+/**
+ * Per transaction (while it lives) and table, the rows it wrote since it began or since it analysed
+ * the table, and whether it did: the committed changes not yet analysed count until it has.
+ */
+const ofTransaction = new WeakMap<Transaction<Database>, Map<AnalysedTable, { written: number; analysed: boolean }>>();
 
 /**
  * Counts `rows` written to `table` by `trx`; every `CHECK_EVERY` rows, analyses the table if its
  * statistics are stale (migration 0051). Returns whether it analysed.
  */
 export async function wroteRows(trx: Transaction<Database>, table: AnalysedTable, rows: number): Promise<boolean> {
-  let tables = written.get(trx);
-  if (!tables) written.set(trx, (tables = new Map()));
-  const counts = tables.get(table) ?? { total: 0, sinceCheck: 0, analysed: false };
-  counts.total += rows;
-  counts.sinceCheck += rows;
-  tables.set(table, counts);
-  if (counts.sinceCheck < CHECK_EVERY) return false;
-  counts.sinceCheck = 0;
-  const { rows: answer } = await sql<{
-    analysed: boolean;
-  }>`SELECT store_api_analyze_if_stale(${table}::text, ${counts.total}::bigint, ${counts.analysed}::boolean) AS analysed`.execute(trx);
+  let tables = ofTransaction.get(trx);
+  if (!tables) ofTransaction.set(trx, (tables = new Map()));
+  const mine = tables.get(table) ?? { written: 0, analysed: false };
+  mine.written += rows;
+  tables.set(table, mine);
+  const count = (sinceCheck.get(table) ?? 0) + rows;
+  if (count < CHECK_EVERY) {
+    sinceCheck.set(table, count);
+    return false;
+  }
+  sinceCheck.set(table, 0);
+  const { rows: answer } = await sql<{ analysed: boolean }>`
+    SELECT store_api_analyze_if_stale(${table}::text, ${mine.written}::bigint, ${mine.analysed}::boolean) AS analysed`.execute(trx);
   const analysed = answer[0]!.analysed;
-  if (process.env.STATS_DEBUG) console.error('check', table, counts.total, analysed);
   if (analysed) {
-    counts.total = 0;
-    counts.analysed = true;
+    mine.written = 0;
+    mine.analysed = true;
   }
   return analysed;
 }
