@@ -31,7 +31,10 @@ const ofTransaction = new WeakMap<Transaction<Database>, Map<AnalysedTable, { wr
  */
 export async function wroteRows(trx: Transaction<Database>, table: AnalysedTable, rows: number): Promise<boolean> {
   let tables = ofTransaction.get(trx);
-  if (!tables) ofTransaction.set(trx, (tables = new Map()));
+  if (!tables) {
+    tables = new Map();
+    ofTransaction.set(trx, tables);
+  }
   const mine = tables.get(table) ?? { written: 0, analysed: false };
   mine.written += rows;
   tables.set(table, mine);

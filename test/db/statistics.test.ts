@@ -18,10 +18,7 @@ const ROWS = 3 * CHECK_EVERY;
 
 // One transaction (the rows it grows are its own until it commits), and committed steps of 100 rows
 // (the embedded database's default: no step writes CHECK_EVERY rows). Never a job.
-const cases = backends.flatMap((backend) => [
-  [backend, 'one transaction', '0'],
-  [backend, 'steps of 100 rows', '100'],
-]);
+const cases = backends.flatMap((backend) => [[backend, 'one transaction', '0'] as const, [backend, 'steps of 100 rows', '100'] as const]);
 
 describe.each(cases)('statistics kept by bulk writes (%s, %s)', (backend, _mode, stepRows) => {
   let t: TestApp;
