@@ -3,9 +3,10 @@
  * (db/statistics.ts, migration 0051). The embedded database has no autovacuum, and no autovacuum
  * sees rows a transaction has not committed: without statistics the planner took `store_id = $1` for
  * a small share of a table and joined each chunk's ids to the whole store's rows through a store-led
- * index, once per chunk, and an import's time grew with the square of its rows. After an import the
- * tables it grew are analysed and a chunk's ids are read through the primary key; a small write
- * checks nothing; the function analyses the store tables only.
+ * index, once per chunk, and an import's time grew with the square of its rows. After an import (as
+ * one transaction or in steps) the tables it grew are analysed and the planner's estimate of the
+ * store's rows is right; small writes check once per CHECK_EVERY rows at most; the function
+ * analyses the store tables only.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
