@@ -81,36 +81,147 @@ export function inlineParameters(sql: string, parameters: readonly unknown[]): s
 const SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
 
 /**
- * The rows of a binary COPY's output: each row its fields' bytes (null for NULL). The buffers are
- * views into `bytes`, not copies.
+ * A field's bytes as they arrived: views, in order, of the pieces the connection read them in (one
+ * piece for most fields; a page's or a snapshot chunk's records span many). Held as views, never
+ * joined until something needs one buffer (decision 0068): a page's body is the one copy, a snapshot
+ * chunk's pieces go to the socket as they are.
  */
-export function parseBinaryCopy(bytes: Buffer): (Buffer | null)[][] {
-  if (bytes.length < 19 || !bytes.subarray(0, 11).equals(SIGNATURE)) throw new Error('copy-out: not a binary COPY stream');
-  let at = 15;
-  at += 4 + bytes.readUInt32BE(at);
-  const rows: (Buffer | null)[][] = [];
-  for (;;) {
-    const count = bytes.readInt16BE(at);
-    at += 2;
-    if (count === -1) return rows;
-    const row = readFields(bytes, at, count);
-    at = row.end;
-    rows.push(row.fields);
+export class Bytes {
+  readonly length: number;
+  constructor(readonly pieces: readonly Buffer[]) {
+    let length = 0;
+    for (const piece of pieces) length += piece.length;
+    this.length = length;
+  }
+
+  static of(buffer: Buffer): Bytes {
+    return new Bytes([buffer]);
+  }
+
+  /** The bytes decoded (a field spanning pieces is joined first: only small fields are decoded). */
+  toString(encoding: BufferEncoding = 'utf8'): string {
+    return this.pieces.length === 1 ? this.pieces[0]!.toString(encoding) : Buffer.concat(this.pieces).toString(encoding);
+  }
+
+  /** Bytes `start` to `end` (a negative `end` counts from the end), as views of the same pieces. */
+  subarray(start: number, end: number = this.length): Bytes {
+    if (end < 0) end += this.length;
+    const out: Buffer[] = [];
+    let at = 0;
+    for (const piece of this.pieces) {
+      const from = Math.max(start - at, 0);
+      const to = Math.min(end - at, piece.length);
+      if (from < to) out.push(from === 0 && to === piece.length ? piece : piece.subarray(from, to));
+      at += piece.length;
+      if (at >= end) break;
+    }
+    return new Bytes(out);
+  }
+
+  /** Copies the bytes into `target` at `offset`; returns the offset after them. */
+  copyTo(target: Buffer, offset: number): number {
+    for (const piece of this.pieces) offset += piece.copy(target, offset);
+    return offset;
+  }
+
+  /** One buffer of the bytes: the piece itself when there is one (a view), else a joined copy. */
+  toBuffer(): Buffer {
+    return this.pieces.length === 1 ? this.pieces[0]! : this.copy();
+  }
+
+  /** A copy of the bytes in a buffer of their own (what outlives an area the next statement reuses). */
+  copy(): Buffer {
+    const out = Buffer.allocUnsafe(this.length);
+    this.copyTo(out, 0);
+    return out;
+  }
+}
+
+/** Reads the protocol's big-endian integers and fields across the pieces a stream arrived in. */
+class PieceReader {
+  private piece = 0;
+  private at = 0;
+  constructor(private readonly pieces: readonly Buffer[]) {}
+
+  /** The next `length` bytes as views of the pieces. */
+  take(length: number): Buffer[] {
+    const out: Buffer[] = [];
+    while (length > 0) {
+      const current = this.pieces[this.piece];
+      if (current === undefined) throw new Error('copy-out: the binary COPY stream ended inside a row');
+      const n = Math.min(length, current.length - this.at);
+      if (n > 0) out.push(n === current.length ? current : current.subarray(this.at, this.at + n));
+      this.at += n;
+      length -= n;
+      if (this.at === current.length) {
+        this.piece++;
+        this.at = 0;
+      }
+    }
+    return out;
+  }
+
+  private number(size: 2 | 4): number {
+    const current = this.pieces[this.piece];
+    if (current !== undefined && this.at + size < current.length) {
+      // Inside the piece (and not at its end, so the piece stays current): read in place.
+      const value = size === 2 ? current.readInt16BE(this.at) : current.readInt32BE(this.at);
+      this.at += size;
+      return value;
+    }
+    const bytes = Buffer.concat(this.take(size));
+    return size === 2 ? bytes.readInt16BE(0) : bytes.readInt32BE(0);
+  }
+
+  int16(): number {
+    return this.number(2);
+  }
+
+  int32(): number {
+    return this.number(4);
   }
 }
 
 /**
- * `count` fields from `at`, each its 32-bit length then its bytes (-1: NULL), as binary COPY rows
- * and DataRow messages both lay them out: views of `bytes`, and where the last one ends.
+ * The rows of a binary COPY's output, given as the pieces it arrived in: each row its fields' bytes
+ * (null for NULL), views of the pieces, not copies.
  */
-function readFields(bytes: Buffer, at: number, count: number): { fields: (Buffer | null)[]; end: number } {
-  const fields: (Buffer | null)[] = [];
+export function parseBinaryCopy(pieces: Buffer | readonly Buffer[]): (Bytes | null)[][] {
+  const reader = new PieceReader(Buffer.isBuffer(pieces) ? [pieces] : pieces);
+  let signature: Buffer;
+  try {
+    signature = Buffer.concat(reader.take(SIGNATURE.length));
+  } catch {
+    throw new Error('copy-out: not a binary COPY stream');
+  }
+  if (!signature.equals(SIGNATURE)) throw new Error('copy-out: not a binary COPY stream');
+  reader.int32(); // flags
+  reader.take(reader.int32()); // header extension
+  const rows: (Bytes | null)[][] = [];
+  for (;;) {
+    const count = reader.int16();
+    if (count === -1) return rows;
+    const fields: (Bytes | null)[] = [];
+    for (let f = 0; f < count; f++) {
+      const length = reader.int32();
+      fields.push(length === -1 ? null : new Bytes(reader.take(length)));
+    }
+    rows.push(fields);
+  }
+}
+
+/**
+ * `count` fields from `at`, each its 32-bit length then its bytes (-1: NULL), as DataRow messages
+ * lay them out: views of `bytes`, and where the last one ends.
+ */
+function readFields(bytes: Buffer, at: number, count: number): { fields: (Bytes | null)[]; end: number } {
+  const fields: (Bytes | null)[] = [];
   for (let f = 0; f < count; f++) {
     const length = bytes.readInt32BE(at);
     at += 4;
     if (length === -1) fields.push(null);
     else {
-      fields.push(bytes.subarray(at, at + length));
+      fields.push(Bytes.of(bytes.subarray(at, at + length)));
       at += length;
     }
   }
@@ -138,9 +249,9 @@ const ERROR_FIELDS: Record<string, string> = {
  * `parseBinaryCopy` gives a binary COPY's. An ErrorResponse is thrown as an error with PostgreSQL's fields
  * (`code`, `detail`, …), as a statement's error is.
  */
-export function rowsOfMessages(raw: Uint8Array): (Buffer | null)[][] {
+export function rowsOfMessages(raw: Uint8Array): (Bytes | null)[][] {
   const bytes = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
-  const rows: (Buffer | null)[][] = [];
+  const rows: (Bytes | null)[][] = [];
   for (let at = 0; at + 5 <= bytes.length; ) {
     const type = bytes[at]!;
     const end = at + 1 + bytes.readInt32BE(at + 1);
@@ -176,7 +287,7 @@ function errorOf(bytes: Buffer, start: number, end: number): Error {
  */
 export type RowReader = <T>(
   query: { readonly sql: string; readonly parameters: readonly unknown[] },
-  read: (rows: (Buffer | null)[][], owned: boolean) => T,
+  read: (rows: (Bytes | null)[][], owned: boolean) => T,
 ) => Promise<T>;
 
 /** Each parameter in pg's text form (null for NULL), as a prepared statement's Bind sends it. */
@@ -184,10 +295,13 @@ export function textParameters(parameters: readonly unknown[]): (string | null)[
   return parameters.map(textOf);
 }
 
-/** Runs `COPY (<select>) TO STDOUT (FORMAT binary)` on `client` and returns its whole output. */
-export async function copyBinary(client: pg.PoolClient, select: string): Promise<Buffer> {
+/**
+ * Runs `COPY (<select>) TO STDOUT (FORMAT binary)` on `client` and returns its whole output as the
+ * pieces it arrived in (pg-copy-streams' views of the socket's reads), never joined.
+ */
+export async function copyBinary(client: pg.PoolClient, select: string): Promise<Buffer[]> {
   const stream = client.query(copyTo(`COPY (${select}) TO STDOUT (FORMAT binary)`));
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream as AsyncIterable<Buffer>) chunks.push(chunk);
-  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  const pieces: Buffer[] = [];
+  for await (const piece of stream as AsyncIterable<Buffer>) pieces.push(piece);
+  return pieces;
 }

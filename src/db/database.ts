@@ -215,15 +215,16 @@ function openPostgres(
     readRows: async (query, read) => {
       void statementObserverOf()?.(query.sql, query.parameters, scopes.wanted());
       const client = await connectTagged.connect();
+      let pieces: Buffer[];
       try {
-        const bytes = await copyBinary(client, inlineParameters(query.sql, query.parameters));
-        client.release();
-        return read(parseBinaryCopy(bytes), true);
+        pieces = await copyBinary(client, inlineParameters(query.sql, query.parameters));
       } catch (error) {
         // A COPY broken off may leave the connection mid-protocol: dropped, not reused.
         client.release(true);
         throw error;
       }
+      client.release();
+      return read(parseBinaryCopy(pieces), true);
     },
     close: () => db.destroy(),
   };

@@ -8,7 +8,7 @@
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
 import type { Cursor } from '../shared/cursor.ts';
-import type { RowReader } from './copy-out.ts';
+import type { Bytes, RowReader } from './copy-out.ts';
 import { ownStoreIs } from './store-scope.ts';
 
 /** How one resource is listed: its FROM, its store column, key columns, JSON expression and base filter. */
@@ -251,7 +251,7 @@ export function readOneRow<T>(
   readRows: RowReader,
   db: Kysely<Database>,
   select: RawBuilder<unknown>,
-  read: (fields: (Buffer | null)[] | undefined, owned: boolean) => T,
+  read: (fields: (Bytes | null)[] | undefined, owned: boolean) => T,
 ): Promise<T> {
   return readRows(select.compile(db), (rows, owned) => read(rows[0], owned));
 }
@@ -287,14 +287,15 @@ export async function readPageBody(
       hasMore: Number(n!.toString('latin1')) > req.limit,
       last: iso === null || id === null ? undefined : { iso: iso!.toString('latin1'), id: id!.toString('latin1') },
     };
-    // The record read past the page: its bytes and the separator before it off the end (a view, no copy).
-    const all = data ?? EMPTY;
-    const records = cut === null ? all : all.subarray(0, all.length - Number(cut.toString('latin1')) - 1);
-    if (!frame) return { ...page, data: owned ? records : Buffer.from(records) };
+    // The record read past the page: its bytes and the separator before it off the end (views, no copy).
+    if (data === null) return { ...page, data: EMPTY };
+    const records = cut === null ? data : data.subarray(0, data.length - Number(cut.toString('latin1')) - 1);
+    if (!frame) return { ...page, data: owned ? records.toBuffer() : records.copy() };
+    // The body's one copy: the records' pieces, as the connection read them, between head and tail.
     const { head = EMPTY, tail = EMPTY } = frame(page);
     const body = Buffer.allocUnsafe(head.length + records.length + tail.length);
     head.copy(body, 0);
-    records.copy(body, head.length);
+    records.copyTo(body, head.length);
     tail.copy(body, head.length + records.length);
     return { ...page, data: body };
   });

@@ -17,7 +17,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
 import { chunkQuery, readOneRow, type ChunkRow, type ListSource } from './keyset-page.ts';
 import type { Cursor } from '../shared/cursor.ts';
-import type { RowReader } from './copy-out.ts';
+import type { Bytes, RowReader } from './copy-out.ts';
 
 /**
  * Rows per statement at most. PostgreSQL: large, so the round trips and statement starts are few
@@ -49,7 +49,7 @@ export async function snapshotEndCursor(db: Kysely<Database>, horizon: string, f
 }
 
 /** A chunk as read: its NDJSON as text (Kysely) or as the bytes the database sent (binary COPY). */
-type Chunk = Omit<ChunkRow, 'text'> & { text: string | Buffer | null; limit: number };
+type Chunk = Omit<ChunkRow, 'text'> & { text: string | Buffer | Bytes | null; limit: number };
 
 /**
  * The snapshot's NDJSON text, chunk by chunk (each chunk one statement, nothing held between them).
@@ -66,7 +66,7 @@ export async function* snapshotStream(
   chunkChars: number = SNAPSHOT_CHUNK_CHARS,
   /** Read each chunk's bytes undecoded (decisions 0037, 0046, 0050). */
   readRows?: RowReader,
-): AsyncGenerator<string | Buffer> {
+): AsyncGenerator<string | Buffer | Bytes> {
   // The first chunks are smaller (doubling up to chunkSize), so the first bytes leave early and
   // writing them overlaps reading the next; from then on a chunk's rows follow its records' size.
   const read = async (cursor: Cursor | undefined, limit: number): Promise<Chunk> => {
@@ -74,8 +74,10 @@ export async function* snapshotStream(
     if (readRows) {
       return readOneRow(readRows, db, sql`SELECT n::text, iso, id, text FROM (${query}) q`, (row, owned) => {
         const [n, iso, id, text] = row!;
-        const latin = (field: Buffer | null) => (field === null ? null : field.toString('latin1'));
-        return { text: text === null || owned ? text! : Buffer.from(text), n: Number(latin(n)), iso: latin(iso), id: latin(id), limit };
+        const latin = (field: Bytes | null) => (field === null ? null : field.toString('latin1'));
+        // Owned: the pieces as the connection read them, written to the socket as they are; else
+        // (the embedded database's shared area) one copy.
+        return { text: text === null || owned ? text! : text.copy(), n: Number(latin(n)), iso: latin(iso), id: latin(id), limit };
       });
     }
     const { rows } = await query.execute(db);
@@ -98,5 +100,16 @@ export async function* snapshotStream(
       next = ahead({ ts: chunk.iso!, id: chunk.id! }, Math.max(1, Math.min(chunk.limit * 2, chunkSize, fits)));
     }
     yield chunk.text;
+  }
+}
+
+/**
+ * A snapshot's chunks as a stream takes them: a chunk read as pieces (binary COPY on PostgreSQL)
+ * goes out as those pieces, never joined into one buffer (decision 0068).
+ */
+export async function* snapshotPieces(chunks: AsyncIterable<string | Buffer | Bytes>): AsyncGenerator<string | Buffer> {
+  for await (const chunk of chunks) {
+    if (typeof chunk === 'string' || Buffer.isBuffer(chunk)) yield chunk;
+    else yield* chunk.pieces;
   }
 }

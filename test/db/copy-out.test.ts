@@ -37,6 +37,44 @@ describe('inlineParameters', () => {
     expect(rows[0]![1]).toBeNull();
     expect(() => parseBinaryCopy(Buffer.from('not a copy at all, not at all'))).toThrow(/binary COPY/);
   });
+
+  it('parses a binary COPY from the pieces it arrived in, split anywhere, without joining them', () => {
+    const field = (text: string | null) => {
+      if (text === null) return Buffer.from([0xff, 0xff, 0xff, 0xff]);
+      const bytes = Buffer.from(text);
+      const length = Buffer.alloc(4);
+      length.writeInt32BE(bytes.length);
+      return Buffer.concat([length, bytes]);
+    };
+    const header = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)]);
+    const long = `[${'{"name":"ünïcödé 💡"},'.repeat(40)}{}]`;
+    const row = (a: string, b: string | null, c: string) => Buffer.concat([Buffer.from([0, 3]), field(a), field(b), field(c)]);
+    const stream = Buffer.concat([header, row('7', null, long), row('', 'x', 'y'), Buffer.from([0xff, 0xff])]);
+    const expected = [
+      ['7', null, long],
+      ['', 'x', 'y'],
+    ];
+    // Every split of the stream into two pieces, and into pieces of every size from 1 to 9 bytes:
+    // inside the signature, a field count, a length, a field's bytes and the trailer.
+    const splits: Buffer[][] = [];
+    for (let at = 1; at < stream.length; at++) splits.push([stream.subarray(0, at), stream.subarray(at)]);
+    for (let size = 1; size < 10; size++) {
+      const pieces: Buffer[] = [];
+      for (let at = 0; at < stream.length; at += size) pieces.push(stream.subarray(at, at + size));
+      splits.push(pieces);
+    }
+    for (const pieces of splits) {
+      const rows = parseBinaryCopy(pieces);
+      expect(rows.map((r) => r.map((f) => (f === null ? null : f.toString('utf8'))))).toEqual(expected);
+      // The long field is held as views of the pieces it spans, not as a joined copy.
+      const spanned = rows[0]![2]!;
+      expect(spanned.length).toBe(Buffer.byteLength(long));
+      for (const view of spanned.pieces) expect(pieces.some((p) => p.buffer === view.buffer)).toBe(true);
+      expect(spanned.subarray(1, -1).toString('utf8')).toBe(long.slice(1, -1));
+      expect(spanned.copy().equals(Buffer.from(long))).toBe(true);
+    }
+    expect(() => parseBinaryCopy([stream.subarray(0, stream.length - 6)])).toThrow(/ended inside a row/);
+  });
 });
 
 describe.each(backends)('binary COPY reads (%s)', (backend) => {
@@ -61,6 +99,17 @@ describe.each(backends)('binary COPY reads (%s)', (backend) => {
     expect(rows[0]!.n).toBe(700);
   });
 
+  it.runIf(backend === 'postgres')('hands a large field over in the pieces the connection read, not joined (decision 0068)', async () => {
+    const size = 2 * 1048576;
+    const { pieces, text } = await readOneRow(t.readRows!, t.db, sql`SELECT repeat('ab', ${size / 2}::int) || 'end'`, (row, owned) => {
+      expect(owned).toBe(true);
+      return { pieces: row![0]!.pieces.length, text: row![0]!.toString('latin1') };
+    });
+    expect(text).toBe(`${'ab'.repeat(size / 2)}end`);
+    // pg-copy-streams' pieces are the socket's reads (64 KiB at most each): a joined copy would be one.
+    expect(pieces).toBeGreaterThan(1);
+  });
+
   it("fails as a statement fails, with PostgreSQL's code, and the connection goes on", async () => {
     await expect(readOneRow(t.readRows!, t.db, sql`SELECT (1 / (${0}::int))::text`, (row) => row)).rejects.toMatchObject({ code: '22012' });
     await expect(readOneRow(t.readRows!, t.db, sql`SELECT no_such_column::text FROM customers`, (row) => row)).rejects.toMatchObject({
@@ -77,7 +126,7 @@ describe.each(backends)('binary COPY reads (%s)', (backend) => {
     // be overwritten before it is read, with more copies asked at once than there are areas.
     const values = Array.from({ length: 24 }, (_, i) => `${i}:${'ü'.repeat(1000 * (i + 1))}`);
     const texts = await Promise.all(
-      values.map((value) => readOneRow(t.readRows!, t.db, sql`SELECT ${value}::text`, (row, owned) => (owned ? row![0]! : Buffer.from(row![0]!)))),
+      values.map((value) => readOneRow(t.readRows!, t.db, sql`SELECT ${value}::text`, (row, owned) => (owned ? row![0]!.toBuffer() : row![0]!.copy()))),
     );
     expect(texts.map((b) => b.toString('utf8'))).toEqual(values);
     // 6 MiB: more than the 4 MiB area, answered in a buffer of its own.

@@ -20,7 +20,7 @@ import {
   type PageRequest,
 } from '../../../db/keyset-page.ts';
 import { listPageCacheOf, type CachedPage } from '../../list-page-cache.ts';
-import { SNAPSHOT_CHUNK, snapshotStream, snapshotEndCursor } from '../../../db/snapshot.ts';
+import { SNAPSHOT_CHUNK, snapshotPieces, snapshotStream, snapshotEndCursor } from '../../../db/snapshot.ts';
 import { StoreSlots } from '../../../stores/store-slots.ts';
 import { SnapshotSlots } from '../../snapshot-slots.ts';
 import { inStatementHorizon, readHorizon, sharedHorizon } from '../../../db/write-clock.ts';
@@ -318,7 +318,10 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
         streaming = true;
         const chunkSize = SNAPSHOT_CHUNK[app.ctx.database.backend];
         return reply.send(
-          Readable.from(snapshotStream(db, def.source, { cursor, horizon, filters }, chunkSize, undefined, app.ctx.database.readRows), STREAM_READ_AHEAD),
+          Readable.from(
+            snapshotPieces(snapshotStream(db, def.source, { cursor, horizon, filters }, chunkSize, undefined, app.ctx.database.readRows)),
+            STREAM_READ_AHEAD,
+          ),
         );
       } finally {
         if (!streaming) release();
