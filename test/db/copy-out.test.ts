@@ -110,6 +110,16 @@ describe.each(backends)('binary COPY reads (%s)', (backend) => {
     expect(pieces).toBeGreaterThan(1);
   });
 
+  it('passes on what a read callback throws, and the connection goes on', async () => {
+    const failure = new Error('the reader refused the row');
+    await expect(
+      readOneRow(t.readRows!, t.db, sql`SELECT 'x'::text`, () => {
+        throw failure;
+      }),
+    ).rejects.toBe(failure);
+    expect(await readOneRow(t.readRows!, t.db, sql`SELECT 'after'::text`, (row) => row![0]!.toString('utf8'))).toBe('after');
+  });
+
   it("fails as a statement fails, with PostgreSQL's code, and the connection goes on", async () => {
     await expect(readOneRow(t.readRows!, t.db, sql`SELECT (1 / (${0}::int))::text`, (row) => row)).rejects.toMatchObject({ code: '22012' });
     await expect(readOneRow(t.readRows!, t.db, sql`SELECT no_such_column::text FROM customers`, (row) => row)).rejects.toMatchObject({
