@@ -133,6 +133,44 @@ export function chunkQuery(source: ListSource, req: Omit<PageRequest, 'limit' | 
 }
 
 /**
+ * The keys that end the next chunks of a walk from `req.cursor` (ascending), `every` records apart,
+ * `count` of them at most: an index walk over the keys alone, no record's JSON built. `n` is how
+ * many records the walk found up to `every × count`: fewer means the walk ends inside the last
+ * chunk returned (or, none returned, within `every` records).
+ */
+export async function chunkBounds(
+  readRows: RowReader,
+  db: Kysely<Database>,
+  source: ListSource,
+  req: Omit<PageRequest, 'limit' | 'order'>,
+  every: number,
+  count: number,
+): Promise<{ bounds: KeyRow[]; n: number }> {
+  const select = sql`
+    SELECT n::text, iso, id FROM (
+      SELECT count(*) OVER () AS n, row_number() OVER () AS rn, iso_utc(w.lm) AS iso, w.id::text AS id
+      FROM (
+        SELECT ${source.lastModified} AS lm, ${source.id} AS id
+        FROM ${source.from}
+        WHERE ${whereClause(source, { ...req, order: 'asc' })}
+        ORDER BY ${orderClause(source, 'asc')}
+        LIMIT ${every * count}
+      ) w
+    ) k
+    WHERE rn % ${every} = 0 OR rn = n`;
+  return readRows(select.compile(db), (rows) => {
+    const n = rows.length === 0 ? 0 : Number(rows[0]![0]!.toString('latin1'));
+    const bounds = rows.filter((_, i) => i < Math.floor(n / every)).map((row) => ({ iso: row[1]!.toString('latin1'), id: row[2]!.toString('latin1') }));
+    return { bounds, n };
+  });
+}
+
+/** The condition "at or before `key`" in the walk's ascending order: a chunk's upper bound. */
+export function atOrBefore(source: ListSource, key: KeyRow): RawBuilder<unknown> {
+  return sql`(${source.lastModified}, ${source.id}) <= (${key.iso}::timestamptz, ${key.id}::uuid)`;
+}
+
+/**
  * How many records a walk from `req.cursor` below `req.horizon` reads: one count over the same
  * conditions as the walk, on the (last_modified, id) index, without building any record's JSON
  * (the snapshot's X-Total-Count).

@@ -15,7 +15,7 @@
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.ts';
-import { chunkQuery, readOneRow, type ChunkRow, type ListSource } from './keyset-page.ts';
+import { atOrBefore, chunkBounds, chunkQuery, readOneRow, type ChunkRow, type KeyRow, type ListSource } from './keyset-page.ts';
 import type { Cursor } from '../shared/cursor.ts';
 import type { Bytes, RowReader } from './copy-out.ts';
 
@@ -33,6 +33,15 @@ export const SNAPSHOT_CHUNK = { postgres: 5000, pglite: 1000 } as const;
  * not its rows, bounds a stream's memory: 5,000 products were ~5 MB (decision 0023).
  */
 export const SNAPSHOT_CHUNK_CHARS = 1 << 20;
+/**
+ * Chunks read at once (decision 0069). PostgreSQL: two, each on its own connection, so the server
+ * reads the next chunk while the previous one crosses to `serve` and leaves for the client (with one,
+ * the two sides took turns: the database's backend was busy 55 % of a snapshot). The embedded
+ * database: one (one connection; a second statement would only wait in its thread).
+ */
+export const SNAPSHOT_DEPTH = { postgres: 2, pglite: 1 } as const;
+/** Chunks whose bounds one key walk fixes (chunkBounds) when chunks are read two at a time. */
+const BOUNDS_AHEAD = 8;
 /** Rows of the first chunk; each next one doubles up to the back end's SNAPSHOT_CHUNK. */
 const SNAPSHOT_FIRST_CHUNK = 500;
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
@@ -66,11 +75,14 @@ export async function* snapshotStream(
   chunkChars: number = SNAPSHOT_CHUNK_CHARS,
   /** Read each chunk's bytes undecoded (decisions 0037, 0046, 0050). */
   readRows?: RowReader,
+  /** Chunks read at once (SNAPSHOT_DEPTH); above one, readRows is needed. */
+  depth = 1,
 ): AsyncGenerator<string | Buffer | Bytes> {
   // The first chunks are smaller (doubling up to chunkSize), so the first bytes leave early and
   // writing them overlaps reading the next; from then on a chunk's rows follow its records' size.
-  const read = async (cursor: Cursor | undefined, limit: number): Promise<Chunk> => {
-    const query = chunkQuery(source, { cursor, horizon: req.horizon, filters: req.filters }, limit);
+  const read = async (cursor: Cursor | undefined, limit: number, upTo?: KeyRow): Promise<Chunk> => {
+    const filters = upTo ? [...req.filters, atOrBefore(source, upTo)] : req.filters;
+    const query = chunkQuery(source, { cursor, horizon: req.horizon, filters }, limit);
     if (readRows) {
       return readOneRow(readRows, db, sql`SELECT n::text, iso, id, text FROM (${query}) q`, (row, owned) => {
         const [n, iso, id, text] = row!;
@@ -85,11 +97,15 @@ export async function* snapshotStream(
   };
   // A read ahead may fail while the consumer is busy with the previous chunk: marked handled at
   // once (no unhandled rejection), it still throws where it is awaited.
-  const ahead = (cursor: Cursor | undefined, limit: number) => {
-    const promise = read(cursor, limit);
+  const ahead = (cursor: Cursor | undefined, limit: number, upTo?: KeyRow) => {
+    const promise = read(cursor, limit, upTo);
     promise.catch(() => {});
     return promise;
   };
+  if (depth > 1 && readRows) {
+    yield* chunksAtOnce(db, source, req, { chunkSize, chunkChars, depth, readRows, ahead });
+    return;
+  }
   let next: Promise<Chunk> | undefined = ahead(req.cursor, Math.min(SNAPSHOT_FIRST_CHUNK, chunkSize));
   while (next) {
     const chunk: Chunk = await next;
@@ -99,6 +115,111 @@ export async function* snapshotStream(
       const fits = Math.floor((chunkChars * chunk.n) / chunk.text.length);
       next = ahead({ ts: chunk.iso!, id: chunk.id! }, Math.max(1, Math.min(chunk.limit * 2, chunkSize, fits)));
     }
+    yield chunk.text;
+  }
+}
+
+/** A chunk still to read: the records after `from` up to and including `upTo` (to the walk's end when absent). */
+interface Segment {
+  readonly from: Cursor | undefined;
+  readonly upTo: KeyRow | undefined;
+  readonly rows: number;
+}
+
+/**
+ * snapshotStream with `depth` chunks read at once (decision 0069). A chunk's resume key is known only
+ * once it is read, so the next chunks' bounds are fixed ahead by a walk over the keys alone
+ * (chunkBounds, BOUNDS_AHEAD chunks at a time): chunk i is the records after bound i−1 up to and
+ * including bound i, below the horizon. Rows below the horizon are final when it is read (a record
+ * changed meanwhile moves to a key at or above it, decision 0001), so the bounds stay exact: a chunk
+ * may come back shorter (its record moved past the end cursor), never longer, and no record falls
+ * between two chunks. The chunks are yielded in key order; `depth` reads are in flight at most
+ * (each on its own connection), so at most `depth` chunks are held besides the one being written.
+ */
+async function* chunksAtOnce(
+  db: Kysely<Database>,
+  source: ListSource,
+  req: { cursor?: Cursor; horizon: string; filters: readonly RawBuilder<unknown>[] },
+  options: {
+    chunkSize: number;
+    chunkChars: number;
+    depth: number;
+    readRows: RowReader;
+    ahead: (cursor: Cursor | undefined, limit: number, upTo?: KeyRow) => Promise<Chunk>;
+  },
+): AsyncGenerator<string | Buffer | Bytes> {
+  const { chunkSize, chunkChars, depth, readRows, ahead } = options;
+  // The first chunk alone: its early bytes, and the records' size the next chunks are cut by.
+  const first = await ahead(req.cursor, Math.min(SNAPSHOT_FIRST_CHUNK, chunkSize));
+  if (first.n === 0 || first.text === null) return;
+  if (first.n < first.limit) {
+    yield first.text;
+    return;
+  }
+  let charsPerRow = first.text.length / first.n;
+  const rowsPerChunk = () => Math.max(1, Math.min(chunkSize, Math.floor(chunkChars / charsPerRow)));
+  const segments: Segment[] = [];
+  /** Where the next bounds start; undefined once the walk's end is planned. */
+  let planFrom: Cursor | undefined = { ts: first.iso!, id: first.id! };
+  let planned = false;
+  let planning: Promise<void> | undefined;
+  let planFailure: { error: unknown } | undefined;
+  const plan = (): Promise<void> => {
+    if (planning) return planning;
+    const from = planFrom;
+    const rows = rowsPerChunk();
+    planning = chunkBounds(readRows, db, source, { cursor: from, horizon: req.horizon, filters: req.filters }, rows, BOUNDS_AHEAD).then(
+      ({ bounds, n }) => {
+        let at = from;
+        for (const bound of bounds) {
+          segments.push({ from: at, upTo: bound, rows });
+          at = { ts: bound.iso, id: bound.id };
+        }
+        planFrom = at;
+        if (n < rows * BOUNDS_AHEAD) {
+          // The walk ends within the chunks planned: the rest after the last bound, if any.
+          if (n > bounds.length * rows) segments.push({ from: at, upTo: undefined, rows });
+          planned = true;
+        }
+        planning = undefined;
+      },
+      (error: unknown) => {
+        planFailure = { error };
+        planning = undefined;
+      },
+    );
+    return planning;
+  };
+  const reads: { segment: Segment; chunk: Promise<Chunk> }[] = [];
+  const fill = () => {
+    while (reads.length < depth && segments.length > 0) {
+      const segment = segments.shift()!;
+      reads.push({ segment, chunk: ahead(segment.from, segment.upTo ? segment.rows : chunkSize, segment.upTo) });
+    }
+    if (segments.length < depth && !planned) void plan();
+  };
+  void plan();
+  yield first.text;
+  for (;;) {
+    if (planFailure) throw planFailure.error;
+    fill();
+    const head = reads.shift();
+    if (!head) {
+      if (planned) return;
+      await plan();
+      continue;
+    }
+    const chunk = await head.chunk;
+    if (head.segment.upTo === undefined && chunk.n === chunk.limit) {
+      // The walk's last chunk came back full: records the count did not see (it cannot happen
+      // below the horizon, but nothing is dropped on that belief): walk on from its last key.
+      planFrom = { ts: chunk.iso!, id: chunk.id! };
+      planned = false;
+    }
+    if (chunk.n === 0 || chunk.text === null) continue;
+    charsPerRow = chunk.text.length / chunk.n;
+    // The next reads start before this chunk is handed over, so `depth` are in flight while it is written.
+    fill();
     yield chunk.text;
   }
 }

@@ -20,7 +20,7 @@ import {
   type PageRequest,
 } from '../../../db/keyset-page.ts';
 import { listPageCacheOf, type CachedPage } from '../../list-page-cache.ts';
-import { SNAPSHOT_CHUNK, snapshotPieces, snapshotStream, snapshotEndCursor } from '../../../db/snapshot.ts';
+import { SNAPSHOT_CHUNK, SNAPSHOT_DEPTH, snapshotPieces, snapshotStream, snapshotEndCursor } from '../../../db/snapshot.ts';
 import { StoreSlots } from '../../../stores/store-slots.ts';
 import { SnapshotSlots } from '../../snapshot-slots.ts';
 import { inStatementHorizon, readHorizon, sharedHorizon } from '../../../db/write-clock.ts';
@@ -319,7 +319,17 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
         const chunkSize = SNAPSHOT_CHUNK[app.ctx.database.backend];
         return reply.send(
           Readable.from(
-            snapshotPieces(snapshotStream(db, def.source, { cursor, horizon, filters }, chunkSize, undefined, app.ctx.database.readRows)),
+            snapshotPieces(
+              snapshotStream(
+                db,
+                def.source,
+                { cursor, horizon, filters },
+                chunkSize,
+                undefined,
+                app.ctx.database.readRows,
+                SNAPSHOT_DEPTH[app.ctx.database.backend],
+              ),
+            ),
             STREAM_READ_AHEAD,
           ),
         );
