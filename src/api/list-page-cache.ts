@@ -17,6 +17,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { storeGeneration } from '../db/read-cache-signals.ts';
+import type { PageBytes } from '../db/keyset-page.ts';
 
 export interface CachedPage {
   /** The whole response body, encoded once. */
@@ -32,12 +33,26 @@ interface StorePages {
   bytes: number;
 }
 
+/**
+ * Export pages read ahead at most (decision 0069): each up to 500 records (~1 MiB of products) held
+ * until its request comes; beyond, the oldest is dropped (its request then reads the page itself).
+ */
+export const PAGES_READ_AHEAD = 8;
+
+/** A page read ahead for the request expected to ask for it, with the generation it was read under. */
+interface PageAhead {
+  readonly storeId: string;
+  readonly generation: string;
+  readonly page: Promise<PageBytes | undefined>;
+}
+
 export class ListPageCache {
   readonly #db: Kysely<Database>;
   readonly #maxBytes: number;
   readonly #live: () => boolean;
   readonly #stores = new Map<string, StorePages>();
   #bytes = 0;
+  readonly #ahead = new Map<string, PageAhead>();
 
   constructor(db: Kysely<Database>, maxBytes: number, live: () => boolean) {
     this.#db = db;
@@ -90,6 +105,38 @@ export class ListPageCache {
     store.pages.set(key, page);
     store.bytes += size;
     this.#bytes += size;
+  }
+
+  /**
+   * Reads the page named `key` of `storeId` now (`read`), for the request expected next (an export's
+   * next page, decision 0069): `takeAhead` hands it over if no write of the store was announced
+   * since. A page read ahead stands on the same ground as a cached one (the file's comment): it holds
+   * the records below its own horizon, read after the generation it is kept under.
+   */
+  readAhead(storeId: string, key: string, read: () => Promise<PageBytes>): void {
+    if (!this.#live()) return;
+    const generation = this.generation(storeId);
+    const page = read().catch(() => undefined);
+    this.#ahead.delete(key);
+    this.#ahead.set(key, { storeId, generation, page });
+    while (this.#ahead.size > PAGES_READ_AHEAD) this.#ahead.delete(this.#ahead.keys().next().value!);
+  }
+
+  /** Resolves once every page being read ahead now has been read (or failed). */
+  async aheadRead(): Promise<void> {
+    await Promise.all([...this.#ahead.values()].map((ahead) => ahead.page));
+  }
+
+  /** The page read ahead under `key` for `storeId` (once), unless the store was written since or the read failed. */
+  async takeAhead(storeId: string, key: string): Promise<PageBytes | undefined> {
+    const ahead = this.#ahead.get(key);
+    if (!ahead) return undefined;
+    this.#ahead.delete(key);
+    if (ahead.storeId !== storeId) return undefined;
+    const page = await ahead.page;
+    // Checked after the read ended: a write announced while it ran is caught too.
+    if (!this.#live() || ahead.generation !== this.generation(storeId)) return undefined;
+    return page;
   }
 
   #remove(storeId: string, store: StorePages, key: string): void {

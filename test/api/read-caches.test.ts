@@ -12,7 +12,7 @@ import { updateProduct } from '../../src/catalog/catalog.service.ts';
 import { createToken, revokeToken, rollToken, updateToken } from '../../src/tokens/token.service.ts';
 import { TokenCache } from '../../src/tokens/token-cache.ts';
 import { createStore, homeStore } from '../../src/stores/store.service.ts';
-import { inStore } from '../../src/db/store-scope.ts';
+import { inStore, observeStatements } from '../../src/db/store-scope.ts';
 import { storeGeneration, tokenGeneration } from '../../src/db/read-cache-signals.ts';
 import { listPageCacheOf } from '../../src/api/list-page-cache.ts';
 
@@ -111,6 +111,60 @@ describe.each(backends)('read caches (%s)', (backend) => {
     // The NOTIFY names the writing connection's store: that store's generation moves.
     await vi.waitFor(() => expect(storeGeneration(db, storeOfDb)).not.toBe(before));
     expect(await names()).toBe('renamed by SQL');
+  });
+
+  describe.runIf(backend === 'postgres')('export pages read ahead (decision 0069)', () => {
+    /** Page statements (readPageBody's) sent since the last reset. */
+    let pageReads = 0;
+    beforeAll(() => observeStatements((text) => void (text.startsWith('SELECT n::text, iso, id, cut::text, data') && (pageReads += 1))));
+    afterAll(() => observeStatements(undefined));
+    const exportPage = async (authorization: string, cursor?: string) => {
+      const res = await list(authorization, `/api/v1/products/export?limit=2&order=asc${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      expect(res.statusCode).toBe(200);
+      const ids = res.body
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => (JSON.parse(line) as { id: string }).id);
+      return { ids, next: String(res.headers['x-next-cursor']), more: res.headers['x-has-more'] === 'true' };
+    };
+
+    it('reads the next page while the client takes this one, and answers its request with it: each page read once', async () => {
+      const db = t.ctx.database.db;
+      const { authorization } = await t.auth();
+      for (let i = 0; i < 5; i++) await aProduct(db, { name: `walked ${i}` });
+      const { rows } = await sql<{ id: string }>`SELECT id::text AS id FROM products ORDER BY last_modified, id`.execute(db);
+      pageReads = 0;
+      let page = await exportPage(authorization);
+      // The next page's statement went out before its request.
+      await vi.waitFor(() => expect(pageReads).toBe(2));
+      const walked = [...page.ids];
+      let requests = 1;
+      while (page.more) {
+        page = await exportPage(authorization, page.next);
+        requests += 1;
+        walked.push(...page.ids);
+      }
+      expect(walked).toEqual(rows.map((r) => r.id));
+      // One statement per page: every request after the first was answered by the page read ahead
+      // (the last page has no next one to read).
+      await vi.waitFor(() => expect(pageReads).toBe(requests));
+    });
+
+    it('does not answer with a page read ahead after a write to the store: the record moved is not on it', async () => {
+      const db = t.ctx.database.db;
+      const { authorization } = await t.auth();
+      const { rows } = await sql<{ id: string }>`SELECT id::text AS id FROM products ORDER BY last_modified, id OFFSET 2 LIMIT 1`.execute(db);
+      const onNextPage = rows[0]!.id;
+      pageReads = 0;
+      const first = await exportPage(authorization);
+      expect(first.more).toBe(true);
+      await vi.waitFor(() => expect(pageReads).toBe(2));
+      await listPageCacheOf(db)!.aheadRead(); // the next page read, the record on it
+      await updateProduct(db, onNextPage, { name: 'moved past the walk' });
+      const second = await exportPage(authorization, first.next);
+      expect(second.ids).not.toContain(onNextPage);
+      expect(second.ids).toHaveLength(2);
+    });
   });
 
   it.runIf(backend === 'postgres')("another store's write, in process or by another connection, leaves a store's cached pages (decision 0051)", async () => {

@@ -204,15 +204,31 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
     },
     handler: async (request: FastifyRequest, reply: FastifyReply) => {
       const query = request.query as ListQuery;
-      const req = await pageRequest(app, def, request);
       const db = app.ctx.database.db;
       const readRows = app.ctx.database.readRows;
       if (readRows) {
         // The page's NDJSON, its bounds and whether more follow from ONE statement, its bytes
         // passed through undecoded (decisions 0037, 0046, 0050); a page is at most
         // `limit` (≤ 500) records, held once with its last line break.
-        const page = await readPageBody(readRows, db, def.source, req, '\n', (p) => (p.last ? { tail: LINE_END } : {}));
+        const cursor = query.cursor === undefined ? undefined : parseCursor(query.cursor);
+        const base = { cursor, limit: query.limit, order: query.order ?? 'asc', filters: await def.conditions(query, request) } as const;
+        const read = async (at: typeof base) =>
+          readPageBody(readRows, db, def.source, { ...at, horizon: await pageHorizon(app) }, '\n', (p) => (p.last ? { tail: LINE_END } : {}));
+        // With the list page cache on (PostgreSQL), the next page is read while this one is sent and
+        // the client asks for it (decision 0069): named as a cached page is, by its statement
+        // (token-dependent conditions included) without the horizon and by the cursor as sent.
+        const cache = listPageCacheOf(db);
+        const storeId = currentStoreId() ?? '';
+        const keyOf = (at: typeof base, cursorText: string | undefined) => {
+          const compiled = pageBodyQuery(def.source, { ...at, horizon: '' }, '\n').compile(db);
+          return `${storeId}\n${cursorText ?? ''}\n${compiled.sql}\n${JSON.stringify(compiled.parameters)}`;
+        };
+        const page = (cache && (await cache.takeAhead(storeId, keyOf(base, query.cursor)))) ?? (await read(base));
         const { next_cursor } = paginationOf(query, page.last, page.hasMore);
+        if (cache && page.hasMore && next_cursor !== null) {
+          const next = { ...base, cursor: parseCursor(next_cursor) };
+          cache.readAhead(storeId, keyOf(next, next_cursor), () => read(next));
+        }
         reply.header('X-Next-Cursor', next_cursor ?? '');
         reply.header('X-Has-More', String(page.hasMore));
         setNextLink(request, reply, next_cursor, page.hasMore);
@@ -220,6 +236,7 @@ export function registerResource(app: FastifyInstance, def: ResourceDefinition):
         return reply.send(page.last ? page.data : '');
       }
       // Fix the page's bounds first (keys only) so the headers are known before the body streams.
+      const req = await pageRequest(app, def, request);
       const { keys, hasMore } = await fetchPageKeys(db, def.source, req);
       const last = keys[keys.length - 1];
       const { next_cursor } = paginationOf(query, last, hasMore);
