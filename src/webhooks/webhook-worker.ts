@@ -183,8 +183,12 @@ class PollingWorker implements WebhookWorker {
 
   async #pollLoop(): Promise<void> {
     const interval = this.#ctx.config.WEBHOOK_POLL_INTERVAL_MS;
+    let more = false;
     while (!this.#stopping) {
-      let more = false;
+      // After a round that answered `more` the next one goes straight to its transaction: events
+      // are known to wait, so the poller's check of whether any do is skipped.
+      const known = more;
+      more = false;
       // The deliveries this poll queues are handed straight to this worker's dispatcher, as far as
       // its room goes (leased in the fan-out statement itself: no claim statement for them) —
       // while its last claim found the queue drained; behind a backlog the claims serve it oldest
@@ -203,7 +207,7 @@ class PollingWorker implements WebhookWorker {
         let result: PollResult;
         const startedAt = new Date();
         try {
-          result = await pollEvents(this.#ctx.database.db, now, POLL_BATCH, handover);
+          result = await pollEvents(this.#ctx.database.db, now, POLL_BATCH, handover, known);
         } finally {
           this.#dispatcher.endHandover(room);
         }

@@ -4,12 +4,13 @@
  * failure in between neither drops nor double-queues an event.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sql } from 'kysely';
+import { sql, type Kysely, type KyselyPlugin } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import { backends } from '../helpers/test-database.ts';
 import { runWrite } from '../../src/db/write-clock.ts';
-import { appendEvent } from '../../src/events/event-log.ts';
-import { pollEvents } from '../../src/webhooks/event-poller.ts';
+import type { Database } from '../../src/db/schema.ts';
+import { appendEvent, appendEventsInOrder } from '../../src/events/event-log.ts';
+import { pendingQuery, pollEvents, pollPending } from '../../src/webhooks/event-poller.ts';
 import { webhookTestKit, type WebhookTestKit } from './webhook-test-kit.ts';
 
 describe.each(backends)('event poller (%s)', (backend) => {
@@ -100,4 +101,80 @@ describe.each(backends)('event poller (%s)', (backend) => {
     expect(after.length - before.length).toBe(2);
     expect(after.filter((e) => ids.includes(e)).sort()).toEqual([...ids].sort());
   });
+
+  /** `db` with a count of the poller's checks (its statement reads `AS pending`) run through it. */
+  const countingChecks = (): { db: Kysely<Database>; checks: () => number } => {
+    let checks = 0;
+    const plugin: KyselyPlugin = {
+      transformQuery(args) {
+        if (args.node.kind === 'RawNode' && args.node.sqlFragments.join('').includes('AS pending')) checks++;
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    };
+    return { db: db().withPlugin(plugin), checks: () => checks };
+  };
+
+  it('goes straight to its transaction when told events wait (no check first), and fans them out', async () => {
+    await drain();
+    const spy = countingChecks();
+    expect(await pollEvents(spy.db, Date.now())).toMatchObject({ polled: true, events: 0, more: false });
+    expect(spy.checks()).toBe(1);
+    const id = await runWrite(db(), (w) => appendEvent(w, 'customer.updated', randomUUID(), { n: 1 }));
+    const known = await pollEvents(spy.db, Date.now(), 500, undefined, true);
+    expect(spy.checks()).toBe(1);
+    expect(known).toMatchObject({ polled: true, events: 1, deliveries: 1 });
+    expect(await deliveredEvents()).toContain(id);
+    // Told so with nothing waiting: one transaction that finds nothing, and still no check.
+    expect(await pollEvents(spy.db, Date.now(), 500, undefined, true)).toMatchObject({ polled: true, events: 0, deliveries: 0 });
+    expect(spy.checks()).toBe(1);
+  });
+
+  it.skipIf(backend === 'pglite')(
+    "the check finds an event committed after a long write's uncommitted events without visiting them (PostgreSQL; PGlite runs one transaction at a time)",
+    async () => {
+      await drain();
+      let stamped!: () => void;
+      const isStamped = new Promise<void>((resolve) => {
+        stamped = resolve;
+      });
+      let commit!: () => void;
+      const mayCommit = new Promise<void>((resolve) => {
+        commit = resolve;
+      });
+      // An import's step: 20,000 events written, not committed.
+      const slow = runWrite(db(), async (w) => {
+        await appendEventsInOrder(w, [
+          { type: 'customer.updated', source: sql`SELECT g::text AS resource_id, '{}'::json AS data FROM generate_series(1, 20000) g` },
+        ]);
+        stamped();
+        await mayCommit;
+      });
+      try {
+        await isStamped;
+        expect(await pollPending(db())).toBe(false);
+        // A change committed after the step began: found at the log's end, not after 20,000 entries.
+        const id = await runWrite(db(), (w) => appendEvent(w, 'customer.updated', randomUUID(), { n: 2 }));
+        expect(await pollPending(db())).toBe(true);
+        const found = await checkBuffers(db());
+        // Buffers the check touched: a forward probe visited a heap tuple per uncommitted event.
+        expect(found).toBeLessThan(50);
+        commit();
+        await slow;
+        await drain();
+        expect(await deliveredEvents()).toContain(id);
+      } finally {
+        commit();
+        await slow;
+      }
+    },
+  );
 });
+
+/** Shared buffers (hit or read) the poller's check touches, by EXPLAIN (ANALYZE, BUFFERS). */
+async function checkBuffers(db: Kysely<Database>): Promise<number> {
+  const { rows } = await sql<{ 'QUERY PLAN': [{ Plan: { 'Shared Hit Blocks': number; 'Shared Read Blocks': number } }] }>`
+    EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${pendingQuery()}`.execute(db);
+  const plan = rows[0]!['QUERY PLAN'][0].Plan;
+  return plan['Shared Hit Blocks'] + plan['Shared Read Blocks'];
+}
