@@ -52,6 +52,11 @@ export interface PollResult {
   readonly more: boolean;
   /** Deliveries queued already leased to the polling worker (`handover`), ready to send. */
   readonly handedOver: readonly ClaimedDelivery[];
+  /**
+   * Of `deliveries`, those queued for an endpoint its breaker has paused (counted with `handover`
+   * only, else 0): no claim takes them before the pause ends, so they need no claim now.
+   */
+  readonly paused: number;
 }
 
 /**
@@ -90,12 +95,12 @@ export async function pollEvents(
   // embedded database every statement runs on the thread that also serves HTTP). Not when the
   // caller knows there is work (`known`: its last poll answered `more`): the check would only
   // delay the poll, and while another store's import is in flight it is not free (pollPending).
-  if (!known && !(await pollPending(db))) return { polled: true, events: 0, deliveries: 0, more: false, handedOver: NOTHING };
+  if (!known && !(await pollPending(db))) return { polled: true, events: 0, deliveries: 0, more: false, handedOver: NOTHING, paused: 0 };
   return db.transaction().execute(async (trx) => {
     const { rows: state } = await sql<{ position_created_at: string; position_seq: number }>`
       SELECT position_created_at, position_seq FROM webhook_poller_state WHERE id = 1 AND ${ASYNC_COMMIT} AND ${INDEX_ORDER} FOR UPDATE SKIP LOCKED
     `.execute(trx);
-    if (state.length === 0) return { polled: false, events: 0, deliveries: 0, more: false, handedOver: NOTHING };
+    if (state.length === 0) return { polled: false, events: 0, deliveries: 0, more: false, handedOver: NOTHING, paused: 0 };
     const horizon = await readHorizon(trx);
 
     // 1. The scan: every event between its position and the horizon raises its store's target.
@@ -123,7 +128,7 @@ export async function pollEvents(
       FROM webhook_store_positions sp WHERE ${BEHIND} AND ${STORE_NOT_DELETING}
       ORDER BY sp.served_at, sp.store_id LIMIT ${STORES_PER_POLL + 1}
     `.execute(trx);
-    if (behind.length === 0) return { polled: true, events: 0, deliveries: 0, more: scanFull, handedOver: NOTHING };
+    if (behind.length === 0) return { polled: true, events: 0, deliveries: 0, more: scanFull, handedOver: NOTHING, paused: 0 };
     const served = behind.slice(0, STORES_PER_POLL);
     const share = Math.max(1, Math.floor(batchSize / served.length));
 
@@ -195,7 +200,7 @@ export async function pollEvents(
     const more = scanFull || behind.length > served.length || moves.some((m) => m.full);
     const movedStores = new Set(moved.map((m) => m.store_id));
     const events = moved === moves ? read : read.filter((r) => movedStores.has(r.store_id));
-    if (events.length === 0) return { polled: true, events: 0, deliveries: 0, more, handedOver: NOTHING };
+    if (events.length === 0) return { polled: true, events: 0, deliveries: 0, more, handedOver: NOTHING, paused: 0 };
 
     const batch = { storeIds: events.map((e) => e.store_id), eventIds: events.map((e) => e.id) };
     const handover = handoverOf();
@@ -206,17 +211,18 @@ export async function pollEvents(
         ${fanOut(batch)}
         ORDER BY ev.created_at, ev.seq, e.id
       `.execute(trx);
-      return { polled: true, events: events.length, deliveries: Number(inserted.numAffectedRows ?? 0), more, handedOver: NOTHING };
+      return { polled: true, events: events.length, deliveries: Number(inserted.numAffectedRows ?? 0), more, handedOver: NOTHING, paused: 0 };
     }
 
     const slots = JSON.stringify(Object.fromEntries(handover.freeSlots));
     const held = JSON.stringify(Object.fromEntries(handover.held ?? []));
     const heldByStore = JSON.stringify(Object.fromEntries(handover.heldByStore ?? []));
-    const { rows: fanned } = await sql<ClaimedRow & { total: number; handed: boolean }>`
+    const { rows: fanned } = await sql<ClaimedRow & { total: number; paused: number; handed: boolean }>`
       WITH fresh AS (
         SELECT ev.id AS event_id, ev.store_id, ev.type AS event_type, e.id AS endpoint_id, ev.created_at, ev.seq,
           -- As a claim ranks: the endpoint's k-th row after those it has in flight here.
           coalesce((${held}::jsonb ->> e.id::text)::int, 0) + row_number() OVER (PARTITION BY e.id ORDER BY ev.created_at, ev.seq) AS rank,
+          e.paused_until > ${nowIso}::timestamptz AS paused,
           row_number() OVER (PARTITION BY e.id ORDER BY ev.created_at, ev.seq) <= coalesce((${slots}::jsonb ->> e.id::text)::int, ${handover.endpointCapacity})
             AND e.consecutive_failures < ${handover.breaker.threshold}
             -- A FIFO endpoint's deliveries wait for its line's claim (decision 0059).
@@ -249,9 +255,9 @@ export async function pollEvents(
         ORDER BY f.created_at, f.seq, f.endpoint_id
         RETURNING id, store_id, event_id, endpoint_id, attempt_count, locked_by, test
       ), total AS (
-        SELECT count(*)::int AS total FROM inserted
+        SELECT count(*)::int AS total, (SELECT count(*)::int FROM fresh f WHERE f.paused) AS paused FROM inserted
       )
-      SELECT t.total, h.* FROM total t LEFT JOIN (
+      SELECT t.total, t.paused, h.* FROM total t LEFT JOIN (
         SELECT ${claimedColumns(nowIso)}, ev.created_at AS sort_created_at, ev.seq AS sort_seq
         FROM inserted c
         JOIN webhook_endpoints e ON e.store_id = c.store_id AND e.id = c.endpoint_id
@@ -261,7 +267,7 @@ export async function pollEvents(
       ORDER BY h.sort_created_at, h.sort_seq, h.endpoint_id
     `.execute(trx);
     const handedOver = fanned.filter((r) => r.id !== null).map(claimedDelivery);
-    return { polled: true, events: events.length, deliveries: fanned[0]?.total ?? 0, more, handedOver };
+    return { polled: true, events: events.length, deliveries: fanned[0]?.total ?? 0, more, handedOver, paused: fanned[0]?.paused ?? 0 };
   });
 }
 

@@ -219,7 +219,10 @@ class PollingWorker implements WebhookWorker {
             ? finishedSpan('webhook poll', startedAt, { 'store_api.poll.events': result.events, 'store_api.poll.deliveries': result.deliveries })
             : undefined;
         if (result.handedOver.length > 0) this.#dispatcher.take(result.handedOver, now, verdicts, pollSpan);
-        if (result.deliveries > result.handedOver.length) this.#dispatcher.wake();
+        // A claim only for what one could take: not for deliveries to an endpoint its breaker paused
+        // (a busy store's fan-out to a failing endpoint woke a claim and its nextDueAt every poll).
+        // The dispatcher's sleep is capped at the poll interval, so it sees their pause's end anyway.
+        if (result.deliveries - result.paused > result.handedOver.length) this.#dispatcher.wake();
         more = result.more;
         this.#pollFailures = 0;
         // Wall time, whatever the injected clock: Prometheus compares it with its own (`time()`).

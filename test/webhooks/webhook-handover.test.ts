@@ -108,6 +108,35 @@ describe.each(backends)('fan-out handed to the polling worker (%s)', (backend) =
     await disable(backlog.id, open.id, idle2.id);
   });
 
+  it('counts the deliveries it queued for an endpoint its breaker paused (no claim is woken for those)', async () => {
+    await drain();
+    const paused = await kit.createEndpoint('http://127.0.0.1:9/paused');
+    const halfOpen = await kit.createEndpoint('http://127.0.0.1:9/half-open');
+    const healthy = await kit.createEndpoint('http://127.0.0.1:9/healthy');
+    await sql`UPDATE webhook_endpoints SET consecutive_failures = ${BREAKER.threshold}, paused_until = now() + interval '1 minute' WHERE id = ${paused.id}::uuid`.execute(
+      db(),
+    );
+    await sql`UPDATE webhook_endpoints SET consecutive_failures = ${BREAKER.threshold}, paused_until = now() - interval '1 second' WHERE id = ${halfOpen.id}::uuid`.execute(
+      db(),
+    );
+    await append(3);
+    let deliveries = 0;
+    let pausedCount = 0;
+    let handed = 0;
+    for (let i = 0; i < 100; i++) {
+      const r = await pollEvents(db(), Date.now(), 500, () => handover('w5', 100, 100));
+      deliveries += r.deliveries;
+      pausedCount += r.paused;
+      handed += r.handedOver.length;
+      if (!r.more) break;
+    }
+    expect(deliveries).toBe(9);
+    expect(pausedCount).toBe(3);
+    // The healthy endpoint's handed over; the half-open one's wait for a claim (its probe).
+    expect(handed).toBe(3);
+    await disable(paused.id, halfOpen.id, healthy.id);
+  });
+
   it('a worker never holds more deliveries than its claim room, however large the backlog', async () => {
     await drain();
     const receiver = await new WebhookReceiver().start();
