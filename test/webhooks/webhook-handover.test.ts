@@ -174,7 +174,7 @@ describe.each(backends)('fan-out handed to the polling worker (%s)', (backend) =
       });
     // Due when the pause ends, found without reading the 3,000 rows behind it. (At this scale the
     // planner joined from the endpoints before too; on the bench's database it read every
-    // unfinished delivery: docs/decisions/0068.)
+    // unfinished delivery: docs/decisions/0070.)
     expect(due).toBeGreaterThan(Date.now());
     expect(read).toBeLessThan(100);
     await sql`DELETE FROM webhook_deliveries WHERE endpoint_id = ${paused.id}::uuid`.execute(db());
