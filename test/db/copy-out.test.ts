@@ -12,6 +12,17 @@ import { readOneRow, readPageBody, fetchPageBody, fetchPageKeys, streamPage } fr
 import { inStatementHorizon, readHorizon } from '../../src/db/write-clock.ts';
 import { customerSource } from '../../src/customers/customer.json-sql.ts';
 
+/** One field of a binary COPY row: its 32-bit length, then its bytes (-1: NULL). */
+const field = (text: string | null) => {
+  if (text === null) return Buffer.from([0xff, 0xff, 0xff, 0xff]);
+  const bytes = Buffer.from(text);
+  const length = Buffer.alloc(4);
+  length.writeInt32BE(bytes.length);
+  return Buffer.concat([length, bytes]);
+};
+/** A binary COPY's signature, flags and empty header extension. */
+const header = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)]);
+
 describe('inlineParameters', () => {
   it('replaces placeholders outside quotes and comments only', () => {
     expect(inlineParameters(`SELECT $1::int, '$1', "$2", $2 -- $1\n, $10`, [1, "it's", 3, 4, 5, 6, 7, 8, 9, 'ten'])).toBe(
@@ -22,14 +33,6 @@ describe('inlineParameters', () => {
   });
 
   it('parses what a binary COPY sends, NULLs included', () => {
-    const field = (text: string | null) => {
-      if (text === null) return Buffer.from([0xff, 0xff, 0xff, 0xff]);
-      const bytes = Buffer.from(text);
-      const length = Buffer.alloc(4);
-      length.writeInt32BE(bytes.length);
-      return Buffer.concat([length, bytes]);
-    };
-    const header = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)]);
     const stream = Buffer.concat([header, Buffer.from([0, 2]), field('é{"a":1}'), field(null), Buffer.from([0xff, 0xff])]);
     const rows = parseBinaryCopy(stream);
     expect(rows).toHaveLength(1);
@@ -39,14 +42,6 @@ describe('inlineParameters', () => {
   });
 
   it('parses a binary COPY from the pieces it arrived in, split anywhere, without joining them', () => {
-    const field = (text: string | null) => {
-      if (text === null) return Buffer.from([0xff, 0xff, 0xff, 0xff]);
-      const bytes = Buffer.from(text);
-      const length = Buffer.alloc(4);
-      length.writeInt32BE(bytes.length);
-      return Buffer.concat([length, bytes]);
-    };
-    const header = Buffer.concat([Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'), Buffer.alloc(8)]);
     const long = `[${'{"name":"ünïcödé 💡"},'.repeat(40)}{}]`;
     const row = (a: string, b: string | null, c: string) => Buffer.concat([Buffer.from([0, 3]), field(a), field(b), field(c)]);
     const stream = Buffer.concat([header, row('7', null, long), row('', 'x', 'y'), Buffer.from([0xff, 0xff])]);

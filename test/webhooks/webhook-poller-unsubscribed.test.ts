@@ -14,6 +14,7 @@ import { appendEvent, appendEventsInOrder } from '../../src/events/event-log.ts'
 import type { EventType } from '../../src/resources/event-types.ts';
 import { pollEvents, type PollResult } from '../../src/webhooks/event-poller.ts';
 import { webhookTestKit, type WebhookTestKit } from './webhook-test-kit.ts';
+import { signal } from '../helpers/signal.ts';
 
 /** Small batches, so a few hundred events cross many batch boundaries. */
 const BATCH = 7;
@@ -99,14 +100,8 @@ describe.each(backends)('event poller across unsubscribed events (%s)', (backend
     async () => {
       await drain();
       const subscriber = await kit.createEndpoint('http://127.0.0.1:9/late', { event_types: ['customer.created'] });
-      let stamped!: () => void;
-      const isStamped = new Promise<void>((resolve) => {
-        stamped = resolve;
-      });
-      let commit!: () => void;
-      const mayCommit = new Promise<void>((resolve) => {
-        commit = resolve;
-      });
+      const [isStamped, stamped] = signal();
+      const [mayCommit, commit] = signal();
       const slow = runWrite(db(), async (w) => {
         const id = await appendEvent(w, 'customer.created', randomUUID(), { slow: true });
         stamped();

@@ -12,6 +12,7 @@ import type { Database } from '../../src/db/schema.ts';
 import { appendEvent, appendEventsInOrder } from '../../src/events/event-log.ts';
 import { pendingQuery, pollEvents, pollPending } from '../../src/webhooks/event-poller.ts';
 import { webhookTestKit, type WebhookTestKit } from './webhook-test-kit.ts';
+import { signal } from '../helpers/signal.ts';
 
 describe.each(backends)('event poller (%s)', (backend) => {
   let kit: WebhookTestKit;
@@ -41,14 +42,8 @@ describe.each(backends)('event poller (%s)', (backend) => {
     'waits for a write that stamped early and commits late instead of skipping it (PostgreSQL; PGlite runs one transaction at a time)',
     async () => {
       await drain();
-      let stamped!: () => void;
-      const isStamped = new Promise<void>((resolve) => {
-        stamped = resolve;
-      });
-      let commit!: () => void;
-      const mayCommit = new Promise<void>((resolve) => {
-        commit = resolve;
-      });
+      const [isStamped, stamped] = signal();
+      const [mayCommit, commit] = signal();
       const early = randomUUID();
       const slow = runWrite(db(), async (w) => {
         const id = await appendEvent(w, 'customer.created', early, { id: early });
@@ -134,14 +129,8 @@ describe.each(backends)('event poller (%s)', (backend) => {
     "the check finds an event committed after a long write's uncommitted events without visiting them (PostgreSQL; PGlite runs one transaction at a time)",
     async () => {
       await drain();
-      let stamped!: () => void;
-      const isStamped = new Promise<void>((resolve) => {
-        stamped = resolve;
-      });
-      let commit!: () => void;
-      const mayCommit = new Promise<void>((resolve) => {
-        commit = resolve;
-      });
+      const [isStamped, stamped] = signal();
+      const [mayCommit, commit] = signal();
       // An import's step: 20,000 events written, not committed.
       const slow = runWrite(db(), async (w) => {
         await appendEventsInOrder(w, [
