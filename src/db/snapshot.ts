@@ -159,8 +159,8 @@ async function* chunksAtOnce(
   let charsPerRow = first.text.length / first.n;
   const rowsPerChunk = () => Math.max(1, Math.min(chunkSize, Math.floor(chunkChars / charsPerRow)));
   const segments: Segment[] = [];
-  /** Where the next bounds start; undefined once the walk's end is planned. */
-  let planFrom: Cursor | undefined = { ts: first.iso!, id: first.id! };
+  /** Where the next bounds start: the last bound planned (or the first chunk's last key). */
+  let planFrom: Cursor = { ts: first.iso!, id: first.id! };
   let planned = false;
   let planning: Promise<void> | undefined;
   let planFailure: { error: unknown } | undefined;
