@@ -116,7 +116,11 @@ describe.each(backends)('read caches (%s)', (backend) => {
   describe.runIf(backend === 'postgres')('export pages read ahead (decision 0069)', () => {
     /** Page statements (readPageBody's) sent since the last reset. */
     let pageReads = 0;
-    beforeAll(() => observeStatements((text) => void (text.startsWith('SELECT n::text, iso, id, cut::text, data') && (pageReads += 1))));
+    beforeAll(() =>
+      observeStatements((text) => {
+        if (text.startsWith('SELECT n::text, iso, id, cut::text, data')) pageReads += 1;
+      }),
+    );
     afterAll(() => observeStatements(undefined));
     const exportPage = async (authorization: string, cursor?: string) => {
       const res = await list(authorization, `/api/v1/products/export?limit=2&order=asc${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
