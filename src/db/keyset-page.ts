@@ -157,7 +157,8 @@ export async function chunkBounds(
         LIMIT ${every * count}
       ) w
     ) k
-    WHERE rn % ${every} = 0 OR rn = n`;
+    WHERE rn % ${every} = 0 OR rn = n
+    ORDER BY rn`;
   return readRows(select.compile(db), (rows) => {
     const n = rows.length === 0 ? 0 : Number(rows[0]![0]!.toString('latin1'));
     const bounds = rows.filter((_, i) => i < Math.floor(n / every)).map((row) => ({ iso: row[1]!.toString('latin1'), id: row[2]!.toString('latin1') }));
