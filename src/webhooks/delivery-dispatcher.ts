@@ -86,6 +86,13 @@ const LEASE_MARGIN_MS = 500;
  * deleted by another process; in this process the admin service says so at once).
  */
 export const BROKER_RECONCILE_MS = 10_000;
+/**
+ * Endpoints this worker remembers while they hold nothing here (their learned limit, whether they
+ * answer fast): the most recently sent to are kept, older ones start again as new endpoints. What
+ * the worker keeps, and what each claim sends to the database, follows the endpoints it is busy
+ * with, not every endpoint of every store it has ever delivered to.
+ */
+export const IDLE_ENDPOINTS_REMEMBERED = 1000;
 
 /** What this worker holds for one endpoint. */
 interface EndpointSlots {
@@ -107,6 +114,8 @@ interface EndpointSlots {
    * the failure that opened it, and what it brings for the endpoint goes back unsent.
    */
   openedAt: number;
+  /** When (worker clock) the breaker last opened here: a claim older than a lease cannot bring stale rows any more. */
+  openedClock: number;
 }
 
 /** What one finished attempt did, as the worker reports it. */
@@ -144,6 +153,8 @@ export interface DispatcherOptions {
   /** The worker's events: `claimed`, `attempt` and `loopError` are emitted here. */
   readonly events: EventEmitter<WebhookWorkerEvents>;
   readonly brokerReconcileMs: number;
+  /** Idle endpoints remembered; default IDLE_ENDPOINTS_REMEMBERED. */
+  readonly idleEndpointsRemembered?: number;
 }
 
 export class DeliveryDispatcher {
@@ -159,6 +170,7 @@ export class DeliveryDispatcher {
   /** With tracing on: the span of the claim (or poll) that took each delivery, which its attempt's span links to. */
   readonly #claimSpans = new WeakMap<ClaimedDelivery, SpanContext>();
   readonly #brokerReconcileMs: number;
+  readonly #idleRemembered: number;
   #brokersReconciledAt = 0;
   readonly #dispatchWake = new Wakeable();
   readonly #concurrency: ConcurrencyPolicy;
@@ -197,6 +209,7 @@ export class DeliveryDispatcher {
     this.#events = options.events;
     this.#clock = options.clock;
     this.#brokerReconcileMs = options.brokerReconcileMs;
+    this.#idleRemembered = options.idleEndpointsRemembered ?? IDLE_ENDPOINTS_REMEMBERED;
     this.#retry = { scheduleMs: ctx.config.webhookRetryScheduleMs };
     this.#breaker = { threshold: ctx.config.WEBHOOK_BREAKER_THRESHOLD, pauseMs: ctx.config.WEBHOOK_BREAKER_PAUSE_MS };
     this.#settleBatchMax = ctx.database.backend === 'pglite' ? PGLITE_SETTLE_BATCH_MAX : SETTLE_BATCH_MAX;
@@ -248,8 +261,8 @@ export class DeliveryDispatcher {
     const room = this.#backlog ? 0 : this.#claimRoom();
     this.#reserved += room;
     if (room <= 0) return { room, handover: undefined };
-    const { freeSlots, held, heldByStore } = this.#claimShape();
     const endpointCapacity = claimAhead(this.#concurrency.initial, false);
+    const { freeSlots, held, heldByStore } = this.#claimShape(endpointCapacity);
     return {
       room,
       handover: {
@@ -320,13 +333,14 @@ export class DeliveryDispatcher {
               'webhook claim',
               { kind: SpanKind.INTERNAL, parent: ROOT_CONTEXT, attributes: { 'store_api.claim.limit': free } },
               async (span) => {
+                const endpointCapacity = claimAhead(this.#concurrency.initial, false);
                 const rows = await claimDueDeliveries(this.#ctx.database.db, {
-                  ...this.#claimShape(),
+                  ...this.#claimShape(endpointCapacity),
                   workerId: this.#id,
                   now,
                   leaseMs: config.WEBHOOK_LEASE_MS,
                   limit: free,
-                  endpointCapacity: claimAhead(this.#concurrency.initial, false),
+                  endpointCapacity,
                   breaker: this.#breaker,
                 });
                 span.setAttribute('store_api.claim.deliveries', rows.length);
@@ -359,10 +373,13 @@ export class DeliveryDispatcher {
   }
 
   /**
-   * Per endpoint held here (sending or waiting), the deliveries a claim may add (its claim-ahead
-   * room; none while a failure's breaker verdict is pending) and those it holds, for the claim's rounds.
+   * Per endpoint held here (sending or waiting) or remembered, the deliveries a claim may add (its
+   * claim-ahead room; none while a failure's breaker verdict is pending) when that differs from a
+   * new endpoint's `endpointCapacity`, and those it holds, for the claim's rounds. Forgets the
+   * idle endpoints beyond the IDLE_ENDPOINTS_REMEMBERED most recently sent to.
    */
-  #claimShape(): { freeSlots: Map<string, number>; held: Map<string, number>; heldByStore: Map<string, number> } {
+  #claimShape(endpointCapacity: number): { freeSlots: Map<string, number>; held: Map<string, number>; heldByStore: Map<string, number> } {
+    this.#forgetIdleEndpoints();
     const freeSlots = new Map<string, number>();
     const held = new Map<string, number>();
     const heldByStore = new Map<string, number>();
@@ -370,13 +387,44 @@ export class DeliveryDispatcher {
       const holding = e.sending + e.waiting.length;
       // An endpoint this worker knows keeps its limit while it holds nothing (a fast one claims a
       // full round ahead again at once, not the initial two).
-      freeSlots.set(endpointId, e.failuresSettling > 0 ? 0 : claimAhead(e.limit, e.fast) - holding);
+      const free = e.failuresSettling > 0 ? 0 : claimAhead(e.limit, e.fast) - holding;
+      if (free !== endpointCapacity) freeSlots.set(endpointId, free);
       if (holding > 0) {
         held.set(endpointId, holding);
         heldByStore.set(e.storeId, (heldByStore.get(e.storeId) ?? 0) + holding);
       }
     }
     return { freeSlots, held, heldByStore };
+  }
+
+  /**
+   * Drops the idle endpoints (nothing sent, waiting or settling here) beyond the
+   * IDLE_ENDPOINTS_REMEMBERED (idleEndpointsRemembered) most recently sent to (#pump moves an endpoint to the end of the map
+   * when it sends), and the stores of FIFO endpoints neither sending here nor pooled. Kept: an
+   * endpoint whose breaker opened less than a lease ago (a claim begun before the opening is
+   * checked against it in `take`), and one with a pooled broker connection (reconcileBrokers asks
+   * after it by its store).
+   */
+  #forgetIdleEndpoints(): void {
+    let idle = 0;
+    for (const e of this.#endpoints.values()) if (isIdle(e)) idle++;
+    if (idle > this.#idleRemembered) {
+      const pooled = this.#transport.brokerEndpoints();
+      const recent = this.#clock() - this.#ctx.config.WEBHOOK_LEASE_MS;
+      for (const [endpointId, e] of this.#endpoints) {
+        if (idle <= this.#idleRemembered) break;
+        if (!isIdle(e) || (e.openedAt > 0 && e.openedClock > recent) || pooled.has(endpointId)) continue;
+        this.#endpoints.delete(endpointId);
+        idle--;
+      }
+    }
+    if (this.#lineStores.size > this.#idleRemembered) {
+      const pooled = this.#transport.brokerEndpoints();
+      for (const endpointId of [...this.#lineStores.keys()]) {
+        if (this.#lineStores.size <= this.#idleRemembered) break;
+        if (!this.#lines.has(endpointId) && !pooled.has(endpointId)) this.#lineStores.delete(endpointId);
+      }
+    }
   }
 
   /**
@@ -440,7 +488,7 @@ export class DeliveryDispatcher {
   #slots(endpointId: string, storeId: string): EndpointSlots {
     let slots = this.#endpoints.get(endpointId);
     if (!slots) {
-      slots = { storeId, limit: this.#concurrency.initial, sending: 0, waiting: [], failuresSettling: 0, fast: false, openedAt: 0 };
+      slots = { storeId, limit: this.#concurrency.initial, sending: 0, waiting: [], failuresSettling: 0, fast: false, openedAt: 0, openedClock: 0 };
       this.#endpoints.set(endpointId, slots);
     }
     return slots;
@@ -579,7 +627,10 @@ export class DeliveryDispatcher {
     // The breaker opened or the endpoint is gone: what waits here for it goes back to the queue
     // (claims skip the endpoint until it may be tried again).
     const open = settled.breaker !== null && settled.breaker.consecutiveFailures >= this.#breaker.threshold;
-    if (open) slots.openedAt = ++this.#breakerVerdicts;
+    if (open) {
+      slots.openedAt = ++this.#breakerVerdicts;
+      slots.openedClock = this.#clock();
+    }
     if (open || settled.endpointDisabled) {
       this.#waiting -= slots.waiting.length;
       this.#release(slots.waiting.splice(0).map((w) => w.delivery));
@@ -767,6 +818,11 @@ export class DeliveryDispatcher {
     this.#ctx.logger.error({ err: error, workerId: this.#id }, message);
     this.#events.emit('loopError', error);
   }
+}
+
+/** Nothing of the endpoint's is being sent, waits to be, or settles a failure here. */
+function isIdle(e: EndpointSlots): boolean {
+  return e.sending === 0 && e.waiting.length === 0 && e.failuresSettling === 0;
 }
 
 /** The headers of one event's request or message: its signature at `at` over `bytes`, and the test mark. */

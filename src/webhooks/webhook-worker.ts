@@ -65,6 +65,8 @@ export interface WebhookWorkerOptions {
   listenUrl?: string;
   /** How often pooled broker connections are checked against their endpoints; default BROKER_RECONCILE_MS. */
   brokerReconcileMs?: number;
+  /** Endpoints whose learned limits are kept while they hold nothing here; default IDLE_ENDPOINTS_REMEMBERED. */
+  idleEndpointsRemembered?: number;
 }
 
 /** Starts the poller and dispatcher of this process. */
@@ -121,6 +123,7 @@ class PollingWorker implements WebhookWorker {
       clock: this.#clock,
       events: this.events,
       brokerReconcileMs: options.brokerReconcileMs ?? BROKER_RECONCILE_MS,
+      ...(options.idleEndpointsRemembered === undefined ? {} : { idleEndpointsRemembered: options.idleEndpointsRemembered }),
     });
   }
 
