@@ -193,6 +193,12 @@ export const EnvSchema = Type.Object({
     1000,
     'Most deliveries in flight per endpoint per worker process, reached only while the endpoint answers fast and succeeds (never below WEBHOOK_ENDPOINT_CONCURRENCY)',
   ),
+  WEBHOOK_ORIGINS_KEPT: Int(
+    1024,
+    1,
+    100_000,
+    "Receivers' origins whose connection pools a worker process keeps open; beyond it the least recently used pool is closed",
+  ),
   WEBHOOK_SLOW_ANSWER_MS: Int(1000, 1, 600_000, "A successful answer slower than this lowers the endpoint's concurrency by one; faster ones raise it"),
   WEBHOOK_LEASE_MS: Int(60_000, 100, 3_600_000, 'How long a claimed delivery stays locked to its worker'),
   WEBHOOK_ALLOW_PRIVATE_URLS: Bool(false, 'Allow webhook URLs on loopback and private networks'),

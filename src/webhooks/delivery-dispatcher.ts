@@ -179,6 +179,12 @@ export class DeliveryDispatcher {
   /** Attempts (send and settle) and releases running, for drain() to wait on. */
   readonly #running = new Set<Promise<unknown>>();
   readonly #endpoints = new Map<string, EndpointSlots>();
+  /**
+   * The endpoints with deliveries waiting here, in the order #pump serves them (one sent to moves
+   * to the end): a pump walks these, not every endpoint the worker remembers. An endpoint whose
+   * queue was emptied elsewhere (a breaker opening, a stop) leaves it when the pump reaches it.
+   */
+  readonly #queued = new Map<string, EndpointSlots>();
   /** HTTP requests in flight, deliveries waiting here, attempts waiting for their settle. */
   #sending = 0;
   #waiting = 0;
@@ -225,6 +231,7 @@ export class DeliveryDispatcher {
         timeoutMs: ctx.config.WEBHOOK_TIMEOUT_MS,
         allowPrivate: ctx.config.WEBHOOK_ALLOW_PRIVATE_URLS,
         connectionsPerOrigin: Math.min(this.#concurrency.max, ctx.config.WEBHOOK_CONCURRENCY),
+        originsKept: ctx.config.WEBHOOK_ORIGINS_KEPT,
         now: this.#clock,
       }),
       timeoutMs: ctx.config.WEBHOOK_TIMEOUT_MS,
@@ -299,6 +306,7 @@ export class DeliveryDispatcher {
   async drain(): Promise<void> {
     const unsent = [...this.#endpoints.values()].flatMap((e) => e.waiting.splice(0));
     this.#waiting = 0;
+    this.#queued.clear();
     this.#release(unsent.map((w) => w.delivery));
     while (this.#running.size > 0) await Promise.allSettled([...this.#running]);
   }
@@ -445,12 +453,17 @@ export class DeliveryDispatcher {
     if (claimed.length === 0) return;
     this.#events.emit('claimed', claimed);
     const leaseUntil = now + this.#ctx.config.WEBHOOK_LEASE_MS;
-    for (const delivery of claimed) this.#slots(delivery.endpointId, delivery.storeId).waiting.push({ delivery, leaseUntil });
+    for (const delivery of claimed) {
+      const slots = this.#slots(delivery.endpointId, delivery.storeId);
+      slots.waiting.push({ delivery, leaseUntil });
+      this.#queued.set(delivery.endpointId, slots);
+    }
     this.#waiting += claimed.length;
     // Stopped meanwhile: stop() has taken the queues already, so these go back at once.
     if (this.#stopping) {
       const unsent = [...this.#endpoints.values()].flatMap((e) => e.waiting.splice(0));
       this.#waiting = 0;
+      this.#queued.clear();
       this.#release(unsent.map((w) => w.delivery));
       return;
     }
@@ -506,9 +519,14 @@ export class DeliveryDispatcher {
     let sent = true;
     while (sent && this.#sending < concurrency && this.#waiting > 0) {
       sent = false;
-      for (const [endpointId, slots] of [...this.#endpoints]) {
+      const served: string[] = [];
+      for (const [endpointId, slots] of this.#queued) {
         if (this.#sending >= concurrency) break;
-        if (slots.waiting.length === 0 || slots.sending >= slots.limit || slots.failuresSettling > 0) continue;
+        if (slots.waiting.length === 0) {
+          this.#queued.delete(endpointId);
+          continue;
+        }
+        if (slots.sending >= slots.limit || slots.failuresSettling > 0) continue;
         const next = slots.waiting.shift()!;
         this.#waiting--;
         sent = true;
@@ -516,10 +534,18 @@ export class DeliveryDispatcher {
           expired.push(next.delivery);
           continue;
         }
-        // Served last in the next round.
+        served.push(endpointId);
+        // The most recently sent to: the idle endpoints forgotten first are the least recently sent to.
         this.#endpoints.delete(endpointId);
         this.#endpoints.set(endpointId, slots);
         this.#send(slots, next.delivery);
+      }
+      // Served last in the next round.
+      for (const endpointId of served) {
+        const slots = this.#queued.get(endpointId);
+        if (slots === undefined) continue;
+        this.#queued.delete(endpointId);
+        if (slots.waiting.length > 0) this.#queued.set(endpointId, slots);
       }
     }
     this.#release(expired);

@@ -42,7 +42,7 @@ describe.each(backends)('idle endpoints a worker remembers (%s)', (backend) => {
   it('forgets the oldest idle endpoints past its bound: claims name only those it holds or remembers', async () => {
     const worker = await startWebhookWorker(kit.t.ctx, { listenUrl: kit.t.database.url, idleEndpointsRemembered: REMEMBERED });
     try {
-      const endpoints = [];
+      const endpoints: { id: string; secret: string }[] = [];
       for (let i = 0; i < ENDPOINTS; i++) endpoints.push(await kit.createEndpoint(`${receiver.url}/e${i}`));
       // One delivery to each endpoint in turn, each answered fast (a learned state that differs
       // from a new endpoint's, which the claims would carry for every endpoint remembered).
