@@ -3,6 +3,8 @@
  * ever delivered to: past its bound of idle endpoints remembered (their learned limits), the oldest
  * are forgotten, and neither the worker's state nor what its claims and hand-overs send to the
  * database grows with the endpoints of every store. A forgotten endpoint is served as a new one.
+ * And the receivers' pools kept (WEBHOOK_ORIGINS_KEPT): deliveries going round more origins than
+ * that open a connection each time, fewer keep theirs.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backends } from '../helpers/test-database.ts';
@@ -70,5 +72,35 @@ describe.each(backends)('idle endpoints a worker remembers (%s)', (backend) => {
       observeStatements(undefined);
       await worker.stop();
     }
+  });
+});
+
+describe.each(backends)('receivers whose pools a worker keeps (%s)', (backend) => {
+  /** Connections each of two receivers saw while their endpoints were pinged in turn, three times each. */
+  async function connectionsInTurn(env: Record<string, string>): Promise<number[]> {
+    const kit = await webhookTestKit(backend, env);
+    const receivers = [await new WebhookReceiver().start(), await new WebhookReceiver().start()];
+    try {
+      const endpoints = [await kit.createEndpoint(receivers[0]!.url), await kit.createEndpoint(receivers[1]!.url)];
+      for (let round = 0; round < 3; round++) {
+        for (const endpoint of endpoints) {
+          const attempt = waitForAttempts(kit.worker, 1, (r) => r.endpointId === endpoint.id);
+          expect((await kit.api('POST', `/webhooks/endpoints/${endpoint.id}/ping`)).status).toBe(202);
+          expect((await attempt)[0]!.settlement?.status).toBe('succeeded');
+        }
+      }
+      return receivers.map((r) => r.connections.size);
+    } finally {
+      await kit.close();
+      for (const r of receivers) await r.close();
+    }
+  }
+
+  it("keeps both origins' connections by default", async () => {
+    for (const n of await connectionsInTurn({})) expect(n).toBeLessThan(3);
+  });
+
+  it("with WEBHOOK_ORIGINS_KEPT=1 closes one origin's pool for the other: a connection per delivery", async () => {
+    expect(await connectionsInTurn({ WEBHOOK_ORIGINS_KEPT: '1' })).toEqual([3, 3]);
   });
 });
