@@ -1,7 +1,8 @@
 /**
  * Sends one signed webhook POST and tells what happened; never throws for anything the receiver
- * does. Connections are pooled and kept alive per origin (OriginPools: an undici Pool per origin,
- * at most ORIGINS_KEPT of them, the least recently used closed beyond), every
+ * does. Connections are kept alive per origin (OriginPools: an undici Client per origin, a Pool
+ * once it takes concurrent requests, at most ORIGINS_KEPT origins, the least recently used closed
+ * beyond), every
  * connection goes through the private-address guard, and the whole exchange, response body
  * included, must finish within the timeout: a receiver that hangs, trickles, resets, redirects,
  * answers non-2xx or sends more than MAX_RESPONSE_BYTES is a failed attempt, never a stuck worker.
@@ -11,7 +12,7 @@
  * the order requests start, and one timer (Deadlines) armed for the earliest unfinished one aborts
  * each request exactly when its own timeout passes (docs/decisions/0015-webhook-delivery-speed.md).
  */
-import type { Agent, Pool } from 'undici';
+import type { Agent, Client, Pool } from 'undici';
 import type { EventEmitter } from 'node:events';
 import { isIP } from 'node:net';
 import { guardedLookup, isPrivateAddress } from './webhook-url-policy.ts';
@@ -91,9 +92,9 @@ export interface ClientTls {
 const CLIENT_TLS_POOLS = 100;
 
 /**
- * Origins whose connection pools are kept (more: the least recently used is closed, once its
- * requests in flight have finished); WEBHOOK_ORIGINS_KEPT sets it for a worker. A pool and its
- * kept-alive sockets cost tens of KiB: a worker delivering to thousands of stores' receivers, each
+ * Origins whose connections are kept (more: the least recently used is closed, once its
+ * requests in flight have finished); WEBHOOK_ORIGINS_KEPT sets it for a worker. An origin's
+ * kept-alive socket costs a few KiB, a pool tens: a worker delivering to thousands of stores' receivers, each
  * its own origin, holds at most this many. Fewer than the origins a worker serves in turn costs
  * far more than their memory: the claims go round the stores with due work, so each origin's pool
  * was closed before its next delivery, which then opened a new connection (decision 0071: with 256
@@ -101,47 +102,69 @@ const CLIENT_TLS_POOLS = 100;
  */
 export const ORIGINS_KEPT = 1024;
 
+/** What serves one origin: an undici Client (one connection) or Pool (several). */
+type OriginDispatcher = Client | Pool;
+
 /**
- * One undici Pool per origin, at most `kept` of them, the least recently used closed beyond (a
- * graceful close: its requests in flight finish; the origin's next request makes a new pool). An
- * Agent keeps a pool per origin for as long as it has a connection, so a worker that delivered to
- * 10,000 origins within a keep-alive timeout held 10,000 pools.
+ * What serves each origin, at most `kept` origins, the least recently used closed beyond (a
+ * graceful close: its requests in flight finish; the origin's next request makes a new one). An
+ * origin starts with an undici Client, one connection, and gets a Pool of `connections` only when
+ * a request finds its Client busy (decision 0072): a Pool allocates a 2,048-slot queue (16 KiB) when
+ * made, and a worker delivering one at a time to each of a thousand stores' receivers held a
+ * thousand of them. An Agent keeps a pool per origin for as long as it has a connection, so a
+ * worker that delivered to 10,000 origins within a keep-alive timeout held 10,000 pools.
  */
 export class OriginPools {
-  readonly #pools = new Map<string, Pool>();
-  readonly #make: (origin: string) => Pool;
+  readonly #pools = new Map<string, { readonly dispatcher: OriginDispatcher; readonly pooled: boolean }>();
+  readonly #make: (origin: string, pooled: boolean) => OriginDispatcher;
   readonly #kept: number;
+  readonly #connections: number;
 
-  constructor(make: (origin: string) => Pool, kept: number) {
+  /** `connections`: per origin at most (1: a Client each, never a Pool). */
+  constructor(make: (origin: string, pooled: boolean) => OriginDispatcher, kept: number, connections: number) {
     this.#make = make;
     this.#kept = Math.max(1, kept);
+    this.#connections = connections;
   }
 
-  /** Pools held now. */
+  /** Origins held now. */
   get size(): number {
     return this.#pools.size;
   }
 
-  /** The pool of `origin`, made the most recently used. */
-  of(origin: string): Pool {
-    let pool = this.#pools.get(origin);
-    if (pool && !pool.closed && !pool.destroyed) {
-      this.#pools.delete(origin);
-      this.#pools.set(origin, pool);
-      return pool;
-    }
-    pool = this.#make(origin);
-    this.#pools.delete(origin);
-    this.#pools.set(origin, pool);
-    while (this.#pools.size > this.#kept) {
-      const [oldest, evicted] = this.#pools.entries().next().value!;
-      this.#pools.delete(oldest);
-      evicted.close().catch(() => {});
-    }
-    return pool;
+  /** Of the origins held, those served by a Pool (the others by a Client). */
+  get pooled(): number {
+    let n = 0;
+    for (const held of this.#pools.values()) if (held.pooled) n++;
+    return n;
   }
 
-  /** Requests `options` from its origin's pool. */
+  /** What serves `origin`, made the most recently used; a busy Client is replaced by a Pool. */
+  of(origin: string): OriginDispatcher {
+    let held = this.#pools.get(origin);
+    if (held && (held.dispatcher.closed || held.dispatcher.destroyed)) held = undefined;
+    let made = false;
+    if (!held) {
+      held = { dispatcher: this.#make(origin, false), pooled: false };
+      made = true;
+    } else if (!held.pooled && this.#connections > 1 && held.dispatcher.stats.size > 0) {
+      // A request while the Client has one in flight or queued: the origin takes concurrent
+      // requests, so it gets a Pool; the Client finishes what it holds, then closes.
+      held.dispatcher.close().catch(() => {});
+      held = { dispatcher: this.#make(origin, true), pooled: true };
+      made = true;
+    }
+    this.#pools.delete(origin);
+    this.#pools.set(origin, held);
+    while (made && this.#pools.size > this.#kept) {
+      const [oldest, evicted] = this.#pools.entries().next().value!;
+      this.#pools.delete(oldest);
+      evicted.dispatcher.close().catch(() => {});
+    }
+    return held.dispatcher;
+  }
+
+  /** Requests `options` from what serves its origin. */
   request(options: Parameters<Pool['request']>[0] & { origin: string }): ReturnType<Pool['request']> {
     return this.of(options.origin).request(options);
   }
@@ -149,7 +172,7 @@ export class OriginPools {
   async close(): Promise<void> {
     const pools = [...this.#pools.values()];
     this.#pools.clear();
-    await Promise.all(pools.map((pool) => pool.close()));
+    await Promise.all(pools.map((held) => held.dispatcher.close()));
   }
 }
 
@@ -192,9 +215,14 @@ export class WebhookHttpClient {
   /** The connection pool, made by `warm` or else at the first request (undici is loaded then: decision 0048). */
   async #pool(): Promise<OriginPools> {
     if (this.#agent) return this.#agent;
-    const { Pool } = await loadUndici();
+    const { Client, Pool } = await loadUndici();
     const options = this.#agentOptions();
-    this.#agent ??= new OriginPools((origin) => new Pool(origin, options), this.#options.originsKept ?? ORIGINS_KEPT);
+    const { connections, ...oneConnection } = options;
+    this.#agent ??= new OriginPools(
+      (origin, pooled) => (pooled ? new Pool(origin, options) : new Client(origin, oneConnection)),
+      this.#options.originsKept ?? ORIGINS_KEPT,
+      connections ?? 1,
+    );
     return this.#agent;
   }
 

@@ -2,12 +2,13 @@
  * The dispatcher's HTTP client against misbehaving receivers on loopback: every fault is a failed
  * attempt with a reason, within the timeout; connections are reused; private targets are refused
  * at connection time unless allowed; the pools of at most `originsKept` origins are kept, the
- * least recently used closed beyond.
+ * least recently used closed beyond; an origin gets a pool of several connections only once it
+ * takes concurrent requests.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { WebhookHttpClient } from '../../src/webhooks/webhook-http-client.ts';
+import { OriginPools, WebhookHttpClient } from '../../src/webhooks/webhook-http-client.ts';
 
 describe('webhook HTTP client', () => {
   let server: Server;
@@ -113,6 +114,58 @@ describe('webhook HTTP client', () => {
         for (const s of r.open) s.destroy();
         await new Promise((resolve) => r.receiver.close(resolve));
       }
+    }
+  });
+
+  it('serves an origin with one connection until a request finds it busy, then with a pool of connectionsPerOrigin', async () => {
+    // Holds every request until `hold` are in flight at once (or 10 s pass): were concurrent
+    // requests served one at a time, the count in flight would never reach it.
+    let hold = 1;
+    let inFlight = 0;
+    let most = 0;
+    const waiting: (() => void)[] = [];
+    const open = new Set<Socket>();
+    const receiver = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        inFlight++;
+        most = Math.max(most, inFlight);
+        let answered = false;
+        const answer = () => {
+          if (answered) return;
+          answered = true;
+          inFlight--;
+          res.writeHead(204).end();
+        };
+        waiting.push(answer);
+        if (inFlight >= hold) for (const w of waiting.splice(0)) w();
+        else setTimeout(answer, 10_000).unref();
+      });
+    });
+    receiver.on('connection', (s) => {
+      open.add(s);
+      s.on('close', () => open.delete(s));
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/ok`;
+    const { Client, Pool } = await import('undici');
+    const pools = new OriginPools((origin, pooled) => (pooled ? new Pool(origin, { connections: 4 }) : new Client(origin)), 10, 4);
+    const post = async () => (await pools.request({ origin: new URL(url).origin, path: '/ok', method: 'POST', body: '{}' })).body.dump();
+    try {
+      // One at a time: a Client and its one connection, no pool.
+      for (let i = 0; i < 3; i++) await post();
+      expect([pools.size, pools.pooled, open.size, most]).toEqual([1, 0, 1, 1]);
+      // Four at once: the first finds the Client idle, the second finds it busy and makes the
+      // pool, which takes the other three; all four are in flight together.
+      hold = 4;
+      await Promise.all([post(), post(), post(), post()]);
+      expect([pools.size, pools.pooled, most]).toEqual([1, 1, 4]);
+      // The Client closed once its request was answered: only the pool's connections are left.
+      await vi.waitFor(() => expect(open.size).toBe(3));
+    } finally {
+      await pools.close();
+      for (const s of open) s.destroy();
+      await new Promise((resolve) => receiver.close(resolve));
     }
   });
 
