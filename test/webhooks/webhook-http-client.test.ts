@@ -117,28 +117,28 @@ describe('webhook HTTP client', () => {
     }
   });
 
-  it('serves an origin with one connection until a request finds it busy, then with a pool of connectionsPerOrigin', async () => {
-    // Holds every request until `hold` are in flight at once (or 10 s pass): were concurrent
-    // requests served one at a time, the count in flight would never reach it.
-    let hold = 1;
-    let inFlight = 0;
-    let most = 0;
+  /**
+   * A receiver that holds every request until `hold` are in flight at once (or 10 s pass): were
+   * concurrent requests served one at a time, the count in flight (`most`) would never reach it.
+   */
+  async function holdingReceiver() {
+    const state = { hold: 1, inFlight: 0, most: 0 };
     const waiting: (() => void)[] = [];
     const open = new Set<Socket>();
     const receiver = createServer((req, res) => {
       req.resume();
       req.on('end', () => {
-        inFlight++;
-        most = Math.max(most, inFlight);
+        state.inFlight++;
+        state.most = Math.max(state.most, state.inFlight);
         let answered = false;
         const answer = () => {
           if (answered) return;
           answered = true;
-          inFlight--;
+          state.inFlight--;
           res.writeHead(204).end();
         };
         waiting.push(answer);
-        if (inFlight >= hold) for (const w of waiting.splice(0)) w();
+        if (state.inFlight >= state.hold) for (const w of waiting.splice(0)) w();
         else setTimeout(answer, 10_000).unref();
       });
     });
@@ -147,25 +147,51 @@ describe('webhook HTTP client', () => {
       s.on('close', () => open.delete(s));
     });
     await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/ok`;
+    const close = async () => {
+      for (const s of open) s.destroy();
+      await new Promise((resolve) => receiver.close(resolve));
+    };
+    return { state, open, url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/ok`, close };
+  }
+
+  it('serves an origin with one connection until a request finds it busy, then with a pool of connectionsPerOrigin', async () => {
+    const { state, open, url, close } = await holdingReceiver();
     const { Client, Pool } = await import('undici');
     const pools = new OriginPools((origin, pooled) => (pooled ? new Pool(origin, { connections: 4 }) : new Client(origin)), 10, 4);
     const post = async () => (await pools.request({ origin: new URL(url).origin, path: '/ok', method: 'POST', body: '{}' })).body.dump();
     try {
       // One at a time: a Client and its one connection, no pool.
       for (let i = 0; i < 3; i++) await post();
-      expect([pools.size, pools.pooled, open.size, most]).toEqual([1, 0, 1, 1]);
+      expect([pools.size, pools.pooled, open.size, state.most]).toEqual([1, 0, 1, 1]);
       // Four at once: the first finds the Client idle, the second finds it busy and makes the
       // pool, which takes the other three; all four are in flight together.
-      hold = 4;
+      state.hold = 4;
       await Promise.all([post(), post(), post(), post()]);
-      expect([pools.size, pools.pooled, most]).toEqual([1, 1, 4]);
+      expect([pools.size, pools.pooled, state.most]).toEqual([1, 1, 4]);
       // The Client closed once its request was answered: only the pool's connections are left.
       await vi.waitFor(() => expect(open.size).toBe(3));
     } finally {
       await pools.close();
-      for (const s of open) s.destroy();
-      await new Promise((resolve) => receiver.close(resolve));
+      await close();
+    }
+  });
+
+  it('sends as many deliveries to one receiver at once as connectionsPerOrigin allows, and one at a time with 1', async () => {
+    // The client's own wiring: connectionsPerOrigin is the pool's size (the endpoints' concurrency
+    // rests on it), 1 a single connection.
+    for (const connectionsPerOrigin of [4, 1]) {
+      const { state, open, url, close } = await holdingReceiver();
+      const client = new WebhookHttpClient({ timeoutMs: 30_000, allowPrivate: true, connectionsPerOrigin });
+      try {
+        state.hold = connectionsPerOrigin;
+        const outcomes = await Promise.all([0, 1, 2, 3].map(async () => (await client.post(url, '{}', {})).outcome));
+        expect(outcomes).toEqual(['success', 'success', 'success', 'success']);
+        expect([connectionsPerOrigin, state.most]).toEqual([connectionsPerOrigin, connectionsPerOrigin]);
+        expect(open.size).toBeLessThanOrEqual(connectionsPerOrigin);
+      } finally {
+        await client.close();
+        await close();
+      }
     }
   });
 
