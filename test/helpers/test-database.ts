@@ -18,8 +18,27 @@ declare module 'vitest' {
   }
 }
 
-/** The back ends this run tests against. */
-export const backends: Backend[] = process.env.TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
+/**
+ * The back ends this run tests against: PGlite, and PostgreSQL when TEST_DATABASE_URL is set.
+ * TEST_BACKENDS (a comma-separated list of `pglite`, `postgres`) runs the tests written for every
+ * back end on those only; the tests written for PostgreSQL alone still run when TEST_DATABASE_URL
+ * is set. CI's Node 22 leg runs with `pglite` (docs/decisions/0073).
+ */
+export const backends: Backend[] = backendsOf(process.env);
+
+/** `backends` for an environment; a wrong TEST_BACKENDS stops the run naming what is wrong. */
+export function backendsOf(env: NodeJS.ProcessEnv): Backend[] {
+  const available: Backend[] = env.TEST_DATABASE_URL ? ['pglite', 'postgres'] : ['pglite'];
+  const asked = env.TEST_BACKENDS?.trim();
+  if (!asked) return available;
+  const names = asked.split(',').map((name) => name.trim());
+  for (const name of names) {
+    if (name !== 'pglite' && name !== 'postgres')
+      throw new Error(`TEST_BACKENDS=${JSON.stringify(asked)}: unknown back end ${JSON.stringify(name)} (pglite, postgres)`);
+    if (!available.includes(name)) throw new Error(`TEST_BACKENDS=${JSON.stringify(asked)}: ${name} needs TEST_DATABASE_URL`);
+  }
+  return available.filter((backend) => names.includes(backend));
+}
 
 export interface TestDatabase extends DatabaseHandle {
   /** PostgreSQL connection string of this database (postgres back end only). */
