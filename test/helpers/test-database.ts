@@ -21,8 +21,8 @@ declare module 'vitest' {
 /**
  * The back ends this run tests against: PGlite, and PostgreSQL when TEST_DATABASE_URL is set.
  * TEST_BACKENDS (a comma-separated list of `pglite`, `postgres`) runs the tests written for every
- * back end on those only; the tests written for PostgreSQL alone still run when TEST_DATABASE_URL
- * is set. CI's Node 22 leg runs with `pglite` (docs/decisions/0073).
+ * back end on those only; the tests that open PostgreSQL databases of their own from
+ * TEST_DATABASE_URL still run when it is set. CI's Node 22 leg runs with `pglite` (docs/decisions/0073).
  */
 export const backends: Backend[] = backendsOf(process.env);
 
