@@ -136,6 +136,17 @@ interface PhaseFigures {
   changeP50: number;
   changeP99: number;
   changeMax: number;
+  /**
+   * B's deliveries of the phase, by stage (ms, p50 and p99): from the event's stamp to the start of
+   * the poll that fanned it out (the delivery's created_at), from there to the first attempt's
+   * start, and the first attempt itself.
+   */
+  toPollP50: number;
+  toPollP99: number;
+  toAttemptP50: number;
+  toAttemptP99: number;
+  attemptP50: number;
+  attemptP99: number;
 }
 
 export interface FairnessResults {
@@ -748,6 +759,27 @@ function changeSampler(db: Kysely<Database>, productsPerStore: number, everyMs: 
   };
 }
 
+/** Where B's deliveries created since `since` spent their time (PhaseFigures' stages), sorted per stage. */
+async function stagesOf(db: Kysely<Database>, store: string, since: string) {
+  const { rows } = await sql<{ to_poll: number; to_attempt: number; attempt: number }>`
+    SELECT (extract(epoch FROM d.created_at - ev.created_at) * 1000)::float8 AS to_poll,
+      (extract(epoch FROM a.started_at - d.created_at) * 1000)::float8 AS to_attempt, a.duration_ms::float8 AS attempt
+    FROM webhook_deliveries d
+    JOIN events ev ON ev.store_id = d.store_id AND ev.id = d.event_id
+    JOIN webhook_attempts a ON a.store_id = d.store_id AND a.delivery_id = d.id AND a.attempt_number = 1
+    WHERE d.store_id = ${store}::uuid AND d.created_at >= ${since}::timestamptz`.execute(db);
+  const sorted = (key: 'to_poll' | 'to_attempt' | 'attempt') => rows.map((r) => Number(r[key])).sort((a, b) => a - b);
+  const [toPoll, toAttempt, attempt] = [sorted('to_poll'), sorted('to_attempt'), sorted('attempt')];
+  return {
+    toPollP50: at(toPoll, 0.5),
+    toPollP99: at(toPoll, 0.99),
+    toAttemptP50: at(toAttempt, 0.5),
+    toAttemptP99: at(toAttempt, 0.99),
+    attemptP50: at(attempt, 0.5),
+    attemptP99: at(attempt, 0.99),
+  };
+}
+
 /** IMPORT_JOB_ROWS' default (src/config/config.ts): a larger stock import is a job. */
 const IMPORT_JOB_ROWS_DEFAULT = 10_000;
 
@@ -845,6 +877,7 @@ async function benchFairness(opts: StoresOptions): Promise<FairnessResults> {
     /** B's load from now until `during` ends; then `after`, then B's changes waited for. */
     const phase = async (during: () => Promise<void>, after: () => Promise<void>): Promise<PhaseFigures> => {
       const t = performance.now();
+      const phaseSince = new Date().toISOString();
       const list = wrkUntilStopped(serve.origin, listLoad);
       const sampler = changeSampler(db, opts.productsPerStore, 250, changeOffset);
       await during();
@@ -864,6 +897,7 @@ async function benchFairness(opts: StoresOptions): Promise<FairnessResults> {
         changeP50: at(changed.latencies, 0.5),
         changeP99: at(changed.latencies, 0.99),
         changeMax: changed.latencies.at(-1) ?? Number.NaN,
+        ...(await stagesOf(db, storeId(B), phaseSince)),
       };
     };
 
@@ -1061,6 +1095,8 @@ export function storesReport(r: StoresResults, opts: StoresOptions, notes: strin
   if (fr) {
     const busy = (k: keyof PhaseFigures) => spread(fr.busy.map((b) => b[k] as number));
     const idle = (k: keyof PhaseFigures) => spread(fr.idle.map((b) => b[k] as number));
+    const stagesCell = (of: typeof idle) =>
+      (['toPoll', 'toAttempt', 'attempt'] as const).map((k) => `${f1(of(`${k}P50`).median)}, ${f1(of(`${k}P99`).median)}`).join(' / ');
     const imports = fr.busy;
     lines.push(
       '## Fairness',
@@ -1088,6 +1124,7 @@ export function storesReport(r: StoresResults, opts: StoresOptions, notes: strin
       `| … p50 / p99 (ms) | ${f1(idle('listP50').median)} / ${range(idle('listP99'), f1)} | ${f1(busy('listP50').median)} / ${range(busy('listP99'), f1)} |`,
       `| B's change → receiver: changes per phase, each round (of which not arrived after the 120-s wait) | ${fr.idle.map((p) => `${p.changes} (${p.missing})`).join(', ')} | ${fr.busy.map((p) => `${p.changes} (${p.missing})`).join(', ')} |`,
       `| … p50 / p99 / max (ms) | ${lower(fr.idle)}${f1(idle('changeP50').median)} / ${range(idle('changeP99'), f1)} / ${f0(idle('changeMax').median)} | ${lower(fr.busy)}${f1(busy('changeP50').median)} / ${range(busy('changeP99'), f1)} / ${f0(busy('changeMax').median)} |`,
+      `| … of which, B's deliveries by stage: the event to the start of the poll that fanned it out / that poll's start to the first attempt / the first attempt: p50, p99 (ms) | ${stagesCell(idle)} | ${stagesCell(busy)} |`,
       `| **B's list p99, A busy ÷ A idle** | | **${range(fr.listRatio, f2)}** |`,
       `| **B's change → receiver p99, A busy ÷ A idle** | | **${lower(fr.busy)}${range(fr.changeRatio, f2)}** |`,
       '',
