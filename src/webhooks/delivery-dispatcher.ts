@@ -327,7 +327,7 @@ export class DeliveryDispatcher {
       let claimedAll = false;
       let waitMs = interval;
       try {
-        // Ask first when the next delivery falls due (one cheap query): an idle worker then never
+        // Ask first when the next delivery falls due (one cheap read): an idle worker then never
         // runs the claim transaction, and sleeps until that moment rather than a full interval.
         const due = claimNow || free <= 0 ? null : await nextDueAt(this.#ctx.database.db, this.#clock());
         const now = this.#clock();

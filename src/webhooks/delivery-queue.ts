@@ -39,6 +39,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import { readingByIndex } from '../db/index-reads.ts';
 import { isoFromMillis } from '../shared/time.ts';
 import { eventEnvelope, testEventEnvelope } from '../events/event-envelope.ts';
 import {
@@ -199,7 +200,8 @@ export interface ClaimOptions {
 
 /**
  * Claims up to `limit` due deliveries in ONE statement (atomic on its own, no network I/O inside,
- * one round trip and one commit however many rows): first the probe rights of half-open endpoints
+ * one commit however many rows; its transaction's first statement only sets it to read by index,
+ * db/index-reads.ts): first the probe rights of half-open endpoints
  * (re-arming their pause, so only one worker probes), then the rows themselves, `FOR UPDATE SKIP
  * LOCKED`, at most the free slots per endpoint and one per probed endpoint; the lease is stamped and
  * each row comes back with its endpoint and event. Rows whose previous lease expired get an
@@ -238,7 +240,10 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
   // (not through the pause the probe re-arms), and the rows come back with the endpoint and event
   // as they were when the statement started.
   const start = options.startAfter ?? randomUUID();
-  const { rows } = await sql<ClaimedRow>`
+  // Read by index only (db/index-reads.ts): the walks and probes stay walks and probes however one
+  // store's backlog skews the statistics.
+  const { rows } = await readingByIndex(db, (trx) =>
+    sql<ClaimedRow>`
     WITH RECURSIVE ${storesWithWork(start)}, walked AS (
       -- The stores to serve, walked from the start round: first those with a due first attempt
       -- (pending) for an endpoint that may be claimed, then, if the claim has room left, those with
@@ -356,7 +361,8 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
     JOIN candidates k ON k.store_id = c.store_id AND k.id = c.id
     WHERE ${ASYNC_COMMIT}
     ORDER BY k.store_rank, k.tier, k.rank, c.next_attempt_at, c.id
-  `.execute(db);
+  `.execute(trx),
+  );
   return rows.map(claimedDelivery);
 }
 
@@ -414,7 +420,7 @@ export async function claimFifoBatches(db: Kysely<Database>, options: FifoClaimO
   if (options.limit <= 0) return [];
   const now = isoFromMillis(options.now);
   const leaseUntil = isoFromMillis(options.now + options.leaseMs);
-  return db.transaction().execute(async (trx) => {
+  return readingByIndex(db, async (trx) => {
     const { rows: lines } = await sql<{ id: string; store_id: string; batch_size: number }>`
       SELECT e.id, e.store_id, e.batch_size FROM webhook_endpoints e
       WHERE e.enabled AND e.delivery_order = 'fifo'
@@ -806,7 +812,9 @@ export async function queueDepth(db: Kysely<Database>): Promise<number> {
  */
 export async function nextDueAt(db: Kysely<Database>, now: number): Promise<number | null> {
   const nowIso = isoFromMillis(now);
-  const { rows } = await sql<{ t: number | null }>`
+  // Read by index only (db/index-reads.ts), as the claims.
+  const { rows } = await readingByIndex(db, (trx) =>
+    sql<{ t: number | null }>`
     WITH RECURSIVE ${storesWithWork(NIL_UUID)}, busy AS (
       -- The active stores with unfinished deliveries: only their endpoints are read.
       SELECT w.store_id FROM ${STORES_ROUND} w
@@ -875,6 +883,7 @@ export async function nextDueAt(db: Kysely<Database>, now: number): Promise<numb
             AND d.next_attempt_at <= ${nowIso}::timestamptz AND d.locked_until > ${nowIso}::timestamptz
         ) l))
     END) * 1000)::float8 AS t
-  `.execute(db);
+  `.execute(trx),
+  );
   return rows[0]?.t ?? null;
 }

@@ -29,6 +29,7 @@
  */
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
+import { INDEX_READS } from '../db/index-reads.ts';
 import { horizonExpression, readHorizon } from '../db/write-clock.ts';
 import { isoFromMillis } from '../shared/time.ts';
 import {
@@ -71,22 +72,6 @@ export type Handover = Pick<ClaimOptions, 'workerId' | 'leaseMs' | 'limit' | 'fr
 const NOTHING: readonly ClaimedDelivery[] = [];
 
 /**
- * No bitmap scans and no sequential scans in the poll's transaction: every read of it is an index
- * walk or probe by design.
- * - Bitmap scans: its reads walk the events index in (created_at, seq) order and stop at the batch.
- *   Right after an import filled the log, the planner has no statistics on it and estimates a stamp
- *   to hold a few rows; a bitmap scan then reads all the rest of that stamp for every batch of it
- *   (an import's 300,000 events share one stamp).
- * - Sequential scans: the fan-out's check for an endpoint's due deliveries is a probe of that
- *   endpoint's rows. When one store holds most of the deliveries (a backlog of 100,000 to a failing
- *   endpoint), the statistics say a store id matches nearly every row, and the planner read the
- *   whole table instead (a sequential scan it expected to stop at the first match), finding none
- *   for another store's endpoint: 35 ms of a 43-ms fan-out of one event of store B, against 0.1 ms
- *   for the probe (the stores bench's fairness part, 2026-12-01).
- */
-const INDEX_ORDER = sql<boolean>`(SELECT set_config('enable_bitmapscan', 'off', true)) IS NOT NULL AND (SELECT set_config('enable_seqscan', 'off', true)) IS NOT NULL`;
-
-/**
  * Reads up to `batchSize` events after the position and queues their deliveries, in one transaction;
  * with `handover`, the first of them leased to that worker (see Handover). `handover` is asked only
  * once there are events to fan out (an idle poll costs the worker no room).
@@ -105,8 +90,9 @@ export async function pollEvents(
   // delay the poll, and while another store's import is in flight it is not free (pollPending).
   if (!known && !(await pollPending(db))) return { polled: true, events: 0, deliveries: 0, more: false, handedOver: NOTHING, paused: 0 };
   return db.transaction().execute(async (trx) => {
+    // The poll reads by index only (db/index-reads.ts): its first statement sets that.
     const { rows: state } = await sql<{ position_created_at: string; position_seq: number }>`
-      SELECT position_created_at, position_seq FROM webhook_poller_state WHERE id = 1 AND ${ASYNC_COMMIT} AND ${INDEX_ORDER} FOR UPDATE SKIP LOCKED
+      SELECT position_created_at, position_seq FROM webhook_poller_state WHERE id = 1 AND ${ASYNC_COMMIT} AND ${INDEX_READS} FOR UPDATE SKIP LOCKED
     `.execute(trx);
     if (state.length === 0) return { polled: false, events: 0, deliveries: 0, more: false, handedOver: NOTHING, paused: 0 };
     const horizon = await readHorizon(trx);

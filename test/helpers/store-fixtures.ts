@@ -1,9 +1,13 @@
 /** Small builders of store data through the real write services (so events and movements happen). */
-import type { Kysely } from 'kysely';
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
 import { createProduct, type ProductInput } from '../../src/catalog/catalog.service.ts';
 import { createCustomer } from '../../src/customers/customer.service.ts';
 import { placeOrder } from '../../src/orders/order.service.ts';
+import { createStore } from '../../src/stores/store.service.ts';
+import { asPlatform } from '../../src/db/store-scope.ts';
+import { isoFromMillis } from '../../src/shared/time.ts';
 
 let counter = 0;
 const next = () => ++counter;
@@ -73,4 +77,20 @@ export async function anOrder(
   extra: { discount?: number; delivery_fee?: number } = {},
 ) {
   return (await placeOrder(db, { source: 'online', payment_method: 'card', customer_name: 'Walk-in', items, ...extra })) as OrderJson;
+}
+
+/**
+ * A new store (named `name` and a uuid) with one enabled endpoint (to a closed port), created a
+ * minute ago: events of the store fan out to it.
+ */
+export async function aStoreWithEndpoint(db: Kysely<Database>, name: string): Promise<{ id: string; endpoint: string }> {
+  const store = await createStore(db, { name: `${name} ${randomUUID()}` });
+  const endpoint = randomUUID();
+  await asPlatform(() =>
+    sql`INSERT INTO webhook_endpoints (id, store_id, url, secret, created_at, updated_at)
+      VALUES (${endpoint}, ${store.id}::uuid, ${`http://127.0.0.1:9/${name}`}, 'whsec_test', ${isoFromMillis(Date.now() - 60_000)}::timestamptz, now())`.execute(
+      db,
+    ),
+  );
+  return { id: store.id, endpoint };
 }

@@ -13,13 +13,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql, type Kysely } from 'kysely';
 import { backends } from '../helpers/test-database.ts';
 import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
+import { aStoreWithEndpoint } from '../helpers/store-fixtures.ts';
 import type { Database } from '../../src/db/schema.ts';
 import { createStore } from '../../src/stores/store.service.ts';
 import { asPlatform, inStore } from '../../src/db/store-scope.ts';
 import { readHorizon, runWrite } from '../../src/db/write-clock.ts';
 import { appendEvent, appendEventsInOrder } from '../../src/events/event-log.ts';
 import { pollEvents, type PollResult } from '../../src/webhooks/event-poller.ts';
-import { isoFromMillis } from '../../src/shared/time.ts';
 
 const BATCH = 100;
 
@@ -47,17 +47,7 @@ describe.each(backends)('the event poller across stores (%s)', (backend) => {
   };
 
   /** A new store with one enabled endpoint that wants every event. */
-  async function aStore(name: string): Promise<{ id: string; endpoint: string }> {
-    const store = await createStore(db, { name: `${name} ${randomUUID()}` });
-    const endpoint = randomUUID();
-    await asPlatform(() =>
-      sql`INSERT INTO webhook_endpoints (id, store_id, url, secret, created_at, updated_at)
-        VALUES (${endpoint}, ${store.id}::uuid, ${`http://127.0.0.1:9/${name}`}, 'whsec_test', ${isoFromMillis(Date.now() - 60_000)}::timestamptz, now())`.execute(
-        db,
-      ),
-    );
-    return { id: store.id, endpoint };
-  }
+  const aStore = (name: string) => aStoreWithEndpoint(db, name);
 
   /** `n` product.updated events of `store` in one write (one stamp). */
   const many = (store: string, n: number) =>

@@ -1,8 +1,8 @@
 /**
  * The poll's fan-out probes an endpoint's due deliveries by its index however the deliveries are
- * spread over the stores (event-poller.ts `INDEX_ORDER`). With one store holding nearly every
- * delivery (a backlog of due deliveries to a failing endpoint), the statistics say a store id matches
- * nearly every row, and PostgreSQL's planner answered "does store B's endpoint have a due
+ * spread over the stores (its transaction reads by index only, db/index-reads.ts). With one store
+ * holding nearly every delivery (a backlog of due deliveries to a failing endpoint), the statistics
+ * say a store id matches nearly every row, and PostgreSQL's planner answered "does store B's endpoint have a due
  * delivery?" with a sequential scan of the whole table, expecting to stop at the first match and
  * finding none: 35 ms of a 43-ms fan-out of one of B's events in the stores bench.
  *
@@ -12,29 +12,19 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CompiledQuery, sql, type Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import { backends } from '../helpers/test-database.ts';
 import { buildTestApp, type TestApp } from '../helpers/test-app.ts';
+import { aStoreWithEndpoint } from '../helpers/store-fixtures.ts';
+import { planAsRun, recordStatements, settingsOf, wholeReadsOf } from '../helpers/plan-as-run.ts';
 import type { Database } from '../../src/db/schema.ts';
-import { createStore } from '../../src/stores/store.service.ts';
-import { asPlatform, inStore, observeStatements } from '../../src/db/store-scope.ts';
+import { asPlatform, inStore } from '../../src/db/store-scope.ts';
 import { runWrite } from '../../src/db/write-clock.ts';
 import { appendEvent, appendEventsInOrder } from '../../src/events/event-log.ts';
 import { pollEvents, type Handover } from '../../src/webhooks/event-poller.ts';
-import { isoFromMillis } from '../../src/shared/time.ts';
 
 /** A's deliveries: enough that the planner picks a sequential scan without the setting (seen failing so). */
 const BACKLOG = 20_000;
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  Plans?: PlanNode[];
-}
-
-function nodesOf(node: PlanNode): PlanNode[] {
-  return [node, ...(node.Plans ?? []).flatMap(nodesOf)];
-}
 
 describe.each(backends)("the poll's fan-out with one store holding nearly every delivery (%s)", (backend) => {
   let t: TestApp;
@@ -45,21 +35,10 @@ describe.each(backends)("the poll's fan-out with one store holding nearly every 
     db = t.database.db;
   });
   afterAll(async () => {
-    observeStatements(undefined);
     await t?.close();
   });
 
-  async function aStore(name: string): Promise<{ id: string; endpoint: string }> {
-    const store = await createStore(db, { name: `${name} ${randomUUID()}` });
-    const endpoint = randomUUID();
-    await asPlatform(() =>
-      sql`INSERT INTO webhook_endpoints (id, store_id, url, secret, created_at, updated_at)
-        VALUES (${endpoint}, ${store.id}::uuid, ${`http://127.0.0.1:9/${name}`}, 'whsec_test', ${isoFromMillis(Date.now() - 60_000)}::timestamptz, now())`.execute(
-        db,
-      ),
-    );
-    return { id: store.id, endpoint };
-  }
+  const aStore = (name: string) => aStoreWithEndpoint(db, name);
 
   const handover: Handover = {
     workerId: 'skew-test',
@@ -98,30 +77,13 @@ describe.each(backends)("the poll's fan-out with one store holding nearly every 
 
     // One event of B, fanned out with a handover (the path with the due-delivery probe), recorded.
     await inStore(b.id, () => runWrite(db, (w) => appendEvent(w, 'product.updated', randomUUID(), { b: true })));
-    const statements: { sql: string; parameters: readonly unknown[] }[] = [];
-    observeStatements((text, parameters) => {
-      statements.push({ sql: text, parameters });
-    });
-    const polled = await asPlatform(() => pollEvents(db, Date.now(), 500, () => handover));
-    observeStatements(undefined);
+    const { result: polled, statements } = await recordStatements(() => pollEvents(db, Date.now(), 500, () => handover));
     expect(polled.handedOver.map((d) => d.endpointId)).toEqual([b.endpoint]);
 
-    // The transaction's first statement: it takes the poller's row and sets the planner's settings.
-    const first = statements.find((s) => /FROM webhook_poller_state .*FOR UPDATE SKIP LOCKED/s.test(s.sql));
+    // The transaction's first statement sets the planner's settings; the fan-out is planned after it.
+    const settings = settingsOf(statements);
     const fanOut = statements.find((s) => s.sql.includes('INSERT INTO webhook_deliveries'));
-    expect(first && fanOut).toBeTruthy();
-    const plan = await asPlatform(() =>
-      db.transaction().execute(async (trx) => {
-        await trx.executeQuery(CompiledQuery.raw(first!.sql, [...first!.parameters]));
-        const { rows } = await trx.executeQuery<{ 'QUERY PLAN': [{ Plan: PlanNode }] | string }>(
-          CompiledQuery.raw(`EXPLAIN (FORMAT JSON) ${fanOut!.sql}`, [...fanOut!.parameters]),
-        );
-        const cell = rows[0]!['QUERY PLAN'];
-        return (typeof cell === 'string' ? JSON.parse(cell) : cell)[0].Plan as PlanNode;
-      }),
-    );
-    const onDeliveries = nodesOf(plan).filter((n) => n['Relation Name'] === 'webhook_deliveries');
-    expect(onDeliveries.length).toBeGreaterThan(0);
-    expect(onDeliveries.map((n) => n['Node Type'])).not.toContain('Seq Scan');
+    expect(settings && fanOut).toBeTruthy();
+    expect(wholeReadsOf(await planAsRun(db, settings, fanOut!), ['webhook_deliveries'])).toEqual([]);
   });
 });

@@ -6,23 +6,39 @@
  * for a threshold of 10 once, with claims reaching far ahead).
  *
  * The race is made certain, not waited for: the worker runs on the test database through a Kysely
- * plugin that holds a claim's rows (after the statement ran) until the test has seen the breaker
- * open, and the receiver holds its answer to the threshold-th attempt until that claim has run.
+ * plugin that marks a claim statement that returned rows, and the claim's transaction (its own,
+ * db/index-reads.ts) holds them, once committed, until the test has seen the breaker open; the
+ * receiver holds its answer to the threshold-th attempt until that claim has run. Held after the
+ * commit, not inside the transaction: the embedded database's one connection would wait for itself.
  */
-import type { KyselyPlugin, PluginTransformQueryArgs, PluginTransformResultArgs, QueryId, QueryResult, RootOperationNode, UnknownRow } from 'kysely';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type {
+  Kysely,
+  KyselyPlugin,
+  PluginTransformQueryArgs,
+  PluginTransformResultArgs,
+  QueryId,
+  QueryResult,
+  RootOperationNode,
+  Transaction,
+  UnknownRow,
+} from 'kysely';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backends } from '../helpers/test-database.ts';
+import type { Database } from '../../src/db/schema.ts';
 import { startWebhookWorker, type AttemptReport, type WebhookWorker } from '../../src/webhooks/webhook-worker.ts';
 import { WebhookReceiver } from './webhook-receiver.ts';
 import { webhookTestKit, waitForAttempts, type WebhookTestKit } from './webhook-test-kit.ts';
 
 const THRESHOLD = 3;
 
-/** Holds the rows of the next claim statement that returns any, once armed, until released. */
+/** Holds the rows of the next claim that returns any, once armed, until released: after its transaction commits. */
 class ClaimGate implements KyselyPlugin {
   armed = false;
   readonly #claims = new WeakSet<QueryId>();
+  /** The transaction running, for the statements run in it. */
+  readonly #transaction = new AsyncLocalStorage<{ claimed: boolean }>();
   #held: (() => void) | undefined;
   #release!: () => void;
   readonly released = new Promise<void>((resolve) => {
@@ -40,12 +56,35 @@ class ClaimGate implements KyselyPlugin {
     return node;
   }
   async transformResult({ result, queryId }: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
-    if (this.armed && this.#held && this.#claims.has(queryId) && result.rows.length > 0) {
-      this.#held();
-      this.#held = undefined;
-      await this.released;
-    }
+    const transaction = this.#transaction.getStore();
+    if (this.armed && this.#held && this.#claims.has(queryId) && result.rows.length > 0 && transaction) transaction.claimed = true;
     return result;
+  }
+  /** `db` with this plugin, each of its transactions held after its commit when it claimed rows while armed. */
+  gate(db: Kysely<Database>): Kysely<Database> {
+    const plugged = db.withPlugin(this);
+    return new Proxy(plugged, {
+      get: (target, property) => {
+        if (property === 'transaction')
+          return () => {
+            const builder = target.transaction();
+            const execute = builder.execute.bind(builder);
+            builder.execute = async <T>(callback: (trx: Transaction<Database>) => Promise<T>): Promise<T> => {
+              const state = { claimed: false };
+              const result = await this.#transaction.run(state, () => execute(callback));
+              if (state.claimed && this.#held) {
+                this.#held();
+                this.#held = undefined;
+                await this.released;
+              }
+              return result;
+            };
+            return builder;
+          };
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
   }
   release(): void {
     this.#release();
@@ -91,7 +130,7 @@ describe.each(backends)('breaker against a racing claim (%s)', (backend) => {
     };
     for (let i = 0; i < THRESHOLD; i++) await kit.api('POST', `/webhooks/endpoints/${endpoint.id}/ping`);
 
-    const db = kit.t.database.db.withPlugin(gate);
+    const db = gate.gate(kit.t.database.db);
     worker = await startWebhookWorker({ ...kit.t.ctx, database: { ...kit.t.ctx.database, db } }, { listenUrl: kit.t.database.url });
     const attempts: AttemptReport[] = [];
     worker.events.on('attempt', (r) => attempts.push(r));

@@ -1,0 +1,72 @@
+/**
+ * The plan PostgreSQL gives a statement as the service ran it: its statements are recorded
+ * (`observeStatements`), then the one that set its transaction's planner settings (db/index-reads.ts)
+ * and an EXPLAIN of the statement are run in one transaction, rolled back.
+ */
+import { CompiledQuery, type Kysely } from 'kysely';
+import type { Database } from '../../src/db/schema.ts';
+import { asPlatform, observeStatements } from '../../src/db/store-scope.ts';
+
+export interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  Plans?: PlanNode[];
+}
+
+export interface RecordedStatement {
+  readonly sql: string;
+  readonly parameters: readonly unknown[];
+}
+
+/** Every node of a plan. */
+export function nodesOf(node: PlanNode): PlanNode[] {
+  return [node, ...(node.Plans ?? []).flatMap(nodesOf)];
+}
+
+/** The statements `run` has the database run (across stores), with what `run` returned. */
+export async function recordStatements<T>(run: () => Promise<T>): Promise<{ result: T; statements: RecordedStatement[] }> {
+  const statements: RecordedStatement[] = [];
+  observeStatements((text, parameters) => {
+    statements.push({ sql: text, parameters });
+  });
+  try {
+    return { result: await asPlatform(run), statements };
+  } finally {
+    observeStatements(undefined);
+  }
+}
+
+/** The statement of `statements` that sets its transaction to read by index only. */
+export function settingsOf(statements: readonly RecordedStatement[]): RecordedStatement | undefined {
+  return statements.find((s) => s.sql.includes("set_config('enable_seqscan'"));
+}
+
+class RolledBack extends Error {}
+
+/** The plan of `statement` after `settings` (when given) in one transaction, rolled back. */
+export async function planAsRun(db: Kysely<Database>, settings: RecordedStatement | undefined, statement: RecordedStatement): Promise<PlanNode> {
+  let plan: PlanNode | undefined;
+  await asPlatform(() =>
+    db.transaction().execute(async (trx) => {
+      if (settings) await trx.executeQuery(CompiledQuery.raw(settings.sql, [...settings.parameters]));
+      const { rows } = await trx.executeQuery<{ 'QUERY PLAN': [{ Plan: PlanNode }] | string }>(
+        CompiledQuery.raw(`EXPLAIN (FORMAT JSON) ${statement.sql}`, [...statement.parameters]),
+      );
+      const cell = rows[0]!['QUERY PLAN'];
+      plan = (typeof cell === 'string' ? JSON.parse(cell) : cell)[0].Plan as PlanNode;
+      throw new RolledBack();
+    }),
+  ).catch((error: unknown) => {
+    if (!(error instanceof RolledBack)) throw error;
+  });
+  return plan!;
+}
+
+/** The scans of `plan` that read the whole of `relation` or go by a bitmap (not an index walk or probe). */
+export function wholeReadsOf(plan: PlanNode, relations: readonly string[]): string[] {
+  return nodesOf(plan)
+    .filter((n) => n['Relation Name'] !== undefined && relations.includes(n['Relation Name']))
+    .filter((n) => n['Node Type'] === 'Seq Scan' || n['Node Type'] === 'Bitmap Heap Scan')
+    .map((n) => `${n['Node Type']} on ${n['Relation Name']}`);
+}
