@@ -63,7 +63,7 @@ export async function planAsRun(db: Kysely<Database>, settings: RecordedStatemen
   return plan!;
 }
 
-/** The scans of `plan` that read the whole of `relation` or go by a bitmap (not an index walk or probe). */
+/** The scans of `plan` over `relations` that read a whole table or go by a bitmap (not an index walk or probe). */
 export function wholeReadsOf(plan: PlanNode, relations: readonly string[]): string[] {
   return nodesOf(plan)
     .filter((n) => n['Relation Name'] !== undefined && relations.includes(n['Relation Name']))
