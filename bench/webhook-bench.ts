@@ -140,6 +140,15 @@ export async function benchWebhooks(
     const http = new HttpPool(receiver.origin, { connections: CEILING_CONCURRENCY, pipelining: 1 });
     let offset = 0;
     const warmup = Math.min(500, opts.deliveries);
+    // Each event is of its own product (the warm-up's, then each round's): with too few products a
+    // round would append fewer events than it waits for, and wait out its timeout.
+    const { rows: counted } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM products`.execute(database.db);
+    const needed = warmup + opts.rounds * opts.deliveries;
+    if (counted[0]!.n < needed) {
+      throw new Error(
+        `the webhook bench needs ${needed} products (${opts.rounds} rounds of ${opts.deliveries} events and a warm-up of ${warmup}), the database has ${counted[0]!.n}: raise --products`,
+      );
+    }
     log('webhooks: warm-up');
     const before = await receiver.count();
     await appendEvents(database, warmup, 0);

@@ -24,6 +24,7 @@ import { withRequestTransactions } from './request-transaction.ts';
 import { copyBinary, inlineParameters, parseBinaryCopy, rowsOfMessages, textParameters, type RowReader } from './copy-out.ts';
 import { bufferCollector } from './buffer-collector.ts';
 import { ScopeState, statementObserverOf } from './store-scope.ts';
+import { readsByIndex } from './index-reads.ts';
 
 export type Backend = 'pglite' | 'postgres';
 
@@ -66,7 +67,7 @@ const parsers = typeParsers;
 
 /** Kysely's log hook: each statement run, to the statement observer when one is set (db/store-scope.ts), which Kysely awaits. */
 function observed(scopes: ScopeState): (event: LogEvent) => void | Promise<void> {
-  return (event) => statementObserverOf()?.(event.query.sql, event.query.parameters, scopes.wanted());
+  return (event) => statementObserverOf()?.(event.query.sql, event.query.parameters, scopes.wanted(), readsByIndex());
 }
 
 /**
@@ -213,7 +214,7 @@ function openPostgres(
     storage: new StorageHealth(),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     readRows: async (query, read) => {
-      void statementObserverOf()?.(query.sql, query.parameters, scopes.wanted());
+      void statementObserverOf()?.(query.sql, query.parameters, scopes.wanted(), readsByIndex());
       const client = await connectTagged.connect();
       let pieces: Buffer[];
       try {
@@ -328,7 +329,7 @@ async function openPglite(options: OpenDatabaseOptions): Promise<DatabaseHandle>
           // until then). The output may lie in the area the thread shares with this one: `read`
           // runs before it is released.
           readRows: async (query, read) => {
-            void statementObserverOf()?.(query.sql, query.parameters, scopes.wanted());
+            void statementObserverOf()?.(query.sql, query.parameters, scopes.wanted(), readsByIndex());
             const params = textParameters(query.parameters);
             const { answer } = await db.connection().execute(async () => {
               if (storage.fatal !== undefined) throw new StoreFailedError(storage.fatal);

@@ -13,11 +13,25 @@
  * probe takes 0.1 ms. Right after an import filled the event log, the log has no statistics and a
  * bitmap scan read the rest of an import's one stamp (300,000 events) for every batch of it.
  *
- * Planner settings apply to the statements planned after they are set, so they are set by the
- * transaction's first statement (`set_config(…, true)`: this transaction only). With the settings
- * off the planner still uses such a scan where nothing else can answer; it only stops preferring it.
+ * Planner settings apply to the statements planned after they are set. Outside a transaction the
+ * code runs in `readsByIndex` mode (an AsyncLocalStorage, like the store scope) and a connection is
+ * switched to the settings as it is taken, by the same one statement that switches its store scope
+ * (db/store-scope.ts `ScopeState.sync`): the worker's connections keep them, so its claims and
+ * `nextDueAt` cost no round trip more than their own statement. Inside a caller's transaction (the
+ * connection's session settings were fixed when it began) they are set by the transaction's next
+ * statement (`set_config(…, true)`: this transaction only), or by its first statement's WHERE
+ * (INDEX_READS, the poll's). With the settings off the planner still uses such a scan where nothing
+ * else can answer; it only stops preferring it.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { sql, type Kysely } from 'kysely';
+
+const byIndex = new AsyncLocalStorage<boolean>();
+
+/** Whether the running code's statements read by index only (`readingByIndex` outside a transaction). */
+export function readsByIndex(): boolean {
+  return byIndex.getStore() === true;
+}
 
 /**
  * A condition that is true and sets the settings for the rest of its transaction: for a transaction's
@@ -26,14 +40,13 @@ import { sql, type Kysely } from 'kysely';
 export const INDEX_READS = sql<boolean>`(SELECT set_config('enable_bitmapscan', 'off', true)) IS NOT NULL AND (SELECT set_config('enable_seqscan', 'off', true)) IS NOT NULL`;
 
 /**
- * Runs `fn` in a transaction whose statements read by index only (the settings are its first
- * statement). Given a transaction already (a caller's), `fn` runs in it, and the settings hold for
- * the rest of it.
+ * Runs `fn` so that its statements read by index only. Outside a transaction `fn` gets `db` and
+ * every statement it runs, a transaction it begins included, is on a connection with the settings
+ * (`readsByIndex`). Given a transaction (a caller's), `fn` runs in it after a statement that sets
+ * them for the rest of it.
  */
-export async function readingByIndex<DB, T>(db: Kysely<DB>, fn: (trx: Kysely<DB>) => Promise<T>): Promise<T> {
-  const run = async (trx: Kysely<DB>) => {
-    await sql`SELECT ${INDEX_READS}`.execute(trx);
-    return fn(trx);
-  };
-  return db.isTransaction ? run(db) : db.transaction().execute(run);
+export async function readingByIndex<DB, T>(db: Kysely<DB>, fn: (db: Kysely<DB>) => Promise<T>): Promise<T> {
+  if (!db.isTransaction) return byIndex.run(true, () => fn(db));
+  await sql`SELECT ${INDEX_READS}`.execute(db);
+  return fn(db);
 }

@@ -22,6 +22,7 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { sql, type RawBuilder } from 'kysely';
+import { readsByIndex } from './index-reads.ts';
 
 export type StoreScope =
   | { readonly kind: 'store'; readonly storeId: string }
@@ -114,7 +115,13 @@ export function accountStoreIs(column = 'store_id'): RawBuilder<boolean> {
 }
 
 /** What the database handle reports of each statement it runs, to `observeStatements`' observer. */
-export type StatementObserver = (sql: string, parameters: readonly unknown[], scope: StoreScope) => void | Promise<void>;
+export type StatementObserver = (
+  sql: string,
+  parameters: readonly unknown[],
+  scope: StoreScope,
+  /** Whether it was run reading by index only (db/index-reads.ts `readsByIndex`). */
+  byIndex: boolean,
+) => void | Promise<void>;
 
 let statementObserver: StatementObserver | undefined;
 
@@ -137,21 +144,28 @@ export function statementObserverOf(): StatementObserver | undefined {
   return statementObserver;
 }
 
-function keyOf(scope: StoreScope): string {
-  return scope.kind === 'store' ? `store:${scope.storeId}` : scope.kind;
+function keyOf(scope: StoreScope, byIndex: boolean): string {
+  return `${scope.kind === 'store' ? `store:${scope.storeId}` : scope.kind}${byIndex ? '+index' : ''}`;
 }
 
-/** The statement that puts a connection in `scope` (its text and parameters). */
-function switchStatement(scope: StoreScope): { sql: string; parameters: string[] } {
+/**
+ * The statement that puts a connection in `scope`, reading by index only or not (its text and
+ * parameters). The planner settings go back to PostgreSQL's defaults (on) when not.
+ */
+function switchStatement(scope: StoreScope, byIndex: boolean): { sql: string; parameters: string[] } {
   const role = scope.kind === 'owner' ? 'none' : scope.kind === 'platform' ? 'store_api_platform' : 'store_api_tenant';
   const store = scope.kind === 'store' ? scope.storeId : '';
-  return { sql: `SELECT set_config('role', $1, false), set_config('store_api.store_id', $2, false)`, parameters: [role, store] };
+  return {
+    sql: `SELECT set_config('role', $1, false), set_config('store_api.store_id', $2, false), set_config('enable_seqscan', $3, false), set_config('enable_bitmapscan', $3, false)`,
+    parameters: [role, store, byIndex ? 'off' : 'on'],
+  };
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
- * The scopes of one database: its default, and what each of its connections (sessions) last got.
+ * The scopes of one database: its default, and what each of its connections (sessions) last got,
+ * with whether it reads by index only (db/index-reads.ts: the worker's queue statements).
  */
 export class ScopeState {
   #default: StoreScope = OWNER_SCOPE;
@@ -173,16 +187,17 @@ export class ScopeState {
   }
 
   /**
-   * Puts the session `session` in the running code's scope when it is in another, by `run`ning one
-   * statement. Only ever outside a transaction (as a connection is taken): a rollback would undo
+   * Puts the session `session` in the running code's scope and planner settings when it is in
+   * others, by `run`ning one statement. Only ever outside a transaction (as a connection is taken): a rollback would undo
    * a switch made inside one, unseen.
    */
   async sync(session: object, run: (sql: string, parameters: string[]) => Promise<unknown>): Promise<void> {
     const scope = this.wanted();
-    const key = keyOf(scope);
+    const byIndex = readsByIndex();
+    const key = keyOf(scope, byIndex);
     if ((this.#applied.get(session) ?? 'owner') === key) return;
     if (scope.kind === 'store' && !UUID.test(scope.storeId)) throw new Error(`not a store id: ${scope.storeId}`);
-    const { sql, parameters } = switchStatement(scope);
+    const { sql, parameters } = switchStatement(scope, byIndex);
     // Unknown while it runs: a failure leaves the session in a state we cannot tell.
     this.#applied.set(session, 'unknown');
     await run(sql, parameters);

@@ -242,7 +242,7 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
   const start = options.startAfter ?? randomUUID();
   // Read by index only (db/index-reads.ts): the walks and probes stay walks and probes however one
   // store's backlog skews the statistics.
-  const { rows } = await readingByIndex(db, (trx) =>
+  const { rows } = await readingByIndex(db, (d) =>
     sql<ClaimedRow>`
     WITH RECURSIVE ${storesWithWork(start)}, walked AS (
       -- The stores to serve, walked from the start round: first those with a due first attempt
@@ -361,7 +361,7 @@ export async function claimDueDeliveries(db: Kysely<Database>, options: ClaimOpt
     JOIN candidates k ON k.store_id = c.store_id AND k.id = c.id
     WHERE ${ASYNC_COMMIT}
     ORDER BY k.store_rank, k.tier, k.rank, c.next_attempt_at, c.id
-  `.execute(trx),
+  `.execute(d),
   );
   return rows.map(claimedDelivery);
 }
@@ -420,7 +420,7 @@ export async function claimFifoBatches(db: Kysely<Database>, options: FifoClaimO
   if (options.limit <= 0) return [];
   const now = isoFromMillis(options.now);
   const leaseUntil = isoFromMillis(options.now + options.leaseMs);
-  return readingByIndex(db, async (trx) => {
+  const claim = async (trx: Kysely<Database>): Promise<ClaimedBatch[]> => {
     const { rows: lines } = await sql<{ id: string; store_id: string; batch_size: number }>`
       SELECT e.id, e.store_id, e.batch_size FROM webhook_endpoints e
       WHERE e.enabled AND e.delivery_order = 'fifo'
@@ -482,7 +482,10 @@ export async function claimFifoBatches(db: Kysely<Database>, options: FifoClaimO
       else batches.set(row.endpoint_id, [claimedDelivery(row)]);
     }
     return [...batches].map(([endpointId, deliveries]) => ({ endpointId, storeId: deliveries[0]!.storeId, deliveries }));
-  });
+  };
+  // One transaction (the lines' locks hold to the second statement), reading by index only
+  // (db/index-reads.ts), as the other claims.
+  return readingByIndex(db, (d) => (d.isTransaction ? claim(d) : d.transaction().execute(claim)));
 }
 
 /**
@@ -813,7 +816,7 @@ export async function queueDepth(db: Kysely<Database>): Promise<number> {
 export async function nextDueAt(db: Kysely<Database>, now: number): Promise<number | null> {
   const nowIso = isoFromMillis(now);
   // Read by index only (db/index-reads.ts), as the claims.
-  const { rows } = await readingByIndex(db, (trx) =>
+  const { rows } = await readingByIndex(db, (d) =>
     sql<{ t: number | null }>`
     WITH RECURSIVE ${storesWithWork(NIL_UUID)}, busy AS (
       -- The active stores with unfinished deliveries: only their endpoints are read.
@@ -883,7 +886,7 @@ export async function nextDueAt(db: Kysely<Database>, now: number): Promise<numb
             AND d.next_attempt_at <= ${nowIso}::timestamptz AND d.locked_until > ${nowIso}::timestamptz
         ) l))
     END) * 1000)::float8 AS t
-  `.execute(trx),
+  `.execute(d),
   );
   return rows[0]?.t ?? null;
 }

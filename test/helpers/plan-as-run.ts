@@ -1,7 +1,8 @@
 /**
  * The plan PostgreSQL gives a statement as the service ran it: its statements are recorded
- * (`observeStatements`), then the one that set its transaction's planner settings (db/index-reads.ts)
- * and an EXPLAIN of the statement are run in one transaction, rolled back.
+ * (`observeStatements`), then its planner settings (db/index-reads.ts: the statement of its
+ * transaction that set them, or those of the connection it ran on) and an EXPLAIN of the statement
+ * are run in one transaction, rolled back.
  */
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { Database } from '../../src/db/schema.ts';
@@ -17,6 +18,8 @@ export interface PlanNode {
 export interface RecordedStatement {
   readonly sql: string;
   readonly parameters: readonly unknown[];
+  /** Run on a connection reading by index only (db/index-reads.ts `readsByIndex`). */
+  readonly byIndex: boolean;
 }
 
 /** Every node of a plan. */
@@ -27,8 +30,8 @@ export function nodesOf(node: PlanNode): PlanNode[] {
 /** The statements `run` has the database run (across stores), with what `run` returned. */
 export async function recordStatements<T>(run: () => Promise<T>): Promise<{ result: T; statements: RecordedStatement[] }> {
   const statements: RecordedStatement[] = [];
-  observeStatements((text, parameters) => {
-    statements.push({ sql: text, parameters });
+  observeStatements((text, parameters, _scope, byIndex) => {
+    statements.push({ sql: text, parameters, byIndex });
   });
   try {
     return { result: await asPlatform(run), statements };
@@ -37,9 +40,16 @@ export async function recordStatements<T>(run: () => Promise<T>): Promise<{ resu
   }
 }
 
-/** The statement of `statements` that sets its transaction to read by index only. */
+/**
+ * The settings `statements` ran with to read by index only, as a statement: the one of theirs that
+ * set them for its transaction, else (every one of them run on a connection that has them) the
+ * same settings for the transaction planAsRun replays them in; undefined when they had none.
+ */
 export function settingsOf(statements: readonly RecordedStatement[]): RecordedStatement | undefined {
-  return statements.find((s) => s.sql.includes("set_config('enable_seqscan'"));
+  const set = statements.find((s) => s.sql.includes("set_config('enable_seqscan', 'off', true)"));
+  if (set) return set;
+  if (statements.length === 0 || !statements.every((s) => s.byIndex)) return undefined;
+  return { sql: "SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)", parameters: [], byIndex: true };
 }
 
 class RolledBack extends Error {}
