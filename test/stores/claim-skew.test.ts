@@ -1,6 +1,6 @@
 /**
  * The worker's claims and its `nextDueAt` read the delivery queue by its indexes however the
- * deliveries are spread over the stores (their transactions read by index only, db/index-reads.ts),
+ * deliveries are spread over the stores (they read by index only, db/index-reads.ts),
  * as the poll's fan-out does (poller-skew.test.ts). With one store holding nearly every unfinished
  * delivery, the statistics say a store id matches nearly every row, and PostgreSQL planned the probes
  * of another store's endpoints as sequential scans of the whole table expected to stop at a first
@@ -8,8 +8,8 @@
  * (2.5 ms over 20,000 rows, a scan for each store with a FIFO endpoint, against 0.02 ms by the
  * index), the probe delivery's event in the claim.
  *
- * Each statement's plan is read the way it runs: its statements are recorded, then the one setting
- * its transaction's planner settings and an EXPLAIN of each are run in one transaction.
+ * Each statement's plan is read the way it runs: its statements are recorded, then the planner
+ * settings they ran with and an EXPLAIN of each are run in one transaction.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -70,7 +70,7 @@ describe.each(backends)('claims with one store holding nearly every delivery (%s
   /** The reads of `statements` (those over the queue) that go through a whole table or a bitmap. */
   async function wholeReads(statements: readonly RecordedStatement[]): Promise<string[]> {
     const settings = settingsOf(statements);
-    expect(settings, 'the transaction sets its planner settings').toBeTruthy();
+    expect(settings, 'the statements ran with the planner settings').toBeTruthy();
     const found: string[] = [];
     for (const statement of statements.filter((s) => s !== settings && /webhook_deliveries/.test(s.sql))) {
       for (const read of wholeReadsOf(await planAsRun(db, settings, statement), QUEUE)) found.push(`${read} in ${statement.sql.trim().slice(0, 40)}…`);
