@@ -14,7 +14,8 @@
  * gets its database's default (`ScopeState.setDefault`: the owner until the process picks its own
  * after migrating, stores/store.service.ts `useDefaultStoreScope`: the only store, or none). A
  * connection is switched when it is taken by code of another scope than the one it last got, with
- * ONE session-level statement (`set_config` of the role and of the store) before any transaction
+ * ONE session-level statement (`set_config` of the role and of the store, and of the planner
+ * settings of db/index-reads.ts) before any transaction
  * begins on it: a deployment of one store switches once per connection, never again, and a fleet
  * of stores pays a round trip only when a connection changes hands between stores. Inside a
  * transaction the connection keeps the scope it began with (a request's statements all have its
@@ -188,8 +189,8 @@ export class ScopeState {
 
   /**
    * Puts the session `session` in the running code's scope and planner settings when it is in
-   * others, by `run`ning one statement. Only ever outside a transaction (as a connection is taken): a rollback would undo
-   * a switch made inside one, unseen.
+   * others, by `run`ning one statement. Only ever outside a transaction (as a connection is
+   * taken): a rollback would undo a switch made inside one, unseen.
    */
   async sync(session: object, run: (sql: string, parameters: string[]) => Promise<unknown>): Promise<void> {
     const scope = this.wanted();
