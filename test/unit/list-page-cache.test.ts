@@ -56,6 +56,32 @@ describe('list page cache budget', () => {
     expect(cache.get(STORE, 'small')).toBeDefined();
   });
 
+  it('holds no more memory than it counts: a body sliced from a larger buffer is kept in one of its own', () => {
+    const { cache } = fresh();
+    const keys: string[] = [];
+    for (let i = 0; i < 50; i++) {
+      const key = `slice-${i}`;
+      keys.push(key);
+      // As Node hands out small buffers: each a view into a 64 KiB slab (Buffer.poolSize on Node 24).
+      const slab = Buffer.alloc(65_536, 'y');
+      slab.write(`{"page":${i}}`, 100);
+      cache.put(STORE, key, { body: slab.subarray(100, 1_100), nextCursor: null, hasMore: false }, cache.generation(STORE));
+    }
+    const kept = keys.flatMap((key) => {
+      const found = cache.get(STORE, key);
+      return found ? [{ key, body: found.body }] : [];
+    });
+    expect(kept.length).toBeGreaterThan(5);
+    // The buffers the cache keeps alive, not only the bytes it serves, stay within its budget.
+    const buffers = new Set(kept.map((k) => k.body.buffer));
+    expect([...buffers].reduce((sum, b) => sum + b.byteLength, 0)).toBeLessThanOrEqual(budget);
+    // The same bytes are served.
+    for (const { key, body } of kept) {
+      expect(body.byteLength).toBe(1_000);
+      expect(body.subarray(0, 12).toString()).toBe(`{"page":${key.slice('slice-'.length)}}`.padEnd(12, 'y'));
+    }
+  });
+
   it('replacing a page counts its bytes once', () => {
     const { cache } = fresh();
     for (let i = 0; i < 50; i++) cache.put(STORE, 'same', page(2_000), cache.generation(STORE));
