@@ -907,7 +907,7 @@ async function benchFairness(opts: StoresOptions): Promise<FairnessResults> {
     let round = 0;
     // The idle phase lasts as long as the last busy one (at least fairIdleSeconds): each phase's p99
     // is then read off about as many of B's changes. A 30-s idle phase gave about 120, whose p99 is
-    // their second largest: B's change p99 with A idle went from 106 to 374 ms across rounds of the
+    // their second largest: B's change p99 with A idle went from 106 to 372 ms across rounds of the
     // same code, which moved the ratio more than anything A did.
     let lastBusySeconds = 0;
     const phases = await alternate<PhaseFigures>(opts.fairRounds, {
