@@ -73,10 +73,10 @@ class PinnedConnection implements DatabaseConnection {
   ) {}
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
     await beforeStatement(compiledQuery.sql, this.owner);
-    return this.inner.executeQuery<R>(compiledQuery);
+    return this.owner.send(() => this.inner.executeQuery<R>(compiledQuery));
   }
   streamQuery<R>(compiledQuery: CompiledQuery, chunkSize: number): AsyncIterableIterator<QueryResult<R>> {
-    return this.inner.streamQuery<R>(compiledQuery, chunkSize);
+    return this.owner.sendStream(() => this.inner.streamQuery<R>(compiledQuery, chunkSize));
   }
 }
 
@@ -88,6 +88,8 @@ export class RequestTransaction {
   #opening: Promise<PinnedConnection> | undefined;
   #releaseTurn: (() => void) | undefined;
   #savepoints = 0;
+  /** Settles when everything sent on the pinned connection so far has (never rejects). */
+  #sent: Promise<unknown> = Promise.resolve();
   readonly #afterCommit = new Set<() => void>();
 
   /** idle, open or ended (see the file's comment). */
@@ -100,6 +102,33 @@ export class RequestTransaction {
     return current.run(this, fn);
   }
 
+  /**
+   * Sends `fn`'s one statement on the pinned connection once everything sent before it has settled:
+   * statements of one request made side by side (Promise.all), savepoints and the end included, go
+   * out one after another in the order they were made. pg would queue them itself, but that is
+   * deprecated and pg@9 refuses a statement sent while its connection is busy.
+   */
+  send<T>(fn: () => Promise<T>): Promise<T> {
+    const turn = this.#sent.then(fn);
+    this.#sent = turn.catch(() => undefined);
+    return turn;
+  }
+
+  /** As `send`, for a stream: the connection is its own until the stream ends (read through or returned). */
+  async *sendStream<R>(open: () => AsyncIterableIterator<R>): AsyncIterableIterator<R> {
+    let ended!: () => void;
+    const before = this.#sent;
+    this.#sent = new Promise<void>((resolve) => {
+      ended = resolve;
+    });
+    try {
+      await before;
+      yield* open();
+    } finally {
+      ended();
+    }
+  }
+
   /** Calls `fn` after the commit (never after a rollback): for signals that must not run ahead of it. */
   afterCommit(fn: () => void): void {
     this.#afterCommit.add(fn);
@@ -108,7 +137,8 @@ export class RequestTransaction {
   /** The server's process id of the pinned connection (tests terminate it), or undefined while idle. */
   async backendPid(): Promise<number | undefined> {
     if (this.#state !== 'open') return undefined;
-    const { rows } = await this.#pinned!.inner.executeQuery<{ pid: number }>(CompiledQuery.raw('SELECT pg_backend_pid() AS pid'));
+    const pinned = this.#pinned!;
+    const { rows } = await this.send(() => pinned.inner.executeQuery<{ pid: number }>(CompiledQuery.raw('SELECT pg_backend_pid() AS pid')));
     return rows[0]?.pid;
   }
 
@@ -117,11 +147,11 @@ export class RequestTransaction {
     if (pinned) {
       try {
         await beforeStatement('COMMIT', this);
-        await this.#driver!.inner.commitTransaction(pinned.inner);
+        await this.send(() => this.#driver!.inner.commitTransaction(pinned.inner));
       } catch (error) {
         // Never give the connection back inside a transaction (the next user would write into it,
         // and commit it): roll back what is left. On a lost connection this fails too, quietly.
-        await this.#driver!.inner.rollbackTransaction(pinned.inner).catch(() => undefined);
+        await this.send(() => this.#driver!.inner.rollbackTransaction(pinned.inner)).catch(() => undefined);
         throw error;
       } finally {
         await this.#giveBack(pinned);
@@ -134,7 +164,7 @@ export class RequestTransaction {
     const pinned = await this.#end();
     if (!pinned) return;
     try {
-      await this.#driver!.inner.rollbackTransaction(pinned.inner);
+      await this.send(() => this.#driver!.inner.rollbackTransaction(pinned.inner));
     } finally {
       await this.#giveBack(pinned);
     }
@@ -154,7 +184,7 @@ export class RequestTransaction {
     if (pinned) {
       if (!this.#driver!.singleConnection) throw new Error('detach is for a single-connection database');
       try {
-        await this.#driver!.inner.commitTransaction(pinned.inner);
+        await this.send(() => this.#driver!.inner.commitTransaction(pinned.inner));
       } finally {
         await this.#giveBack(pinned);
         this.#state = 'idle';
@@ -210,7 +240,7 @@ export class RequestTransaction {
   async beginNested(pinned: PinnedConnection): Promise<void> {
     const name = `request_nested_${++this.#savepoints}`;
     await beforeStatement(`SAVEPOINT ${name}`, this);
-    await pinned.inner.executeQuery(CompiledQuery.raw(`SAVEPOINT ${name}`));
+    await this.send(() => pinned.inner.executeQuery(CompiledQuery.raw(`SAVEPOINT ${name}`)));
     pinned.savepoint = name;
   }
 
@@ -223,7 +253,7 @@ export class RequestTransaction {
     if (outcome === 'rollback') {
       try {
         await beforeStatement(`ROLLBACK TO SAVEPOINT ${name}`, this);
-        await pinned.inner.executeQuery(CompiledQuery.raw(`ROLLBACK TO SAVEPOINT ${name}`));
+        await this.send(() => pinned.inner.executeQuery(CompiledQuery.raw(`ROLLBACK TO SAVEPOINT ${name}`)));
       } catch (error) {
         // A store that failed for good (the embedded log could not be written) refuses every
         // statement: the request's transaction can never commit, and the error that made the
@@ -236,7 +266,7 @@ export class RequestTransaction {
       }
     }
     await beforeStatement(`RELEASE SAVEPOINT ${name}`, this);
-    await pinned.inner.executeQuery(CompiledQuery.raw(`RELEASE SAVEPOINT ${name}`));
+    await this.send(() => pinned.inner.executeQuery(CompiledQuery.raw(`RELEASE SAVEPOINT ${name}`)));
     pinned.savepoint = undefined;
   }
 }

@@ -114,6 +114,40 @@ describe.each(backends)('request transactions (%s)', (backend) => {
     expect(a).toBe(outcome === 'both' ? 1 : 0);
   });
 
+  // pg queues a statement sent while its connection is busy, but that is deprecated and pg@9
+  // refuses it ("client.query() when the client is already executing a query"). Statements of one
+  // request made side by side (Promise.all), savepoints and the COMMIT included, must go out one
+  // after another, in the order they were made.
+  it.runIf(backend === 'postgres')('statements made side by side go to the connection one at a time, in the order made', async () => {
+    const query = pg.Client.prototype.query;
+    let overlaps = 0;
+    let sent = 0;
+    pg.Client.prototype.query = function (this: pg.Client & { _getActiveQuery(): unknown; _queryQueue: unknown[] }, ...args: unknown[]) {
+      sent++;
+      if (this._getActiveQuery() || this._queryQueue.length > 0) overlaps++;
+      return (query as (...a: unknown[]) => unknown).apply(this, args);
+    } as typeof query;
+    try {
+      const tx = begin();
+      const got = await tx.run(() =>
+        Promise.all([
+          sql<{ n: number }>`SELECT 1 AS n FROM pg_sleep(0.05)`.execute(db),
+          insertNamed(db, 'side by side'),
+          runWrite(db, async ({ trx }) => insertNamed(trx, 'side by side')),
+          sql<{ n: number }>`SELECT count(*)::int AS n FROM customers WHERE name = 'side by side'`.execute(db),
+        ]),
+      );
+      await tx.commit();
+      expect(got[0].rows[0]!.n).toBe(1);
+      expect(got[3].rows).toHaveLength(1);
+      expect(await named(db, 'side by side')).toBe(2);
+    } finally {
+      pg.Client.prototype.query = query;
+    }
+    expect(sent).toBeGreaterThan(4);
+    expect(overlaps).toBe(0);
+  });
+
   // A service transaction whose SAVEPOINT fails (the request's transaction is already aborted, or
   // its connection was lost) must fail with the database's error, not one of ours: a guard on the
   // savepoint bookkeeping. (It passed before the fix of the 500 seen in CI, which was a failed
