@@ -30,7 +30,7 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database } from '../db/schema.ts';
 import { INDEX_READS } from '../db/index-reads.ts';
-import { horizonExpression, readHorizon } from '../db/write-clock.ts';
+import { horizonExpression } from '../db/write-clock.ts';
 import { isoFromMillis } from '../shared/time.ts';
 import {
   ASYNC_COMMIT,
@@ -90,55 +90,52 @@ export async function pollEvents(
   // delay the poll, and while another store's import is in flight it is not free (pollPending).
   if (!known && !(await pollPending(db))) return { polled: true, events: 0, deliveries: 0, more: false, handedOver: NOTHING, paused: 0 };
   return db.transaction().execute(async (trx) => {
-    // The poll reads by index only (db/index-reads.ts): its first statement sets that.
-    const { rows: state } = await sql<{ position_created_at: string; position_seq: number }>`
-      SELECT position_created_at, position_seq FROM webhook_poller_state WHERE id = 1 AND ${ASYNC_COMMIT} AND ${INDEX_READS} FOR UPDATE SKIP LOCKED
+    // The poll reads by index only (db/index-reads.ts): its first statement sets that. It reads the
+    // horizon too, in a statement before the scan's (write-clock.ts: a statement that read both its
+    // rows and the lock table could miss a write committed between the two).
+    const { rows: state } = await sql<{ position_created_at: string; position_seq: number; horizon: string }>`
+      SELECT position_created_at, position_seq, ${horizonExpression(undefined)} AS horizon
+      FROM webhook_poller_state WHERE id = 1 AND ${ASYNC_COMMIT} AND ${INDEX_READS} FOR UPDATE SKIP LOCKED
     `.execute(trx);
     if (state.length === 0) return { polled: false, events: 0, deliveries: 0, more: false, handedOver: NOTHING, paused: 0 };
-    const horizon = await readHorizon(trx);
+    const horizon = state[0]!.horizon;
 
-    // 1. The scan: every event between its position and the horizon raises its store's target.
+    // 1. The scan: every event between its position and the horizon raises its store's target; past
+    // it, the look-ahead raises those of the stores that wrote last; the scan's position moves. One
+    // statement a round (each round is a round trip on a database the busy stores keep busy).
     let scanned = { created_at: state[0]!.position_created_at, seq: state[0]!.position_seq };
     let scanFull = false;
     for (let round = 0; round < SCAN_ROUNDS; round++) {
-      const step = await scan(trx, scanned, horizon);
-      if (step.last) scanned = step.last;
+      const step = await scan(trx, scanned, horizon, nowIso);
+      scanned = step.last;
       scanFull = step.full;
       if (!scanFull) break;
     }
-    // Past the scan, for the stores that wrote last: another store's long write may hold the scan
-    // back at the deployment's horizon, or its many events may still be ahead of the scan.
-    await lookAhead(trx, scanned);
-    if (scanned.created_at !== state[0]!.position_created_at || scanned.seq !== state[0]!.position_seq) {
-      await sql`
-        UPDATE webhook_poller_state SET position_created_at = ${scanned.created_at}::timestamptz, position_seq = ${scanned.seq}::bigint, updated_at = ${nowIso}::timestamptz
-        WHERE id = 1
-      `.execute(trx);
-    }
 
-    // 2. The fan-out's stores: those behind, least recently served first, a share of the batch each.
-    const { rows: behind } = await sql<StorePosition>`
-      SELECT sp.store_id, sp.position_created_at, sp.position_seq, sp.target_created_at, sp.target_seq
-      FROM webhook_store_positions sp WHERE ${BEHIND} AND ${STORE_NOT_DELETING}
-      ORDER BY sp.served_at, sp.store_id LIMIT ${STORES_PER_POLL + 1}
-    `.execute(trx);
-    if (behind.length === 0) return { polled: true, events: 0, deliveries: 0, more: scanFull, handedOver: NOTHING, paused: 0 };
-    const served = behind.slice(0, STORES_PER_POLL);
-    const share = Math.max(1, Math.floor(batchSize / served.length));
-
-    // 3. Each store's next events some enabled endpoint of its own wants, up to its share, in
+    // 2. The fan-out's stores: those behind, least recently served first, a share of the batch each;
+    // 3. each one's next events some enabled endpoint of its own wants, up to its share, in
     // (created_at, seq) order: in two parts, the rest of the position's stamp by seq, then the later
     // stamps (one import's events share one stamp, and a seek written as (created_at, seq) >
     // position let a planner without statistics scan that whole stamp for every batch). Events
     // nobody wants are never read into the batch: a store whose share is not filled moves to its
-    // target (everything up to it was looked at).
+    // target (everything up to it was looked at). One statement: a row per event read, or one with
+    // no event for a served store none of whose events was read.
     const wanted = sql`ev.type <> 'ping' AND NOT ev.test
       AND (ev.created_at >= w.everything_since OR ev.created_at >= (w.since_by_type ->> ev.type)::timestamptz)`;
-    const { rows: read } = await sql<{ id: string; store_id: string; created_at: string; seq: number }>`
-      SELECT b.store_id, ev.id, ev.created_at, ev.seq
-      FROM unnest(${served.map((s) => s.store_id)}::uuid[], ${served.map((s) => s.position_created_at)}::timestamptz[],
-        ${served.map((s) => s.position_seq)}::bigint[], ${served.map((s) => s.target_created_at)}::timestamptz[],
-        ${served.map((s) => s.target_seq)}::bigint[]) AS b(store_id, pc, ps, tc, ts)
+    const { rows } = await sql<
+      StorePosition & { rank: number; behind: number; share: number; id: string | null; created_at: string | null; seq: number | null }
+    >`
+      WITH behind AS (
+        SELECT sp.store_id, sp.position_created_at, sp.position_seq, sp.target_created_at, sp.target_seq,
+          row_number() OVER (ORDER BY sp.served_at, sp.store_id)::int AS rank
+        FROM webhook_store_positions sp WHERE ${BEHIND} AND ${STORE_NOT_DELETING}
+        ORDER BY sp.served_at, sp.store_id LIMIT ${STORES_PER_POLL + 1}
+      ), counted AS (
+        SELECT count(*)::int AS behind, greatest(1, ${batchSize}::int / greatest(1, least(count(*)::int, ${STORES_PER_POLL}::int)))::int AS share FROM behind
+      )
+      SELECT b.store_id, b.position_created_at, b.position_seq, b.target_created_at, b.target_seq, b.rank, c.behind, c.share,
+        ev.id, ev.created_at, ev.seq
+      FROM behind b CROSS JOIN counted c
       CROSS JOIN LATERAL (
         -- What the store's enabled endpoints want: everything since the first with no event types
         -- was registered, each type since the first that names it.
@@ -149,18 +146,25 @@ export async function pollEvents(
             FROM webhook_endpoints e CROSS JOIN LATERAL unnest(e.event_types) AS t
             WHERE e.store_id = b.store_id AND e.enabled GROUP BY t) s) AS since_by_type
       ) w
-      CROSS JOIN LATERAL (
+      LEFT JOIN LATERAL (
         (SELECT ev.id, ev.created_at, ev.seq FROM events ev
-          WHERE ev.store_id = b.store_id AND ev.created_at = b.pc AND ev.seq > b.ps AND (ev.created_at, ev.seq) <= (b.tc, b.ts) AND ${wanted}
-          ORDER BY ev.seq LIMIT ${share})
+          WHERE ev.store_id = b.store_id AND ev.created_at = b.position_created_at AND ev.seq > b.position_seq
+            AND (ev.created_at, ev.seq) <= (b.target_created_at, b.target_seq) AND ${wanted}
+          ORDER BY ev.seq LIMIT c.share)
         UNION ALL
         (SELECT ev.id, ev.created_at, ev.seq FROM events ev
-          WHERE ev.store_id = b.store_id AND ev.created_at > b.pc AND (ev.created_at, ev.seq) <= (b.tc, b.ts) AND ${wanted}
-          ORDER BY ev.created_at, ev.seq LIMIT ${share})
-        ORDER BY created_at, seq LIMIT ${share}
-      ) ev
+          WHERE ev.store_id = b.store_id AND ev.created_at > b.position_created_at
+            AND (ev.created_at, ev.seq) <= (b.target_created_at, b.target_seq) AND ${wanted}
+          ORDER BY ev.created_at, ev.seq LIMIT c.share)
+        ORDER BY created_at, seq LIMIT c.share
+      ) ev ON true
+      WHERE b.rank <= ${STORES_PER_POLL}
       ORDER BY ev.created_at, ev.seq, b.store_id
     `.execute(trx);
+    if (rows.length === 0) return { polled: true, events: 0, deliveries: 0, more: scanFull, handedOver: NOTHING, paused: 0 };
+    const share = rows[0]!.share;
+    const served = [...new Map(rows.map((r) => [r.store_id, r])).values()].sort((x, y) => x.rank - y.rank);
+    const read = rows.filter((r): r is typeof r & { id: string; created_at: string; seq: number } => r.id !== null);
 
     // 4. Where each store's position moves: past its share when it was filled, else to its target.
     const readOf = new Map<string, { count: number; last: { created_at: string; seq: number } }>();
@@ -184,22 +188,27 @@ export async function pollEvents(
     // recently served, so it waits at most until every store served before it has been once.
     const light = moves.filter((m) => !m.full);
     const moved = !moves[0]!.full && light.length < moves.length ? light : moves;
-    await sql`
+    // The positions move in the fan-out's own statement (one round trip fewer), or alone when
+    // nothing is fanned out.
+    const movePositions = sql`
       UPDATE webhook_store_positions sp
       SET position_created_at = m.created_at, position_seq = m.seq, served_at = ${nowIso}::timestamptz
       FROM unnest(${moved.map((m) => m.store_id)}::uuid[], ${moved.map((m) => m.to.created_at)}::timestamptz[], ${moved.map((m) => m.to.seq)}::bigint[])
         AS m(store_id, created_at, seq)
-      WHERE sp.store_id = m.store_id
-    `.execute(trx);
-    const more = scanFull || behind.length > served.length || moves.some((m) => m.full);
+      WHERE sp.store_id = m.store_id`;
+    const more = scanFull || rows[0]!.behind > served.length || moves.some((m) => m.full);
     const movedStores = new Set(moved.map((m) => m.store_id));
     const events = moved === moves ? read : read.filter((r) => movedStores.has(r.store_id));
-    if (events.length === 0) return { polled: true, events: 0, deliveries: 0, more, handedOver: NOTHING, paused: 0 };
+    if (events.length === 0) {
+      await movePositions.execute(trx);
+      return { polled: true, events: 0, deliveries: 0, more, handedOver: NOTHING, paused: 0 };
+    }
 
     const batch = { storeIds: events.map((e) => e.store_id), eventIds: events.map((e) => e.id) };
     const handover = handoverOf();
     if (!handover || handover.limit <= 0) {
       const inserted = await sql`
+        WITH moved AS (${movePositions})
         INSERT INTO webhook_deliveries (id, store_id, event_id, event_type, endpoint_id, status, next_attempt_at, created_at, updated_at)
         SELECT gen_random_uuid(), ev.store_id, ev.id, ev.type, e.id, 'pending', ${nowIso}::timestamptz, ${nowIso}::timestamptz, ${nowIso}::timestamptz
         ${fanOut(batch)}
@@ -212,7 +221,7 @@ export async function pollEvents(
     const held = JSON.stringify(Object.fromEntries(handover.held ?? []));
     const heldByStore = JSON.stringify(Object.fromEntries(handover.heldByStore ?? []));
     const { rows: fanned } = await sql<ClaimedRow & { total: number; paused: number; handed: boolean }>`
-      WITH fresh AS (
+      WITH moved AS (${movePositions}), fresh AS (
         SELECT ev.id AS event_id, ev.store_id, ev.type AS event_type, e.id AS endpoint_id, ev.created_at, ev.seq,
           -- As a claim ranks: the endpoint's k-th row after those it has in flight here.
           coalesce((${held}::jsonb ->> e.id::text)::int, 0) + row_number() OVER (PARTITION BY e.id ORDER BY ev.created_at, ev.seq) AS rank,
@@ -320,57 +329,35 @@ const RAISE_TARGET = sql`ON CONFLICT (store_id) DO UPDATE SET
  */
 const LOOK_AHEAD_ROWS = 5_000;
 
-/**
- * The look-ahead: while another store's long write (an import) holds the deployment's horizon, and
- * so the scan, back, the stores that wrote since are found among the newest events after the
- * scan's position (read backwards, LOOK_AHEAD_ROWS at most) and their targets raised to their last
- * event below their OWN horizon (db/write-clock.ts: no write of that store, nor of no store, can
- * still commit below it). The fan-out reads a store's events from its position in a later statement,
- * so a write that committed while this one ran is read there. The scan passes these events later
- * and raises nothing past them.
- */
-async function lookAhead(trx: Kysely<Database>, from: { created_at: string; seq: number }): Promise<void> {
-  await sql`
-    WITH recent AS (
-      SELECT ev.store_id, ev.created_at, ev.seq FROM events ev
-      WHERE ev.created_at > ${from.created_at}::timestamptz
-      ORDER BY ev.created_at DESC, ev.seq DESC LIMIT ${LOOK_AHEAD_ROWS}
-    ), horizons AS (
-      SELECT s.store_id, ${horizonExpression(sql`s.store_id`)} AS horizon FROM (SELECT DISTINCT store_id FROM recent) s
-    ), per_store AS (
-      SELECT DISTINCT ON (r.store_id) r.store_id, r.created_at, r.seq,
-        NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.store_id = r.store_id AND e.enabled) AS unwanted
-      FROM recent r JOIN horizons h ON h.store_id = r.store_id
-      WHERE r.created_at < h.horizon
-      ORDER BY r.store_id, r.created_at DESC, r.seq DESC
-    )
-    INSERT INTO webhook_store_positions AS sp (store_id, position_created_at, position_seq, target_created_at, target_seq, served_at)
-    SELECT ps.store_id,
-      CASE WHEN ps.unwanted THEN ps.created_at ELSE ${from.created_at}::timestamptz END,
-      CASE WHEN ps.unwanted THEN ps.seq ELSE ${from.seq}::bigint END,
-      ps.created_at, ps.seq, '-infinity'::timestamptz
-    FROM per_store ps
-    ${RAISE_TARGET}
-  `.execute(trx);
-}
-
 /** `sp`'s store has events to fan out (the partial index webhook_store_positions_behind_idx). */
 const BEHIND = sql<boolean>`(sp.position_created_at, sp.position_seq) < (sp.target_created_at, sp.target_seq)`;
 /** A store being deleted gets no new deliveries (its row goes with it). */
 const STORE_NOT_DELETING = sql<boolean>`EXISTS (SELECT 1 FROM stores st WHERE st.id = sp.store_id AND st.status <> 'deleting')`;
 
 /**
- * One scan step: up to SCAN_ROWS events after `from` and below `horizon`, in (created_at, seq)
- * order, raise each one's store's target to its last event. A store seen for the first time starts
- * at the scan's position (migration 0034); a store with no enabled endpoint moves with its target
- * (nothing of it is wanted: an endpoint registered later wants only what is written after it).
+ * One scan step, in one statement:
+ * - the scan: up to SCAN_ROWS events after `from` and below `horizon`, in (created_at, seq) order,
+ *   raise each one's store's target to its last event;
+ * - the look-ahead: while another store's long write (an import) holds the deployment's horizon,
+ *   and so the scan, back, the stores that wrote since are found among the newest events after
+ *   where the scan ends (read backwards, LOOK_AHEAD_ROWS at most) and their targets raised to their
+ *   last event below their OWN horizon (db/write-clock.ts: no write of that store, nor of no store,
+ *   can still commit below it). The fan-out reads a store's events from its position in a later
+ *   statement, so a write that committed while this one ran is read there. The scan passes these
+ *   events later and raises nothing past them;
+ * - the scan's position moves to where it ended.
+ * A store seen for the first time starts at `from` (migration 0034; nothing of it lies between
+ * `from` and where it was seen, or the scan would have seen it); a store with no enabled endpoint
+ * moves with its target (nothing of it is wanted: an endpoint registered later wants only what is
+ * written after it).
  */
 async function scan(
   trx: Kysely<Database>,
   from: { created_at: string; seq: number },
   horizon: string,
-): Promise<{ last: { created_at: string; seq: number } | undefined; full: boolean }> {
-  const { rows } = await sql<{ scanned: number; created_at: string | null; seq: number | null }>`
+  nowIso: string,
+): Promise<{ last: { created_at: string; seq: number }; full: boolean }> {
+  const { rows } = await sql<{ scanned: number; created_at: string; seq: number }>`
     WITH scanned AS (
       (SELECT ev.store_id, ev.created_at, ev.seq FROM events ev
         WHERE ev.created_at = ${from.created_at}::timestamptz AND ev.seq > ${from.seq}::bigint AND ev.created_at < ${horizon}::timestamptz
@@ -380,10 +367,26 @@ async function scan(
         WHERE ev.created_at > ${from.created_at}::timestamptz AND ev.created_at < ${horizon}::timestamptz
         ORDER BY ev.created_at, ev.seq LIMIT ${SCAN_ROWS})
       ORDER BY created_at, seq LIMIT ${SCAN_ROWS}
+    ), scan_end AS (
+      SELECT l.created_at, l.seq FROM (
+        (SELECT created_at, seq FROM scanned ORDER BY created_at DESC, seq DESC LIMIT 1)
+        UNION ALL SELECT ${from.created_at}::timestamptz, ${from.seq}::bigint
+      ) l ORDER BY l.created_at DESC, l.seq DESC LIMIT 1
+    ), recent AS (
+      -- Bounded by a value, not a join, so the events are read backwards along their index.
+      SELECT ev.store_id, ev.created_at, ev.seq FROM events ev
+      WHERE ev.created_at > (SELECT created_at FROM scan_end)
+      ORDER BY ev.created_at DESC, ev.seq DESC LIMIT ${LOOK_AHEAD_ROWS}
+    ), horizons AS (
+      SELECT s.store_id, ${horizonExpression(sql`s.store_id`)} AS horizon FROM (SELECT DISTINCT store_id FROM recent) s
+    ), seen AS (
+      SELECT s.store_id, s.created_at, s.seq FROM scanned s
+      UNION ALL
+      SELECT r.store_id, r.created_at, r.seq FROM recent r JOIN horizons h ON h.store_id = r.store_id WHERE r.created_at < h.horizon
     ), per_store AS (
       SELECT DISTINCT ON (s.store_id) s.store_id, s.created_at, s.seq,
         NOT EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.store_id = s.store_id AND e.enabled) AS unwanted
-      FROM scanned s ORDER BY s.store_id, s.created_at DESC, s.seq DESC
+      FROM seen s ORDER BY s.store_id, s.created_at DESC, s.seq DESC
     ), raised AS (
       INSERT INTO webhook_store_positions AS sp (store_id, position_created_at, position_seq, target_created_at, target_seq, served_at)
       SELECT ps.store_id,
@@ -392,12 +395,16 @@ async function scan(
         ps.created_at, ps.seq, '-infinity'::timestamptz
       FROM per_store ps
       ${RAISE_TARGET}
+    ), moved AS (
+      UPDATE webhook_poller_state p
+      SET position_created_at = se.created_at, position_seq = se.seq, updated_at = ${nowIso}::timestamptz
+      FROM scan_end se
+      WHERE p.id = 1 AND (se.created_at, se.seq) <> (${from.created_at}::timestamptz, ${from.seq}::bigint)
     )
-    SELECT (SELECT count(*) FROM scanned)::int AS scanned, l.created_at, l.seq
-    FROM (SELECT 1) one LEFT JOIN (SELECT created_at, seq FROM scanned ORDER BY created_at DESC, seq DESC LIMIT 1) l ON true
+    SELECT (SELECT count(*) FROM scanned)::int AS scanned, se.created_at, se.seq FROM scan_end se
   `.execute(trx);
   const row = rows[0]!;
-  return { last: row.created_at === null ? undefined : { created_at: row.created_at, seq: row.seq! }, full: row.scanned === SCAN_ROWS };
+  return { last: { created_at: row.created_at, seq: Number(row.seq) }, full: row.scanned === SCAN_ROWS };
 }
 
 /**
